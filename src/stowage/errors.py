@@ -1,0 +1,211 @@
+"""One error hierarchy for the whole service.
+
+Every failure a client can see is a ``StowageError`` with a stable ``code``
+and an HTTP ``status``. The HTTP layer renders them in exactly one place
+(``stowage.http.errors``); nothing else turns errors into responses.
+Storage providers translate their SDK errors into the neutral ``Storage*``
+classes below at their own edge.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class StowageError(Exception):
+    code: ClassVar[str] = "INTERNAL_ERROR"
+    status: ClassVar[int] = 500
+    default_message: ClassVar[str] = "internal error"
+
+    def __init__(self, message: str | None = None, **details: Any) -> None:
+        self.message = message or self.default_message
+        self.details = details
+        super().__init__(self.message)
+
+    def body(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.details:
+            error["details"] = self.details
+        return {"error": error}
+
+
+# 400: the request itself is malformed.
+class BadRequest(StowageError):
+    code, status, default_message = "BAD_REQUEST", 400, "bad request"
+
+
+class InvalidParameter(BadRequest):
+    code = "INVALID_PARAMETER"
+
+
+class InvalidPath(BadRequest):
+    code, default_message = "INVALID_PATH", "invalid storage path"
+
+
+class InvalidFilename(BadRequest):
+    code, default_message = "INVALID_FILENAME", "invalid filename"
+
+
+class InvalidBase64(BadRequest):
+    code, default_message = "INVALID_BASE64", "body is not valid base64"
+
+
+class MissingFile(BadRequest):
+    code, default_message = "MISSING_FILE", "the request carries no file"
+
+
+class InvalidUrl(BadRequest):
+    code, default_message = "INVALID_URL", "the url cannot be fetched"
+
+
+class BadDigest(BadRequest):
+    code, default_message = "BAD_DIGEST", "content does not match the given digest"
+
+
+class CdnLinkRefused(BadRequest):
+    code = "CDN_LINK_NOT_ACCEPTED"
+    default_message = "this operation works only with the API file link, not a CDN link"
+
+
+# 401/403: authentication and authorisation.
+class Unauthenticated(StowageError):
+    code, status, default_message = "AUTH_REQUIRED", 401, "credentials are required"
+
+
+class InvalidApiKey(StowageError):
+    code, status, default_message = "INVALID_API_KEY", 403, "unknown API key"
+
+
+class InvalidSignature(StowageError):
+    code, status, default_message = "INVALID_SIGNATURE", 403, "signature does not match the policy"
+
+
+class InvalidPolicy(StowageError):
+    code, status, default_message = "INVALID_POLICY", 403, "policy is malformed"
+
+
+class PolicyExpired(StowageError):
+    code, status, default_message = "POLICY_EXPIRED", 403, "policy has expired"
+
+
+class PolicyDenied(StowageError):
+    code, status, default_message = "POLICY_DENIED", 403, "policy does not allow this request"
+
+
+class InvalidCredentials(StowageError):
+    code, status, default_message = "INVALID_CREDENTIALS", 401, "app secret is wrong"
+
+
+class ProviderNotEnabled(StowageError):
+    code = "PROVIDER_NOT_ENABLED"
+    status = 403
+    default_message = "this storage provider is not enabled for this app"
+
+
+class UrlForbidden(StowageError):
+    code, status, default_message = "URL_FORBIDDEN", 403, "the url points at a forbidden address"
+
+
+# 404 and friends.
+class HandleNotFound(StowageError):
+    code, status, default_message = "HANDLE_NOT_FOUND", 404, "no file with this handle"
+
+
+class NotFound(StowageError):
+    code, status, default_message = "NOT_FOUND", 404, "no such resource"
+
+
+class MethodNotAllowed(StowageError):
+    code, status, default_message = "METHOD_NOT_ALLOWED", 405, "method not allowed here"
+
+
+class Conflict(StowageError):
+    code, status, default_message = "CONFLICT", 409, "conflict with the current state"
+
+
+class KeyInUse(Conflict):
+    code, default_message = "KEY_IN_USE", "another handle already stores a file at this key"
+
+
+class PreconditionFailed(StowageError):
+    code, status, default_message = "PRECONDITION_FAILED", 412, "precondition failed"
+
+
+class PayloadTooLarge(StowageError):
+    code, status, default_message = "PAYLOAD_TOO_LARGE", 413, "the file is larger than allowed"
+
+
+class UnsupportedMediaType(StowageError):
+    code, status, default_message = "UNSUPPORTED_MEDIA_TYPE", 415, "unsupported content type"
+
+
+class RangeNotSatisfiable(StowageError):
+    code, status, default_message = "RANGE_NOT_SATISFIABLE", 416, "range not satisfiable"
+
+
+class Unprocessable(StowageError):
+    code, status, default_message = "UNPROCESSABLE", 422, "the file cannot be processed"
+
+
+class PayloadTooSmall(Unprocessable):
+    code, default_message = "PAYLOAD_TOO_SMALL", "the file is smaller than the policy allows"
+
+
+class RateLimited(StowageError):
+    code, status, default_message = "RATE_LIMITED", 429, "too many requests"
+
+
+class NotSupported(StowageError):
+    code, status, default_message = "NOT_SUPPORTED", 501, "not supported"
+
+
+# Upstream and storage failures: neutral errors that every provider maps its SDK errors to.
+class UpstreamError(StowageError):
+    code, status, default_message = "UPSTREAM_ERROR", 502, "the url source failed"
+
+
+class UpstreamTimeout(StowageError):
+    code, status, default_message = "UPSTREAM_TIMEOUT", 504, "the url source timed out"
+
+
+class StorageError(StowageError):
+    code, status, default_message = "STORAGE_ERROR", 502, "the storage backend failed"
+
+
+class StorageNotFound(StorageError):
+    code, status, default_message = "STORAGE_OBJECT_NOT_FOUND", 404, "object missing in storage"
+
+
+class StorageAccessDenied(StorageError):
+    code, status, default_message = "STORAGE_ACCESS_DENIED", 403, "storage refused access"
+
+
+class StorageUnavailable(StorageError):
+    code, status, default_message = "STORAGE_UNAVAILABLE", 503, "storage is unavailable"
+
+
+class StorageConflict(StorageError):
+    code, status, default_message = "STORAGE_CONFLICT", 409, "storage reported a conflict"
+
+
+class StorageFull(StorageError):
+    code, status, default_message = "STORAGE_FULL", 507, "storage is full"
+
+
+class StorageMisconfigured(StorageError):
+    code, status, default_message = "STORAGE_MISCONFIGURED", 503, "storage is misconfigured"
+
+
+class IntegrityError(StorageError):
+    code, status, default_message = "INTEGRITY_ERROR", 500, "stored bytes do not match their hash"
+
+
+def all_error_classes() -> list[type[StowageError]]:
+    """Every concrete error class, for the docs table and its test."""
+    seen: list[type[StowageError]] = []
+    stack: list[type[StowageError]] = [StowageError]
+    while stack:
+        cls = stack.pop()
+        seen.append(cls)
+        stack.extend(cls.__subclasses__())
+    return sorted(seen, key=lambda c: (c.status, c.code))

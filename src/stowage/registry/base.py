@@ -1,0 +1,93 @@
+"""The registry: apps and the handle -> stored object table.
+
+It holds all cross-request state so that a node holds none (SQLite now,
+PostgreSQL later). Contract (``tests/registry/test_contract.py``):
+
+- ``reserve`` inserts a *pending* file row; it raises ``KeyInUse`` when a live
+  or pending row of the same app already claims ``(provider, container, key)``.
+  Pending rows are invisible to ``get``.
+- ``commit`` turns a pending row into a stored one with its final size, hash
+  and type. ``abandon`` drops a pending row.
+- ``update`` rewrites a stored row after an overwrite; False when it is gone.
+- ``delete`` removes a stored row; True exactly once per handle, however many
+  callers race.
+- ``handle_lock`` serialises overwrite and delete of one handle.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class App:
+    api_key: str
+    secret: str
+    name: str = ""
+    security: bool = False
+    #: API provider name ("S3", "gcs", ...) -> provider config (``{"type": "s3", ...}``).
+    storage: dict[str, dict[str, Any]] = field(default_factory=dict)
+    webhooks: list[str] = field(default_factory=list)
+    created: float = field(default_factory=time.time)
+
+    def public(self) -> dict[str, Any]:
+        """What may be shown: never the secret, never provider credentials."""
+        return {
+            "api_key": self.api_key,
+            "name": self.name,
+            "security": self.security,
+            "providers": sorted(self.storage),
+            "webhooks": list(self.webhooks),
+            "created": self.created,
+        }
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    handle: str
+    api_key: str
+    provider: str  # API provider name used to store it ("S3", "gcs", ...)
+    location: str  # where the bytes really are ("local", "S3", ...)
+    container: str
+    key: str
+    filename: str
+    mimetype: str
+    size: int = 0
+    sha256: str = ""
+    uploaded: float = 0.0  # epoch milliseconds
+    source_url: str | None = None
+    cloud: bool = False  # a link to an object the service did not write (deletion rule 1)
+    access: str = "private"
+    version: int = 1
+
+    def with_(self, **changes: Any) -> FileRecord:
+        return replace(self, **changes)
+
+
+class Registry(Protocol):
+    async def open(self) -> None: ...
+    async def close(self) -> None: ...
+
+    async def create_app(self, app: App) -> None: ...
+    async def get_app(self, api_key: str) -> App | None: ...
+    async def list_apps(self) -> list[App]: ...
+    async def update_app(self, app: App) -> None: ...
+    async def delete_app(self, api_key: str) -> bool: ...
+
+    async def reserve(self, record: FileRecord) -> None: ...
+    async def commit(self, record: FileRecord) -> None: ...
+    async def abandon(self, handle: str) -> None: ...
+    async def get(self, handle: str) -> FileRecord | None: ...
+    async def update(self, record: FileRecord) -> bool: ...
+    async def delete(self, handle: str) -> bool: ...
+    async def list_files(
+        self, api_key: str, after: str | None = None, limit: int = 100
+    ) -> list[FileRecord]: ...
+    async def pending(self, older_than: float) -> list[FileRecord]: ...
+    async def all_files(self) -> AsyncIterator[FileRecord]: ...
+
+    def handle_lock(self, handle: str) -> AbstractAsyncContextManager[None]: ...

@@ -1,0 +1,101 @@
+"""The storage provider interface.
+
+A provider stores opaque byte streams under ``(container, key)``. It knows
+nothing of handles, apps or HTTP. Every method raises only the neutral
+``stowage.errors.Storage*`` errors; SDK exceptions never cross this edge.
+
+Contract (checked by ``tests/providers/test_contract.py`` on every provider):
+
+- ``write`` consumes an async iterator of byte chunks of unknown total length
+  without holding it whole in memory. It is atomic: when it returns, the new
+  object is complete and durable; when it raises (including when the source
+  iterator raises, e.g. a client disconnect or a size limit), the previous
+  object at that key, if any, is still readable unchanged and no partial
+  object is visible.
+- ``open`` streams an object, or the byte range ``[start, end]`` (inclusive)
+  of it, and raises ``StorageNotFound`` when it is missing.
+- ``stat`` returns size, etag and modification time, or raises
+  ``StorageNotFound``.
+- ``delete`` removes the object and raises ``StorageNotFound`` when it is
+  missing (callers that do not care catch it).
+- ``exists`` is ``stat`` without the error.
+
+Optional abilities are separate protocols a provider may also implement;
+callers test with ``isinstance``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+Chunks = AsyncIterator[bytes]
+
+
+@dataclass(frozen=True)
+class ObjectInfo:
+    size: int
+    etag: str
+    modified: float  # epoch seconds
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    content_type: str = "application/octet-stream"
+    access: str = "private"  # "public" asks the store for public-read where it has such a thing
+
+
+@runtime_checkable
+class Provider(Protocol):
+    #: Name reported as ``location`` in metadata ("local", "S3", "gcs", ...).
+    location: str
+    #: Container used when a request names none.
+    default_container: str
+    #: False for stores with no containers (Dropbox): a request naming one is refused.
+    supports_containers: bool
+
+    async def write(
+        self, container: str, key: str, chunks: Chunks, options: WriteOptions
+    ) -> ObjectInfo: ...
+
+    def open(
+        self, container: str, key: str, start: int = 0, end: int | None = None
+    ) -> Chunks: ...
+
+    async def stat(self, container: str, key: str) -> ObjectInfo: ...
+
+    async def delete(self, container: str, key: str) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+@runtime_checkable
+class LocalFiles(Protocol):
+    """A provider whose objects are plain files: the server may sendfile them."""
+
+    def local_path(self, container: str, key: str) -> Path: ...
+
+
+@runtime_checkable
+class Recovers(Protocol):
+    """A provider that leaves temporary state behind after a crash and can sweep it."""
+
+    async def sweep_temporary(self) -> int: ...
+
+
+async def exists(provider: Provider, container: str, key: str) -> bool:
+    from stowage.errors import StorageNotFound
+
+    try:
+        await provider.stat(container, key)
+    except StorageNotFound:
+        return False
+    return True
+
+
+class ProviderFactory(Protocol):
+    """Each provider module exposes ``from_config(config, settings) -> Provider``."""
+
+    def __call__(self, config: Mapping[str, Any], data_dir: Path) -> Provider: ...

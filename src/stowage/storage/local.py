@@ -1,0 +1,173 @@
+"""Local disk provider: objects are files under ``<root>/objects/<container>/<key>``.
+
+Writes go to ``<root>/tmp`` (same filesystem), are fsynced, renamed over the
+target and the directory is fsynced, so a reader sees the old file or the new
+one whole, and a crash leaves at most a temporary file, swept on start.
+To be shared by several nodes the root must be on a shared filesystem.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import os
+import secrets
+from collections.abc import Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from stowage import errors
+from stowage.storage.base import Chunks, ObjectInfo, WriteOptions
+
+READ_CHUNK = 256 * 1024
+
+
+class LocalProvider:
+    location = "local"
+    supports_containers = True
+
+    def __init__(self, root: Path, default_container: str = "default") -> None:
+        self.root = root
+        self.default_container = default_container
+        self.objects = root / "objects"
+        self.tmp = root / "tmp"
+        self.objects.mkdir(parents=True, exist_ok=True)
+        self.tmp.mkdir(parents=True, exist_ok=True)
+
+    def local_path(self, container: str, key: str) -> Path:
+        path = (self.objects / container / key).resolve()
+        base = self.objects.resolve()
+        if base not in path.parents:
+            raise errors.InvalidPath("storage path escapes the storage root")
+        return path
+
+    async def write(
+        self, container: str, key: str, chunks: Chunks, options: WriteOptions
+    ) -> ObjectInfo:
+        target = self.local_path(container, key)
+        temp = self.tmp / f"{secrets.token_hex(12)}.part"
+        loop = asyncio.get_running_loop()
+        with _os_errors():
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            async for chunk in chunks:
+                with _os_errors():
+                    _write_all(fd, chunk)
+            with _os_errors():
+                await loop.run_in_executor(None, os.fsync, fd)
+                await loop.run_in_executor(None, _publish, temp, target)
+        except BaseException:
+            _discard(temp)
+            raise
+        finally:
+            os.close(fd)
+        return _info(target.stat())
+
+    async def open(
+        self, container: str, key: str, start: int = 0, end: int | None = None
+    ) -> Chunks:
+        path = self.local_path(container, key)
+        loop = asyncio.get_running_loop()
+        with _os_errors():
+            handle = await loop.run_in_executor(None, _open_at, path, start)
+        try:
+            remaining = None if end is None else end - start + 1
+            while remaining is None or remaining > 0:
+                size = READ_CHUNK if remaining is None else min(READ_CHUNK, remaining)
+                with _os_errors():
+                    chunk = await loop.run_in_executor(None, handle.read, size)
+                if not chunk:
+                    break
+                if remaining is not None:
+                    remaining -= len(chunk)
+                yield chunk
+        finally:
+            handle.close()
+
+    async def stat(self, container: str, key: str) -> ObjectInfo:
+        path = self.local_path(container, key)
+        with _os_errors():
+            return _info(path.stat())
+
+    async def delete(self, container: str, key: str) -> None:
+        path = self.local_path(container, key)
+        with _os_errors():
+            path.unlink()
+            _fsync_dir(path.parent)
+
+    async def sweep_temporary(self) -> int:
+        removed = 0
+        for entry in self.tmp.iterdir():
+            entry.unlink(missing_ok=True)
+            removed += 1
+        return removed
+
+    async def close(self) -> None:
+        return None
+
+
+def from_config(config: Mapping[str, Any], data_dir: Path) -> LocalProvider:
+    root = Path(config.get("root") or data_dir)
+    return LocalProvider(root, str(config.get("container") or "default"))
+
+
+def _write_all(fd: int, chunk: bytes) -> None:
+    view = memoryview(chunk)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _publish(temp: Path, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.is_dir():
+        raise errors.KeyInUse("a folder already exists at this key")
+    os.replace(temp, target)
+    _fsync_dir(target.parent)
+
+
+def _open_at(path: Path, start: int) -> Any:
+    handle = open(path, "rb")  # noqa: SIM115 - closed by the generator that owns it
+    handle.seek(start)
+    return handle
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _discard(temp: Path) -> None:
+    try:
+        temp.unlink()
+    except FileNotFoundError:
+        pass
+
+
+def _info(st: os.stat_result) -> ObjectInfo:
+    return ObjectInfo(st.st_size, f"{st.st_mtime_ns:x}-{st.st_size:x}", st.st_mtime)
+
+
+_ERRNO_MAP: dict[int, type[errors.StorageError]] = {
+    errno.ENOENT: errors.StorageNotFound,
+    errno.ENOTDIR: errors.StorageNotFound,
+    errno.EISDIR: errors.StorageNotFound,
+    errno.ENOSPC: errors.StorageFull,
+    errno.EDQUOT: errors.StorageFull,
+    errno.EACCES: errors.StorageAccessDenied,
+    errno.EPERM: errors.StorageAccessDenied,
+    errno.EROFS: errors.StorageUnavailable,
+}
+
+
+@contextmanager
+def _os_errors() -> Any:
+    try:
+        yield
+    except OSError as exc:
+        cls = _ERRNO_MAP.get(exc.errno or 0, errors.StorageError)
+        raise cls(f"local storage: {os.strerror(exc.errno or 0) or 'I/O error'}") from exc
