@@ -82,9 +82,7 @@ class SQLiteRegistry:
         self._write_conn = conn
 
     def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(
-            self.path, check_same_thread=False, isolation_level=None, timeout=30
-        )
+        conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = FULL")
         conn.execute("PRAGMA busy_timeout = 30000")
@@ -112,9 +110,7 @@ class SQLiteRegistry:
     async def create_app(self, app: App) -> None:
         def insert() -> None:
             try:
-                self._execute(
-                    "INSERT INTO apps VALUES (?, ?, ?, ?, ?, ?, ?)", _app_row(app)
-                )
+                self._execute("INSERT INTO apps VALUES (?, ?, ?, ?, ?, ?, ?)", _app_row(app))
             except sqlite3.IntegrityError as exc:
                 raise errors.Conflict("an app with this key exists") from exc
 
@@ -256,7 +252,9 @@ def _app_row(app: App) -> tuple[Any, ...]:
 
 def _app(row: tuple[Any, ...]) -> App:
     key, secret, name, security, storage, webhooks, created = row
-    return App(key, secret, name, bool(security), json.loads(storage), json.loads(webhooks), created)
+    return App(
+        key, secret, name, bool(security), json.loads(storage), json.loads(webhooks), created
+    )
 
 
 def _file_row(r: FileRecord) -> tuple[Any, ...]:

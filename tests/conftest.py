@@ -1,0 +1,31 @@
+"""Root test configuration.
+
+Real servers (S3, GCS, Azure, Swift, ...) are started by session fixtures in
+``tests/servers/fx_*.py`` modules, loaded here as plugins. Each such module
+lists in ``PROVIDER_FIXTURES`` the names ``N`` for which it defines a fixture
+``provider_N`` (a ready ``Provider``) and ``storage_config_N`` (the app storage
+config that reaches the same server): the contract suite and the API suite run
+once per name. A server that fails to start fails its tests; nothing skips.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import pytest
+
+_SERVERS = Path(__file__).parent / "servers"
+pytest_plugins = [f"tests.servers.{p.stem}" for p in sorted(_SERVERS.glob("fx_*.py"))]
+
+
+def provider_names() -> list[str]:
+    names: list[str] = []
+    for plugin in pytest_plugins:
+        names.extend(getattr(importlib.import_module(plugin), "PROVIDER_FIXTURES", []))
+    return names
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "provider_name" in metafunc.fixturenames:
+        metafunc.parametrize("provider_name", provider_names())
