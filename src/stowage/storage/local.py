@@ -142,10 +142,7 @@ def _fsync_dir(path: Path) -> None:
 
 
 def _discard(temp: Path) -> None:
-    try:
-        temp.unlink()
-    except FileNotFoundError:
-        pass
+    temp.unlink(missing_ok=True)
 
 
 def _info(st: os.stat_result) -> ObjectInfo:
