@@ -1,0 +1,431 @@
+"""Amazon S3 and S3-compatible stores (type ``s3``, location ``S3``), through aiobotocore.
+
+Config keys:
+
+- ``bucket`` (required): the container used when a request names none.
+- ``endpoint_url``: an S3-compatible store (``http(s)://host:port``); absent means AWS.
+- ``region``: signing region, default ``us-east-1``.
+- ``access_key_id`` / ``secret_access_key`` (both or neither; neither means the usual
+  AWS credential chain: environment, profile, instance role), optional ``session_token``.
+- ``addressing_style``: ``path`` or ``virtual`` (``auto`` too); default ``path`` when
+  ``endpoint_url`` is set, since most self-hosted stores have no wildcard DNS.
+- ``part_size``: multipart part size in bytes, default 8 MiB, at least 5 MiB (the S3 minimum).
+- ``connect_timeout`` / ``read_timeout`` (seconds, defaults 3 and 60) and ``max_attempts``
+  (default 2): a wrong or dead endpoint fails with ``StorageUnavailable`` within seconds.
+
+Unknown keys are refused so that a typo (``endpoint`` for ``endpoint_url``) cannot silently
+send requests to AWS.
+
+Writes buffer at most one part: a stream that fits in one part is a single PutObject,
+anything larger a multipart upload with one part in flight while the next one is read
+(memory about three parts). Both are atomic on S3; any failure, including the source
+iterator raising or the task being cancelled, aborts the multipart upload.
+``access="public"`` sends the canned ACL ``public-read``; private writes send no ACL, so the
+bucket default (private) applies and buckets with ACLs disabled still accept them.
+
+Limits: ``delete`` asks HeadObject first (S3 deletes are idempotent and would not report a
+missing object), so a concurrent writer may race it. The ``modified`` time returned by
+``write`` is the local clock; ``stat`` reports the store's. A missing bucket reads as
+``StorageNotFound`` (the object is not there either) and fails writes with
+``StorageMisconfigured`` (the configuration names a bucket that does not exist).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Iterator, Mapping
+from pathlib import Path
+from typing import Any, NoReturn
+from urllib.parse import urlsplit
+
+import aiohttp
+from aiobotocore.config import AioConfig
+from aiobotocore.session import get_session
+from botocore import exceptions as bce
+
+from stowage import errors
+from stowage.storage.base import Chunks, ObjectInfo, WriteOptions
+
+MIB = 1024 * 1024
+MIN_PART = 5 * MIB
+MAX_PART = 5 * 1024 * MIB
+DEFAULT_PART = 8 * MIB
+READ_CHUNK = 256 * 1024
+
+_KEYS = {
+    "type",
+    "bucket",
+    "endpoint_url",
+    "region",
+    "access_key_id",
+    "secret_access_key",
+    "session_token",
+    "addressing_style",
+    "part_size",
+    "connect_timeout",
+    "read_timeout",
+    "max_attempts",
+}
+
+
+class S3Provider:
+    location = "S3"
+    supports_containers = True
+
+    def __init__(
+        self,
+        bucket: str,
+        *,
+        endpoint_url: str | None = None,
+        region: str = "us-east-1",
+        access_key_id: str | None = None,
+        secret_access_key: str | None = None,
+        session_token: str | None = None,
+        addressing_style: str | None = None,
+        part_size: int = DEFAULT_PART,
+        connect_timeout: float = 3.0,
+        read_timeout: float = 60.0,
+        max_attempts: int = 2,
+    ) -> None:
+        self.default_container = bucket
+        self.part_size = part_size
+        self._client_args: dict[str, Any] = {
+            "region_name": region,
+            "endpoint_url": endpoint_url,
+            "aws_access_key_id": access_key_id,
+            "aws_secret_access_key": secret_access_key,
+            "aws_session_token": session_token,
+            "config": AioConfig(
+                connect_timeout=connect_timeout,
+                read_timeout=read_timeout,
+                retries={"total_max_attempts": max_attempts, "mode": "standard"},
+                s3={"addressing_style": addressing_style or ("path" if endpoint_url else "auto")},
+                signature_version="s3v4",
+                # Default CRC trailers (aws-chunked bodies) are not understood by every
+                # S3-compatible store; checksums are sent only where S3 requires them.
+                request_checksum_calculation="when_required",
+                response_checksum_validation="when_required",
+            ),
+        }
+        self._stack: contextlib.AsyncExitStack | None = None
+        self._client: Any = None
+        self._lock = asyncio.Lock()
+
+    async def _s3(self) -> Any:
+        if self._client is None:
+            async with self._lock:
+                if self._client is None:
+                    stack = contextlib.AsyncExitStack()
+                    session = get_session()
+                    with _mapped("connect"):
+                        client = await stack.enter_async_context(
+                            session.create_client("s3", **self._client_args)
+                        )
+                    self._stack, self._client = stack, client
+        return self._client
+
+    async def write(
+        self, container: str, key: str, chunks: Chunks, options: WriteOptions
+    ) -> ObjectInfo:
+        s3 = await self._s3()
+        params: dict[str, Any] = {
+            "Bucket": container,
+            "Key": key,
+            "ContentType": options.content_type,
+        }
+        if options.access == "public":
+            params["ACL"] = "public-read"
+        source = aiter(chunks)
+        first, done = await _fill(source, bytearray(), self.part_size)
+        if done:
+            with _mapped("write"):
+                reply = await s3.put_object(Body=bytes(first), **params)
+            return ObjectInfo(len(first), _etag(reply), time.time())
+        return await self._multipart(s3, params, source, first)
+
+    async def _multipart(
+        self, s3: Any, params: dict[str, Any], source: AsyncIterator[bytes], buffer: bytearray
+    ) -> ObjectInfo:
+        with _mapped("write"):
+            upload_id = (await s3.create_multipart_upload(**params))["UploadId"]
+        ids = {"Bucket": params["Bucket"], "Key": params["Key"], "UploadId": upload_id}
+        try:
+            parts, size = await self._upload_parts(s3, ids, source, buffer)
+            with _mapped("write"):
+                reply = await s3.complete_multipart_upload(MultipartUpload={"Parts": parts}, **ids)
+        except BaseException:
+            # Shielded so that a cancelled write still removes its parts.
+            await asyncio.shield(_abort(s3, ids))
+            raise
+        return ObjectInfo(size, _etag(reply), time.time())
+
+    async def _upload_parts(
+        self, s3: Any, ids: dict[str, Any], source: AsyncIterator[bytes], buffer: bytearray
+    ) -> tuple[list[dict[str, Any]], int]:
+        parts: list[dict[str, Any]] = []
+        size = 0
+        in_flight: asyncio.Task[dict[str, Any]] | None = None
+        try:
+            done = False
+            while True:
+                if not done and len(buffer) < self.part_size:
+                    buffer, done = await _fill(source, buffer, self.part_size)
+                if not buffer:
+                    break
+                body = bytes(buffer[: self.part_size])
+                del buffer[: self.part_size]
+                if in_flight is not None:
+                    parts.append(await in_flight)
+                size += len(body)
+                in_flight = asyncio.create_task(_upload_part(s3, ids, len(parts) + 1, body))
+                del body
+            if in_flight is not None:
+                parts.append(await in_flight)
+                in_flight = None
+        finally:
+            # A part upload still running (or failed unread) when the source fails.
+            if in_flight is not None:
+                in_flight.cancel()
+                with contextlib.suppress(BaseException):
+                    await in_flight
+        return parts, size
+
+    async def open(
+        self, container: str, key: str, start: int = 0, end: int | None = None
+    ) -> Chunks:
+        s3 = await self._s3()
+        params: dict[str, Any] = {"Bucket": container, "Key": key}
+        if start > 0 or end is not None:
+            params["Range"] = f"bytes={start}-{'' if end is None else end}"
+        with _mapped("read"):
+            body = (await s3.get_object(**params))["Body"]
+        try:
+            while True:
+                with _mapped("read"):
+                    chunk = await body.read(READ_CHUNK)
+                if not chunk:
+                    break
+                yield chunk
+        finally:
+            body.close()
+
+    async def stat(self, container: str, key: str) -> ObjectInfo:
+        s3 = await self._s3()
+        with _mapped("read"):
+            head = await s3.head_object(Bucket=container, Key=key)
+        return ObjectInfo(int(head["ContentLength"]), _etag(head), head["LastModified"].timestamp())
+
+    async def delete(self, container: str, key: str) -> None:
+        await self.stat(container, key)
+        s3 = await self._s3()
+        with _mapped("read"):
+            await s3.delete_object(Bucket=container, Key=key)
+
+    async def close(self) -> None:
+        stack, self._stack, self._client = self._stack, None, None
+        if stack is not None:
+            await stack.aclose()
+
+
+def from_config(config: Mapping[str, Any], data_dir: Path) -> S3Provider:
+    unknown = sorted(set(config) - _KEYS)
+    if unknown:
+        raise errors.StorageMisconfigured(
+            f"s3 storage: unknown setting(s) {', '.join(unknown)}; "
+            f"known: {', '.join(sorted(_KEYS - {'type'}))}"
+        )
+    bucket = _text(config, "bucket")
+    if not bucket:
+        raise errors.StorageMisconfigured("s3 storage: 'bucket' is required")
+    key_id, secret = _text(config, "access_key_id"), _text(config, "secret_access_key")
+    if bool(key_id) != bool(secret):
+        raise errors.StorageMisconfigured(
+            "s3 storage: set both 'access_key_id' and 'secret_access_key', or neither"
+        )
+    return S3Provider(
+        bucket,
+        endpoint_url=_endpoint(config),
+        region=_text(config, "region") or "us-east-1",
+        access_key_id=key_id,
+        secret_access_key=secret,
+        session_token=_text(config, "session_token"),
+        addressing_style=_addressing(config),
+        part_size=_part_size(config),
+        connect_timeout=_number(config, "connect_timeout", 3.0),
+        read_timeout=_number(config, "read_timeout", 60.0),
+        max_attempts=int(_number(config, "max_attempts", 2)),
+    )
+
+
+def _text(config: Mapping[str, Any], name: str) -> str | None:
+    value = config.get(name)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise errors.StorageMisconfigured(f"s3 storage: {name!r} must be a string")
+    return value
+
+
+def _endpoint(config: Mapping[str, Any]) -> str | None:
+    url = _text(config, "endpoint_url")
+    if url is not None:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise errors.StorageMisconfigured(
+                "s3 storage: 'endpoint_url' must be an http(s)://host[:port] URL"
+            )
+    return url
+
+
+def _addressing(config: Mapping[str, Any]) -> str | None:
+    style = _text(config, "addressing_style")
+    if style not in (None, "path", "virtual", "auto"):
+        raise errors.StorageMisconfigured(
+            "s3 storage: 'addressing_style' must be 'path', 'virtual' or 'auto'"
+        )
+    return style
+
+
+def _part_size(config: Mapping[str, Any]) -> int:
+    value = config.get("part_size", DEFAULT_PART)
+    if isinstance(value, bool) or not isinstance(value, int) or not MIN_PART <= value <= MAX_PART:
+        raise errors.StorageMisconfigured(
+            f"s3 storage: 'part_size' must be an integer from {MIN_PART} (5 MiB) to {MAX_PART}"
+        )
+    return value
+
+
+def _number(config: Mapping[str, Any], name: str, default: float) -> float:
+    value = config.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise errors.StorageMisconfigured(f"s3 storage: {name!r} must be a positive number")
+    return float(value)
+
+
+async def _fill(
+    source: AsyncIterator[bytes], buffer: bytearray, limit: int
+) -> tuple[bytearray, bool]:
+    """Reads from ``source`` until ``buffer`` holds ``limit`` bytes; True when it ran dry."""
+    while len(buffer) < limit:
+        try:
+            chunk = await anext(source)
+        except StopAsyncIteration:
+            return buffer, True
+        buffer += chunk
+    return buffer, False
+
+
+async def _upload_part(s3: Any, ids: dict[str, Any], number: int, body: bytes) -> dict[str, Any]:
+    with _mapped("write"):
+        reply = await s3.upload_part(PartNumber=number, Body=body, **ids)
+    return {"PartNumber": number, "ETag": reply["ETag"]}
+
+
+async def _abort(s3: Any, ids: dict[str, Any]) -> None:
+    # Best effort: the original error matters more than a failed clean-up.
+    with contextlib.suppress(Exception):
+        await s3.abort_multipart_upload(**ids)
+
+
+def _etag(reply: Mapping[str, Any]) -> str:
+    return str(reply.get("ETag", "")).strip('"')
+
+
+_NOT_FOUND = {"NoSuchKey", "NotFound", "404", "NoSuchVersion"}
+_DENIED = {"AccessDenied", "AllAccessDisabled", "AccountProblem", "403", "Forbidden"}
+_MISCONFIGURED = {
+    "InvalidAccessKeyId",
+    "SignatureDoesNotMatch",
+    "InvalidToken",
+    "ExpiredToken",
+    "TokenRefreshRequired",
+    "AuthorizationHeaderMalformed",
+    "PermanentRedirect",
+    "InvalidBucketName",
+    "AccessControlListNotSupported",
+    "401",
+}
+_UNAVAILABLE = {
+    "SlowDown",
+    "ServiceUnavailable",
+    "InternalError",
+    "RequestTimeout",
+    "RequestTimeTooSkewed",
+    "Throttling",
+    "ThrottlingException",
+    "503",
+    "500",
+}
+_CONFLICT = {
+    "PreconditionFailed",
+    "ConditionalRequestConflict",
+    "OperationAborted",
+    "NoSuchUpload",
+    "412",
+    "409",
+}
+_FULL = {"QuotaExceeded", "XMinioStorageFull", "StorageFull", "InsufficientStorage", "507"}
+_TRANSPORT = (
+    bce.HTTPClientError,
+    bce.ConnectionError,
+    bce.ResponseStreamingError,
+    aiohttp.ClientError,
+    asyncio.TimeoutError,
+)
+
+
+@contextlib.contextmanager
+def _mapped(op: str) -> Iterator[None]:
+    """Turns botocore/aiohttp failures into neutral errors; ``op`` is read, write or connect."""
+    try:
+        yield
+    except errors.StowageError:
+        raise
+    except bce.ClientError as exc:
+        _raise_client_error(exc, op)
+    except _TRANSPORT as exc:
+        raise errors.StorageUnavailable(f"s3 storage unreachable: {type(exc).__name__}") from exc
+    except (bce.NoCredentialsError, bce.PartialCredentialsError) as exc:
+        raise errors.StorageMisconfigured("s3 storage: no usable credentials") from exc
+    except bce.ParamValidationError as exc:
+        raise errors.StorageError(f"s3 storage: invalid request: {exc}") from exc
+    except bce.BotoCoreError as exc:
+        raise errors.StorageError(f"s3 storage: {type(exc).__name__}") from exc
+
+
+def _raise_client_error(exc: bce.ClientError, op: str) -> NoReturn:
+    error = exc.response.get("Error", {})
+    code = str(error.get("Code", ""))
+    status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
+    message = f"s3 storage: {code or status}: {error.get('Message') or 'request failed'}"
+    if code == "NoSuchBucket":
+        cls: type[errors.StowageError] = (
+            errors.StorageMisconfigured if op == "write" else errors.StorageNotFound
+        )
+    elif code == "InvalidRange" or status == 416:
+        cls = errors.RangeNotSatisfiable
+    else:
+        cls = _class_for(code, status)
+    raise cls(message) from exc
+
+
+def _class_for(code: str, status: int) -> type[errors.StorageError]:
+    for names, cls in (
+        (_NOT_FOUND, errors.StorageNotFound),
+        (_DENIED, errors.StorageAccessDenied),
+        (_MISCONFIGURED, errors.StorageMisconfigured),
+        (_UNAVAILABLE, errors.StorageUnavailable),
+        (_CONFLICT, errors.StorageConflict),
+        (_FULL, errors.StorageFull),
+    ):
+        if code in names:
+            return cls
+    if status == 404:
+        return errors.StorageNotFound
+    if status == 403:
+        return errors.StorageAccessDenied
+    if status in (500, 502, 503, 504) or status == 429:
+        return errors.StorageUnavailable
+    return errors.StorageError

@@ -1,0 +1,143 @@
+"""S3 servers for the tests: moto (strict S3 semantics, in memory) and Swift's s3api.
+
+moto is started here, once per session, on a free port of 127.0.0.1 (installed by
+``scripts/setup.d/10-moto.sh``). The Swift all-in-one is started by ``fx_swift.py``;
+this module only points the S3 provider at its s3api endpoint.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from botocore.config import Config
+from botocore.session import get_session
+
+from stowage.storage.s3 import S3Provider, from_config
+
+PROVIDER_FIXTURES = ["s3_moto"]
+
+BUCKET = "stowage-test"
+
+
+@dataclass(frozen=True)
+class S3Endpoint:
+    url: str
+    access_key: str
+    secret_key: str
+    bucket: str = BUCKET
+
+    def config(self, **overrides: Any) -> dict[str, Any]:
+        base: dict[str, Any] = {
+            "type": "s3",
+            "bucket": self.bucket,
+            "endpoint_url": self.url,
+            "region": "us-east-1",
+            "access_key_id": self.access_key,
+            "secret_access_key": self.secret_key,
+        }
+        base.update(overrides)
+        return base
+
+    def client(self) -> Any:
+        """A plain botocore client, for set-up and for checks the provider does not expose."""
+        return get_session().create_client(
+            "s3",
+            region_name="us-east-1",
+            endpoint_url=self.url,
+            aws_access_key_id=self.access_key,
+            aws_secret_access_key=self.secret_key,
+            config=Config(
+                s3={"addressing_style": "path"},
+                request_checksum_calculation="when_required",
+                response_checksum_validation="when_required",
+                retries={"total_max_attempts": 3},
+            ),
+        )
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _wait_listening(proc: subprocess.Popen[bytes], port: int, log: Path, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"moto_server exited with {proc.returncode}: {log.read_text()}")
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise RuntimeError(f"moto_server not listening after {timeout}s: {log.read_text()}")
+
+
+def start_moto(log: Path) -> tuple[subprocess.Popen[bytes], int]:
+    """Starts moto_server on a free port; the caller stops it with ``stop``."""
+    moto_bin = Path(sys.executable).parent / "moto_server"
+    port = free_port()
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [str(moto_bin), "-H", "127.0.0.1", "-p", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        _wait_listening(proc, port, log, 30)
+    except BaseException:
+        stop(proc)
+        raise
+    return proc, port
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+
+def make_bucket(endpoint: S3Endpoint) -> None:
+    client = endpoint.client()
+    try:
+        client.create_bucket(Bucket=endpoint.bucket)
+    except client.exceptions.BucketAlreadyOwnedByYou:
+        pass
+    finally:
+        client.close()
+
+
+@pytest.fixture(scope="session")
+def moto_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Endpoint]:
+    proc, port = start_moto(tmp_path_factory.mktemp("moto") / "moto.log")
+    try:
+        endpoint = S3Endpoint(f"http://127.0.0.1:{port}", "testing", "testing")
+        make_bucket(endpoint)
+        yield endpoint
+    finally:
+        stop(proc)
+
+
+@pytest.fixture
+async def provider_s3_moto(moto_endpoint: S3Endpoint, tmp_path: Path) -> AsyncIterator[S3Provider]:
+    provider = from_config(moto_endpoint.config(), tmp_path)
+    yield provider
+    await provider.close()
+
+
+@pytest.fixture
+def storage_config_s3_moto(moto_endpoint: S3Endpoint) -> tuple[str, dict[str, Any]]:
+    return "S3", moto_endpoint.config()
