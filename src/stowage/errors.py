@@ -20,6 +20,7 @@ class StowageError(Exception):
     def __init__(self, message: str | None = None, **details: Any) -> None:
         self.message = message or self.default_message
         self.details = details
+        self.headers: dict[str, str] = {}
         super().__init__(self.message)
 
     def body(self) -> dict[str, Any]:
@@ -119,12 +120,21 @@ class MethodNotAllowed(StowageError):
     code, status, default_message = "METHOD_NOT_ALLOWED", 405, "method not allowed here"
 
 
+class RequestTimeout(StowageError):
+    code, status, default_message = "REQUEST_TIMEOUT", 408, "the request body stalled"
+
+
 class Conflict(StowageError):
     code, status, default_message = "CONFLICT", 409, "conflict with the current state"
 
 
 class KeyInUse(Conflict):
     code, default_message = "KEY_IN_USE", "another handle already stores a file at this key"
+
+
+class NotWriteable(Conflict):
+    code = "NOT_WRITEABLE"
+    default_message = "this handle links to a file the service does not own; it is read-only"
 
 
 class PreconditionFailed(StowageError):

@@ -1,0 +1,250 @@
+"""The ``stowage`` command: serve, manage apps, sign policies."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import secrets
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from stowage.config import Settings, load_settings
+from stowage.core.security import CALLS, encode_policy, sign
+from stowage.registry.base import App
+from stowage.registry.sqlite import SQLiteRegistry
+
+T = TypeVar("T")
+
+
+@click.group()
+@click.option("--config", type=click.Path(dir_okay=False, path_type=Path), help="TOML config file.")
+@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), help="Data folder.")
+@click.pass_context
+def main(ctx: click.Context, config: Path | None, data_dir: Path | None) -> None:
+    """Stowage: self-hosted file storage that speaks the Filestack File API."""
+    ctx.obj = {"config": config, "data_dir": data_dir}
+
+
+def _settings(ctx: click.Context, **overrides: Any) -> Settings:
+    try:
+        return load_settings(ctx.obj["config"], data_dir=ctx.obj["data_dir"], **overrides)
+    except (ValueError, OSError) as exc:
+        raise click.UsageError(str(exc)) from exc
+
+
+def _with_registry(settings: Settings, job: Callable[[SQLiteRegistry], Awaitable[T]]) -> T:
+    async def run() -> T:
+        registry = SQLiteRegistry(settings.registry_path)
+        await registry.open()
+        try:
+            return await job(registry)
+        finally:
+            await registry.close()
+
+    return asyncio.run(run())
+
+
+@main.command()
+@click.option("--host", help="Bind address (default 127.0.0.1).")
+@click.option("--port", type=int, help="API port (default 8080).")
+@click.option("--cdn-port", type=int, help="CDN port (default 8081).")
+@click.option("--api-public-url", help="Public API root used in links.")
+@click.option("--cdn-public-url", help="Public CDN root used in links.")
+@click.pass_context
+def serve(ctx: click.Context, **options: Any) -> None:
+    """Serve the API and CDN origins."""
+    settings = _settings(ctx, **options)
+    logging.basicConfig(
+        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
+    )
+    from stowage.http.app import serve as run_server
+
+    asyncio.run(run_server(settings))
+
+
+@main.group()
+def apps() -> None:
+    """Create and manage apps (API key, secret, security, storage)."""
+
+
+def _storage_option(value: str | None) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    try:
+        storage = json.loads(value)
+    except ValueError as exc:
+        raise click.BadParameter("must be JSON") from exc
+    if not isinstance(storage, dict):
+        raise click.BadParameter('must be a JSON object like {"gcs": {"type": "gcs", ...}}')
+    return storage
+
+
+@apps.command("create")
+@click.option("--name", default="", help="A name for people.")
+@click.option("--security/--no-security", default=False, help="Require policies for reads/stores.")
+@click.option("--storage", help='Per-provider storage config as JSON, e.g. {"S3": {...}}.')
+@click.option("--webhook", "webhooks", multiple=True, help="Webhook URL (repeatable).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def apps_create(
+    ctx: click.Context,
+    name: str,
+    security: bool,
+    storage: str | None,
+    webhooks: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """Create an app; prints its API key and app secret (shown only here)."""
+    app = App(
+        api_key=secrets.token_urlsafe(15).replace("-", "x").replace("_", "y"),
+        secret=secrets.token_urlsafe(24),
+        name=name,
+        security=security,
+        storage=_storage_option(storage) or {},
+        webhooks=list(webhooks),
+    )
+    _with_registry(_settings(ctx), lambda r: r.create_app(app))
+    if as_json:
+        click.echo(json.dumps({**app.public(), "secret": app.secret}))
+    else:
+        click.echo(f"api key:    {app.api_key}\napp secret: {app.secret}")
+
+
+@apps.command("list")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def apps_list(ctx: click.Context, as_json: bool) -> None:
+    """List apps (never their secrets)."""
+    found = _with_registry(_settings(ctx), lambda r: r.list_apps())
+    if as_json:
+        click.echo(json.dumps([a.public() for a in found]))
+        return
+    for app in found:
+        flag = "security on " if app.security else "security off"
+        click.echo(f"{app.api_key}  {flag}  {','.join(sorted(app.storage)) or '-':<20} {app.name}")
+
+
+def _get_app(ctx: click.Context, api_key: str) -> App:
+    app = _with_registry(_settings(ctx), lambda r: r.get_app(api_key))
+    if app is None:
+        raise click.ClickException(f"no app with key {api_key}")
+    return app
+
+
+@apps.command("show")
+@click.argument("api_key")
+@click.pass_context
+def apps_show(ctx: click.Context, api_key: str) -> None:
+    """Show one app (never its secret or provider credentials)."""
+    click.echo(json.dumps(_get_app(ctx, api_key).public(), indent=2))
+
+
+@apps.command("update")
+@click.argument("api_key")
+@click.option("--name")
+@click.option("--security/--no-security", default=None)
+@click.option("--storage", help="Replace the storage config (JSON).")
+@click.option("--rotate-secret", is_flag=True, help="Issue a new app secret and print it.")
+@click.pass_context
+def apps_update(
+    ctx: click.Context,
+    api_key: str,
+    name: str | None,
+    security: bool | None,
+    storage: str | None,
+    rotate_secret: bool,
+) -> None:
+    """Change an app's settings."""
+    from dataclasses import replace
+
+    app = _get_app(ctx, api_key)
+    changes: dict[str, Any] = {}
+    if name is not None:
+        changes["name"] = name
+    if security is not None:
+        changes["security"] = security
+    if storage is not None:
+        changes["storage"] = _storage_option(storage)
+    if rotate_secret:
+        changes["secret"] = secrets.token_urlsafe(24)
+    updated = replace(app, **changes)
+    _with_registry(_settings(ctx), lambda r: r.update_app(updated))
+    click.echo(json.dumps(updated.public(), indent=2))
+    if rotate_secret:
+        click.echo(f"app secret: {updated.secret}")
+
+
+@apps.command("delete")
+@click.argument("api_key")
+@click.confirmation_option(prompt="Delete this app? Its files stay in storage.")
+@click.pass_context
+def apps_delete(ctx: click.Context, api_key: str) -> None:
+    """Delete an app."""
+    if not _with_registry(_settings(ctx), lambda r: r.delete_app(api_key)):
+        raise click.ClickException(f"no app with key {api_key}")
+    click.echo(f"deleted {api_key}")
+
+
+@main.command("sign")
+@click.option("--secret", envvar="STOWAGE_SECRET", help="App secret (or STOWAGE_SECRET).")
+@click.option("--app", "api_key", help="Read the secret of this app from the registry instead.")
+@click.option("--expiry", type=int, help="Absolute expiry, epoch seconds.")
+@click.option("--expires-in", type=int, default=3600, show_default=True, help="Seconds from now.")
+@click.option(
+    "--call", "calls", multiple=True, type=click.Choice(sorted(CALLS)), help="Repeatable."
+)
+@click.option("--handle")
+@click.option("--url", help="Regex the url must match whole.")
+@click.option("--path", help="Regex the storage path must match whole.")
+@click.option("--container", help="Regex the container must match whole.")
+@click.option("--min-size", type=int)
+@click.option("--max-size", type=int)
+@click.option("--query", "as_query", is_flag=True, help="Print policy=...&signature=...")
+@click.pass_context
+def sign_command(
+    ctx: click.Context,
+    secret: str | None,
+    api_key: str | None,
+    expiry: int | None,
+    expires_in: int,
+    calls: tuple[str, ...],
+    handle: str | None,
+    url: str | None,
+    path: str | None,
+    container: str | None,
+    min_size: int | None,
+    max_size: int | None,
+    as_query: bool,
+) -> None:
+    """Build a policy and its signature."""
+    if api_key:
+        secret = _get_app(ctx, api_key).secret
+    if not secret:
+        raise click.UsageError("give --secret, STOWAGE_SECRET or --app")
+    policy: dict[str, Any] = {"expiry": expiry or int(time.time()) + expires_in}
+    optional = {
+        "call": list(calls) or None,
+        "handle": handle,
+        "url": url,
+        "path": path,
+        "container": container,
+        "minSize": min_size,
+        "maxSize": max_size,
+    }
+    policy.update({k: v for k, v in optional.items() if v is not None})
+    encoded = encode_policy(policy)
+    signature = sign(secret, encoded)
+    if as_query:
+        click.echo(f"policy={encoded}&signature={signature}")
+    else:
+        click.echo(json.dumps({"policy": encoded, "signature": signature, "decoded": policy}))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

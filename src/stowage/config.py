@@ -1,0 +1,139 @@
+"""Settings: declared once here with default and help text, built once at start-up.
+
+Sources, later ones winning: defaults, a TOML config file (``--config`` or
+``STOWAGE_CONFIG``), environment variables ``STOWAGE_<NAME>``, then CLI options.
+``docs/configuration.md`` lists every field; a test keeps the two in step.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+GiB = 1024**3
+MiB = 1024**2
+
+
+def _setting(default: Any, help: str) -> Any:
+    if isinstance(default, dict | list):
+        return field(
+            default_factory=lambda: json.loads(json.dumps(default)), metadata={"help": help}
+        )
+    return field(default=default, metadata={"help": help})
+
+
+@dataclass
+class Settings:
+    host: str = _setting("127.0.0.1", "Address the API and CDN listeners bind to.")
+    port: int = _setting(8080, "Port of the API origin (serves /api/...).")
+    cdn_port: int = _setting(8081, "Port of the CDN origin (serves /<handle>); 0 disables it.")
+    data_dir: Path = _setting(
+        Path("data"), "Folder for the SQLite registry and the default local storage."
+    )
+    api_public_url: str = _setting(
+        "",
+        "Public API root used in links, e.g. https://files.example.com/api. "
+        "Default: http://<host>:<port>/api.",
+    )
+    cdn_public_url: str = _setting(
+        "", "Public CDN root used in links. Default: http://<host>:<cdn_port>."
+    )
+    store_link: str = _setting(
+        "cdn", "Which link store returns as `url`: `cdn` (CDN link) or `api` (API file link)."
+    )
+    default_storage: dict[str, Any] = _setting(
+        {"type": "local"},
+        "Storage behind the `S3` provider for apps without their own S3 bucket "
+        "(JSON). Default: local disk under data_dir/storage/<api key>.",
+    )
+    max_upload_bytes: int = _setting(
+        10 * GiB,
+        "Largest file accepted by store and overwrite (413 beyond, checked while streaming).",
+    )
+    body_idle_timeout: float = _setting(
+        60.0, "Seconds a request body may stall before the upload is aborted (408)."
+    )
+    fetch_max_bytes: int = _setting(2 * GiB, "Largest file fetched from a url (413 beyond).")
+    fetch_connect_timeout: float = _setting(10.0, "Connect timeout of url fetches, seconds.")
+    fetch_read_timeout: float = _setting(
+        30.0, "Seconds a url source may send nothing before the fetch is aborted."
+    )
+    fetch_total_timeout: float = _setting(900.0, "Upper bound on a whole url fetch, seconds.")
+    fetch_max_redirects: int = _setting(5, "Redirects followed by a url fetch.")
+    fetch_max_concurrent: int = _setting(16, "Url fetches running at once; more wait.")
+    fetch_allow_private: bool = _setting(
+        False,
+        "Allow url fetches to loopback/private/link-local addresses. Off by default; "
+        "only for tests and trusted networks.",
+    )
+    policy_clock_skew: int = _setting(
+        0, "Seconds a policy is still accepted after its expiry (clock skew allowance)."
+    )
+    exif_max_bytes: int = _setting(
+        64 * MiB, "At most this many leading bytes of a file are read to find its EXIF."
+    )
+    exif_max_pixels: int = _setting(
+        100_000_000, "Images with more pixels are refused by the EXIF reader (422)."
+    )
+    exif_timeout: float = _setting(5.0, "Seconds the EXIF reader may take (422 beyond).")
+    inline_active_types: bool = _setting(
+        False,
+        "Serve HTML, SVG, XML and JavaScript inline. Off: they are always sent as attachments.",
+    )
+    cdn_max_age: int = _setting(
+        31_536_000, "Cache-Control max-age of CDN responses for apps without security."
+    )
+    access_log: bool = _setting(True, "Write an access log line per request (no query strings).")
+    log_level: str = _setting("INFO", "Log level: DEBUG, INFO, WARNING, ERROR.")
+
+    @property
+    def registry_path(self) -> Path:
+        return self.data_dir / "stowage.db"
+
+    def api_url(self) -> str:
+        return (self.api_public_url or f"http://{self.host}:{self.port}/api").rstrip("/")
+
+    def cdn_url(self) -> str:
+        return (self.cdn_public_url or f"http://{self.host}:{self.cdn_port}").rstrip("/")
+
+
+def setting_fields() -> list[dataclasses.Field[Any]]:
+    return list(fields(Settings))
+
+
+def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {}
+    config_file = config_file or _env_path("STOWAGE_CONFIG")
+    if config_file is not None:
+        with open(config_file, "rb") as f:
+            values.update(tomllib.load(f))
+    for f in fields(Settings):
+        env = os.environ.get(f"STOWAGE_{f.name.upper()}")
+        if env is not None:
+            values[f.name] = env
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    unknown = set(values) - {f.name for f in fields(Settings)}
+    if unknown:
+        raise ValueError(f"unknown settings: {', '.join(sorted(unknown))}")
+    return Settings(**{name: _coerce(name, value) for name, value in values.items()})
+
+
+def _coerce(name: str, value: Any) -> Any:
+    kind = type(getattr(Settings(), name))
+    if kind is bool and isinstance(value, str):
+        return value.strip().lower() in {"1", "true", "yes", "on"}
+    if kind is dict and isinstance(value, str):
+        return json.loads(value)
+    if issubclass(kind, Path):
+        return Path(value)
+    return kind(value)
+
+
+def _env_path(name: str) -> Path | None:
+    value = os.environ.get(name)
+    return Path(value) if value else None

@@ -1,0 +1,219 @@
+"""Fetching a file from a user-given URL without letting it reach inside the network.
+
+Every address is checked where it is actually used: the resolver hands the
+connector only addresses that passed the guard, so the IP connected to is the
+IP checked (no DNS rebinding window). Redirects are followed by hand, each hop
+checked again. Only http and https.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from email.message import Message
+from typing import Any
+
+import aiohttp
+from aiohttp.abc import AbstractResolver, ResolveResult
+from yarl import URL
+
+from stowage import errors
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_BLOCKED_NAMES = {"localhost", "metadata.google.internal", "metadata"}
+
+
+def is_public(ip: IPAddress) -> bool:
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return is_public(ip.ipv4_mapped)
+        if ip.sixtofour is not None:
+            return is_public(ip.sixtofour)
+        if ip in _NAT64:
+            return is_public(ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF))
+    return ip.is_global and not ip.is_multicast
+
+
+def parse_ip_literal(host: str) -> IPAddress | None:
+    """Also catches the forms inet_aton accepts: 2130706433, 0177.0.0.1, 0x7f.1, 127.1."""
+    host = host.strip("[]")
+    try:
+        return ipaddress.ip_address(host)
+    except ValueError:
+        pass
+    try:
+        return ipaddress.IPv4Address(socket.inet_aton(host))
+    except OSError:
+        return None
+
+
+class GuardedResolver(AbstractResolver):
+    def __init__(self, allow_private: bool) -> None:
+        self._allow_private = allow_private
+        self._inner = aiohttp.ThreadedResolver()
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        results = await self._inner.resolve(host, port, family)
+        allowed = [r for r in results if self._allowed(ipaddress.ip_address(r["host"]))]
+        if not allowed:
+            raise errors.UrlForbidden("the url resolves to an internal address")
+        return allowed
+
+    def _allowed(self, ip: IPAddress) -> bool:
+        return self._allow_private or is_public(ip)
+
+    async def close(self) -> None:
+        await self._inner.close()
+
+
+@dataclass
+class Fetched:
+    chunks: AsyncIterator[bytes]
+    content_type: str | None
+    filename: str | None
+    length: int | None
+
+
+class Fetcher:
+    def __init__(
+        self,
+        *,
+        allow_private: bool,
+        connect_timeout: float,
+        read_timeout: float,
+        total_timeout: float,
+        max_redirects: int,
+        max_bytes: int,
+        max_concurrent: int,
+    ) -> None:
+        self.allow_private = allow_private
+        self.max_redirects = max_redirects
+        self.max_bytes = max_bytes
+        self._timeout = aiohttp.ClientTimeout(
+            total=total_timeout, sock_connect=connect_timeout, sock_read=read_timeout
+        )
+        self._slots = asyncio.Semaphore(max_concurrent)
+        self._session: aiohttp.ClientSession | None = None
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            connector = aiohttp.TCPConnector(
+                resolver=GuardedResolver(self.allow_private), use_dns_cache=False
+            )
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                timeout=self._timeout,
+                auto_decompress=False,  # a gzip bomb stays the size it was sent at
+                trust_env=False,  # never through a proxy the guard cannot see past
+            )
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+    def check_url(self, url: str) -> URL:
+        try:
+            parsed = URL(url)
+        except (ValueError, TypeError) as exc:
+            raise errors.InvalidUrl("the url is malformed") from exc
+        if parsed.scheme not in ("http", "https") or not parsed.host:
+            raise errors.InvalidUrl("only http and https urls with a host can be fetched")
+        if parsed.user is not None or parsed.password is not None:
+            raise errors.InvalidUrl("urls with credentials are not fetched")
+        if "\\" in url:
+            raise errors.InvalidUrl("backslashes are not allowed in urls")
+        host = parsed.host.rstrip(".").lower()
+        if not self.allow_private:
+            if host in _BLOCKED_NAMES or host.endswith(".localhost"):
+                raise errors.UrlForbidden()
+            ip = parse_ip_literal(host)
+            if ip is not None and not is_public(ip):
+                raise errors.UrlForbidden()
+        return parsed
+
+    async def open(self, url: str) -> Fetched:
+        """Start the fetch; the caller must consume ``chunks`` to the end or close it."""
+        await self._slots.acquire()
+        try:
+            response = await self._follow(self.check_url(url))
+        except BaseException:
+            self._slots.release()
+            raise
+        return Fetched(
+            chunks=self._body(response),
+            content_type=response.headers.get("Content-Type"),
+            filename=_filename(response),
+            length=response.content_length,
+        )
+
+    async def _follow(self, url: URL) -> aiohttp.ClientResponse:
+        for _ in range(self.max_redirects + 1):
+            response = await self._request(url)
+            if response.status not in (301, 302, 303, 307, 308):
+                return self._accept(response)
+            location = response.headers.get("Location", "")
+            response.release()
+            url = self.check_url(str(url.join(URL(location))))
+        raise errors.UpstreamError("too many redirects")
+
+    async def _request(self, url: URL) -> aiohttp.ClientResponse:
+        try:
+            return await self._client().get(
+                url, allow_redirects=False, headers={"Accept-Encoding": "identity"}
+            )
+        except errors.StowageError:
+            raise
+        except TimeoutError as exc:
+            raise errors.UpstreamTimeout() from exc
+        except aiohttp.ClientConnectorError as exc:
+            cause = exc.__cause__ or exc.__context__
+            if isinstance(cause, errors.StowageError):
+                raise cause from exc
+            raise errors.UpstreamError("could not connect to the url") from exc
+        except (aiohttp.ClientError, OSError) as exc:
+            raise errors.UpstreamError("the url could not be fetched") from exc
+
+    def _accept(self, response: aiohttp.ClientResponse) -> aiohttp.ClientResponse:
+        if response.status >= 400:
+            response.release()
+            raise errors.UpstreamError(f"the url answered {response.status}")
+        length = response.content_length
+        if length is not None and length > self.max_bytes:
+            response.release()
+            raise errors.PayloadTooLarge("the url's file is larger than allowed")
+        return response
+
+    async def _body(self, response: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
+        total = 0
+        try:
+            async for chunk in response.content.iter_chunked(256 * 1024):
+                total += len(chunk)
+                if total > self.max_bytes:
+                    raise errors.PayloadTooLarge("the url's file is larger than allowed")
+                yield chunk
+        except TimeoutError as exc:
+            raise errors.UpstreamTimeout("the url source stalled") from exc
+        except aiohttp.ClientError as exc:
+            raise errors.UpstreamError("the url source broke off") from exc
+        finally:
+            response.release()
+            self._slots.release()
+
+
+def _filename(response: aiohttp.ClientResponse) -> str | None:
+    disposition = response.headers.get("Content-Disposition")
+    if disposition:
+        msg = Message()
+        msg["content-disposition"] = disposition
+        name: Any = msg.get_filename()
+        if name:
+            return str(name)
+    last = response.url.path.rsplit("/", 1)[-1]
+    return last or None

@@ -1,0 +1,97 @@
+"""Mimetype detection: content first (magic numbers), then the filename."""
+
+from __future__ import annotations
+
+import mimetypes
+
+SNIFF_BYTES = 512
+
+_MAGIC: list[tuple[bytes, int, str]] = [
+    (b"\x89PNG\r\n\x1a\n", 0, "image/png"),
+    (b"\xff\xd8\xff", 0, "image/jpeg"),
+    (b"GIF87a", 0, "image/gif"),
+    (b"GIF89a", 0, "image/gif"),
+    (b"%PDF-", 0, "application/pdf"),
+    (b"BM", 0, "image/bmp"),
+    (b"II*\x00", 0, "image/tiff"),
+    (b"MM\x00*", 0, "image/tiff"),
+    (b"\x00\x00\x01\x00", 0, "image/x-icon"),
+    (b"PK\x03\x04", 0, "application/zip"),
+    (b"\x1f\x8b", 0, "application/gzip"),
+    (b"7z\xbc\xaf\x27\x1c", 0, "application/x-7z-compressed"),
+    (b"Rar!\x1a\x07", 0, "application/vnd.rar"),
+    (b"OggS", 0, "audio/ogg"),
+    (b"fLaC", 0, "audio/flac"),
+    (b"ID3", 0, "audio/mpeg"),
+    (b"\x1aE\xdf\xa3", 0, "video/webm"),
+    (b"wOFF", 0, "font/woff"),
+    (b"wOF2", 0, "font/woff2"),
+    (b"\x00asm", 0, "application/wasm"),
+]
+
+_HTML_MARKERS = (b"<!doctype html", b"<html", b"<head", b"<body", b"<script", b"<iframe")
+
+#: Types a browser would run or render as a document: never served inline by default.
+ACTIVE_TYPES = frozenset(
+    {
+        "text/html",
+        "application/xhtml+xml",
+        "image/svg+xml",
+        "text/xml",
+        "application/xml",
+        "text/javascript",
+        "application/javascript",
+        "application/x-javascript",
+        "application/ecmascript",
+        "text/ecmascript",
+    }
+)
+
+
+def sniff(head: bytes) -> str | None:
+    for magic, offset, kind in _MAGIC:
+        if head[offset : offset + len(magic)] == magic:
+            return kind
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "image/webp"
+    if head[:4] == b"RIFF" and head[8:12] == b"WAVE":
+        return "audio/wav"
+    if head[4:8] == b"ftyp":
+        return "image/avif" if head[8:12] in (b"avif", b"avis") else "video/mp4"
+    return _sniff_text(head)
+
+
+def _sniff_text(head: bytes) -> str | None:
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n").lower()
+    if text.startswith(_HTML_MARKERS):
+        return "text/html"
+    if text.startswith(b"<?xml") or text.startswith(b"<svg"):
+        return "image/svg+xml" if b"<svg" in text else "application/xml"
+    return None
+
+
+def guess_from_name(filename: str) -> str | None:
+    kind, _ = mimetypes.guess_type(filename, strict=False)
+    return kind
+
+
+GENERIC = frozenset(
+    {"", "application/octet-stream", "application/x-www-form-urlencoded", "binary/octet-stream"}
+)
+
+
+def choose(
+    explicit: str | None, declared: str | None, head: bytes, filename: str, fallback: str
+) -> str:
+    """The parameter wins; then a specific declared type; then content; then name."""
+    if explicit:
+        return explicit.strip().lower()
+    declared_clean = (declared or "").split(";")[0].strip().lower()
+    if declared_clean not in GENERIC and not declared_clean.startswith("multipart/"):
+        return declared_clean
+    return sniff(head) or guess_from_name(filename) or fallback
+
+
+def is_active(mimetype: str) -> bool:
+    base = mimetype.split(";")[0].strip().lower()
+    return base in ACTIVE_TYPES or base.endswith("+xml")

@@ -1,0 +1,248 @@
+"""Policies, signatures and the app-secret form of authentication.
+
+A policy is base64 JSON (either alphabet, padded or not). Its signature is
+the lowercase hex HMAC-SHA256 of the policy string *exactly as received*, so
+it is verified before anything is decoded or re-serialised. Comparisons run
+in constant time. Unknown policy keys are refused: a restriction we do not
+understand must not be silently ignored.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from stowage import errors
+
+CALLS = frozenset(
+    {
+        "pick",
+        "read",
+        "stat",
+        "write",
+        "writeUrl",
+        "store",
+        "convert",
+        "remove",
+        "exif",
+        "runWorkflow",
+    }
+)
+KNOWN_KEYS = frozenset(
+    {"expiry", "call", "calls", "handle", "url", "path", "container", "maxSize", "minSize"}
+)
+MAX_POLICY_CHARS = 8192
+MAX_PATTERN_CHARS = 1024
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """What a request presented; gathered by the HTTP layer, judged here."""
+
+    policy: str | None = None
+    signature: str | None = None
+    basic_user: str | None = None
+    basic_secret: str | None = None
+
+    @property
+    def empty(self) -> bool:
+        return self.policy is None and self.signature is None and self.basic_user is None
+
+
+@dataclass(frozen=True)
+class Policy:
+    expiry: int
+    calls: frozenset[str] | None  # None: every call but exif
+    handle: str | None = None
+    url: str | None = None
+    path: str | None = None
+    container: str | None = None
+    min_size: int | None = None
+    max_size: int | None = None
+
+    def allows(self, call: str) -> bool:
+        if self.calls is None:
+            return call != "exif"
+        return call in self.calls
+
+
+#: The grant given by the app secret: every call, no restriction.
+MASTER = Policy(expiry=2**62, calls=CALLS)
+
+
+def sign(secret: str, policy_text: str) -> str:
+    return hmac.new(secret.encode(), policy_text.encode(), hashlib.sha256).hexdigest()
+
+
+def encode_policy(policy: dict[str, Any]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(policy, separators=(",", ":")).encode()).decode()
+
+
+def verify_signature(secret: str, policy_text: str, signature: str) -> None:
+    expected = sign(secret, policy_text)
+    if not hmac.compare_digest(expected.encode(), signature.encode("utf-8", "replace")):
+        raise errors.InvalidSignature()
+
+
+def decode_policy(policy_text: str) -> dict[str, Any]:
+    if len(policy_text) > MAX_POLICY_CHARS:
+        raise errors.InvalidPolicy("policy is too long")
+    raw = _b64decode(policy_text)
+    try:
+        data = json.loads(raw)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise errors.InvalidPolicy("policy is not JSON") from exc
+    if not isinstance(data, dict):
+        raise errors.InvalidPolicy("policy must be a JSON object")
+    return data
+
+
+def _b64decode(text: str) -> bytes:
+    cleaned = text.strip().translate(str.maketrans("-_", "+/")).rstrip("=")
+    try:
+        return base64.b64decode(cleaned + "=" * (-len(cleaned) % 4), validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise errors.InvalidPolicy("policy is not valid base64") from exc
+
+
+def parse_policy(data: dict[str, Any]) -> Policy:
+    unknown = set(data) - KNOWN_KEYS
+    if unknown:
+        raise errors.InvalidPolicy(f"unknown policy keys: {', '.join(sorted(unknown))}")
+    expiry = data.get("expiry")
+    if type(expiry) is not int:
+        raise errors.InvalidPolicy("policy expiry must be an integer epoch time")
+    return Policy(
+        expiry=expiry,
+        calls=_calls(data.get("call", data.get("calls"))),
+        handle=_opt_str(data, "handle"),
+        url=_pattern(data, "url"),
+        path=_pattern(data, "path"),
+        container=_pattern(data, "container"),
+        min_size=_opt_int(data, "minSize"),
+        max_size=_opt_int(data, "maxSize"),
+    )
+
+
+def _calls(value: Any) -> frozenset[str] | None:
+    if value is None:
+        return None
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(c, str) for c in items):
+        raise errors.InvalidPolicy("policy call must be a list of names")
+    unknown = set(items) - CALLS
+    if unknown:
+        raise errors.InvalidPolicy(f"unknown policy calls: {', '.join(sorted(unknown))}")
+    return frozenset(items)
+
+
+def _opt_str(data: dict[str, Any], key: str) -> str | None:
+    value = data.get(key)
+    if value is not None and not isinstance(value, str):
+        raise errors.InvalidPolicy(f"policy {key} must be a string")
+    return value
+
+
+def _pattern(data: dict[str, Any], key: str) -> str | None:
+    value = _opt_str(data, key)
+    if value is None:
+        return None
+    if len(value) > MAX_PATTERN_CHARS:
+        raise errors.InvalidPolicy(f"policy {key} is too long")
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise errors.InvalidPolicy(f"policy {key} is not a valid pattern") from exc
+    return value
+
+
+def _opt_int(data: dict[str, Any], key: str) -> int | None:
+    value = data.get(key)
+    if value is not None and (type(value) is not int or value < 0):
+        raise errors.InvalidPolicy(f"policy {key} must be a non-negative integer")
+    return value
+
+
+def check_policy(secret: str, policy_text: str, signature: str, now: float, skew: int) -> Policy:
+    """Verify the signature first, then decode, then check expiry."""
+    verify_signature(secret, policy_text, signature)
+    policy = parse_policy(decode_policy(policy_text))
+    if now > policy.expiry + skew:
+        raise errors.PolicyExpired()
+    return policy
+
+
+def check_basic(secret: str, user: str, given: str) -> Policy:
+    user_ok = hmac.compare_digest(user.encode("utf-8", "replace"), b"app")
+    secret_ok = hmac.compare_digest(secret.encode(), given.encode("utf-8", "replace"))
+    if not (user_ok and secret_ok):
+        raise errors.InvalidCredentials()
+    return MASTER
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a request touches, matched against the policy's restrictions."""
+
+    handle: str | None = None
+    url: str | None = None
+    path: str | None = None
+    container: str | None = None
+
+
+def authorize(
+    secret: str,
+    creds: Credentials,
+    call: str | tuple[str, ...],
+    target: Target,
+    *,
+    required: bool,
+    now: float,
+    skew: int = 0,
+) -> Policy | None:
+    """Return the grant that allows ``call`` on ``target``, or raise.
+
+    With ``required`` false and no credentials presented, returns None (open
+    access). Credentials that are presented are always checked.
+    """
+    if creds.basic_user is not None:
+        return check_basic(secret, creds.basic_user, creds.basic_secret or "")
+    if creds.policy is None and creds.signature is None:
+        if required:
+            raise errors.Unauthenticated("a policy and signature, or the app secret, are required")
+        return None
+    if not creds.policy or not creds.signature:
+        raise errors.Unauthenticated("policy and signature must be sent together")
+    policy = check_policy(secret, creds.policy, creds.signature, now, skew)
+    calls = (call,) if isinstance(call, str) else call
+    if not any(policy.allows(c) for c in calls):
+        raise errors.PolicyDenied(f"policy does not allow {' or '.join(calls)}")
+    _check_target(policy, target)
+    return policy
+
+
+def _check_target(policy: Policy, target: Target) -> None:
+    if policy.handle is not None and not hmac.compare_digest(
+        policy.handle.encode(), (target.handle or "").encode()
+    ):
+        raise errors.PolicyDenied("policy is for another handle")
+    for name in ("url", "path", "container"):
+        pattern = getattr(policy, name)
+        value = getattr(target, name)
+        if pattern is not None and (value is None or re.fullmatch(pattern, value) is None):
+            raise errors.PolicyDenied(f"policy does not allow this {name}")
+
+
+def check_size(policy: Policy | None, size: int) -> None:
+    if policy is None:
+        return
+    if policy.max_size is not None and size > policy.max_size:
+        raise errors.PayloadTooLarge("the file is larger than the policy allows")
+    if policy.min_size is not None and size < policy.min_size:
+        raise errors.PayloadTooSmall()

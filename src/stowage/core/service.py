@@ -1,0 +1,528 @@
+"""The operations of the File API: store, copy, link, overwrite, remove, download, metadata.
+
+Knows nothing of HTTP. Callers pass what the request carried (a ``Source``,
+``Credentials``, plain parameters) and get records or plans back; every
+failure is a ``StowageError``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from stowage import errors
+from stowage.config import Settings
+from stowage.core import inspect, mimetypes, names, streams
+from stowage.core.fetch import Fetcher
+from stowage.core.security import Credentials, Policy, Target, authorize, check_size
+from stowage.registry.base import App, FileRecord, Registry
+from stowage.storage import API_PROVIDERS, build_provider
+from stowage.storage.base import LocalFiles, ObjectInfo, Provider, Recovers, WriteOptions
+
+log = logging.getLogger("stowage.core")
+
+
+@dataclass
+class Source:
+    """Where new content comes from: a stream of bytes or a URL to fetch."""
+
+    chunks: AsyncIterator[bytes] | None = None
+    url: str | None = None
+    filename: str | None = None
+    content_type: str | None = None
+    raw: bool = False  # a raw body (unknown types default to text/plain, as the spec says)
+
+
+@dataclass
+class StoreParams:
+    filename: str | None = None
+    mimetype: str | None = None
+    path: str | None = None
+    container: str | None = None
+    access: str = "private"
+    base64decode: bool = False
+    link: bool = False
+
+
+@dataclass
+class Download:
+    record: FileRecord
+    info: ObjectInfo
+    provider: Provider
+    local_path: Path | None
+    app: App
+
+
+@dataclass
+class _Prepared:
+    chunks: AsyncIterator[bytes]
+    head: bytes
+    content_type: str | None
+    filename: str | None
+    source_url: str | None = None
+    digest: streams.Digest = field(default_factory=streams.Digest)
+
+
+class Stowage:
+    def __init__(self, settings: Settings, registry: Registry) -> None:
+        self.settings = settings
+        self.registry = registry
+        self.fetcher = Fetcher(
+            allow_private=settings.fetch_allow_private,
+            connect_timeout=settings.fetch_connect_timeout,
+            read_timeout=settings.fetch_read_timeout,
+            total_timeout=settings.fetch_total_timeout,
+            max_redirects=settings.fetch_max_redirects,
+            max_bytes=settings.fetch_max_bytes,
+            max_concurrent=settings.fetch_max_concurrent,
+        )
+        self._providers: dict[tuple[str, str, str], Provider] = {}
+
+    # -- lifecycle -------------------------------------------------------------
+    async def start(self) -> None:
+        await self.registry.open()
+        await self.recover()
+
+    async def close(self) -> None:
+        await self.fetcher.close()
+        for provider in self._providers.values():
+            await provider.close()
+        await self.registry.close()
+
+    async def recover(self) -> int:
+        """Undo stores that a crash interrupted: pending rows and their objects, temp files."""
+        cleaned = 0
+        for record in await self.registry.pending(older_than=time.time()):
+            app = await self.registry.get_app(record.api_key)
+            if app is not None and not record.cloud:
+                try:
+                    provider = self.provider_for(app, record.provider)
+                    await provider.delete(record.container, record.key)
+                except errors.StowageError:
+                    pass
+            await self.registry.abandon(record.handle)
+            cleaned += 1
+        for provider in self._default_local_providers():
+            if isinstance(provider, Recovers):
+                cleaned += await provider.sweep_temporary()
+        return cleaned
+
+    def _default_local_providers(self) -> list[Provider]:
+        root = self.settings.data_dir / "storage"
+        if self.settings.default_storage.get("type") != "local" or not root.exists():
+            return []
+        return [
+            self._default_provider(App(api_key=p.name, secret=""))
+            for p in sorted(root.iterdir())
+            if p.is_dir()
+        ]
+
+    # -- apps and providers ----------------------------------------------------
+    async def app(self, api_key: str | None) -> App:
+        if not api_key:
+            raise errors.Unauthenticated("the key query parameter (API key) is required")
+        app = await self.registry.get_app(api_key)
+        if app is None:
+            raise errors.InvalidApiKey()
+        return app
+
+    def provider_for(self, app: App, api_name: str) -> Provider:
+        if api_name not in API_PROVIDERS:
+            raise errors.InvalidParameter(
+                f"unknown provider {api_name!r}; one of {', '.join(API_PROVIDERS)}",
+                parameter="provider",
+            )
+        config = app.storage.get(api_name)
+        if config is None:
+            if api_name != "S3":
+                raise errors.ProviderNotEnabled(
+                    f"storage provider {api_name!r} is not enabled for this app", provider=api_name
+                )
+            return self._default_provider(app)
+        return self._cached(app.api_key, api_name, config)
+
+    def _default_provider(self, app: App) -> Provider:
+        config = dict(self.settings.default_storage)
+        if config.get("type") == "local" and "root" not in config:
+            config["root"] = str(self.settings.data_dir / "storage" / app.api_key)
+        return self._cached("", app.api_key, config)
+
+    def _cached(self, scope: str, name: str, config: dict[str, Any]) -> Provider:
+        fingerprint = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
+        key = (scope, name, fingerprint)
+        provider = self._providers.get(key)
+        if provider is None:
+            provider = build_provider(config, self.settings.data_dir)
+            self._providers[key] = provider
+        return provider
+
+    def _authorize(
+        self,
+        app: App,
+        creds: Credentials,
+        call: str | tuple[str, ...],
+        target: Target,
+        required: bool,
+    ) -> Policy | None:
+        return authorize(
+            app.secret,
+            creds,
+            call,
+            target,
+            required=required,
+            now=time.time(),
+            skew=self.settings.policy_clock_skew,
+        )
+
+    async def _record(self, handle: str, api_key: str | None = None) -> FileRecord:
+        record = await self.registry.get(handle) if names.is_handle(handle) else None
+        if record is None or (api_key and api_key != record.api_key):
+            raise errors.HandleNotFound(handle=handle)
+        return record
+
+    # -- sources ---------------------------------------------------------------
+    async def _prepare(self, source: Source, decode: bool, max_bytes: int) -> _Prepared:
+        if source.url is not None:
+            fetched = await self.fetcher.open(source.url)
+            chunks, declared, filename = fetched.chunks, fetched.content_type, fetched.filename
+        elif source.chunks is not None:
+            chunks, declared, filename = source.chunks, source.content_type, source.filename
+        else:
+            raise errors.MissingFile()
+        if decode:
+            chunks = streams.base64_decoded(chunks)
+            declared = None
+        chunks = streams.limited(chunks, max_bytes, "the file is larger than allowed")
+        head, chunks = await streams.peek(chunks, mimetypes.SNIFF_BYTES)
+        prepared = _Prepared(chunks, head, declared, filename, source.url)
+        prepared.chunks = prepared.digest.tap(chunks)
+        return prepared
+
+    def _max_bytes(self, policy: Policy | None) -> int:
+        limit = self.settings.max_upload_bytes
+        if policy is not None and policy.max_size is not None:
+            limit = min(limit, policy.max_size)
+        return limit
+
+    # -- store -----------------------------------------------------------------
+    async def store(
+        self,
+        api_key: str | None,
+        api_name: str,
+        source: Source,
+        params: StoreParams,
+        creds: Credentials,
+    ) -> FileRecord:
+        app = await self.app(api_key)
+        provider = self.provider_for(app, api_name)
+        container = self._container(provider, params.container)
+        path = names.clean_path(params.path) if params.path else None
+        if params.access not in ("public", "private"):
+            raise errors.InvalidParameter("access must be public or private", parameter="access")
+        target = Target(url=source.url, path=path, container=container)
+        policy = self._authorize(app, creds, "store", target, app.security)
+        if params.link:
+            return await self._link(app, api_name, provider, container, path, params)
+        prepared = await self._prepare(source, params.base64decode, self._max_bytes(policy))
+        filename = names.clean_filename(params.filename or prepared.filename)
+        mimetype = mimetypes.choose(
+            params.mimetype,
+            prepared.content_type,
+            prepared.head,
+            filename,
+            "text/plain" if source.raw else "application/octet-stream",
+        )
+        record = FileRecord(
+            handle=names.new_handle(),
+            api_key=app.api_key,
+            provider=api_name,
+            location=provider.location,
+            container=container,
+            key=names.storage_key(path, filename),
+            filename=filename,
+            mimetype=mimetype,
+            uploaded=time.time() * 1000,
+            source_url=prepared.source_url,
+            access=params.access,
+        )
+        return await self._write_new(provider, record, prepared, policy)
+
+    async def _write_new(
+        self, provider: Provider, record: FileRecord, prepared: _Prepared, policy: Policy | None
+    ) -> FileRecord:
+        await self.registry.reserve(record)
+        written = False
+        try:
+            await provider.write(
+                record.container,
+                record.key,
+                prepared.chunks,
+                WriteOptions(content_type=record.mimetype, access=record.access),
+            )
+            written = True
+            check_size(policy, prepared.digest.size)
+            record = record.with_(size=prepared.digest.size, sha256=prepared.digest.sha256)
+            await self.registry.commit(record)
+        except BaseException:
+            if written:
+                await _quietly(provider.delete(record.container, record.key))
+            await self.registry.abandon(record.handle)
+            raise
+        return record
+
+    def _container(self, provider: Provider, container: str | None) -> str:
+        if not container:
+            return provider.default_container
+        if not provider.supports_containers:
+            raise errors.InvalidParameter(
+                f"{provider.location} has no containers; do not send container",
+                parameter="container",
+            )
+        return names.clean_container(container)
+
+    async def _link(
+        self,
+        app: App,
+        api_name: str,
+        provider: Provider,
+        container: str,
+        path: str | None,
+        params: StoreParams,
+    ) -> FileRecord:
+        """Deletion rule 1: a handle for an object the service did not write."""
+        if not path or path.endswith("/"):
+            raise errors.InvalidParameter("link needs the path of an existing object")
+        info = await provider.stat(container, path)
+        filename = names.clean_filename(params.filename or path.rsplit("/", 1)[-1])
+        record = FileRecord(
+            handle=names.new_handle(),
+            api_key=app.api_key,
+            provider=api_name,
+            location=provider.location,
+            container=container,
+            key=path,
+            filename=filename,
+            mimetype=params.mimetype
+            or mimetypes.guess_from_name(filename)
+            or "application/octet-stream",
+            size=info.size,
+            uploaded=time.time() * 1000,
+            cloud=True,
+            access=params.access,
+        )
+        await self.registry.reserve(record)
+        await self.registry.commit(record)
+        return record
+
+    async def copy(
+        self,
+        api_key: str | None,
+        api_name: str,
+        handle: str,
+        params: StoreParams,
+        creds: Credentials,
+    ) -> FileRecord:
+        """``/store/<PROVIDER>/<HANDLE>``: a new handle holding a copy of a stored file."""
+        app = await self.app(api_key)
+        original = await self._record(handle, app.api_key)
+        self._authorize(app, creds, "read", Target(handle=handle), app.security)
+        source_provider = self.provider_for(app, original.provider)
+        chunks = source_provider.open(original.container, original.key)
+        source = Source(chunks=chunks, filename=original.filename, content_type=original.mimetype)
+        params.filename = params.filename or original.filename
+        params.mimetype = params.mimetype or original.mimetype
+        return await self.store(api_key, api_name, source, params, creds)
+
+    # -- overwrite -------------------------------------------------------------
+    async def overwrite(
+        self,
+        handle: str,
+        source: Source,
+        base64decode: bool,
+        creds: Credentials,
+        api_key: str | None = None,
+    ) -> FileRecord:
+        record = await self._record(handle, api_key)
+        app = await self.app(record.api_key)
+        call = ("write", "writeUrl") if source.url else "write"
+        target = Target(handle=handle, url=source.url, path=record.key, container=record.container)
+        policy = self._authorize(app, creds, call, target, required=True)
+        if record.cloud:
+            raise errors.NotWriteable()
+        provider = self.provider_for(app, record.provider)
+        prepared = await self._prepare(source, base64decode, self._max_bytes(policy))
+        mimetype = mimetypes.choose(None, prepared.content_type, prepared.head, record.filename, "")
+        async with self.registry.handle_lock(handle):
+            current = await self._record(handle)
+            await provider.write(
+                current.container,
+                current.key,
+                prepared.chunks,
+                WriteOptions(content_type=mimetype or current.mimetype, access=current.access),
+            )
+            check_size(policy, prepared.digest.size)
+            updated = current.with_(
+                size=prepared.digest.size,
+                sha256=prepared.digest.sha256,
+                mimetype=mimetype or current.mimetype,
+                version=current.version + 1,
+            )
+            if not await self.registry.update(updated):
+                raise errors.HandleNotFound(handle=handle)
+        return updated
+
+    # -- remove ----------------------------------------------------------------
+    async def remove(
+        self, handle: str, creds: Credentials, skip_storage: bool, api_key: str | None = None
+    ) -> FileRecord:
+        record = await self._record(handle, api_key)
+        app = await self.app(record.api_key)
+        self._authorize(app, creds, "remove", Target(handle=handle), required=True)
+        async with self.registry.handle_lock(handle):
+            current = await self._record(handle)
+            if not (skip_storage or current.cloud):
+                provider = self.provider_for(app, current.provider)
+                try:
+                    await provider.delete(current.container, current.key)
+                except errors.StorageNotFound:
+                    log.warning("object of handle %s was already missing", handle)
+            if not await self.registry.delete(handle):
+                raise errors.HandleNotFound(handle=handle)
+        return current
+
+    # -- read ------------------------------------------------------------------
+    async def download(
+        self, handle: str, creds: Credentials, api_key: str | None = None
+    ) -> Download:
+        record = await self._record(handle, api_key)
+        app = await self.app(record.api_key)
+        self._authorize(app, creds, "read", Target(handle=handle), app.security)
+        provider = self.provider_for(app, record.provider)
+        info = await provider.stat(record.container, record.key)
+        local = (
+            provider.local_path(record.container, record.key)
+            if isinstance(provider, LocalFiles)
+            else None
+        )
+        return Download(record, info, provider, local, app)
+
+    async def metadata(
+        self, handle: str, selectors: set[str], creds: Credentials, api_key: str | None = None
+    ) -> dict[str, Any]:
+        record = await self._record(handle, api_key)
+        app = await self.app(record.api_key)
+        self._authorize(app, creds, "stat", Target(handle=handle), app.security)
+        if "exif" in selectors:
+            self._authorize(app, creds, "exif", Target(handle=handle), required=True)
+        provider = self.provider_for(app, record.provider)
+        wanted = [s for s in METADATA_FIELDS if s in selectors] or list(DEFAULT_METADATA)
+        info = await provider.stat(record.container, record.key)
+        out = {name: _field(record, info, name) for name in wanted if name in _FIELD_NAMES}
+        hashes = [h for h in inspect.HASHES if h in wanted]
+        if hashes:
+            out.update(
+                await inspect.hash_stream(provider.open(record.container, record.key), hashes)
+            )
+        if "exif" in wanted:
+            out["exif"] = await self._exif(provider, record)
+        return out
+
+    async def _exif(self, provider: Provider, record: FileRecord) -> dict[str, Any]:
+        local = (
+            provider.local_path(record.container, record.key)
+            if isinstance(provider, LocalFiles)
+            else None
+        )
+        return await inspect.read_exif(
+            provider.open(record.container, record.key, 0, self.settings.exif_max_bytes - 1),
+            local,
+            max_bytes=self.settings.exif_max_bytes,
+            max_pixels=self.settings.exif_max_pixels,
+            timeout=self.settings.exif_timeout,
+            spool_dir=self.settings.data_dir / "tmp",
+        )
+
+    # -- links -----------------------------------------------------------------
+    def link(self, record: FileRecord) -> str:
+        if self.settings.store_link == "api":
+            return self.api_link(record.handle)
+        return f"{self.settings.cdn_url()}/{record.handle}"
+
+    def api_link(self, handle: str) -> str:
+        return f"{self.settings.api_url()}/file/{handle}"
+
+
+DEFAULT_METADATA = (
+    "mimetype",
+    "uploaded",
+    "container",
+    "writeable",
+    "filename",
+    "location",
+    "key",
+    "path",
+    "size",
+)
+METADATA_FIELDS = (
+    "size",
+    "mimetype",
+    "filename",
+    "uploaded",
+    "writeable",
+    "cloud",
+    "source_url",
+    "exif",
+    "upload_status",
+    *inspect.HASHES,
+    "location",
+    "path",
+    "container",
+    "key",
+)
+_FIELD_NAMES = frozenset(
+    {
+        "size",
+        "mimetype",
+        "filename",
+        "uploaded",
+        "writeable",
+        "cloud",
+        "source_url",
+        "upload_status",
+        "location",
+        "path",
+        "container",
+        "key",
+    }
+)
+
+
+def _field(record: FileRecord, info: ObjectInfo, name: str) -> Any:
+    values: dict[str, Any] = {
+        "size": info.size,
+        "mimetype": record.mimetype,
+        "filename": record.filename,
+        "uploaded": record.uploaded,
+        "writeable": not record.cloud,
+        "cloud": record.cloud,
+        "source_url": record.source_url,
+        "upload_status": "complete",
+        "location": record.location,
+        "path": record.key,
+        "container": record.container,
+        "key": record.key,
+    }
+    return values[name]
+
+
+async def _quietly(awaitable: Any) -> None:
+    try:
+        await awaitable
+    except errors.StowageError:
+        log.warning("cleanup after a failed write did not complete", exc_info=True)

@@ -1,0 +1,100 @@
+"""Small async stream stages: each takes chunks and yields chunks, bounded memory."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import hashlib
+from collections.abc import AsyncIterator
+
+from stowage import errors
+
+Chunks = AsyncIterator[bytes]
+
+
+async def limited(chunks: Chunks, max_bytes: int, message: str) -> Chunks:
+    total = 0
+    async for chunk in chunks:
+        total += len(chunk)
+        if total > max_bytes:
+            raise errors.PayloadTooLarge(message, limit=max_bytes)
+        yield chunk
+
+
+async def idle_timeout(chunks: Chunks, seconds: float) -> Chunks:
+    iterator = aiter(chunks)
+    while True:
+        try:
+            async with asyncio.timeout(seconds):
+                chunk = await anext(iterator)
+        except StopAsyncIteration:
+            return
+        except TimeoutError as exc:
+            raise errors.RequestTimeout() from exc
+        yield chunk
+
+
+async def base64_decoded(chunks: Chunks) -> Chunks:
+    """Decode standard or URL-safe base64 as it streams; whitespace is ignored."""
+    pending = b""
+    async for chunk in chunks:
+        data = pending + b"".join(chunk.split())
+        cut = len(data) - len(data) % 4
+        pending = data[cut:]
+        if cut:
+            yield _b64(data[:cut])
+    if pending:
+        yield _b64(pending + b"=" * (-len(pending) % 4))
+
+
+def _b64(data: bytes) -> bytes:
+    try:
+        return base64.b64decode(data.translate(bytes.maketrans(b"-_", b"+/")), validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise errors.InvalidBase64() from exc
+
+
+class Digest:
+    """Counts and hashes what flows through ``tap``."""
+
+    def __init__(self) -> None:
+        self.size = 0
+        self._sha256 = hashlib.sha256()
+
+    async def tap(self, chunks: Chunks) -> Chunks:
+        async for chunk in chunks:
+            self.size += len(chunk)
+            self._sha256.update(chunk)
+            yield chunk
+
+    @property
+    def sha256(self) -> str:
+        return self._sha256.hexdigest()
+
+
+async def peek(chunks: Chunks, want: int) -> tuple[bytes, Chunks]:
+    """Read at least ``want`` bytes (or all there is) and return them with a stream that
+    still yields everything from the start."""
+    iterator = aiter(chunks)
+    head: list[bytes] = []
+    have = 0
+    while have < want:
+        try:
+            chunk = await anext(iterator)
+        except StopAsyncIteration:
+            break
+        head.append(chunk)
+        have += len(chunk)
+
+    async def replay() -> Chunks:
+        for chunk in head:
+            yield chunk
+        async for chunk in iterator:
+            yield chunk
+
+    return b"".join(head)[:want], replay()
+
+
+async def from_bytes(data: bytes) -> Chunks:
+    yield data

@@ -1,0 +1,157 @@
+"""API origin handlers: each turns a request into one core call and its result into JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from stowage import errors
+from stowage.core.service import StoreParams, Stowage
+from stowage.http import requests
+from stowage.http.responses import file_headers, send_file
+from stowage.registry.base import FileRecord
+
+SERVICE: web.AppKey[Stowage] = web.AppKey("service", Stowage)
+
+
+def _service(request: web.Request) -> Stowage:
+    return request.app[SERVICE]
+
+
+def store_result(service: Stowage, record: FileRecord) -> dict[str, Any]:
+    return {
+        "url": service.link(record),
+        "handle": record.handle,
+        "size": record.size,
+        "type": record.mimetype,
+        "filename": record.filename,
+        "key": record.key,
+        "container": record.container,
+    }
+
+
+def _store_params(request: web.Request) -> StoreParams:
+    q = request.query
+    return StoreParams(
+        filename=q.get("filename"),
+        mimetype=q.get("mimetype"),
+        path=q.get("path"),
+        container=q.get("container"),
+        access=q.get("access", "private"),
+        base64decode=requests.flag(request, "base64decode"),
+        link=requests.flag(request, "link"),
+    )
+
+
+async def store_handler(request: web.Request) -> web.Response:
+    service = _service(request)
+    params = _store_params(request)
+    source = await requests.source(request, service.settings)
+    record = await service.store(
+        request.query.get("key"),
+        request.match_info["provider"],
+        source,
+        params,
+        requests.credentials(request),
+    )
+    return web.json_response(store_result(service, record))
+
+
+async def copy_handler(request: web.Request) -> web.Response:
+    service = _service(request)
+    record = await service.copy(
+        request.query.get("key"),
+        request.match_info["provider"],
+        request.match_info["handle"],
+        _store_params(request),
+        requests.credentials(request),
+    )
+    return web.json_response(store_result(service, record))
+
+
+async def download_handler(request: web.Request) -> web.StreamResponse:
+    return await download(request, cdn=False)
+
+
+async def download(
+    request: web.Request, *, cdn: bool, handle: str | None = None
+) -> web.StreamResponse:
+    service = _service(request)
+    plan = await service.download(
+        handle or request.match_info["handle"],
+        requests.credentials(request),
+        request.query.get("key"),
+    )
+    cache = request.query.get("cache", "true").lower() not in ("false", "0", "no")
+    headers = file_headers(
+        plan, service.settings, dl=requests.flag(request, "dl"), cache=cache, cdn=cdn
+    )
+    return await send_file(request, plan, headers)
+
+
+async def overwrite_handler(request: web.Request) -> web.Response:
+    service = _service(request)
+    base64decode = requests.flag(request, "base64decode")
+    creds = requests.credentials(request)
+    source = await requests.source(request, service.settings)
+    record = await service.overwrite(
+        request.match_info["handle"], source, base64decode, creds, request.query.get("key")
+    )
+    return web.json_response(
+        {
+            "url": service.link(record),
+            "handle": record.handle,
+            "mimetype": record.mimetype,
+            "isWriteable": not record.cloud,
+            "size": record.size,
+            "filename": record.filename,
+        }
+    )
+
+
+async def remove_handler(request: web.Request) -> web.Response:
+    service = _service(request)
+    skip = requests.flag(request, "skip_storage")
+    record = await service.remove(
+        request.match_info["handle"],
+        requests.credentials(request),
+        skip,
+        request.query.get("key"),
+    )
+    kept = skip or record.cloud
+    return web.json_response(
+        {"handle": record.handle, "removed": True, "storage": "kept" if kept else "deleted"}
+    )
+
+
+async def metadata_handler(request: web.Request, handle: str | None = None) -> web.Response:
+    service = _service(request)
+    selectors = {name for name in request.query if requests.flag_value(request, name)}
+    result = await service.metadata(
+        handle or request.match_info["handle"],
+        selectors,
+        requests.credentials(request),
+        request.query.get("key"),
+    )
+    return web.json_response(result)
+
+
+async def healthz(request: web.Request) -> web.Response:
+    return web.json_response({"status": "ok"})
+
+
+async def method_not_allowed(request: web.Request) -> web.Response:
+    raise errors.MethodNotAllowed()
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_post("/api/store/{provider}", store_handler)
+    app.router.add_post("/api/store/{provider}/{handle}", copy_handler)
+    app.router.add_get("/api/file/{handle}", download_handler)
+    app.router.add_post("/api/file/{handle}", overwrite_handler)
+    app.router.add_delete("/api/file/{handle}", remove_handler)
+    app.router.add_post("/api/file/{handle}/remove", remove_handler)
+    app.router.add_get("/api/file/{handle}/metadata", metadata_handler)
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", healthz)

@@ -1,0 +1,85 @@
+"""Assembles the API and CDN applications and serves them."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+
+from aiohttp import web
+from aiohttp.abc import AbstractAccessLogger, BaseRequest, StreamResponse
+
+from stowage.config import Settings
+from stowage.core.service import Stowage
+from stowage.http import api, cdn
+from stowage.http.errors import error_middleware
+from stowage.registry.sqlite import SQLiteRegistry
+
+log = logging.getLogger("stowage")
+
+
+class AccessLogger(AbstractAccessLogger):
+    """Path without the query string: policies and signatures travel there."""
+
+    def log(self, request: BaseRequest, response: StreamResponse, time: float) -> None:
+        self.logger.info(
+            "%s %s %s %s %.1fms",
+            request.remote,
+            request.method,
+            request.path,
+            response.status,
+            time * 1000,
+        )
+
+    @property
+    def enabled(self) -> bool:
+        return self.logger.isEnabledFor(logging.INFO)
+
+
+def build_service(settings: Settings) -> Stowage:
+    return Stowage(settings, SQLiteRegistry(settings.registry_path))
+
+
+def api_app(service: Stowage) -> web.Application:
+    app = web.Application(middlewares=[error_middleware], client_max_size=1024**2)
+    app[api.SERVICE] = service
+    api.add_routes(app)
+    return app
+
+
+def cdn_app(service: Stowage) -> web.Application:
+    app = web.Application(middlewares=[error_middleware], client_max_size=1024**2)
+    app[api.SERVICE] = service
+    cdn.add_routes(app)
+    return app
+
+
+async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
+    service = build_service(settings)
+    await service.start()
+    runners: list[web.AppRunner] = []
+    access = {"access_log_class": AccessLogger} if settings.access_log else {"access_log": None}
+    try:
+        for app, port in ((api_app(service), settings.port), (cdn_app(service), settings.cdn_port)):
+            if port == 0 and app is not None and runners:
+                continue
+            runner = web.AppRunner(app, handle_signals=False, **access)  # type: ignore[arg-type]
+            await runner.setup()
+            await web.TCPSite(runner, settings.host, port, reuse_address=True).start()
+            runners.append(runner)
+        log.info("stowage serving API on %s and CDN on %s", settings.api_url(), settings.cdn_url())
+        await _until_stopped(ready)
+    finally:
+        for runner in runners:
+            await runner.cleanup()
+        await service.close()
+
+
+async def _until_stopped(ready: asyncio.Event | None) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    if ready is not None:
+        ready.set()
+    await stop.wait()

@@ -1,0 +1,53 @@
+"""The one place where errors become HTTP responses."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+
+from stowage import errors
+
+log = logging.getLogger("stowage.http")
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+_HTTP_CODES = {
+    404: errors.NotFound,
+    405: errors.MethodNotAllowed,
+    413: errors.PayloadTooLarge,
+    400: errors.BadRequest,
+}
+
+
+def error_response(error: errors.StowageError) -> web.Response:
+    response = web.json_response(error.body(), status=error.status)
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["Cache-Control"] = "no-store"
+    response.headers.update(error.headers)
+    return response
+
+
+@web.middleware
+async def error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except errors.StowageError as exc:
+        if exc.status >= 500:
+            log.warning("%s %s failed: %s %s", request.method, request.path, exc.code, exc.message)
+        return error_response(exc)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        cls = _HTTP_CODES.get(exc.status, errors.BadRequest)
+        error = cls(exc.reason)
+        response = error_response(error)
+        response.set_status(exc.status)
+        if exc.status == 405 and "Allow" in exc.headers:
+            response.headers["Allow"] = exc.headers["Allow"]
+        return response
+    except (ConnectionResetError, BrokenPipeError):
+        raise
+    except Exception:
+        log.exception("unhandled error on %s %s", request.method, request.path)
+        return error_response(errors.StowageError())

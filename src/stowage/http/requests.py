@@ -1,0 +1,134 @@
+"""Turning an aiohttp request into what the core takes: credentials, flags, a Source."""
+
+from __future__ import annotations
+
+import binascii
+from collections.abc import AsyncIterator
+from urllib.parse import parse_qs
+
+import aiohttp
+from aiohttp import BodyPartReader, MultipartReader, web
+
+from stowage import errors
+from stowage.config import Settings
+from stowage.core import streams
+from stowage.core.security import Credentials
+from stowage.core.service import Source
+
+CHUNK = 256 * 1024
+FORM_PEEK = 16 * 1024
+_TRUE = {"true", "1", "yes", "on"}
+_FALSE = {"false", "0", "no", "off", ""}
+
+
+def flag(request: web.Request, name: str) -> bool:
+    value = request.query.get(name)
+    if value is None:
+        return False
+    lowered = value.strip().lower()
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    raise errors.InvalidParameter(f"{name} must be true or false", parameter=name)
+
+
+def credentials(request: web.Request) -> Credentials:
+    policy = request.query.get("policy")
+    signature = request.query.get("signature")
+    header = request.headers.get("Authorization")
+    if header is None:
+        return Credentials(policy=policy, signature=signature)
+    try:
+        auth = aiohttp.BasicAuth.decode(header, encoding="utf-8")
+    except (ValueError, binascii.Error, UnicodeDecodeError) as exc:
+        raise errors.InvalidCredentials("Authorization must be HTTP Basic app:<secret>") from exc
+    return Credentials(
+        policy=policy, signature=signature, basic_user=auth.login, basic_secret=auth.password
+    )
+
+
+async def body_chunks(request: web.Request, settings: Settings) -> AsyncIterator[bytes]:
+    length = request.content_length
+    if length is not None and length > settings.max_upload_bytes:
+        raise errors.PayloadTooLarge(limit=settings.max_upload_bytes)
+    return streams.idle_timeout(_read_body(request), settings.body_idle_timeout)
+
+
+async def _read_body(request: web.Request) -> AsyncIterator[bytes]:
+    try:
+        async for chunk in request.content.iter_chunked(CHUNK):
+            yield chunk
+    except (aiohttp.ClientPayloadError, ConnectionError) as exc:
+        raise errors.BadRequest("the request body broke off") from exc
+
+
+async def source(request: web.Request, settings: Settings) -> Source:
+    """A store/overwrite body: multipart ``fileUpload``, a form ``url``, or raw bytes."""
+    ctype = request.content_type
+    if ctype.startswith("multipart/"):
+        return await _multipart(request, settings)
+    chunks = await body_chunks(request, settings)
+    declared = request.headers.get("Content-Type")
+    if ctype == "application/x-www-form-urlencoded":
+        head, chunks = await streams.peek(chunks, FORM_PEEK + 1)
+        url = _form_url(head) if len(head) <= FORM_PEEK else None
+        if url is not None:
+            return Source(url=url)
+        declared = None  # curl's default type for --data-binary says nothing about the bytes
+    return Source(chunks=chunks, content_type=declared, raw=True)
+
+
+def _form_url(body: bytes) -> str | None:
+    try:
+        form = parse_qs(body.decode("utf-8"), keep_blank_values=True, strict_parsing=True)
+    except (UnicodeDecodeError, ValueError):
+        return None
+    values = form.get("url")
+    if values is None or len(values) != 1 or set(form) - {"url"}:
+        return None
+    return values[0]
+
+
+async def _multipart(request: web.Request, settings: Settings) -> Source:
+    try:
+        reader = await request.multipart()
+        while True:
+            part = await reader.next()
+            if part is None:
+                raise errors.MissingFile("multipart body has no fileUpload part")
+            if not isinstance(part, BodyPartReader):
+                raise errors.BadRequest("nested multipart bodies are not supported")
+            if part.name == "fileUpload":
+                return Source(
+                    chunks=streams.idle_timeout(
+                        _part_chunks(reader, part), settings.body_idle_timeout
+                    ),
+                    filename=part.filename,
+                    content_type=part.headers.get("Content-Type"),
+                )
+            if part.name == "url":
+                return Source(url=(await part.read(decode=True))[:FORM_PEEK].decode())
+            await part.release()
+    except (ValueError, AssertionError, RuntimeError, UnicodeDecodeError) as exc:
+        raise errors.BadRequest("malformed multipart body") from exc
+
+
+async def _part_chunks(reader: MultipartReader, part: BodyPartReader) -> AsyncIterator[bytes]:
+    try:
+        while chunk := await part.read_chunk(CHUNK):
+            yield chunk
+        # A second file would be silently dropped: refuse before the write is published.
+        while (extra := await reader.next()) is not None:
+            if getattr(extra, "name", None) == "fileUpload":
+                raise errors.BadRequest("multipart body has more than one fileUpload part")
+            await extra.release()
+    except (aiohttp.ClientPayloadError, ConnectionError) as exc:
+        raise errors.BadRequest("the request body broke off") from exc
+    except (ValueError, AssertionError, RuntimeError) as exc:
+        raise errors.BadRequest("malformed multipart body") from exc
+
+
+def flag_value(request: web.Request, name: str) -> bool:
+    """Like ``flag`` but never raises: metadata ignores selectors it cannot read."""
+    return request.query.get(name, "").strip().lower() in _TRUE

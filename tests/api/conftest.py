@@ -1,0 +1,73 @@
+"""In-process API tests: the real aiohttp apps over a real loopback socket."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from stowage.config import Settings
+from stowage.core.security import encode_policy, sign
+from stowage.core.service import Stowage
+from stowage.http.app import api_app, build_service, cdn_app
+from stowage.registry.base import App
+
+
+@dataclass
+class Harness:
+    service: Stowage
+    api: TestClient[Any, Any]
+    cdn: TestClient[Any, Any]
+    settings: Settings
+    open_app: App
+    secure_app: App
+
+    def policy(self, app: App, **fields: Any) -> dict[str, str]:
+        fields.setdefault("expiry", int(time.time()) + 600)
+        encoded = encode_policy(fields)
+        return {"policy": encoded, "signature": sign(app.secret, encoded)}
+
+    async def store(
+        self, data: bytes = b"hello", app: App | None = None, **query: Any
+    ) -> dict[str, Any]:
+        app = app or self.open_app
+        params = {"key": app.api_key, **query}
+        if app.security:
+            params.update(self.policy(app, call=["store"]))
+        resp = await self.api.post("/api/store/S3", params=params, data=data)
+        assert resp.status == 200, await resp.text()
+        result: dict[str, Any] = await resp.json()
+        return result
+
+    def object_path(self, app: App, key: str, container: str = "default") -> Path:
+        return self.settings.data_dir / "storage" / app.api_key / "objects" / container / key
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(data_dir=tmp_path / "data", fetch_allow_private=True, access_log=False)
+
+
+@pytest.fixture
+async def harness(settings: Settings) -> AsyncIterator[Harness]:
+    service = build_service(settings)
+    await service.start()
+    open_app = App(api_key="openappkey0000000001", secret="open-secret", name="open")
+    secure_app = App(api_key="secureappkey00000001", secret="secure-secret", security=True)
+    await service.registry.create_app(open_app)
+    await service.registry.create_app(secure_app)
+    api = TestClient(TestServer(api_app(service)))
+    cdn = TestClient(TestServer(cdn_app(service)))
+    await api.start_server()
+    await cdn.start_server()
+    try:
+        yield Harness(service, api, cdn, settings, open_app, secure_app)
+    finally:
+        await api.close()
+        await cdn.close()
+        await service.close()
