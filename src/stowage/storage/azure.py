@@ -1,0 +1,230 @@
+"""Azure Blob Storage provider, with azure-storage-blob's asyncio client.
+
+Writes stage the stream as blocks of ``block_size`` (default 8 MiB) while it
+arrives, so memory stays at about one block whatever the object size, then
+commit the block list: the commit is the atomic switch, before it readers see
+the previous blob unchanged. A stream shorter than one block goes up as a
+single Put Blob. When a write fails, its staged blocks are never committed:
+they are invisible, and the service drops them at the next commit to that
+name or after a week (Azure has no call to drop them sooner). Reads stream
+``download_blob`` chunks of at most 4 MiB, with ``offset``/``length`` ranges.
+
+Config: ``container`` (required) and one of ``connection_string``,
+``account_name`` + ``account_key``, or ``account_name`` + ``sas_token``
+(none of them: anonymous, for public containers). ``endpoint_url`` overrides
+the account URL (Azurite: ``http://127.0.0.1:PORT/devstoreaccount1``).
+``block_size`` sets the staged block size, ``timeout`` the seconds allowed for
+connecting, ``retries`` and ``retry_backoff`` (seconds, doubled each time)
+bound the SDK's own retries so an unreachable account fails in seconds.
+
+Limits: ``access=public`` is ignored: Azure grants public read per
+container, not per blob. Container creation is not done here.
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from azure.core.credentials import AzureNamedKeyCredential, AzureSasCredential
+from azure.core.exceptions import (
+    AzureError,
+    ClientAuthenticationError,
+    HttpResponseError,
+    ResourceExistsError,
+    ResourceModifiedError,
+    ResourceNotFoundError,
+    ServiceRequestError,
+    ServiceResponseError,
+)
+from azure.storage.blob import BlobBlock, ContentSettings
+from azure.storage.blob.aio import BlobClient, BlobServiceClient, ExponentialRetry
+
+from stowage import errors
+from stowage.storage.base import Chunks, ObjectInfo, WriteOptions
+
+DEFAULT_BLOCK = 8 * 1024 * 1024
+MAX_BLOCK = 4000 * 1024 * 1024  # the service's limit per staged block
+READ_CHUNK = 4 * 1024 * 1024
+
+
+class _Backoff(ExponentialRetry):
+    """Retries after ``initial``, 2x, 4x... seconds (the SDK's own formula starts at 15 s)."""
+
+    def get_backoff_time(self, settings: dict[str, Any]) -> float:
+        delay: float = self.initial_backoff * 2 ** max(settings["count"] - 1, 0)
+        return delay * random.uniform(0.8, 1.2)
+
+
+class AzureProvider:
+    location = "azure"
+    supports_containers = True
+
+    def __init__(
+        self, service: BlobServiceClient, container: str, block_size: int = DEFAULT_BLOCK
+    ) -> None:
+        if not 0 < block_size <= MAX_BLOCK:
+            raise errors.StorageMisconfigured("azure: block_size must be 1 byte to 4000 MiB")
+        self.service = service
+        self.default_container = container
+        self.block_size = block_size
+
+    async def write(
+        self, container: str, key: str, chunks: Chunks, options: WriteOptions
+    ) -> ObjectInfo:
+        blob = self._blob(container, key)
+        settings = ContentSettings(content_type=options.content_type)
+        prefix = secrets.token_hex(8)  # one writer's block ids never collide with another's
+        blocks: list[BlobBlock] = []
+        buffer = bytearray()
+        size = 0
+        with _azure_errors(writing=True):
+            async for chunk in chunks:
+                buffer += chunk
+                size += len(chunk)
+                while len(buffer) >= self.block_size:
+                    await self._stage(blob, blocks, prefix, bytes(buffer[: self.block_size]))
+                    del buffer[: self.block_size]
+            if not blocks:
+                reply = await blob.upload_blob(
+                    bytes(buffer), overwrite=True, content_settings=settings
+                )
+            else:
+                if buffer:
+                    await self._stage(blob, blocks, prefix, bytes(buffer))
+                reply = await blob.commit_block_list(blocks, content_settings=settings)
+        return ObjectInfo(size, _etag(reply["etag"]), reply["last_modified"].timestamp())
+
+    async def open(
+        self, container: str, key: str, start: int = 0, end: int | None = None
+    ) -> Chunks:
+        blob = self._blob(container, key)
+        length = None if end is None else end - start + 1
+        # The SDK wants an offset whenever a length is given, and none for a whole blob.
+        offset = start if start or length is not None else None
+        with _azure_errors():
+            downloader = await blob.download_blob(offset=offset, length=length, max_concurrency=1)
+            async for chunk in downloader.chunks():
+                yield chunk
+
+    async def stat(self, container: str, key: str) -> ObjectInfo:
+        with _azure_errors():
+            props = await self._blob(container, key).get_blob_properties()
+        return ObjectInfo(props.size, _etag(props.etag), props.last_modified.timestamp())
+
+    async def delete(self, container: str, key: str) -> None:
+        with _azure_errors():
+            await self._blob(container, key).delete_blob()
+
+    async def close(self) -> None:
+        await self.service.close()
+
+    def _blob(self, container: str, key: str) -> BlobClient:
+        return self.service.get_blob_client(container, key)
+
+    @staticmethod
+    async def _stage(blob: BlobClient, blocks: list[BlobBlock], prefix: str, data: bytes) -> None:
+        # Ids must have one length within a blob; the SDK base64-encodes them.
+        block_id = f"{prefix}-{len(blocks):06d}"
+        await blob.stage_block(block_id, data, length=len(data))
+        blocks.append(BlobBlock(block_id))
+
+
+def from_config(config: Mapping[str, Any], data_dir: Path) -> AzureProvider:
+    container = config.get("container")
+    if not container:
+        raise errors.StorageMisconfigured("azure: 'container' is required")
+    block_size = int(config.get("block_size") or DEFAULT_BLOCK)
+    timeout = float(config.get("timeout") or 20)
+    options: dict[str, Any] = {
+        "retry_policy": _Backoff(
+            initial_backoff=float(config.get("retry_backoff", 0.25)),  # type: ignore[arg-type]
+            retry_total=int(config.get("retries", 3)),
+        ),
+        "connection_timeout": timeout,
+        "read_timeout": max(timeout, 60),
+        "max_single_get_size": READ_CHUNK,
+        "max_chunk_get_size": READ_CHUNK,
+        "max_single_put_size": block_size,
+        "max_block_size": block_size,
+    }
+    try:
+        return AzureProvider(_service(config, options), str(container), block_size)
+    except (ValueError, TypeError) as exc:
+        # The SDK's message may quote the connection string: keep only the type.
+        raise errors.StorageMisconfigured(
+            f"azure: unusable connection settings ({type(exc).__name__})"
+        ) from exc
+
+
+def _service(config: Mapping[str, Any], options: dict[str, Any]) -> BlobServiceClient:
+    if config.get("connection_string"):
+        return BlobServiceClient.from_connection_string(str(config["connection_string"]), **options)
+    account = config.get("account_name")
+    url = config.get("endpoint_url") or (account and f"https://{account}.blob.core.windows.net")
+    if not url:
+        raise errors.StorageMisconfigured(
+            "azure: set account_name, endpoint_url or a connection_string"
+        )
+    credential: Any = None
+    if config.get("account_key"):
+        if not account:
+            raise errors.StorageMisconfigured("azure: account_key needs account_name")
+        credential = AzureNamedKeyCredential(str(account), str(config["account_key"]))
+    elif config.get("sas_token"):
+        credential = AzureSasCredential(str(config["sas_token"]).lstrip("?"))
+    return BlobServiceClient(str(url), credential=credential, **options)
+
+
+def _etag(value: Any) -> str:
+    return str(value or "").strip('"')
+
+
+_STATUS_MAP: dict[int, type[errors.StorageError]] = {
+    401: errors.StorageAccessDenied,
+    403: errors.StorageAccessDenied,
+    404: errors.StorageNotFound,
+    409: errors.StorageConflict,
+    412: errors.StorageConflict,
+    429: errors.StorageUnavailable,
+}
+
+
+@contextmanager
+def _azure_errors(writing: bool = False) -> Iterator[None]:
+    try:
+        yield
+    except ResourceNotFoundError as exc:
+        if writing and exc.error_code == "ContainerNotFound":
+            raise errors.StorageMisconfigured("azure: the container does not exist") from exc
+        raise errors.StorageNotFound("azure: no such blob") from exc
+    except ClientAuthenticationError as exc:
+        raise errors.StorageAccessDenied(
+            f"azure: {exc.error_code or 'authentication failed'}"
+        ) from exc
+    except (ResourceExistsError, ResourceModifiedError) as exc:
+        raise errors.StorageConflict(f"azure: {exc.error_code or 'conflict'}") from exc
+    except HttpResponseError as exc:
+        raise _from_status(exc) from exc
+    except (ServiceRequestError, ServiceResponseError) as exc:
+        raise errors.StorageUnavailable(f"azure: {type(exc).__name__}") from exc
+    except AzureError as exc:
+        raise errors.StorageError(f"azure: {type(exc).__name__}") from exc
+
+
+def _from_status(exc: HttpResponseError) -> errors.StowageError:
+    status = exc.status_code or 0
+    code = exc.error_code or ""
+    if status == 416:
+        return errors.RangeNotSatisfiable()
+    if code == "InvalidBlockList":
+        # Another writer's commit to the same name discarded our staged blocks.
+        return errors.StorageConflict("azure: a concurrent write replaced this blob's blocks")
+    cls = _STATUS_MAP.get(status)
+    if cls is None:
+        cls = errors.StorageUnavailable if status >= 500 else errors.StorageError
+    return cls(f"azure: {status} {code}".rstrip())

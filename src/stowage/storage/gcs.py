@@ -1,0 +1,333 @@
+"""Google Cloud Storage provider, over the JSON API with aiohttp.
+
+Writes use a resumable upload session: the stream is cut into ``chunk_size``
+pieces (a multiple of 256 KiB, default 8 MiB) sent one at a time, so memory
+stays at about one chunk whatever the object size. The object only appears
+when the final piece is sent; if the source or the network fails first, the
+session is cancelled and the previous object at that key stays unchanged.
+Reads stream ``alt=media`` downloads, with a ``Range`` header for byte ranges.
+
+Config: ``bucket`` (required), ``project`` (informational), ``credentials``
+(service-account JSON as a dict, or the path of its file), or
+``anonymous: true`` (emulators, public buckets); with neither, Application
+Default Credentials are used. ``endpoint_url`` points at an emulator,
+``chunk_size`` sets the upload piece size, ``timeout`` the seconds allowed for
+connecting and for each read. ``public_acl: false`` ignores ``access=public``
+(needed on buckets with uniform bucket-level access, where object ACLs are
+refused).
+
+Limits: a failed piece is not retried (the whole write fails and is
+cancelled); bucket creation and listing are not done here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping
+from contextlib import asynccontextmanager, contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import aiohttp
+
+from stowage import errors
+from stowage.storage.base import Chunks, ObjectInfo, WriteOptions
+
+DEFAULT_ENDPOINT = "https://storage.googleapis.com"
+SCOPES = ["https://www.googleapis.com/auth/devstorage.read_write"]
+GRANULE = 256 * 1024  # resumable pieces must be multiples of this, except the last
+DEFAULT_CHUNK = 8 * 1024 * 1024
+READ_CHUNK = 256 * 1024
+
+
+class _Tokens:
+    """Bearer tokens from google-auth credentials, refreshed off the event loop."""
+
+    def __init__(self, credentials: Any) -> None:
+        self.credentials = credentials
+        self.lock = asyncio.Lock()
+
+    async def header(self) -> dict[str, str]:
+        async with self.lock:
+            if not self.credentials.valid:
+                await asyncio.get_running_loop().run_in_executor(None, self._refresh)
+        return {"Authorization": f"Bearer {self.credentials.token}"}
+
+    def _refresh(self) -> None:
+        import google.auth.exceptions
+        import google.auth.transport.requests
+
+        try:
+            self.credentials.refresh(google.auth.transport.requests.Request())
+        except google.auth.exceptions.TransportError as exc:
+            raise errors.StorageUnavailable("gcs: cannot reach the token endpoint") from exc
+        except google.auth.exceptions.GoogleAuthError as exc:
+            raise errors.StorageAccessDenied("gcs: credentials were refused") from exc
+
+
+class GcsProvider:
+    location = "gcs"
+    supports_containers = True
+
+    def __init__(
+        self,
+        bucket: str,
+        *,
+        tokens: _Tokens | None,
+        endpoint_url: str = DEFAULT_ENDPOINT,
+        chunk_size: int = DEFAULT_CHUNK,
+        timeout: float = 30.0,
+        public_acl: bool = True,
+    ) -> None:
+        if chunk_size <= 0 or chunk_size % GRANULE:
+            raise errors.StorageMisconfigured("gcs: chunk_size must be a multiple of 256 KiB")
+        self.default_container = bucket
+        self.tokens = tokens
+        self.endpoint = endpoint_url.rstrip("/")
+        self.chunk_size = chunk_size
+        self.public_acl = public_acl
+        self.timeout = aiohttp.ClientTimeout(
+            total=None, connect=timeout, sock_connect=timeout, sock_read=timeout
+        )
+        self._session: aiohttp.ClientSession | None = None
+
+    # -- the Provider interface -------------------------------------------------
+
+    async def write(
+        self, container: str, key: str, chunks: Chunks, options: WriteOptions
+    ) -> ObjectInfo:
+        session_url = await self._start_upload(container, key, options)
+        try:
+            resource = await self._send_pieces(session_url, chunks)
+        except BaseException:
+            await asyncio.shield(self._cancel_upload(session_url))
+            raise
+        return _info(resource)
+
+    async def open(
+        self, container: str, key: str, start: int = 0, end: int | None = None
+    ) -> Chunks:
+        headers: dict[str, str] = {}
+        if start or end is not None:
+            headers["Range"] = f"bytes={start}-{'' if end is None else end}"
+        url = f"{self._object_url(container, key)}?alt=media"
+        async with self._request("GET", url, headers=headers) as resp:
+            await _check(resp, f"{container}/{key}")
+            if headers and resp.status != 206:
+                raise errors.StorageError("gcs: the server ignored the byte range")
+            with _network_errors():
+                async for chunk in resp.content.iter_chunked(READ_CHUNK):
+                    yield chunk
+
+    async def stat(self, container: str, key: str) -> ObjectInfo:
+        async with self._request("GET", self._object_url(container, key)) as resp:
+            await _check(resp, f"{container}/{key}")
+            with _network_errors():
+                return _info(await resp.json(content_type=None))
+
+    async def delete(self, container: str, key: str) -> None:
+        async with self._request("DELETE", self._object_url(container, key)) as resp:
+            await _check(resp, f"{container}/{key}")
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    # -- resumable upload ---------------------------------------------------------
+
+    async def _start_upload(self, container: str, key: str, options: WriteOptions) -> str:
+        params = {"uploadType": "resumable", "name": key}
+        if options.access == "public" and self.public_acl:
+            params["predefinedAcl"] = "publicRead"
+        url = f"{self.endpoint}/upload/storage/v1/b/{quote(container, safe='')}/o"
+        body = json.dumps({"name": key, "contentType": options.content_type})
+        headers = {
+            "Content-Type": "application/json; charset=UTF-8",
+            "X-Upload-Content-Type": options.content_type,
+        }
+        async with self._request("POST", url, params=params, data=body, headers=headers) as resp:
+            if resp.status == 404:
+                raise errors.StorageMisconfigured(f"gcs: bucket {container!r} does not exist")
+            await _check(resp, f"{container}/{key}")
+            location = resp.headers.get("Location")
+        if not location:
+            raise errors.StorageError("gcs: the upload session has no location")
+        return location
+
+    async def _send_pieces(self, session_url: str, chunks: Chunks) -> dict[str, Any]:
+        buffer = bytearray()
+        offset = 0  # bytes the server has persisted
+        async for chunk in chunks:
+            buffer += chunk
+            # Strictly greater: the last piece must carry data, so the stream's end is known
+            # before a full piece goes out.
+            while len(buffer) > self.chunk_size:
+                sent = await self._put_piece(session_url, buffer, offset, self.chunk_size)
+                del buffer[:sent]
+                offset += sent
+        total = offset + len(buffer)
+        return await self._finish(session_url, bytes(buffer), offset, total)
+
+    async def _put_piece(self, session_url: str, buffer: bytearray, offset: int, size: int) -> int:
+        """Send one intermediate piece; return how many of its bytes the server kept."""
+        piece = bytes(buffer[:size])
+        headers = {"Content-Range": f"bytes {offset}-{offset + size - 1}/*"}
+        async with self._request("PUT", session_url, data=piece, headers=headers) as resp:
+            if resp.status != 308:
+                await _check(resp, "upload")
+                raise errors.StorageError(f"gcs: unexpected status {resp.status} mid-upload")
+            persisted = _persisted(resp.headers.get("Range"))
+        kept = persisted - offset
+        if kept <= 0 or kept > size:
+            raise errors.StorageError("gcs: the server did not accept the upload piece")
+        return kept
+
+    async def _finish(
+        self, session_url: str, last: bytes, offset: int, total: int
+    ) -> dict[str, Any]:
+        span = f"{offset}-{total - 1}" if last else "*"
+        headers = {"Content-Range": f"bytes {span}/{total}"}
+        async with self._request("PUT", session_url, data=last, headers=headers) as resp:
+            if resp.status == 308:
+                raise errors.StorageError("gcs: the server did not complete the upload")
+            await _check(resp, "upload")
+            with _network_errors():
+                resource: dict[str, Any] = await resp.json(content_type=None)
+        return resource
+
+    async def _cancel_upload(self, session_url: str) -> None:
+        # Best effort: an unfinished session never becomes an object and expires on its own.
+        try:
+            async with self._request("DELETE", session_url, timeout=5.0):
+                pass
+        except (errors.StorageError, aiohttp.ClientError, TimeoutError):
+            pass
+
+    # -- plumbing -------------------------------------------------------------------
+
+    def _object_url(self, container: str, key: str) -> str:
+        return f"{self.endpoint}/storage/v1/b/{quote(container, safe='')}/o/{quote(key, safe='')}"
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(timeout=self.timeout, auto_decompress=False)
+        return self._session
+
+    @asynccontextmanager
+    async def _request(
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        all_headers = dict(headers or {})
+        if self.tokens is not None:
+            all_headers.update(await self.tokens.header())
+        extra: dict[str, Any] = {}
+        if timeout is not None:
+            extra["timeout"] = aiohttp.ClientTimeout(total=timeout)
+        with _network_errors():
+            async with self._client().request(
+                method, url, headers=all_headers, **kwargs, **extra
+            ) as resp:
+                yield resp
+
+
+def from_config(config: Mapping[str, Any], data_dir: Path) -> GcsProvider:
+    bucket = config.get("bucket")
+    if not bucket:
+        raise errors.StorageMisconfigured("gcs: 'bucket' is required")
+    return GcsProvider(
+        str(bucket),
+        tokens=None if config.get("anonymous") else _Tokens(_credentials(config)),
+        endpoint_url=str(config.get("endpoint_url") or DEFAULT_ENDPOINT),
+        chunk_size=int(config.get("chunk_size") or DEFAULT_CHUNK),
+        timeout=float(config.get("timeout") or 30.0),
+        public_acl=bool(config.get("public_acl", True)),
+    )
+
+
+def _credentials(config: Mapping[str, Any]) -> Any:
+    import google.auth
+    import google.auth.exceptions
+    from google.oauth2 import service_account
+
+    source = config.get("credentials")
+    try:
+        if source is None:
+            credentials, _ = google.auth.default(scopes=SCOPES)
+            return credentials
+        if not isinstance(source, Mapping):
+            source = json.loads(Path(str(source)).read_text())
+        return service_account.Credentials.from_service_account_info(dict(source), scopes=SCOPES)
+    except (OSError, ValueError, google.auth.exceptions.GoogleAuthError) as exc:
+        # The message names the failure, never the key material.
+        raise errors.StorageMisconfigured(
+            f"gcs: unusable credentials ({type(exc).__name__})"
+        ) from exc
+
+
+def _persisted(range_header: str | None) -> int:
+    """Bytes the server holds, from a 308 reply's ``Range: bytes=0-N`` (absent: none)."""
+    if not range_header:
+        return 0
+    try:
+        return int(range_header.rsplit("-", 1)[1]) + 1
+    except (IndexError, ValueError) as exc:
+        raise errors.StorageError("gcs: malformed Range in upload reply") from exc
+
+
+def _info(resource: Mapping[str, Any]) -> ObjectInfo:
+    etag = resource.get("etag") or resource.get("md5Hash") or resource.get("generation") or ""
+    updated = resource.get("updated") or resource.get("timeCreated")
+    modified = datetime.fromisoformat(updated.replace("Z", "+00:00")).timestamp() if updated else 0
+    return ObjectInfo(int(resource.get("size") or 0), str(etag), modified)
+
+
+_STATUS_MAP: dict[int, type[errors.StorageError]] = {
+    401: errors.StorageAccessDenied,
+    403: errors.StorageAccessDenied,
+    404: errors.StorageNotFound,
+    409: errors.StorageConflict,
+    412: errors.StorageConflict,
+    429: errors.StorageUnavailable,
+}
+
+
+async def _check(resp: aiohttp.ClientResponse, what: str) -> None:
+    if resp.status < 300:
+        return
+    if resp.status == 416:
+        raise errors.RangeNotSatisfiable()
+    cls = _STATUS_MAP.get(resp.status)
+    if cls is None:
+        cls = errors.StorageUnavailable if resp.status >= 500 else errors.StorageError
+    detail = await _error_message(resp)
+    raise cls(f"gcs: {resp.status} on {what}{': ' + detail if detail else ''}")
+
+
+async def _error_message(resp: aiohttp.ClientResponse) -> str:
+    try:
+        body = await resp.json(content_type=None)
+        return str(body["error"]["message"])[:200]
+    except (aiohttp.ClientError, ValueError, KeyError, TypeError):
+        return ""
+
+
+@contextmanager
+def _network_errors() -> Any:
+    try:
+        yield
+    except (aiohttp.ClientConnectionError, TimeoutError) as exc:
+        raise errors.StorageUnavailable(f"gcs: {type(exc).__name__}") from exc
+    except aiohttp.ClientPayloadError as exc:
+        raise errors.StorageUnavailable("gcs: the transfer broke off") from exc
+    except aiohttp.ClientError as exc:
+        raise errors.StorageError(f"gcs: {type(exc).__name__}") from exc
