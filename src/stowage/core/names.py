@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import secrets
+import string
 import unicodedata
 
 from stowage import errors
@@ -27,8 +28,12 @@ def new_handle() -> str:
     return secrets.token_urlsafe(15)
 
 
+_ID_ALPHABET = string.ascii_letters + string.digits
+
+
 def new_unique_id() -> str:
-    return secrets.token_urlsafe(15)
+    """20 alphanumerics: no underscore, so ``<id>_<filename>`` splits unambiguously."""
+    return "".join(secrets.choice(_ID_ALPHABET) for _ in range(20))
 
 
 def is_handle(value: str) -> bool:

@@ -417,9 +417,10 @@ class Stowage:
     ) -> dict[str, Any]:
         record = await self._record(handle, api_key)
         app = await self.app(record.api_key)
-        self._authorize(app, creds, "stat", Target(handle=handle), app.security)
-        if "exif" in selectors:
+        if "exif" in selectors:  # a grant of exif implies stat
             self._authorize(app, creds, "exif", Target(handle=handle), required=True)
+        else:
+            self._authorize(app, creds, "stat", Target(handle=handle), app.security)
         provider = self.provider_for(app, record.provider)
         wanted = [s for s in METADATA_FIELDS if s in selectors] or list(DEFAULT_METADATA)
         info = await provider.stat(record.container, record.key)

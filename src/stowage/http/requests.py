@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import binascii
 from collections.abc import AsyncIterator
 from urllib.parse import parse_qs
@@ -39,13 +40,21 @@ def credentials(request: web.Request) -> Credentials:
     header = request.headers.get("Authorization")
     if header is None:
         return Credentials(policy=policy, signature=signature)
+    user, secret = _basic(header)
+    return Credentials(policy=policy, signature=signature, basic_user=user, basic_secret=secret)
+
+
+def _basic(header: str) -> tuple[str, str]:
+    scheme, _, value = header.strip().partition(" ")
     try:
-        auth = aiohttp.BasicAuth.decode(header, encoding="utf-8")
+        if scheme.lower() != "basic":
+            raise ValueError(scheme)
+        user, sep, secret = base64.b64decode(value.strip(), validate=True).decode().partition(":")
+        if not sep:
+            raise ValueError("no colon")
     except (ValueError, binascii.Error, UnicodeDecodeError) as exc:
         raise errors.InvalidCredentials("Authorization must be HTTP Basic app:<secret>") from exc
-    return Credentials(
-        policy=policy, signature=signature, basic_user=auth.login, basic_secret=auth.password
-    )
+    return user, secret
 
 
 async def body_chunks(request: web.Request, settings: Settings) -> AsyncIterator[bytes]:

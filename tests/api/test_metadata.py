@@ -1,0 +1,150 @@
+"""Metadata (4.5): default fields (2.4), every selector, hashes in one pass, EXIF."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import time
+
+import pytest
+from PIL import Image
+
+from tests.api.conftest import Harness
+
+DEFAULT_FIELDS = {
+    "mimetype",
+    "uploaded",
+    "container",
+    "writeable",
+    "filename",
+    "location",
+    "key",
+    "path",
+    "size",
+}
+
+
+def jpeg_with_exif() -> bytes:
+    img = Image.new("RGB", (8, 8), "red")
+    exif = Image.Exif()
+    exif[0x010F] = "StowageCam"  # Make
+    exif[0x0110] = "Model 1"  # Model
+    out = io.BytesIO()
+    img.save(out, "JPEG", exif=exif)
+    return out.getvalue()
+
+
+async def test_no_selector_returns_the_default_set(harness: Harness) -> None:
+    before = time.time() * 1000
+    result = await harness.store(b"some bytes", filename="m.txt")
+    resp = await harness.api.get(f"/api/file/{result['handle']}/metadata")
+    meta = await resp.json()
+    assert set(meta) == DEFAULT_FIELDS
+    assert meta["size"] == 10
+    assert meta["filename"] == "m.txt"
+    assert meta["mimetype"] == "text/plain"
+    assert meta["writeable"] is True
+    assert meta["location"] == "local"
+    assert meta["container"] == "default"
+    assert meta["key"] == meta["path"] == result["key"]
+    assert before - 1000 <= meta["uploaded"] <= time.time() * 1000 + 1000
+
+
+@pytest.mark.parametrize(
+    "selector",
+    [
+        "size",
+        "mimetype",
+        "filename",
+        "uploaded",
+        "writeable",
+        "cloud",
+        "source_url",
+        "upload_status",
+        "location",
+        "path",
+        "container",
+    ],
+)
+async def test_each_selector_returns_only_itself(harness: Harness, selector: str) -> None:
+    result = await harness.store(b"abc")
+    resp = await harness.api.get(
+        f"/api/file/{result['handle']}/metadata", params={selector: "true"}
+    )
+    meta = await resp.json()
+    assert list(meta) == [selector]
+    expected = {"cloud": False, "source_url": None, "upload_status": "complete", "size": 3}
+    if selector in expected:
+        assert meta[selector] == expected[selector]
+
+
+async def test_all_hashes_match_hashlib(harness: Harness) -> None:
+    data = bytes(range(256)) * 5000
+    result = await harness.store(data)
+    names = ["md5", "sha1", "sha224", "sha256", "sha384", "sha512"]
+    resp = await harness.api.get(
+        f"/api/file/{result['handle']}/metadata", params=dict.fromkeys(names, "true")
+    )
+    meta = await resp.json()
+    assert meta == {n: hashlib.new(n, data).hexdigest() for n in names}
+
+
+async def test_false_selectors_are_not_returned(harness: Harness) -> None:
+    result = await harness.store(b"abc")
+    resp = await harness.api.get(
+        f"/api/file/{result['handle']}/metadata", params={"size": "true", "md5": "false"}
+    )
+    assert await resp.json() == {"size": 3}
+
+
+async def test_exif_needs_a_policy_with_exif_call(harness: Harness) -> None:
+    result = await harness.store(jpeg_with_exif(), filename="photo.jpg")
+    url = f"/api/file/{result['handle']}/metadata"
+    assert (await harness.api.get(url, params={"exif": "true"})).status == 401
+    no_call = harness.policy(harness.open_app)  # no call: everything but exif
+    assert (await harness.api.get(url, params={"exif": "true", **no_call})).status == 403
+    ok = harness.policy(harness.open_app, call=["stat", "exif"])
+    resp = await harness.api.get(url, params={"exif": "true", **ok})
+    meta = await resp.json()
+    assert resp.status == 200, meta
+    assert meta["exif"]["Make"] == "StowageCam"
+    assert meta["exif"]["Model"] == "Model 1"
+
+
+async def test_exif_of_non_image_is_empty(harness: Harness) -> None:
+    result = await harness.store(b"not an image")
+    params = {"exif": "true", **harness.policy(harness.open_app, call=["exif"])}
+    resp = await harness.api.get(f"/api/file/{result['handle']}/metadata", params=params)
+    assert (await resp.json()) == {"exif": {}}
+
+
+async def test_exif_on_pixel_bomb_is_a_fast_422(harness: Harness) -> None:
+    # A PNG header that claims 30000 x 30000 pixels; the pixels themselves are never decoded.
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    png = (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", 30000, 30000, 8, 2, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(b"\x00" * 1000))
+        + chunk(b"IEND", b"")
+    )
+    result = await harness.store(png, filename="bomb.png")
+    params = {"exif": "true", **harness.policy(harness.open_app, call=["exif"])}
+    started = time.monotonic()
+    resp = await harness.api.get(f"/api/file/{result['handle']}/metadata", params=params)
+    assert resp.status == 422
+    assert time.monotonic() - started < 5
+
+
+async def test_secure_app_metadata_needs_stat_policy(harness: Harness) -> None:
+    app = harness.secure_app
+    result = await harness.store(b"abc", app=app)
+    url = f"/api/file/{result['handle']}/metadata"
+    assert (await harness.api.get(url)).status == 401
+    resp = await harness.api.get(url, params=harness.policy(app, call=["stat"]))
+    assert (await resp.json())["size"] == 3
