@@ -23,7 +23,7 @@ Covered:
 File bodies live on disk under ``<dir>/blobs``; metadata lives in memory.
 
 Test hooks under ``/__fake__/``: ``log`` (GET, the request log), ``expire``
-(every token issued so far expires), ``fault`` (make the next calls of a route
+(every token minted by a refresh so far expires), ``fault`` (make the next calls of a route
 fail: ``after_commit_500``, ``skew_offset``, ``status``), ``quota``.
 
 NOT covered: every other route (list_folder, copy, move, sharing, search,
@@ -146,6 +146,7 @@ class Fake:
         self.blobs.mkdir(parents=True, exist_ok=True)
         self.files: dict[str, Entry] = {}
         self.sessions: dict[str, Session] = {}
+        self.static_token = token
         self.tokens: dict[str, bool] = {token: True}  # token -> still valid
         self.app_key, self.app_secret, self.refresh = app_key, app_secret, refresh
         self.log: list[dict[str, Any]] = []
@@ -262,6 +263,7 @@ class Fake:
             raw = request.headers.get("Dropbox-API-Arg")
             arg = json.loads(raw) if raw is not None else await request.json()
             entry["offset"] = arg.get("cursor", {}).get("offset")
+            entry["path"] = arg.get("path") or arg.get("commit", {}).get("path")
             fault = self._take_fault(name)
             if fault and fault["kind"] == "status":
                 await self._receive(request, None)
@@ -436,8 +438,8 @@ class Fake:
         if name == "log":
             return _json(self.log)
         body = await request.json() if request.can_read_body else {}
-        if name == "expire":
-            self.tokens = dict.fromkeys(self.tokens, False)
+        if name == "expire":  # every token minted by a refresh; the fixed token stays valid
+            self.tokens = {t: t == self.static_token for t in self.tokens}
         elif name == "fault":
             for _ in range(int(body.get("times", 1))):
                 self.faults.setdefault(body["route"], []).append(body)

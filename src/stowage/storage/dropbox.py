@@ -178,8 +178,10 @@ async def _parts(chunks: Chunks, size: int) -> AsyncIterator[bytes]:
     async for chunk in chunks:
         buffer += chunk
         while len(buffer) >= size:
-            yield bytes(buffer[:size])
+            with memoryview(buffer) as view:  # one copy, not two
+                part = bytes(view[:size])
             del buffer[:size]
+            yield part
     if buffer:
         yield bytes(buffer)
 
