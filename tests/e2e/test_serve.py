@@ -1,0 +1,138 @@
+"""The real server: every operation over real sockets, memory, crashes and shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import os
+import sqlite3
+from collections.abc import AsyncIterator
+
+import aiohttp
+
+from tests.e2e.conftest import Running
+
+MiB = 1024 * 1024
+
+
+def basic(secret: str) -> dict[str, str]:
+    return {"Authorization": "Basic " + base64.b64encode(f"app:{secret}".encode()).decode()}
+
+
+async def blocks(
+    count: int, size: int = MiB, pause_after: int | None = None
+) -> AsyncIterator[bytes]:
+    block = os.urandom(size)
+    for i in range(count):
+        if pause_after is not None and i == pause_after:
+            await asyncio.sleep(3600)  # hold the upload open until the server is killed
+        yield block
+
+
+async def test_operations_over_real_sockets(server: Running) -> None:
+    srv = server.server
+    async with aiohttp.ClientSession() as http:
+        resp = await http.post(
+            f"{srv.api}/api/store/S3",
+            params={"key": server.key, "filename": "e2e.txt"},
+            data=b"end to end",
+        )
+        stored = await resp.json()
+        assert resp.status == 200, stored
+        handle = stored["handle"]
+        assert stored["url"] == f"{srv.cdn}/{handle}"
+        async with http.get(stored["url"]) as cdn:
+            assert await cdn.read() == b"end to end"
+        async with http.get(f"{srv.api}/api/file/{handle}/metadata", params={"sha1": "true"}) as m:
+            assert (await m.json())["sha1"] == hashlib.sha1(b"end to end").hexdigest()
+        async with http.post(
+            f"{srv.api}/api/file/{handle}",
+            data=b"changed",
+            headers=basic(server.secret),
+            params={"key": server.key},
+        ) as o:
+            assert (await o.json())["size"] == 7
+        async with http.delete(
+            f"{srv.api}/api/file/{handle}", headers=basic(server.secret), params={"key": server.key}
+        ) as d:
+            assert d.status == 200
+        async with http.get(f"{srv.api}/api/file/{handle}") as gone:
+            assert gone.status == 404
+
+
+async def test_large_upload_and_download_keep_memory_flat(server: Running) -> None:
+    srv = server.server
+    size_mib = 256
+    baseline = srv.peak_rss_kib()
+    async with aiohttp.ClientSession() as http:
+        resp = await http.post(
+            f"{srv.api}/api/store/S3", params={"key": server.key}, data=blocks(size_mib)
+        )
+        stored = await resp.json()
+        assert stored["size"] == size_mib * MiB
+        received = 0
+        async with http.get(f"{srv.api}/api/file/{stored['handle']}") as download:
+            async for chunk in download.content.iter_chunked(MiB):
+                received += len(chunk)
+        assert received == size_mib * MiB
+    growth_mib = (srv.peak_rss_kib() - baseline) / 1024
+    assert growth_mib < 64, f"server peak RSS grew {growth_mib:.0f} MiB for a {size_mib} MiB file"
+
+
+def _rows(srv: Running) -> list[tuple[str, str]]:
+    db = sqlite3.connect(srv.server.data_dir / "stowage.db")
+    try:
+        return db.execute("SELECT handle, state FROM files").fetchall()
+    finally:
+        db.close()
+
+
+def _files(srv: Running) -> list[str]:
+    root = srv.server.data_dir / "storage"
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+
+
+async def _kill_mid_request(server: Running, url: str, **kwargs: object) -> None:
+    async with aiohttp.ClientSession() as http:
+        task = asyncio.create_task(http.post(url, data=blocks(40, pause_after=20), **kwargs))
+        tmp = server.server.data_dir / "storage" / server.key / "tmp"
+        for _ in range(200):
+            await asyncio.sleep(0.05)
+            if tmp.exists() and any(p.stat().st_size >= 10 * MiB for p in tmp.iterdir()):
+                break
+        else:
+            raise AssertionError("the upload never reached the server's temp file")
+        server.server.kill()
+        try:
+            await task
+        except aiohttp.ClientError:
+            pass
+
+
+async def test_kill_9_mid_store_leaves_nothing_after_restart(server: Running) -> None:
+    srv = server.server
+    await _kill_mid_request(server, f"{srv.api}/api/store/S3?key={server.key}")
+    assert any(p.endswith(".part") for p in _files(server))  # the crash left its temp file
+    assert [state for _, state in _rows(server)] == ["pending"]
+    srv.start()
+    assert _rows(server) == []
+    assert _files(server) == []
+
+
+async def test_kill_9_mid_overwrite_keeps_old_version(server: Running) -> None:
+    srv = server.server
+    async with aiohttp.ClientSession() as http:
+        resp = await http.post(f"{srv.api}/api/store/S3", params={"key": server.key}, data=b"v1")
+        handle = (await resp.json())["handle"]
+    await _kill_mid_request(
+        server, f"{srv.api}/api/file/{handle}?key={server.key}", headers=basic(server.secret)
+    )
+    srv.start()
+    async with aiohttp.ClientSession() as http, http.get(f"{srv.api}/api/file/{handle}") as r:
+        assert await r.read() == b"v1"
+    assert not any(p.endswith(".part") for p in _files(server))
+
+
+async def test_sigterm_stops_cleanly(server: Running) -> None:
+    assert server.server.stop() == 0

@@ -1,0 +1,79 @@
+"""The stowage command: apps and sign (serve is covered by tests/e2e)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from stowage.cli import main
+from stowage.core.security import check_policy
+
+
+def run(data_dir: Path, *args: str, input: str | None = None) -> str:
+    result = CliRunner().invoke(main, ["--data-dir", str(data_dir), *args], input=input)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_apps_lifecycle(tmp_path: Path) -> None:
+    created = json.loads(run(tmp_path, "apps", "create", "--name", "web", "--security", "--json"))
+    key, secret = created["api_key"], created["secret"]
+    assert len(key) == 20 and len(secret) >= 24
+    listed = run(tmp_path, "apps", "list")
+    assert key in listed and "security on" in listed and secret not in listed
+    shown = json.loads(run(tmp_path, "apps", "show", key))
+    assert shown["name"] == "web" and "secret" not in shown
+    run(tmp_path, "apps", "update", key, "--no-security", "--storage", '{"gcs": {"type": "gcs"}}')
+    shown = json.loads(run(tmp_path, "apps", "show", key))
+    assert shown["security"] is False and shown["providers"] == ["gcs"]
+    rotated = run(tmp_path, "apps", "update", key, "--rotate-secret")
+    assert secret not in rotated and "app secret:" in rotated
+    run(tmp_path, "apps", "delete", key, "--yes")
+    result = CliRunner().invoke(main, ["--data-dir", str(tmp_path), "apps", "show", key])
+    assert result.exit_code != 0
+
+
+def test_plain_create_prints_key_and_secret(tmp_path: Path) -> None:
+    out = run(tmp_path, "apps", "create")
+    assert out.startswith("api key:") and "app secret:" in out
+
+
+def test_sign_builds_a_policy_the_server_accepts(tmp_path: Path) -> None:
+    out = json.loads(
+        run(
+            tmp_path,
+            "sign",
+            "--secret",
+            "s3cret",
+            "--call",
+            "read",
+            "--call",
+            "remove",
+            "--handle",
+            "H" * 20,
+            "--max-size",
+            "10",
+            "--expires-in",
+            "60",
+        )
+    )
+    policy = check_policy("s3cret", out["policy"], out["signature"], now=0, skew=0)
+    assert policy.calls == frozenset({"read", "remove"})
+    assert policy.handle == "H" * 20 and policy.max_size == 10
+    query = run(tmp_path, "sign", "--secret", "s3cret", "--query")
+    assert query.startswith("policy=") and "&signature=" in query
+
+
+def test_sign_reads_the_secret_of_an_app(tmp_path: Path) -> None:
+    created = json.loads(run(tmp_path, "apps", "create", "--json"))
+    out = json.loads(run(tmp_path, "sign", "--app", created["api_key"]))
+    check_policy(created["secret"], out["policy"], out["signature"], now=0, skew=0)
+
+
+def test_bad_storage_json_is_a_usage_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        main, ["--data-dir", str(tmp_path), "apps", "create", "--storage", "{nope"]
+    )
+    assert result.exit_code == 2
