@@ -22,9 +22,11 @@ from botocore.session import get_session
 
 from stowage.storage.s3 import S3Provider, from_config
 
-PROVIDER_FIXTURES = ["s3_moto"]
+PROVIDER_FIXTURES = ["s3_moto", "s3_swift"]
 
 BUCKET = "stowage-test"
+# Not the Rackspace tests' container, which lives in the same Swift account.
+SWIFT_BUCKET = "stowage-s3-test"
 
 
 @dataclass(frozen=True)
@@ -141,3 +143,30 @@ async def provider_s3_moto(moto_endpoint: S3Endpoint, tmp_path: Path) -> AsyncIt
 @pytest.fixture
 def storage_config_s3_moto(moto_endpoint: S3Endpoint) -> tuple[str, dict[str, Any]]:
     return "S3", moto_endpoint.config()
+
+
+@pytest.fixture(scope="session")
+def swift_endpoint(swift_server: Any) -> S3Endpoint:
+    """Swift's s3api on the all-in-one of ``fx_swift.py``, with the test bucket made."""
+    endpoint = S3Endpoint(
+        swift_server.s3_endpoint,
+        swift_server.s3_access_key,
+        swift_server.s3_secret_key,
+        SWIFT_BUCKET,
+    )
+    make_bucket(endpoint)
+    return endpoint
+
+
+@pytest.fixture
+async def provider_s3_swift(
+    swift_endpoint: S3Endpoint, tmp_path: Path
+) -> AsyncIterator[S3Provider]:
+    provider = from_config(swift_endpoint.config(), tmp_path)
+    yield provider
+    await provider.close()
+
+
+@pytest.fixture
+def storage_config_s3_swift(swift_endpoint: S3Endpoint) -> tuple[str, dict[str, Any]]:
+    return "S3", swift_endpoint.config()
