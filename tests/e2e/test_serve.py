@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import hashlib
 import os
 import sqlite3
@@ -104,10 +105,8 @@ async def _kill_mid_request(server: Running, url: str, **kwargs: object) -> None
         else:
             raise AssertionError("the upload never reached the server's temp file")
         server.server.kill()
-        try:
+        with contextlib.suppress(aiohttp.ClientError):
             await task
-        except aiohttp.ClientError:
-            pass
 
 
 async def test_kill_9_mid_store_leaves_nothing_after_restart(server: Running) -> None:
