@@ -276,3 +276,17 @@ def test_bad_config_is_misconfigured(dropbox_fake: DropboxFake) -> None:
         build_provider({"type": "dropbox"}, Path("."))
     with pytest.raises(errors.StorageMisconfigured):
         build_provider(dropbox_fake.config(chunk_size=200 * MIB), Path("."))
+
+
+async def test_ca_certs_wins_over_ca_bundle_environment(
+    dropbox_fake: DropboxFake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # requests lets REQUESTS_CA_BUNDLE override a session's own bundle; the configured one must win.
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", "/nonexistent/bundle.pem")
+    monkeypatch.setenv("CURL_CA_BUNDLE", "/nonexistent/bundle.pem")
+    provider = make(dropbox_fake)
+    try:
+        await provider.write("", "env.txt", chunks_of(b"ok"), OPTS)
+        assert await read_all(provider, "env.txt") == b"ok"
+    finally:
+        await provider.close()

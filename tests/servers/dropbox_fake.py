@@ -158,7 +158,7 @@ class Fake:
     def _path(self, arg: dict[str, Any], name: str = "path") -> str:
         path = str(arg.get(name, ""))
         if not path.startswith("/") or path.endswith("/") or "//" in path:
-            raise ApiFailure({".tag": "path", "path": _lookup_error("malformed_path")})
+            raise ApiFailure(_lookup_error("malformed_path"))
         return path
 
     def _is_folder(self, lower: str) -> bool:
@@ -284,7 +284,6 @@ class Fake:
         return response
 
     async def upload(self, request: web.Request, arg: dict[str, Any], _f: Any) -> web.Response:
-        path = self._path(arg)
         temp = self.blobs / f"up-{secrets.token_hex(8)}.part"
         try:
             size, digest, too_large = await self._receive(request, temp)
@@ -293,6 +292,7 @@ class Fake:
             if arg.get("content_hash") not in (None, digest):
                 raise ApiFailure({".tag": "content_hash_mismatch"})
             try:
+                path = self._path(arg)
                 self._write_check(path, size, arg.get("mode"))
             except ApiFailure as failure:
                 error = {".tag": "path", "reason": failure.error, "upload_session_id": ""}
@@ -354,8 +354,8 @@ class Fake:
                 raise
             raise ApiFailure({".tag": "lookup_failed", "lookup_failed": failure.error}) from None
         commit = arg["commit"]
-        path = self._path(commit)
         try:
+            path = self._path(commit)
             self._write_check(path, session.offset, commit.get("mode"))
         except ApiFailure as failure:
             raise ApiFailure({".tag": "path", "path": failure.error}) from None
@@ -363,7 +363,10 @@ class Fake:
         return _json(self._commit(path, session.blob, session.offset, session.hasher.hexdigest()))
 
     def _find(self, arg: dict[str, Any], tag: str) -> tuple[str, Entry | None]:
-        path = self._path(arg)
+        try:
+            path = self._path(arg)
+        except ApiFailure as failure:
+            raise ApiFailure({".tag": tag, tag: failure.error}) from None
         lower = path.lower()
         entry = self.files.get(lower)
         if entry is None and not self._is_folder(lower):

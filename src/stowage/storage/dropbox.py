@@ -18,8 +18,9 @@ system one; when set, the ``REQUESTS_CA_BUNDLE``-style environment is ignored).
 Limits: Dropbox has no containers (``supports_containers`` is False and the
 container argument is ignored); paths are case-insensitive, so keys differing
 only in case name the same file; keys are refused if a segment is empty, ``.``
-or ``..``. The etag is Dropbox's ``content_hash`` and the content type is not
-stored. A read past the end yields no bytes, as with the local provider.
+or ``..``, and names Dropbox rejects (``malformed_path``, ``disallowed_name``)
+give ``InvalidPath``. The etag is Dropbox's ``content_hash`` and the content
+type is not stored. A read past the end yields no bytes, as with the local provider.
 """
 
 from __future__ import annotations
@@ -213,21 +214,22 @@ def _tags(error: Any) -> list[str]:
     return tags
 
 
-_API_TAGS: list[tuple[set[str], type[errors.StorageError]]] = [
-    ({"not_found", "not_file", "not_folder", "malformed_path"}, errors.StorageNotFound),
+_API_TAGS: list[tuple[set[str], type[errors.StowageError]]] = [
+    ({"malformed_path", "disallowed_name"}, errors.InvalidPath),
+    ({"not_found", "not_file", "not_folder"}, errors.StorageNotFound),
     ({"insufficient_space", "team_folder_insufficient_space"}, errors.StorageFull),
     ({"member_folder_insufficient_space"}, errors.StorageFull),
     (
         {"no_write_permission", "restricted_content", "access_restricted"},
         errors.StorageAccessDenied,
     ),
-    ({"team_folder", "disallowed_name", "unsupported_file"}, errors.StorageAccessDenied),
+    ({"team_folder", "unsupported_file"}, errors.StorageAccessDenied),
     ({"conflict"}, errors.StorageConflict),
     ({"too_many_write_operations", "too_many_files", "locked"}, errors.StorageUnavailable),
 ]
 
 
-def _api_error(exc: dbx_errors.ApiError) -> errors.StorageError:
+def _api_error(exc: dbx_errors.ApiError) -> errors.StowageError:
     tags = _tags(exc.error)
     summary = "/".join(tags) or "unknown"
     for names, cls in _API_TAGS:
