@@ -345,3 +345,29 @@ async def test_too_many_segments_is_refused(
     assert not await exists(provider, RACKSPACE_CONTAINER, key)
     assert segments_of(swift_server, key) == []
     await provider.close()
+
+
+async def test_sweep_removes_only_orphan_segments(
+    swift_server: SwiftAIO, identity: RackspaceIdentity, tmp_path: Path
+) -> None:
+    provider = await make_provider(
+        identity, tmp_path, segment_size=64 * KIB, inline_limit=0, orphan_age=0
+    )
+    live = new_key()
+    data = os.urandom(150 * KIB)
+    await provider.write(RACKSPACE_CONTAINER, live, chunks_of(data), OPTS)
+    in_use = segments_of(swift_server, live)
+    # What a crash leaves behind: segments of an upload whose manifest never came,
+    # one next to a live object, one for a key that has no object at all.
+    lost = new_key()
+    for key in (live, lost):
+        for index in range(2):
+            name = f"/{SEGMENTS}/{key}/1000-dead/{index:08d}"
+            status, _, _ = swift_request(swift_server, "PUT", name)
+            assert status == 201
+    assert await provider.sweep_temporary() >= 4
+    assert segments_of(swift_server, live) == in_use
+    assert segments_of(swift_server, lost) == []
+    assert await read_all(provider, live) == data
+    await provider.delete(RACKSPACE_CONTAINER, live)
+    await provider.close()

@@ -17,9 +17,11 @@ object stays as it was. Overwriting an SLO deletes its old segments once the new
 object is in place; ``delete`` removes an SLO together with its segments.
 Reads stream, with byte ranges.
 
-Limits: a crash mid-write leaves orphan segments in ``<container>_segments``
-(no sweeper yet). A reader streaming an SLO while it is overwritten may fail
-once its old segments are gone. Objects are capped at ``max_segments``
+A crash mid-write leaves orphan segments; ``sweep_temporary`` deletes those of
+uploads older than ``orphan_age`` (default one day) that no manifest uses.
+
+Limits: a reader streaming an SLO while it is overwritten may fail once its
+old segments are gone. Objects are capped at ``max_segments``
 (default 1000, Swift's own default) x ``segment_size``. The target container
 must exist.
 """
@@ -56,6 +58,9 @@ DEFAULT_SEGMENT_SIZE = 1024**3
 DEFAULT_INLINE_LIMIT = 8 * 1024**2
 # Swift's default max_manifest_segments.
 DEFAULT_MAX_SEGMENTS = 1000
+# Longer than any upload should take: younger segments may belong to a write in progress.
+DEFAULT_ORPHAN_AGE = 24 * 3600.0
+LISTING_PAGE = 1000
 
 
 @dataclass(frozen=True)
@@ -69,6 +74,7 @@ class RackspaceSettings:
     segment_size: int = DEFAULT_SEGMENT_SIZE
     inline_limit: int = DEFAULT_INLINE_LIMIT
     max_segments: int = DEFAULT_MAX_SEGMENTS
+    orphan_age: float = DEFAULT_ORPHAN_AGE
     connect_timeout: float = 10.0
     read_timeout: float = 300.0
 
@@ -154,6 +160,14 @@ class RackspaceProvider:
         async with self._request("DELETE", path, headers={"Accept": "application/json"}) as resp:
             _expect(resp, 200)
             _check_bulk_delete(await resp.json(content_type=None))
+
+    async def sweep_temporary(self) -> int:
+        """Delete segments of uploads older than ``orphan_age`` that no manifest uses."""
+        removed = 0
+        async for store in self._names(""):
+            if store.endswith(SEGMENTS_SUFFIX):
+                removed += await self._sweep_store(store)
+        return removed
 
     async def close(self) -> None:
         if self._http is not None:
@@ -255,6 +269,45 @@ class RackspaceProvider:
             for item in listing
             if str(item.get("name", "")).startswith(mine)
         ]
+
+    async def _sweep_store(self, store: str) -> int:
+        container = store[: -len(SEGMENTS_SUFFIX)]
+        cutoff = time.time() - self.settings.orphan_age
+        removed = 0
+        group: list[Segment] = []
+        # Listings are sorted, so the segments of one upload are contiguous.
+        async for name in self._names(_path(store)):
+            if group and _upload_of(group[0].name) != _upload_of(name):
+                removed += await self._sweep_upload(container, group, cutoff)
+                group = []
+            group.append(Segment(name, "", 0))
+        if group:
+            removed += await self._sweep_upload(container, group, cutoff)
+        return removed
+
+    async def _sweep_upload(self, container: str, group: list[Segment], cutoff: float) -> int:
+        upload = _upload_of(group[0].name)
+        if upload is None or upload[1] >= cutoff:
+            return 0
+        in_use = {s.name for s in await self._own_segments(container, upload[0])}
+        if in_use & {s.name for s in group}:
+            return 0
+        await self._discard(container, group)
+        return len(group)
+
+    async def _names(self, path: str) -> AsyncIterator[str]:
+        """Every name in an account (``path`` "") or container listing, page by page."""
+        marker = ""
+        while True:
+            query = f"?format=json&limit={LISTING_PAGE}&marker={quote(marker, safe='')}"
+            async with self._request("GET", path + query) as resp:
+                _expect(resp, 200, 204)
+                page = await resp.json(content_type=None) if resp.status == 200 else []
+            for item in page:
+                yield str(item["name"])
+            if len(page) < LISTING_PAGE:
+                return
+            marker = str(page[-1]["name"])
 
     async def _discard(self, container: str, segments: list[Segment]) -> None:
         """Best effort: a segment left behind wastes space but breaks nothing."""
@@ -459,6 +512,17 @@ def _path(container: str, key: str | None = None) -> str:
     return path if key is None else f"{path}/{quote(key, safe='/')}"
 
 
+def _upload_of(segment: str) -> tuple[str, float] | None:
+    """(key, start time) of the upload a segment name belongs to; None if not one of ours."""
+    parts = segment.rsplit("/", 2)
+    if len(parts) != 3 or not parts[2].isdigit():
+        return None
+    started, _, tag = parts[1].partition("-")
+    if not started.isdigit() or not tag:
+        return None
+    return parts[0], float(started)
+
+
 def _is_slo(resp: aiohttp.ClientResponse) -> bool:
     return resp.headers.get("X-Static-Large-Object", "").lower() == "true"
 
@@ -531,6 +595,7 @@ def from_config(config: Mapping[str, Any], data_dir: Path) -> RackspaceProvider:
         segment_size=_setting(config, "segment_size", int, DEFAULT_SEGMENT_SIZE),
         inline_limit=_setting(config, "inline_limit", int, DEFAULT_INLINE_LIMIT),
         max_segments=_setting(config, "max_segments", int, DEFAULT_MAX_SEGMENTS),
+        orphan_age=_setting(config, "orphan_age", float, DEFAULT_ORPHAN_AGE),
         connect_timeout=_setting(config, "connect_timeout", float, 10.0),
         read_timeout=_setting(config, "read_timeout", float, 300.0),
     )
