@@ -60,9 +60,10 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
     runners: list[web.AppRunner] = []
     access = {"access_log_class": AccessLogger} if settings.access_log else {"access_log": None}
     try:
-        for app, port in ((api_app(service), settings.port), (cdn_app(service), settings.cdn_port)):
-            if port == 0 and app is not None and runners:
-                continue
+        origins = [(api_app(service), settings.port)]
+        if settings.cdn_port:
+            origins.append((cdn_app(service), settings.cdn_port))
+        for app, port in origins:
             runner = web.AppRunner(app, handle_signals=False, **access)  # type: ignore[arg-type]
             await runner.setup()
             await web.TCPSite(runner, settings.host, port, reuse_address=True).start()

@@ -1,0 +1,71 @@
+"""Generates the reference parts of the docs from the code, so they cannot drift.
+
+    .venv/bin/python -m stowage.docs     # rewrites docs/configuration.md and docs/cli.md
+
+``tests/test_docs.py`` fails when the committed files differ from what this makes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from stowage.cli import main as cli_main
+from stowage.config import Settings, setting_fields
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def configuration_markdown() -> str:
+    defaults = Settings()
+    lines = [
+        "# Configuration reference",
+        "",
+        "Generated from `src/stowage/config.py` by `python -m stowage.docs`; do not edit by hand.",
+        "",
+        "Every setting can be given, later sources winning: as its default; in a TOML file",
+        "(`stowage --config FILE` or `STOWAGE_CONFIG=FILE`, keys as named below); as an",
+        "environment variable `STOWAGE_<NAME>` (upper case; JSON for tables); and, for",
+        "`host`, `port`, `cdn_port`, `api_public_url`, `cdn_public_url` and `data_dir`, as a",
+        "command-line option of `stowage serve` / `stowage`.",
+        "",
+        "| setting | environment | default | meaning |",
+        "|---|---|---|---|",
+    ]
+    for f in setting_fields():
+        default = getattr(defaults, f.name)
+        shown = json.dumps(default) if isinstance(default, dict) else str(default)
+        lines.append(
+            f"| `{f.name}` | `STOWAGE_{f.name.upper()}` | `{shown}` | {f.metadata['help']} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def cli_markdown() -> str:
+    lines = [
+        "# CLI reference",
+        "",
+        "Generated from `stowage --help` by `python -m stowage.docs`.",
+        "",
+    ]
+
+    def walk(command: click.Command, path: list[str]) -> None:
+        ctx = click.Context(command, info_name=" ".join(path))
+        lines.extend([f"## `{' '.join(path)}`", "", "```", command.get_help(ctx), "```", ""])
+        if isinstance(command, click.Group):
+            for name in sorted(command.commands):
+                walk(command.commands[name], [*path, name])
+
+    walk(cli_main, ["stowage"])
+    return "\n".join(lines)
+
+
+def write() -> None:
+    (ROOT / "docs" / "configuration.md").write_text(configuration_markdown())
+    (ROOT / "docs" / "cli.md").write_text(cli_markdown())
+
+
+if __name__ == "__main__":
+    write()
