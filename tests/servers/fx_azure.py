@@ -3,7 +3,8 @@
 Installed by ``scripts/setup.d/40-azurite.sh`` into ``.test-servers/azurite``
 from the pinned ``tests/servers/azurite/package*.json``. Azurite needs
 ``--skipApiVersionCheck`` (the current SDK asks for a newer API version than
-it knows) and ``--loose``; it serves the well-known ``devstoreaccount1``.
+it knows) and ``--loose``; it runs with ``--disableTelemetry`` and serves the
+well-known ``devstoreaccount1``.
 """
 
 from __future__ import annotations
@@ -71,6 +72,9 @@ def azure_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         str(work / "data"),
         "--skipApiVersionCheck",
         "--loose",
+        # Telemetry would try to reach the vendor's collector (unreachable here) and
+        # holds shutdown for about 10 s.
+        "--disableTelemetry",
     ]
     proc = start("azurite", argv, port, work / "azurite.log")
     try:

@@ -199,15 +199,13 @@ def _azure_errors(writing: bool = False) -> Iterator[None]:
     try:
         yield
     except ResourceNotFoundError as exc:
-        if writing and exc.error_code == "ContainerNotFound":
+        if writing and _code(exc) == "ContainerNotFound":
             raise errors.StorageMisconfigured("azure: the container does not exist") from exc
         raise errors.StorageNotFound("azure: no such blob") from exc
     except ClientAuthenticationError as exc:
-        raise errors.StorageAccessDenied(
-            f"azure: {exc.error_code or 'authentication failed'}"
-        ) from exc
+        raise errors.StorageAccessDenied(f"azure: {_code(exc) or 'authentication failed'}") from exc
     except (ResourceExistsError, ResourceModifiedError) as exc:
-        raise errors.StorageConflict(f"azure: {exc.error_code or 'conflict'}") from exc
+        raise errors.StorageConflict(f"azure: {_code(exc) or 'conflict'}") from exc
     except HttpResponseError as exc:
         raise _from_status(exc) from exc
     except (ServiceRequestError, ServiceResponseError) as exc:
@@ -216,9 +214,14 @@ def _azure_errors(writing: bool = False) -> Iterator[None]:
         raise errors.StorageError(f"azure: {type(exc).__name__}") from exc
 
 
+def _code(exc: AzureError) -> str:
+    """The service's error code (``BlobNotFound``...); not declared on every class."""
+    return str(getattr(exc, "error_code", None) or "")
+
+
 def _from_status(exc: HttpResponseError) -> errors.StowageError:
     status = exc.status_code or 0
-    code = exc.error_code or ""
+    code = _code(exc)
     if status == 416:
         return errors.RangeNotSatisfiable()
     if code == "InvalidBlockList":

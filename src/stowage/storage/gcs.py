@@ -156,7 +156,7 @@ class GcsProvider:
             location = resp.headers.get("Location")
         if not location:
             raise errors.StorageError("gcs: the upload session has no location")
-        return location
+        return str(location)
 
     async def _send_pieces(self, session_url: str, chunks: Chunks) -> dict[str, Any]:
         buffer = bytearray()
@@ -266,7 +266,9 @@ def _credentials(config: Mapping[str, Any]) -> Any:
             return credentials
         if not isinstance(source, Mapping):
             source = json.loads(Path(str(source)).read_text())
-        return service_account.Credentials.from_service_account_info(dict(source), scopes=SCOPES)
+        return service_account.Credentials.from_service_account_info(  # type: ignore[no-untyped-call]
+            dict(source), scopes=SCOPES
+        )
     except (OSError, ValueError, google.auth.exceptions.GoogleAuthError) as exc:
         # The message names the failure, never the key material.
         raise errors.StorageMisconfigured(
