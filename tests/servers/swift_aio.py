@@ -11,6 +11,7 @@ SLO and DLO are in the pipeline. Swift comes from its own venv, installed by
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import os
 import pwd
@@ -29,6 +30,7 @@ REPO = Path(__file__).resolve().parents[2]
 SWIFT_VENV = REPO / ".test-servers" / "swift-venv"
 SERVICES = ("account", "container", "object")
 START_TIMEOUT = 30.0
+PR_SET_PDEATHSIG = 1
 
 PROXY_PIPELINE = (
     "catch_errors gatekeeper healthcheck proxy-logging cache listing_formats bulk "
@@ -41,6 +43,12 @@ def free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+def _die_with_parent() -> None:
+    """Linux: the child gets SIGTERM if the test process dies without stopping it."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 @dataclass
@@ -88,14 +96,21 @@ class SwiftAIO:
         return "us-east-1"
 
     @classmethod
-    def start(cls, root: Path | None = None) -> SwiftAIO:
-        server = cls(root or Path(tempfile.mkdtemp(prefix="stowage-swift-")))
-        try:
-            server._launch()
-        except BaseException:
-            server.stop()
-            raise
-        return server
+    def start(cls, attempts: int = 3) -> SwiftAIO:
+        """Starts a fresh instance; retries with new ports if one was taken meanwhile."""
+        for attempt in range(1, attempts + 1):
+            server = cls(Path(tempfile.mkdtemp(prefix="stowage-swift-")))
+            try:
+                server._launch()
+                return server
+            except RuntimeError:
+                server.stop()
+                if attempt == attempts:
+                    raise
+            except BaseException:
+                server.stop()
+                raise
+        raise AssertionError("unreachable")
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -141,7 +156,11 @@ class SwiftAIO:
         log = open(self.root / "log" / f"{name}.log", "wb")  # noqa: SIM115 - lives with the process
         try:
             proc = subprocess.Popen(
-                argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+                argv,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                preexec_fn=_die_with_parent,
             )
         finally:
             log.close()
