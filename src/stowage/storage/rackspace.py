@@ -23,7 +23,9 @@ uploads older than ``orphan_age`` (default one day) that no manifest uses.
 Limits: a reader streaming an SLO while it is overwritten may fail once its
 old segments are gone. Objects are capped at ``max_segments``
 (default 1000, Swift's own default) x ``segment_size``. The target container
-must exist.
+must exist. ``WriteOptions.access`` is ignored: Cloud Files makes whole
+containers public (CDN), not single objects. Each write may hold up to
+``inline_limit`` bytes in memory.
 """
 
 from __future__ import annotations
