@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -70,7 +71,7 @@ def rackspace_config(identity: RackspaceIdentity, **overrides: Any) -> dict[str,
 
 @pytest.fixture
 async def provider_rackspace(
-    rackspace_identity: RackspaceIdentity, tmp_path: Any
+    rackspace_identity: RackspaceIdentity, tmp_path: Path
 ) -> AsyncIterator[RackspaceProvider]:
     provider = from_config(rackspace_config(rackspace_identity), tmp_path)
     yield provider
