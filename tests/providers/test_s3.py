@@ -277,6 +277,24 @@ async def test_stopped_server(tmp_path: Path) -> None:
         await provider.close()
 
 
+async def test_server_dies_mid_read(tmp_path: Path) -> None:
+    proc, port = start_moto(tmp_path / "moto.log")
+    endpoint = S3Endpoint(f"http://127.0.0.1:{port}", "testing", "testing")
+    provider = from_config(endpoint.config(), tmp_path)
+    try:
+        make_bucket(endpoint)
+        await provider.write(endpoint.bucket, "k", blocks(64 * 16), OPTS)  # 64 MiB
+        reader = provider.open(endpoint.bucket, "k")
+        await anext(reader)
+        stop(proc)
+        with pytest.raises(errors.StorageUnavailable):
+            async for _ in reader:
+                pass
+    finally:
+        stop(proc)
+        await provider.close()
+
+
 async def test_silent_endpoint_times_out(tmp_path: Path) -> None:
     # Accepts connections (the kernel does) but never answers.
     with socket.socket() as listener:

@@ -60,7 +60,7 @@ class S3Endpoint:
                 s3={"addressing_style": "path"},
                 request_checksum_calculation="when_required",
                 response_checksum_validation="when_required",
-                retries={"total_max_attempts": 3},
+                retries={"total_max_attempts": 1},
             ),
         )
 

@@ -22,7 +22,8 @@ anything larger a multipart upload with one part in flight while the next one is
 failure, including the source iterator raising or the task being cancelled, aborts the
 multipart upload.
 ``access="public"`` sends the canned ACL ``public-read``; private writes send no ACL, so the
-bucket default (private) applies and buckets with ACLs disabled still accept them.
+bucket default (private) applies and buckets with ACLs disabled still accept them. Stores
+without object ACLs (Swift's s3api unless ``s3_acl`` is on) accept ``public-read`` and ignore it.
 
 Limits: ``delete`` asks HeadObject first (S3 deletes are idempotent and would not report a
 missing object), so a concurrent writer may race it. The ``modified`` time returned by
@@ -373,6 +374,7 @@ _TRANSPORT = (
     bce.HTTPClientError,
     bce.ConnectionError,
     bce.ResponseStreamingError,
+    bce.IncompleteReadError,
     aiohttp.ClientError,
     asyncio.TimeoutError,
 )
