@@ -9,7 +9,6 @@ well-known ``devstoreaccount1``.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import shutil
 from collections.abc import AsyncIterator, Iterator
@@ -18,7 +17,7 @@ from typing import Any
 
 import pytest
 from azure.core.exceptions import ResourceExistsError
-from azure.storage.blob.aio import BlobServiceClient
+from azure.storage.blob import BlobServiceClient
 
 from stowage.storage.azure import AzureProvider, from_config
 from tests.servers.emulators import REPO, free_port, start, stop
@@ -46,12 +45,14 @@ def azure_config(endpoint: str, **overrides: Any) -> dict[str, Any]:
     return config
 
 
-async def _make_container(endpoint: str) -> None:
-    async with BlobServiceClient(
-        endpoint, credential={"account_name": ACCOUNT, "account_key": ACCOUNT_KEY}
-    ) as service:
-        with contextlib.suppress(ResourceExistsError):
-            await service.create_container(CONTAINER)
+def _make_container(endpoint: str) -> None:
+    # The sync client: this session fixture may be first requested from inside a running loop.
+    credential = {"account_name": ACCOUNT, "account_key": ACCOUNT_KEY}
+    with (
+        BlobServiceClient(endpoint, credential=credential) as service,
+        contextlib.suppress(ResourceExistsError),
+    ):
+        service.create_container(CONTAINER)
 
 
 @pytest.fixture(scope="session")
@@ -79,7 +80,7 @@ def azure_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     proc = start("azurite", argv, port, work / "azurite.log")
     try:
         endpoint = f"http://127.0.0.1:{port}/{ACCOUNT}"
-        asyncio.run(_make_container(endpoint))
+        _make_container(endpoint)
         yield endpoint
     finally:
         stop(proc)
