@@ -147,14 +147,20 @@ def dropbox_fake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DropboxFa
 
 
 @pytest.fixture
-async def provider_dropbox(dropbox_fake: DropboxFake) -> AsyncIterator[Any]:
+def dropbox_config(dropbox_fake: DropboxFake) -> dict[str, Any]:
+    """One config (one random root) per test, shared by the provider and the app."""
+    return dropbox_fake.config()
+
+
+@pytest.fixture
+async def provider_dropbox(dropbox_config: dict[str, Any]) -> AsyncIterator[Any]:
     from stowage.storage.dropbox import from_config
 
-    provider = from_config(dropbox_fake.config(), Path("."))
+    provider = from_config(dropbox_config, Path("."))
     yield provider
     await provider.close()
 
 
 @pytest.fixture
-def storage_config_dropbox(dropbox_fake: DropboxFake) -> tuple[str, dict[str, Any]]:
-    return "dropbox", dropbox_fake.config()
+def storage_config_dropbox(dropbox_config: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    return "dropbox", dropbox_config

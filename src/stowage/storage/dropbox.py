@@ -13,14 +13,17 @@ for OAuth refresh; ``root`` (folder for the files, default ``/``),
 ``chunk_size`` (default 8 MiB, at most 150 MB: the per-request limit),
 ``retries`` (SDK retries on 5xx and rate limits, default 3), ``timeout``
 (seconds, default 100), ``ca_certs`` (a PEM bundle to trust instead of the
-system one; when set, the ``REQUESTS_CA_BUNDLE``-style environment is ignored).
+system one; when set, requests' environment settings, ``REQUESTS_CA_BUNDLE``
+and proxy variables included, are ignored so that they cannot override it).
 
 Limits: Dropbox has no containers (``supports_containers`` is False and the
 container argument is ignored); paths are case-insensitive, so keys differing
 only in case name the same file; keys are refused if a segment is empty, ``.``
 or ``..``, and names Dropbox rejects (``malformed_path``, ``disallowed_name``)
 give ``InvalidPath``. The etag is Dropbox's ``content_hash`` and the content
-type is not stored. A read past the end yields no bytes, as with the local provider.
+type is not stored; ``access="public"`` is not honoured (Dropbox files are
+private; public links are out of scope). A read past the end yields no bytes,
+as with the local provider.
 """
 
 from __future__ import annotations
@@ -70,13 +73,16 @@ class DropboxProvider:
     ) -> ObjectInfo:
         path = self.path(key)
         parts = _parts(chunks, self.chunk_size)
-        first = await anext(parts, b"")
-        second = await anext(parts, None)
-        if second is None:
-            mode = dbx_files.WriteMode.overwrite
-            meta = await _call(self.client.files_upload, first, path, mode=mode, mute=True)
-        else:
-            meta = await self._session_upload(path, first, second, parts)
+        try:
+            first = await anext(parts, b"")
+            second = await anext(parts, None)
+            if second is None:
+                mode = dbx_files.WriteMode.overwrite
+                meta = await _call(self.client.files_upload, first, path, mode=mode, mute=True)
+            else:
+                meta = await self._session_upload(path, first, second, parts)
+        finally:
+            await parts.aclose()
         return _info(meta)
 
     async def _session_upload(
