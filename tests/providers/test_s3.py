@@ -194,6 +194,17 @@ async def test_failed_first_multipart_leaves_nothing(small_parts: S3Provider, s3
     assert not open_uploads(s3, bucket, key)
 
 
+async def test_too_many_parts_is_refused_and_aborted(
+    small_parts: S3Provider, s3: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("stowage.storage.s3.MAX_PARTS", 2)
+    bucket, key = small_parts.default_container, new_key()
+    with pytest.raises(errors.PayloadTooLarge):
+        await small_parts.write(bucket, key, blocks(200), OPTS)  # 12.5 MiB: three parts
+    assert not await exists(small_parts, bucket, key)
+    assert not open_uploads(s3, bucket, key)
+
+
 async def test_cancelled_multipart_aborts(small_parts: S3Provider, s3: Any) -> None:
     bucket, key = small_parts.default_container, new_key()
     stalled = asyncio.Event()
@@ -221,6 +232,7 @@ async def test_range_past_end(plain: S3Provider) -> None:
     assert len(await read_all(plain, key, 90, 500)) == 10
     with pytest.raises(errors.RangeNotSatisfiable):
         await read_all(plain, key, 100)
+    assert await read_all(plain, key, 5, 4) == b""
 
 
 async def test_missing_bucket(endpoint: S3Endpoint, tmp_path: Path) -> None:

@@ -25,11 +25,15 @@ multipart upload.
 bucket default (private) applies and buckets with ACLs disabled still accept them. Stores
 without object ACLs (Swift's s3api unless ``s3_acl`` is on) accept ``public-read`` and ignore it.
 
-Limits: ``delete`` asks HeadObject first (S3 deletes are idempotent and would not report a
-missing object), so a concurrent writer may race it. The ``modified`` time returned by
-``write`` is the local clock; ``stat`` reports the store's. A missing bucket reads as
-``StorageNotFound`` (the object is not there either) and fails writes with
-``StorageMisconfigured`` (the configuration names a bucket that does not exist).
+Limits: an object has at most 10,000 parts, so at most ``10000 * part_size`` bytes (78 GiB
+at the default); a larger stream fails with ``PayloadTooLarge`` and is aborted. ``delete``
+asks HeadObject first (S3 deletes are idempotent and would not report a missing object), so
+a concurrent writer may race it. The ``modified`` time returned by ``write`` is the local
+clock; ``stat`` reports the store's. A missing bucket reads as ``StorageNotFound`` (the
+object is not there either) and fails writes with ``StorageMisconfigured`` (the
+configuration names a bucket that does not exist). A write cancelled while
+CreateMultipartUpload is in flight can leave an empty upload behind: a bucket lifecycle rule
+(AbortIncompleteMultipartUpload) sweeps those.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ MIB = 1024 * 1024
 MIN_PART = 5 * MIB
 MAX_PART = 5 * 1024 * MIB
 DEFAULT_PART = 8 * MIB
+MAX_PARTS = 10_000  # S3's limit per multipart upload
 READ_CHUNK = 256 * 1024
 
 _KEYS = {
@@ -181,6 +186,10 @@ class S3Provider:
                 del buffer[: self.part_size]
                 if in_flight is not None:
                     parts.append(await in_flight)
+                if len(parts) + 1 > MAX_PARTS:
+                    raise errors.PayloadTooLarge(
+                        f"s3 storage: more than {MAX_PARTS} parts of {self.part_size} bytes"
+                    )
                 size += len(body)
                 in_flight = asyncio.create_task(_upload_part(s3, ids, len(parts) + 1, body))
                 del body
@@ -198,6 +207,8 @@ class S3Provider:
     async def open(
         self, container: str, key: str, start: int = 0, end: int | None = None
     ) -> Chunks:
+        if end is not None and end < start:
+            return  # an empty range, as the local provider reads it; S3 would send everything
         s3 = await self._s3()
         params: dict[str, Any] = {"Bucket": container, "Key": key}
         if start > 0 or end is not None:
