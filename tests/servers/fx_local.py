@@ -21,5 +21,5 @@ async def provider_local(tmp_path: Path) -> AsyncIterator[LocalProvider]:
 
 
 @pytest.fixture
-def storage_config_local(tmp_path: Path) -> tuple[str, dict[str, Any]]:
-    return "S3", {"type": "local", "root": str(tmp_path / "own-store")}
+def storage_config_local(provider_local: LocalProvider) -> tuple[str, dict[str, Any]]:
+    return "S3", {"type": "local", "root": str(provider_local.root)}

@@ -484,7 +484,6 @@ METADATA_FIELDS = (
     "location",
     "path",
     "container",
-    "key",
 )
 _FIELD_NAMES = frozenset(
     {
