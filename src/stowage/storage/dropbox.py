@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -179,7 +179,7 @@ def from_config(config: Mapping[str, Any], data_dir: Path) -> DropboxProvider:
     return DropboxProvider(client, str(config.get("root") or "/"), chunk)
 
 
-async def _parts(chunks: Chunks, size: int) -> AsyncIterator[bytes]:
+async def _parts(chunks: Chunks, size: int) -> AsyncGenerator[bytes, None]:
     """Regroups the source into parts of exactly ``size`` bytes (the last may be shorter)."""
     buffer = bytearray()
     async for chunk in chunks:
