@@ -217,3 +217,97 @@ async def test_refused_credentials_are_access_denied(tmp_path: Path) -> None:
     finally:
         await provider.close()
         await server.close()
+
+
+class FaultyProxy:
+    """Forwards everything to the emulator, but fails data-carrying upload PUTs as planned:
+    "before" answers 503 without forwarding, "after" forwards and then answers 503
+    (the server holds the piece, the client does not know)."""
+
+    def __init__(self, upstream: str, plan: list[str]) -> None:
+        self.upstream = upstream
+        self.plan = plan
+        self.ranges: list[str] = []
+        self.server = TestServer(self._app(), host="127.0.0.1")
+
+    def _app(self) -> web.Application:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        return app
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        body = await request.read()
+        content_range = request.headers.get("Content-Range", "")
+        mode = "ok"
+        if content_range:
+            self.ranges.append(content_range)
+            if body and self.plan:
+                mode = self.plan.pop(0)
+        if mode == "before":
+            return web.Response(status=503)
+        response = await self._forward(request, body)
+        return web.Response(status=503) if mode == "after" else response
+
+    async def _forward(self, request: web.Request, body: bytes) -> web.Response:
+        skip = {"content-length", "transfer-encoding", "content-encoding"}
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in skip}
+        async with (
+            aiohttp.ClientSession(auto_decompress=False) as session,
+            session.request(
+                request.method, self.upstream + request.path_qs, headers=headers, data=body
+            ) as resp,
+        ):
+            payload = await resp.read()
+            out = {k: v for k, v in resp.headers.items() if k.lower() not in skip}
+            return web.Response(status=resp.status, headers=out, body=payload)
+
+
+@pytest.fixture
+async def faulty(gcs_endpoint: str) -> AsyncIterator[FaultyProxy]:
+    proxy = FaultyProxy(gcs_endpoint, [])
+    await proxy.server.start_server()
+    yield proxy
+    await proxy.server.close()
+
+
+def _through(proxy: FaultyProxy, tmp_path: Path, **overrides: Any) -> GcsProvider:
+    config = gcs_config(
+        str(proxy.server.make_url("")).rstrip("/"),
+        chunk_size=GRANULE,
+        retry_backoff=0.01,
+        **overrides,
+    )
+    return from_config(config, tmp_path)
+
+
+async def test_lost_pieces_are_resumed(faulty: FaultyProxy, tmp_path: Path) -> None:
+    # Piece 2 never reaches the server; piece 4 does, but its reply is lost; the final
+    # piece is refused once.
+    faulty.plan[:] = ["ok", "before", "ok", "ok", "after", "ok", "before"]
+    provider = _through(faulty, tmp_path)
+    data = os.urandom(5 * GRANULE + 1000)
+    key = f"gcs/{secrets.token_hex(6)}"
+    try:
+        info = await provider.write(BUCKET, key, pieces(data, 50_000), OPTS)
+        assert info.size == len(data)
+        assert await read(provider, key) == data
+    finally:
+        await provider.close()
+    assert faulty.plan == []
+    assert faulty.ranges.count("bytes */*") == 2  # asked where it stood after each lost piece
+    assert f"bytes */{len(data)}" in faulty.ranges
+
+
+async def test_persistent_failure_gives_up_and_leaves_nothing(
+    faulty: FaultyProxy, tmp_path: Path
+) -> None:
+    faulty.plan[:] = ["ok"] + ["before"] * 10
+    provider = _through(faulty, tmp_path, retries=2)
+    key = f"gcs/{secrets.token_hex(6)}"
+    try:
+        with pytest.raises(errors.StorageUnavailable):
+            await provider.write(BUCKET, key, pieces(os.urandom(4 * GRANULE), 65_536), OPTS)
+        assert not await exists(provider, BUCKET, key)
+    finally:
+        await provider.close()
+    assert faulty.plan == ["before"] * 7  # the first try and two retries

@@ -16,8 +16,12 @@ connecting and for each read. ``public_acl: false`` ignores ``access=public``
 (needed on buckets with uniform bucket-level access, where object ACLs are
 refused).
 
-Limits: a failed piece is not retried (the whole write fails and is
-cancelled); bucket creation and listing are not done here.
+A piece that fails transiently (connection lost, 429, 5xx) is resumed from
+what the server says it holds, up to ``retries`` times per write (default 3,
+waiting ``retry_backoff`` seconds, doubled each time). Other requests are not
+retried: they fail at once with ``StorageUnavailable``.
+
+Limits: bucket creation and listing are not done here.
 """
 
 from __future__ import annotations
@@ -81,6 +85,8 @@ class GcsProvider:
         chunk_size: int = DEFAULT_CHUNK,
         timeout: float = 30.0,
         public_acl: bool = True,
+        retries: int = 3,
+        retry_backoff: float = 0.5,
     ) -> None:
         if chunk_size <= 0 or chunk_size % GRANULE:
             raise errors.StorageMisconfigured("gcs: chunk_size must be a multiple of 256 KiB")
@@ -89,6 +95,8 @@ class GcsProvider:
         self.endpoint = endpoint_url.rstrip("/")
         self.chunk_size = chunk_size
         self.public_acl = public_acl
+        self.retries = retries
+        self.retry_backoff = retry_backoff
         self.timeout = aiohttp.ClientTimeout(
             total=None, connect=timeout, sock_connect=timeout, sock_read=timeout
         )
@@ -159,41 +167,23 @@ class GcsProvider:
         return str(location)
 
     async def _send_pieces(self, session_url: str, chunks: Chunks) -> dict[str, Any]:
+        upload = _Upload(self, session_url)
         buffer = bytearray()
-        offset = 0  # bytes the server has persisted
         async for chunk in chunks:
             buffer += chunk
             # Strictly greater: the last piece must carry data, so the stream's end is known
             # before a full piece goes out.
             while len(buffer) > self.chunk_size:
-                sent = await self._put_piece(session_url, buffer, offset, self.chunk_size)
-                del buffer[:sent]
-                offset += sent
-        total = offset + len(buffer)
-        return await self._finish(session_url, bytes(buffer), offset, total)
+                kept = await upload.piece(bytes(buffer[: self.chunk_size]))
+                del buffer[:kept]
+        return await upload.finish(bytes(buffer))
 
-    async def _put_piece(self, session_url: str, buffer: bytearray, offset: int, size: int) -> int:
-        """Send one intermediate piece; return how many of its bytes the server kept."""
-        piece = bytes(buffer[:size])
-        headers = {"Content-Range": f"bytes {offset}-{offset + size - 1}/*"}
-        async with self._request("PUT", session_url, data=piece, headers=headers) as resp:
-            if resp.status != 308:
-                await _check(resp, "upload")
-                raise errors.StorageError(f"gcs: unexpected status {resp.status} mid-upload")
-            persisted = _persisted(resp.headers.get("Range"))
-        kept = persisted - offset
-        if kept <= 0 or kept > size:
-            raise errors.StorageError("gcs: the server did not accept the upload piece")
-        return kept
-
-    async def _finish(
-        self, session_url: str, last: bytes, offset: int, total: int
-    ) -> dict[str, Any]:
-        span = f"{offset}-{total - 1}" if last else "*"
-        headers = {"Content-Range": f"bytes {span}/{total}"}
-        async with self._request("PUT", session_url, data=last, headers=headers) as resp:
+    async def _put(self, session_url: str, data: bytes, content_range: str) -> int | dict[str, Any]:
+        """One PUT to an upload session: the bytes now held (308) or the finished object."""
+        headers = {"Content-Range": content_range}
+        async with self._request("PUT", session_url, data=data, headers=headers) as resp:
             if resp.status == 308:
-                raise errors.StorageError("gcs: the server did not complete the upload")
+                return _persisted(resp.headers.get("Range"))
             await _check(resp, "upload")
             with _network_errors():
                 resource: dict[str, Any] = await resp.json(content_type=None)
@@ -240,6 +230,63 @@ class GcsProvider:
                 yield resp
 
 
+class _Upload:
+    """The client side of one resumable session: where it stands, and resuming after a
+    transient failure from what the server says it holds (it may hold less than was sent)."""
+
+    def __init__(self, provider: GcsProvider, url: str) -> None:
+        self.provider = provider
+        self.url = url
+        self.offset = 0  # bytes the server holds
+        self.failures = 0
+
+    async def piece(self, data: bytes) -> int:
+        """Sends an intermediate piece; returns how many of its bytes the server kept."""
+        start, failures = self.offset, self.failures
+        span = f"{start}-{start + len(data) - 1}"
+        held = await self._send(data, f"bytes {span}/*", "bytes */*")
+        if isinstance(held, dict) or not start <= held <= start + len(data):
+            raise errors.StorageError("gcs: the upload session is out of step")
+        if held == start and self.failures == failures:
+            raise errors.StorageError("gcs: the server did not accept the upload piece")
+        self.offset = held
+        return held - start
+
+    async def finish(self, data: bytes) -> dict[str, Any]:
+        base = self.offset
+        total = base + len(data)
+        while True:
+            rest = data[self.offset - base :]
+            span = f"{self.offset}-{total - 1}" if rest else "*"
+            before = (self.offset, self.failures)
+            held = await self._send(rest, f"bytes {span}/{total}", f"bytes */{total}")
+            if isinstance(held, dict):
+                return held
+            if not base <= held <= total or (held, self.failures) == before:
+                raise errors.StorageError("gcs: the server did not complete the upload")
+            self.offset = held
+
+    async def _send(
+        self, data: bytes, content_range: str, status_range: str
+    ) -> int | dict[str, Any]:
+        """Sends once; after a transient failure, asks the server what it holds instead."""
+        try:
+            return await self.provider._put(self.url, data, content_range)
+        except errors.StorageUnavailable as exc:
+            await self._failed(exc)
+        while True:
+            try:
+                return await self.provider._put(self.url, b"", status_range)
+            except errors.StorageUnavailable as exc:
+                await self._failed(exc)
+
+    async def _failed(self, exc: errors.StorageUnavailable) -> None:
+        self.failures += 1
+        if self.failures > self.provider.retries:
+            raise exc
+        await asyncio.sleep(self.provider.retry_backoff * 2 ** (self.failures - 1))
+
+
 def from_config(config: Mapping[str, Any], data_dir: Path) -> GcsProvider:
     bucket = config.get("bucket")
     if not bucket:
@@ -251,6 +298,8 @@ def from_config(config: Mapping[str, Any], data_dir: Path) -> GcsProvider:
         chunk_size=int(config.get("chunk_size") or DEFAULT_CHUNK),
         timeout=float(config.get("timeout") or 30.0),
         public_acl=bool(config.get("public_acl", True)),
+        retries=int(config.get("retries", 3)),
+        retry_backoff=float(config.get("retry_backoff", 0.5)),
     )
 
 
