@@ -135,3 +135,36 @@ async def test_kill_9_mid_overwrite_keeps_old_version(server: Running) -> None:
 
 async def test_sigterm_stops_cleanly(server: Running) -> None:
     assert server.server.stop() == 0
+
+
+async def test_secrets_and_signatures_never_reach_the_log(server: Running) -> None:
+    from stowage.core.security import encode_policy, sign
+
+    srv = server.server
+    policy = encode_policy({"expiry": 4_000_000_000, "call": ["read", "store", "remove"]})
+    signature = sign(server.secret, policy)
+    query = {"key": server.key, "policy": policy, "signature": signature}
+    async with aiohttp.ClientSession() as http:
+        async with http.post(f"{srv.api}/api/store/S3", params=query, data=b"x") as r:
+            handle = (await r.json())["handle"]
+        async with http.get(f"{srv.api}/api/file/{handle}", params=query) as r:
+            assert r.status == 200
+        async with http.get(
+            f"{srv.api}/api/file/{handle}", params={**query, "signature": "0" * 64}
+        ):
+            pass
+        async with http.delete(
+            f"{srv.api}/api/file/{handle}", params={"key": server.key}, headers=basic(server.secret)
+        ) as r:
+            assert r.status == 200
+    srv.stop()
+    assert srv.log is not None
+    log = srv.log.read_text()
+    assert "/api/file/" in log  # the access log is on, and written
+    for secret in (
+        server.secret,
+        signature,
+        policy,
+        base64.b64encode(server.secret.encode()).decode(),
+    ):
+        assert secret not in log

@@ -18,7 +18,7 @@ from typing import Any
 
 from stowage import errors
 from stowage.config import Settings
-from stowage.core import inspect, mimetypes, names, streams
+from stowage.core import events, inspect, mimetypes, names, streams
 from stowage.core.fetch import Fetcher
 from stowage.core.security import Credentials, Policy, Target, authorize, check_size
 from stowage.registry.base import App, FileRecord, Registry
@@ -83,6 +83,7 @@ class Stowage:
             max_concurrent=settings.fetch_max_concurrent,
         )
         self._providers: dict[tuple[str, str, str], Provider] = {}
+        self.events: events.EventSink = events.NullSink()
 
     # -- lifecycle -------------------------------------------------------------
     async def start(self) -> None:
@@ -251,7 +252,9 @@ class Stowage:
             source_url=prepared.source_url,
             access=params.access,
         )
-        return await self._write_new(provider, record, prepared, policy)
+        record = await self._write_new(provider, record, prepared, policy)
+        await self.events.publish(app, events.STORE, record, {})
+        return record
 
     async def _write_new(
         self, provider: Provider, record: FileRecord, prepared: _Prepared, policy: Policy | None
@@ -375,6 +378,7 @@ class Stowage:
             )
             if not await self.registry.update(updated):
                 raise errors.HandleNotFound(handle=handle)
+        await self.events.publish(app, events.OVERWRITE, updated, {})
         return updated
 
     # -- remove ----------------------------------------------------------------
@@ -394,6 +398,7 @@ class Stowage:
                     log.warning("object of handle %s was already missing", handle)
             if not await self.registry.delete(handle):
                 raise errors.HandleNotFound(handle=handle)
+        await self.events.publish(app, events.DELETE, current, {"skip_storage": skip_storage})
         return current
 
     # -- read ------------------------------------------------------------------
