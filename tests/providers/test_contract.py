@@ -133,3 +133,22 @@ async def test_streamed_multi_chunk_object(provider: Provider) -> None:
         check.update(chunk)
     assert check.hexdigest() == digest.hexdigest()
     await provider.delete(provider.default_container, key)
+
+
+async def test_failed_multipart_sized_write_keeps_previous_object(provider: Provider) -> None:
+    # Past every provider's single-request threshold, so multipart uploads, upload sessions,
+    # staged blocks and large-object segments are all started and then must be abandoned.
+    key = new_key()
+    old = os.urandom(50_000)
+    await provider.write(provider.default_container, key, chunks_of(old), OPTS)
+    block = os.urandom(1024 * 1024)
+
+    async def breaks_after_12_mib() -> AsyncIterator[bytes]:
+        for _ in range(12):
+            yield block
+        raise errors.PayloadTooLarge("source failed after 12 MiB")
+
+    with pytest.raises(errors.PayloadTooLarge):
+        await provider.write(provider.default_container, key, breaks_after_12_mib(), OPTS)
+    assert await read_all(provider, key) == old
+    await provider.delete(provider.default_container, key)

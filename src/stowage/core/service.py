@@ -7,6 +7,7 @@ failure is a ``StowageError``.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import logging
@@ -26,6 +27,7 @@ from stowage.storage import API_PROVIDERS, build_provider
 from stowage.storage.base import LocalFiles, ObjectInfo, Provider, Recovers, WriteOptions
 
 log = logging.getLogger("stowage.core")
+SWEEP_TIMEOUT = 30.0
 
 
 @dataclass
@@ -109,10 +111,20 @@ class Stowage:
                     pass
             await self.registry.abandon(record.handle)
             cleaned += 1
-        for provider in self._default_local_providers():
+        for provider in [*self._default_local_providers(), *await self._app_providers()]:
             if isinstance(provider, Recovers):
-                cleaned += await provider.sweep_temporary()
+                cleaned += await _sweep(provider)
         return cleaned
+
+    async def _app_providers(self) -> list[Provider]:
+        found: list[Provider] = []
+        for app in await self.registry.list_apps():
+            for api_name in app.storage:
+                try:
+                    found.append(self.provider_for(app, api_name))
+                except errors.StowageError:
+                    log.warning("storage %s of app %s is misconfigured", api_name, app.api_key)
+        return found
 
     def _default_local_providers(self) -> list[Provider]:
         root = self.settings.data_dir / "storage"
@@ -524,6 +536,15 @@ def _field(record: FileRecord, info: ObjectInfo, name: str) -> Any:
         "key": record.key,
     }
     return values[name]
+
+
+async def _sweep(provider: Recovers) -> int:
+    """Start-up must not hang on a provider that is down: sweep it later instead."""
+    try:
+        return await asyncio.wait_for(provider.sweep_temporary(), SWEEP_TIMEOUT)
+    except (errors.StowageError, TimeoutError):
+        log.warning("could not sweep temporary state of a provider", exc_info=True)
+        return 0
 
 
 async def _quietly(awaitable: Any) -> None:
