@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass
 from email.message import Message
 from typing import Any
@@ -24,6 +24,8 @@ from stowage import errors
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_LOCAL_NAT64 = ipaddress.ip_network("64:ff9b:1::/48")  # RFC 8215: a site's own translator
+_IPV4_COMPATIBLE = ipaddress.ip_network("::/96")  # deprecated ::a.b.c.d (and ::, ::1)
 _BLOCKED_NAMES = {"localhost", "metadata.google.internal", "metadata"}
 
 
@@ -33,8 +35,10 @@ def is_public(ip: IPAddress) -> bool:
             return is_public(ip.ipv4_mapped)
         if ip.sixtofour is not None:
             return is_public(ip.sixtofour)
-        if ip in _NAT64:
+        if ip in _NAT64 or ip in _IPV4_COMPATIBLE:
             return is_public(ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF))
+        if ip in _LOCAL_NAT64:
+            return False
     return ip.is_global and not ip.is_multicast
 
 
@@ -47,7 +51,7 @@ def parse_ip_literal(host: str) -> IPAddress | None:
         pass
     try:
         return ipaddress.IPv4Address(socket.inet_aton(host))
-    except OSError:
+    except (OSError, ValueError):  # ValueError: a NUL or non-ASCII character
         return None
 
 
@@ -130,6 +134,9 @@ class Fetcher:
         if "\\" in url:
             raise errors.InvalidUrl("backslashes are not allowed in urls")
         host = parsed.host.rstrip(".").lower()
+        if any(c.isspace() or not c.isprintable() for c in host):
+            # "127.0.0.1\x00" would otherwise slip past the literal check to the resolver
+            raise errors.InvalidUrl("the url's host has control characters")
         if not self.allow_private:
             if host in _BLOCKED_NAMES or host.endswith(".localhost"):
                 raise errors.UrlForbidden()
@@ -146,8 +153,9 @@ class Fetcher:
         except BaseException:
             self._slots.release()
             raise
+        release = self._releaser(response)
         return Fetched(
-            chunks=self._body(response),
+            chunks=_Body(self._body(response, release), release),
             content_type=response.headers.get("Content-Type"),
             filename=_filename(response),
             length=response.content_length,
@@ -160,7 +168,11 @@ class Fetcher:
                 return self._accept(response)
             location = response.headers.get("Location", "")
             response.release()
-            url = self.check_url(str(url.join(URL(location))))
+            try:
+                target = str(url.join(URL(location)))
+            except (ValueError, TypeError) as exc:  # "http://[bad/", a port past 65535
+                raise errors.UpstreamError("the url redirected to a malformed location") from exc
+            url = self.check_url(target)
         raise errors.UpstreamError("too many redirects")
 
     async def _request(self, url: URL) -> aiohttp.ClientResponse:
@@ -190,7 +202,9 @@ class Fetcher:
             raise errors.PayloadTooLarge("the url's file is larger than allowed")
         return response
 
-    async def _body(self, response: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
+    async def _body(
+        self, response: aiohttp.ClientResponse, release: Callable[[], None]
+    ) -> AsyncGenerator[bytes, None]:
         total = 0
         try:
             async for chunk in response.content.iter_chunked(256 * 1024):
@@ -203,8 +217,41 @@ class Fetcher:
         except aiohttp.ClientError as exc:
             raise errors.UpstreamError("the url source broke off") from exc
         finally:
-            response.release()
-            self._slots.release()
+            release()
+
+    def _releaser(self, response: aiohttp.ClientResponse) -> Callable[[], None]:
+        """Frees the connection and the slot, once (a body may both end and be closed)."""
+        done = False
+
+        def release() -> None:
+            nonlocal done
+            if not done:
+                done = True
+                response.release()
+                self._slots.release()
+
+        return release
+
+
+class _Body(AsyncIterator[bytes]):
+    """The body's chunks. Unlike a bare async generator, closing it before the first
+    read still runs the cleanup, so the slot and the connection are never leaked."""
+
+    def __init__(self, chunks: AsyncGenerator[bytes, None], done: Callable[[], None]) -> None:
+        self._chunks = chunks
+        self._done = done
+
+    def __aiter__(self) -> _Body:
+        return self
+
+    async def __anext__(self) -> bytes:
+        return await anext(self._chunks)
+
+    async def aclose(self) -> None:
+        try:
+            await self._chunks.aclose()
+        finally:
+            self._done()
 
 
 def _filename(response: aiohttp.ClientResponse) -> str | None:

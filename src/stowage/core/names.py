@@ -37,7 +37,7 @@ def new_unique_id() -> str:
 
 
 def is_handle(value: str) -> bool:
-    return HANDLE_RE.match(value) is not None
+    return HANDLE_RE.fullmatch(value) is not None  # match() lets a trailing newline through
 
 
 def clean_filename(name: str | None, fallback: str = "file") -> str:
@@ -45,12 +45,18 @@ def clean_filename(name: str | None, fallback: str = "file") -> str:
     name = unicodedata.normalize("NFC", name or "")
     name = name.replace("\\", "/").rsplit("/", 1)[-1]
     name = "".join(c for c in name if unicodedata.category(c) not in _FORMAT_CATEGORIES)
-    name = name.strip().rstrip(". ")
+    name = _trim(name)
     if name in {"", ".", ".."}:
         name = fallback
     if WINDOWS_RESERVED.match(name):
         name = "_" + name
-    return _truncate_utf8(name, MAX_FILENAME_BYTES)
+    # truncating can expose a trailing dot or space again
+    return _trim(_truncate_utf8(name, MAX_FILENAME_BYTES)) or fallback
+
+
+def _trim(name: str) -> str:
+    """No whitespace at either end, no dot at the end (Windows drops both silently)."""
+    return re.sub(r"[\s.]+$", "", name).lstrip()
 
 
 def _truncate_utf8(name: str, limit: int) -> str:
@@ -110,7 +116,7 @@ def storage_key(path: str | None, filename: str) -> str:
 
 
 def clean_container(container: str) -> str:
-    if not CONTAINER_RE.match(container) or ".." in container:
+    if not CONTAINER_RE.fullmatch(container) or ".." in container:
         raise errors.InvalidParameter(
             "container must be 1-63 characters of letters, digits, '.', '_' or '-'",
             parameter="container",

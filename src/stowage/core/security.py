@@ -96,7 +96,7 @@ def decode_policy(policy_text: str) -> dict[str, Any]:
     raw = _b64decode(policy_text)
     try:
         data = json.loads(raw)
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # deep nesting recurses
         raise errors.InvalidPolicy("policy is not JSON") from exc
     if not isinstance(data, dict):
         raise errors.InvalidPolicy("policy must be a JSON object")
@@ -115,6 +115,9 @@ def parse_policy(data: dict[str, Any]) -> Policy:
     unknown = set(data) - KNOWN_KEYS
     if unknown:
         raise errors.InvalidPolicy(f"unknown policy keys: {', '.join(sorted(unknown))}")
+    if "call" in data and "calls" in data:
+        # one must not shadow the other (a null "call" would widen a narrow "calls")
+        raise errors.InvalidPolicy("policy may have call or calls, not both")
     expiry = data.get("expiry")
     if type(expiry) is not int:
         raise errors.InvalidPolicy("policy expiry must be an integer epoch time")
@@ -157,7 +160,7 @@ def _pattern(data: dict[str, Any], key: str) -> str | None:
         raise errors.InvalidPolicy(f"policy {key} is too long")
     try:
         re.compile(value)
-    except re.error as exc:
+    except (re.error, OverflowError, RecursionError) as exc:  # a{10**11}, deep nesting
         raise errors.InvalidPolicy(f"policy {key} is not a valid pattern") from exc
     return value
 
@@ -179,6 +182,8 @@ def check_policy(secret: str, policy_text: str, signature: str, now: float, skew
 
 
 def check_basic(secret: str, user: str, given: str) -> Policy:
+    if not secret or not given:
+        raise errors.InvalidCredentials()
     user_ok = hmac.compare_digest(user.encode("utf-8", "replace"), b"app")
     secret_ok = hmac.compare_digest(secret.encode(), given.encode("utf-8", "replace"))
     if not (user_ok and secret_ok):

@@ -38,13 +38,19 @@ async def idle_timeout(chunks: Chunks, seconds: float) -> Chunks:
 async def base64_decoded(chunks: Chunks) -> Chunks:
     """Decode standard or URL-safe base64 as it streams; whitespace is ignored."""
     pending = b""
+    padded = False  # padding ends the data: nothing may follow, however the body was split
     async for chunk in chunks:
         data = pending + b"".join(chunk.split())
+        if padded and data:
+            raise errors.InvalidBase64("data after base64 padding")
         cut = len(data) - len(data) % 4
         pending = data[cut:]
         if cut:
+            padded = data[cut - 1 : cut] == b"="
             yield _b64(data[:cut])
     if pending:
+        if padded:
+            raise errors.InvalidBase64("data after base64 padding")
         yield _b64(pending + b"=" * (-len(pending) % 4))
 
 

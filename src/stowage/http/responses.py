@@ -15,7 +15,8 @@ from stowage.config import Settings
 from stowage.core.mimetypes import is_active
 from stowage.core.service import Download
 
-_RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
+_RANGE = re.compile(r"bytes=([0-9]*)-([0-9]*)")  # [0-9]: \d takes any script's digits
+_MAX_DIGITS = 30  # int() refuses over 4300 digits; anything this long is past any size
 _HEADER_UNSAFE = re.compile(r'[^\x20-\x7e]|["\\]')
 SANDBOX_CSP = (
     "sandbox; default-src 'none'; img-src 'self' data:; media-src 'self'; style-src 'unsafe-inline'"
@@ -68,12 +69,12 @@ def parse_range(header: str | None, size: int) -> tuple[int, int] | None:
     """One byte range, inclusive; None for none or one that is ignored (multi-range)."""
     if not header:
         return None
-    match = _RANGE.match(header.strip())
+    match = _RANGE.fullmatch(header.strip())
     if match is None:
         if header.strip().startswith("bytes=") and "," in header:
             return None  # multiple ranges: answered with the whole file, as RFC 9110 allows
         raise _unsatisfiable(size)
-    first, last = match.groups()
+    first, last = (g.lstrip("0")[:_MAX_DIGITS] or g[:1] for g in match.groups())
     if first == "" and last == "":
         raise _unsatisfiable(size)
     if first == "":
