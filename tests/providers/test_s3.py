@@ -235,6 +235,20 @@ async def test_range_past_end(plain: S3Provider) -> None:
     assert await read_all(plain, key, 5, 4) == b""
 
 
+async def test_open_readers_do_not_stall_other_requests(plain: S3Provider) -> None:
+    bucket, key = plain.default_container, new_key()
+    await plain.write(bucket, key, blocks(64), OPTS)  # 4 MiB: each reader holds a connection
+    readers = [plain.open(bucket, key) for _ in range(24)]
+    try:
+        for reader in readers:
+            await asyncio.wait_for(anext(reader), 10)
+        info = await asyncio.wait_for(plain.stat(bucket, key), 10)
+        assert info.size == 64 * 64 * 1024
+    finally:
+        for reader in readers:
+            await reader.aclose()  # type: ignore[attr-defined]
+
+
 async def test_missing_bucket(endpoint: S3Endpoint, tmp_path: Path) -> None:
     provider = from_config(endpoint.config(bucket=f"nobucket-{secrets.token_hex(4)}"), tmp_path)
     bucket = provider.default_container

@@ -12,6 +12,8 @@ Config keys:
 - ``part_size``: multipart part size in bytes, default 8 MiB, at least 5 MiB (the S3 minimum).
 - ``connect_timeout`` / ``read_timeout`` (seconds, defaults 3 and 60) and ``max_attempts``
   (default 2): a wrong or dead endpoint fails with ``StorageUnavailable`` within seconds.
+- ``max_connections`` (default 100): connection pool size; a download holds one connection
+  for as long as its reader takes, so a small pool would stall other requests behind it.
 
 Unknown keys are refused so that a typo (``endpoint`` for ``endpoint_url``) cannot silently
 send requests to AWS.
@@ -74,6 +76,7 @@ _KEYS = {
     "connect_timeout",
     "read_timeout",
     "max_attempts",
+    "max_connections",
 }
 
 
@@ -95,6 +98,7 @@ class S3Provider:
         connect_timeout: float = 3.0,
         read_timeout: float = 60.0,
         max_attempts: int = 2,
+        max_connections: int = 100,
     ) -> None:
         self.default_container = bucket
         self.part_size = part_size
@@ -107,6 +111,7 @@ class S3Provider:
             "config": AioConfig(
                 connect_timeout=connect_timeout,
                 read_timeout=read_timeout,
+                max_pool_connections=max_connections,
                 retries={"total_max_attempts": max_attempts, "mode": "standard"},
                 s3={"addressing_style": addressing_style or ("path" if endpoint_url else "auto")},
                 signature_version="s3v4",
@@ -270,6 +275,7 @@ def from_config(config: Mapping[str, Any], data_dir: Path) -> S3Provider:
         connect_timeout=_number(config, "connect_timeout", 3.0),
         read_timeout=_number(config, "read_timeout", 60.0),
         max_attempts=int(_number(config, "max_attempts", 2)),
+        max_connections=int(_number(config, "max_connections", 100)),
     )
 
 
