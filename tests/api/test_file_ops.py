@@ -331,3 +331,16 @@ async def test_cloud_link_delete_keeps_original(harness: Harness) -> None:
     assert (await resp.json())["storage"] == "kept"
     path = harness.object_path(harness.open_app, "cloud/original.bin")
     assert path.read_bytes() == b"user's own object"
+
+
+async def test_html_declared_as_png_is_served_as_attachment(harness: Harness) -> None:
+    resp = await harness.api.post(
+        "/api/store/S3",
+        params={"key": harness.open_app.api_key, "mimetype": "image/png"},
+        data=b"<!DOCTYPE html><script>steal()</script>",
+        headers={"Content-Type": "image/png"},
+    )
+    handle = (await resp.json())["handle"]
+    download = await harness.cdn.get(f"/{handle}")
+    assert download.headers["Content-Disposition"].startswith("attachment;")
+    assert download.headers["X-Content-Type-Options"] == "nosniff"

@@ -154,3 +154,37 @@ async def _read(provider: Provider, container: str, key: str) -> bytes:
     except errors.StorageNotFound:
         raise AssertionError(f"{key} is missing in {provider.location}") from None
     return bytes(out)
+
+
+async def test_copy_between_providers(
+    harness: Harness,
+    provider_setup: tuple[str, dict[str, Any], Provider],
+    provider_name: str,
+    tmp_path: Any,
+) -> None:
+    api_name, config, provider = provider_setup
+    storage: dict[str, dict[str, Any]] = {api_name: config}
+    source_name = api_name
+    if api_name != "S3":  # copy from local disk into this provider
+        storage["S3"] = {"type": "local", "root": str(tmp_path / "copy-source")}
+        source_name = "S3"
+    app = App(
+        api_key=f"copy{provider_name.replace('_', '')}".ljust(20, "0")[:20],
+        secret="copy-secret",
+        storage=storage,
+    )
+    await harness.service.registry.create_app(app)
+    data = bytes(range(256)) * 100
+    original = await _store(harness, app, source_name, data, filename="orig.bin")
+    resp = await harness.api.post(
+        f"/api/store/{api_name}/{original['handle']}", params={"key": app.api_key}
+    )
+    copy = await resp.json()
+    assert resp.status == 200, copy
+    assert copy["handle"] != original["handle"] and copy["filename"] == "orig.bin"
+    assert await _read(provider, copy["container"], copy["key"]) == data
+    meta = await (
+        await harness.api.get(f"/api/file/{copy['handle']}/metadata", params={"location": "true"})
+    ).json()
+    assert meta["location"] == provider.location
+    assert await (await harness.api.get(f"/api/file/{original['handle']}")).read() == data

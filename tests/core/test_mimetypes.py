@@ -66,7 +66,7 @@ def test_sniff_is_total_and_prefix_based(head: bytes) -> None:
 
 
 def test_explicit_parameter_wins() -> None:
-    assert mt.choose(" Image/PNG ", "text/html", HTML, "a.html", "x/y") == "image/png"
+    assert mt.choose(" Image/PNG ", "text/html", PNG, "a.html", "x/y") == "image/png"
 
 
 def test_specific_declared_type_beats_content() -> None:
@@ -100,10 +100,12 @@ def test_unknown_content_falls_back_to_the_name_then_the_fallback() -> None:
     )
 
 
-def test_declared_image_that_is_html_is_still_taken_as_declared_but_content_is_active() -> None:
-    # Checklist item 22: a declared image/png that is HTML. The declared type is kept, so
-    # the download path must rely on nosniff; sniffing alone reports it as active.
-    assert mt.choose(None, "image/png", HTML, "x.png", "x/y") == "image/png"
+def test_declared_image_that_is_html_is_labelled_as_what_it_is() -> None:
+    # Checklist item 22: a declared image/png that is HTML or SVG must be served as an
+    # attachment, so content a browser would run overrides a harmless-looking declaration.
+    assert mt.choose(None, "image/png", HTML, "x.png", "x/y") == "text/html"
+    assert mt.choose("image/png", None, SVG, "x.png", "x/y") == "image/svg+xml"
+    assert mt.choose(None, "text/html", HTML, "x.png", "x/y") == "text/html"
     assert mt.is_active(mt.sniff(HTML) or "")
     assert mt.is_active(mt.sniff(SVG) or "")
 

@@ -83,13 +83,27 @@ GENERIC = frozenset(
 def choose(
     explicit: str | None, declared: str | None, head: bytes, filename: str, fallback: str
 ) -> str:
-    """The parameter wins; then a specific declared type; then content; then name."""
+    """The parameter wins; then a specific declared type; then content; then name.
+
+    Except: content a browser would run (HTML, SVG, XML) is labelled as what it is, whatever
+    was declared, so that it is always served as an attachment.
+    """
+    sniffed = sniff(head)
+    chosen = _declared_or_guessed(explicit, declared, sniffed, filename, fallback)
+    if sniffed is not None and is_active(sniffed) and not is_active(chosen):
+        return sniffed
+    return chosen
+
+
+def _declared_or_guessed(
+    explicit: str | None, declared: str | None, sniffed: str | None, filename: str, fallback: str
+) -> str:
     if explicit:
         return explicit.strip().lower()
     declared_clean = (declared or "").split(";")[0].strip().lower()
     if declared_clean not in GENERIC and not declared_clean.startswith("multipart/"):
         return declared_clean
-    return sniff(head) or guess_from_name(filename) or fallback
+    return sniffed or guess_from_name(filename) or fallback
 
 
 def is_active(mimetype: str) -> bool:
