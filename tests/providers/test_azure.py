@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from azure.core.exceptions import ResourceNotFoundError
 from azure.storage.blob import ContainerSasPermissions, generate_container_sas
 from azure.storage.blob.aio import BlobServiceClient
 
@@ -46,7 +47,11 @@ async def block_lists(endpoint: str, key: str) -> tuple[list[str], list[str]]:
     """(committed, uncommitted) block ids of a blob, straight from the server."""
     credential = {"account_name": ACCOUNT, "account_key": ACCOUNT_KEY}
     async with BlobServiceClient(endpoint, credential=credential) as service:
-        committed, uncommitted = await service.get_blob_client(CONTAINER, key).get_block_list("all")
+        blob = service.get_blob_client(CONTAINER, key)
+        try:
+            committed, uncommitted = await blob.get_block_list("all")
+        except ResourceNotFoundError:  # not even an uncommitted block
+            return [], []
     return [b.id for b in committed], [b.id for b in uncommitted]
 
 
@@ -82,7 +87,9 @@ async def test_failed_upload_commits_nothing(
     assert not await exists(small_blocks, CONTAINER, key)
     committed, uncommitted = await block_lists(azure_endpoint, key)
     assert committed == []
-    assert len(uncommitted) == 4  # staged, invisible, dropped by the service later
+    # Blocks staged before the failure stay, invisible, until the service drops them;
+    # those still in flight were cancelled.
+    assert len(uncommitted) <= 4
     # The leftovers do not get in the way of the next write.
     await small_blocks.write(CONTAINER, key, pieces(b"fresh" * 30_000, 7_000), OPTS)
     assert await read(small_blocks, key) == b"fresh" * 30_000

@@ -1,9 +1,10 @@
 """Azure Blob Storage provider, with azure-storage-blob's asyncio client.
 
 Writes stage the stream as blocks of ``block_size`` (default 8 MiB) while it
-arrives, so memory stays at about one block whatever the object size, then
-commit the block list: the commit is the atomic switch, before it readers see
-the previous blob unchanged. A stream shorter than one block goes up as a
+arrives, up to ``concurrency`` (default 2) in flight, so memory stays at about
+``concurrency + 1`` blocks whatever the object size, then commit the block
+list: the commit is the atomic switch, before it readers see the previous blob
+unchanged. A stream shorter than one block goes up as a
 single Put Blob. When a write fails, its staged blocks are never committed:
 they are invisible, and the service drops them at the next commit to that
 name or after a week (Azure has no call to drop them sooner). Reads stream
@@ -23,6 +24,7 @@ container, not per blob. Container creation is not done here.
 
 from __future__ import annotations
 
+import asyncio
 import random
 import secrets
 from collections.abc import Iterator, Mapping
@@ -65,38 +67,47 @@ class AzureProvider:
     supports_containers = True
 
     def __init__(
-        self, service: BlobServiceClient, container: str, block_size: int = DEFAULT_BLOCK
+        self,
+        service: BlobServiceClient,
+        container: str,
+        block_size: int = DEFAULT_BLOCK,
+        concurrency: int = 2,
     ) -> None:
         if not 0 < block_size <= MAX_BLOCK:
             raise errors.StorageMisconfigured("azure: block_size must be 1 byte to 4000 MiB")
+        if concurrency < 1:
+            raise errors.StorageMisconfigured("azure: concurrency must be at least 1")
         self.service = service
         self.default_container = container
         self.block_size = block_size
+        self.concurrency = concurrency
 
     async def write(
         self, container: str, key: str, chunks: Chunks, options: WriteOptions
     ) -> ObjectInfo:
         blob = self._blob(container, key)
         settings = ContentSettings(content_type=options.content_type)
-        prefix = secrets.token_hex(8)  # one writer's block ids never collide with another's
-        blocks: list[BlobBlock] = []
+        stager = _Stager(blob, self.concurrency)
         buffer = bytearray()
         size = 0
         with _azure_errors(writing=True):
-            async for chunk in chunks:
-                buffer += chunk
-                size += len(chunk)
-                while len(buffer) >= self.block_size:
-                    await self._stage(blob, blocks, prefix, bytes(buffer[: self.block_size]))
-                    del buffer[: self.block_size]
-            if not blocks:
-                reply = await blob.upload_blob(
-                    bytes(buffer), overwrite=True, content_settings=settings
-                )
-            else:
-                if buffer:
-                    await self._stage(blob, blocks, prefix, bytes(buffer))
-                reply = await blob.commit_block_list(blocks, content_settings=settings)
+            try:
+                async for chunk in chunks:
+                    buffer += chunk
+                    size += len(chunk)
+                    while len(buffer) >= self.block_size:
+                        await stager.stage(_take(buffer, self.block_size))
+                if not stager.blocks:
+                    reply = await blob.upload_blob(
+                        bytes(buffer), overwrite=True, content_settings=settings
+                    )
+                else:
+                    if buffer:
+                        await stager.stage(bytes(buffer))
+                    await stager.drain()
+                    reply = await blob.commit_block_list(stager.blocks, content_settings=settings)
+            finally:
+                await stager.abandon()
         return ObjectInfo(size, _etag(reply["etag"]), reply["last_modified"].timestamp())
 
     async def open(
@@ -126,12 +137,44 @@ class AzureProvider:
     def _blob(self, container: str, key: str) -> BlobClient:
         return self.service.get_blob_client(container, key)
 
-    @staticmethod
-    async def _stage(blob: BlobClient, blocks: list[BlobBlock], prefix: str, data: bytes) -> None:
+
+class _Stager:
+    """Stages the blocks of one write, up to ``concurrency`` at a time, remembering their
+    order for the commit. Each staged block's bytes are held only until it is sent."""
+
+    def __init__(self, blob: BlobClient, concurrency: int) -> None:
+        self.blob = blob
+        self.concurrency = concurrency
+        self.prefix = secrets.token_hex(8)  # one writer's block ids never collide with another's
+        self.blocks: list[BlobBlock] = []
+        self.pending: set[asyncio.Task[Any]] = set()
+
+    async def stage(self, data: bytes) -> None:
+        while len(self.pending) >= self.concurrency:
+            await self._wait(asyncio.FIRST_COMPLETED)
         # Ids must have one length within a blob; the SDK base64-encodes them.
-        block_id = f"{prefix}-{len(blocks):06d}"
-        await blob.stage_block(block_id, data, length=len(data))
-        blocks.append(BlobBlock(block_id))
+        block_id = f"{self.prefix}-{len(self.blocks):06d}"
+        self.blocks.append(BlobBlock(block_id))
+        self.pending.add(asyncio.create_task(self._put(block_id, data)))
+
+    async def drain(self) -> None:
+        while self.pending:
+            await self._wait(asyncio.ALL_COMPLETED)
+
+    async def abandon(self) -> None:
+        """Stops blocks still in flight (after a failure; a no-op once drained)."""
+        for task in self.pending:
+            task.cancel()
+        await asyncio.gather(*self.pending, return_exceptions=True)
+        self.pending.clear()
+
+    async def _put(self, block_id: str, data: bytes) -> None:
+        await self.blob.stage_block(block_id, data, length=len(data))
+
+    async def _wait(self, when: str) -> None:
+        done, self.pending = await asyncio.wait(self.pending, return_when=when)
+        for task in done:
+            task.result()
 
 
 def from_config(config: Mapping[str, Any], data_dir: Path) -> AzureProvider:
@@ -153,7 +196,8 @@ def from_config(config: Mapping[str, Any], data_dir: Path) -> AzureProvider:
         "max_block_size": block_size,
     }
     try:
-        return AzureProvider(_service(config, options), str(container), block_size)
+        concurrency = int(config.get("concurrency") or 2)
+        return AzureProvider(_service(config, options), str(container), block_size, concurrency)
     except (ValueError, TypeError) as exc:
         # The SDK's message may quote the connection string: keep only the type.
         raise errors.StorageMisconfigured(
@@ -178,6 +222,14 @@ def _service(config: Mapping[str, Any], options: dict[str, Any]) -> BlobServiceC
     elif config.get("sas_token"):
         credential = AzureSasCredential(str(config["sas_token"]).lstrip("?"))
     return BlobServiceClient(str(url), credential=credential, **options)
+
+
+def _take(buffer: bytearray, size: int) -> bytes:
+    """Removes and returns the first ``size`` bytes, copying them once."""
+    with memoryview(buffer) as view:
+        data = bytes(view[:size])
+    del buffer[:size]
+    return data
 
 
 def _etag(value: Any) -> str:

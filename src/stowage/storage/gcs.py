@@ -174,7 +174,7 @@ class GcsProvider:
             # Strictly greater: the last piece must carry data, so the stream's end is known
             # before a full piece goes out.
             while len(buffer) > self.chunk_size:
-                kept = await upload.piece(bytes(buffer[: self.chunk_size]))
+                kept = await upload.piece(_head(buffer, self.chunk_size))
                 del buffer[:kept]
         return await upload.finish(bytes(buffer))
 
@@ -323,6 +323,12 @@ def _credentials(config: Mapping[str, Any]) -> Any:
         raise errors.StorageMisconfigured(
             f"gcs: unusable credentials ({type(exc).__name__})"
         ) from exc
+
+
+def _head(buffer: bytearray, size: int) -> bytes:
+    """The first ``size`` bytes, copied once."""
+    with memoryview(buffer) as view:
+        return bytes(view[:size])
 
 
 def _persisted(range_header: str | None) -> int:
