@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets
 import time
@@ -199,3 +200,31 @@ async def test_connection_string_and_sas_token(azure_endpoint: str, tmp_path: Pa
 def test_bad_config_is_misconfigured(config: dict[str, Any], tmp_path: Path) -> None:
     with pytest.raises(errors.StorageMisconfigured):
         from_config(config, tmp_path)
+
+
+async def test_range_past_the_end(provider_azure: AzureProvider) -> None:
+    key = f"azure/{secrets.token_hex(6)}"
+    await provider_azure.write(CONTAINER, key, pieces(b"0123456789", 4), OPTS)
+    with pytest.raises(errors.RangeNotSatisfiable):
+        async for _ in provider_azure.open(CONTAINER, key, 50):
+            pass
+    await provider_azure.delete(CONTAINER, key)
+
+
+async def test_cancelled_write_commits_nothing(small_blocks: AzureProvider) -> None:
+    key = f"azure/{secrets.token_hex(6)}"
+    reached = asyncio.Event()
+
+    async def stalls() -> AsyncIterator[bytes]:
+        for _ in range(3):
+            yield os.urandom(BLOCK)
+        reached.set()
+        await asyncio.Event().wait()
+        yield b""  # never reached
+
+    task = asyncio.create_task(small_blocks.write(CONTAINER, key, stalls(), OPTS))
+    await reached.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert not await exists(small_blocks, CONTAINER, key)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import secrets
@@ -228,6 +229,7 @@ class FaultyProxy:
         self.upstream = upstream
         self.plan = plan
         self.ranges: list[str] = []
+        self.session_methods: list[str] = []
         self.server = TestServer(self._app(), host="127.0.0.1")
 
     def _app(self) -> web.Application:
@@ -237,6 +239,8 @@ class FaultyProxy:
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         body = await request.read()
+        if "upload_id" in request.query:
+            self.session_methods.append(request.method)
         content_range = request.headers.get("Content-Range", "")
         mode = "ok"
         if content_range:
@@ -311,3 +315,28 @@ async def test_persistent_failure_gives_up_and_leaves_nothing(
     finally:
         await provider.close()
     assert faulty.plan == ["before"] * 7  # the first try and two retries
+    assert faulty.session_methods[-1] == "DELETE"  # the session was cancelled
+
+
+async def test_cancelled_write_leaves_nothing(faulty: FaultyProxy, tmp_path: Path) -> None:
+    provider = _through(faulty, tmp_path)
+    key = f"gcs/{secrets.token_hex(6)}"
+    reached = asyncio.Event()
+
+    async def stalls() -> AsyncIterator[bytes]:
+        for _ in range(3):
+            yield os.urandom(GRANULE)
+        reached.set()
+        await asyncio.Event().wait()
+        yield b""  # never reached
+
+    try:
+        task = asyncio.create_task(provider.write(BUCKET, key, stalls(), OPTS))
+        await reached.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert not await exists(provider, BUCKET, key)
+    finally:
+        await provider.close()
+    assert faulty.session_methods[-1] == "DELETE"
