@@ -19,7 +19,7 @@ from typing import Any
 
 from stowage import errors
 from stowage.config import Settings
-from stowage.core import events, inspect, mimetypes, names, streams
+from stowage.core import events, inspect, metadata, mimetypes, names, streams
 from stowage.core.fetch import Fetcher
 from stowage.core.security import Credentials, Policy, Target, authorize, check_size
 from stowage.registry.base import App, FileRecord, Registry
@@ -86,13 +86,16 @@ class Stowage:
         )
         self._providers: dict[tuple[str, str, str], Provider] = {}
         self.events: events.EventSink = events.NullSink()
+        self.draining = False  # set on SIGTERM: /readyz fails while requests drain
 
     # -- lifecycle -------------------------------------------------------------
     async def start(self) -> None:
         await self.registry.open()
         await self.recover()
+        await self.events.start()
 
     async def close(self) -> None:
+        await self.events.close()
         await self.fetcher.close()
         for provider in self._providers.values():
             await provider.close()
@@ -101,7 +104,7 @@ class Stowage:
     async def recover(self) -> int:
         """Undo stores that a crash interrupted: pending rows and their objects, temp files."""
         cleaned = 0
-        for record in await self.registry.pending(older_than=time.time()):
+        for record in await self.registry.pending(older_than=self._abandoned_before()):
             app = await self.registry.get_app(record.api_key)
             if app is not None and not record.cloud:
                 try:
@@ -115,6 +118,20 @@ class Stowage:
             if isinstance(provider, Recovers):
                 cleaned += await _sweep(provider)
         return cleaned
+
+    def _abandoned_before(self) -> float:
+        """One node owns a SQLite registry, so at its start every pending row is abandoned.
+        A shared registry's pending rows may be live uploads on other nodes: only those
+        older than ``pending_grace_seconds`` are taken as left by a crash."""
+        if self.settings.registry_shared:
+            return time.time() - self.settings.pending_grace_seconds
+        return time.time()
+
+    async def ready(self) -> None:
+        """Readiness: raises a ``StowageError`` when this node should get no traffic."""
+        if self.draining:
+            raise errors.ShuttingDown()
+        await self.registry.ping()
 
     async def _app_providers(self) -> list[Provider]:
         found: list[Provider] = []
@@ -439,9 +456,10 @@ class Stowage:
         else:
             self._authorize(app, creds, "stat", Target(handle=handle), app.security)
         provider = self.provider_for(app, record.provider)
-        wanted = [s for s in METADATA_FIELDS if s in selectors] or list(DEFAULT_METADATA)
+        wanted = metadata.wanted(selectors)
         info = await provider.stat(record.container, record.key)
-        out = {name: _field(record, info, name) for name in wanted if name in _FIELD_NAMES}
+        fields = metadata.record_fields(record, info)
+        out = {name: fields[name] for name in wanted if name in fields}
         hashes = [h for h in inspect.HASHES if h in wanted]
         if hashes:
             out.update(
@@ -474,68 +492,6 @@ class Stowage:
 
     def api_link(self, handle: str) -> str:
         return f"{self.settings.api_url()}/file/{handle}"
-
-
-DEFAULT_METADATA = (
-    "mimetype",
-    "uploaded",
-    "container",
-    "writeable",
-    "filename",
-    "location",
-    "key",
-    "path",
-    "size",
-)
-METADATA_FIELDS = (
-    "size",
-    "mimetype",
-    "filename",
-    "uploaded",
-    "writeable",
-    "cloud",
-    "source_url",
-    "exif",
-    "upload_status",
-    *inspect.HASHES,
-    "location",
-    "path",
-    "container",
-)
-_FIELD_NAMES = frozenset(
-    {
-        "size",
-        "mimetype",
-        "filename",
-        "uploaded",
-        "writeable",
-        "cloud",
-        "source_url",
-        "upload_status",
-        "location",
-        "path",
-        "container",
-        "key",
-    }
-)
-
-
-def _field(record: FileRecord, info: ObjectInfo, name: str) -> Any:
-    values: dict[str, Any] = {
-        "size": info.size,
-        "mimetype": record.mimetype,
-        "filename": record.filename,
-        "uploaded": record.uploaded,
-        "writeable": not record.cloud,
-        "cloud": record.cloud,
-        "source_url": record.source_url,
-        "upload_status": "complete",
-        "location": record.location,
-        "path": record.key,
-        "container": record.container,
-        "key": record.key,
-    }
-    return values[name]
 
 
 async def _sweep(provider: Recovers) -> int:
