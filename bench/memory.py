@@ -24,7 +24,7 @@ from pathlib import Path
 import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.e2e.conftest import Server  # noqa: E402
+from tests.e2e.conftest import Server
 
 MiB = 1024 * 1024
 
@@ -48,7 +48,8 @@ async def run(total_mib: int) -> dict[str, float]:
             async with aiohttp.ClientSession(timeout=timeout) as http:
                 started = time.perf_counter()
                 resp = await http.post(
-                    f"{srv.api}/api/store/S3", params={"key": key},
+                    f"{srv.api}/api/store/S3",
+                    params={"key": key},
                     data=generated(total_mib, sent),
                 )
                 stored = await resp.json()
