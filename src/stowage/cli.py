@@ -16,8 +16,9 @@ import click
 
 from stowage.config import Settings, load_settings
 from stowage.core.security import CALLS, encode_policy, sign
-from stowage.registry.base import App
-from stowage.registry.sqlite import SQLiteRegistry
+from stowage.errors import StowageError
+from stowage.registry import build_registry
+from stowage.registry.base import App, Registry
 
 T = TypeVar("T")
 
@@ -38,16 +39,30 @@ def _settings(ctx: click.Context, **overrides: Any) -> Settings:
         raise click.UsageError(str(exc)) from exc
 
 
-def _with_registry(settings: Settings, job: Callable[[SQLiteRegistry], Awaitable[T]]) -> T:
+def _with_registry(settings: Settings, job: Callable[[Registry], Awaitable[T]]) -> T:
     async def run() -> T:
-        registry = SQLiteRegistry(settings.registry_path)
+        registry = build_registry(settings)
         await registry.open()
         try:
             return await job(registry)
         finally:
             await registry.close()
 
-    return asyncio.run(run())
+    return _run(run())
+
+
+def _run(job: Awaitable[T]) -> T:
+    """Runs a job; a StowageError (registry down, unknown schema) is a clean CLI error."""
+
+    async def wrapped() -> T:
+        return await job
+
+    try:
+        return asyncio.run(wrapped())
+    except StowageError as exc:
+        raise click.ClickException(f"{exc.code}: {exc.message}") from exc
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from exc
 
 
 @main.command()
@@ -65,7 +80,7 @@ def serve(ctx: click.Context, **options: Any) -> None:
     )
     from stowage.http.app import serve as run_server
 
-    asyncio.run(run_server(settings))
+    _run(run_server(settings))
 
 
 @main.group()
@@ -189,6 +204,31 @@ def apps_delete(ctx: click.Context, api_key: str) -> None:
     if not _with_registry(_settings(ctx), lambda r: r.delete_app(api_key)):
         raise click.ClickException(f"no app with key {api_key}")
     click.echo(f"deleted {api_key}")
+
+
+@main.group()
+def db() -> None:
+    """The registry's schema (PostgreSQL: versioned migrations)."""
+
+
+@db.command("upgrade")
+@click.pass_context
+def db_upgrade(ctx: click.Context) -> None:
+    """Create or upgrade the registry schema to this version's. Safe to run on many nodes."""
+    from stowage.registry import upgrade_registry
+
+    for line in _run(upgrade_registry(_settings(ctx))):
+        click.echo(line)
+
+
+@db.command("version")
+@click.pass_context
+def db_version(ctx: click.Context) -> None:
+    """Print the registry's schema version and the one this node needs."""
+    from stowage.registry import schema_versions
+
+    current, needed = _run(schema_versions(_settings(ctx)))
+    click.echo(f"schema {current}, this node needs {needed}")
 
 
 @main.command("sign")

@@ -51,6 +51,25 @@ class Settings:
         "Storage behind the `S3` provider for apps without their own S3 bucket "
         "(JSON). Default: local disk under data_dir/storage/<api key>.",
     )
+    registry_url: str = _setting(
+        "",
+        "Where apps and handles live. Empty: SQLite at data_dir/stowage.db (one node). "
+        "`postgresql://user:password@host:5432/db`: PostgreSQL, shared by many nodes "
+        "(create the schema with `stowage db upgrade`).",
+    )
+    registry_pool_size: int = _setting(
+        10, "PostgreSQL connections per node for queries (as many again for handle locks)."
+    )
+    pending_grace_seconds: float = _setting(
+        6 * 3600.0,
+        "PostgreSQL only: a store still pending after this long is taken as abandoned by a "
+        "crashed node and cleaned up at start-up. Keep it above your longest upload.",
+    )
+    shutdown_timeout: float = _setting(
+        60.0,
+        "On SIGTERM, seconds in-flight requests get to finish (no new connections are "
+        "accepted, /readyz answers 503) before they are cut.",
+    )
     max_upload_bytes: int = _setting(
         10 * GiB,
         "Largest file accepted by store and overwrite (413 beyond, checked while streaming).",
@@ -94,6 +113,11 @@ class Settings:
     @property
     def registry_path(self) -> Path:
         return self.data_dir / "stowage.db"
+
+    @property
+    def registry_shared(self) -> bool:
+        """True when several nodes may share the registry (PostgreSQL)."""
+        return self.registry_url.startswith(("postgresql://", "postgres://"))
 
     def api_url(self) -> str:
         return (self.api_public_url or f"http://{self.host}:{self.port}/api").rstrip("/")

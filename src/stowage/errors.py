@@ -206,6 +206,18 @@ class StorageMisconfigured(StorageError):
     code, status, default_message = "STORAGE_MISCONFIGURED", 503, "storage is misconfigured"
 
 
+class ShuttingDown(StowageError):
+    code, status, default_message = "SHUTTING_DOWN", 503, "this node is shutting down"
+
+
+class RegistryUnavailable(StowageError):
+    code, status, default_message = "REGISTRY_UNAVAILABLE", 503, "the registry is unavailable"
+
+
+class SchemaMismatch(RegistryUnavailable):
+    code, default_message = "SCHEMA_MISMATCH", "the registry schema is not the one this node knows"
+
+
 class IntegrityError(StorageError):
     code, status, default_message = "INTEGRITY_ERROR", 500, "stored bytes do not match their hash"
 

@@ -10,12 +10,21 @@ import pytest
 
 from stowage import errors
 from stowage.registry.base import App, FileRecord, Registry
+from stowage.registry.postgres import PostgresRegistry
 from stowage.registry.sqlite import SQLiteRegistry
+from tests.servers.fx_postgres import PostgresServer
 
 
-@pytest.fixture(params=["sqlite"])
+@pytest.fixture(params=["sqlite", "postgres"])
 async def registry(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Registry]:
-    reg = SQLiteRegistry(tmp_path / "reg.db")
+    reg: Registry
+    if request.param == "postgres":
+        server: PostgresServer = request.getfixturevalue("postgres_server")
+        postgres = PostgresRegistry(server.new_database())
+        await postgres.upgrade()
+        reg = postgres
+    else:
+        reg = SQLiteRegistry(tmp_path / "reg.db")
     await reg.open()
     yield reg
     await reg.close()

@@ -141,6 +141,13 @@ async def healthz(request: web.Request) -> web.Response:
     return web.json_response({"status": "ok"})
 
 
+async def readyz(request: web.Request) -> web.Response:
+    """Readiness for a load balancer: the registry answers with the schema this node knows,
+    and the node is not draining. Failures are 503 error bodies."""
+    await _service(request).ready()
+    return web.json_response({"status": "ready"})
+
+
 async def method_not_allowed(request: web.Request) -> web.Response:
     raise errors.MethodNotAllowed()
 
@@ -154,4 +161,4 @@ def add_routes(app: web.Application) -> None:
     app.router.add_post("/api/file/{handle}/remove", remove_handler)
     app.router.add_get("/api/file/{handle}/metadata", metadata_handler)
     app.router.add_get("/healthz", healthz)
-    app.router.add_get("/readyz", healthz)
+    app.router.add_get("/readyz", readyz)

@@ -12,8 +12,9 @@ from aiohttp.abc import AbstractAccessLogger, BaseRequest, StreamResponse
 from stowage.config import Settings
 from stowage.core.service import Stowage
 from stowage.http import api, cdn
+from stowage.http.drain import Drain
 from stowage.http.errors import error_middleware
-from stowage.registry.sqlite import SQLiteRegistry
+from stowage.registry import build_registry
 
 log = logging.getLogger("stowage")
 
@@ -37,7 +38,7 @@ class AccessLogger(AbstractAccessLogger):
 
 
 def build_service(settings: Settings) -> Stowage:
-    return Stowage(settings, SQLiteRegistry(settings.registry_path))
+    return Stowage(settings, build_registry(settings))
 
 
 def api_app(service: Stowage) -> web.Application:
@@ -58,21 +59,29 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
     service = build_service(settings)
     await service.start()
     runners: list[web.AppRunner] = []
+    drain = Drain()
     access = {"access_log_class": AccessLogger} if settings.access_log else {"access_log": None}
     try:
         origins = [(api_app(service), settings.port)]
         if settings.cdn_port:
             origins.append((cdn_app(service), settings.cdn_port))
         for app, port in origins:
-            runner = web.AppRunner(app, handle_signals=False, **access)  # type: ignore[arg-type]
+            app.middlewares.append(drain.middleware)
+            runner = web.AppRunner(
+                app,
+                handle_signals=False,
+                shutdown_timeout=settings.shutdown_timeout,
+                **access,  # type: ignore[arg-type]
+            )
             await runner.setup()
             await web.TCPSite(runner, settings.host, port, reuse_address=True).start()
             runners.append(runner)
         log.info("stowage serving API on %s and CDN on %s", settings.api_url(), settings.cdn_url())
         await _until_stopped(ready)
     finally:
-        for runner in runners:
-            await runner.cleanup()
+        # Drain: /readyz fails, listeners close, in-flight requests get shutdown_timeout.
+        service.draining = True
+        await drain.stop(runners, settings.shutdown_timeout)
         await service.close()
 
 

@@ -95,6 +95,12 @@ class SQLiteRegistry:
             self._read_conn.close()
         self._writer.shutdown(wait=True)
 
+    async def ping(self) -> None:
+        try:
+            self._rows("SELECT 1")
+        except (sqlite3.Error, AssertionError) as exc:
+            raise errors.RegistryUnavailable(f"SQLite does not answer: {exc}") from exc
+
     async def _write(self, fn: Callable[[], T]) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._writer, fn)
 

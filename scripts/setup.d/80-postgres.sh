@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# PostgreSQL (registry tests, multi-node tests) and nginx (the multi-node load balancer),
+# from Debian's packages, plus the asyncpg driver in the project venv. The tests start
+# their own throwaway cluster and nginx on loopback ports; the packaged services are
+# left stopped.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+missing=()
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+[ -x /usr/sbin/nginx ] || missing+=(nginx-light)
+if [ ${#missing[@]} -gt 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null 2>&1 \
+    || { apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}"; }
+  if command -v systemctl >/dev/null 2>&1; then
+    systemctl disable --now nginx postgresql >/dev/null 2>&1 || true
+  fi
+fi
+
+if ! .venv/bin/python -c "import asyncpg" 2>/dev/null; then
+  flock /tmp/stowage-pip.lock .venv/bin/pip install --quiet "asyncpg>=0.29"
+fi

@@ -1,0 +1,237 @@
+"""Three real ``stowage serve`` nodes on one PostgreSQL and one S3 server, behind nginx.
+
+PostgreSQL comes from ``tests/servers/fx_postgres.py``, S3 from moto
+(``tests/servers/fx_s3.py``), nginx from Debian (``scripts/setup.d/80-postgres.sh``).
+nginx runs ``deploy/nginx/stowage.conf``, the file the deployment guide shows, with its
+loopback addresses rewritten to the ports picked here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.servers.fx_postgres import PostgresServer
+from tests.servers.fx_s3 import S3Endpoint, make_bucket
+
+ROOT = Path(__file__).resolve().parents[2]
+NGINX_CONF = ROOT / "deploy" / "nginx" / "stowage.conf"
+BUCKET = "stowage-multinode"
+PENDING_GRACE = 3.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def wait_listening(port: int, proc: subprocess.Popen[bytes], log: Path, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"exited with {proc.returncode}: {log.read_text()}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on {port} after {timeout}s: {log.read_text()}")
+
+
+@dataclass
+class Node:
+    name: str
+    folder: Path
+    env: dict[str, str]
+    port: int = field(default_factory=free_port)
+    cdn_port: int = field(default_factory=free_port)
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def api(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def log(self) -> Path:
+        return self.folder / f"{self.name}.log"
+
+    def start(self) -> None:
+        cmd = [sys.executable, "-m", "stowage", "--data-dir", str(self.folder / self.name)]
+        cmd += ["serve", "--port", str(self.port), "--cdn-port", str(self.cdn_port)]
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=self.env)
+        wait_listening(self.port, self.proc, self.log, 30)
+        wait_listening(self.cdn_port, self.proc, self.log, 30)
+
+    def kill(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def stop(self) -> int:
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                return self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        return self.proc.returncode
+
+
+@dataclass
+class Nginx:
+    folder: Path
+    api_port: int = field(default_factory=free_port)
+    cdn_port: int = field(default_factory=free_port)
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def api(self) -> str:
+        return f"http://127.0.0.1:{self.api_port}"
+
+    @property
+    def cdn(self) -> str:
+        return f"http://127.0.0.1:{self.cdn_port}"
+
+    def start(self, nodes: list[Node]) -> None:
+        ports = {8080: self.api_port, 8081: self.cdn_port}
+        for i, node in enumerate(nodes, start=1):
+            ports[8080 + 100 * i] = node.port
+            ports[8081 + 100 * i] = node.cdn_port
+        (self.folder / "stowage.conf").write_text(render(NGINX_CONF.read_text(), ports))
+        (self.folder / "nginx.conf").write_text(_main_conf(self.folder))
+        log = self.folder / "error.log"
+        self.proc = subprocess.Popen(
+            ["/usr/sbin/nginx", "-p", str(self.folder), "-c", str(self.folder / "nginx.conf")],
+            stdout=log.open("ab"),
+            stderr=subprocess.STDOUT,
+        )
+        wait_listening(self.api_port, self.proc, log, 15)
+        wait_listening(self.cdn_port, self.proc, log, 15)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGQUIT)  # graceful: finish requests, then exit
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+
+def render(conf: str, ports: dict[int, int]) -> str:
+    """The committed config with each 127.0.0.1:<port> replaced by the test's port."""
+
+    def swap(match: re.Match[str]) -> str:
+        port = int(match[1])
+        if port not in ports:
+            raise AssertionError(f"deploy/nginx/stowage.conf has an unexpected address :{port}")
+        return f"127.0.0.1:{ports[port]}"
+
+    return re.sub(r"127\.0\.0\.1:(\d+)", swap, conf)
+
+
+def _main_conf(folder: Path) -> str:
+    return f"""
+daemon off;
+worker_processes 2;
+pid {folder}/nginx.pid;
+error_log {folder}/error.log warn;
+events {{ worker_connections 1024; }}
+http {{
+    client_body_temp_path {folder}/tmp/body;
+    proxy_temp_path {folder}/tmp/proxy;
+    fastcgi_temp_path {folder}/tmp/fastcgi;
+    uwsgi_temp_path {folder}/tmp/uwsgi;
+    scgi_temp_path {folder}/tmp/scgi;
+    include {folder}/stowage.conf;
+}}
+"""
+
+
+@dataclass
+class Cluster:
+    nodes: list[Node]
+    lb: Nginx
+    dsn: str
+    s3: S3Endpoint
+    key: str
+    secret: str
+    env: dict[str, str]
+
+    def cli(self, *args: str) -> str:
+        out = subprocess.run(
+            [sys.executable, "-m", "stowage", "--data-dir", str(self.nodes[0].folder), *args],
+            check=True,
+            capture_output=True,
+            text=True,
+            env=self.env,
+        )
+        return out.stdout
+
+    def stop(self) -> None:
+        self.lb.stop()
+        for node in self.nodes:
+            if node.proc is not None and node.proc.poll() is None:
+                node.stop()
+
+
+def start_cluster(postgres: PostgresServer, moto: S3Endpoint) -> Cluster:
+    folder = Path(tempfile.mkdtemp(prefix="stowage-multinode-"))
+    folder.chmod(0o755)  # nginx workers run as an unprivileged user
+    (folder / "tmp").mkdir()
+    (folder / "tmp").chmod(0o777)
+    s3 = S3Endpoint(moto.url, moto.access_key, moto.secret_key, BUCKET)
+    make_bucket(s3)
+    dsn = postgres.new_database()
+    lb = Nginx(folder)
+    env = {
+        **os.environ,
+        "STOWAGE_REGISTRY_URL": dsn,
+        "STOWAGE_DEFAULT_STORAGE": json.dumps(s3.config()),
+        "STOWAGE_API_PUBLIC_URL": f"{lb.api}/api",
+        "STOWAGE_CDN_PUBLIC_URL": lb.cdn,
+        "STOWAGE_PENDING_GRACE_SECONDS": str(PENDING_GRACE),
+        "STOWAGE_FETCH_ALLOW_PRIVATE": "true",
+        "STOWAGE_SHUTDOWN_TIMEOUT": "30",
+    }
+    nodes = [Node(f"node{i}", folder, env) for i in range(1, 4)]
+    cluster = Cluster(nodes, lb, dsn, s3, "", "", env)
+    cluster.cli("db", "upgrade")
+    created: dict[str, Any] = json.loads(cluster.cli("apps", "create", "--json"))
+    cluster.key, cluster.secret = created["api_key"], created["secret"]
+    try:
+        for node in nodes:
+            node.start()
+        lb.start(nodes)
+    except BaseException:
+        cluster.stop()
+        raise
+    return cluster
+
+
+@pytest.fixture(scope="module")
+def cluster(postgres_server: PostgresServer, moto_endpoint: S3Endpoint) -> Iterator[Cluster]:
+    running = start_cluster(postgres_server, moto_endpoint)
+    try:
+        yield running
+    finally:
+        running.stop()
+        shutil.rmtree(running.lb.folder, ignore_errors=True)

@@ -1,0 +1,184 @@
+"""PostgreSQL registry beyond the shared contract: migrations, schema checks, and the
+cross-node rules, with several registry instances (one per "node") on one database."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from stowage import errors
+from stowage.config import Settings
+from stowage.core.service import Stowage
+from stowage.registry import build_registry, migrate
+from stowage.registry.base import App, FileRecord
+from stowage.registry.postgres import PostgresRegistry
+from tests.servers.fx_postgres import PostgresServer
+
+H = "H" * 20
+
+
+@pytest.fixture
+def dsn(postgres_server: PostgresServer) -> str:
+    return postgres_server.new_database()
+
+
+@pytest.fixture
+async def nodes(dsn: str) -> AsyncIterator[list[PostgresRegistry]]:
+    """Three registries on one database, like three nodes."""
+    await PostgresRegistry(dsn).upgrade()
+    regs = [PostgresRegistry(dsn, pool_size=4, lock_pool_size=4) for _ in range(3)]
+    for reg in regs:
+        await reg.open()
+    yield regs
+    for reg in regs:
+        await reg.close()
+
+
+def record(handle: str = H, **changes: object) -> FileRecord:
+    base = FileRecord(H, "app1", "S3", "local", "default", "k", "f.txt", "text/plain")
+    fields = {"handle": handle, "key": f"k-{handle}", "uploaded": time.time() * 1000}
+    return base.with_(**{**fields, **changes})
+
+
+async def test_open_refuses_a_database_without_schema(dsn: str) -> None:
+    with pytest.raises(errors.SchemaMismatch, match="stowage db upgrade"):
+        await PostgresRegistry(dsn).open()
+
+
+async def test_upgrade_applies_every_migration_once(dsn: str) -> None:
+    reg = PostgresRegistry(dsn)
+    applied = await reg.upgrade()
+    assert applied == [m.name for m in migrate.migrations()]
+    assert await reg.upgrade() == []
+    assert await reg.schema_version() == migrate.latest()
+    await reg.open()
+    await reg.ping()
+    await reg.close()
+
+
+async def test_concurrent_upgrades_from_many_nodes(dsn: str) -> None:
+    results = await asyncio.gather(*(PostgresRegistry(dsn).upgrade() for _ in range(4)))
+    assert sorted(len(r) for r in results) == [0, 0, 0, len(migrate.migrations())]
+
+
+async def test_a_newer_schema_is_refused(dsn: str, postgres_server: PostgresServer) -> None:
+    reg = PostgresRegistry(dsn)
+    await reg.upgrade()
+    postgres_server.psql(
+        "INSERT INTO stowage_schema (version, name) VALUES (999, '0999_future.sql')",
+        dsn.rsplit("/", 1)[-1],
+    )
+    with pytest.raises(errors.SchemaMismatch, match="newer than this node knows"):
+        await reg.open()
+    with pytest.raises(errors.SchemaMismatch):
+        await reg.upgrade()
+
+
+async def test_unreachable_database_is_registry_unavailable(
+    postgres_server: PostgresServer,
+) -> None:
+    dsn = f"postgresql://stowage@127.0.0.1:{_closed_port()}/postgres"
+    with pytest.raises(errors.RegistryUnavailable):
+        await PostgresRegistry(dsn).open()
+
+
+async def test_handle_lock_serialises_across_nodes(nodes: list[PostgresRegistry]) -> None:
+    inside: list[int] = []
+    overlaps: list[int] = []
+
+    async def worker(reg: PostgresRegistry) -> None:
+        async with reg.handle_lock(H):
+            inside.append(1)
+            overlaps.append(len(inside))
+            await asyncio.sleep(0.02)
+            inside.pop()
+
+    await asyncio.gather(*(worker(nodes[i % 3]) for i in range(12)))
+    assert overlaps == [1] * 12
+
+
+async def test_other_handles_are_not_blocked(nodes: list[PostgresRegistry]) -> None:
+    async with nodes[0].handle_lock(H):
+        async with asyncio.timeout(2):
+            async with nodes[1].handle_lock("X" * 20):
+                pass
+
+
+async def test_a_cancelled_holder_releases_the_lock(nodes: list[PostgresRegistry]) -> None:
+    held = asyncio.Event()
+
+    async def holder() -> None:
+        async with nodes[0].handle_lock(H):
+            held.set()
+            await asyncio.sleep(3600)
+
+    task = asyncio.create_task(holder())
+    await held.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    async with asyncio.timeout(5):
+        async with nodes[1].handle_lock(H):
+            pass
+
+
+async def test_same_delete_on_every_node_succeeds_once(nodes: list[PostgresRegistry]) -> None:
+    for i in range(20):
+        handle = f"{i:020d}"
+        await nodes[0].reserve(record(handle))
+        await nodes[0].commit(record(handle))
+        results = await asyncio.gather(*(reg.delete(handle) for reg in nodes for _ in range(3)))
+        assert results.count(True) == 1
+
+
+async def test_an_older_version_never_replaces_a_newer_one(
+    nodes: list[PostgresRegistry],
+) -> None:
+    await nodes[0].reserve(record())
+    await nodes[0].commit(record())
+    assert await nodes[1].update(record(size=3, version=3)) is True
+    assert await nodes[2].update(record(size=2, version=2)) is False
+    got = await nodes[0].get(H)
+    assert got is not None and (got.size, got.version) == (3, 3)
+
+
+async def test_key_claimed_once_across_nodes(nodes: list[PostgresRegistry]) -> None:
+    async def claim(i: int) -> bool:
+        try:
+            await nodes[i % 3].reserve(record(f"{i:020d}", key="same"))
+            return True
+        except errors.KeyInUse:
+            return False
+
+    assert (await asyncio.gather(*(claim(i) for i in range(9)))).count(True) == 1
+
+
+async def test_start_up_recovery_spares_young_pending_rows(dsn: str, tmp_path: Path) -> None:
+    await PostgresRegistry(dsn).upgrade()
+    settings = Settings(data_dir=tmp_path, registry_url=dsn, pending_grace_seconds=600)
+    service = Stowage(settings, build_registry(settings))
+    await service.start()
+    try:
+        await service.registry.create_app(App("app1", "secret"))
+        live = record("L" * 20)
+        abandoned = record("A" * 20, uploaded=(time.time() - 3600) * 1000)
+        await service.registry.reserve(live)
+        await service.registry.reserve(abandoned)
+        assert await service.recover() >= 1
+        left = [r.handle for r in await service.registry.pending(older_than=time.time() + 1)]
+        assert left == [live.handle]
+    finally:
+        await service.close()
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
