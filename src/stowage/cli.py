@@ -71,6 +71,7 @@ def _run(job: Awaitable[T]) -> T:
 @click.option("--cdn-port", type=int, help="CDN port (default 8081).")
 @click.option("--api-public-url", help="Public API root used in links.")
 @click.option("--cdn-public-url", help="Public CDN root used in links.")
+@click.option("--workers", type=int, help="Worker processes (default 1; 0: one per core).")
 @click.pass_context
 def serve(ctx: click.Context, **options: Any) -> None:
     """Serve the API and CDN origins."""
@@ -79,7 +80,10 @@ def serve(ctx: click.Context, **options: Any) -> None:
         level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
     )
     from stowage.http.app import serve as run_server
+    from stowage.http.workers import serve_workers, worker_count
 
+    if worker_count(settings) > 1:
+        raise SystemExit(serve_workers(settings, _run))
     _run(run_server(settings))
 
 

@@ -107,6 +107,11 @@ class Settings:
     cdn_max_age: int = _setting(
         31_536_000, "Cache-Control max-age of CDN responses for apps without security."
     )
+    workers: int = _setting(
+        1,
+        "Worker processes serving the API and CDN ports (SO_REUSEPORT); 0: one per CPU core. "
+        "Start-up recovery runs once, in the parent, before any worker accepts a request.",
+    )
     access_log: bool = _setting(True, "Write an access log line per request (no query strings).")
     log_level: str = _setting("INFO", "Log level: DEBUG, INFO, WARNING, ERROR.")
 

@@ -89,9 +89,11 @@ class Stowage:
         self.draining = False  # set on SIGTERM: /readyz fails while requests drain
 
     # -- lifecycle -------------------------------------------------------------
-    async def start(self) -> None:
+    async def start(self, recover: bool = True) -> None:
+        """``recover=False`` for worker processes: their parent recovered before forking."""
         await self.registry.open()
-        await self.recover()
+        if recover:
+            await self.recover()
         await self.events.start()
 
     async def close(self) -> None:

@@ -55,9 +55,15 @@ def cdn_app(service: Stowage) -> web.Application:
     return app
 
 
-async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
+async def serve(
+    settings: Settings,
+    ready: asyncio.Event | None = None,
+    *,
+    recover: bool = True,
+    reuse_port: bool = False,
+) -> None:
     service = build_service(settings)
-    await service.start()
+    await service.start(recover=recover)
     runners: list[web.AppRunner] = []
     drain = Drain()
     access = {"access_log_class": AccessLogger} if settings.access_log else {"access_log": None}
@@ -74,7 +80,10 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
                 **access,  # type: ignore[arg-type]
             )
             await runner.setup()
-            await web.TCPSite(runner, settings.host, port, reuse_address=True).start()
+            site = web.TCPSite(
+                runner, settings.host, port, reuse_address=True, reuse_port=reuse_port or None
+            )
+            await site.start()
             runners.append(runner)
         log.info("stowage serving API on %s and CDN on %s", settings.api_url(), settings.cdn_url())
         await _until_stopped(ready)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from stowage import errors
+from stowage.registry import locks
 from stowage.registry.base import App, FileRecord
 
 T = TypeVar("T")
@@ -72,6 +73,7 @@ class SQLiteRegistry:
     # -- lifecycle -------------------------------------------------------------
     async def open(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        (self.path.parent / "locks").mkdir(exist_ok=True)
         await self._write(self._open_writer)
         self._read_conn = self._connect()
 
@@ -230,11 +232,12 @@ class SQLiteRegistry:
     # -- locking ---------------------------------------------------------------
     @asynccontextmanager
     async def handle_lock(self, handle: str) -> AsyncIterator[None]:
-        # One process owns a SQLite registry, so an in-process lock is enough.
+        # Worker processes share the registry: the file lock serialises them; the
+        # in-process lock first keeps one waiter per handle per process polling it.
         lock, users = self._locks.get(handle, (asyncio.Lock(), 0))
         self._locks[handle] = (lock, users + 1)
         try:
-            async with lock:
+            async with lock, locks.file_lock(self.path.parent / "locks", handle):
                 yield
         finally:
             lock, users = self._locks[handle]

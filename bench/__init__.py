@@ -1,0 +1,1 @@
+"""Performance benchmark: Stowage against nginx and OpenStack Swift (scripts/bench)."""

@@ -1,0 +1,598 @@
+"""The scenarios of issue 5. Each runs its servers in alternating order, round after
+round (A B C, B C A, C A B, ...) so that the machine's drift falls on every server
+alike, and reports medians as ``Row``s."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import statistics
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench import load
+from bench.servers import BenchSwift, Nginx, Stowage
+
+MiB = 1024 * 1024
+HASH_TOOLS = ("md5sum", "sha1sum", "sha224sum", "sha256sum", "sha384sum", "sha512sum")
+
+
+@dataclass
+class Row:
+    id: str
+    scenario: str
+    unit: str
+    stowage: float | None
+    nginx: float | None = None
+    swift: float | None = None
+    reference: float | None = None
+    reference_label: str = ""
+    target: str = ""
+    met: bool | None = None
+    peak_rss_mib: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Sizes:
+    big: int  # the "1 GiB" file
+    multipart: int  # the "10 MiB" upload
+    wrk_seconds: float
+    rounds: int
+    slow_count: int
+    slow_hold: float
+    s3_big: int
+
+    @classmethod
+    def full(cls) -> Sizes:
+        return cls(1024 * MiB, 10 * MiB, 5, 3, 1000, 10, 256 * MiB)
+
+    @classmethod
+    def quick(cls) -> Sizes:
+        return cls(32 * MiB, 10 * MiB, 1, 1, 100, 3, 8 * MiB)
+
+
+@dataclass
+class Context:
+    tmp: Path
+    sizes: Sizes
+    stowage: Stowage
+    nginx: Nginx
+    swift: BenchSwift
+    key: str = ""
+    secret: str = ""
+    files: dict[str, Path] = field(default_factory=dict)
+    handles: dict[str, str] = field(default_factory=dict)
+    token: str = ""
+    boundary: str = "stowagebenchboundary7d1a"
+
+    def stowage_file(self, name: str) -> str:
+        return f"{self.stowage.url}/api/file/{self.handles[name]}"
+
+    def swift_headers(self) -> dict[str, str]:
+        return {"X-Auth-Token": self.token}
+
+
+def alternate(rounds: int, runs: dict[str, Callable[[], float]]) -> dict[str, list[float]]:
+    names = list(runs)
+    out: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(rounds):
+        shift = r % len(names)
+        for name in names[shift:] + names[:shift]:
+            out[name].append(runs[name]())
+    return out
+
+
+def median(values: list[float]) -> float:
+    return float(statistics.median(values))
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b else None
+
+
+def _peak(ctx: Context, fn: Callable[[], Row]) -> Row:
+    ctx.stowage.reset_peak()
+    before, _ = ctx.stowage.rss_mib()
+    row = fn()
+    _, peak = ctx.stowage.rss_mib()
+    row.peak_rss_mib = round(peak, 1)
+    row.extra["rss_before_mib"] = round(before, 1)
+    row.extra["rss_growth_mib"] = round(peak - before, 1)
+    return row
+
+
+# -- preparation -------------------------------------------------------------------------
+
+
+def prepare(ctx: Context) -> None:
+    files = ctx.files
+    files["small"] = _random_file(ctx.tmp / "f1k", 1024)
+    files["big"] = _random_file(ctx.tmp / "fbig", ctx.sizes.big)
+    files["multipart"] = _random_file(ctx.tmp / "fmid", ctx.sizes.multipart)
+    files["form"] = _multipart_body(ctx, files["multipart"])
+    files["s3big"] = _random_file(ctx.tmp / "fs3", ctx.sizes.s3_big)
+    ctx.key, ctx.secret = ctx.stowage.create_app()
+    ctx.token = ctx.swift.get_token()
+    ctx.swift.request("PUT", "bench")
+    for name in ("small", "big"):
+        target = ctx.nginx.www / files[name].name
+        target.hardlink_to(files[name])
+        ctx.handles[name] = _stowage_store(ctx, files[name])
+        status, *_ = load.curl(
+            f"{ctx.swift.storage_url}/bench/{files[name].name}",
+            method="PUT",
+            upload=files[name],
+            headers=ctx.swift_headers(),
+        )
+        assert status == 201, status
+
+
+def _random_file(path: Path, size: int) -> Path:
+    with path.open("wb") as out:
+        block = _block()
+        for offset in range(0, size, len(block)):
+            out.write(block[: size - offset])
+    return path
+
+
+def _block() -> bytes:
+    return os.urandom(MiB)
+
+
+def _multipart_body(ctx: Context, source: Path) -> Path:
+    path = ctx.tmp / "form.body"
+    with path.open("wb") as out:
+        out.write(
+            f'--{ctx.boundary}\r\nContent-Disposition: form-data; name="fileUpload"; '
+            'filename="upload.bin"\r\nContent-Type: application/octet-stream\r\n\r\n'.encode()
+        )
+        out.write(source.read_bytes())
+        out.write(f"\r\n--{ctx.boundary}--\r\n".encode())
+    return path
+
+
+def _stowage_store(ctx: Context, path: Path) -> str:
+    status, _, _, body = load.curl(
+        f"{ctx.stowage.url}/api/store/S3?key={ctx.key}&filename={path.name}",
+        method="POST",
+        upload=path,
+        headers={"Content-Type": "application/octet-stream"},
+    )
+    assert status == 200, body
+    return str(json.loads(body)["handle"])
+
+
+def _stowage_delete(ctx: Context, handle: str) -> None:
+    status, *_ = load.curl(
+        f"{ctx.stowage.url}/api/file/{handle}?key={ctx.key}",
+        method="DELETE",
+        headers={"Authorization": _basic(ctx.secret)},
+    )
+    assert status == 200, status
+
+
+def _basic(secret: str) -> str:
+    return "Basic " + base64.b64encode(f"app:{secret}".encode()).decode()
+
+
+# -- (1) GET 1 KiB -----------------------------------------------------------------------
+
+
+def get_small(ctx: Context) -> list[Row]:
+    p99s: dict[str, list[float]] = {"stowage": [], "nginx": [], "swift": []}
+
+    def run(name: str, url: str, headers: dict[str, str] | None = None) -> Callable[[], float]:
+        def go() -> float:
+            res = load.wrk(url, seconds=ctx.sizes.wrk_seconds, connections=50, headers=headers)
+            _no_errors(name, res)
+            p99s[name].append(res.p99_ms)
+            return res.rps
+
+        return go
+
+    def measure() -> Row:
+        rates = alternate(
+            ctx.sizes.rounds,
+            {
+                "stowage": run("stowage", ctx.stowage_file("small")),
+                "nginx": run("nginx", f"{ctx.nginx.url}/f1k"),
+                "swift": run("swift", f"{ctx.swift.storage_url}/bench/f1k", ctx.swift_headers()),
+            },
+        )
+        s, n, w = (median(rates[k]) for k in ("stowage", "nginx", "swift"))
+        p99 = {k: median(v) for k, v in p99s.items()}
+        return Row(
+            "1",
+            "GET 1 KiB by handle, 50 connections",
+            "req/s",
+            s,
+            n,
+            w,
+            target=">= 0.10x nginx and >= 3x Swift",
+            met=s >= 0.10 * n and s >= 3 * w,
+            extra={"p99_ms": p99, "runs": rates},
+        )
+
+    row = _peak(ctx, measure)
+    p99 = row.extra["p99_ms"]
+    latency = Row(
+        "1",
+        "  p99 latency of the above",
+        "ms",
+        p99["stowage"],
+        p99["nginx"],
+        p99["swift"],
+    )
+    return [row, latency]
+
+
+def _no_errors(name: str, res: load.WrkResult) -> None:
+    if res.errors:
+        raise RuntimeError(f"{name}: {res.errors} errors in {res.requests} requests")
+
+
+# -- (2) GET 1 GiB, (3) Range ------------------------------------------------------------
+
+
+def get_big(ctx: Context) -> list[Row]:
+    size = ctx.sizes.big
+
+    def run(url: str, headers: dict[str, str] | None = None) -> Callable[[], float]:
+        def go() -> float:
+            status, got, seconds, _ = load.curl(url, headers=headers)
+            assert status == 200 and got == size, (status, got)
+            return size / seconds / 1e6
+
+        return go
+
+    def measure() -> Row:
+        rates = alternate(
+            ctx.sizes.rounds,
+            {
+                "stowage": run(ctx.stowage_file("big")),
+                "nginx": run(f"{ctx.nginx.url}/fbig"),
+                "swift": run(f"{ctx.swift.storage_url}/bench/fbig", ctx.swift_headers()),
+            },
+        )
+        s, n, w = (median(rates[k]) for k in ("stowage", "nginx", "swift"))
+        return Row(
+            "2",
+            f"GET {_size(size)} file, 1 stream (curl)",
+            "MB/s",
+            s,
+            n,
+            w,
+            target=">= 0.90x nginx",
+            met=s >= 0.9 * n,
+            extra={"runs": rates},
+        )
+
+    return [_peak(ctx, measure)]
+
+
+def get_range(ctx: Context) -> list[Row]:
+    middle = ctx.sizes.big // 2
+    span = {"Range": f"bytes={middle}-{middle + MiB - 1}"}
+
+    def run(url: str, headers: dict[str, str] | None = None) -> Callable[[], float]:
+        def go() -> float:
+            res = load.wrk(
+                url,
+                seconds=ctx.sizes.wrk_seconds,
+                connections=8,
+                headers={**span, **(headers or {})},
+            )
+            _no_errors(url, res)
+            return res.rps
+
+        return go
+
+    def measure() -> Row:
+        rates = alternate(
+            ctx.sizes.rounds,
+            {
+                "stowage": run(ctx.stowage_file("big")),
+                "nginx": run(f"{ctx.nginx.url}/fbig"),
+                "swift": run(f"{ctx.swift.storage_url}/bench/fbig", ctx.swift_headers()),
+            },
+        )
+        s, n, w = (median(rates[k]) for k in ("stowage", "nginx", "swift"))
+        return Row(
+            "3",
+            f"Range GET 1 MiB in the middle of {_size(ctx.sizes.big)}, 8 connections",
+            "req/s",
+            s,
+            n,
+            w,
+            target=">= 0.50x nginx",
+            met=s >= 0.5 * n,
+            extra={"runs": rates},
+        )
+
+    return [_peak(ctx, measure)]
+
+
+# -- (4) store 1 GiB, (5) store 1 KiB, (6) multipart -------------------------------------
+
+
+def store_big(ctx: Context) -> list[Row]:
+    big = ctx.files["big"]
+    size = ctx.sizes.big
+
+    def stowage() -> float:
+        started = time.perf_counter()
+        handle = _stowage_store(ctx, big)
+        seconds = time.perf_counter() - started
+        _stowage_delete(ctx, handle)
+        return size / seconds / 1e6
+
+    def nginx() -> float:
+        status, _, seconds, _ = load.curl(f"{ctx.nginx.url}/up/big", method="PUT", upload=big)
+        assert status in (201, 204), status
+        (ctx.nginx.www / "up" / "big").unlink()
+        return size / seconds / 1e6
+
+    def swift() -> float:
+        url = f"{ctx.swift.storage_url}/bench/upload-big"
+        status, _, seconds, _ = load.curl(
+            url, method="PUT", upload=big, headers=ctx.swift_headers()
+        )
+        assert status == 201, status
+        ctx.swift.request("DELETE", "bench/upload-big")
+        return size / seconds / 1e6
+
+    def disk() -> float:
+        out = ctx.tmp / "dd.out"
+        started = time.perf_counter()
+        subprocess.run(
+            ["dd", f"if={big}", f"of={out}", "bs=1M", "conv=fsync", "status=none"], check=True
+        )
+        seconds = time.perf_counter() - started
+        out.unlink()
+        return size / seconds / 1e6
+
+    def measure() -> Row:
+        rates = alternate(
+            ctx.sizes.rounds, {"stowage": stowage, "nginx": nginx, "swift": swift, "disk": disk}
+        )
+        s, n, w, d = (median(rates[k]) for k in ("stowage", "nginx", "swift", "disk"))
+        return Row(
+            "4",
+            f"store {_size(size)} raw body, durable (fsync; nginx does not fsync)",
+            "MB/s",
+            s,
+            n,
+            w,
+            reference=d,
+            reference_label="disk: dd conv=fsync",
+            target=">= 0.50x nginx",
+            met=s >= 0.5 * n,
+            extra={"runs": rates},
+        )
+
+    row = _peak(ctx, measure)
+    growth = row.extra["rss_growth_mib"]
+    memory = Row(
+        "4",
+        "  peak RSS growth during the above",
+        "MiB",
+        growth,
+        target="< 64 MiB",
+        met=growth < 64,
+    )
+    return [row, memory]
+
+
+def store_small(ctx: Context) -> list[Row]:
+    small = ctx.files["small"]
+    octet = {"Content-Type": "application/octet-stream"}
+
+    def run(url: str, method: str, unique: bool, headers: dict[str, str]) -> Callable[[], float]:
+        def go() -> float:
+            res = load.wrk(
+                url,
+                seconds=ctx.sizes.wrk_seconds,
+                connections=16,
+                headers=headers,
+                body=small,
+                method=method,
+                unique=unique,
+                lua_dir=ctx.tmp,
+            )
+            _no_errors(url, res)
+            return res.rps
+
+        return go
+
+    def measure() -> Row:
+        tag = f"r{time.monotonic_ns()}-"
+        rates = alternate(
+            ctx.sizes.rounds,
+            {
+                "stowage": run(
+                    f"{ctx.stowage.url}/api/store/S3?key={ctx.key}", "POST", False, octet
+                ),
+                "nginx": run(f"{ctx.nginx.url}/up/s/{tag}", "PUT", True, octet),
+                "swift": run(
+                    f"{ctx.swift.storage_url}/bench/s/{tag}",
+                    "PUT",
+                    True,
+                    {**octet, **ctx.swift_headers()},
+                ),
+            },
+        )
+        s, n, w = (median(rates[k]) for k in ("stowage", "nginx", "swift"))
+        return Row(
+            "5",
+            "store 1 KiB raw body, a new file each, 16 connections (Stowage, Swift: fsync)",
+            "req/s",
+            s,
+            n,
+            w,
+            target=">= 2x Swift",
+            met=s >= 2 * w,
+            extra={"runs": rates},
+        )
+
+    return [_peak(ctx, measure)]
+
+
+def store_multipart(ctx: Context) -> list[Row]:
+    raw = ctx.files["multipart"]
+    size = ctx.sizes.multipart
+    form = {"Content-Type": f"multipart/form-data; boundary={ctx.boundary}"}
+
+    def run(
+        url: str, body: Path, method: str, headers: dict[str, str] | None = None
+    ) -> Callable[[], float]:
+        def go() -> float:
+            res = load.wrk(
+                url,
+                seconds=max(ctx.sizes.wrk_seconds, 2),
+                connections=4,
+                headers=headers,
+                body=body,
+                method=method,
+                lua_dir=ctx.tmp,
+            )
+            _no_errors(url, res)
+            return res.rps * size / 1e6
+
+        return go
+
+    def measure() -> Row:
+        rates = alternate(
+            ctx.sizes.rounds,
+            {
+                "stowage": run(
+                    f"{ctx.stowage.url}/api/store/S3?key={ctx.key}", ctx.files["form"], "POST", form
+                ),
+                "nginx": run(f"{ctx.nginx.url}/up/mid", raw, "PUT"),
+                "swift": run(f"{ctx.swift.storage_url}/bench/mid", raw, "PUT", ctx.swift_headers()),
+            },
+        )
+        s, n, w = (median(rates[k]) for k in ("stowage", "nginx", "swift"))
+        return Row(
+            "6",
+            f"multipart fileUpload {_size(size)}, 4 connections (nginx, Swift: raw PUT)",
+            "MB/s",
+            s,
+            n,
+            w,
+            target=">= 0.35x nginx raw PUT, memory flat",
+            extra={"runs": rates},
+        )
+
+    row = _peak(ctx, measure)
+    growth = row.extra["rss_growth_mib"]
+    row.met = row.stowage is not None and row.nginx is not None
+    row.met = row.met and row.stowage >= 0.35 * row.nginx and growth < 64  # type: ignore[operator]
+    return [row]
+
+
+# -- (7) hashes --------------------------------------------------------------------------
+
+
+def hashes(ctx: Context) -> list[Row]:
+    selectors = "&".join(f"{t.removesuffix('sum')}=true" for t in HASH_TOOLS)
+    url = f"{ctx.stowage_file('big')}/metadata?{selectors}"
+    big = ctx.files["big"]
+
+    def stowage() -> float:
+        started = time.perf_counter()
+        status, _, _, _ = load.curl(url)
+        assert status == 200, status
+        return time.perf_counter() - started
+
+    def tools() -> float:
+        started = time.perf_counter()
+        for tool in HASH_TOOLS:
+            subprocess.run([tool, str(big)], check=True, capture_output=True)
+        return time.perf_counter() - started
+
+    def measure() -> Row:
+        times = alternate(max(1, min(ctx.sizes.rounds, 2)), {"stowage": stowage, "tools": tools})
+        s, t = median(times["stowage"]), median(times["tools"])
+        return Row(
+            "7",
+            f"metadata with six hashes of {_size(ctx.sizes.big)}, one request",
+            "s",
+            s,
+            reference=t,
+            reference_label="md5sum..sha512sum in turn",
+            target="<= 0.7x the six tools",
+            met=s <= 0.7 * t,
+            extra={"runs": times},
+        )
+
+    return [_peak(ctx, measure)]
+
+
+# -- (8) slow downloads ------------------------------------------------------------------
+
+
+def slow(ctx: Context) -> list[Row]:
+    count, hold = ctx.sizes.slow_count, ctx.sizes.slow_hold
+    seconds = max(1.0, hold - 4)
+
+    def under_load(big_url: str, small_url: str) -> tuple[float, float, load.SlowResult]:
+        alone = load.wrk(small_url, seconds=seconds, connections=50).rps
+        connected = [0]
+        box: list[load.SlowResult] = []
+        thread = threading.Thread(
+            target=lambda: box.append(
+                asyncio.run(load.slow_downloads(big_url, count, hold, connected))
+            )
+        )
+        thread.start()
+        deadline = time.monotonic() + 3
+        while connected[0] < count and time.monotonic() < deadline and thread.is_alive():
+            time.sleep(0.05)
+        during = load.wrk(small_url, seconds=seconds, connections=50)
+        thread.join()
+        return alone, during.rps, box[0]
+
+    def measure() -> Row:
+        s_alone, s_during, s_slow = under_load(ctx.stowage_file("big"), ctx.stowage_file("small"))
+        n_alone, n_during, n_slow = under_load(f"{ctx.nginx.url}/fbig", f"{ctx.nginx.url}/f1k")
+        return Row(
+            "8",
+            f"GET 1 KiB rate while {count} slow downloads are held open {hold:g} s",
+            "req/s",
+            s_during,
+            n_during,
+            reference=s_alone,
+            reference_label="Stowage's own rate just before",
+            target="0 errors; >= 0.8x its own rate",
+            met=s_slow.errors == 0 and s_during >= 0.8 * s_alone,
+            extra={
+                "stowage_slow_errors": s_slow.errors,
+                "nginx_slow_errors": n_slow.errors,
+                "nginx_alone": n_alone,
+                "stowage_slow_bytes": s_slow.bytes_read,
+            },
+        )
+
+    row = _peak(ctx, measure)
+    errors = Row(
+        "8",
+        f"  errors among the {count} slow downloads",
+        "count",
+        row.extra["stowage_slow_errors"],
+        row.extra["nginx_slow_errors"],
+        target="0",
+        met=row.extra["stowage_slow_errors"] == 0,
+    )
+    return [row, errors]
+
+
+def _size(size: int) -> str:
+    return f"{size // (1024 * MiB)} GiB" if size >= 1024 * MiB else f"{size // MiB} MiB"

@@ -1,0 +1,44 @@
+"""aiohttp's ``FileResponse.prepare`` without its two thread hops per response.
+
+aiohttp stats and opens the file in the default executor, then closes it there too.
+For a 1 KiB download those hand-offs (and the GIL contention of the woken thread)
+cost more than the rest of the request (profile in the README's Performance section).
+Stowage has already stat'ed the same file on the loop thread a moment before (the
+inode is cached), and ``sendfile`` itself runs on the loop thread anyway, so this
+does the stat, open and close right there. Everything else, conditionals, ranges and
+``sendfile``, is aiohttp's own code. Relies on ``FileResponse`` internals of aiohttp 3.x
+(pinned ``<4``); tests/api's download, Range and conditional tests cover it.
+"""
+
+from __future__ import annotations
+
+from aiohttp import hdrs, web
+from aiohttp.abc import AbstractStreamWriter
+from aiohttp.web_fileresponse import _FileResponseResult
+
+
+async def prepare_on_loop(
+    response: web.FileResponse, request: web.BaseRequest
+) -> AbstractStreamWriter | None:
+    accept_encoding = request.headers.get(hdrs.ACCEPT_ENCODING, "").lower()
+    try:
+        result, fobj, st, encoding = response._make_response(request, accept_encoding)
+    except PermissionError:
+        response.set_status(403)
+        return await web.StreamResponse.prepare(response, request)
+    except OSError:
+        response.set_status(404)
+        return await web.StreamResponse.prepare(response, request)
+    if result is _FileResponseResult.NOT_ACCEPTABLE:
+        response.set_status(403)
+        return await web.StreamResponse.prepare(response, request)
+    if result is _FileResponseResult.PRE_CONDITION_FAILED:
+        return await response._precondition_failed(request)
+    if result is _FileResponseResult.NOT_MODIFIED:
+        etag = f"{st.st_mtime_ns:x}-{st.st_size:x}"
+        return await response._not_modified(request, etag, st.st_mtime)
+    assert fobj is not None
+    try:
+        return await response._prepare_open_file(request, fobj, st, encoding)
+    finally:
+        fobj.close()
