@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import secrets
 import sys
 import time
@@ -76,9 +75,11 @@ def _run(job: Awaitable[T]) -> T:
 def serve(ctx: click.Context, **options: Any) -> None:
     """Serve the API and CDN origins."""
     settings = _settings(ctx, **options)
-    logging.basicConfig(
-        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
-    )
+    from stowage.observe.logs import configure
+
+    if settings.log_format not in ("text", "json"):
+        raise click.UsageError("log_format must be text or json")
+    configure(settings.log_level, settings.log_format)
     from stowage.http.app import serve as run_server
     from stowage.http.workers import serve_workers, worker_count
 

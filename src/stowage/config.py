@@ -114,6 +114,11 @@ class Settings:
     )
     access_log: bool = _setting(True, "Write an access log line per request (no query strings).")
     log_level: str = _setting("INFO", "Log level: DEBUG, INFO, WARNING, ERROR.")
+    log_format: str = _setting(
+        "text",
+        "Log lines as `text` or `json` (one object per line with `request_id`; the access "
+        "log adds method, path without query, status and duration_ms).",
+    )
 
     @property
     def registry_path(self) -> Path:

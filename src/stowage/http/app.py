@@ -11,7 +11,7 @@ from aiohttp.abc import AbstractAccessLogger, BaseRequest, StreamResponse
 
 from stowage.config import Settings
 from stowage.core.service import Stowage
-from stowage.http import api, cdn
+from stowage.http import api, cdn, extras
 from stowage.http.drain import Drain
 from stowage.http.errors import error_middleware
 from stowage.registry import build_registry
@@ -20,9 +20,13 @@ log = logging.getLogger("stowage")
 
 
 class AccessLogger(AbstractAccessLogger):
-    """Path without the query string: policies and signatures travel there."""
+    """Path without the query string: policies and signatures travel there. Also feeds
+    the metrics, so it always runs; a disabled logger (``access_log`` off) writes nothing."""
 
     def log(self, request: BaseRequest, response: StreamResponse, time: float) -> None:
+        extras.record(request, response, time)
+        if self.logger.disabled:
+            return
         self.logger.info(
             "%s %s %s %s %.1fms",
             request.remote,
@@ -30,11 +34,19 @@ class AccessLogger(AbstractAccessLogger):
             request.path,
             response.status,
             time * 1000,
+            extra={
+                "remote": request.remote,
+                "method": request.method,
+                "path": request.path,
+                "status": response.status,
+                "duration_ms": round(time * 1000, 1),
+                "request_id": request.get(extras.RID, ""),
+            },
         )
 
     @property
     def enabled(self) -> bool:
-        return self.logger.isEnabledFor(logging.INFO)
+        return True
 
 
 def build_service(settings: Settings) -> Stowage:
@@ -42,16 +54,24 @@ def build_service(settings: Settings) -> Stowage:
 
 
 def api_app(service: Stowage) -> web.Application:
-    app = web.Application(middlewares=[error_middleware], client_max_size=1024**2)
+    app = web.Application(
+        middlewares=extras.middlewares(error_middleware),
+        client_max_size=1024**2,
+    )
     app[api.SERVICE] = service
     api.add_routes(app)
+    extras.add_api(app)
     return app
 
 
 def cdn_app(service: Stowage) -> web.Application:
-    app = web.Application(middlewares=[error_middleware], client_max_size=1024**2)
+    app = web.Application(
+        middlewares=extras.middlewares(error_middleware),
+        client_max_size=1024**2,
+    )
     app[api.SERVICE] = service
     cdn.add_routes(app)
+    extras.add_cdn(app)
     return app
 
 
@@ -66,7 +86,9 @@ async def serve(
     await service.start(recover=recover)
     runners: list[web.AppRunner] = []
     drain = Drain()
-    access = {"access_log_class": AccessLogger} if settings.access_log else {"access_log": None}
+    access_logger = logging.getLogger("aiohttp.access" if settings.access_log else "stowage.nolog")
+    access_logger.disabled = not settings.access_log
+    access = {"access_log_class": AccessLogger, "access_log": access_logger}
     try:
         origins = [(api_app(service), settings.port)]
         if settings.cdn_port:

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Swagger UI for /api/docs (tests/api/test_openapi.py checks the page is served locally).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+if ! command -v npm >/dev/null 2>&1; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null 2>&1 \
+    || { apt-get update -qq && apt-get install -y -qq --no-install-recommends nodejs npm; }
+fi
+scripts/vendor-web

@@ -1,0 +1,62 @@
+"""Listing an app's files, a page at a time. Listing is sensitive: it always needs
+a ``read`` or ``stat`` grant (without a handle restriction) or the app secret."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from stowage import errors
+from stowage.core import names
+from stowage.core.security import Credentials, Target
+from stowage.core.service import Stowage
+from stowage.registry.base import FileRecord
+
+MAX_LIMIT = 1000
+DEFAULT_LIMIT = 100
+
+
+@dataclass(frozen=True)
+class Page:
+    files: list[FileRecord]
+    next: str | None
+
+    def public(self) -> dict[str, Any]:
+        return {"files": [entry(r) for r in self.files], "next": self.next}
+
+
+def entry(record: FileRecord) -> dict[str, Any]:
+    return {
+        "handle": record.handle,
+        "filename": record.filename,
+        "size": record.size,
+        "mimetype": record.mimetype,
+        "uploaded": record.uploaded,
+        "location": record.location,
+        "provider": record.provider,
+        "container": record.container,
+        "key": record.key,
+    }
+
+
+def parse_limit(value: str | None) -> int:
+    if value is None or value == "":
+        return DEFAULT_LIMIT
+    if not value.isdigit() or not 1 <= int(value) <= MAX_LIMIT:
+        raise errors.InvalidParameter(
+            f"limit must be an integer from 1 to {MAX_LIMIT}", parameter="limit"
+        )
+    return int(value)
+
+
+async def list_files(
+    service: Stowage, api_key: str | None, creds: Credentials, after: str | None, limit: int
+) -> Page:
+    app = await service.app(api_key)
+    service._authorize(app, creds, ("read", "stat"), Target(), required=True)
+    if after and not names.is_handle(after):
+        raise errors.InvalidParameter("after must be a handle", parameter="after")
+    # One extra row tells whether there is a next page without a second query.
+    rows = await service.registry.list_files(app.api_key, after=after or None, limit=limit + 1)
+    page = rows[:limit]
+    return Page(page, page[-1].handle if len(rows) > limit else None)

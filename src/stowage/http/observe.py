@@ -1,0 +1,151 @@
+"""Request ids, metrics and the /metrics endpoint of the API origin.
+
+``observe_middleware`` is outermost: it names the request (``X-Request-Id``, a sane
+incoming one is kept) and counts requests in progress. ``record`` counts a request
+once its last byte is out (the access logger calls it, so sizes and durations are
+those of the whole response, sendfile included). ``provider_errors_middleware`` sits
+inside the error middleware and counts storage failures by code before they are rendered.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+
+from stowage import errors
+from stowage.http.api import SERVICE
+from stowage.observe import metrics
+from stowage.observe.logs import request_id
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+REQUEST_ID = "X-Request-Id"
+RID: web.RequestKey[str] = web.RequestKey("request_id", str)
+_SANE_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+UPLOAD_ROUTES = ("/api/store/", "/multipart/upload", "/multipart/start", "/multipart/complete")
+
+REGISTRY = metrics.Registry()
+REQUESTS = REGISTRY.add(
+    metrics.Counter("stowage_http_requests_total", "HTTP requests by route, method and status.")
+)
+LATENCY = REGISTRY.add(
+    metrics.Histogram(
+        "stowage_http_request_duration_seconds",
+        "Time from request to the last byte of the response, by route and method.",
+    )
+)
+BYTES_IN = REGISTRY.add(
+    metrics.Counter("stowage_http_request_bytes_total", "Request body bytes read, by route.")
+)
+BYTES_OUT = REGISTRY.add(
+    metrics.Counter("stowage_http_response_bytes_total", "Response bytes sent, by route.")
+)
+IN_FLIGHT = REGISTRY.add(metrics.Gauge("stowage_http_requests_in_flight", "Requests in progress."))
+UPLOADS = REGISTRY.add(
+    metrics.Gauge(
+        "stowage_uploads_in_progress",
+        "Uploads in progress (store, overwrite, multipart start/upload/complete requests).",
+    )
+)
+SESSIONS = REGISTRY.add(
+    metrics.Counter(
+        "stowage_upload_sessions_total",
+        "Multipart upload sessions by event (started, completed) and stores by outcome.",
+    )
+)
+PROVIDER_ERRORS = REGISTRY.add(
+    metrics.Counter(
+        "stowage_provider_errors_total", "Storage provider failures by error code and route."
+    )
+)
+WEBHOOK_QUEUE = REGISTRY.add(
+    metrics.Gauge(
+        "stowage_webhook_queue_depth", "Webhook deliveries waiting (pending or being delivered)."
+    )
+)
+
+
+def incoming_id(request: web.Request) -> str:
+    given = request.headers.get(REQUEST_ID, "")
+    return given if _SANE_ID.fullmatch(given) else uuid.uuid4().hex
+
+
+def route_of(request: web.Request) -> str:
+    info = request.match_info
+    if info.http_exception is not None or info.route.resource is None:
+        return "unmatched"
+    return info.route.resource.canonical
+
+
+def _is_upload(request: web.Request, route: str) -> bool:
+    writes = request.method == "POST" and route.startswith(UPLOAD_ROUTES)
+    return writes or (request.method == "POST" and route == "/api/file/{handle}")
+
+
+@web.middleware
+async def observe_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    rid = incoming_id(request)
+    request_id.set(rid)
+    request[RID] = rid
+    upload = _is_upload(request, route_of(request))
+    IN_FLIGHT.inc(1)
+    UPLOADS.inc(1 if upload else 0)
+    try:
+        return await handler(request)
+    finally:
+        IN_FLIGHT.inc(-1)
+        UPLOADS.inc(-1 if upload else 0)
+
+
+def record(request: web.BaseRequest, response: web.StreamResponse, seconds: float) -> None:
+    """Count a finished request (called by the access logger, once the last byte is out)."""
+    route = route_of(request) if isinstance(request, web.Request) else "unmatched"
+    method, status = request.method, response.status
+    REQUESTS.inc(route=route, method=method, status=str(status))
+    LATENCY.observe(seconds, route=route, method=method)
+    BYTES_IN.inc(request.content.total_bytes, route=route)
+    if response.body_length:
+        BYTES_OUT.inc(response.body_length, route=route)
+    if route.endswith("/multipart/start") and status == 200:
+        SESSIONS.inc(event="started")
+    elif route.endswith("/multipart/complete") and status == 200:
+        SESSIONS.inc(event="completed")
+
+
+@web.middleware
+async def provider_errors_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except errors.StorageError as exc:
+        PROVIDER_ERRORS.inc(code=exc.code, route=route_of(request))
+        raise
+
+
+async def add_request_id(request: web.Request, response: web.StreamResponse) -> None:
+    rid = request.get(RID)
+    if rid:
+        response.headers[REQUEST_ID] = rid
+
+
+async def metrics_handler(request: web.Request) -> web.Response:
+    await _webhook_depth(request.app[SERVICE].registry)
+    return web.Response(
+        text=REGISTRY.render(),
+        content_type="text/plain",
+        charset="utf-8",
+        headers={"Cache-Control": "no-store"},
+    )
+
+
+async def _webhook_depth(registry: object) -> None:
+    depth = getattr(registry, "webhook_queue_depth", None)  # optional registry ability
+    if depth is not None:
+        WEBHOOK_QUEUE.set(float(await depth()))
+
+
+def install(app: web.Application, *, metrics_route: bool) -> None:
+    app.on_response_prepare.append(add_request_id)
+    if metrics_route:
+        app.router.add_get("/metrics", metrics_handler)

@@ -1,0 +1,1 @@
+"""Metrics and structured logs: no HTTP here, the http layer feeds them."""
