@@ -182,3 +182,60 @@ def _closed_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
     return port
+
+
+async def test_exclusive_jobs_run_on_one_node_at_a_time(nodes: list[PostgresRegistry]) -> None:
+    async with nodes[0].exclusive("upload-sweep") as first:
+        assert first is True
+        for other in nodes[1:]:
+            async with other.exclusive("upload-sweep") as mine:
+                assert mine is False
+    async with nodes[2].exclusive("upload-sweep") as later:
+        assert later is True
+
+
+async def test_a_running_node_stays_ready_after_a_schema_upgrade(
+    dsn: str, postgres_server: PostgresServer
+) -> None:
+    reg = PostgresRegistry(dsn)
+    await reg.upgrade()
+    await reg.open()
+    try:
+        postgres_server.psql(
+            "INSERT INTO stowage_schema (version, name) VALUES (999, '0999_future.sql')",
+            dsn.rsplit("/", 1)[-1],
+        )
+        await reg.ping()  # rolling upgrade: the old node keeps serving
+        postgres_server.psql("DELETE FROM stowage_schema", dsn.rsplit("/", 1)[-1])
+        with pytest.raises(errors.SchemaMismatch, match="stowage db upgrade"):
+            await reg.ping()  # a schema behind the node (a restored old dump) is not ready
+    finally:
+        await reg.close()
+
+
+def test_serve_refuses_to_start_on_a_schema_it_does_not_know(dsn: str, tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "STOWAGE_REGISTRY_URL": dsn}
+    cmd = [sys.executable, "-m", "stowage", "--data-dir", str(tmp_path)]
+    serve = subprocess.run(
+        [*cmd, "serve", "--port", "0", "--cdn-port", "0"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert serve.returncode == 1
+    assert "SCHEMA_MISMATCH" in serve.stderr and "stowage db upgrade" in serve.stderr
+    upgrade = subprocess.run(
+        [*cmd, "db", "upgrade"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert upgrade.returncode == 0 and "applied 0001_initial.sql" in upgrade.stdout
+    version = subprocess.run(
+        [*cmd, "db", "version"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert (
+        version.stdout.strip() == f"schema {migrate.latest()}, this node needs {migrate.latest()}"
+    )

@@ -4,6 +4,9 @@
 ``stowage db upgrade``; ``stowage_schema`` records the version reached. Upgrades
 from several nodes at once are serialised by an advisory lock. A node checks the
 version at start-up and refuses to serve on one it does not know.
+
+Rule for new migrations: only add (tables, nullable or defaulted columns, indexes), so
+that nodes of the previous release keep working while a rolling upgrade replaces them.
 """
 
 from __future__ import annotations
@@ -91,8 +94,12 @@ def check_known(version: int) -> None:
 
 
 def check_current(version: int) -> None:
-    """Serving needs exactly the schema this code was written for."""
+    """Starting to serve needs exactly the schema this code was written for."""
     check_known(version)
+    check_not_older(version)
+
+
+def check_not_older(version: int) -> None:
     if version < latest():
         raise errors.SchemaMismatch(
             f"the registry schema is at version {version}, this node needs {latest()}; "

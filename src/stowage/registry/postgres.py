@@ -25,7 +25,7 @@ from typing import Any
 import asyncpg
 
 from stowage import errors
-from stowage.registry import migrate
+from stowage.registry import migrate, postgres_limits
 from stowage.registry.base import App, FileRecord
 
 FILE_COLUMNS = (
@@ -54,7 +54,7 @@ class PostgresRegistry:
         """Connects and checks the schema; never creates or changes it."""
         self._pool = await self._create_pool(self.pool_size)
         try:
-            await self.ping()
+            migrate.check_current(await self._version())
             self._lock_pool = await self._create_pool(self.lock_pool_size)
         except BaseException:
             await self.close()
@@ -98,13 +98,17 @@ class PostgresRegistry:
             raise errors.RegistryUnavailable(f"cannot reach PostgreSQL: {_why(exc)}") from exc
 
     async def ping(self) -> None:
-        """Readiness: the database answers and its schema is the one this node knows."""
+        """Readiness: the database answers and its schema is not older than this node's.
+        A newer one is fine once running (migrations only add, so a rolling upgrade keeps
+        old nodes serving); only ``open`` refuses a schema the node does not know."""
+        migrate.check_not_older(await self._version())
+
+    async def _version(self) -> int:
         try:
             async with self.pool.acquire() as conn:
-                version = await migrate.current_version(conn)
+                return await migrate.current_version(conn)
         except _CONNECT_ERRORS as exc:
             raise errors.RegistryUnavailable(f"PostgreSQL does not answer: {_why(exc)}") from exc
-        migrate.check_current(version)
 
     @property
     def pool(self) -> asyncpg.Pool:
@@ -213,6 +217,11 @@ class PostgresRegistry:
                 return
             after = rows[-1]["handle"]
 
+    # -- rate limits (SQL in postgres_limits.py) ---------------------------------
+    async def take_token(self, key: str, rate: float, burst: float) -> tuple[float, bool]:
+        """Shared token bucket: (tokens left, whether one was taken)."""
+        return await postgres_limits.take(self.pool, key, rate, burst)
+
     # -- locking ---------------------------------------------------------------
     @asynccontextmanager
     async def handle_lock(self, handle: str) -> AsyncIterator[None]:
@@ -231,6 +240,19 @@ class PostgresRegistry:
                 yield
             finally:
                 await conn.execute("SELECT pg_advisory_unlock(hashtextextended($1, 0))", name)
+
+    @asynccontextmanager
+    async def exclusive(self, job: str) -> AsyncIterator[bool]:
+        if self._lock_pool is None:
+            raise errors.RegistryUnavailable("the registry is not open")
+        name = f"job:{job}"
+        async with self._lock_pool.acquire() as conn:
+            mine = await conn.fetchval("SELECT pg_try_advisory_lock(hashtextextended($1, 0))", name)
+            try:
+                yield bool(mine)
+            finally:
+                if mine:
+                    await conn.execute("SELECT pg_advisory_unlock(hashtextextended($1, 0))", name)
 
     @asynccontextmanager
     async def _local_lock(self, handle: str) -> AsyncIterator[None]:
