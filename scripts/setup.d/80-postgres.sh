@@ -13,8 +13,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null 2>&1 \
     || { apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}"; }
+  # The packages may start their own services (port 80, port 5432): the tests use none.
   if command -v systemctl >/dev/null 2>&1; then
     systemctl disable --now nginx postgresql >/dev/null 2>&1 || true
+  fi
+  if command -v service >/dev/null 2>&1; then
+    service nginx stop >/dev/null 2>&1 || true
+    service postgresql stop >/dev/null 2>&1 || true
   fi
 fi
 

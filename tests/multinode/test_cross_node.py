@@ -126,6 +126,38 @@ async def test_the_balancer_spreads_requests_over_the_nodes(
     assert all(b > a for a, b in zip(before, after, strict=True)), (before, after)
 
 
+async def test_a_node_killed_mid_overwrite_releases_its_lock(
+    cluster: Cluster, http: aiohttp.ClientSession
+) -> None:
+    victim, other = cluster.nodes[2], cluster.nodes[1]
+    handle = (await store(http, cluster.lb.api, cluster.key, b"old version"))["handle"]
+    params = {"key": cluster.key, **policy(cluster, call=["write", "remove"], handle=handle)}
+    sent = asyncio.Event()
+
+    async def slow_body() -> AsyncIterator[bytes]:
+        yield b"n" * 65536
+        sent.set()
+        await asyncio.sleep(3600)
+        yield b""
+
+    overwrite = asyncio.create_task(
+        http.post(f"{victim.api}/api/file/{handle}", params=params, data=slow_body())
+    )
+    await sent.wait()
+    await asyncio.sleep(0.5)  # the victim holds the handle's lock while the body streams
+    victim.kill()
+    with pytest.raises(aiohttp.ClientError):
+        await overwrite
+    assert await read(http, other.api, handle) == (200, b"old version")
+    async with asyncio.timeout(10):  # the dead node's advisory lock went with its connection
+        async with http.post(
+            f"{other.api}/api/file/{handle}", params=params, data=b"new version"
+        ) as resp:
+            assert resp.status == 200, await resp.text()
+    assert await read(http, cluster.lb.api, handle) == (200, b"new version")
+    victim.start()
+
+
 async def test_a_node_killed_mid_request_loses_nothing(
     cluster: Cluster, http: aiohttp.ClientSession
 ) -> None:
