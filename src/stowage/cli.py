@@ -105,6 +105,18 @@ def _storage_option(value: str | None) -> dict[str, Any] | None:
     return storage
 
 
+def _webhook_urls(urls: tuple[str, ...]) -> list[str]:
+    """Syntax only: whether the address may be reached is checked at each delivery."""
+    from stowage.core.fetch import check_url
+
+    for url in urls:
+        try:
+            check_url(url, allow_private=True)
+        except StowageError as exc:
+            raise click.BadParameter(f"{url}: {exc.message}", param_hint="--webhook") from exc
+    return list(dict.fromkeys(urls))
+
+
 @apps.command("create")
 @click.option("--name", default="", help="A name for people.")
 @click.option("--security/--no-security", default=False, help="Require policies for reads/stores.")
@@ -127,7 +139,7 @@ def apps_create(
         name=name,
         security=security,
         storage=_storage_option(storage) or {},
-        webhooks=list(webhooks),
+        webhooks=_webhook_urls(webhooks),
     )
     _with_registry(_settings(ctx), lambda r: r.create_app(app))
     if as_json:
@@ -171,6 +183,8 @@ def apps_show(ctx: click.Context, api_key: str) -> None:
 @click.option("--security/--no-security", default=None)
 @click.option("--storage", help="Replace the storage config (JSON).")
 @click.option("--rotate-secret", is_flag=True, help="Issue a new app secret and print it.")
+@click.option("--webhook", "webhooks", multiple=True, help="Add a webhook URL (repeatable).")
+@click.option("--clear-webhooks", is_flag=True, help="Remove every webhook URL first.")
 @click.pass_context
 def apps_update(
     ctx: click.Context,
@@ -179,6 +193,8 @@ def apps_update(
     security: bool | None,
     storage: str | None,
     rotate_secret: bool,
+    webhooks: tuple[str, ...],
+    clear_webhooks: bool,
 ) -> None:
     """Change an app's settings."""
     from dataclasses import replace
@@ -193,6 +209,9 @@ def apps_update(
         changes["storage"] = _storage_option(storage)
     if rotate_secret:
         changes["secret"] = secrets.token_urlsafe(24)
+    if webhooks or clear_webhooks:
+        kept = [] if clear_webhooks else app.webhooks
+        changes["webhooks"] = _webhook_urls((*kept, *webhooks))
     updated = replace(app, **changes)
     _with_registry(_settings(ctx), lambda r: r.update_app(updated))
     click.echo(json.dumps(updated.public(), indent=2))
@@ -289,6 +308,32 @@ def sign_command(
         click.echo(f"policy={encoded}&signature={signature}")
     else:
         click.echo(json.dumps({"policy": encoded, "signature": signature, "decoded": policy}))
+
+
+@main.group()
+def webhooks() -> None:
+    """Webhook deliveries (docs/webhooks.md)."""
+
+
+@webhooks.command("log")
+@click.option("--app", "api_key", help="Only this app's deliveries.")
+@click.option("--limit", type=int, default=50, show_default=True, help="Newest N deliveries.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def webhooks_log(ctx: click.Context, api_key: str | None, limit: int, as_json: bool) -> None:
+    """Show recent webhook deliveries: status, attempts, last response and error."""
+    found = _with_registry(_settings(ctx), lambda r: r.webhook_log(api_key, limit))
+    if as_json:
+        click.echo(json.dumps([d.public() for d in found]))
+        return
+    for d in found:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(d.created))
+        code = d.response_code if d.response_code is not None else "-"
+        click.echo(
+            f"{d.id:>6} {when} {d.api_key} {d.action:<12} {d.handle} {d.status:<10} "
+            f"attempts={d.attempts} code={code} {d.url}"
+            + (f"  error: {d.last_error}" if d.last_error else "")
+        )
 
 
 if __name__ == "__main__":  # pragma: no cover

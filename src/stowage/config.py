@@ -90,6 +90,32 @@ class Settings:
         "Allow url fetches to loopback/private/link-local addresses. Off by default; "
         "only for tests and trusted networks.",
     )
+    webhook_max_attempts: int = _setting(
+        6, "Attempts per webhook delivery (the first included) before it is marked failed."
+    )
+    webhook_retry_base_delay: float = _setting(
+        30.0,
+        "Seconds before the first webhook retry; each further retry waits twice as long "
+        "(30 s, 1 min, 2 min, 4 min, 8 min with the defaults).",
+    )
+    webhook_retry_max_delay: float = _setting(3600.0, "Longest wait between webhook retries.")
+    webhook_timeout: float = _setting(
+        10.0, "Seconds a webhook receiver has to answer one delivery (connect included)."
+    )
+    webhook_concurrency: int = _setting(8, "Webhook deliveries in flight at once per node.")
+    webhook_poll_interval: float = _setting(
+        2.0,
+        "Seconds between looks at the delivery queue for work enqueued by other nodes "
+        "(this node's events wake the worker at once).",
+    )
+    webhook_log_retention: float = _setting(
+        7 * 86400.0, "Seconds finished webhook deliveries stay in the delivery log."
+    )
+    webhook_allow_private: bool = _setting(
+        False,
+        "Allow webhook deliveries to loopback/private/link-local addresses. Off by default "
+        "(refused like url fetches); only for tests and trusted networks.",
+    )
     policy_clock_skew: int = _setting(
         0, "Seconds a policy is still accepted after its expiry (clock skew allowance)."
     )

@@ -23,9 +23,21 @@ class EventSink(Protocol):
         """Enqueue; never raise for delivery problems, never block on the network."""
         ...
 
+    async def start(self) -> None:
+        """Called when the service starts (e.g. to start a delivery worker)."""
+        ...
+
+    async def close(self) -> None: ...
+
 
 class NullSink:
     async def publish(
         self, app: App, action: str, record: FileRecord, extra: dict[str, Any]
     ) -> None:
+        return None
+
+    async def start(self) -> None:
+        return None
+
+    async def close(self) -> None:
         return None

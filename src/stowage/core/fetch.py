@@ -76,6 +76,34 @@ class GuardedResolver(AbstractResolver):
         await self._inner.close()
 
 
+def check_url(url: str, allow_private: bool) -> URL:
+    """The checks that need no DNS: scheme, credentials, literal internal addresses.
+
+    Names are checked where they resolve (``GuardedResolver``).
+    """
+    try:
+        parsed = URL(url)
+    except (ValueError, TypeError) as exc:
+        raise errors.InvalidUrl("the url is malformed") from exc
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise errors.InvalidUrl("only http and https urls with a host can be fetched")
+    if parsed.user is not None or parsed.password is not None:
+        raise errors.InvalidUrl("urls with credentials are not fetched")
+    if "\\" in url:
+        raise errors.InvalidUrl("backslashes are not allowed in urls")
+    host = parsed.host.rstrip(".").lower()
+    if any(c.isspace() or not c.isprintable() for c in host):
+        # "127.0.0.1\x00" would otherwise slip past the literal check to the resolver
+        raise errors.InvalidUrl("the url's host has control characters")
+    if not allow_private:
+        if host in _BLOCKED_NAMES or host.endswith(".localhost"):
+            raise errors.UrlForbidden()
+        ip = parse_ip_literal(host)
+        if ip is not None and not is_public(ip):
+            raise errors.UrlForbidden()
+    return parsed
+
+
 @dataclass
 class Fetched:
     chunks: AsyncIterator[bytes]
@@ -123,27 +151,7 @@ class Fetcher:
             await self._session.close()
 
     def check_url(self, url: str) -> URL:
-        try:
-            parsed = URL(url)
-        except (ValueError, TypeError) as exc:
-            raise errors.InvalidUrl("the url is malformed") from exc
-        if parsed.scheme not in ("http", "https") or not parsed.host:
-            raise errors.InvalidUrl("only http and https urls with a host can be fetched")
-        if parsed.user is not None or parsed.password is not None:
-            raise errors.InvalidUrl("urls with credentials are not fetched")
-        if "\\" in url:
-            raise errors.InvalidUrl("backslashes are not allowed in urls")
-        host = parsed.host.rstrip(".").lower()
-        if any(c.isspace() or not c.isprintable() for c in host):
-            # "127.0.0.1\x00" would otherwise slip past the literal check to the resolver
-            raise errors.InvalidUrl("the url's host has control characters")
-        if not self.allow_private:
-            if host in _BLOCKED_NAMES or host.endswith(".localhost"):
-                raise errors.UrlForbidden()
-            ip = parse_ip_literal(host)
-            if ip is not None and not is_public(ip):
-                raise errors.UrlForbidden()
-        return parsed
+        return check_url(url, self.allow_private)
 
     async def open(self, url: str) -> Fetched:
         """Start the fetch; the caller must consume ``chunks`` to the end or close it."""

@@ -11,6 +11,7 @@ from aiohttp.abc import AbstractAccessLogger, BaseRequest, StreamResponse
 
 from stowage.config import Settings
 from stowage.core.service import Stowage
+from stowage.core.webhooks import Webhooks
 from stowage.http import api, cdn, extras
 from stowage.http.drain import Drain
 from stowage.http.errors import error_middleware
@@ -50,7 +51,9 @@ class AccessLogger(AbstractAccessLogger):
 
 
 def build_service(settings: Settings) -> Stowage:
-    return Stowage(settings, build_registry(settings))
+    service = Stowage(settings, build_registry(settings))
+    service.events = Webhooks(settings, service.registry, service.link)
+    return service
 
 
 def api_app(service: Stowage) -> web.Application:

@@ -14,6 +14,18 @@ PostgreSQL later). Contract (``tests/registry/test_contract.py``):
 - ``handle_lock`` serialises overwrite and delete of one handle (across nodes when the
   registry is shared).
 - ``ping`` answers readiness: the store answers and its schema is the current one.
+
+Webhook deliveries (``WebhookDelivery``; contract in ``tests/registry/test_webhooks.py``):
+
+- ``enqueue_webhooks`` inserts rows (status ``pending``) and returns them with their ids.
+- ``claim_webhooks`` atomically takes up to ``limit`` rows that are ``pending`` and due
+  (``next_attempt <= now``) or ``delivering`` with an expired lease, marks them
+  ``delivering`` for ``worker`` until ``now + lease`` and counts the attempt. Two workers
+  never hold the same row (PostgreSQL: ``FOR UPDATE SKIP LOCKED``).
+- ``finish_webhook`` records an attempt's outcome; only the worker holding the claim
+  can, and only once (False otherwise, e.g. after its lease was taken over).
+- ``webhook_log`` lists deliveries newest first; ``prune_webhooks`` drops finished
+  (``delivered``/``failed``) rows last updated before a time.
 """
 
 from __future__ import annotations
@@ -70,6 +82,49 @@ class FileRecord:
         return replace(self, **changes)
 
 
+#: Webhook delivery states.
+WEBHOOK_PENDING, WEBHOOK_DELIVERING = "pending", "delivering"
+WEBHOOK_DELIVERED, WEBHOOK_FAILED = "delivered", "failed"
+
+
+@dataclass(frozen=True)
+class WebhookDelivery:
+    """One event body to POST to one webhook URL, and how that went."""
+
+    id: int  # assigned by ``enqueue_webhooks``; 0 before
+    event_id: int  # the body's ``id``: shared by the deliveries of one event
+    api_key: str
+    url: str
+    action: str
+    handle: str
+    body: str  # the exact JSON text that is signed and sent
+    status: str = WEBHOOK_PENDING
+    attempts: int = 0
+    next_attempt: float = 0.0  # epoch seconds
+    lease_until: float = 0.0
+    response_code: int | None = None  # of the last attempt that got an answer
+    last_error: str = ""
+    created: float = field(default_factory=time.time)
+    updated: float = 0.0
+
+    def public(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "event_id": self.event_id,
+            "api_key": self.api_key,
+            "url": self.url,
+            "action": self.action,
+            "handle": self.handle,
+            "status": self.status,
+            "attempts": self.attempts,
+            "next_attempt": self.next_attempt,
+            "response_code": self.response_code,
+            "last_error": self.last_error,
+            "created": self.created,
+            "updated": self.updated,
+        }
+
+
 class Registry(Protocol):
     async def open(self) -> None: ...
     async def close(self) -> None: ...
@@ -96,3 +151,25 @@ class Registry(Protocol):
     def all_files(self) -> AsyncIterator[FileRecord]: ...
 
     def handle_lock(self, handle: str) -> AbstractAsyncContextManager[None]: ...
+
+    async def enqueue_webhooks(
+        self, deliveries: list[WebhookDelivery]
+    ) -> list[WebhookDelivery]: ...
+    async def claim_webhooks(
+        self, worker: str, now: float, lease: float, limit: int
+    ) -> list[WebhookDelivery]: ...
+    async def finish_webhook(
+        self,
+        delivery_id: int,
+        worker: str,
+        status: str,
+        *,
+        now: float,
+        next_attempt: float = 0.0,
+        response_code: int | None = None,
+        error: str = "",
+    ) -> bool: ...
+    async def webhook_log(
+        self, api_key: str | None = None, limit: int = 50
+    ) -> list[WebhookDelivery]: ...
+    async def prune_webhooks(self, before: float) -> int: ...

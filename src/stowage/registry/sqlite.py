@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from stowage import errors
-from stowage.registry import locks
-from stowage.registry.base import App, FileRecord
+from stowage.registry import locks, sqlite_webhooks
+from stowage.registry.base import App, FileRecord, WebhookDelivery
 
 T = TypeVar("T")
 SCHEMA_VERSION = 1
@@ -54,6 +54,26 @@ CREATE TABLE IF NOT EXISTS files (
 CREATE UNIQUE INDEX IF NOT EXISTS files_object
     ON files (api_key, provider, container, key);
 CREATE INDEX IF NOT EXISTS files_by_app ON files (api_key, handle);
+CREATE TABLE IF NOT EXISTS webhook_deliveries (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    event_id INTEGER NOT NULL,
+    api_key TEXT NOT NULL,
+    url TEXT NOT NULL,
+    action TEXT NOT NULL,
+    handle TEXT NOT NULL,
+    body TEXT NOT NULL,
+    status TEXT NOT NULL DEFAULT 'pending',
+    attempts INTEGER NOT NULL DEFAULT 0,
+    next_attempt REAL NOT NULL DEFAULT 0,
+    lease_until REAL NOT NULL DEFAULT 0,
+    response_code INTEGER,
+    last_error TEXT NOT NULL DEFAULT '',
+    created REAL NOT NULL,
+    updated REAL NOT NULL DEFAULT 0,
+    claimed_by TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS webhook_due ON webhook_deliveries (status, next_attempt);
+CREATE INDEX IF NOT EXISTS webhook_by_app ON webhook_deliveries (api_key, id);
 """
 
 FILE_COLUMNS = (
@@ -228,6 +248,44 @@ class SQLiteRegistry:
             if len(rows) < 500:
                 return
             after = rows[-1][0]
+
+    # -- webhook deliveries (SQL in sqlite_webhooks.py) ---------------------------
+    async def enqueue_webhooks(self, deliveries: list[WebhookDelivery]) -> list[WebhookDelivery]:
+        return await self._write(lambda: sqlite_webhooks.enqueue(self._conn(), deliveries))
+
+    async def claim_webhooks(
+        self, worker: str, now: float, lease: float, limit: int
+    ) -> list[WebhookDelivery]:
+        return await self._write(
+            lambda: sqlite_webhooks.claim(self._conn(), worker, now, lease, limit)
+        )
+
+    async def finish_webhook(
+        self,
+        delivery_id: int,
+        worker: str,
+        status: str,
+        *,
+        now: float,
+        next_attempt: float = 0.0,
+        response_code: int | None = None,
+        error: str = "",
+    ) -> bool:
+        values = (status, next_attempt, response_code, error, now, delivery_id, worker)
+        return await self._write(lambda: sqlite_webhooks.finish(self._conn(), values))
+
+    async def webhook_log(
+        self, api_key: str | None = None, limit: int = 50
+    ) -> list[WebhookDelivery]:
+        assert self._read_conn is not None
+        return sqlite_webhooks.log(self._read_conn, api_key, limit)
+
+    async def prune_webhooks(self, before: float) -> int:
+        return await self._write(lambda: sqlite_webhooks.prune(self._conn(), before))
+
+    def _conn(self) -> sqlite3.Connection:
+        assert self._write_conn is not None
+        return self._write_conn
 
     # -- locking ---------------------------------------------------------------
     @asynccontextmanager

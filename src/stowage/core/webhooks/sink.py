@@ -1,0 +1,71 @@
+"""The event sink the core publishes to: enqueue, wake the worker, return."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import time
+from collections.abc import Callable
+from typing import Any
+
+from stowage.config import Settings
+from stowage.core.webhooks.payload import event_body
+from stowage.core.webhooks.worker import Worker
+from stowage.registry.base import App, FileRecord, Registry, WebhookDelivery
+
+log = logging.getLogger("stowage.webhooks")
+
+
+class Webhooks:
+    def __init__(
+        self, settings: Settings, registry: Registry, link: Callable[[FileRecord], str]
+    ) -> None:
+        self.registry = registry
+        self.link = link
+        self.worker = Worker(settings, registry)
+        self._task: asyncio.Task[None] | None = None
+
+    async def publish(
+        self, app: App, action: str, record: FileRecord, extra: dict[str, Any]
+    ) -> None:
+        if not app.webhooks:
+            return
+        try:
+            await self.registry.enqueue_webhooks(self._deliveries(app, action, record))
+        except Exception:  # the request that caused the event must not fail for it
+            log.exception("could not enqueue webhooks for %s of %s", action, record.handle)
+            return
+        self.worker.wake()
+
+    def _deliveries(self, app: App, action: str, record: FileRecord) -> list[WebhookDelivery]:
+        now = time.time()
+        event_id = secrets.randbelow(2**53 - 1) + 1  # a safe integer in JavaScript
+        body = event_body(event_id, action, record, self.link(record), int(now))
+        return [
+            WebhookDelivery(
+                id=0,
+                event_id=event_id,
+                api_key=app.api_key,
+                url=url,
+                action=action,
+                handle=record.handle,
+                body=body,
+                next_attempt=now,
+                created=now,
+            )
+            for url in dict.fromkeys(app.webhooks)
+        ]
+
+    async def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self.worker.run(), name="webhook-worker")
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        await self.worker.close()
