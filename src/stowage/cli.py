@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 import click
 
+from stowage.client.commands import register as register_client_commands
 from stowage.config import Settings, load_settings
 from stowage.core.security import CALLS, encode_policy, sign
 from stowage.errors import StowageError
@@ -334,6 +335,9 @@ def webhooks_log(ctx: click.Context, api_key: str | None, limit: int, as_json: b
             f"attempts={d.attempts} code={code} {d.url}"
             + (f"  error: {d.last_error}" if d.last_error else "")
         )
+
+
+register_client_commands(main)  # upload, download, meta, rm, overwrite, ls
 
 
 if __name__ == "__main__":  # pragma: no cover
