@@ -116,6 +116,22 @@ class Settings:
         "Allow webhook deliveries to loopback/private/link-local addresses. Off by default "
         "(refused like url fetches); only for tests and trusted networks.",
     )
+    upload_expiry_seconds: int = _setting(
+        86_400,
+        "Seconds after its start an unfinished multipart upload (/multipart/start) is "
+        "abandoned: its parts and session are removed by a background sweep.",
+    )
+    upload_complete_wait: float = _setting(
+        25.0,
+        "Seconds /multipart/complete waits for the parts to be assembled before answering "
+        "202 (the SDKs then ask again); assembly carries on in the background.",
+    )
+    upload_parts_dir: str = _setting(
+        "",
+        "Folder where multipart upload parts wait until completion. Default: "
+        "data_dir/uploads. Several nodes: a folder on a filesystem they all mount, so a "
+        "part sent to one node can be completed by another.",
+    )
     policy_clock_skew: int = _setting(
         0, "Seconds a policy is still accepted after its expiry (clock skew allowance)."
     )

@@ -63,6 +63,18 @@ class BadDigest(BadRequest):
     code, default_message = "BAD_DIGEST", "content does not match the given digest"
 
 
+class TaskNotSupported(BadRequest):
+    code, default_message = "TASK_NOT_SUPPORTED", "this processing task is not supported"
+
+
+class InvalidParts(BadRequest):
+    code, default_message = "INVALID_PARTS", "the upload's parts do not make up the file"
+
+
+class PartSizeMismatch(BadRequest):
+    code, default_message = "PART_SIZE_MISMATCH", "the part is not the size announced for it"
+
+
 class CdnLinkRefused(BadRequest):
     code = "CDN_LINK_NOT_ACCEPTED"
     default_message = "this operation works only with the API file link, not a CDN link"
@@ -110,6 +122,10 @@ class UrlForbidden(StowageError):
 # 404 and friends.
 class HandleNotFound(StowageError):
     code, status, default_message = "HANDLE_NOT_FOUND", 404, "no file with this handle"
+
+
+class UploadNotFound(StowageError):
+    code, status, default_message = "UPLOAD_NOT_FOUND", 404, "no open upload with this id"
 
 
 class NotFound(StowageError):

@@ -168,6 +168,7 @@ async def test_real_responses_validate(harness: Harness) -> None:
         ("get", "/api/files?key=openappkey0000000001", "/api/files", 401),
         ("get", "/api/files?key=openappkey0000000001&limit=0", "/api/files", 400),
         ("get", "/api/file/AAAAAAAAAAAAAAAAAAAA/metadata", "/api/file/{handle}/metadata", 404),
+        ("post", "/multipart/start", "/multipart/start", 400),
     ],
 )
 async def test_error_responses_validate(

@@ -22,6 +22,7 @@ from stowage.config import Settings
 from stowage.core import events, inspect, metadata, mimetypes, names, streams
 from stowage.core.fetch import Fetcher
 from stowage.core.security import Credentials, Policy, Target, authorize, check_size
+from stowage.core.uploads import Uploads
 from stowage.registry.base import App, FileRecord, Registry
 from stowage.storage import API_PROVIDERS, build_provider
 from stowage.storage.base import LocalFiles, ObjectInfo, Provider, Recovers, WriteOptions
@@ -86,6 +87,7 @@ class Stowage:
         )
         self._providers: dict[tuple[str, str, str], Provider] = {}
         self.events: events.EventSink = events.NullSink()
+        self.uploads = Uploads(self)
         self.draining = False  # set on SIGTERM: /readyz fails while requests drain
 
     # -- lifecycle -------------------------------------------------------------
@@ -94,9 +96,11 @@ class Stowage:
         await self.registry.open()
         if recover:
             await self.recover()
+        self.uploads.start_sweeper()
         await self.events.start()
 
     async def close(self) -> None:
+        await self.uploads.close()
         await self.events.close()
         await self.fetcher.close()
         for provider in self._providers.values():

@@ -7,8 +7,10 @@ from typing import Any
 from aiohttp import web
 
 from stowage import errors
+from stowage.core.security import Credentials
 from stowage.core.service import StoreParams, Stowage
 from stowage.http import requests
+from stowage.http.cdnpath import CdnPath
 from stowage.http.responses import file_headers, send_file
 from stowage.registry.base import FileRecord
 
@@ -75,17 +77,24 @@ async def download_handler(request: web.Request) -> web.StreamResponse:
 
 
 async def download(
-    request: web.Request, *, cdn: bool, handle: str | None = None
+    request: web.Request, *, cdn: bool, handle: str | None = None, path: CdnPath | None = None
 ) -> web.StreamResponse:
     service = _service(request)
     plan = await service.download(
         handle or request.match_info["handle"],
-        requests.credentials(request),
-        request.query.get("key"),
+        _credentials(request, path),
+        (path.api_key if path else None) or request.query.get("key"),
     )
     cache = request.query.get("cache", "true").lower() not in ("false", "0", "no")
+    if path is not None and path.cache is not None:
+        cache = cache and path.cache
     headers = file_headers(
-        plan, service.settings, dl=requests.flag(request, "dl"), cache=cache, cdn=cdn
+        plan,
+        service.settings,
+        dl=requests.flag(request, "dl"),
+        cache=cache,
+        cdn=cdn,
+        max_age=path.max_age if path else None,
     )
     return await send_file(request, plan, headers)
 
@@ -125,16 +134,26 @@ async def remove_handler(request: web.Request) -> web.Response:
     )
 
 
-async def metadata_handler(request: web.Request, handle: str | None = None) -> web.Response:
+async def metadata_handler(
+    request: web.Request, handle: str | None = None, path: CdnPath | None = None
+) -> web.Response:
     service = _service(request)
     selectors = {name for name in request.query if requests.flag_value(request, name)}
     result = await service.metadata(
         handle or request.match_info["handle"],
         selectors,
-        requests.credentials(request),
-        request.query.get("key"),
+        _credentials(request, path),
+        (path.api_key if path else None) or request.query.get("key"),
     )
     return web.json_response(result)
+
+
+def _credentials(request: web.Request, path: CdnPath | None) -> Credentials:
+    """Query credentials, unless a CDN path carries a ``security=`` task."""
+    creds = requests.credentials(request)
+    if path is None or (path.policy is None and path.signature is None):
+        return creds
+    return Credentials(path.policy, path.signature, creds.basic_user, creds.basic_secret)
 
 
 async def healthz(request: web.Request) -> web.Response:

@@ -12,7 +12,7 @@ from aiohttp.abc import AbstractAccessLogger, BaseRequest, StreamResponse
 from stowage.config import Settings
 from stowage.core.service import Stowage
 from stowage.core.webhooks import Webhooks
-from stowage.http import api, cdn, extras
+from stowage.http import api, cdn, extras, multipart, process
 from stowage.http.drain import Drain
 from stowage.http.errors import error_middleware
 from stowage.registry import build_registry
@@ -63,6 +63,8 @@ def api_app(service: Stowage) -> web.Application:
     )
     app[api.SERVICE] = service
     api.add_routes(app)
+    multipart.add_routes(app)
+    process.add_routes(app)
     extras.add_api(app)
     return app
 

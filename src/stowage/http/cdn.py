@@ -1,19 +1,24 @@
-"""The CDN origin: read-only, on its own port, so user files never share the API's origin."""
+"""The CDN origin: read-only, on its own port, so user files never share the API's origin.
+
+Every GET is parsed as one of the URL forms of ``cdnpath`` (handle, security and cache
+tasks, an API key, ``/metadata``). ``POST /process`` is sent on to the API origin.
+"""
 
 from __future__ import annotations
 
 from aiohttp import web
 
 from stowage import errors
+from stowage.http import cdnpath
 from stowage.http.api import download, metadata_handler
+from stowage.http.process import redirect_to_api
 
 
-async def cdn_file(request: web.Request) -> web.StreamResponse:
-    return await download(request, cdn=True)
-
-
-async def cdn_metadata(request: web.Request) -> web.Response:
-    return await metadata_handler(request)
+async def cdn_get(request: web.Request) -> web.StreamResponse:
+    path = cdnpath.parse(request.raw_path.split("?", 1)[0])
+    if path.metadata:
+        return await metadata_handler(request, handle=path.handle, path=path)
+    return await download(request, cdn=True, handle=path.handle, path=path)
 
 
 async def cdn_refuse_write(request: web.Request) -> web.Response:
@@ -21,8 +26,8 @@ async def cdn_refuse_write(request: web.Request) -> web.Response:
 
 
 def add_routes(app: web.Application) -> None:
-    app.router.add_get("/{handle}", cdn_file)
-    app.router.add_get("/{handle}/metadata", cdn_metadata)
+    app.router.add_post("/process", redirect_to_api)
     app.router.add_delete("/{handle}", cdn_refuse_write)
     app.router.add_post("/{handle}", cdn_refuse_write)
     app.router.add_post("/{handle}/remove", cdn_refuse_write)
+    app.router.add_get("/{tail:.+}", cdn_get)

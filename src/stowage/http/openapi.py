@@ -232,6 +232,7 @@ def _api_paths() -> Doc:
             )
         },
         **_list_paths(),
+        **_upload_paths(),
         **_service_paths(),
     }
 

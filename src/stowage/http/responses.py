@@ -46,7 +46,13 @@ def disposition(kind: str, filename: str) -> str:
 
 
 def file_headers(
-    plan: Download, settings: Settings, *, dl: bool, cache: bool, cdn: bool
+    plan: Download,
+    settings: Settings,
+    *,
+    dl: bool,
+    cache: bool,
+    cdn: bool,
+    max_age: int | None = None,
 ) -> dict[str, str]:
     record = plan.record
     attach = dl or (is_active(record.mimetype) and not settings.inline_active_types)
@@ -57,14 +63,20 @@ def file_headers(
         "X-Content-Type-Options": "nosniff",
         "Content-Security-Policy": SANDBOX_CSP,
         "Accept-Ranges": "bytes",
-        "Cache-Control": _cache_control(settings, cache=cache, cdn=cdn, private=plan.app.security),
+        "Cache-Control": _cache_control(
+            settings, cache=cache, cdn=cdn, private=plan.app.security, max_age=max_age
+        ),
     }
     return headers
 
 
-def _cache_control(settings: Settings, *, cache: bool, cdn: bool, private: bool) -> str:
+def _cache_control(
+    settings: Settings, *, cache: bool, cdn: bool, private: bool, max_age: int | None = None
+) -> str:
     if not cache:
         return "no-store"
+    if max_age is not None:  # the CDN task cache=expiry:<seconds>
+        return f"{'private' if private else 'public'}, max-age={max_age}"
     if cdn and not private:
         return f"public, max-age={settings.cdn_max_age}"
     return "private, no-cache"

@@ -125,6 +125,37 @@ class WebhookDelivery:
         }
 
 
+@dataclass(frozen=True)
+class UploadSession:
+    """A multipart upload (``/multipart/start``) until it completes or expires."""
+
+    upload_id: str
+    api_key: str
+    provider: str  # API provider name ("S3", "gcs", ...)
+    filename: str
+    mimetype: str
+    size: int  # announced at start; the parts must add up to it
+    path: str | None
+    container: str | None
+    access: str
+    part_key: str  # per-upload secret that signs its part URLs
+    created: float  # epoch seconds
+    state: str = "open"  # "open", then "complete" once its file is stored
+    handle: str | None = None  # the stored file, once complete
+
+
+@dataclass(frozen=True)
+class UploadPart:
+    """One received piece of an upload: a whole part, or a chunk of it at ``offset``."""
+
+    upload_id: str
+    part: int  # 1-based
+    offset: int
+    size: int
+    md5: str  # hex
+    etag: str  # what the part PUT answered (hex md5)
+
+
 class Registry(Protocol):
     async def open(self) -> None: ...
     async def close(self) -> None: ...
@@ -151,6 +182,19 @@ class Registry(Protocol):
     def all_files(self) -> AsyncIterator[FileRecord]: ...
 
     def handle_lock(self, handle: str) -> AbstractAsyncContextManager[None]: ...
+
+    # Multipart uploads: ``put_upload_part`` inserts or replaces the piece at
+    # ``(upload_id, part, offset)``; ``upload_parts`` lists them by part then offset;
+    # ``finish_upload`` turns an open session complete with its handle and drops its
+    # pieces (False when it was not open); ``delete_upload`` drops session and pieces;
+    # ``expired_uploads`` lists sessions created before a time, whatever their state.
+    async def create_upload(self, session: UploadSession) -> None: ...
+    async def get_upload(self, upload_id: str) -> UploadSession | None: ...
+    async def put_upload_part(self, part: UploadPart) -> None: ...
+    async def upload_parts(self, upload_id: str) -> list[UploadPart]: ...
+    async def finish_upload(self, upload_id: str, handle: str) -> bool: ...
+    async def delete_upload(self, upload_id: str) -> None: ...
+    async def expired_uploads(self, created_before: float) -> list[UploadSession]: ...
 
     async def enqueue_webhooks(
         self, deliveries: list[WebhookDelivery]

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from stowage import errors
-from stowage.registry import locks, sqlite_webhooks
-from stowage.registry.base import App, FileRecord, WebhookDelivery
+from stowage.registry import locks, sqlite_uploads, sqlite_webhooks
+from stowage.registry.base import App, FileRecord, UploadPart, UploadSession, WebhookDelivery
 
 T = TypeVar("T")
 SCHEMA_VERSION = 1
@@ -100,6 +100,7 @@ class SQLiteRegistry:
     def _open_writer(self) -> None:
         conn = self._connect()
         conn.executescript(SCHEMA)
+        conn.executescript(sqlite_uploads.SCHEMA)
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         self._write_conn = conn
 
@@ -284,6 +285,37 @@ class SQLiteRegistry:
         return await self._write(lambda: sqlite_webhooks.prune(self._conn(), before))
 
     def _conn(self) -> sqlite3.Connection:
+        assert self._write_conn is not None
+        return self._write_conn
+
+    # -- multipart uploads (SQL in sqlite_uploads.py) ----------------------------
+    async def create_upload(self, session: UploadSession) -> None:
+        await self._write(lambda: sqlite_uploads.create(self._writer_conn(), session))
+
+    async def get_upload(self, upload_id: str) -> UploadSession | None:
+        assert self._read_conn is not None
+        return sqlite_uploads.get(self._read_conn, upload_id)
+
+    async def put_upload_part(self, part: UploadPart) -> None:
+        await self._write(lambda: sqlite_uploads.put_part(self._writer_conn(), part))
+
+    async def upload_parts(self, upload_id: str) -> list[UploadPart]:
+        assert self._read_conn is not None
+        return sqlite_uploads.parts(self._read_conn, upload_id)
+
+    async def finish_upload(self, upload_id: str, handle: str) -> bool:
+        return await self._write(
+            lambda: sqlite_uploads.finish(self._writer_conn(), upload_id, handle)
+        )
+
+    async def delete_upload(self, upload_id: str) -> None:
+        await self._write(lambda: sqlite_uploads.delete(self._writer_conn(), upload_id))
+
+    async def expired_uploads(self, created_before: float) -> list[UploadSession]:
+        assert self._read_conn is not None
+        return sqlite_uploads.expired(self._read_conn, created_before)
+
+    def _writer_conn(self) -> sqlite3.Connection:
         assert self._write_conn is not None
         return self._write_conn
 

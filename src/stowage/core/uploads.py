@@ -1,0 +1,367 @@
+"""The multipart upload protocol of the Filestack SDKs (``client.upload``), in the core.
+
+``start`` opens a session; ``part_url`` hands out a signed URL where one piece (a part,
+or in intelligent mode a chunk of a part at an offset) may be PUT; ``put_part`` writes
+that piece durably (``partfiles``); ``complete`` checks the pieces add up and streams
+them, in order, through the ordinary store path into the chosen provider. Assembly runs
+as a task of its own, so a client that gives up waiting (it is answered "not ready",
+202) does not stop it. Sessions left unfinished expire and are swept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import hmac
+import logging
+import secrets
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+from urllib.parse import urlencode
+
+from stowage import errors
+from stowage.core import names
+from stowage.core.partfiles import PartFiles, md5_hex
+from stowage.core.security import Credentials, Policy, Target, authorize, check_size
+from stowage.registry.base import App, FileRecord, UploadPart, UploadSession
+from stowage.storage import API_PROVIDERS
+
+if TYPE_CHECKING:
+    from stowage.core.service import Stowage
+
+log = logging.getLogger("stowage.uploads")
+MAX_PARTS = 10_000
+
+
+@dataclass
+class StartParams:
+    filename: str | None
+    mimetype: str | None
+    size: int
+    location: str | None = None
+    path: str | None = None
+    container: str | None = None
+    access: str | None = None
+
+
+@dataclass(frozen=True)
+class PartTarget:
+    url: str
+    headers: dict[str, str]
+
+
+class Uploads:
+    def __init__(self, service: Stowage) -> None:
+        self.service = service
+        self.settings = service.settings
+        self.registry = service.registry
+        self.files = PartFiles(self.settings.data_dir / "uploads")
+        self._assembling: dict[str, asyncio.Task[FileRecord]] = {}
+        self._sweeper: asyncio.Task[None] | None = None
+
+    # -- lifecycle -------------------------------------------------------------
+    def start_sweeper(self) -> None:
+        if self._sweeper is None:
+            self._sweeper = asyncio.create_task(self._sweep_forever())
+
+    async def close(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeper
+            self._sweeper = None
+        for task in list(self._assembling.values()):
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+
+    async def _sweep_forever(self) -> None:
+        interval = max(1.0, min(300.0, self.settings.upload_expiry_seconds / 4))
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.sweep()
+            except Exception:
+                log.warning("sweeping expired uploads failed", exc_info=True)
+
+    async def sweep(self) -> int:
+        """Remove expired sessions with their pieces, and piece folders no session owns."""
+        removed = 0
+        cutoff = time.time() - self.settings.upload_expiry_seconds
+        for session in await self.registry.expired_uploads(cutoff):
+            if session.upload_id in self._assembling:
+                continue
+            await self.files.remove(session.upload_id)
+            await self.registry.delete_upload(session.upload_id)
+            removed += 1
+        for upload_id in self.files.folders():
+            if await self.registry.get_upload(upload_id) is None:
+                await self.files.remove(upload_id)
+        return removed
+
+    # -- protocol --------------------------------------------------------------
+    async def start(
+        self, api_key: str | None, params: StartParams, creds: Credentials
+    ) -> UploadSession:
+        app = await self.service.app(api_key)
+        provider_name = provider_for_location(params.location)
+        provider = self.service.provider_for(app, provider_name)
+        path = names.clean_path(params.path) if params.path else None
+        container = names.clean_container(params.container) if params.container else None
+        if container and not provider.supports_containers:
+            raise errors.InvalidParameter("this storage has no containers", parameter="container")
+        access = params.access or "private"
+        if access not in ("public", "private"):
+            raise errors.InvalidParameter("access must be public or private", parameter="access")
+        policy = self._authorize(app, creds, path, container or provider.default_container)
+        self._check_size(policy, params.size)
+        session = UploadSession(
+            upload_id=secrets.token_urlsafe(24),
+            api_key=app.api_key,
+            provider=provider_name,
+            filename=names.clean_filename(params.filename),
+            mimetype=params.mimetype or "application/octet-stream",
+            size=params.size,
+            path=path,
+            container=container,
+            access=access,
+            part_key=secrets.token_urlsafe(32),
+            created=time.time(),
+        )
+        await self.registry.create_upload(session)
+        return session
+
+    async def part_url(
+        self,
+        upload_id: str,
+        api_key: str | None,
+        part: int,
+        size: int,
+        md5_b64: str | None,
+        offset: int,
+        creds: Credentials,
+    ) -> PartTarget:
+        session, _ = await self._open(upload_id, api_key, creds)
+        if not 1 <= part <= MAX_PARTS:
+            raise errors.InvalidParameter(f"part must be 1..{MAX_PARTS}", parameter="part")
+        if size < 0 or offset < 0 or offset + size > session.size:
+            raise errors.InvalidParameter("size/offset do not fit the file", parameter="size")
+        md5 = md5_hex(md5_b64) or ""
+        expires = int(session.created + self.settings.upload_expiry_seconds)
+        fields = {"offset": offset, "size": size, "md5": md5, "expires": expires}
+        signature = _sign_part(session, part, fields)
+        query = urlencode({**fields, "signature": signature})
+        url = f"{upload_root(self.service)}/multipart/part/{upload_id}/{part}?{query}"
+        return PartTarget(url, {"Content-Type": "application/octet-stream"})
+
+    async def put_part(
+        self,
+        upload_id: str,
+        part: int,
+        fields: dict[str, str],
+        chunks: AsyncIterator[bytes],
+    ) -> UploadPart:
+        """Write one piece at a URL from ``part_url``; the URL's signature is its credential."""
+        session = await self.registry.get_upload(upload_id)
+        if session is None or session.state != "open":
+            raise errors.UploadNotFound(upload_id=upload_id)
+        try:
+            offset, size, expires = (int(fields[k]) for k in ("offset", "size", "expires"))
+            md5, signature = fields["md5"], fields["signature"]
+        except (KeyError, ValueError) as exc:
+            raise errors.InvalidSignature("the part URL is incomplete") from exc
+        signed = {"offset": offset, "size": size, "md5": md5, "expires": expires}
+        expected = _sign_part(session, part, signed)
+        if not hmac.compare_digest(expected.encode(), signature.encode("utf-8", "replace")):
+            raise errors.InvalidSignature("the part URL signature does not match")
+        if time.time() > expires:
+            raise errors.UploadNotFound("the upload has expired", upload_id=upload_id)
+        piece = await self.files.write(upload_id, part, offset, size, md5 or None, chunks)
+        await self.registry.put_upload_part(piece)
+        return piece
+
+    async def commit(
+        self, upload_id: str, api_key: str | None, part: int, creds: Credentials
+    ) -> None:
+        """Intelligent mode's per-part commit: the part's chunks must be there."""
+        await self._open(upload_id, api_key, creds)
+        pieces = await self.registry.upload_parts(upload_id)
+        if not _chain([p for p in pieces if p.part == part]):
+            raise errors.InvalidParts(f"part {part} has no chunks", part=part)
+
+    async def complete(
+        self,
+        upload_id: str,
+        api_key: str | None,
+        listed: list[tuple[int, str]] | None,
+        creds: Credentials,
+    ) -> FileRecord | None:
+        """The stored file, or None when assembly is still running (answer: ask again)."""
+        session = await self.registry.get_upload(upload_id)
+        if session is None or session.api_key != api_key:
+            raise errors.UploadNotFound(upload_id=upload_id)
+        if session.state == "complete":
+            return await self._finished(session)
+        task = self._assembling.get(upload_id)
+        if task is None:
+            task = await self._begin(session, listed, creds)
+        try:
+            return await asyncio.wait_for(asyncio.shield(task), self.settings.upload_complete_wait)
+        except TimeoutError:
+            return None
+
+    # -- helpers ---------------------------------------------------------------
+    async def _open(
+        self, upload_id: str, api_key: str | None, creds: Credentials
+    ) -> tuple[UploadSession, App]:
+        session = await self.registry.get_upload(upload_id)
+        if session is None or session.state != "open" or session.api_key != api_key:
+            raise errors.UploadNotFound(upload_id=upload_id)
+        app = await self.service.app(api_key)
+        # filestack-python sends no policy with /multipart/upload: the unguessable upload
+        # id (given out under a store policy) is the credential; one that is sent is checked.
+        self._authorize(app, creds, session.path, self._container(app, session), required=False)
+        return session, app
+
+    def _authorize(
+        self,
+        app: App,
+        creds: Credentials,
+        path: str | None,
+        container: str | None,
+        required: bool | None = None,
+    ) -> Policy | None:
+        return authorize(
+            app.secret,
+            creds,
+            "store",
+            Target(path=path, container=container),
+            required=app.security if required is None else required,
+            now=time.time(),
+            skew=self.settings.policy_clock_skew,
+        )
+
+    def _container(self, app: App, session: UploadSession) -> str:
+        provider = self.service.provider_for(app, session.provider)
+        return session.container or provider.default_container
+
+    def _check_size(self, policy: Policy | None, size: int) -> None:
+        if size > self.settings.max_upload_bytes:
+            raise errors.PayloadTooLarge(limit=self.settings.max_upload_bytes)
+        check_size(policy, size)
+
+    async def _finished(self, session: UploadSession) -> FileRecord:
+        record = await self.registry.get(session.handle or "")
+        if record is None:
+            raise errors.UploadNotFound("the uploaded file is gone", upload_id=session.upload_id)
+        return record
+
+    async def _begin(
+        self, session: UploadSession, listed: list[tuple[int, str]] | None, creds: Credentials
+    ) -> asyncio.Task[FileRecord]:
+        app = await self.service.app(session.api_key)
+        policy = self._authorize(app, creds, session.path, self._container(app, session))
+        pieces = _select(await self.registry.upload_parts(session.upload_id), listed)
+        received = sum(p.size for p in pieces)
+        if received != session.size:
+            raise errors.InvalidParts(
+                "the parts do not add up to the file size", expected=session.size, received=received
+            )
+        self._check_size(policy, received)
+        task = asyncio.create_task(self._assemble(session, pieces, creds))
+        self._assembling[session.upload_id] = task
+        task.add_done_callback(lambda t: self._done(session.upload_id, t))
+        return task
+
+    def _done(self, upload_id: str, task: asyncio.Task[FileRecord]) -> None:
+        self._assembling.pop(upload_id, None)
+        if not task.cancelled() and task.exception() is not None:
+            log.info("assembling upload failed: %s", task.exception())
+
+    async def _assemble(
+        self, session: UploadSession, pieces: list[UploadPart], creds: Credentials
+    ) -> FileRecord:
+        from stowage.core.service import Source, StoreParams
+
+        source = Source(
+            chunks=self.files.read(pieces), filename=session.filename, content_type=session.mimetype
+        )
+        params = StoreParams(
+            filename=session.filename,
+            mimetype=session.mimetype,
+            path=session.path,
+            container=session.container,
+            access=session.access,
+        )
+        record = await self.service.store(session.api_key, session.provider, source, params, creds)
+        await self.registry.finish_upload(session.upload_id, record.handle)
+        await self.files.remove(session.upload_id)
+        return record
+
+
+def provider_for_location(location: str | None) -> str:
+    """The SDKs send ``store.location`` as "s3", "S3", "gcs", ...: the API provider name."""
+    if not location:
+        return "S3"
+    for name in API_PROVIDERS:
+        if name.lower() == location.lower():
+            return name
+    raise errors.InvalidParameter(f"unknown storage location {location!r}", parameter="location")
+
+
+def upload_root(service: Stowage) -> str:
+    """The API origin (the SDKs add ``/multipart/...`` to it)."""
+    return service.settings.api_url().removesuffix("/api")
+
+
+def location_url(service: Stowage) -> str:
+    """What ``location_url`` answers: a bare host (the SDKs prepend ``https://``) behind
+    TLS; the full ``http://`` root otherwise (filestack-js uses it as is)."""
+    root = upload_root(service)
+    return root.removeprefix("https://")
+
+
+def _sign_part(session: UploadSession, part: int, fields: dict[str, object]) -> str:
+    values = (session.upload_id, part, *(fields[k] for k in ("offset", "size", "md5", "expires")))
+    message = "\n".join(str(v) for v in values)
+    return hmac.new(session.part_key.encode(), message.encode(), hashlib.sha256).hexdigest()
+
+
+def _chain(pieces: list[UploadPart]) -> list[UploadPart]:
+    """A part's pieces that follow each other from offset 0 (one piece outside intelligent
+    mode); pieces left over from retries with another chunk size are skipped."""
+    by_offset = {p.offset: p for p in pieces}
+    chain: list[UploadPart] = []
+    offset = 0
+    while (piece := by_offset.get(offset)) is not None:
+        chain.append(piece)
+        if piece.size == 0:
+            break
+        offset += piece.size
+    return chain
+
+
+def _select(pieces: list[UploadPart], listed: list[tuple[int, str]] | None) -> list[UploadPart]:
+    by_part: dict[int, list[UploadPart]] = {}
+    for piece in pieces:
+        by_part.setdefault(piece.part, []).append(piece)
+    numbers = [n for n, _ in listed] if listed else sorted(by_part)
+    if listed and numbers != sorted(set(numbers)):
+        raise errors.InvalidParts("parts must be listed once each, in ascending order")
+    selected: list[UploadPart] = []
+    for index, number in enumerate(numbers):
+        chain = _chain(by_part.get(number, []))
+        if not chain:
+            raise errors.InvalidParts(f"part {number} was not uploaded", part=number)
+        if listed and not _etag_matches(chain, listed[index][1]):
+            raise errors.InvalidParts(f"part {number} has another ETag", part=number)
+        selected.extend(chain)
+    return selected
+
+
+def _etag_matches(chain: list[UploadPart], etag: str) -> bool:
+    given = etag.strip().strip('"').lower()
+    return len(chain) == 1 and hmac.compare_digest(chain[0].etag.encode(), given.encode())
