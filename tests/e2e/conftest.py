@@ -109,6 +109,17 @@ class Running:
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[Running]:
+    yield from _running(tmp_path)
+
+
+@pytest.fixture
+def json_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Running]:
+    """The server with ``log_format=json``."""
+    monkeypatch.setenv("STOWAGE_LOG_FORMAT", "json")
+    yield from _running(tmp_path)
+
+
+def _running(tmp_path: Path) -> Iterator[Running]:
     srv = Server(tmp_path / "data")
     created = json.loads(srv.cli("apps", "create", "--json"))
     srv.start()

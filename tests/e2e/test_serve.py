@@ -6,6 +6,7 @@ import asyncio
 import base64
 import contextlib
 import hashlib
+import json
 import os
 import sqlite3
 from collections.abc import AsyncIterator
@@ -138,6 +139,20 @@ async def test_sigterm_stops_cleanly(server: Running) -> None:
 
 
 async def test_secrets_and_signatures_never_reach_the_log(server: Running) -> None:
+    await _secrets_never_logged(server)
+
+
+async def test_secrets_and_signatures_never_reach_json_logs(json_server: Running) -> None:
+    log = await _secrets_never_logged(json_server)
+    records = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
+    access = [r for r in records if r.get("path", "").startswith("/api/file/")]
+    assert len(access) >= 3
+    for record in access:
+        assert set(record) >= {"time", "level", "message", "method", "status", "request_id"}
+        assert "?" not in record["path"] and "?" not in record["message"]
+
+
+async def _secrets_never_logged(server: Running) -> str:
     from stowage.core.security import encode_policy, sign
 
     srv = server.server
@@ -168,3 +183,4 @@ async def test_secrets_and_signatures_never_reach_the_log(server: Running) -> No
         base64.b64encode(server.secret.encode()).decode(),
     ):
         assert secret not in log
+    return log

@@ -106,12 +106,22 @@ def record(request: web.BaseRequest, response: web.StreamResponse, seconds: floa
     REQUESTS.inc(route=route, method=method, status=str(status))
     LATENCY.observe(seconds, route=route, method=method)
     BYTES_IN.inc(request.content.total_bytes, route=route)
-    if response.body_length:
-        BYTES_OUT.inc(response.body_length, route=route)
+    sent = _bytes_out(request, response)
+    if sent:
+        BYTES_OUT.inc(sent, route=route)
     if route.endswith("/multipart/start") and status == 200:
         SESSIONS.inc(event="started")
     elif route.endswith("/multipart/complete") and status == 200:
         SESSIONS.inc(event="completed")
+
+
+def _bytes_out(request: web.BaseRequest, response: web.StreamResponse) -> int:
+    """Bytes written; bytes sent with sendfile bypass the writer's count, so for a file
+    body the declared length stands in (a download cut short is counted whole)."""
+    declared = response.content_length or 0
+    if request.method == "HEAD" or declared <= response.body_length:
+        return response.body_length
+    return declared
 
 
 @web.middleware
