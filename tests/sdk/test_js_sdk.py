@@ -47,6 +47,7 @@ def test_upload_large_in_parts(stack: Stack, big_file: Sample) -> None:
     meta = run_js(stack, "metadata", handle=up["handle"], options={"sha256": True, "size": True})
     assert (meta["sha256"], meta["size"]) == (big_file.sha256, big_file.size)
     grown_mib = (stack.server.peak_rss_kib() - before) / 1024
+    print(f"filestack-js 100 MiB upload: server peak RSS grew {grown_mib:.1f} MiB")
     assert grown_mib < 64, f"server peak memory grew {grown_mib:.1f} MiB for a 100 MiB upload"
 
 
@@ -59,6 +60,8 @@ def test_upload_intelligent_mode(stack: Stack, tmp_path: Any) -> None:
     assert up["status"] == "Stored", up
     meta = run_js(stack, "metadata", handle=up["handle"], options={"sha256": True})
     assert meta["sha256"] == hashlib.sha256(data).hexdigest()
+    assert stack.server.log is not None
+    assert "POST /multipart/commit" in stack.server.log.read_text()  # chunks, then commits
 
 
 def test_store_url(stack: Stack, source_site: tuple[str, bytes]) -> None:

@@ -59,6 +59,7 @@ def test_upload_large_in_parts(stack: Stack, big_file: Sample, tmp_path: Path) -
     assert sha((tmp_path / "back.bin").read_bytes()) == big_file.sha256
     assert link.metadata(["sha256"])["sha256"] == big_file.sha256
     grown_mib = (stack.server.peak_rss_kib() - before) / 1024
+    print(f"filestack-python 100 MiB upload: server peak RSS grew {grown_mib:.1f} MiB")
     assert grown_mib < 64, f"server peak memory grew {grown_mib:.1f} MiB for a 100 MiB upload"
 
 
@@ -66,8 +67,12 @@ def test_upload_intelligent_mode(stack: Stack, tmp_path: Path) -> None:
     data = hashlib.sha256(b"fii").digest() * (700 * 1024)  # 21.9 MiB: 3 parts of 8 MiB
     path = tmp_path / "fii.bin"
     path.write_bytes(data)
+    log = stack.server.log
+    assert log is not None
+    commits = log.read_text().count("POST /multipart/commit")
     link = Client(stack.open_key).upload(filepath=str(path), intelligent=True)
     assert link.metadata(["sha256", "size"]) == {"sha256": sha(data), "size": len(data)}
+    assert log.read_text().count("POST /multipart/commit") == commits + 3  # one per part
 
 
 def test_upload_with_store_params(stack: Stack, small_file: Sample) -> None:

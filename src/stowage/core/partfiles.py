@@ -11,12 +11,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import errno
 import hashlib
 import os
 import re
 import secrets
 import shutil
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from stowage import errors
@@ -62,18 +64,21 @@ class PartFiles:
     ) -> UploadPart:
         """Stream one piece to disk; raise (keeping nothing) when it is not what was announced."""
         folder = self.folder(upload_id)
-        await asyncio.to_thread(folder.mkdir, parents=True, exist_ok=True)
         temp = folder / f".tmp-{secrets.token_hex(8)}"
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with _disk_errors():
+            await asyncio.to_thread(folder.mkdir, parents=True, exist_ok=True)
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
-            digest, received = await _stream_to(fd, chunks, size)
+            with _disk_errors():
+                digest, received = await _stream_to(fd, chunks, size)
             if received != size:
                 raise errors.PartSizeMismatch(expected=size, received=received)
             if md5 is not None and digest != md5:
                 raise errors.BadDigest("the part does not match its md5")
-            await asyncio.to_thread(os.fsync, fd)
             piece = UploadPart(upload_id, part, offset, size, digest, digest)
-            await asyncio.to_thread(_publish, temp, self.path(piece))
+            with _disk_errors():
+                await asyncio.to_thread(os.fsync, fd)
+                await asyncio.to_thread(_publish, temp, self.path(piece))
         except BaseException:
             temp.unlink(missing_ok=True)
             raise
@@ -115,6 +120,17 @@ async def _stream_to(fd: int, chunks: AsyncIterator[bytes], limit: int) -> tuple
         while view:
             view = view[os.write(fd, view) :]
     return md5.hexdigest(), received
+
+
+@contextmanager
+def _disk_errors() -> Iterator[None]:
+    """A full or failing disk is the service's storage failing, not a bug."""
+    try:
+        yield
+    except OSError as exc:
+        full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+        cls = errors.StorageFull if full else errors.StorageError
+        raise cls(f"upload parts: {os.strerror(exc.errno or 0) or 'I/O error'}") from exc
 
 
 def _publish(temp: Path, target: Path) -> None:
