@@ -7,7 +7,7 @@ import contextlib
 import json
 import subprocess
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -101,13 +101,17 @@ async def with_webhook(h: Harness, app: App, url: str) -> App:
 
 
 async def wait_log(
-    h: Harness, count: int, status: str, timeout: float = 10.0
+    h: Harness,
+    count: int,
+    status: str | None,
+    timeout: float = 10.0,
+    check: Callable[[WebhookDelivery], bool] = lambda d: True,
 ) -> list[WebhookDelivery]:
-    """The newest ``count`` deliveries, once they all reached ``status``."""
+    """The newest ``count`` deliveries, once they all reached ``status`` and pass ``check``."""
     deadline = time.monotonic() + timeout
     while True:
         log = await h.service.registry.webhook_log(limit=count)
-        if len(log) == count and all(d.status == status for d in log):
+        if len(log) == count and all((status in (None, d.status)) and check(d) for d in log):
             return log
         assert time.monotonic() < deadline, [d.public() for d in log]
         await asyncio.sleep(0.05)

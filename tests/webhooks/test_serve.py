@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
@@ -47,6 +49,7 @@ async def test_serve_delivers_signed_events_and_logs_them(
                 assert resp.status == 200
             assert time.monotonic() - started < 2.0
         got = await receiver.wait_for(4, timeout=20)
+        await logged_as_delivered(srv, 3)
     finally:
         assert srv.stop() == 0
     actions = sorted(r.json()["action"] for r in got)
@@ -69,3 +72,49 @@ async def test_serve_delivers_signed_events_and_logs_them(
     text = srv.cli("webhooks", "log")
     assert "attempts=2 code=200" in text and secret not in text
     assert secret not in (srv.log.read_text() if srv.log else "")
+
+
+async def test_sigterm_puts_attempts_in_flight_back_and_a_restart_delivers_them(
+    tmp_path: Path, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STOWAGE_WEBHOOK_ALLOW_PRIVATE", "true")
+    monkeypatch.setenv("STOWAGE_WEBHOOK_TIMEOUT", "60")
+    receiver.hang = 120  # the first attempt never gets an answer
+    srv = Server(tmp_path / "data")
+    created = json.loads(srv.cli("apps", "create", "--json", "--webhook", receiver.url))
+    srv.start()
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(f"{srv.api}/api/store/S3", params={"key": created["api_key"]}, data=b"x") as resp,
+    ):
+        assert resp.status == 200
+    await receiver.wait_for(1)
+    started = time.monotonic()
+    assert srv.stop() == 0
+    assert time.monotonic() - started < 10
+    (row,) = json.loads(srv.cli("webhooks", "log", "--json"))
+    assert (row["status"], row["attempts"]) == ("pending", 1)
+    assert row["last_error"] == "interrupted by shutdown"
+
+    receiver.hang = 0
+    srv.start()
+    try:
+        await receiver.wait_for(2, timeout=20)
+        (row,) = await logged_as_delivered(srv, 1)
+        assert row["attempts"] == 2 and row["response_code"] == 200
+    finally:
+        assert srv.stop() == 0
+    assert receiver.got[0].body == receiver.got[1].body
+
+
+async def logged_as_delivered(srv: Server, count: int) -> list[dict[str, Any]]:
+    """Reads the log through the CLI (off the event loop: the receiver keeps answering)."""
+    deadline = time.monotonic() + 15
+    while True:
+        rows: list[dict[str, Any]] = json.loads(
+            await asyncio.to_thread(srv.cli, "webhooks", "log", "--json")
+        )
+        if len(rows) == count and all(r["status"] == "delivered" for r in rows):
+            return rows
+        assert time.monotonic() < deadline, rows
+        await asyncio.sleep(0.1)

@@ -49,6 +49,7 @@ class Worker:
         )
         self._wake = asyncio.Event()
         self._inflight: set[asyncio.Task[None]] = set()
+        self._recording: set[asyncio.Future[None]] = set()
         self._last_prune = 0.0
 
     def wake(self) -> None:
@@ -68,6 +69,7 @@ class Worker:
         for task in list(self._inflight):
             task.cancel()
         await asyncio.gather(*self._inflight, return_exceptions=True)
+        await asyncio.gather(*self._recording, return_exceptions=True)
         await self.poster.close()
 
     async def _idle(self) -> None:
@@ -104,7 +106,11 @@ class Worker:
         except Exception as exc:  # a bug must not kill the worker or lose the row
             log.exception("webhook delivery %s crashed", delivery.id)
             outcome = Outcome(error=f"internal error: {type(exc).__name__}")
-        await self._record(delivery, outcome)
+        # A shutdown arriving now must not drop the outcome: ``close`` waits for it.
+        recording = asyncio.ensure_future(self._record(delivery, outcome))
+        self._recording.add(recording)
+        recording.add_done_callback(self._recording.discard)
+        await asyncio.shield(recording)
 
     async def _attempt(self, delivery: WebhookDelivery) -> Outcome:
         if delivery.attempts > self.settings.webhook_max_attempts:
