@@ -20,7 +20,9 @@ from stowage.registry.base import App, WebhookDelivery
 from tests.api.conftest import Harness, harness  # noqa: F401  (fixture reused here)
 
 ROOT = Path(__file__).resolve().parents[2]
-JS_SDK = ROOT / ".test-servers" / "webhooks-js"
+JS_SDK = (
+    ROOT / ".test-servers" / "filestack-js"
+)  # installed by scripts/setup.d/60-filestack-sdks.sh
 
 
 @dataclass
@@ -120,7 +122,7 @@ async def wait_log(
 def js_sdk_verifies(deliveries: list[dict[str, str]]) -> list[bool]:
     """Each {secret, body, timestamp, signature} checked by filestack-js itself."""
     assert (JS_SDK / "node_modules" / "filestack-js").is_dir(), (
-        "run scripts/setup.d/65-webhooks-sdk.sh"
+        "run scripts/setup.d/60-filestack-sdks.sh"
     )
     out = subprocess.run(
         ["node", str(ROOT / "tests" / "webhooks" / "js" / "verify.js"), str(JS_SDK)],
