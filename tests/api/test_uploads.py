@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import os
@@ -268,3 +269,24 @@ async def test_upload_ids_belong_to_their_app(harness: Harness) -> None:
     }
     failed = await post(harness, "/multipart/upload", 404, **body)
     assert failed["error"]["code"] == "UPLOAD_NOT_FOUND"
+
+
+async def test_two_processes_completing_one_upload_store_one_file(harness: Harness) -> None:
+    """A poll that reaches another worker or node starts a second assembly of the same
+    parts: one file results, the other copy is removed, both answer the same handle."""
+    from stowage.core.security import Credentials
+    from stowage.core.uploads import Uploads
+
+    data = os.urandom(3 * MiB)
+    started = await start(harness, data)
+    parts = [(n, await put_part(harness, started, n, c)) for n, c in enumerate(split(data, MiB), 1)]
+    here, there = harness.service.uploads, Uploads(harness.service)
+    results = await asyncio.gather(
+        *(u.complete(started["upload_id"], harness.open_app.api_key, parts, Credentials())
+          for u in (here, there))
+    )  # fmt: skip
+    handles = {r.handle for r in results if r is not None}
+    assert len(handles) == 1
+    files = await harness.service.registry.list_files(harness.open_app.api_key)
+    assert [f.handle for f in files] == list(handles)
+    assert await stored_bytes(harness, handles.pop()) == data

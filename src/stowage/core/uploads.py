@@ -296,10 +296,39 @@ class Uploads:
             container=session.container,
             access=session.access,
         )
-        record = await self.service.store(session.api_key, session.provider, source, params, creds)
-        await self.registry.finish_upload(session.upload_id, record.handle)
+        try:
+            record = await self.service.store(
+                session.api_key, session.provider, source, params, creds
+            )
+        except errors.StowageError:
+            done = await self._completed(session.upload_id)
+            if done is None:
+                raise
+            return done
+        if not await self.registry.finish_upload(session.upload_id, record.handle):
+            await self._discard(record)
+            done = await self._completed(session.upload_id)
+            if done is None:
+                raise errors.UploadNotFound(upload_id=session.upload_id)
+            return done
         await self.files.remove(session.upload_id)
         return record
+
+    async def _completed(self, upload_id: str) -> FileRecord | None:
+        """The file of an upload that another process (a poll that reached another worker
+        or node) assembled at the same time, and finished first."""
+        current = await self.registry.get_upload(upload_id)
+        if current is None or current.state != "complete":
+            return None
+        return await self._finished(current)
+
+    async def _discard(self, record: FileRecord) -> None:
+        """Our copy of a file that another process stored first."""
+        app = await self.service.app(record.api_key)
+        provider = self.service.provider_for(app, record.provider)
+        with contextlib.suppress(errors.StorageNotFound):
+            await provider.delete(record.container, record.key)
+        await self.registry.delete(record.handle)
 
 
 def provider_for_location(location: str | None) -> str:
