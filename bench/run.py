@@ -13,7 +13,6 @@ import datetime
 import json
 import os
 import platform
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -72,7 +71,8 @@ def run(
         nginx.stop()
         if swift is not None:
             swift.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+        # rm is much faster than shutil.rmtree on the ~10^5 small files of scenario 5.
+        subprocess.run(["rm", "-rf", str(tmp)], check=False)
     meta = {
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "commit": _commit(),

@@ -51,6 +51,18 @@ def children(pid: int) -> list[int]:
     return found
 
 
+def cpu_seconds(roots: list[int]) -> float:
+    """User + system CPU time of these processes and their children (workers)."""
+    total = 0
+    for pid in {p for root in roots for p in (root, *children(root))}:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def _status(pid: int, name: str) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith(name + ":"):
@@ -203,6 +215,10 @@ http {{
 }}
 """
 
+    def pids(self) -> list[int]:
+        assert self.proc is not None
+        return [self.proc.pid]
+
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGQUIT)
@@ -224,6 +240,9 @@ class BenchSwift(SwiftAIO):
         if service in ("proxy", "object"):
             common = common.replace("workers = 0", f"workers = {self.bench_workers}")
         return common
+
+    def pids(self) -> list[int]:
+        return [proc.pid for proc in self.procs]
 
     def request(self, method: str, path: str, body: bytes | None = None) -> int:
         req = urllib.request.Request(

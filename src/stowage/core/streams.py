@@ -6,7 +6,9 @@ import asyncio
 import base64
 import binascii
 import hashlib
+import os
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 
 from stowage import errors
 
@@ -61,6 +63,12 @@ def _b64(data: bytes) -> bytes:
         raise errors.InvalidBase64() from exc
 
 
+# Hashing a large chunk releases the GIL: it runs in a thread while the loop receives the
+# next chunk (at most one update in flight per digest, so order is kept).
+_HASH_POOL = ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="digest")
+_INLINE_HASH = 64 * 1024
+
+
 class Digest:
     """Counts and hashes what flows through ``tap``."""
 
@@ -69,10 +77,20 @@ class Digest:
         self._sha256 = hashlib.sha256()
 
     async def tap(self, chunks: Chunks) -> Chunks:
+        pending: asyncio.Future[None] | None = None
         async for chunk in chunks:
             self.size += len(chunk)
-            self._sha256.update(chunk)
+            if pending is not None:
+                await pending
+                pending = None
+            if len(chunk) < _INLINE_HASH:
+                self._sha256.update(chunk)
+            else:
+                loop = asyncio.get_running_loop()
+                pending = loop.run_in_executor(_HASH_POOL, self._sha256.update, chunk)
             yield chunk
+        if pending is not None:
+            await pending
 
     @property
     def sha256(self) -> str:
