@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Headless Chromium for the console's browser tests (tests/browser): Debian's chromium,
+# driven by Playwright's Python package pointed at /usr/bin/chromium. Playwright's own
+# browser download is never used.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+if ! command -v chromium >/dev/null 2>&1; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -qq --no-install-recommends chromium chromium-driver fonts-dejavu-core >/dev/null 2>&1 \
+    || { apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium chromium-driver fonts-dejavu-core; }
+fi
+if ! .venv/bin/python -c "import playwright" 2>/dev/null; then
+  flock /tmp/stowage-pip.lock .venv/bin/pip install --quiet "playwright==1.65.2"
+fi

@@ -1,0 +1,54 @@
+"""Headless Chromium (Debian's /usr/bin/chromium) driven by Playwright, against a real
+``stowage serve``. Screenshots go to test-output/ (gitignored)."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Playwright, sync_playwright
+
+from tests.e2e.conftest import Running, _running
+
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+OUTPUT = Path(__file__).resolve().parents[2] / "test-output"
+
+
+@pytest.fixture(scope="session")
+def playwright() -> Iterator[Playwright]:
+    with sync_playwright() as p:
+        yield p
+
+
+@pytest.fixture(scope="session")
+def browser(playwright: Playwright) -> Iterator[Browser]:
+    # Fails (never skips) when Chromium is missing: scripts/setup.d/90-browser.sh installs it.
+    assert shutil.which(CHROMIUM), (
+        "Debian's chromium is not installed (scripts/setup.d/90-browser.sh)"
+    )
+    # launch() gives every run a fresh, empty profile directory of its own.
+    browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
+    yield browser
+    browser.close()
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Running]:
+    yield from _running(tmp_path)
+
+
+@pytest.fixture
+def shots() -> Path:
+    OUTPUT.mkdir(exist_ok=True)
+    return OUTPUT
