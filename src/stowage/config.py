@@ -167,6 +167,10 @@ class Settings:
         return self.data_dir / "stowage.db"
 
     @property
+    def upload_parts_path(self) -> Path:
+        return Path(self.upload_parts_dir) if self.upload_parts_dir else self.data_dir / "uploads"
+
+    @property
     def registry_shared(self) -> bool:
         """True when several nodes may share the registry (PostgreSQL)."""
         return self.registry_url.startswith(("postgresql://", "postgres://"))

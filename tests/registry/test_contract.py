@@ -129,3 +129,14 @@ async def test_handle_lock_serialises(registry: Registry) -> None:
 
     await asyncio.gather(worker("a"), worker("b"))
     assert order in (["a-in", "a-out", "b-in", "b-out"], ["b-in", "b-out", "a-in", "a-out"])
+
+
+async def test_exclusive_admits_one_caller_at_a_time(registry: Registry) -> None:
+    async with (
+        registry.exclusive("job") as first,
+        registry.exclusive("job") as second,
+        registry.exclusive("other") as third,
+    ):
+        assert (first, second, third) == (True, False, True)
+    async with registry.exclusive("job") as again:
+        assert again is True

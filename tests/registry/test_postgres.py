@@ -14,7 +14,7 @@ from stowage import errors
 from stowage.config import Settings
 from stowage.core.service import Stowage
 from stowage.registry import build_registry, migrate
-from stowage.registry.base import App, FileRecord
+from stowage.registry.base import App, FileRecord, WebhookDelivery
 from stowage.registry.postgres import PostgresRegistry
 from tests.servers.fx_postgres import PostgresServer
 
@@ -155,6 +155,24 @@ async def test_key_claimed_once_across_nodes(nodes: list[PostgresRegistry]) -> N
             return False
 
     assert (await asyncio.gather(*(claim(i) for i in range(9)))).count(True) == 1
+
+
+async def test_webhook_rows_are_claimed_by_one_worker(nodes: list[PostgresRegistry]) -> None:
+    now = time.time()
+    rows = [
+        WebhookDelivery(0, i, "app1", "http://127.0.0.1:9/", "fp.upload", H, "{}", created=now)
+        for i in range(60)
+    ]
+    await nodes[0].enqueue_webhooks(rows)
+
+    async def worker(n: int) -> list[int]:
+        taken: list[int] = []
+        while batch := await nodes[n % 3].claim_webhooks(f"w{n}", time.time(), 60, 4):
+            taken.extend(d.id for d in batch)
+        return taken
+
+    claimed = [i for ids in await asyncio.gather(*(worker(n) for n in range(6))) for i in ids]
+    assert len(claimed) == 60 and len(set(claimed)) == 60
 
 
 async def test_start_up_recovery_spares_young_pending_rows(dsn: str, tmp_path: Path) -> None:

@@ -58,7 +58,7 @@ class Uploads:
         self.service = service
         self.settings = service.settings
         self.registry = service.registry
-        self.files = PartFiles(self.settings.data_dir / "uploads")
+        self.files = PartFiles(self.settings.upload_parts_path)
         self._assembling: dict[str, asyncio.Task[FileRecord]] = {}
         self._sweeper: asyncio.Task[None] | None = None
 
@@ -83,7 +83,9 @@ class Uploads:
         while True:
             await asyncio.sleep(interval)
             try:
-                await self.sweep()
+                async with self.registry.exclusive("upload-sweep") as mine:
+                    if mine:  # one node (or worker process) at a time
+                        await self.sweep()
             except Exception:
                 log.warning("sweeping expired uploads failed", exc_info=True)
 

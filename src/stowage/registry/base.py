@@ -182,6 +182,10 @@ class Registry(Protocol):
     def all_files(self) -> AsyncIterator[FileRecord]: ...
 
     def handle_lock(self, handle: str) -> AbstractAsyncContextManager[None]: ...
+    def exclusive(self, job: str) -> AbstractAsyncContextManager[bool]:
+        """Yields True to the one caller (across processes and nodes) that may run ``job``
+        now, False to the others; never waits."""
+        ...
 
     # Multipart uploads: ``put_upload_part`` inserts or replaces the piece at
     # ``(upload_id, part, offset)``; ``upload_parts`` lists them by part then offset;

@@ -25,8 +25,14 @@ from typing import Any
 import asyncpg
 
 from stowage import errors
-from stowage.registry import migrate, postgres_limits
-from stowage.registry.base import App, FileRecord
+from stowage.registry import migrate, postgres_limits, postgres_uploads, postgres_webhooks
+from stowage.registry.base import (
+    App,
+    FileRecord,
+    UploadPart,
+    UploadSession,
+    WebhookDelivery,
+)
 
 FILE_COLUMNS = (
     "handle, api_key, provider, location, container, key, filename, mimetype, size, sha256, "
@@ -216,6 +222,60 @@ class PostgresRegistry:
             if len(rows) < 500:
                 return
             after = rows[-1]["handle"]
+
+    # -- multipart uploads (SQL in postgres_uploads.py) ---------------------------
+    async def create_upload(self, session: UploadSession) -> None:
+        await postgres_uploads.create(self.pool, session)
+
+    async def get_upload(self, upload_id: str) -> UploadSession | None:
+        return await postgres_uploads.get(self.pool, upload_id)
+
+    async def put_upload_part(self, part: UploadPart) -> None:
+        await postgres_uploads.put_part(self.pool, part)
+
+    async def upload_parts(self, upload_id: str) -> list[UploadPart]:
+        return await postgres_uploads.parts(self.pool, upload_id)
+
+    async def finish_upload(self, upload_id: str, handle: str) -> bool:
+        return await postgres_uploads.finish(self.pool, upload_id, handle)
+
+    async def delete_upload(self, upload_id: str) -> None:
+        await postgres_uploads.delete(self.pool, upload_id)
+
+    async def expired_uploads(self, created_before: float) -> list[UploadSession]:
+        return await postgres_uploads.expired(self.pool, created_before)
+
+    # -- webhook deliveries (SQL in postgres_webhooks.py) -------------------------
+    async def enqueue_webhooks(self, deliveries: list[WebhookDelivery]) -> list[WebhookDelivery]:
+        return await postgres_webhooks.enqueue(self.pool, deliveries)
+
+    async def claim_webhooks(
+        self, worker: str, now: float, lease: float, limit: int
+    ) -> list[WebhookDelivery]:
+        return await postgres_webhooks.claim(self.pool, worker, now, lease, limit)
+
+    async def finish_webhook(
+        self,
+        delivery_id: int,
+        worker: str,
+        status: str,
+        *,
+        now: float,
+        next_attempt: float = 0.0,
+        response_code: int | None = None,
+        error: str = "",
+    ) -> bool:
+        return await postgres_webhooks.finish(
+            self.pool, delivery_id, worker, status, now, next_attempt, response_code, error
+        )
+
+    async def webhook_log(
+        self, api_key: str | None = None, limit: int = 50
+    ) -> list[WebhookDelivery]:
+        return await postgres_webhooks.log(self.pool, api_key, limit)
+
+    async def prune_webhooks(self, before: float) -> int:
+        return await postgres_webhooks.prune(self.pool, before)
 
     # -- rate limits (SQL in postgres_limits.py) ---------------------------------
     async def take_token(self, key: str, rate: float, burst: float) -> tuple[float, bool]:

@@ -336,6 +336,16 @@ class SQLiteRegistry:
             else:
                 self._locks[handle] = (lock, users - 1)
 
+    @asynccontextmanager
+    async def exclusive(self, job: str) -> AsyncIterator[bool]:
+        path = locks.lock_path(self.path.parent / "locks", f"job:{job}")
+        fd = locks.try_acquire(path)
+        try:
+            yield fd is not None
+        finally:
+            if fd is not None:
+                locks.release(path, fd)
+
 
 def _app_row(app: App) -> tuple[Any, ...]:
     return (
