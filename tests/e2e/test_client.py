@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -95,6 +96,39 @@ def test_overwrite_and_plain_table_output(server: Running, tmp_path: Path) -> No
     assert handle in out.stdout
     meta = json.loads(run(server, "meta", handle, "--md5", "--json").stdout)
     assert meta["size"] == 20 and meta["md5"] == hashlib.md5(second.read_bytes()).hexdigest()
+
+
+def test_resumes_an_interrupted_multipart_upload(server: Running, tmp_path: Path) -> None:
+    """Kill the client after some parts; the second run sends only the missing parts."""
+    big = write(tmp_path / "resume.bin", 48 * 1024 * 1024, seed=4)
+    env = {
+        "STOWAGE_URL": server.server.api,
+        "STOWAGE_KEY": server.key,
+        "STOWAGE_SECRET": server.secret,
+        "HOME": str(server.server.data_dir.parent / "home"),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "stowage", "upload", str(big), "--json"],
+        env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    state_dir = server.server.data_dir.parent / "home" / ".cache" / "stowage" / "uploads"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        states = list(state_dir.glob("*.json")) if state_dir.exists() else []
+        if states and len(json.loads(states[0].read_text()).get("parts", {})) >= 2:
+            break
+        time.sleep(0.02)
+    proc.kill()
+    proc.wait()
+    state = json.loads(next(state_dir.glob("*.json")).read_text())
+    done_before = len(state["parts"])
+    assert 2 <= done_before < 6, "the upload was not interrupted mid-way"
+    out = run(server, "upload", str(big), "--json")
+    result = json.loads(out.stdout)[0]
+    assert result["size"] == big.stat().st_size
+    assert not list(state_dir.glob("*.json")), "state file kept after completion"
+    meta = json.loads(run(server, "meta", result["handle"], "--sha256", "--json").stdout)
+    assert meta["sha256"] == sha256(big)
 
 
 def test_profile_file_and_errors(server: Running, tmp_path: Path) -> None:
