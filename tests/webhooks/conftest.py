@@ -66,11 +66,16 @@ class Receiver:
         return self.got
 
 
+async def _source_file(_: web.Request) -> web.Response:
+    return web.Response(text="fetched", content_type="text/plain")
+
+
 @pytest.fixture
 async def receiver() -> AsyncIterator[Receiver]:
     rec = Receiver()
     app = web.Application()
     app.router.add_post("/hook", rec.handle)
+    app.router.add_get("/file.txt", _source_file)
     runner = web.AppRunner(app, shutdown_timeout=0.1)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)

@@ -9,10 +9,11 @@ import sys
 import time
 from typing import Any
 
+import pytest
 from filestack.helpers import verify_webhook_signature
 
 from stowage.core.webhooks import verify
-from stowage.registry.base import App
+from stowage.registry.base import App, WebhookDelivery
 from tests.webhooks.conftest import (
     Harness,
     Receiver,
@@ -146,3 +147,16 @@ async def receiver_stays_quiet(receiver: Receiver, count: int, seconds: float) -
 
     await asyncio.sleep(seconds)
     assert len(receiver.got) == count
+
+
+async def test_a_failing_queue_never_fails_the_request(
+    harness: Harness, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = await with_webhook(harness, harness.open_app, receiver.url)
+
+    async def full_disk(deliveries: list[WebhookDelivery]) -> list[WebhookDelivery]:
+        raise OSError("no space left on device")
+
+    monkeypatch.setattr(harness.service.registry, "enqueue_webhooks", full_disk)
+    stored = await harness.store(b"x", app)
+    assert (await harness.api.get(f"/api/file/{stored['handle']}")).status == 200
