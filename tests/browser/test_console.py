@@ -196,3 +196,33 @@ def test_keyboard_only_and_phone_width(
     )
     assert page.evaluate("document.documentElement.scrollWidth") <= 375, wide
     context.close()
+
+
+def test_large_file_goes_through_the_resumable_protocol(
+    browser: Browser, server: Running, tmp_path: Path
+) -> None:
+    big = tmp_path / "big.bin"
+    block = hashlib.sha256(b"console").digest() * 32768  # 1 MiB
+    big.write_bytes(block * 17 + b"tail")
+    page = browser.new_page()
+    sign_in(page, server)
+    page.locator("#files").set_input_files(str(big))
+    row = page.locator("#rows tr", has_text="big.bin")
+    expect(row).to_have_count(1, timeout=60_000)
+    handle = (row.get_attribute("id") or "").removeprefix("row-")
+    meta = api_json(server, f"/api/file/{handle}/metadata?sha256=true&size=true")
+    assert meta == {
+        "size": big.stat().st_size,
+        "sha256": hashlib.sha256(big.read_bytes()).hexdigest(),
+    }
+    with urllib.request.urlopen(f"{server.server.api}/metrics") as resp:
+        metrics = resp.read().decode()
+    parts = [
+        line
+        for line in metrics.splitlines()
+        if line.startswith("stowage_http_requests_total{")
+        and 'route="/multipart/part/{upload_id}/{part}"' in line
+        and 'status="200"' in line
+    ]
+    assert parts and parts[0].endswith(" 3"), parts  # 8 + 8 + 1 MiB parts, each PUT once
+    page.close()

@@ -90,10 +90,11 @@ class Client:
         items = {"key": self.profile.key, **extra}
         return {k: str(v) for k, v in items.items() if v is not None}
 
-    async def json(self, method: str, path: str, **kw: Any) -> Any:
+    async def json(self, method: str, path: str, **kw: Any) -> dict[str, Any]:
         async with self.session.request(method, self.url(path), auth=self.auth, **kw) as resp:
             await _check(resp)
-            return await resp.json()
+            body: dict[str, Any] = await resp.json()
+            return body
 
     # -- operations ------------------------------------------------------------
     async def store(self, path: Path, opts: UploadOptions, advance: Advance) -> dict[str, Any]:

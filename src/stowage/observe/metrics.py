@@ -8,6 +8,7 @@ import bisect
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 Labels = tuple[tuple[str, str], ...]
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -84,13 +85,14 @@ class Histogram:
 
 
 Metric = Counter | Histogram
+M = TypeVar("M", Counter, Histogram)
 
 
 @dataclass
 class Registry:
     metrics: list[Metric] = field(default_factory=list)
 
-    def add(self, metric: Metric) -> Metric:
+    def add(self, metric: M) -> M:
         self.metrics.append(metric)
         return metric
 
