@@ -257,3 +257,11 @@ def test_serve_refuses_to_start_on_a_schema_it_does_not_know(dsn: str, tmp_path:
     assert (
         version.stdout.strip() == f"schema {migrate.latest()}, this node needs {migrate.latest()}"
     )
+
+
+async def test_a_store_abandoned_meanwhile_cannot_commit(nodes: list[PostgresRegistry]) -> None:
+    await nodes[0].reserve(record())
+    await nodes[1].abandon(H)  # another node took it for abandoned
+    with pytest.raises(errors.Conflict):
+        await nodes[0].commit(record())
+    assert await nodes[0].get(H) is None

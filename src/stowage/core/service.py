@@ -21,6 +21,7 @@ from stowage import errors
 from stowage.config import Settings
 from stowage.core import events, inspect, metadata, mimetypes, names, streams
 from stowage.core.fetch import Fetcher
+from stowage.core.janitor import Janitor
 from stowage.core.security import Credentials, Policy, Target, authorize, check_size
 from stowage.core.uploads import Uploads
 from stowage.registry.base import App, FileRecord, Registry
@@ -88,6 +89,7 @@ class Stowage:
         self._providers: dict[tuple[str, str, str], Provider] = {}
         self.events: events.EventSink = events.NullSink()
         self.uploads = Uploads(self)
+        self.janitor = Janitor(settings, registry, self.clean_pending)
         self.draining = False  # set on SIGTERM: /readyz fails while requests drain
 
     # -- lifecycle -------------------------------------------------------------
@@ -97,9 +99,11 @@ class Stowage:
         if recover:
             await self.recover()
         self.uploads.start_sweeper()
+        self.janitor.start()
         await self.events.start()
 
     async def close(self) -> None:
+        await self.janitor.close()
         await self.uploads.close()
         await self.events.close()
         await self.fetcher.close()
@@ -109,6 +113,14 @@ class Stowage:
 
     async def recover(self) -> int:
         """Undo stores that a crash interrupted: pending rows and their objects, temp files."""
+        cleaned = await self.clean_pending()
+        for provider in [*self._default_local_providers(), *await self._app_providers()]:
+            if isinstance(provider, Recovers):
+                cleaned += await _sweep(provider)
+        return cleaned
+
+    async def clean_pending(self) -> int:
+        """Removes abandoned pending rows and whatever their stores wrote."""
         cleaned = 0
         for record in await self.registry.pending(older_than=self._abandoned_before()):
             app = await self.registry.get_app(record.api_key)
@@ -120,9 +132,6 @@ class Stowage:
                     pass
             await self.registry.abandon(record.handle)
             cleaned += 1
-        for provider in [*self._default_local_providers(), *await self._app_providers()]:
-            if isinstance(provider, Recovers):
-                cleaned += await _sweep(provider)
         return cleaned
 
     def _abandoned_before(self) -> float:

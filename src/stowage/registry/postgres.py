@@ -162,10 +162,15 @@ class PostgresRegistry:
             raise errors.Conflict("a file with this handle exists") from exc
 
     async def commit(self, record: FileRecord) -> None:
-        await self.pool.execute(
-            f"UPDATE files SET {_SET_STORED}, state = 'stored' WHERE handle = $1",
+        status = await self.pool.execute(
+            f"UPDATE files SET {_SET_STORED}, state = 'stored' "
+            "WHERE handle = $1 AND state = 'pending'",
             *_stored_values(record),
         )
+        if _count(status) == 0:  # taken for abandoned (older than pending_grace_seconds)
+            raise errors.Conflict(
+                "the store took longer than pending_grace_seconds and was abandoned"
+            )
 
     async def abandon(self, handle: str) -> None:
         await self.pool.execute("DELETE FROM files WHERE handle = $1 AND state = 'pending'", handle)
