@@ -103,3 +103,18 @@ async def test_bad_parameters(harness: Harness) -> None:
         assert (await resp.json())["error"]["code"] == "INVALID_PARAMETER"
     resp = await harness.api.get("/api/files", params={"key": "nokey"}, headers=_basic(app.secret))
     assert resp.status == 403
+
+
+async def test_metrics_show_the_webhook_queue_depth(harness: Harness) -> None:
+    from stowage.registry.base import WebhookDelivery
+
+    later = time.time() + 3600  # not due: the worker leaves them queued
+    rows = [
+        WebhookDelivery(
+            0, n, harness.open_app.api_key, "http://hook", "store", "h", "{}", next_attempt=later
+        )
+        for n in (1, 2, 3)
+    ]
+    await harness.service.registry.enqueue_webhooks(rows)
+    text = await (await harness.api.get("/metrics")).text()
+    assert "stowage_webhook_queue_depth 3" in text.splitlines()

@@ -282,6 +282,13 @@ class PostgresRegistry:
     async def prune_webhooks(self, before: float) -> int:
         return await postgres_webhooks.prune(self.pool, before)
 
+    async def webhook_queue_depth(self) -> int:
+        """Deliveries waiting or being delivered (the ``/metrics`` gauge)."""
+        count = await self.pool.fetchval(
+            "SELECT count(*) FROM webhook_deliveries WHERE status IN ('pending', 'delivering')"
+        )
+        return int(count)
+
     # -- rate limits (SQL in postgres_limits.py) ---------------------------------
     async def take_token(self, key: str, rate: float, burst: float) -> tuple[float, bool]:
         """Shared token bucket: (tokens left, whether one was taken)."""

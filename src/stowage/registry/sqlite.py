@@ -284,6 +284,13 @@ class SQLiteRegistry:
     async def prune_webhooks(self, before: float) -> int:
         return await self._write(lambda: sqlite_webhooks.prune(self._conn(), before))
 
+    async def webhook_queue_depth(self) -> int:
+        """Deliveries waiting or being delivered (the ``/metrics`` gauge)."""
+        rows = self._rows(
+            "SELECT count(*) FROM webhook_deliveries WHERE status IN ('pending', 'delivering')"
+        )
+        return int(rows[0][0])
+
     def _conn(self) -> sqlite3.Connection:
         assert self._write_conn is not None
         return self._write_conn
