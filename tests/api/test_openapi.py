@@ -192,3 +192,52 @@ async def test_reference_page_is_served_locally(harness: Harness) -> None:
         assert resp.status == 200, asset
         assert resp.headers["X-Content-Type-Options"] == "nosniff"
     assert (await harness.api.get("/api/docs/..%2Fdocs.html")).status == 404
+
+
+async def test_upload_protocol_responses_validate(harness: Harness) -> None:
+    c = Checker(document(harness.settings))
+    key = harness.open_app.api_key
+    data = b"part one." * 1000
+    start = await c.check(
+        await harness.api.post(
+            "/multipart/start", json={"apikey": key, "filename": "p.bin", "size": len(data)}
+        ),
+        "/multipart/start",
+        "post",
+    )
+    upload_id = start["upload_id"]
+    target = await c.check(
+        await harness.api.post(
+            "/multipart/upload",
+            json={"apikey": key, "upload_id": upload_id, "part": 1, "size": len(data)},
+        ),
+        "/multipart/upload",
+        "post",
+    )
+    path = "/" + target["url"].split("/", 3)[3]  # same origin: the test server's
+    put = await harness.api.put(path, data=data, headers=target["headers"])
+    assert put.status == 200, await put.text()
+    etag = put.headers["ETag"].strip('"')
+    done = await c.check(
+        await harness.api.post(
+            "/multipart/complete",
+            json={
+                "apikey": key,
+                "upload_id": upload_id,
+                "parts": [{"part_number": 1, "etag": etag}],
+            },
+        ),
+        "/multipart/complete",
+        "post",
+    )
+    assert done["size"] == len(data) and done["status"] == "Stored"
+
+
+async def test_process_response_validates(harness: Harness) -> None:
+    c = Checker(document(harness.settings))
+    key = harness.open_app.api_key
+    source = await harness.store(b"fetched by /process", filename="src.txt")
+    url = str(harness.api.make_url(f"/api/file/{source['handle']}"))
+    body = {"apikey": key, "sources": [url], "tasks": [{"name": "store", "params": {}}]}
+    done = await c.check(await harness.api.post("/process", json=body), "/process", "post")
+    assert done["size"] == len(b"fetched by /process") and done["handle"] != source["handle"]

@@ -250,15 +250,7 @@ def _fields_body(required: list[str], **properties: Doc) -> Doc:
 
 _STR, _INT = {"type": "string"}, {"type": "integer", "minimum": 0}
 _UPLOAD_AUTH = {"apikey": _STR, "policy": _STR, "signature": _STR}
-_STORED = {
-    "allOf": [ref("StoreResult")],
-    "properties": {
-        "mimetype": _STR,
-        "status": {"const": "Stored"},
-        "upload_tags": {"type": ["object", "null"]},
-        "workflows": {"type": "array"},
-    },
-}
+_STORED = ref("UploadResult")
 
 
 def _upload_op(summary: str, op_id: str, body: Doc, ok: Doc, **more: Doc) -> Doc:
@@ -540,15 +532,7 @@ def _schemas() -> Doc:
                 }
             },
         },
-        "StoreResult": _object(
-            url={"type": "string", "format": "uri"},
-            handle={"type": "string"},
-            size={"type": "integer", "minimum": 0},
-            type={"type": "string"},
-            filename={"type": "string"},
-            key={"type": "string"},
-            container={"type": "string"},
-        ),
+        "StoreResult": _schemas_store_result(),
         "OverwriteResult": _object(
             url={"type": "string", "format": "uri"},
             handle={"type": "string"},
@@ -598,6 +582,7 @@ def _schemas() -> Doc:
             next={**nullable_str, "description": "`after` for the next page; null at the end"},
         ),
         "Status": _object(status={"type": "string"}),
+        "UploadResult": _upload_result(),
         "UploadStarted": {
             **_object(
                 uri={"type": "string"},
@@ -619,6 +604,34 @@ def _schemas() -> Doc:
             location_url={"type": "string"},
         ),
     }
+
+
+def _upload_result() -> Doc:
+    """A store result plus what the SDKs read after an upload or /process."""
+    base = _schemas_store_result()
+    extra = {
+        "mimetype": {"type": "string"},
+        "status": {"const": "Stored"},
+        "upload_tags": {"type": ["object", "null"]},
+        "workflows": {"type": "array"},
+    }
+    return {
+        **base,
+        "required": [*base["required"], "mimetype", "status"],
+        "properties": {**base["properties"], **extra},
+    }
+
+
+def _schemas_store_result() -> Doc:
+    return _object(
+        url={"type": "string", "format": "uri"},
+        handle={"type": "string"},
+        size={"type": "integer", "minimum": 0},
+        type={"type": "string"},
+        filename={"type": "string"},
+        key={"type": "string"},
+        container={"type": "string"},
+    )
 
 
 def _object(**properties: Doc) -> Doc:
