@@ -266,7 +266,8 @@ def ls(limit: int | None, after: str | None, as_json: bool, **conn: Any) -> None
         return
     rows = [{**f, "size": human(f["size"]), "uploaded": _when(f["uploaded"])} for f in files]
     _table(rows, ["handle", "filename", "size", "mimetype", "uploaded", "provider"])
-    print(f"{len(files)} files", file=sys.stderr)
+    sys.stdout.flush()
+    click.echo(f"{len(files)} files", err=True)
 
 
 COMMANDS = [upload, download, meta, rm, overwrite, ls]
