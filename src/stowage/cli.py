@@ -256,6 +256,30 @@ def db_version(ctx: click.Context) -> None:
     click.echo(f"schema {current}, this node needs {needed}")
 
 
+@main.command("verify")
+@click.argument("handles", nargs=-1)
+@click.pass_context
+def verify_command(ctx: click.Context, handles: tuple[str, ...]) -> None:
+    """Re-hash stored files (all, or HANDLES) against the SHA-256 recorded at write time.
+    Exits 1 if any is corrupt, missing or unreadable."""
+    from stowage.core.integrity import run_verify
+
+    if _run(run_verify(_settings(ctx), list(handles), click.echo)):
+        ctx.exit(1)
+
+
+@main.command("fsck")
+@click.option("--repair", is_flag=True, help="Remove what is reported (see docs/reliability.md).")
+@click.pass_context
+def fsck_command(ctx: click.Context, repair: bool) -> None:
+    """Report handles whose objects are missing, and local objects and temporary files that
+    no handle owns. Exits 1 when anything is reported."""
+    from stowage.core.integrity import run_fsck
+
+    if not _run(run_fsck(_settings(ctx), repair, click.echo)):
+        ctx.exit(1)
+
+
 @main.command("sign")
 @click.option("--secret", envvar="STOWAGE_SECRET", help="App secret (or STOWAGE_SECRET).")
 @click.option("--app", "api_key", help="Read the secret of this app from the registry instead.")

@@ -77,6 +77,22 @@ class Settings:
     body_idle_timeout: float = _setting(
         60.0, "Seconds a request body may stall before the upload is aborted (408)."
     )
+    rate_limit_app: float = _setting(
+        10000.0,
+        "Requests per second one API key may make, sustained (429 with Retry-After beyond); "
+        "0 disables. Bursts of rate_limit_burst seconds' worth pass.",
+    )
+    rate_limit_ip: float = _setting(
+        10000.0, "Requests per second one client address may make, sustained; 0 disables."
+    )
+    rate_limit_burst: float = _setting(
+        10.0, "Seconds of requests a client may send at once above the sustained rate."
+    )
+    verify_downloads: bool = _setting(
+        False,
+        "Re-hash every file against the SHA-256 recorded at write time before serving it "
+        "(500 INTEGRITY_ERROR when they differ). Per request: `verify=true`.",
+    )
     fetch_max_bytes: int = _setting(2 * GiB, "Largest file fetched from a url (413 beyond).")
     fetch_connect_timeout: float = _setting(10.0, "Connect timeout of url fetches, seconds.")
     fetch_read_timeout: float = _setting(

@@ -96,6 +96,7 @@ def _exif_from(path: Path, max_pixels: int) -> dict[str, Any]:
     from PIL import Image, UnidentifiedImageError
 
     with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # Pillow's "Corrupt EXIF data": give {}
         warnings.simplefilter("error", Image.DecompressionBombWarning)
         try:
             with Image.open(path) as img:

@@ -19,7 +19,8 @@ from typing import Any
 
 from stowage import errors
 from stowage.config import Settings
-from stowage.core import events, inspect, metadata, mimetypes, names, streams
+from stowage.core import events, inspect, integrity, metadata, mimetypes, names, streams
+from stowage.core.conditions import Conditions
 from stowage.core.fetch import Fetcher
 from stowage.core.janitor import Janitor
 from stowage.core.security import Credentials, Policy, Target, authorize, check_size
@@ -52,6 +53,7 @@ class StoreParams:
     access: str = "private"
     base64decode: bool = False
     link: bool = False
+    conditions: Conditions = field(default_factory=Conditions)  # If-None-Match with a path
 
 
 @dataclass
@@ -274,6 +276,8 @@ class Stowage:
         policy = self._authorize(app, creds, "store", target, app.security)
         if params.link:
             return await self._link(app, api_name, provider, container, path, params)
+        if path and not path.endswith("/"):
+            await params.conditions.check(provider, container, path)
         prepared = await self._prepare(source, params.base64decode, self._max_bytes(policy))
         filename = names.clean_filename(params.filename or prepared.filename)
         mimetype = mimetypes.choose(
@@ -394,7 +398,9 @@ class Stowage:
         base64decode: bool,
         creds: Credentials,
         api_key: str | None = None,
+        conditions: Conditions | None = None,
     ) -> FileRecord:
+        conditions = conditions or Conditions()
         record = await self._record(handle, api_key)
         app = await self.app(record.api_key)
         call = ("write", "writeUrl") if source.url else "write"
@@ -403,10 +409,12 @@ class Stowage:
         if record.cloud:
             raise errors.NotWriteable()
         provider = self.provider_for(app, record.provider)
+        await conditions.check(provider, record.container, record.key)  # fail before reading
         prepared = await self._prepare(source, base64decode, self._max_bytes(policy))
         mimetype = mimetypes.choose(None, prepared.content_type, prepared.head, record.filename, "")
         async with self.registry.handle_lock(handle):
             current = await self._record(handle)
+            await conditions.check(provider, current.container, current.key)
             await provider.write(
                 current.container,
                 current.key,
@@ -447,13 +455,15 @@ class Stowage:
 
     # -- read ------------------------------------------------------------------
     async def download(
-        self, handle: str, creds: Credentials, api_key: str | None = None
+        self, handle: str, creds: Credentials, api_key: str | None = None, verify: bool = False
     ) -> Download:
         record = await self._record(handle, api_key)
         app = await self.app(record.api_key)
         self._authorize(app, creds, "read", Target(handle=handle), app.security)
         provider = self.provider_for(app, record.provider)
         info = await provider.stat(record.container, record.key)
+        if verify or self.settings.verify_downloads:
+            await integrity.check(self, record)  # corrupt bytes are refused, never served
         local = (
             provider.local_path(record.container, record.key)
             if isinstance(provider, LocalFiles)

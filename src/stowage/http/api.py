@@ -7,8 +7,10 @@ from typing import Any
 from aiohttp import web
 
 from stowage import errors
+from stowage.core import digests
+from stowage.core.conditions import Conditions
 from stowage.core.security import Credentials
-from stowage.core.service import StoreParams, Stowage
+from stowage.core.service import Source, StoreParams, Stowage
 from stowage.http import requests
 from stowage.http.cdnpath import CdnPath
 from stowage.http.responses import file_headers, send_file
@@ -43,13 +45,26 @@ def _store_params(request: web.Request) -> StoreParams:
         access=q.get("access", "private"),
         base64decode=requests.flag(request, "base64decode"),
         link=requests.flag(request, "link"),
+        conditions=Conditions(if_none_match=request.headers.get("If-None-Match")),
     )
+
+
+def _checked(request: web.Request, source: Source) -> Source:
+    """A body announced with Content-MD5/X-Content-SHA256 is refused (400) if it differs."""
+    wanted = digests.expected(request.headers)
+    if wanted and source.chunks is not None:
+        source.chunks = digests.checked(source.chunks, wanted)
+    return source
+
+
+def _conditions(request: web.Request) -> Conditions:
+    return Conditions(request.headers.get("If-Match"), request.headers.get("If-None-Match"))
 
 
 async def store_handler(request: web.Request) -> web.Response:
     service = _service(request)
     params = _store_params(request)
-    source = await requests.source(request, service.settings)
+    source = _checked(request, await requests.source(request, service.settings))
     record = await service.store(
         request.query.get("key"),
         request.match_info["provider"],
@@ -84,6 +99,7 @@ async def download(
         handle or request.match_info["handle"],
         _credentials(request, path),
         (path.api_key if path else None) or request.query.get("key"),
+        verify=requests.flag(request, "verify"),
     )
     cache = request.query.get("cache", "true").lower() not in ("false", "0", "no")
     if path is not None and path.cache is not None:
@@ -103,9 +119,14 @@ async def overwrite_handler(request: web.Request) -> web.Response:
     service = _service(request)
     base64decode = requests.flag(request, "base64decode")
     creds = requests.credentials(request)
-    source = await requests.source(request, service.settings)
+    source = _checked(request, await requests.source(request, service.settings))
     record = await service.overwrite(
-        request.match_info["handle"], source, base64decode, creds, request.query.get("key")
+        request.match_info["handle"],
+        source,
+        base64decode,
+        creds,
+        request.query.get("key"),
+        conditions=_conditions(request),
     )
     return web.json_response(
         {

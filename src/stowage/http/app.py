@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import weakref
 
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger, BaseRequest, StreamResponse
+from aiohttp.typedefs import Middleware
 
 from stowage.config import Settings
 from stowage.core.service import Stowage
@@ -15,6 +17,7 @@ from stowage.core.webhooks import Webhooks
 from stowage.http import api, cdn, extras, multipart, process
 from stowage.http.drain import Drain
 from stowage.http.errors import error_middleware
+from stowage.http.ratelimit import RateLimiter, limit_middleware
 from stowage.registry import build_registry
 
 log = logging.getLogger("stowage")
@@ -56,9 +59,17 @@ def build_service(settings: Settings) -> Stowage:
     return service
 
 
+_LIMITERS: weakref.WeakKeyDictionary[Stowage, RateLimiter] = weakref.WeakKeyDictionary()
+
+
+def _limits(service: Stowage) -> Middleware:
+    """One limiter per service: the API and CDN origins share its buckets."""
+    return limit_middleware(_LIMITERS.setdefault(service, RateLimiter(service.settings)))
+
+
 def api_app(service: Stowage) -> web.Application:
     app = web.Application(
-        middlewares=extras.middlewares(error_middleware),
+        middlewares=extras.middlewares(error_middleware, _limits(service)),
         client_max_size=1024**2,
     )
     app[api.SERVICE] = service
@@ -71,7 +82,7 @@ def api_app(service: Stowage) -> web.Application:
 
 def cdn_app(service: Stowage) -> web.Application:
     app = web.Application(
-        middlewares=extras.middlewares(error_middleware),
+        middlewares=extras.middlewares(error_middleware, _limits(service)),
         client_max_size=1024**2,
     )
     app[api.SERVICE] = service

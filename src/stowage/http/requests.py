@@ -9,6 +9,7 @@ from urllib.parse import parse_qs
 
 import aiohttp
 from aiohttp import BodyPartReader, MultipartReader, web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from stowage import errors
 from stowage.config import Settings
@@ -119,7 +120,13 @@ async def _multipart(request: web.Request, settings: Settings) -> Source:
             if part.name == "url":
                 return Source(url=(await part.read(decode=True))[:FORM_PEEK].decode())
             await part.release()
-    except (ValueError, AssertionError, RuntimeError, UnicodeDecodeError) as exc:
+    except (
+        ValueError,
+        AssertionError,
+        RuntimeError,
+        UnicodeDecodeError,
+        HttpProcessingError,
+    ) as exc:
         raise errors.BadRequest("malformed multipart body") from exc
 
 
@@ -134,7 +141,7 @@ async def _part_chunks(reader: MultipartReader, part: BodyPartReader) -> AsyncIt
             await extra.release()
     except (aiohttp.ClientPayloadError, ConnectionError) as exc:
         raise errors.BadRequest("the request body broke off") from exc
-    except (ValueError, AssertionError, RuntimeError) as exc:
+    except (ValueError, AssertionError, RuntimeError, HttpProcessingError) as exc:
         raise errors.BadRequest("malformed multipart body") from exc
 
 

@@ -123,6 +123,9 @@ async def send_file(
     request: web.Request, plan: Download, headers: dict[str, str]
 ) -> web.StreamResponse:
     if plan.local_path is not None:
+        # The same 416 rules as streamed providers (aiohttp answers `bytes=-0` with a 206).
+        if "If-Range" not in request.headers:
+            parse_range(request.headers.get("Range"), plan.info.size)
         return StoredFileResponse(plan.local_path, chunk_size=256 * 1024, headers=headers)
     return await _stream(request, plan, headers)
 

@@ -58,6 +58,7 @@ from stowage.storage.base import Chunks, ObjectInfo, WriteOptions
 
 MIB = 1024 * 1024
 MIN_PART = 5 * MIB
+WRITE_MIN_RATE = MIB  # bytes/s; a write slower than this is taken as stalled
 MAX_PART = 5 * 1024 * MIB
 DEFAULT_PART = 8 * MIB
 MAX_PARTS = 10_000  # S3's limit per multipart upload
@@ -102,6 +103,7 @@ class S3Provider:
     ) -> None:
         self.default_container = bucket
         self.part_size = part_size
+        self.read_timeout = read_timeout
         self._client_args: dict[str, Any] = {
             "region_name": region,
             "endpoint_url": endpoint_url,
@@ -153,9 +155,16 @@ class S3Provider:
         first, done = await _fill(source, bytearray(), self.part_size)
         if done:
             with _mapped("write"):
-                reply = await s3.put_object(Body=bytes(first), **params)
+                reply = await _bounded(
+                    s3.put_object(Body=bytes(first), **params), self._write_deadline(len(first))
+                )
             return ObjectInfo(len(first), _etag(reply), time.time())
         return await self._multipart(s3, params, source, first)
+
+    def _write_deadline(self, size: int) -> float:
+        """A request sending ``size`` bytes: read_timeout, plus a second per MiB. The SDK's
+        timeouts bound reads only, so a server that stops reading would hold it forever."""
+        return self.read_timeout + size / WRITE_MIN_RATE
 
     async def _multipart(
         self, s3: Any, params: dict[str, Any], source: AsyncIterator[bytes], buffer: bytearray
@@ -196,7 +205,10 @@ class S3Provider:
                         f"s3 storage: more than {MAX_PARTS} parts of {self.part_size} bytes"
                     )
                 size += len(body)
-                in_flight = asyncio.create_task(_upload_part(s3, ids, len(parts) + 1, body))
+                deadline = self._write_deadline(len(body))
+                in_flight = asyncio.create_task(
+                    _upload_part(s3, ids, len(parts) + 1, body, deadline)
+                )
                 del body
             if in_flight is not None:
                 parts.append(await in_flight)
@@ -337,10 +349,20 @@ async def _fill(
     return buffer, False
 
 
-async def _upload_part(s3: Any, ids: dict[str, Any], number: int, body: bytes) -> dict[str, Any]:
+async def _upload_part(
+    s3: Any, ids: dict[str, Any], number: int, body: bytes, deadline: float
+) -> dict[str, Any]:
     with _mapped("write"):
-        reply = await s3.upload_part(PartNumber=number, Body=body, **ids)
+        reply = await _bounded(s3.upload_part(PartNumber=number, Body=body, **ids), deadline)
     return {"PartNumber": number, "ETag": reply["ETag"]}
+
+
+async def _bounded(call: Any, seconds: float) -> Any:
+    try:
+        async with asyncio.timeout(seconds):
+            return await call
+    except TimeoutError as exc:
+        raise errors.StorageUnavailable("s3 storage stopped reading a write") from exc
 
 
 async def _abort(s3: Any, ids: dict[str, Any]) -> None:

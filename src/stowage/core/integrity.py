@@ -1,0 +1,170 @@
+"""Integrity: stored bytes against the SHA-256 recorded at write time, and ``fsck``.
+
+``verify`` re-reads an object and compares its hash with ``FileRecord.sha256``;
+``fsck`` finds handles whose objects are missing and, on local disk, objects and
+temporary files that no handle owns. Reports only, unless asked to repair.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from stowage import errors
+from stowage.config import Settings
+from stowage.core import inspect
+from stowage.registry.base import FileRecord
+from stowage.storage.local import LocalProvider
+
+if TYPE_CHECKING:
+    from stowage.core.service import Stowage
+
+OK, CORRUPT, MISSING, UNRECORDED, UNREADABLE = "ok", "corrupt", "missing", "unrecorded", "error"
+TEMP_MIN_AGE = 3600.0  # a younger temporary file may belong to an upload in progress
+
+
+@dataclass
+class Verdict:
+    handle: str
+    status: str
+    detail: str = ""
+
+
+@dataclass
+class FsckReport:
+    missing: list[str] = field(default_factory=list)  # handles without their object
+    orphans: list[Path] = field(default_factory=list)  # local objects no handle owns
+    temporary: list[Path] = field(default_factory=list)  # leftover temporary files
+    repaired: int = 0
+
+    @property
+    def clean(self) -> bool:
+        return not (self.missing or self.orphans or self.temporary)
+
+
+async def verify_record(service: Stowage, record: FileRecord) -> Verdict:
+    """Re-hash one stored object; never raises for a bad object, only reports it."""
+    if record.cloud or not record.sha256:
+        return Verdict(record.handle, UNRECORDED, "no hash was recorded at write time")
+    try:
+        provider = service.provider_for(await service.app(record.api_key), record.provider)
+        found = await inspect.hash_stream(provider.open(record.container, record.key), ["sha256"])
+    except errors.StorageNotFound:
+        return Verdict(record.handle, MISSING, "the object is missing in storage")
+    except errors.StowageError as exc:
+        return Verdict(record.handle, UNREADABLE, f"{exc.code}: {exc.message}")
+    if found["sha256"] != record.sha256:
+        return Verdict(record.handle, CORRUPT, f"sha256 {found['sha256']} != {record.sha256}")
+    return Verdict(record.handle, OK)
+
+
+async def check(service: Stowage, record: FileRecord) -> None:
+    """Raises ``IntegrityError`` unless the object's bytes hash to the recorded SHA-256."""
+    verdict = await verify_record(service, record)
+    if verdict.status == CORRUPT:
+        raise errors.IntegrityError(handle=record.handle)
+    if verdict.status == MISSING:
+        raise errors.StorageNotFound(handle=record.handle)
+    if verdict.status == UNREADABLE:
+        raise errors.StorageError(verdict.detail, handle=record.handle)
+
+
+async def verify(service: Stowage, handles: list[str]) -> AsyncIterator[Verdict]:
+    """Every stored file, or the ones named."""
+    if not handles:
+        async for record in service.registry.all_files():
+            yield await verify_record(service, record)
+        return
+    for handle in handles:
+        found = await service.registry.get(handle)
+        if found is None:
+            yield Verdict(handle, MISSING, "no such handle")
+        else:
+            yield await verify_record(service, found)
+
+
+async def fsck(service: Stowage, repair: bool = False) -> FsckReport:
+    report = FsckReport()
+    owned: set[Path] = set()
+    async for record in service.registry.all_files():
+        provider = service.provider_for(await service.app(record.api_key), record.provider)
+        if isinstance(provider, LocalProvider):
+            owned.add(provider.local_path(record.container, record.key))
+        if record.cloud:
+            continue
+        try:
+            await provider.stat(record.container, record.key)
+        except errors.StorageNotFound:
+            report.missing.append(record.handle)
+            if repair and await service.registry.delete(record.handle):
+                report.repaired += 1
+    for local in await _local_providers(service):
+        _scan(local, owned, report, repair)
+    return report
+
+
+async def _local_providers(service: Stowage) -> list[LocalProvider]:
+    found = [*service._default_local_providers(), *await service._app_providers()]
+    unique = {p.root.resolve(): p for p in found if isinstance(p, LocalProvider)}
+    return list(unique.values())
+
+
+def _scan(provider: LocalProvider, owned: set[Path], report: FsckReport, repair: bool) -> None:
+    for path in sorted(provider.objects.rglob("*")):
+        if path.is_file() and path.resolve() not in owned:
+            report.orphans.append(path)
+            report.repaired += _remove(path) if repair else 0
+    cutoff = time.time() - TEMP_MIN_AGE
+    for path in sorted(provider.tmp.iterdir()):
+        report.temporary.append(path)
+        if repair and path.stat().st_mtime < cutoff:
+            report.repaired += _remove(path)
+
+
+def _remove(path: Path) -> int:
+    path.unlink(missing_ok=True)
+    return 1
+
+
+async def run_verify(settings: Settings, handles: list[str], echo: Callable[[str], None]) -> int:
+    """``stowage verify``: one line per file; returns how many are not ``ok``."""
+    bad = 0
+    async with _offline(settings) as service:
+        async for verdict in verify(service, handles):
+            bad += verdict.status not in (OK, UNRECORDED)
+            echo(f"{verdict.handle}  {verdict.status}  {verdict.detail}".rstrip())
+    return bad
+
+
+async def run_fsck(settings: Settings, repair: bool, echo: Callable[[str], None]) -> bool:
+    """``stowage fsck``: what is inconsistent (and, with ``repair``, removed); True if clean."""
+    async with _offline(settings) as service:
+        report = await fsck(service, repair)
+    for handle in report.missing:
+        echo(f"missing object  {handle}")
+    for path in report.orphans:
+        echo(f"orphan object   {path}")
+    for path in report.temporary:
+        echo(f"temporary file  {path}")
+    if repair:
+        echo(f"repaired {report.repaired}")
+    echo("clean" if report.clean else "inconsistent")
+    return report.clean
+
+
+@asynccontextmanager
+async def _offline(settings: Settings) -> AsyncIterator[Stowage]:
+    """The service without start-up recovery: fsck reports what recovery would hide."""
+    from stowage.core.service import Stowage
+    from stowage.registry import build_registry
+
+    service = Stowage(settings, build_registry(settings))
+    await service.registry.open()
+    try:
+        yield service
+    finally:
+        await service.close()

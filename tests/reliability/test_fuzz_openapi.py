@@ -1,0 +1,70 @@
+"""A bounded schemathesis run: inputs generated from the OpenAPI document a real
+``stowage serve`` publishes (/api/openapi.json), sent to that server. No client input may
+get a 5xx. Bounded by ``EXAMPLES`` per operation (a few hundred requests in all)."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, Phase, given, settings
+
+from tests.reliability.conftest import TOTALS
+from tests.reliability.serve import Serve
+
+EXAMPLES = 20
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Serve, str]]:
+    server = Serve(Path(tmp_path_factory.mktemp("fuzz")) / "data")
+    key, _ = server.create_app()
+    server.start()
+    try:
+        yield server, key
+    finally:
+        server.stop_quietly()
+
+
+def test_no_client_input_gets_a_5xx(live: tuple[Serve, str]) -> None:
+    """Every operation of the document, EXAMPLES generated cases each."""
+    server, key = live
+    with urllib.request.urlopen(f"{server.api}/api/openapi.json", timeout=10) as resp:
+        document = json.load(resp)
+    document["servers"] = [{"url": server.api}]
+    failures: list[str] = []
+    operations = [
+        result.ok() for result in schemathesis.openapi.from_dict(document).get_all_operations()
+    ]
+    assert len(operations) >= 8
+    for operation in operations:
+        _fuzz(operation, server, key, failures)
+    assert failures == []
+
+
+def _fuzz(operation: Any, server: Serve, key: str, failures: list[str]) -> None:
+    @given(case=operation.as_strategy())
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        database=None,
+        phases=[Phase.explicit, Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    def run(case: Any) -> None:
+        if case.query is not None and "key" in case.query:
+            case.query["key"] = key  # a real app: inputs reach past the key check
+        response = case.call(base_url=server.api, timeout=30)
+        TOTALS.inputs_tried += 1
+        if response.status_code >= 500:
+            TOTALS.client_errors_answered_5xx += 1
+            failures.append(
+                f"{case.method} {case.formatted_path}: {response.status_code} {response.text[:300]}"
+            )
+
+    run()

@@ -1,0 +1,68 @@
+"""`stowage verify` (47) and `stowage fsck [--repair]` (start-up recovery's report) through
+the real command line, on a data folder left with every kind of inconsistency."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+
+from click.testing import CliRunner
+
+from stowage.cli import main
+from tests.api.conftest import Harness
+from tests.api.test_file_ops import handle_of
+from tests.reliability.conftest import fault
+
+
+async def _cli(harness: Harness, *args: str) -> tuple[int, str]:
+    """The command in a thread: it runs its own event loop, as from a shell."""
+    data_dir = str(harness.settings.data_dir)
+    result = await asyncio.to_thread(CliRunner().invoke, main, ["--data-dir", data_dir, *args])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    return result.exit_code, result.output
+
+
+async def test_verify_reports_corrupt_and_missing_files(harness: Harness) -> None:
+    good = await harness.store(b"good bytes")
+    bad = await harness.store(b"bad bytes!")
+    gone = await harness.store(b"gone bytes")
+    harness.object_path(harness.open_app, bad["key"]).write_bytes(b"bad byteS!")
+    harness.object_path(harness.open_app, gone["key"]).unlink()
+    fault(2)
+    code, out = await _cli(harness, "verify")
+    lines = {line.split()[0]: line.split()[1] for line in out.splitlines()}
+    assert code == 1
+    assert lines == {handle_of(good): "ok", handle_of(bad): "corrupt", handle_of(gone): "missing"}
+    assert await _cli(harness, "verify", handle_of(good)) == (0, f"{handle_of(good)}  ok\n")
+
+
+async def test_fsck_reports_then_repairs(harness: Harness) -> None:
+    kept = await harness.store(b"kept")
+    gone = await harness.store(b"gone")
+    harness.object_path(harness.open_app, gone["key"]).unlink()
+    orphan = harness.object_path(harness.open_app, "nobody/owns.me")
+    orphan.parent.mkdir(parents=True)
+    orphan.write_bytes(b"orphan")
+    tmp = harness.settings.data_dir / "storage" / harness.open_app.api_key / "tmp"
+    old_temp, new_temp = tmp / "old.part", tmp / "new.part"
+    old_temp.write_bytes(b"left by a crash")
+    new_temp.write_bytes(b"an upload in progress")
+    past = time.time() - 7200
+    os.utime(old_temp, (past, past))
+    fault(3)
+    code, out = await _cli(harness, "fsck")
+    assert code == 1
+    assert f"missing object  {handle_of(gone)}" in out
+    assert f"orphan object   {orphan}" in out
+    assert "old.part" in out and "new.part" in out
+    assert out.rstrip().endswith("inconsistent")
+    assert orphan.exists() and old_temp.exists()  # report only
+    code, out = await _cli(harness, "fsck", "--repair")
+    assert "repaired 3" in out
+    assert not orphan.exists() and not old_temp.exists()
+    assert new_temp.exists()  # younger than an hour: may be a live upload
+    assert await harness.service.registry.get(handle_of(gone)) is None
+    assert await harness.service.registry.get(handle_of(kept)) is not None
+    new_temp.unlink()
+    assert await _cli(harness, "fsck") == (0, "clean\n")
