@@ -202,6 +202,21 @@ def _closed_port() -> int:
     return port
 
 
+async def test_rate_limit_budget_is_shared_by_every_node(nodes: list[PostgresRegistry]) -> None:
+    from stowage.http.ratelimit import RateLimiter
+    from stowage.http.shared_limits import RegistryBuckets, shared_buckets
+
+    stores = [shared_buckets(reg) for reg in nodes]
+    assert all(isinstance(s, RegistryBuckets) for s in stores)
+    settings = Settings(rate_limit_app=0.01, rate_limit_ip=0, rate_limit_burst=500)  # burst 5
+    limiters = [RateLimiter(settings, store) for store in stores]
+    decisions = await asyncio.gather(*(limiters[i % 3].check("app1", None) for i in range(12)))
+    allowed = [d.allowed for d in decisions if d is not None]
+    assert allowed.count(True) == 5 and len(allowed) == 12
+    refused = next(d for d in decisions if d is not None and not d.allowed)
+    assert refused.retry_after > 0
+
+
 async def test_exclusive_jobs_run_on_one_node_at_a_time(nodes: list[PostgresRegistry]) -> None:
     async with nodes[0].exclusive("upload-sweep") as first:
         assert first is True

@@ -18,6 +18,7 @@ from stowage.http import api, cdn, extras, multipart, process
 from stowage.http.drain import Drain
 from stowage.http.errors import error_middleware
 from stowage.http.ratelimit import RateLimiter, limit_middleware
+from stowage.http.shared_limits import shared_buckets
 from stowage.registry import build_registry
 
 log = logging.getLogger("stowage")
@@ -64,7 +65,10 @@ _LIMITERS: weakref.WeakKeyDictionary[Stowage, RateLimiter] = weakref.WeakKeyDict
 
 def _limits(service: Stowage) -> Middleware:
     """One limiter per service: the API and CDN origins share its buckets."""
-    return limit_middleware(_LIMITERS.setdefault(service, RateLimiter(service.settings)))
+    if service not in _LIMITERS:
+        store = shared_buckets(service.registry)  # PostgreSQL: one budget for all nodes
+        _LIMITERS[service] = RateLimiter(service.settings, store)
+    return limit_middleware(_LIMITERS[service])
 
 
 def api_app(service: Stowage) -> web.Application:
