@@ -57,7 +57,9 @@ def run(
     try:
         stowage.start()
         nginx.start()
-        swift = BenchSwift.start()
+        started_swift = BenchSwift.start()
+        assert isinstance(started_swift, BenchSwift)
+        swift = started_swift
         ctx = Context(tmp, sizes, stowage, nginx, swift)
         scenarios.prepare(ctx)
         for sid, scenario in zip(SCENARIO_IDS, SCENARIOS, strict=True):

@@ -189,7 +189,11 @@ def _basic(secret: str) -> str:
 def get_small(ctx: Context) -> list[Row]:
     p99s: dict[str, list[float]] = {"stowage": [], "nginx": [], "swift": []}
     cpu: dict[str, list[float]] = {"stowage": [], "nginx": [], "swift": []}
-    servers = {"stowage": ctx.stowage, "nginx": ctx.nginx, "swift": ctx.swift}
+    servers: dict[str, Stowage | Nginx | BenchSwift] = {
+        "stowage": ctx.stowage,
+        "nginx": ctx.nginx,
+        "swift": ctx.swift,
+    }
 
     def run(name: str, url: str, headers: dict[str, str] | None = None) -> Callable[[], float]:
         def go() -> float:
