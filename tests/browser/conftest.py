@@ -25,13 +25,15 @@ FLAGS = [
 OUTPUT = Path(__file__).resolve().parents[2] / "test-output"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def playwright() -> Iterator[Playwright]:
+    # Module scope: the sync API keeps an event loop running in this thread while open,
+    # which would break asyncio.run() in the tests that come after.
     with sync_playwright() as p:
         yield p
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(playwright: Playwright) -> Iterator[Browser]:
     # Fails (never skips) when Chromium is missing: scripts/setup.d/90-browser.sh installs it.
     assert shutil.which(CHROMIUM), (
