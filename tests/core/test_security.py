@@ -15,7 +15,9 @@ from stowage import errors
 from stowage.core import security
 from stowage.core.security import CALLS, Credentials, Policy, Target
 
-VECTORS_PATH = Path(__file__).resolve().parents[2].parent / "shared" / "compat" / "vectors.json"
+# Signature vectors from the official Filestack SDKs' own tests and docs (a copy of
+# ../shared/compat/vectors.json, kept in the repo so a plain clone can run the tests).
+VECTORS_PATH = Path(__file__).resolve().parents[1] / "data" / "filestack-vectors.json"
 SECRET = "s3cr3t-app-secret"
 NOW = 1_700_000_000
 FUTURE = NOW + 3600
