@@ -9,13 +9,12 @@ from typing import Any
 from urllib.parse import quote
 
 from aiohttp import web
-from aiohttp.abc import AbstractStreamWriter
 
 from stowage import errors
 from stowage.config import Settings
 from stowage.core.mimetypes import is_active
 from stowage.core.service import Download
-from stowage.http.sendfile import prepare_on_loop
+from stowage.http.sendfile import LoopFileResponse
 
 _RANGE = re.compile(r"bytes=([0-9]*)-([0-9]*)")  # [0-9]: \d takes any script's digits
 _MAX_DIGITS = 30  # int() refuses over 4300 digits; anything this long is past any size
@@ -25,7 +24,7 @@ SANDBOX_CSP = (
 )
 
 
-class StoredFileResponse(web.FileResponse):
+class StoredFileResponse(LoopFileResponse):
     """aiohttp's sendfile response, minus its habit of serving a sibling ``<name>.gz``:
     another handle's object may sit at that key."""
 
@@ -35,9 +34,6 @@ class StoredFileResponse(web.FileResponse):
         path = pathlib.Path(self._path)
         st = path.stat()
         return path, st, None
-
-    async def prepare(self, request: web.BaseRequest) -> AbstractStreamWriter | None:
-        return await prepare_on_loop(self, request)
 
 
 def disposition(kind: str, filename: str) -> str:

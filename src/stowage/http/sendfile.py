@@ -1,4 +1,5 @@
-"""aiohttp's ``FileResponse.prepare`` without its two thread hops per response.
+"""aiohttp's ``FileResponse`` without its two thread hops per response, and small bodies
+sent in the same write as the headers.
 
 aiohttp stats and opens the file in the default executor, then closes it there too.
 For a 1 KiB download those hand-offs (and the GIL contention of the woken thread)
@@ -6,15 +7,39 @@ cost more than the rest of the request (profile in the README's Performance sect
 Stowage has already stat'ed the same file on the loop thread a moment before (the
 inode is cached), and ``sendfile`` itself runs on the loop thread anyway, so this
 does the stat, open and close right there. Everything else, conditionals, ranges and
-``sendfile``, is aiohttp's own code. Relies on ``FileResponse`` internals of aiohttp 3.x
-(pinned ``<4``); tests/api's download, Range and conditional tests cover it.
+``sendfile``, is aiohttp's own code. A body of at most ``SMALL_BODY`` bytes is read there
+too and leaves with the headers in one ``send``, instead of a ``send`` for the headers, a
+``sendfile`` and a writer registration. Relies on ``FileResponse`` internals of aiohttp
+3.x (pinned ``<4``); tests/api's download, Range and conditional tests cover it.
 """
 
 from __future__ import annotations
 
+from typing import IO, Any
+
 from aiohttp import hdrs, web
 from aiohttp.abc import AbstractStreamWriter
 from aiohttp.web_fileresponse import _FileResponseResult
+
+SMALL_BODY = 64 * 1024
+
+
+class LoopFileResponse(web.FileResponse):
+    async def prepare(self, request: web.BaseRequest) -> AbstractStreamWriter | None:
+        return await prepare_on_loop(self, request)
+
+    async def _sendfile(
+        self, request: web.BaseRequest, fobj: IO[Any], offset: int, count: int
+    ) -> AbstractStreamWriter:
+        if count > SMALL_BODY or self.compression:
+            return await super()._sendfile(request, fobj, offset, count)
+        fobj.seek(offset)
+        body = fobj.read(count)  # page-cached: the file was stat'ed a moment ago
+        self._send_headers_immediately = False  # headers go out with the body
+        writer = await web.StreamResponse.prepare(self, request)
+        assert writer is not None
+        await web.StreamResponse.write_eof(self, body)
+        return writer
 
 
 async def prepare_on_loop(
