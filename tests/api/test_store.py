@@ -5,12 +5,16 @@ from __future__ import annotations
 import base64
 import hashlib
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import aiohttp
 import pytest
 from aiohttp import web
-from aiohttp.test_utils import TestServer
+from aiohttp.test_utils import TestClient, TestServer
 
+from stowage.config import Settings
+from stowage.http.app import api_app, build_service
+from stowage.registry.base import App
 from tests.api.conftest import Harness
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
@@ -347,3 +351,36 @@ async def test_copy_into_provider_makes_a_new_handle(harness: Harness) -> None:
         f"/api/store/S3/{original['handle']}", params={"key": harness.secure_app.api_key}
     )
     assert other.status in (401, 404)
+
+
+async def test_apps_sharing_one_default_store_never_meet(tmp_path: Path) -> None:
+    """A default store shared by all apps (one bucket, one root) keeps each app under its
+    own prefix: the same path in two apps is two objects, and clients see their own keys."""
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        access_log=False,
+        default_storage={"type": "local", "root": str(tmp_path / "shared")},
+    )
+    service = build_service(settings)
+    await service.start()
+    apps = [App(api_key=f"shared{i}".ljust(20, "0"), secret="s") for i in range(2)]
+    client = TestClient(TestServer(api_app(service)))
+    await client.start_server()
+    try:
+        for i, app in enumerate(apps):
+            await service.registry.create_app(app)
+            resp = await client.post(
+                "/api/store/S3",
+                params={"key": app.api_key, "path": "same/name.txt"},
+                data=f"app {i}".encode(),
+            )
+            assert (await resp.json())["key"] == "same/name.txt"
+        for i, app in enumerate(apps):
+            (record,) = await service.registry.list_files(app.api_key)
+            body = await (await client.get(f"/api/file/{record.handle}")).read()
+            assert body == f"app {i}".encode()
+            on_disk = tmp_path / "shared" / "objects" / "default" / app.api_key / "same/name.txt"
+            assert on_disk.read_bytes() == body
+    finally:
+        await client.close()
+        await service.close()

@@ -66,7 +66,7 @@ async def test_disk_full_on_store_and_overwrite(harness: Harness, small_disk: Pa
     fault()
     await expect_error(resp, 507, "STORAGE_FULL")
     assert _tmp_files(small_disk) == []
-    old = small_disk / "objects" / "default" / result["key"]
+    old = small_disk / "objects" / "default" / harness.open_app.api_key / result["key"]
     assert_intact(old.read_bytes(), b"v" * (2 * MiB))
     assert len([f async for f in harness.service.registry.all_files()]) == 1
     await assert_clean(harness.service)

@@ -115,8 +115,11 @@ def dropbox_fake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DropboxFa
         "-m",
         "tests.servers.dropbox_fake",
         *("--fd", str(_SOCKET.fileno()), "--dir", str(directory)),
-        *("--token", secrets_["token"], "--app-key", secrets_["key"]),
-        *("--app-secret", secrets_["secret"], "--refresh-token", secrets_["refresh"]),
+        # --name=value: a random value may start with "-", which argparse would take for a flag
+        f"--token={secrets_['token']}",
+        f"--app-key={secrets_['key']}",
+        f"--app-secret={secrets_['secret']}",
+        f"--refresh-token={secrets_['refresh']}",
     ]
     log = directory / "fake.log"
     with log.open("wb") as stderr:

@@ -28,6 +28,7 @@ from stowage.core.uploads import Uploads
 from stowage.registry.base import App, FileRecord, Registry
 from stowage.storage import API_PROVIDERS, build_provider
 from stowage.storage.base import LocalFiles, ObjectInfo, Provider, Recovers, WriteOptions
+from stowage.storage.prefixed import prefixed
 
 log = logging.getLogger("stowage.core")
 SWEEP_TIMEOUT = 30.0
@@ -195,10 +196,13 @@ class Stowage:
         return self._cached(app.api_key, api_name, config)
 
     def _default_provider(self, app: App) -> Provider:
+        """The service's own storage: a folder per app on the default local disk; in a store
+        shared by all apps (a bucket), a key prefix per app, so apps never see each other."""
         config = dict(self.settings.default_storage)
         if config.get("type") == "local" and "root" not in config:
             config["root"] = str(self.settings.data_dir / "storage" / app.api_key)
-        return self._cached("", app.api_key, config)
+            return self._cached("", app.api_key, config)
+        return prefixed(self._cached("", "default", config), app.api_key)
 
     def _cached(self, scope: str, name: str, config: dict[str, Any]) -> Provider:
         fingerprint = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
