@@ -73,7 +73,7 @@ def _run(job: Awaitable[T]) -> T:
 @click.option("--cdn-public-url", help="Public CDN root used in links.")
 @click.option("--workers", type=int, help="Worker processes (default 1; 0: one per core).")
 @click.pass_context
-def serve(ctx: click.Context, **options: Any) -> None:
+def serve(ctx: click.Context, /, **options: Any) -> None:
     """Serve the API and CDN origins."""
     settings = _settings(ctx, **options)
     from stowage.observe.logs import configure

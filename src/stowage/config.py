@@ -158,6 +158,11 @@ class Settings:
         100_000_000, "Images with more pixels are refused by the EXIF reader (422)."
     )
     exif_timeout: float = _setting(5.0, "Seconds the EXIF reader may take (422 beyond).")
+    cors_origins: str = _setting(
+        "*",
+        "Origins allowed to call the API from a browser (comma-separated; `*` any; empty: "
+        "no CORS). Auth never uses cookies, so `*` grants nothing beyond the credentials sent.",
+    )
     inline_active_types: bool = _setting(
         False,
         "Serve HTML, SVG, XML and JavaScript inline. Off: they are always sent as attachments.",
@@ -206,8 +211,8 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
     values: dict[str, Any] = {}
     config_file = config_file or _env_path("STOWAGE_CONFIG")
     if config_file is not None:
-        with open(config_file, "rb") as f:
-            values.update(tomllib.load(f))
+        with open(config_file, "rb") as handle:
+            values.update(tomllib.load(handle))
     for f in fields(Settings):
         env = os.environ.get(f"STOWAGE_{f.name.upper()}")
         if env is not None:

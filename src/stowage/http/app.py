@@ -16,6 +16,7 @@ from stowage.core.service import Stowage
 from stowage.core.webhooks import Webhooks
 from stowage.http import api, cdn, extras, multipart, process
 from stowage.http.drain import Drain
+from stowage.http.cors import cors_middleware
 from stowage.http.errors import error_middleware
 from stowage.http.ratelimit import RateLimiter, limit_middleware
 from stowage.http.shared_limits import shared_buckets
@@ -73,14 +74,17 @@ def _limits(service: Stowage) -> Middleware:
 
 def api_app(service: Stowage) -> web.Application:
     app = web.Application(
-        middlewares=extras.middlewares(error_middleware, _limits(service)),
+        middlewares=[
+            cors_middleware(service.settings.cors_origins),
+            *extras.middlewares(error_middleware, _limits(service)),
+        ],
         client_max_size=1024**2,
     )
     app[api.SERVICE] = service
     api.add_routes(app)
+    extras.add_api(app)
     multipart.add_routes(app)
     process.add_routes(app)
-    extras.add_api(app)
     return app
 
 
