@@ -256,7 +256,7 @@ def db_version(ctx: click.Context) -> None:
     click.echo(f"schema {current}, this node needs {needed}")
 
 
-@main.command("verify")
+@main.command("verify", context_settings={"ignore_unknown_options": True})
 @click.argument("handles", nargs=-1)
 @click.pass_context
 def verify_command(ctx: click.Context, handles: tuple[str, ...]) -> None:

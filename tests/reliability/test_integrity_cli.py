@@ -36,8 +36,10 @@ async def test_verify_reports_corrupt_and_missing_files(harness: Harness) -> Non
     lines = {w[0]: w[1] for w in words if len(w) > 1 and w[0] in handles}  # not log lines
     assert code == 1, out
     assert lines == {handle_of(good): "ok", handle_of(bad): "corrupt", handle_of(gone): "missing"}
-    code, out = await _cli(harness, "verify", "--", handle_of(good))  # a handle may start with -
+    code, out = await _cli(harness, "verify", "--", handle_of(good))
     assert code == 0 and f"{handle_of(good)}  ok" in out, out
+    code, out = await _cli(harness, "verify", "-FnoSuchHandle000000")  # handles may begin with -
+    assert code == 1 and "-FnoSuchHandle000000  missing" in out, out
 
 
 async def test_fsck_reports_then_repairs(harness: Harness) -> None:
