@@ -1,6 +1,7 @@
 """A bounded schemathesis run: inputs generated from the OpenAPI document a real
 ``stowage serve`` publishes (/api/openapi.json), sent to that server. No client input may
-get a 5xx. Bounded by ``EXAMPLES`` per operation (a few hundred requests in all)."""
+get a 5xx, and every answer must match the document (status, content type, body schema).
+Bounded by ``EXAMPLES`` per operation (a few hundred requests in all)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from typing import Any
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
+from schemathesis.checks import response_schema_conformance
+from schemathesis.core.failures import FailureGroup
 
 from tests.reliability.conftest import TOTALS
 from tests.reliability.serve import Serve
@@ -72,6 +75,10 @@ def _fuzz(operation: Any, server: Serve, key: str, failures: list[str]) -> None:
             case.query["key"] = key  # a real app: inputs reach past the key check
         response = case.call(base_url=server.api, timeout=30)
         TOTALS.inputs_tried += 1
+        try:
+            case.validate_response(response, checks=[response_schema_conformance])
+        except FailureGroup as exc:
+            failures.append(f"{case.method} {case.formatted_path}: schema: {str(exc)[:300]}")
         if response.status_code >= 500 and not _about_the_source(response):
             TOTALS.client_errors_answered_5xx += 1
             failures.append(
