@@ -15,8 +15,8 @@ from stowage.config import Settings
 from stowage.core.service import Stowage
 from stowage.core.webhooks import Webhooks
 from stowage.http import api, cdn, extras, multipart, process
-from stowage.http.drain import Drain
 from stowage.http.cors import cors_middleware
+from stowage.http.drain import Drain
 from stowage.http.errors import error_middleware
 from stowage.http.ratelimit import RateLimiter, limit_middleware
 from stowage.http.shared_limits import shared_buckets
