@@ -8,8 +8,9 @@ import signal
 import weakref
 
 from aiohttp import web
-from aiohttp.abc import AbstractAccessLogger, BaseRequest, StreamResponse
+from aiohttp.abc import AbstractAccessLogger
 from aiohttp.typedefs import Middleware
+from aiohttp.web import BaseRequest, StreamResponse
 
 from stowage.config import Settings
 from stowage.core.service import Stowage
