@@ -33,7 +33,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field, replace
+from dataclasses import astuple, dataclass, field, replace
 from typing import Any, Protocol
 
 
@@ -80,6 +80,10 @@ class FileRecord:
 
     def with_(self, **changes: Any) -> FileRecord:
         return replace(self, **changes)
+
+    def values(self) -> tuple[Any, ...]:
+        """The fields in declaration order: the column order of the registries' files table."""
+        return astuple(self)
 
 
 #: Webhook delivery states.

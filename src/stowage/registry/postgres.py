@@ -154,7 +154,7 @@ class PostgresRegistry:
         try:
             await self.pool.execute(
                 f"INSERT INTO files ({FILE_COLUMNS}, state) VALUES ({_FILE_VALUES}, 'pending')",
-                *_file_row(record),
+                *record.values(),
             )
         except asyncpg.UniqueViolationError as exc:
             if exc.constraint_name == "files_object":
@@ -371,26 +371,6 @@ def _app(row: asyncpg.Record) -> App:
         json.loads(row["storage"]),
         json.loads(row["webhooks"]),
         row["created"],
-    )
-
-
-def _file_row(r: FileRecord) -> tuple[Any, ...]:
-    return (
-        r.handle,
-        r.api_key,
-        r.provider,
-        r.location,
-        r.container,
-        r.key,
-        r.filename,
-        r.mimetype,
-        r.size,
-        r.sha256,
-        r.uploaded,
-        r.source_url,
-        r.cloud,
-        r.access,
-        r.version,
     )
 
 

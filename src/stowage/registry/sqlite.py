@@ -175,7 +175,7 @@ class SQLiteRegistry:
                 self._execute(
                     f"INSERT INTO files ({FILE_COLUMNS}, state) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending')",
-                    _file_row(record),
+                    record.values(),
                 )
             except sqlite3.IntegrityError as exc:
                 raise errors.KeyInUse(key=record.key, container=record.container) from exc
@@ -203,7 +203,7 @@ class SQLiteRegistry:
         return count > 0
 
     def _update_row(self, record: FileRecord, state_sql: str, stored_only: bool = False) -> int:
-        row = _file_row(record)
+        row = record.values()
         where = "handle = ?" + (" AND state = 'stored'" if stored_only else "")
         return self._execute(
             "UPDATE files SET filename=?, mimetype=?, size=?, sha256=?, uploaded=?, "
@@ -370,26 +370,6 @@ def _app(row: tuple[Any, ...]) -> App:
     key, secret, name, security, storage, webhooks, created = row
     return App(
         key, secret, name, bool(security), json.loads(storage), json.loads(webhooks), created
-    )
-
-
-def _file_row(r: FileRecord) -> tuple[Any, ...]:
-    return (
-        r.handle,
-        r.api_key,
-        r.provider,
-        r.location,
-        r.container,
-        r.key,
-        r.filename,
-        r.mimetype,
-        r.size,
-        r.sha256,
-        r.uploaded,
-        r.source_url,
-        int(r.cloud),
-        r.access,
-        r.version,
     )
 
 
