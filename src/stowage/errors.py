@@ -157,6 +157,12 @@ class PreconditionFailed(StowageError):
     code, status, default_message = "PRECONDITION_FAILED", 412, "precondition failed"
 
 
+class ExpectationFailed(StowageError):
+    code = "EXPECTATION_FAILED"
+    status = 417
+    default_message = "only Expect: 100-continue is understood"
+
+
 class PayloadTooLarge(StowageError):
     code, status, default_message = "PAYLOAD_TOO_LARGE", 413, "the file is larger than allowed"
 

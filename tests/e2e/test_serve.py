@@ -97,11 +97,12 @@ def _files(srv: Running) -> list[str]:
 
 async def _kill_mid_request(server: Running, url: str, **kwargs: object) -> None:
     async with aiohttp.ClientSession() as http:
-        task = asyncio.create_task(http.post(url, data=blocks(40, pause_after=20), **kwargs))
+        # A 100 MiB body (checklist 48); the server is killed once 50 MiB are on its disk.
+        task = asyncio.create_task(http.post(url, data=blocks(100, pause_after=60), **kwargs))
         tmp = server.server.data_dir / "storage" / server.key / "tmp"
-        for _ in range(200):
+        for _ in range(600):
             await asyncio.sleep(0.05)
-            if tmp.exists() and any(p.stat().st_size >= 10 * MiB for p in tmp.iterdir()):
+            if tmp.exists() and any(p.stat().st_size >= 50 * MiB for p in tmp.iterdir()):
                 break
         else:
             raise AssertionError("the upload never reached the server's temp file")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
@@ -162,3 +163,20 @@ async def test_every_file_response_carries_safe_headers(harness: Harness) -> Non
         assert resp.headers["ETag"]
         assert resp.headers["Content-Disposition"].startswith("attachment")
         assert "sandbox" in resp.headers["Content-Security-Policy"]
+
+
+async def test_unknown_expect_answers_the_json_error_shape(harness: Harness) -> None:
+    """37: the 417 keeps the one error shape, like every other error."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", harness.api.port)
+    try:
+        writer.write(_expect_head(harness, "200-ok", 5))
+        await writer.drain()
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+        length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+        body = await asyncio.wait_for(reader.readexactly(length), 5)
+    finally:
+        writer.close()
+    assert head.startswith(b"HTTP/1.1 417")
+    assert b"application/json" in head
+    assert json.loads(body)["error"]["code"] == "EXPECTATION_FAILED"
+    assert [f async for f in harness.service.registry.all_files()] == []

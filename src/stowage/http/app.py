@@ -18,7 +18,7 @@ from stowage.core.webhooks import Webhooks
 from stowage.http import api, cdn, extras, multipart, process
 from stowage.http.cors import cors_middleware
 from stowage.http.drain import Drain
-from stowage.http.errors import error_middleware
+from stowage.http.errors import error_middleware, use_json_expect_handler
 from stowage.http.ratelimit import RateLimiter, limit_middleware
 from stowage.http.shared_limits import shared_buckets
 from stowage.registry import build_registry
@@ -86,6 +86,7 @@ def api_app(service: Stowage) -> web.Application:
     extras.add_api(app)
     multipart.add_routes(app)
     process.add_routes(app)
+    use_json_expect_handler(app)
     return app
 
 
@@ -97,6 +98,7 @@ def cdn_app(service: Stowage) -> web.Application:
     app[api.SERVICE] = service
     cdn.add_routes(app)
     extras.add_cdn(app)
+    use_json_expect_handler(app)
     return app
 
 
