@@ -153,3 +153,41 @@ async def test_gzip_bomb_is_stored_as_sent_never_inflated(harness: Harness) -> N
     body = await resp.json()
     assert resp.status == 200, body
     assert body["size"] == len(bomb) < 64 * 1024
+
+
+async def test_tls_error_at_the_source_stores_nothing(harness: Harness, tmp_path: Path) -> None:
+    """34: a source whose certificate does not verify (self-signed) is a 502, no object."""
+    import ssl
+
+    from tests.servers.dropbox_fake import make_certificate
+
+    harness.service.fetcher.allow_private = True
+    cert, key = make_certificate(tmp_path)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    reached: list[str] = []
+
+    async def file(request: web.Request) -> web.Response:
+        reached.append(request.path)
+        return web.Response(body=b"should never be stored")
+
+    app = web.Application()
+    app.router.add_get("/f.txt", file)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=context)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        resp = await harness.api.post(
+            "/api/store/S3",
+            params={"key": harness.open_app.api_key},
+            data={"url": f"https://127.0.0.1:{port}/f.txt"},
+        )
+        TOTALS.inputs_tried += 1
+        await expect_error(resp, 502, "UPSTREAM_ERROR")
+    finally:
+        await runner.cleanup()
+    assert reached == []  # the handshake failed: no request was ever sent
+    assert [f async for f in harness.service.registry.all_files()] == []
+    await assert_clean(harness.service)
