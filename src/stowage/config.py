@@ -144,9 +144,11 @@ class Settings:
     )
     upload_parts_dir: str = _setting(
         "",
-        "Folder where multipart upload parts wait until completion. Default: "
-        "data_dir/uploads. Several nodes: a folder on a filesystem they all mount, so a "
-        "part sent to one node can be completed by another.",
+        "Folder where multipart upload parts wait until completion. Empty (default): "
+        "in the default storage under `.stowage-uploads/` when it is a shared store (S3, "
+        "GCS, Azure, Swift), so any node takes and completes any part; data_dir/uploads "
+        "when it is local disk. Setting a folder keeps parts there (one node, or a "
+        "filesystem all nodes mount).",
     )
     policy_clock_skew: int = _setting(
         0, "Seconds a policy is still accepted after its expiry (clock skew allowance)."

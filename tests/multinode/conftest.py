@@ -211,8 +211,6 @@ def start_cluster(postgres: PostgresServer, moto: S3Endpoint) -> Cluster:
         "STOWAGE_PENDING_GRACE_SECONDS": str(PENDING_GRACE),
         "STOWAGE_FETCH_ALLOW_PRIVATE": "true",
         "STOWAGE_SHUTDOWN_TIMEOUT": "30",
-        # Multipart parts wait in a folder every node mounts (docs/deployment.md).
-        "STOWAGE_UPLOAD_PARTS_DIR": str(folder / "shared-parts"),
         "STOWAGE_WEBHOOK_ALLOW_PRIVATE": "true",  # the test's receiver is on 127.0.0.1
         "STOWAGE_WEBHOOK_POLL_INTERVAL": "0.3",  # every node polls the queue often
     }

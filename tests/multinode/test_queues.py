@@ -104,10 +104,14 @@ async def test_multipart_parts_on_different_nodes_complete_on_another(
             size=len(chunk),
             md5=_md5(chunk),
         )
-        put_url = target["url"]
+        # The URL names the balancer; each piece goes to its own node on purpose.
+        put_url = target["url"].replace(cluster.lb.api, base, 1)
         async with http.put(put_url, data=chunk, headers=target["headers"]) as resp:
             assert resp.status == 200, await resp.text()
             etags.append({"part_number": n, "etag": resp.headers["ETag"]})
+    # The pieces wait in the shared bucket, not on the nodes that took them.
+    assert len(_pieces(cluster, started["upload_id"])) == 3
+    assert not any((n.folder / n.name / "uploads").exists() for n in cluster.nodes)
     done = await _post(
         http,
         f"{c}/multipart/complete",
@@ -117,3 +121,15 @@ async def test_multipart_parts_on_different_nodes_complete_on_another(
     )
     async with http.get(f"{cluster.lb.api}/api/file/{done['handle']}") as resp:
         assert await resp.read() == data
+    assert _pieces(cluster, started["upload_id"]) == []  # removed once the file is stored
+
+
+def _pieces(cluster: Cluster, upload_id: str) -> list[str]:
+    client = cluster.s3.client()
+    try:
+        listed = client.list_objects_v2(
+            Bucket=cluster.s3.bucket, Prefix=f".stowage-uploads/{upload_id}/"
+        )
+    finally:
+        client.close()
+    return [item["Key"] for item in listed.get("Contents", [])]

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from stowage import errors
-from stowage.storage.base import Provider, WriteOptions, exists
+from stowage.storage.base import Lists, Provider, WriteOptions, exists
 
 OPTS = WriteOptions(content_type="application/octet-stream")
 
@@ -97,6 +97,26 @@ async def test_delete(provider: Provider) -> None:
     assert not await exists(provider, provider.default_container, key)
     with pytest.raises(errors.StorageNotFound):
         await provider.delete(provider.default_container, key)
+
+
+async def test_keys_lists_exactly_the_prefix(provider: Provider) -> None:
+    """Every store that can hold multipart upload pieces (all but Dropbox) lists by prefix."""
+    if provider.location == "dropbox":
+        assert not isinstance(provider, Lists)  # pieces then stay on the node's disk
+        return
+    assert isinstance(provider, Lists)
+    base = f"listing/{secrets.token_hex(6)}"
+    names = [f"{base}/a/1-0-x", f"{base}/a/2-0-y", f"{base}/b/1-0-z", f"{base}-sibling"]
+    for name in names:
+        await provider.write(provider.default_container, name, chunks_of(b"k"), OPTS)
+    listed = [k async for k in provider.keys(provider.default_container, f"{base}/")]
+    assert sorted(listed) == names[:3]
+    only_a = [k async for k in provider.keys(provider.default_container, f"{base}/a/")]
+    assert sorted(only_a) == names[:2]
+    assert [k async for k in provider.keys(provider.default_container, f"{base}/none/")] == []
+    for name in names:
+        await provider.delete(provider.default_container, name)
+    assert [k async for k in provider.keys(provider.default_container, f"{base}/")] == []
 
 
 async def test_missing_object(provider: Provider) -> None:

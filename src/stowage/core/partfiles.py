@@ -1,4 +1,7 @@
-"""Where the pieces of multipart uploads wait: ``<data_dir>/uploads/<upload_id>/``.
+"""Where the pieces of multipart uploads wait on a node's disk: ``<folder>/<upload_id>/``.
+
+Used when the default storage is local disk (or ``upload_parts_dir`` is set); a shared store
+keeps them instead (``partobjects``), so any node of several takes any piece.
 
 A piece is streamed to a temporary file, checked (size, md5), fsynced and renamed to
 ``<part>-<offset>-<md5>``: named by its content, so a retried piece never replaces the
@@ -20,12 +23,13 @@ import shutil
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Protocol
 
 from stowage import errors
 from stowage.registry.base import UploadPart
 
 READ_CHUNK = 256 * 1024
-_UPLOAD_ID = re.compile(r"[A-Za-z0-9_-]{16,64}")
+UPLOAD_ID = re.compile(r"[A-Za-z0-9_-]{16,64}")
 
 
 def md5_hex(md5_b64: str | None) -> str | None:
@@ -41,12 +45,37 @@ def md5_hex(md5_b64: str | None) -> str | None:
     return raw.hex()
 
 
+class PartStore(Protocol):
+    """Where pieces wait until their upload completes (a node's disk, or a shared store)."""
+
+    def describe(self) -> str: ...
+
+    async def write(
+        self,
+        upload_id: str,
+        part: int,
+        offset: int,
+        size: int,
+        md5: str | None,
+        chunks: AsyncIterator[bytes],
+    ) -> UploadPart: ...
+
+    def read(self, pieces: list[UploadPart]) -> AsyncIterator[bytes]: ...
+
+    async def remove(self, upload_id: str) -> None: ...
+
+    async def upload_ids(self) -> set[str]: ...
+
+
 class PartFiles:
     def __init__(self, root: Path) -> None:
         self.root = root
 
+    def describe(self) -> str:
+        return str(self.root)
+
     def folder(self, upload_id: str) -> Path:
-        if not _UPLOAD_ID.fullmatch(upload_id):
+        if not UPLOAD_ID.fullmatch(upload_id):
             raise errors.UploadNotFound(upload_id=upload_id[:64])
         return self.root / upload_id
 
@@ -102,10 +131,10 @@ class PartFiles:
     async def remove(self, upload_id: str) -> None:
         await asyncio.to_thread(shutil.rmtree, self.folder(upload_id), True)
 
-    def folders(self) -> list[str]:
+    async def upload_ids(self) -> set[str]:
         if not self.root.is_dir():
-            return []
-        return [p.name for p in self.root.iterdir() if p.is_dir()]
+            return set()
+        return {p.name for p in self.root.iterdir() if p.is_dir()}
 
 
 async def _stream_to(fd: int, chunks: AsyncIterator[bytes], limit: int) -> tuple[str, int]:

@@ -204,6 +204,14 @@ class Stowage:
             return self._cached("", app.api_key, config)
         return prefixed(self._cached("", "default", config), app.api_key)
 
+    def shared_default_store(self) -> Provider | None:
+        """The default storage as one store for all apps (no app prefix), or None when it is
+        local disk, which only a shared mount would make common to several nodes."""
+        config = dict(self.settings.default_storage)
+        if config.get("type") == "local":
+            return None
+        return self._cached("", "default", config)
+
     def _cached(self, scope: str, name: str, config: dict[str, Any]) -> Provider:
         fingerprint = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
         key = (scope, name, fingerprint)

@@ -2,7 +2,8 @@
 
 ``start`` opens a session; ``part_url`` hands out a signed URL where one piece (a part,
 or in intelligent mode a chunk of a part at an offset) may be PUT; ``put_part`` writes
-that piece durably (``partfiles``); ``complete`` checks the pieces add up and streams
+that piece durably (on the node's disk, ``partfiles``, or in the shared store,
+``partobjects``); ``complete`` checks the pieces add up and streams
 them, in order, through the ordinary store path into the chosen provider. Assembly runs
 as a task of its own, so a client that gives up waiting (it is answered "not ready",
 202) does not stop it. Sessions left unfinished expire and are swept.
@@ -24,10 +25,12 @@ from urllib.parse import urlencode
 
 from stowage import errors
 from stowage.core import names
-from stowage.core.partfiles import PartFiles, md5_hex
+from stowage.core.partfiles import PartFiles, PartStore, md5_hex
+from stowage.core.partobjects import PartObjects
 from stowage.core.security import Credentials, Policy, Target, authorize, check_size
 from stowage.registry.base import App, FileRecord, UploadPart, UploadSession
 from stowage.storage import API_PROVIDERS
+from stowage.storage.base import Lists
 
 if TYPE_CHECKING:
     from stowage.core.service import Stowage
@@ -58,7 +61,7 @@ class Uploads:
         self.service = service
         self.settings = service.settings
         self.registry = service.registry
-        self.files = PartFiles(self.settings.upload_parts_path)
+        self.files = part_store(service)
         self._assembling: dict[str, asyncio.Task[FileRecord]] = {}
         self._sweeper: asyncio.Task[None] | None = None
 
@@ -99,7 +102,7 @@ class Uploads:
             await self.files.remove(session.upload_id)
             await self.registry.delete_upload(session.upload_id)
             removed += 1
-        for upload_id in self.files.folders():
+        for upload_id in await self.files.upload_ids():
             if await self.registry.get_upload(upload_id) is None:
                 await self.files.remove(upload_id)
         return removed
@@ -331,6 +334,16 @@ class Uploads:
         with contextlib.suppress(errors.StorageNotFound):
             await provider.delete(record.container, record.key)
         await self.registry.delete(record.handle)
+
+
+def part_store(service: Stowage) -> PartStore:
+    """Pieces go to the default storage when it is a store all nodes share (and can list);
+    to the node's disk when it is local disk, or when ``upload_parts_dir`` says so."""
+    settings = service.settings
+    shared = service.shared_default_store()
+    if settings.upload_parts_dir or shared is None or not isinstance(shared, Lists):
+        return PartFiles(settings.upload_parts_path)
+    return PartObjects(shared)
 
 
 def provider_for_location(location: str | None) -> str:

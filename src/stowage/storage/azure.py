@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import random
 import secrets
-from collections.abc import Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -130,6 +130,12 @@ class AzureProvider:
     async def delete(self, container: str, key: str) -> None:
         with _azure_errors():
             await self._blob(container, key).delete_blob()
+
+    async def keys(self, container: str, prefix: str) -> AsyncIterator[str]:
+        client = self.service.get_container_client(container)
+        with _azure_errors():
+            async for blob in client.list_blobs(name_starts_with=prefix):
+                yield str(blob.name)
 
     async def close(self) -> None:
         await self.service.close()

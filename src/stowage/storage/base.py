@@ -77,6 +77,14 @@ class LocalFiles(Protocol):
 
 
 @runtime_checkable
+class Lists(Protocol):
+    """A provider that can list the keys under a prefix (used for the pieces of multipart
+    uploads kept in a shared store, so leftovers of crashed or retried writes are found)."""
+
+    def keys(self, container: str, prefix: str) -> AsyncIterator[str]: ...
+
+
+@runtime_checkable
 class Recovers(Protocol):
     """A provider that leaves temporary state behind after a crash and can sweep it."""
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -139,6 +139,20 @@ class GcsProvider:
     async def delete(self, container: str, key: str) -> None:
         async with self._request("DELETE", self._object_url(container, key)) as resp:
             await _check(resp, f"{container}/{key}")
+
+    async def keys(self, container: str, prefix: str) -> AsyncIterator[str]:
+        url = f"{self.endpoint}/storage/v1/b/{quote(container, safe='')}/o"
+        params = {"prefix": prefix, "fields": "items(name),nextPageToken"}
+        while True:
+            async with self._request("GET", url, params=params) as resp:
+                await _check(resp, container)
+                with _network_errors():
+                    page = await resp.json(content_type=None)
+            for item in page.get("items", []):
+                yield str(item["name"])
+            if not page.get("nextPageToken"):
+                return
+            params["pageToken"] = str(page["nextPageToken"])
 
     async def close(self) -> None:
         if self._session is not None:

@@ -12,7 +12,7 @@ import asyncio
 import errno
 import os
 import secrets
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -99,6 +99,14 @@ class LocalProvider:
             path.unlink()
             _fsync_dir(path.parent)
 
+    async def keys(self, container: str, prefix: str) -> AsyncIterator[str]:
+        root = self.local_path(container, "x").parent
+        folder = prefix.rpartition("/")[0]  # walk only below the prefix's folder
+        names = await asyncio.to_thread(_walk, root, folder)
+        for name in sorted(names):
+            if name.startswith(prefix):
+                yield name
+
     async def sweep_temporary(self) -> int:
         removed = 0
         for entry in self.tmp.iterdir():
@@ -113,6 +121,13 @@ class LocalProvider:
 def from_config(config: Mapping[str, Any], data_dir: Path) -> LocalProvider:
     root = Path(config.get("root") or data_dir)
     return LocalProvider(root, str(config.get("container") or "default"))
+
+
+def _walk(root: Path, folder: str) -> list[str]:
+    start = root / folder if folder else root
+    if not start.is_dir() or not start.resolve().is_relative_to(root.resolve()):
+        return []
+    return [p.relative_to(root).as_posix() for p in start.rglob("*") if p.is_file()]
 
 
 def _write_all(fd: int, chunk: bytes) -> None:

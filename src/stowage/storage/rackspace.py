@@ -171,6 +171,10 @@ class RackspaceProvider:
                 removed += await self._sweep_store(store)
         return removed
 
+    async def keys(self, container: str, prefix: str) -> AsyncIterator[str]:
+        async for name in self._names(_path(container), prefix):
+            yield name
+
     async def close(self) -> None:
         if self._http is not None:
             await self._http.close()
@@ -297,11 +301,13 @@ class RackspaceProvider:
         await self._discard(container, group)
         return len(group)
 
-    async def _names(self, path: str) -> AsyncIterator[str]:
+    async def _names(self, path: str, prefix: str = "") -> AsyncIterator[str]:
         """Every name in an account (``path`` "") or container listing, page by page."""
         marker = ""
         while True:
             query = f"?format=json&limit={LISTING_PAGE}&marker={quote(marker, safe='')}"
+            if prefix:
+                query += f"&prefix={quote(prefix, safe='')}"
             async with self._request("GET", path + query) as resp:
                 _expect(resp, 200, 204)
                 page = await resp.json(content_type=None) if resp.status == 200 else []

@@ -254,6 +254,14 @@ class S3Provider:
         with _mapped("read"):
             await s3.delete_object(Bucket=container, Key=key)
 
+    async def keys(self, container: str, prefix: str) -> AsyncIterator[str]:
+        s3 = await self._s3()
+        pages = s3.get_paginator("list_objects_v2").paginate(Bucket=container, Prefix=prefix)
+        with _mapped("read"):
+            async for page in pages:
+                for item in page.get("Contents", []):
+                    yield str(item["Key"])
+
     async def close(self) -> None:
         stack, self._stack, self._client = self._stack, None, None
         if stack is not None:
