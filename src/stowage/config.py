@@ -77,6 +77,15 @@ class Settings:
     body_idle_timeout: float = _setting(
         60.0, "Seconds a request body may stall before the upload is aborted (408)."
     )
+    idle_timeout: float = _setting(
+        75.0,
+        "Seconds a connection may go without a whole request: from connecting (or from "
+        "the last response) until its request's headers have all arrived. A client that "
+        "sends nothing, or its headers a byte at a time (slowloris), is disconnected; "
+        "a request being answered is never cut by it. Keep it above a reverse proxy's "
+        "upstream keep-alive timeout (nginx: 60 s), so the proxy closes idle pooled "
+        "connections first.",
+    )
     rate_limit_app: float = _setting(
         10000.0,
         "Requests per second one API key may make, sustained (429 with Retry-After beyond); "

@@ -126,6 +126,7 @@ async def serve(
                 app,
                 handle_signals=False,
                 shutdown_timeout=settings.shutdown_timeout,
+                keepalive_timeout=settings.idle_timeout,  # aiohttp counts it from connect
                 **access,  # type: ignore[arg-type]
             )
             await runner.setup()
