@@ -1,7 +1,8 @@
 """One node against three behind nginx, on this machine: PostgreSQL registry and moto S3
 for both, so the only difference is the number of nodes.
 
-    .venv/bin/python bench/multinode.py [--seconds 10] [--connections 32]
+    scripts/bench --multinode [--seconds 10] [--connections 32]
+
 
 Prints one row per scenario: requests per second through one node (direct) and through
 nginx over three nodes (the very cluster tests/multinode starts, with
@@ -13,10 +14,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.request
 from pathlib import Path
 
@@ -53,6 +56,14 @@ def store_one(base: str, key: str) -> str:
         return handle
 
 
+def save(results: list[dict[str, object]]) -> None:
+    folder = REPO / "bench" / "results"
+    folder.mkdir(exist_ok=True)
+    path = folder / f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-multinode.json"
+    path.write_text(json.dumps({"load": os.getloadavg(), "rows": results}, indent=1))
+    print(f"written to {path.relative_to(REPO)}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=int, default=10)
@@ -75,12 +86,16 @@ def main() -> None:
             ("metadata", f"/api/file/{handle}/metadata", None),
             ("store 1 KiB", f"/api/store/S3?key={cluster.key}", script),
         ]
+        print(f"load average at the start: {os.getloadavg()[0]:.2f}")
         print("| scenario | 1 node (req/s) | 3 nodes + nginx (req/s) | ratio |")
         print("|---|---|---|---|")
+        results = []
         for name, path, lua in rows:
             single = wrk(one + path, args.seconds, args.connections, lua)
             three = wrk(lb + path, args.seconds, args.connections, lua)
             print(f"| {name} | {single:.0f} | {three:.0f} | {three / single:.2f}x |")
+            results.append({"scenario": name, "one_node": single, "three_nodes": three})
+        save(results)
     finally:
         if cluster is not None:
             cluster.stop()

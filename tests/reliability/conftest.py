@@ -100,3 +100,12 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 __all__ = ["Harness", "harness", "settings"]
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The totals line of docs/reliability.md, in the CI log of every run."""
+    if TOTALS.tests_passed + TOTALS.tests_failed == 0:
+        return
+    figures = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in asdict(TOTALS).items())
+    terminalreporter.write_sep("-", "reliability totals")
+    terminalreporter.write_line(figures)
