@@ -269,11 +269,14 @@ def verify_command(ctx: click.Context, handles: tuple[str, ...]) -> None:
 
 
 @main.command("fsck")
-@click.option("--repair", is_flag=True, help="Remove what is reported (see docs/reliability.md).")
+@click.option(
+    "--repair", is_flag=True, help="Remove or settle what is reported (see docs/reliability.md)."
+)
 @click.pass_context
 def fsck_command(ctx: click.Context, repair: bool) -> None:
-    """Report handles whose objects are missing, and local objects and temporary files that
-    no handle owns. Exits 1 when anything is reported."""
+    """Report handles whose objects are missing, overwrites a crash left unsettled, and
+    local objects and temporary files that no handle owns. Exits 1 when anything is
+    reported."""
     from stowage.core.integrity import run_fsck
 
     if not _run(run_fsck(_settings(ctx), repair, click.echo)):

@@ -294,3 +294,29 @@ def test_digest_counts_and_hashes(parts: list[bytes]) -> None:
 async def test_from_bytes_yields_the_bytes() -> None:
     assert await collect(streams.from_bytes(b"abc")) == b"abc"
     assert await collect(streams.from_bytes(b"")) == b""
+
+
+# --- then ---------------------------------------------------------------------------------
+
+
+async def test_then_runs_before_the_consumer_sees_the_end() -> None:
+    """A provider commits when the source ends: ``at_end`` must already have run."""
+    calls: list[str] = []
+
+    async def at_end() -> None:
+        calls.append("at_end")
+
+    stream = streams.then(chunks_of([b"a", b"b"]), at_end)
+    assert [await anext(stream), await anext(stream)] == [b"a", b"b"]
+    assert calls == []
+    with pytest.raises(StopAsyncIteration):
+        await anext(stream)
+    assert calls == ["at_end"]
+
+
+async def test_then_raises_into_the_consumer_instead_of_ending() -> None:
+    async def refuse() -> None:
+        raise errors.Conflict("no")
+
+    with pytest.raises(errors.Conflict):
+        await collect(streams.then(chunks_of([b"a"]), refuse))

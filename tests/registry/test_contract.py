@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from stowage import errors
-from stowage.registry.base import App, FileRecord, Registry
+from stowage.registry.base import App, FileRecord, OverwriteIntent, Registry
 from stowage.registry.postgres import PostgresRegistry
 from stowage.registry.sqlite import SQLiteRegistry
 from tests.servers.fx_postgres import PostgresServer
@@ -116,6 +117,79 @@ async def test_list_files_pages_by_handle(registry: Registry) -> None:
     rest = await registry.list_files("app1", after=first[-1].handle, limit=10)
     assert [r.handle for r in rest] == [f"{i}" * 20 for i in range(2, 5)]
     assert len([r async for r in registry.all_files()]) == 5
+
+
+def intent(version: int = 2, sha256: str = "new", **changes: object) -> OverwriteIntent:
+    base = OverwriteIntent("H" * 20, version, 7, sha256, "image/png", created=1000.0)
+    return replace(base, **changes)
+
+
+async def stored(registry: Registry, **changes: object) -> FileRecord:
+    row = record(sha256="old", **changes)
+    await registry.reserve(row)
+    await registry.commit(row)
+    return row
+
+
+async def test_an_intent_is_recorded_only_at_its_base_version(registry: Registry) -> None:
+    assert await registry.intend_overwrite(intent()) is False  # no row
+    await registry.reserve(record())
+    assert await registry.intend_overwrite(intent()) is False  # a pending row
+    await registry.commit(record())
+    assert await registry.intend_overwrite(intent(version=3)) is False  # row is at 1, not 2
+    assert await registry.overwrite_intents(older_than=2000.0) == []
+    assert await registry.intend_overwrite(intent()) is True
+    assert await registry.intend_overwrite(intent(sha256="newer")) is True  # replaces it
+    assert await registry.overwrite_intents(older_than=2000.0) == [intent(sha256="newer")]
+    assert await registry.overwrite_intents(older_than=1000.0) == []  # recorded at 1000
+
+
+async def test_update_drops_the_intent_it_fulfils(registry: Registry) -> None:
+    row = await stored(registry)
+    other = await stored(registry, handle="O" * 20, key="k2")
+    await registry.intend_overwrite(intent())
+    await registry.intend_overwrite(intent(handle=other.handle))
+    assert await registry.update(row.with_(size=7, sha256="new", version=2)) is True
+    assert await registry.overwrite_intents(2000.0) == [intent(handle=other.handle)]
+
+
+async def test_settle_adopts_an_intent_into_its_row_once(registry: Registry) -> None:
+    row = await stored(registry)
+    await registry.intend_overwrite(intent())
+    assert await registry.settle_overwrite(intent(), adopt=True) is True
+    adopted = row.with_(size=7, sha256="new", mimetype="image/png", version=2)
+    assert await registry.get(row.handle) == adopted
+    assert await registry.overwrite_intents(2000.0) == []
+    assert await registry.settle_overwrite(intent(), adopt=True) is False  # gone: no-op
+    assert await registry.get(row.handle) == adopted
+
+
+async def test_settle_without_adopting_keeps_the_row(registry: Registry) -> None:
+    row = await stored(registry)
+    await registry.intend_overwrite(intent())
+    assert await registry.settle_overwrite(intent(), adopt=False) is False
+    assert await registry.get(row.handle) == row
+    assert await registry.overwrite_intents(2000.0) == []
+
+
+async def test_settle_touches_only_the_intent_still_recorded(registry: Registry) -> None:
+    """A replaced intent (another write recorded its own since) is neither adopted nor
+    dropped: the one recorded stays for its writer."""
+    row = await stored(registry)
+    await registry.intend_overwrite(intent(sha256="first"))
+    await registry.intend_overwrite(intent(sha256="second"))
+    assert await registry.settle_overwrite(intent(sha256="first"), adopt=True) is False
+    assert await registry.get(row.handle) == row
+    assert await registry.overwrite_intents(2000.0) == [intent(sha256="second")]
+
+
+async def test_settle_never_adopts_into_a_removed_row(registry: Registry) -> None:
+    await stored(registry)
+    await registry.intend_overwrite(intent())
+    assert await registry.delete("H" * 20) is True
+    assert await registry.settle_overwrite(intent(), adopt=True) is False
+    assert await registry.get("H" * 20) is None
+    assert await registry.overwrite_intents(2000.0) == []
 
 
 async def test_handle_lock_serialises(registry: Registry) -> None:

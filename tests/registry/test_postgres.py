@@ -4,6 +4,7 @@ cross-node rules, with several registry instances (one per "node") on one databa
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 
 from stowage import errors
 from stowage.config import Settings
+from stowage.core import overwrites
 from stowage.core.service import Stowage
 from stowage.registry import build_registry, migrate
 from stowage.registry.base import App, FileRecord, WebhookDelivery
@@ -190,6 +192,40 @@ async def test_start_up_recovery_spares_young_pending_rows(dsn: str, tmp_path: P
         left = [r.handle for r in await service.registry.pending(older_than=time.time() + 1)]
         assert left == [live.handle]
     finally:
+        await service.close()
+
+
+async def test_recovery_waits_for_an_overwrite_live_on_another_node(
+    dsn: str, tmp_path: Path
+) -> None:
+    """Node B is overwriting (it holds the handle's lock and recorded its intent) when node
+    A starts. A's recovery must not judge that intent before B's commit: it waits for the
+    lock. B then commits and dies before its row update: A adopts the intent."""
+    await PostgresRegistry(dsn).upgrade()
+    settings = Settings(data_dir=tmp_path, registry_url=dsn)
+    service = Stowage(settings, build_registry(settings))
+    writer = PostgresRegistry(dsn, pool_size=2, lock_pool_size=2)
+    await service.start()
+    await writer.open()
+    try:
+        await service.registry.create_app(App("app1", "secret"))
+        row = record(sha256="old")
+        await service.registry.reserve(row)
+        await service.registry.commit(row)
+        new = row.with_(size=3, sha256=hashlib.sha256(b"new").hexdigest(), version=2)
+        async with writer.handle_lock(H):
+            assert await writer.intend_overwrite(overwrites.intent_for(new))
+            recovering = asyncio.create_task(service.recover())
+            await asyncio.sleep(0.5)
+            assert not recovering.done()  # waiting for B's lock, the intent unjudged
+            path = tmp_path / "storage" / "app1" / "objects" / "default" / row.key
+            path.parent.mkdir(parents=True)
+            path.write_bytes(b"new")  # B's commit; B dies before its row update
+        await recovering
+        assert await service.registry.get(H) == new
+        assert await service.registry.overwrite_intents(time.time() + 60) == []
+    finally:
+        await writer.close()
         await service.close()
 
 

@@ -52,6 +52,14 @@ class Serve(Server):
         finally:
             db.close()
 
+    def intents(self) -> list[tuple[str, int]]:
+        """Overwrite intents left in the registry (handle, version)."""
+        db = sqlite3.connect(self.data_dir / "stowage.db")
+        try:
+            return db.execute("SELECT handle, version FROM overwrite_intents").fetchall()
+        finally:
+            db.close()
+
     def files(self, api_key: str) -> dict[str, list[str]]:
         root = self.data_dir / "storage" / api_key
         return {

@@ -1,13 +1,15 @@
 # ruff: noqa: E501  (tables of cases read best one per line)
 """Checklist 45, 48-51 and slow clients, against a real ``stowage serve`` process: a client
 cut off by a TCP reset, a client sending one byte a second, EIO injected into the running
-process with libfiu, and a SIGKILL exactly between the rename and the directory fsync.
+process with libfiu, and a SIGKILL exactly between the rename and the directory fsync (and
+just before the rename).
 (48 and 50 with a 40 MiB body: tests/e2e/test_serve.py.)"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -114,8 +116,9 @@ async def test_a_client_sending_one_byte_a_second_is_timed_out(serve: Serve) -> 
 async def test_crash_between_rename_and_directory_fsync(serve: Serve) -> None:
     """49: SIGKILL after the rename, before the directory fsync and the registry update.
     A store in that window: after restart, 404 and nothing left (its pending row and object
-    are removed). An overwrite: the file is one whole version, never truncated; the registry
-    still describes the previous one, which `stowage verify` reports (docs/reliability.md)."""
+    are removed). An overwrite: after restart the file is the new version whole and its
+    row describes it (the overwrite's intent, recorded before the rename, is adopted:
+    core/overwrites.py); `stowage verify` says ok."""
     armed = serve.data_dir.parent / "armed"
     serve.env["STOWAGE_TEST_CRASH_ARM"] = str(armed)
     key, secret = serve.create_app()
@@ -127,29 +130,64 @@ async def test_crash_between_rename_and_directory_fsync(serve: Serve) -> None:
         await _post(f"{serve.api}/api/store/S3?key={key}", b"new" * 5000)
     fault()
     assert serve.proc is not None and serve.proc.wait(10) == -9
-    serve.module, serve.env = ["-m", "stowage"], {}
-    serve.start()
+    _restart(serve)
     assert [row[0] for row in serve.rows()] == [handle]  # the crashed store left no handle
     _check_no_leftovers(serve, key, expected_objects=1)
     serve.kill()
     serve.module, serve.env = [CRASHER], {"STOWAGE_TEST_CRASH_ARM": str(armed)}
     serve.start()
+    await _crash_overwriting(serve, handle, secret, b"v2" * 9000)
+    _restart(serve)
+    await _expect_version(serve, key, handle, b"v2" * 9000)
+
+
+@pytest.mark.parametrize(
+    "serve",
+    [{"module": [CRASHER], "env": {"STOWAGE_TEST_CRASH_POINT": "before-rename"}}],
+    indirect=True,
+)
+async def test_crash_before_the_rename_keeps_the_old_version_and_its_row(serve: Serve) -> None:
+    """49, the other side: SIGKILL once the overwrite recorded its intent and its new file
+    is complete, before the rename. After restart the intent is dropped (storage still
+    holds the old version): v1 content, v1 row, `stowage verify` ok, no temporary file."""
+    armed = serve.data_dir.parent / "armed"
+    serve.env["STOWAGE_TEST_CRASH_ARM"] = str(armed)
+    key, secret = serve.create_app()
+    serve.start()
+    _status, body = await _post(f"{serve.api}/api/store/S3?key={key}", b"v1" * 5000)
+    handle = str(body["handle"])
+    armed.touch()
+    await _crash_overwriting(serve, handle, secret, b"v2" * 9000)
+    assert serve.intents() == [(handle, 2)]  # recorded before the crash
+    assert len(serve.files(key)["tmp"]) == 1  # the new version, never renamed
+    _restart(serve)
+    await _expect_version(serve, key, handle, b"v1" * 5000)
+
+
+async def _crash_overwriting(serve: Serve, handle: str, secret: str, data: bytes) -> None:
     with pytest.raises(aiohttp.ClientError):
-        await _post(f"{serve.api}/api/file/{handle}", b"v2" * 9000, headers=basic("app", secret))
+        await _post(f"{serve.api}/api/file/{handle}", data, headers=basic("app", secret))
     fault()
-    serve.proc.wait(10)
+    assert serve.proc is not None and serve.proc.wait(10) == -9
+
+
+def _restart(serve: Serve) -> None:
     serve.module, serve.env = ["-m", "stowage"], {}
     serve.start()
+
+
+async def _expect_version(serve: Serve, key: str, handle: str, data: bytes) -> None:
+    """The file is ``data`` whole and its row (size, sha256) describes exactly that."""
     async with aiohttp.ClientSession() as http, http.get(f"{serve.api}/api/file/{handle}") as r:
         content = await r.read()
-    # Whole, never truncated: the new version (the rename happened; a process crash does
-    # not undo it). The registry still describes v1, and `stowage verify` says so.
-    assert content == b"v2" * 9000
+    assert_intact(content, data)
+    assert serve.rows() == [(handle, "stored", len(data), hashlib.sha256(data).hexdigest())]
+    assert serve.intents() == []
     _check_no_leftovers(serve, key, expected_objects=1)
     verify = subprocess.run(
         serve_cli(serve, "verify", "--", handle), capture_output=True, text=True
     )
-    assert verify.returncode == 1 and f"{handle}  corrupt" in verify.stdout, verify.stdout
+    assert verify.returncode == 0 and f"{handle}  ok" in verify.stdout, verify.stdout
 
 
 def serve_cli(serve: Serve, *args: str) -> list[str]:

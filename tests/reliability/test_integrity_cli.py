@@ -4,12 +4,14 @@ the real command line, on a data folder left with every kind of inconsistency.""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import time
 
 from click.testing import CliRunner
 
 from stowage.cli import main
+from stowage.core import overwrites
 from tests.api.conftest import Harness
 from tests.api.test_file_ops import handle_of
 from tests.reliability.conftest import fault
@@ -70,5 +72,25 @@ async def test_fsck_reports_then_repairs(harness: Harness) -> None:
     assert await harness.service.registry.get(handle_of(gone)) is None
     assert await harness.service.registry.get(handle_of(kept)) is not None
     new_temp.unlink()
+    code, out = await _cli(harness, "fsck")
+    assert code == 0 and out.rstrip().endswith("clean"), out
+
+
+async def test_fsck_reports_and_settles_an_unsettled_overwrite(harness: Harness) -> None:
+    """An overwrite intent left by a crash (item 49) after its bytes were committed:
+    reported, then adopted by --repair, after which verify says ok."""
+    handle = handle_of(await harness.store(b"v1"))
+    record = await harness.service.registry.get(handle)
+    assert record is not None
+    new = record.with_(size=2, sha256=hashlib.sha256(b"v2").hexdigest(), version=2)
+    assert await harness.service.registry.intend_overwrite(overwrites.intent_for(new))
+    harness.object_path(harness.open_app, record.key).write_bytes(b"v2")
+    fault()
+    code, out = await _cli(harness, "fsck")
+    assert code == 1 and f"unsettled write {handle}" in out, out
+    code, out = await _cli(harness, "fsck", "--repair")
+    assert "repaired 1" in out, out
+    code, out = await _cli(harness, "verify", "--", handle)
+    assert code == 0 and f"{handle}  ok" in out, out
     code, out = await _cli(harness, "fsck")
     assert code == 0 and out.rstrip().endswith("clean"), out

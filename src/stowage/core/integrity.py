@@ -1,8 +1,9 @@
 """Integrity: stored bytes against the SHA-256 recorded at write time, and ``fsck``.
 
 ``verify`` re-reads an object and compares its hash with ``FileRecord.sha256``;
-``fsck`` finds handles whose objects are missing and, on local disk, objects and
-temporary files that no handle owns. Reports only, unless asked to repair.
+``fsck`` finds handles whose objects are missing, overwrites a crash left unsettled
+(``core/overwrites.py``) and, on local disk, objects and temporary files that no handle
+owns. Reports only, unless asked to repair.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from stowage import errors
 from stowage.config import Settings
-from stowage.core import inspect
+from stowage.core import inspect, overwrites
 from stowage.registry.base import FileRecord
 from stowage.storage.local import LocalProvider
 
@@ -37,13 +38,14 @@ class Verdict:
 @dataclass
 class FsckReport:
     missing: list[str] = field(default_factory=list)  # handles without their object
+    unsettled: list[str] = field(default_factory=list)  # handles with an overwrite intent
     orphans: list[Path] = field(default_factory=list)  # local objects no handle owns
     temporary: list[Path] = field(default_factory=list)  # leftover temporary files
     repaired: int = 0
 
     @property
     def clean(self) -> bool:
-        return not (self.missing or self.orphans or self.temporary)
+        return not (self.missing or self.unsettled or self.orphans or self.temporary)
 
 
 async def verify_record(service: Stowage, record: FileRecord) -> Verdict:
@@ -89,6 +91,7 @@ async def verify(service: Stowage, handles: list[str]) -> AsyncIterator[Verdict]
 
 async def fsck(service: Stowage, repair: bool = False) -> FsckReport:
     report = FsckReport()
+    await _unsettled(service, report, repair)  # first: settling changes rows checked below
     owned: set[Path] = set()
     async for record in service.registry.all_files():
         provider = service.provider_for(await service.app(record.api_key), record.provider)
@@ -105,6 +108,13 @@ async def fsck(service: Stowage, repair: bool = False) -> FsckReport:
     for local in await _local_providers(service):
         _scan(local, owned, report, repair)
     return report
+
+
+async def _unsettled(service: Stowage, report: FsckReport, repair: bool) -> None:
+    now = time.time()
+    report.unsettled = [i.handle for i in await service.registry.overwrite_intents(now)]
+    if repair and report.unsettled:
+        report.repaired += await overwrites.settle_all(service, now)
 
 
 async def _local_providers(service: Stowage) -> list[LocalProvider]:
@@ -146,6 +156,8 @@ async def run_fsck(settings: Settings, repair: bool, echo: Callable[[str], None]
         report = await fsck(service, repair)
     for handle in report.missing:
         echo(f"missing object  {handle}")
+    for handle in report.unsettled:
+        echo(f"unsettled write {handle}")
     for path in report.orphans:
         echo(f"orphan object   {path}")
     for path in report.temporary:

@@ -1,8 +1,9 @@
-"""Periodic clean-up of stores abandoned by a node that died, on a shared registry.
+"""Periodic clean-up of what a node that died left behind, on a shared registry.
 
 One node cleans its own leftovers when it starts; with several nodes a dead node may
 never come back, so every node runs this loop and, one at a time (``exclusive``), removes
-pending rows older than ``pending_grace_seconds`` with their objects.
+pending rows older than ``pending_grace_seconds`` with their objects and settles the
+overwrites it interrupted (``core/overwrites.py``).
 """
 
 from __future__ import annotations
@@ -45,6 +46,6 @@ class Janitor:
             try:
                 async with self.registry.exclusive("pending-sweep") as mine:
                     if mine and (cleaned := await self.clean()):
-                        log.info("removed %s stores abandoned by a dead node", cleaned)
+                        log.info("cleaned %s stores or overwrites left by a dead node", cleaned)
             except Exception:
                 log.warning("cleaning abandoned stores failed", exc_info=True)

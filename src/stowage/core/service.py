@@ -19,13 +19,22 @@ from typing import Any
 
 from stowage import errors
 from stowage.config import Settings
-from stowage.core import events, inspect, integrity, metadata, mimetypes, names, streams
+from stowage.core import (
+    events,
+    inspect,
+    integrity,
+    metadata,
+    mimetypes,
+    names,
+    overwrites,
+    streams,
+)
 from stowage.core.conditions import Conditions
 from stowage.core.fetch import Fetcher
 from stowage.core.janitor import Janitor
 from stowage.core.security import Credentials, Policy, Target, authorize, check_size
 from stowage.core.uploads import Uploads
-from stowage.registry.base import App, FileRecord, Registry
+from stowage.registry.base import App, FileRecord, OverwriteIntent, Registry
 from stowage.storage import API_PROVIDERS, build_provider
 from stowage.storage.base import LocalFiles, ObjectInfo, Provider, Recovers, WriteOptions
 from stowage.storage.prefixed import prefixed
@@ -92,7 +101,7 @@ class Stowage:
         self._providers: dict[tuple[str, str, str], Provider] = {}
         self.events: events.EventSink = events.NullSink()
         self.uploads = Uploads(self)
-        self.janitor = Janitor(settings, registry, self.clean_pending)
+        self.janitor = Janitor(settings, registry, self.clean_up)
         self.draining = False  # set on SIGTERM: /readyz fails while requests drain
 
     # -- lifecycle -------------------------------------------------------------
@@ -115,12 +124,19 @@ class Stowage:
         await self.registry.close()
 
     async def recover(self) -> int:
-        """Undo stores that a crash interrupted: pending rows and their objects, temp files."""
-        cleaned = await self.clean_pending()
+        """Undo stores that a crash interrupted (pending rows and their objects, temp files)
+        and settle the overwrites it interrupted."""
+        cleaned = await self.clean_up()
         for provider in [*self._default_local_providers(), *await self._app_providers()]:
             if isinstance(provider, Recovers):
                 cleaned += await _sweep(provider)
         return cleaned
+
+    async def clean_up(self) -> int:
+        """What crashed writers left in the registry: abandoned stores, unsettled overwrites.
+        Overwrite intents need no grace: each is settled under its handle's lock, which a
+        live overwrite holds until its row update has dropped its intent."""
+        return await self.clean_pending() + await overwrites.settle_all(self, time.time())
 
     async def clean_pending(self) -> int:
         """Removes abandoned pending rows and whatever their stores wrote."""
@@ -427,23 +443,52 @@ class Stowage:
         async with self.registry.handle_lock(handle):
             current = await self._record(handle)
             await conditions.check(provider, current.container, current.key)
-            await provider.write(
-                current.container,
-                current.key,
-                prepared.chunks,
-                WriteOptions(content_type=mimetype or current.mimetype, access=current.access),
+            updated = await self._write_over(
+                provider, current, prepared, policy, mimetype or current.mimetype
             )
-            check_size(policy, prepared.digest.size)
-            updated = current.with_(
-                size=prepared.digest.size,
-                sha256=prepared.digest.sha256,
-                mimetype=mimetype or current.mimetype,
-                version=current.version + 1,
-            )
-            if not await self.registry.update(updated):
-                raise errors.HandleNotFound(handle=handle)
         await self.events.publish(app, events.OVERWRITE, updated, {})
         return updated
+
+    async def _write_over(
+        self,
+        provider: Provider,
+        current: FileRecord,
+        prepared: _Prepared,
+        policy: Policy | None,
+        mimetype: str,
+    ) -> FileRecord:
+        """Commits the new bytes, then the row; the caller holds the handle's lock. The
+        intent is recorded when the body has ended, before the provider commits
+        (core/overwrites.py): a crash between commit and row update is settled later."""
+        intents: list[OverwriteIntent] = []
+
+        def updated() -> FileRecord:
+            return current.with_(
+                size=prepared.digest.size,
+                sha256=prepared.digest.sha256,
+                mimetype=mimetype,
+                version=current.version + 1,
+            )
+
+        async def at_end() -> None:
+            check_size(policy, prepared.digest.size)  # before the commit: the old version stays
+            intent = overwrites.intent_for(updated())
+            if not await self.registry.intend_overwrite(intent):
+                raise errors.Conflict("the file changed during this overwrite; nothing written")
+            intents.append(intent)
+
+        chunks = streams.then(prepared.chunks, at_end)
+        options = WriteOptions(content_type=mimetype, access=current.access)
+        try:
+            await provider.write(current.container, current.key, chunks, options)
+        except BaseException:
+            if intents:  # the commit may have happened before the error: ask storage
+                await _quietly(overwrites.settle(self, intents[0]))
+            raise
+        record = updated()
+        if not await self.registry.update(record):
+            raise errors.HandleNotFound(handle=current.handle)
+        return record
 
     # -- remove ----------------------------------------------------------------
     async def remove(
@@ -541,7 +586,9 @@ async def _sweep(provider: Recovers) -> int:
 
 
 async def _quietly(awaitable: Any) -> None:
+    # Any failure: a clean-up must not replace the error that made it necessary (a registry
+    # error, e.g., is not always a StowageError).
     try:
         await awaitable
-    except errors.StowageError:
+    except Exception:
         log.warning("cleanup after a failed write did not complete", exc_info=True)

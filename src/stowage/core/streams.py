@@ -7,7 +7,7 @@ import base64
 import binascii
 import hashlib
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from stowage import errors
@@ -22,6 +22,14 @@ async def limited(chunks: Chunks, max_bytes: int, message: str) -> Chunks:
         if total > max_bytes:
             raise errors.PayloadTooLarge(message, limit=max_bytes)
         yield chunk
+
+
+async def then(chunks: Chunks, at_end: Callable[[], Awaitable[None]]) -> Chunks:
+    """Awaits ``at_end`` once ``chunks`` ran dry, before the consumer sees the end: a
+    provider's write commits only after it returned, and not at all if it raised."""
+    async for chunk in chunks:
+        yield chunk
+    await at_end()
 
 
 async def idle_timeout(chunks: Chunks, seconds: float) -> Chunks:

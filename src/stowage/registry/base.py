@@ -8,11 +8,18 @@ PostgreSQL later). Contract (``tests/registry/test_contract.py``):
   Pending rows are invisible to ``get``.
 - ``commit`` turns a pending row into a stored one with its final size, hash
   and type. ``abandon`` drops a pending row.
-- ``update`` rewrites a stored row after an overwrite; False when it is gone.
+- ``update`` rewrites a stored row after an overwrite; False when it is gone. In the same
+  transaction it drops the handle's overwrite intent up to the record's version.
 - ``delete`` removes a stored row; True exactly once per handle, however many
   callers race.
 - ``handle_lock`` serialises overwrite and delete of one handle (across nodes when the
   registry is shared).
+- ``intend_overwrite`` records (or replaces) the handle's ``OverwriteIntent``, only while
+  its stored row is at ``intent.version - 1``: False when the row is gone or another
+  overwrite moved it on. ``overwrite_intents`` lists the intents recorded before a time.
+  ``settle_overwrite`` drops an intent if it is still there unchanged and, with ``adopt``,
+  applies it to the row in the same transaction, only while the row is still at
+  ``version - 1``; True when the row was changed.
 - ``ping`` answers readiness: the store answers and its schema is the current one.
 
 Webhook deliveries (``WebhookDelivery``; contract in ``tests/registry/test_webhooks.py``):
@@ -84,6 +91,20 @@ class FileRecord:
     def values(self) -> tuple[Any, ...]:
         """The fields in declaration order: the column order of the registries' files table."""
         return astuple(self)
+
+
+@dataclass(frozen=True)
+class OverwriteIntent:
+    """What an overwrite will write into a file's row, recorded once the new body has ended
+    and before the provider commits it (``core/overwrites.py``). The row update drops it;
+    one still there after a crash is settled from what storage holds."""
+
+    handle: str
+    version: int  # the row's version after the overwrite: it is at ``version - 1`` before
+    size: int
+    sha256: str
+    mimetype: str
+    created: float = field(default_factory=time.time)  # epoch seconds
 
 
 #: Webhook delivery states.
@@ -184,6 +205,10 @@ class Registry(Protocol):
     ) -> list[FileRecord]: ...
     async def pending(self, older_than: float) -> list[FileRecord]: ...
     def all_files(self) -> AsyncIterator[FileRecord]: ...
+
+    async def intend_overwrite(self, intent: OverwriteIntent) -> bool: ...
+    async def overwrite_intents(self, older_than: float) -> list[OverwriteIntent]: ...
+    async def settle_overwrite(self, intent: OverwriteIntent, adopt: bool) -> bool: ...
 
     def handle_lock(self, handle: str) -> AbstractAsyncContextManager[None]: ...
     def exclusive(self, job: str) -> AbstractAsyncContextManager[bool]:

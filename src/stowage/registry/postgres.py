@@ -25,10 +25,17 @@ from typing import Any
 import asyncpg
 
 from stowage import errors
-from stowage.registry import migrate, postgres_limits, postgres_uploads, postgres_webhooks
+from stowage.registry import (
+    migrate,
+    postgres_intents,
+    postgres_limits,
+    postgres_uploads,
+    postgres_webhooks,
+)
 from stowage.registry.base import (
     App,
     FileRecord,
+    OverwriteIntent,
     UploadPart,
     UploadSession,
     WebhookDelivery,
@@ -182,7 +189,11 @@ class PostgresRegistry:
         return _file(row) if row else None
 
     async def update(self, record: FileRecord) -> bool:
+        # One statement: the row update and the drop of the intent it fulfils (the command
+        # tag is the UPDATE's).
         status = await self.pool.execute(
+            "WITH fulfilled AS "
+            "(DELETE FROM overwrite_intents WHERE handle = $1 AND version <= $10) "
             f"UPDATE files SET {_SET_STORED} "
             "WHERE handle = $1 AND state = 'stored' AND version < $10",
             *_stored_values(record),
@@ -227,6 +238,16 @@ class PostgresRegistry:
             if len(rows) < 500:
                 return
             after = rows[-1]["handle"]
+
+    # -- overwrite intents (SQL in postgres_intents.py) --------------------------
+    async def intend_overwrite(self, intent: OverwriteIntent) -> bool:
+        return await postgres_intents.intend(self.pool, intent)
+
+    async def overwrite_intents(self, older_than: float) -> list[OverwriteIntent]:
+        return await postgres_intents.listed(self.pool, older_than)
+
+    async def settle_overwrite(self, intent: OverwriteIntent, adopt: bool) -> bool:
+        return await postgres_intents.settle(self.pool, intent, adopt)
 
     # -- multipart uploads (SQL in postgres_uploads.py) ---------------------------
     async def create_upload(self, session: UploadSession) -> None:

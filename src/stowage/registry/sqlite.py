@@ -17,8 +17,15 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from stowage import errors
-from stowage.registry import locks, sqlite_uploads, sqlite_webhooks
-from stowage.registry.base import App, FileRecord, UploadPart, UploadSession, WebhookDelivery
+from stowage.registry import locks, sqlite_intents, sqlite_uploads, sqlite_webhooks
+from stowage.registry.base import (
+    App,
+    FileRecord,
+    OverwriteIntent,
+    UploadPart,
+    UploadSession,
+    WebhookDelivery,
+)
 
 T = TypeVar("T")
 SCHEMA_VERSION = 1
@@ -101,6 +108,7 @@ class SQLiteRegistry:
         conn = self._connect()
         conn.executescript(SCHEMA)
         conn.executescript(sqlite_uploads.SCHEMA)
+        conn.executescript(sqlite_intents.SCHEMA)  # IF NOT EXISTS: older files gain it here
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         self._write_conn = conn
 
@@ -199,7 +207,12 @@ class SQLiteRegistry:
         return _file(rows[0]) if rows else None
 
     async def update(self, record: FileRecord) -> bool:
-        count = await self._write(lambda: self._update_row(record, "state = 'stored'", True))
+        def update() -> int:
+            return self._update_row(record, "state = 'stored'", True)
+
+        count = await self._write(
+            lambda: sqlite_intents.update_row(self._conn(), update, record.handle, record.version)
+        )
         return count > 0
 
     def _update_row(self, record: FileRecord, state_sql: str, stored_only: bool = False) -> int:
@@ -249,6 +262,17 @@ class SQLiteRegistry:
             if len(rows) < 500:
                 return
             after = rows[-1][0]
+
+    # -- overwrite intents (SQL in sqlite_intents.py) ----------------------------
+    async def intend_overwrite(self, intent: OverwriteIntent) -> bool:
+        return await self._write(lambda: sqlite_intents.intend(self._conn(), intent))
+
+    async def overwrite_intents(self, older_than: float) -> list[OverwriteIntent]:
+        assert self._read_conn is not None
+        return sqlite_intents.listed(self._read_conn, older_than)
+
+    async def settle_overwrite(self, intent: OverwriteIntent, adopt: bool) -> bool:
+        return await self._write(lambda: sqlite_intents.settle(self._conn(), intent, adopt))
 
     # -- webhook deliveries (SQL in sqlite_webhooks.py) ---------------------------
     async def enqueue_webhooks(self, deliveries: list[WebhookDelivery]) -> list[WebhookDelivery]:

@@ -1,0 +1,90 @@
+"""Overwrites that a crash cannot leave half recorded (checklist 49).
+
+An overwrite commits the new bytes in storage, then updates the file's row (size,
+SHA-256, type, version). A crash between the two would leave new bytes that the old row
+describes. So once the new body has ended, and before the provider commits it, the
+overwrite records an ``OverwriteIntent``: the row it is about to write. The row update
+drops it. An intent still there means the overwrite stopped in between, or the outcome
+of its commit is unknown (the write raised after the body ended). ``settle`` then makes
+the row describe what storage holds: the intent is adopted when the object has its size
+and SHA-256, and dropped otherwise (the commit never happened, or was lost, e.g. a rename
+undone by a power loss: the old version is stored). Nothing here knows the provider.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import TYPE_CHECKING
+
+from stowage import errors
+from stowage.core import inspect
+from stowage.registry.base import FileRecord, OverwriteIntent
+
+if TYPE_CHECKING:
+    from stowage.core.service import Stowage
+
+log = logging.getLogger("stowage.core")
+#: A handle locked longer than this is being overwritten live: its intent is left for the
+#: next pass (start-up must not wait on another node's long upload).
+LOCK_WAIT = 10.0
+ADOPTED, DROPPED, KEPT = "adopted", "dropped", "kept"
+
+
+def intent_for(record: FileRecord) -> OverwriteIntent:
+    """The intent of an overwrite that will write ``record`` into the row."""
+    return OverwriteIntent(
+        record.handle, record.version, record.size, record.sha256, record.mimetype
+    )
+
+
+async def settle_all(service: Stowage, older_than: float) -> int:
+    """Settles the intents recorded before ``older_than``; returns how many it settled."""
+    settled = 0
+    for intent in await service.registry.overwrite_intents(older_than):
+        settled += await _settle_locked(service, intent) != KEPT
+    return settled
+
+
+async def _settle_locked(service: Stowage, intent: OverwriteIntent) -> str:
+    # Under the handle's lock, an overwrite still running (another worker or node) ends
+    # first and its row update drops its own intent: only a dead writer's is judged.
+    async with contextlib.AsyncExitStack() as stack:
+        try:
+            async with asyncio.timeout(LOCK_WAIT):
+                await stack.enter_async_context(service.registry.handle_lock(intent.handle))
+        except TimeoutError:
+            return KEPT
+        return await settle(service, intent)
+
+
+async def settle(service: Stowage, intent: OverwriteIntent) -> str:
+    """Adopts or drops one intent; the caller holds its handle's lock. KEPT when storage
+    cannot answer now: the next recovery (or janitor pass) tries again."""
+    record = await service.registry.get(intent.handle)
+    if record is None or record.version != intent.version - 1:
+        # Removed, or moved on by a later overwrite: this write lost, whatever storage holds.
+        await service.registry.settle_overwrite(intent, adopt=False)
+        return DROPPED
+    try:
+        adopt = await _holds(service, record, intent)
+    except errors.StowageError as exc:
+        log.warning("interrupted overwrite of %s not settled yet: %s", intent.handle, exc)
+        return KEPT
+    outcome = ADOPTED if await service.registry.settle_overwrite(intent, adopt) else DROPPED
+    log.info("interrupted overwrite of %s settled: %s", intent.handle, outcome)
+    return outcome
+
+
+async def _holds(service: Stowage, record: FileRecord, intent: OverwriteIntent) -> bool:
+    """Whether storage holds the intent's bytes at the record's key."""
+    provider = service.provider_for(await service.app(record.api_key), record.provider)
+    try:
+        info = await provider.stat(record.container, record.key)
+    except errors.StorageNotFound:
+        return False
+    if info.size != intent.size:
+        return False  # no need to read it
+    found = await inspect.hash_stream(provider.open(record.container, record.key), ["sha256"])
+    return found["sha256"] == intent.sha256
