@@ -55,6 +55,15 @@ class FaultProxy:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
+    async def release(self) -> None:
+        """Resets every open connection, stalled ones included (the server coming back
+        drops what it held), and forwards faithfully from now on."""
+        self.mode = "pass"
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
     async def __aenter__(self) -> FaultProxy:
         return await self.start()
 

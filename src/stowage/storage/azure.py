@@ -15,8 +15,10 @@ Config: ``container`` (required) and one of ``connection_string``,
 (none of them: anonymous, for public containers). ``endpoint_url`` overrides
 the account URL (Azurite: ``http://127.0.0.1:PORT/devstoreaccount1``).
 ``block_size`` sets the staged block size, ``timeout`` the seconds allowed for
-connecting, ``retries`` and ``retry_backoff`` (seconds, doubled each time)
-bound the SDK's own retries so an unreachable account fails in seconds.
+connecting, ``read_timeout`` (default 60, at least ``timeout``) the seconds a
+request may go without the service answering or taking bytes before it is
+aborted (a stalled server), ``retries`` and ``retry_backoff`` (seconds, doubled
+each time) bound the SDK's own retries so an unreachable account fails in seconds.
 
 Limits: ``access=public`` is ignored: Azure grants public read per
 container, not per blob. Container creation is not done here.
@@ -195,7 +197,7 @@ def from_config(config: Mapping[str, Any], data_dir: Path) -> AzureProvider:
             retry_total=int(config.get("retries", 3)),
         ),
         "connection_timeout": timeout,
-        "read_timeout": max(timeout, 60),
+        "read_timeout": max(timeout, float(config.get("read_timeout") or 60)),
         "max_single_get_size": READ_CHUNK,
         "max_chunk_get_size": READ_CHUNK,
         "max_single_put_size": block_size,
