@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,7 @@ from stowage.core.security import encode_policy, sign
 from stowage.core.service import Stowage
 from stowage.http.app import api_app, build_service, cdn_app
 from stowage.registry.base import App
+from tests.api.balanced import balanced_nodes, through_nginx
 
 
 @dataclass
@@ -49,25 +52,44 @@ class Harness:
 
 
 @pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    return Settings(data_dir=tmp_path / "data", fetch_allow_private=True, access_log=False)
+def settings(tmp_path: Path, request: pytest.FixtureRequest) -> Settings:
+    """The settings every node of the harness runs with; ``@pytest.mark.settings(...)``
+    changes fields for one test (never patch ``harness.service``: through nginx, other
+    nodes answer too)."""
+    base = Settings(data_dir=tmp_path / "data", fetch_allow_private=True, access_log=False)
+    marker = request.node.get_closest_marker("settings")
+    return dataclasses.replace(base, **marker.kwargs) if marker else base
 
 
-@pytest.fixture
-async def harness(settings: Settings) -> AsyncIterator[Harness]:
+OPEN_APP = App(api_key="openappkey0000000001", secret="open-secret", name="open")
+SECURE_APP = App(api_key="secureappkey00000001", secret="secure-secret", security=True)
+
+
+@asynccontextmanager
+async def one_node(
+    settings: Settings,
+) -> AsyncIterator[tuple[Stowage, TestClient[Any, Any], TestClient[Any, Any], Settings]]:
     service = build_service(settings)
     await service.start()
-    open_app = App(api_key="openappkey0000000001", secret="open-secret", name="open")
-    secure_app = App(api_key="secureappkey00000001", secret="secure-secret", security=True)
-    await service.registry.create_app(open_app)
-    await service.registry.create_app(secure_app)
     api = TestClient(TestServer(api_app(service)))
     cdn = TestClient(TestServer(cdn_app(service)))
     await api.start_server()
     await cdn.start_server()
     try:
-        yield Harness(service, api, cdn, settings, open_app, secure_app)
+        yield service, api, cdn, settings
     finally:
         await api.close()
         await cdn.close()
         await service.close()
+
+
+@pytest.fixture
+async def harness(settings: Settings, request: pytest.FixtureRequest) -> AsyncIterator[Harness]:
+    if through_nginx():
+        nodes = balanced_nodes(settings, request.getfixturevalue("postgres_server"))
+    else:
+        nodes = one_node(settings)
+    async with nodes as (service, api, cdn, used):
+        await service.registry.create_app(OPEN_APP)
+        await service.registry.create_app(SECURE_APP)
+        yield Harness(service, api, cdn, used, OPEN_APP, SECURE_APP)

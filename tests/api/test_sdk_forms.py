@@ -144,8 +144,8 @@ async def test_process_security_task_and_unsupported_tasks(
     assert (await resp.json())["error"]["code"] == "TASK_NOT_SUPPORTED"
 
 
+@pytest.mark.settings(fetch_allow_private=False)
 async def test_process_keeps_the_ssrf_guard(harness: Harness) -> None:
-    harness.service.fetcher.allow_private = False
     body = {
         "apikey": harness.open_app.api_key,
         "sources": ["http://127.0.0.1:1/x"],

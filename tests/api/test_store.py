@@ -155,10 +155,10 @@ async def test_store_from_failing_url_is_502(harness: Harness, source_server: Te
     assert (await resp.json())["error"]["code"] == "UPSTREAM_ERROR"
 
 
+@pytest.mark.settings(fetch_allow_private=False)
 async def test_store_from_loopback_url_refused_by_default(
     harness: Harness, source_server: TestServer
 ) -> None:
-    harness.service.fetcher.allow_private = False
     for url in (str(source_server.make_url("/files/report.pdf")), "http://169.254.169.254/x"):
         resp = await harness.api.post(
             "/api/store/S3", params={"key": harness.open_app.api_key}, data={"url": url}

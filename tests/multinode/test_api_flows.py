@@ -1,5 +1,6 @@
-"""The API's key flows, sent through nginx to three nodes (tests/api covers every parameter
-in process; here each request may land on any node)."""
+"""The API's key flows, sent through nginx to three real ``stowage serve`` processes on S3
+(test_api_suite.py runs the whole tests/api suite through nginx to in-process nodes; here
+the nodes are the real command, configured from the environment as an operator would)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,132 @@
+"""The API suite through a load balancer: three nodes behind nginx, on PostgreSQL.
+
+With ``STOWAGE_TEST_THROUGH_NGINX=1`` the ``harness`` fixture of ``tests/api`` starts,
+for each test, three Stowage nodes (each its own service, registry connection pool and
+listeners) on one fresh PostgreSQL database and one shared data folder (the local-disk
+provider on a shared filesystem, as docs/deployment.md describes), and nginx in front
+of them running ``deploy/nginx/stowage.conf``. ``harness.api`` and ``harness.cdn`` then
+talk only to nginx, which spreads the requests of one test over the three nodes, so
+every test of the suite also checks that no request depends on the node that served an
+earlier one. ``tests/multinode/test_api_suite.py`` runs the suite this way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+from aiohttp.test_utils import BaseTestServer, TestClient, TestServer
+from yarl import URL
+
+from stowage.config import Settings
+from stowage.core.service import Stowage
+from stowage.http.app import api_app, build_service, cdn_app
+from stowage.registry import upgrade_registry
+from tests.multinode.conftest import Nginx
+from tests.servers.fx_postgres import PostgresServer
+
+NODES = 3
+
+
+def through_nginx() -> bool:
+    return os.environ.get("STOWAGE_TEST_THROUGH_NGINX") == "1"
+
+
+def _record_served(nodes: list[_Node]) -> None:
+    """Appends the requests each node served in this test to the file named by
+    ``STOWAGE_TEST_SERVED_LOG``: the proof that nginx spread the suite over the nodes."""
+    log = os.environ.get("STOWAGE_TEST_SERVED_LOG")
+    if log:
+        served = [n.api.handler.requests_count + n.cdn.handler.requests_count for n in nodes]
+        with open(log, "a") as out:
+            out.write(json.dumps(served) + "\n")
+
+
+class Balancer(BaseTestServer):
+    """Stands in for a TestServer: the balancer's address, with nothing to run here."""
+
+    def __init__(self, port: int) -> None:
+        super().__init__(host="127.0.0.1", port=port)
+
+    async def start_server(self, loop: Any = None, **kwargs: Any) -> None:
+        self._root = URL(f"http://127.0.0.1:{self.port}")
+
+    async def _make_runner(self, **kwargs: Any) -> web.BaseRunner:
+        raise NotImplementedError("the balancer is nginx, not an aiohttp runner")
+
+    async def close(self) -> None:
+        self._closed = True
+
+
+@dataclasses.dataclass
+class _Node:
+    service: Stowage
+    api: TestServer
+    cdn: TestServer
+
+    @property
+    def port(self) -> int:
+        assert self.api.port is not None
+        return self.api.port
+
+    @property
+    def cdn_port(self) -> int:
+        assert self.cdn.port is not None
+        return self.cdn.port
+
+
+async def _start_node(settings: Settings) -> _Node:
+    service = build_service(settings)
+    await service.start()
+    api, cdn = TestServer(api_app(service)), TestServer(cdn_app(service))
+    await api.start_server()
+    await cdn.start_server()
+    return _Node(service, api, cdn)
+
+
+def _nginx_folder() -> Path:
+    folder = Path(tempfile.mkdtemp(prefix="stowage-balanced-"))
+    folder.chmod(0o755)  # nginx workers run as an unprivileged user
+    (folder / "tmp").mkdir()
+    (folder / "tmp").chmod(0o777)
+    return folder
+
+
+@asynccontextmanager
+async def balanced_nodes(
+    settings: Settings, postgres: PostgresServer
+) -> AsyncIterator[tuple[Stowage, TestClient[Any, Any], TestClient[Any, Any], Settings]]:
+    """Three nodes on a new database behind nginx: (first node's service, API client,
+    CDN client, the nodes' settings)."""
+    settings = dataclasses.replace(settings, registry_url=postgres.new_database())
+    await upgrade_registry(settings)
+    nodes: list[_Node] = []
+    lb = Nginx(_nginx_folder())
+    api = cdn = None
+    try:
+        for _ in range(NODES):
+            nodes.append(await _start_node(settings))
+        lb.start(nodes)  # type: ignore[arg-type]
+        api, cdn = TestClient(Balancer(lb.api_port)), TestClient(Balancer(lb.cdn_port))
+        await api.start_server()
+        await cdn.start_server()
+        yield nodes[0].service, api, cdn, settings
+        _record_served(nodes)
+    finally:
+        for client in (api, cdn):
+            if client is not None:
+                await client.close()
+        lb.stop()
+        for node in nodes:
+            await node.api.close()
+            await node.cdn.close()
+            await node.service.close()
+        shutil.rmtree(lb.folder, ignore_errors=True)

@@ -1,0 +1,62 @@
+"""The whole API test suite (tests/api), sent through nginx to three nodes on PostgreSQL.
+
+It runs in its own pytest process with ``STOWAGE_TEST_THROUGH_NGINX=1``, which makes the
+suite's ``harness`` start three nodes behind nginx for every test (tests/api/balanced.py).
+It passes only if every test of the suite ran there and passed: none failed, none was
+skipped, as many ran as the suite has, and every node served a share of the requests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PYTEST = [sys.executable, "-m", "pytest", "tests/api", "-p", "no:cacheprovider"]
+
+
+def _collected() -> int:
+    listing = subprocess.run(
+        [*PYTEST, "--collect-only", "-q"], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    found = re.search(r"^(\d+) tests? collected", listing.stdout, re.M)
+    assert found, listing.stdout[-2000:]
+    return int(found[1])
+
+
+def test_the_api_suite_passes_through_nginx(tmp_path: Path) -> None:
+    expected = _collected()
+    report = tmp_path / "api-through-nginx.xml"
+    served_log = tmp_path / "served.jsonl"
+    env = {
+        **os.environ,
+        "STOWAGE_TEST_THROUGH_NGINX": "1",
+        "STOWAGE_TEST_SERVED_LOG": str(served_log),
+    }
+    run = subprocess.run(
+        [*PYTEST, "-q", f"--junitxml={report}"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1500,
+    )
+    tail = (run.stdout + run.stderr)[-6000:]
+    suite = ET.parse(report).getroot().find("testsuite")
+    assert suite is not None, tail
+    counts = {k: int(suite.get(k, "0")) for k in ("tests", "failures", "errors", "skipped")}
+    print(f"tests/api through nginx: {counts}")
+    assert run.returncode == 0, tail
+    assert counts == {"tests": expected, "failures": 0, "errors": 0, "skipped": 0}, tail
+    per_test = [json.loads(line) for line in served_log.read_text().splitlines()]
+    per_node = [sum(col) for col in zip(*per_test, strict=True)]
+    print(f"requests served per node: {per_node}")
+    # A few tests need no server (the OpenAPI document's own checks): they start no nodes.
+    assert len(per_test) > expected // 2, len(per_test)
+    # least_conn spreads the load; each node must have taken a real share of it.
+    assert min(per_node) >= sum(per_node) // 10, per_node
