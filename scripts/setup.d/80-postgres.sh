@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # PostgreSQL (registry tests, multi-node tests) and nginx (the multi-node load balancer),
-# from Debian's packages, plus the asyncpg driver in the project venv. The tests start
+# from Debian's packages, plus the asyncpg driver in the project venv; curl, openssl and
+# systemd-analyze for the single-node deployment test (tests/e2e/test_single_node_deploy.py). The tests start
 # their own throwaway cluster and nginx on loopback ports; the packaged services are
 # left stopped.
 set -euo pipefail
@@ -9,6 +10,9 @@ cd "$(dirname "$0")/../.."
 missing=()
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 [ -x /usr/sbin/nginx ] || missing+=(nginx-light)
+command -v curl >/dev/null 2>&1 || missing+=(curl)
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
 if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null 2>&1 \

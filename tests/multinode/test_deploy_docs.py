@@ -1,10 +1,23 @@
-"""The deployment guide shows the very nginx file the multi-node tests run."""
+"""The deployment guide shows the very files the tests run (deploy/)."""
 
 from __future__ import annotations
 
-from tests.multinode.conftest import NGINX_CONF, ROOT
+import pytest
+
+from tests.multinode.conftest import ROOT
+
+DEPLOY = ROOT / "deploy"
 
 
-def test_deployment_guide_shows_the_tested_nginx_config() -> None:
+@pytest.mark.parametrize(
+    ("path", "lang"),
+    [
+        ("nginx/stowage.conf", "nginx"),
+        ("single/nginx.conf", "nginx"),
+        ("single/stowage.service", "ini"),
+        ("single/stowage.toml", "toml"),
+    ],
+)
+def test_deployment_guide_shows_the_tested_file(path: str, lang: str) -> None:
     guide = (ROOT / "docs" / "deployment.md").read_text()
-    assert f"```nginx\n{NGINX_CONF.read_text()}```" in guide
+    assert f"```{lang}\n{(DEPLOY / path).read_text()}```" in guide, path
