@@ -1,4 +1,4 @@
-"""Checklist 39-43: races between writers, readers and deleters of one handle."""
+"""Checklist 39-43 and 61: races between writers, readers and deleters of one handle."""
 
 from __future__ import annotations
 
@@ -68,6 +68,23 @@ async def test_delete_during_overwrite_is_defined_and_leaves_nothing(harness: Ha
     assert deleted.status == 200
     assert (await writer).status == 200
     await expect_error(await harness.api.get(f"/api/file/{handle}"), 404, "HANDLE_NOT_FOUND")
+    assert not harness.object_path(harness.open_app, result["key"]).exists()
+    await assert_clean(harness.service)
+
+
+async def test_concurrent_deletes_succeed_exactly_once(harness: Harness) -> None:
+    """61: eight deletes of one handle at once: exactly one 200, seven 404 in the error
+    shape; the object, its row and any temporary file are gone."""
+    result = await harness.store(b"d" * 4096)
+    handle = handle_of(result)
+    answers = await asyncio.gather(
+        *(harness.api.delete(f"/api/file/{handle}", headers=AUTH) for _ in range(8))
+    )
+    assert sorted(r.status for r in answers) == [200] + [404] * 7
+    for answer in answers:
+        if answer.status == 404:
+            await expect_error(answer, 404, "HANDLE_NOT_FOUND")
+    assert await harness.service.registry.get(handle) is None
     assert not harness.object_path(harness.open_app, result["key"]).exists()
     await assert_clean(harness.service)
 
