@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import click
 
 from stowage.client.commands import register as register_client_commands
+from stowage.client.handleargs import HandleCommand
 from stowage.config import Settings, load_settings
 from stowage.core.security import CALLS, encode_policy, sign
 from stowage.errors import StowageError
@@ -256,7 +257,7 @@ def db_version(ctx: click.Context) -> None:
     click.echo(f"schema {current}, this node needs {needed}")
 
 
-@main.command("verify", context_settings={"ignore_unknown_options": True})
+@main.command("verify", cls=HandleCommand)
 @click.argument("handles", nargs=-1)
 @click.pass_context
 def verify_command(ctx: click.Context, handles: tuple[str, ...]) -> None:

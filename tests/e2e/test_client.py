@@ -150,6 +150,19 @@ def test_profile_file_and_errors(server: Running, tmp_path: Path) -> None:
     assert down.returncode == 1 and "cannot reach" in down.stderr
 
 
+@pytest.mark.parametrize("command", ["download", "meta", "rm", "overwrite"])
+def test_a_handle_beginning_with_a_dash_reaches_the_server(
+    server: Running, tmp_path: Path, command: str
+) -> None:
+    """About 1 in 64 handles begin with "-": each command sends it as a handle (the server
+    answers it is unknown), never refuses it as an unknown option."""
+    handle = "-" + "Q" * 19
+    extra = [str(write(tmp_path / "new.bin", 10))] if command == "overwrite" else []
+    out = run(server, command, handle, *extra, check=False, cwd=tmp_path)
+    assert out.returncode == 1 and "HANDLE_NOT_FOUND" in out.stderr, out.stderr
+    assert "No such option" not in out.stderr
+
+
 @pytest.mark.parametrize("command", ["upload", "download", "meta", "rm", "overwrite", "ls"])
 def test_help(command: str) -> None:
     out = subprocess.run(

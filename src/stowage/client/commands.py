@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import click
 
 from stowage.client import profile as profiles
+from stowage.client.handleargs import HandleCommand
 from stowage.client.http import Client, ClientError, UploadOptions
 from stowage.client.progress import Progress, human
 
@@ -138,7 +139,7 @@ def upload(
     _emit(_run(_conn(conn), job), as_json, ["handle", "filename", "size", "type", "url"])
 
 
-@click.command("download")
+@click.command("download", cls=HandleCommand)
 @click.argument("handle")
 @click.option(
     "-o",
@@ -169,7 +170,7 @@ def download(handle: str, output: Path | None, quiet: bool, as_json: bool, **con
     )
 
 
-@click.command("meta")
+@click.command("meta", cls=HandleCommand)
 @click.argument("handle")
 @click.option(
     "--field",
@@ -211,7 +212,7 @@ for _hash in reversed(HASHES):
     meta = click.option(f"--{_hash}", is_flag=True, help=f"Include the {_hash} hash.")(meta)
 
 
-@click.command("rm")
+@click.command("rm", cls=HandleCommand)
 @click.argument("handles", nargs=-1, required=True)
 @connection_options
 def rm(handles: tuple[str, ...], as_json: bool, **conn: Any) -> None:
@@ -223,7 +224,7 @@ def rm(handles: tuple[str, ...], as_json: bool, **conn: Any) -> None:
     _emit(_run(_conn(conn), job), as_json, ["handle", "removed", "storage"])
 
 
-@click.command("overwrite")
+@click.command("overwrite", cls=HandleCommand)
 @click.argument("handle")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
