@@ -30,7 +30,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.multinode.conftest import Cluster, Nginx, start_cluster  # noqa: E402
+from tests.multinode.conftest import Cluster, Nginx, nginx_folder, start_cluster  # noqa: E402
 from tests.servers.fx_postgres import start_postgres, stop_postgres  # noqa: E402
 from tests.servers.fx_s3 import S3Endpoint, make_bucket, start_moto, stop  # noqa: E402
 
@@ -101,11 +101,7 @@ HEADER = (
 
 def one_node_balancer(cluster: Cluster) -> Nginx:
     """The same nginx config with every upstream entry pointing at node 1."""
-    folder = cluster.lb.folder / "one-node-nginx"
-    (folder / "tmp").mkdir(parents=True)
-    folder.chmod(0o755)
-    (folder / "tmp").chmod(0o777)
-    balancer = Nginx(folder)
+    balancer = Nginx(nginx_folder(cluster.lb.folder / "one-node-nginx"))
     balancer.start([cluster.nodes[0]] * 3)
     return balancer
 

@@ -16,10 +16,8 @@ import dataclasses
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -30,7 +28,7 @@ from stowage.config import Settings
 from stowage.core.service import Stowage
 from stowage.http.app import api_app, build_service, cdn_app
 from stowage.registry import upgrade_registry
-from tests.multinode.conftest import Nginx
+from tests.multinode.conftest import Nginx, nginx_folder
 from tests.servers.fx_postgres import PostgresServer
 
 NODES = 3
@@ -92,14 +90,6 @@ async def _start_node(settings: Settings) -> _Node:
     return _Node(service, api, cdn)
 
 
-def _nginx_folder() -> Path:
-    folder = Path(tempfile.mkdtemp(prefix="stowage-balanced-"))
-    folder.chmod(0o755)  # nginx workers run as an unprivileged user
-    (folder / "tmp").mkdir()
-    (folder / "tmp").chmod(0o777)
-    return folder
-
-
 @asynccontextmanager
 async def balanced_nodes(
     settings: Settings, postgres: PostgresServer
@@ -109,12 +99,13 @@ async def balanced_nodes(
     settings = dataclasses.replace(settings, registry_url=postgres.new_database())
     await upgrade_registry(settings)
     nodes: list[_Node] = []
-    lb = Nginx(_nginx_folder())
-    api = cdn = None
+    lb = Nginx(nginx_folder())
+    api: TestClient[Any, Any] | None = None
+    cdn: TestClient[Any, Any] | None = None
     try:
         for _ in range(NODES):
             nodes.append(await _start_node(settings))
-        lb.start(nodes)  # type: ignore[arg-type]
+        lb.start(nodes)
         api, cdn = TestClient(Balancer(lb.api_port)), TestClient(Balancer(lb.cdn_port))
         await api.start_server()
         await cdn.start_server()

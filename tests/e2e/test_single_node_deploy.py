@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.multinode.conftest import ROOT, Nginx, _main_conf, free_port, wait_listening
+from tests.multinode.conftest import ROOT, Nginx, free_port, nginx_folder, wait_listening
 
 SINGLE = ROOT / "deploy" / "single"
 VENV_STOWAGE = Path(sys.executable).parent / "stowage"
@@ -111,10 +111,7 @@ def _start_node(config: Path, folder: Path) -> tuple[subprocess.Popen[bytes], di
 
 @pytest.fixture(scope="module")
 def deployed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployed]:
-    folder = tmp_path_factory.mktemp("single-node")
-    folder.chmod(0o755)  # nginx workers run as an unprivileged user
-    (folder / "tmp").mkdir()
-    (folder / "tmp").chmod(0o777)
+    folder = nginx_folder(tmp_path_factory.mktemp("single-node"))
     api, cdn, https, http = free_port(), free_port(), free_port(), free_port()
     _certificate(folder)
     (folder / "cert.pem").chmod(0o644)
@@ -124,14 +121,7 @@ def deployed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployed]:
     try:
         wait_listening(api, node, folder / "node.log", 30)
         wait_listening(cdn, node, folder / "node.log", 30)
-        (folder / "stowage.conf").write_text(_nginx_conf(folder, api, cdn, https, http))
-        (folder / "nginx.conf").write_text(_main_conf(folder))
-        lb.proc = subprocess.Popen(
-            ["/usr/sbin/nginx", "-p", str(folder), "-c", str(folder / "nginx.conf")],
-            stdout=(folder / "error.log").open("ab"),
-            stderr=subprocess.STDOUT,
-        )
-        wait_listening(https, lb.proc, folder / "error.log", 15)
+        lb.run(_nginx_conf(folder, api, cdn, https, http))
         yield Deployed(folder, https, http, node, env)
     finally:
         lb.stop()

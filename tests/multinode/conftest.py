@@ -18,10 +18,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 
@@ -95,6 +95,26 @@ class Node:
         return self.proc.returncode
 
 
+class Upstream(Protocol):
+    """What nginx needs of a node: its API and CDN ports."""
+
+    @property
+    def port(self) -> int: ...
+
+    @property
+    def cdn_port(self) -> int: ...
+
+
+def nginx_folder(folder: Path | None = None) -> Path:
+    """A folder nginx's unprivileged workers can use (a new temporary one by default)."""
+    folder = folder or Path(tempfile.mkdtemp(prefix="stowage-nginx-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    folder.chmod(0o755)
+    (folder / "tmp").mkdir(exist_ok=True)
+    (folder / "tmp").chmod(0o777)
+    return folder
+
+
 @dataclass
 class Nginx:
     folder: Path
@@ -110,12 +130,17 @@ class Nginx:
     def cdn(self) -> str:
         return f"http://127.0.0.1:{self.cdn_port}"
 
-    def start(self, nodes: list[Node]) -> None:
+    def start(self, nodes: Sequence[Upstream]) -> None:
+        """deploy/nginx/stowage.conf in front of ``nodes`` (three entries)."""
         ports = {8080: self.api_port, 8081: self.cdn_port}
         for i, node in enumerate(nodes, start=1):
             ports[8080 + 100 * i] = node.port
             ports[8081 + 100 * i] = node.cdn_port
-        (self.folder / "stowage.conf").write_text(render(NGINX_CONF.read_text(), ports))
+        self.run(render(NGINX_CONF.read_text(), ports))
+
+    def run(self, conf: str) -> None:
+        """nginx with ``conf`` as its http-level file; waits for both listening ports."""
+        (self.folder / "stowage.conf").write_text(conf)
         (self.folder / "nginx.conf").write_text(_main_conf(self.folder))
         log = self.folder / "error.log"
         self.proc = subprocess.Popen(
@@ -194,10 +219,7 @@ class Cluster:
 
 
 def start_cluster(postgres: PostgresServer, moto: S3Endpoint) -> Cluster:
-    folder = Path(tempfile.mkdtemp(prefix="stowage-multinode-"))
-    folder.chmod(0o755)  # nginx workers run as an unprivileged user
-    (folder / "tmp").mkdir()
-    (folder / "tmp").chmod(0o777)
+    folder = nginx_folder()
     s3 = S3Endpoint(moto.url, moto.access_key, moto.secret_key, BUCKET)
     make_bucket(s3)
     dsn = postgres.new_database()
