@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # PostgreSQL (registry tests, multi-node tests) and nginx (the multi-node load balancer),
 # from Debian's packages, plus the asyncpg driver in the project venv; curl, openssl and
-# systemd-analyze for the single-node deployment test (tests/e2e/test_single_node_deploy.py). The tests start
-# their own throwaway cluster and nginx on loopback ports; the packaged services are
-# left stopped.
+# systemd-analyze for tests/e2e/test_single_node_deploy.py. The tests start their own
+# throwaway cluster and nginx on loopback ports; the packaged services are left stopped.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 

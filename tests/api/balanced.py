@@ -81,7 +81,12 @@ class _Node:
         return self.cdn.port
 
 
-async def _start_node(settings: Settings) -> _Node:
+# What the harness gets from its nodes: (a node's service, API client, CDN client, settings).
+Nodes = tuple[Stowage, TestClient[Any, Any], TestClient[Any, Any], Settings]
+
+
+async def start_node(settings: Settings) -> _Node:
+    """One node in this process: its service, and its API and CDN listeners."""
     service = build_service(settings)
     await service.start()
     api, cdn = TestServer(api_app(service)), TestServer(cdn_app(service))
@@ -91,9 +96,7 @@ async def _start_node(settings: Settings) -> _Node:
 
 
 @asynccontextmanager
-async def balanced_nodes(
-    settings: Settings, postgres: PostgresServer
-) -> AsyncIterator[tuple[Stowage, TestClient[Any, Any], TestClient[Any, Any], Settings]]:
+async def balanced_nodes(settings: Settings, postgres: PostgresServer) -> AsyncIterator[Nodes]:
     """Three nodes on a new database behind nginx: (first node's service, API client,
     CDN client, the nodes' settings)."""
     settings = dataclasses.replace(settings, registry_url=postgres.new_database())
@@ -104,7 +107,7 @@ async def balanced_nodes(
     cdn: TestClient[Any, Any] | None = None
     try:
         for _ in range(NODES):
-            nodes.append(await _start_node(settings))
+            nodes.append(await start_node(settings))
         lb.start(nodes)
         api, cdn = TestClient(Balancer(lb.api_port)), TestClient(Balancer(lb.cdn_port))
         await api.start_server()

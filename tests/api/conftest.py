@@ -11,14 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.test_utils import TestClient
 
 from stowage.config import Settings
 from stowage.core.security import encode_policy, sign
 from stowage.core.service import Stowage
-from stowage.http.app import api_app, build_service, cdn_app
 from stowage.registry.base import App
-from tests.api.balanced import balanced_nodes, through_nginx
+from tests.api.balanced import Nodes, balanced_nodes, start_node, through_nginx
 
 
 @dataclass
@@ -66,21 +65,15 @@ SECURE_APP = App(api_key="secureappkey00000001", secret="secure-secret", securit
 
 
 @asynccontextmanager
-async def one_node(
-    settings: Settings,
-) -> AsyncIterator[tuple[Stowage, TestClient[Any, Any], TestClient[Any, Any], Settings]]:
-    service = build_service(settings)
-    await service.start()
-    api = TestClient(TestServer(api_app(service)))
-    cdn = TestClient(TestServer(cdn_app(service)))
-    await api.start_server()
-    await cdn.start_server()
+async def one_node(settings: Settings) -> AsyncIterator[Nodes]:
+    node = await start_node(settings)
+    api, cdn = TestClient(node.api), TestClient(node.cdn)  # closing a client closes its server
     try:
-        yield service, api, cdn, settings
+        yield node.service, api, cdn, settings
     finally:
         await api.close()
         await cdn.close()
-        await service.close()
+        await node.service.close()
 
 
 @pytest.fixture

@@ -51,9 +51,7 @@ class FaultProxy:
     async def close(self) -> None:
         if self._server is not None:
             self._server.close()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.release()
 
     async def release(self) -> None:
         """Resets every open connection, stalled ones included (the server coming back
