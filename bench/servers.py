@@ -13,7 +13,6 @@ import json
 import os
 import pwd
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,22 +20,10 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.servers.swift_aio import SwiftAIO, free_port
+from tests.servers.ports import free_port, wait_listening
+from tests.servers.swift_aio import SwiftAIO
 
 NGINX = "/usr/sbin/nginx"
-
-
-def wait_listening(port: int, proc: subprocess.Popen[bytes], log: Path, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited at start: {log.read_text(errors='replace')}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"server did not listen on {port} in {timeout} s")
 
 
 def children(pid: int) -> list[int]:

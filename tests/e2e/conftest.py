@@ -5,22 +5,15 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+from tests.servers.ports import free_port, wait_listening
 
 
 @dataclass
@@ -68,17 +61,8 @@ class Server:
             stderr=subprocess.STDOUT,
             env=env,
         )
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"stowage serve exited: {self.log.read_text()}")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                socket.create_connection(("127.0.0.1", self.cdn_port), timeout=0.2).close()
-                return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("stowage serve did not start in 20 s")
+        wait_listening(self.port, self.proc, self.log, 20, "stowage serve")
+        wait_listening(self.cdn_port, self.proc, self.log, 20, "stowage serve")
 
     def kill(self) -> None:
         assert self.proc is not None

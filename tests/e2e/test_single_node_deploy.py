@@ -24,7 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.multinode.conftest import ROOT, Nginx, free_port, nginx_folder, wait_listening
+from tests.multinode.conftest import ROOT, Nginx, nginx_folder
+from tests.servers.ports import free_port, wait_listening
 
 SINGLE = ROOT / "deploy" / "single"
 VENV_STOWAGE = Path(sys.executable).parent / "stowage"

@@ -19,8 +19,8 @@ from azure.storage.blob.aio import BlobServiceClient
 from stowage import errors
 from stowage.storage.azure import AzureProvider, from_config
 from stowage.storage.base import WriteOptions, exists
-from tests.servers.emulators import free_port
 from tests.servers.fx_azure import ACCOUNT, ACCOUNT_KEY, CONTAINER, azure_config
+from tests.servers.ports import free_port
 
 OPTS = WriteOptions(content_type="text/plain")
 BLOCK = 64 * 1024

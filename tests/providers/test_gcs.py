@@ -19,8 +19,8 @@ from aiohttp.test_utils import TestServer
 from stowage import errors
 from stowage.storage.base import WriteOptions, exists
 from stowage.storage.gcs import GRANULE, GcsProvider, from_config
-from tests.servers.emulators import free_port
 from tests.servers.fx_gcs import BUCKET, gcs_config
+from tests.servers.ports import free_port
 
 OPTS = WriteOptions()
 

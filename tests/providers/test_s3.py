@@ -22,11 +22,11 @@ from stowage.storage.s3 import MIB, S3Provider, from_config
 from tests.servers.fx_s3 import (
     PROVIDER_FIXTURES,
     S3Endpoint,
-    free_port,
     make_bucket,
     start_moto,
     stop,
 )
+from tests.servers.ports import free_port
 
 OPTS = WriteOptions()
 PART = 5 * MIB

@@ -19,6 +19,7 @@ from stowage.registry import build_registry, migrate
 from stowage.registry.base import App, FileRecord, WebhookDelivery
 from stowage.registry.postgres import PostgresRegistry
 from tests.servers.fx_postgres import PostgresServer
+from tests.servers.ports import free_port
 
 H = "H" * 20
 
@@ -83,7 +84,7 @@ async def test_a_newer_schema_is_refused(dsn: str, postgres_server: PostgresServ
 async def test_unreachable_database_is_registry_unavailable(
     postgres_server: PostgresServer,
 ) -> None:
-    dsn = f"postgresql://stowage@127.0.0.1:{_closed_port()}/postgres"
+    dsn = f"postgresql://stowage@127.0.0.1:{free_port()}/postgres"
     with pytest.raises(errors.RegistryUnavailable):
         await PostgresRegistry(dsn).open()
 
@@ -227,15 +228,6 @@ async def test_recovery_waits_for_an_overwrite_live_on_another_node(
     finally:
         await writer.close()
         await service.close()
-
-
-def _closed_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
 
 
 async def test_rate_limit_budget_is_shared_by_every_node(nodes: list[PostgresRegistry]) -> None:

@@ -7,20 +7,13 @@ and it is stopped by its process id.
 
 from __future__ import annotations
 
-import socket
 import subprocess
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from tests.servers.ports import wait_listening
+
 REPO = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def start(
@@ -29,25 +22,11 @@ def start(
     with log.open("wb") as out:
         proc = subprocess.Popen(list(argv), stdout=out, stderr=subprocess.STDOUT, cwd=log.parent)
     try:
-        _wait_listening(name, proc, port, log, timeout)
+        wait_listening(port, proc, log, timeout, name)
     except BaseException:
         stop(proc)
         raise
     return proc
-
-
-def _wait_listening(
-    name: str, proc: subprocess.Popen[bytes], port: int, log: Path, timeout: float
-) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{name} exited with {proc.returncode}: {log.read_text()[-2000:]}")
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.05)
-    raise RuntimeError(f"{name} not listening after {timeout}s: {log.read_text()[-2000:]}")
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:

@@ -20,7 +20,8 @@ from azure.core.exceptions import ResourceExistsError
 from azure.storage.blob import BlobServiceClient
 
 from stowage.storage.azure import AzureProvider, from_config
-from tests.servers.emulators import REPO, free_port, start, stop
+from tests.servers.emulators import REPO, start, stop
+from tests.servers.ports import free_port
 
 PROVIDER_FIXTURES = ["azure"]
 

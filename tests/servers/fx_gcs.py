@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from stowage.storage.gcs import GcsProvider, from_config
-from tests.servers.emulators import free_port, start, stop
+from tests.servers.emulators import start, stop
+from tests.servers.ports import free_port
 
 PROVIDER_FIXTURES = ["gcs"]
 

@@ -15,7 +15,6 @@ import pwd
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -25,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.servers.ports import free_port
 
 SUPERUSER = "stowage"
 _OPTIONS = [
@@ -38,13 +39,6 @@ def _bin(name: str) -> str:
     if not found:
         raise RuntimeError(f"PostgreSQL's {name} is missing: run scripts/setup.d/80-postgres.sh")
     return found[-1]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _run_as() -> dict[str, Any]:
@@ -106,7 +100,7 @@ def start_postgres() -> PostgresServer:
         capture_output=True,
         **as_user,
     )
-    port = _free_port()
+    port = free_port()
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             [_bin("postgres"), "-D", str(data), "-p", str(port), "-k", str(folder), *_OPTIONS],

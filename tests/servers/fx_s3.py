@@ -7,10 +7,8 @@ this module only points the S3 provider at its s3api endpoint.
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +19,7 @@ from botocore.config import Config
 from botocore.session import get_session
 
 from stowage.storage.s3 import S3Provider, from_config
+from tests.servers.ports import free_port, wait_listening
 
 PROVIDER_FIXTURES = ["s3_moto", "s3_swift"]
 
@@ -65,25 +64,6 @@ class S3Endpoint:
         )
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _wait_listening(proc: subprocess.Popen[bytes], port: int, log: Path, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"moto_server exited with {proc.returncode}: {log.read_text()}")
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.05)
-    raise RuntimeError(f"moto_server not listening after {timeout}s: {log.read_text()}")
-
-
 def start_moto(log: Path) -> tuple[subprocess.Popen[bytes], int]:
     """Starts moto_server on a free port; the caller stops it with ``stop``."""
     moto_bin = Path(sys.executable).parent / "moto_server"
@@ -95,7 +75,7 @@ def start_moto(log: Path) -> tuple[subprocess.Popen[bytes], int]:
             stderr=subprocess.STDOUT,
         )
     try:
-        _wait_listening(proc, port, log, 30)
+        wait_listening(port, proc, log, 30, "moto_server")
     except BaseException:
         stop(proc)
         raise

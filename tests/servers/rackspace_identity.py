@@ -22,7 +22,8 @@ from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from tests.servers.swift_aio import SwiftAIO, free_port
+from tests.servers.ports import free_port
+from tests.servers.swift_aio import SwiftAIO
 
 
 class RackspaceIdentity:

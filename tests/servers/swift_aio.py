@@ -26,6 +26,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.servers.ports import free_port
+
 REPO = Path(__file__).resolve().parents[2]
 SWIFT_VENV = REPO / ".test-servers" / "swift-venv"
 SERVICES = ("account", "container", "object")
@@ -36,13 +38,6 @@ PROXY_PIPELINE = (
     "catch_errors gatekeeper healthcheck proxy-logging cache listing_formats bulk "
     "tempurl s3api tempauth copy slo dlo versioned_writes symlink proxy-logging proxy-server"
 )
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _die_with_parent() -> None:

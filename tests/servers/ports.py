@@ -1,0 +1,131 @@
+"""Loopback ports for the servers the tests start, and the wait until one listens.
+
+Both guard against the same mistake: a test talking to a server other than the one it
+started. Picking a port by binding to port 0 and closing the socket hands out ports from
+the kernel's ephemeral range, which the kernel then gives to the next socket that binds
+to port 0 or connects anywhere: an in-process TestServer, a client connection, or the
+next ``free_port()``. The server started on that port then fails to bind, and a wait that
+only tries to connect sees the other socket and reports success. That happened in CI
+(nginx's API port taken by a node's CDN listener: every POST answered 405).
+
+So ``free_port`` picks below the ephemeral range and never hands out a port twice in one
+process, and ``wait_listening`` waits until the listening socket belongs to the process
+it started (or one of its children).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+_handed_out: set[int] = set()
+_LOWEST = 20000
+
+
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on, outside the kernel's ephemeral range, and not
+    handed out before in this process."""
+    high = _ephemeral_low() - 1
+    # Random, so that two test processes at once (the nested pytest of the multinode
+    # suite) rarely try the same ports.
+    for _ in range(1000):
+        port = random.randint(_LOWEST, high)
+        if port not in _handed_out and _bindable(port):
+            _handed_out.add(port)
+            return port
+    raise RuntimeError(f"no free loopback port between {_LOWEST} and {high}")
+
+
+def _listening_inodes(port: int) -> set[str]:
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            local, state, inode = fields[1], fields[3], fields[9]
+            if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port:
+                inodes.add(inode)
+    return inodes
+
+
+def _family(pid: int) -> set[int]:
+    """``pid`` and all its descendants."""
+    parents: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    family, todo = set(), [pid]
+    while todo:
+        current = todo.pop()
+        family.add(current)
+        todo.extend(parents.get(current, []))
+    return family
+
+
+def _holds_socket(pids: set[int], inodes: set[str]) -> bool:
+    wanted = {f"socket:[{inode}]" for inode in inodes}
+    for pid in pids:
+        try:
+            for fd in os.scandir(f"/proc/{pid}/fd"):
+                try:
+                    if os.readlink(fd.path) in wanted:
+                        return True
+                except OSError:
+                    continue
+        except OSError:
+            continue
+    return False
+
+
+def listens(port: int, pid: int) -> bool:
+    """Whether process ``pid`` or one of its children listens on ``port``."""
+    inodes = _listening_inodes(port)
+    return bool(inodes) and _holds_socket(_family(pid), inodes)
+
+
+def wait_listening(
+    port: int, proc: subprocess.Popen[bytes], log: Path, timeout: float, name: str = "server"
+) -> None:
+    """Waits until ``proc`` (or a child of it) listens on ``port``; raises with the end of
+    ``log`` if it exits or the time runs out."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{name} exited with {proc.returncode}: {_tail(log)}")
+        if listens(port, proc.pid):
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"{name} not listening on {port} after {timeout}s: {_tail(log)}")
+
+
+def _tail(log: Path) -> str:
+    try:
+        return log.read_text(errors="replace")[-3000:]
+    except OSError:
+        return "(no log)"
