@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -231,10 +232,31 @@ def start_cluster(postgres: PostgresServer, moto: S3Endpoint) -> Cluster:
 
 
 @pytest.fixture(scope="module")
-def cluster(postgres_server: PostgresServer, moto_endpoint: S3Endpoint) -> Iterator[Cluster]:
+def cluster(
+    request: pytest.FixtureRequest, postgres_server: PostgresServer, moto_endpoint: S3Endpoint
+) -> Iterator[Cluster]:
+    failed_before = request.session.testsfailed
     running = start_cluster(postgres_server, moto_endpoint)
     try:
         yield running
     finally:
         running.stop()
+        if request.session.testsfailed > failed_before:
+            report = keep_for_diagnosis(running.lb.folder, request.node.name)
+            capture = request.config.pluginmanager.getplugin("capturemanager")
+            with capture.global_and_fixture_disabled():  # into the CI log, not captured
+                print(report)
         shutil.rmtree(running.lb.folder, ignore_errors=True)
+
+
+def keep_for_diagnosis(folder: Path, name: str) -> str:
+    """A test on this cluster failed: copies its nodes' and nginx's logs to test-output/
+    and returns where, with the end of each log."""
+    kept = ROOT / "test-output" / "multinode" / f"{Path(name).stem}-{time.strftime('%H%M%S')}"
+    kept.mkdir(parents=True, exist_ok=True)
+    report = [f"\na test on the cluster failed; its logs are kept in {kept}"]
+    for log in sorted(folder.glob("*.log")):
+        shutil.copy2(log, kept / log.name)
+        tail = log.read_text(errors="replace").splitlines()[-30:]
+        report += [f"--- end of {log.name}", *tail]
+    return "\n".join(report)
