@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from stowage import errors
 from stowage.config import Settings
-from stowage.core import inspect, overwrites
+from stowage.core import inspect, overwrites, reading
 from stowage.registry.base import FileRecord
 from stowage.storage.local import LocalProvider
 
@@ -54,7 +54,8 @@ async def verify_record(service: Stowage, record: FileRecord) -> Verdict:
         return Verdict(record.handle, UNRECORDED, "no hash was recorded at write time")
     try:
         provider = service.provider_for(await service.app(record.api_key), record.provider)
-        found = await inspect.hash_stream(provider.open(record.container, record.key), ["sha256"])
+        chunks = reading.whole(provider, record.container, record.key)
+        found = await inspect.hash_stream(chunks, ["sha256"])
     except errors.StorageNotFound:
         return Verdict(record.handle, MISSING, "the object is missing in storage")
     except errors.StowageError as exc:
