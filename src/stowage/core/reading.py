@@ -83,9 +83,9 @@ async def open_current(
     raise errors.StorageVersionChanged()
 
 
-async def whole(provider: Provider, container: str, key: str) -> Chunks:
+async def whole(provider: Provider, container: str, key: str, span: Span | None = None) -> Chunks:
     """``open_current`` as a plain stream of chunks, opened when first read."""
-    opened = await open_current(provider, container, key)
+    opened = await open_current(provider, container, key, span)
     async for chunk in opened.chunks:
         yield chunk
 

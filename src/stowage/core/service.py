@@ -560,13 +560,16 @@ class Stowage:
             else None
         )
         return await inspect.read_exif(
-            provider.open(record.container, record.key, 0, self.settings.exif_max_bytes - 1),
+            reading.whole(provider, record.container, record.key, self._exif_span),
             local,
             max_bytes=self.settings.exif_max_bytes,
             max_pixels=self.settings.exif_max_pixels,
             timeout=self.settings.exif_timeout,
             spool_dir=self.settings.data_dir / "tmp",
         )
+
+    def _exif_span(self, size: int) -> tuple[int, int]:
+        return 0, min(size, self.settings.exif_max_bytes) - 1
 
     # -- links -----------------------------------------------------------------
     def link(self, record: FileRecord) -> str:
