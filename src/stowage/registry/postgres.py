@@ -32,6 +32,7 @@ from stowage.registry import (
     postgres_uploads,
     postgres_webhooks,
 )
+from stowage.registry.postgres_purges import PostgresPurges
 from stowage.registry.base import (
     App,
     FileRecord,
@@ -53,7 +54,7 @@ _SET_STORED = (
 _CONNECT_ERRORS = (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError)
 
 
-class PostgresRegistry:
+class PostgresRegistry(PostgresPurges):
     def __init__(self, dsn: str, pool_size: int = 10, lock_pool_size: int = 10) -> None:
         self.dsn = dsn
         self.pool_size = pool_size
