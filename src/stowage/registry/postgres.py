@@ -32,7 +32,6 @@ from stowage.registry import (
     postgres_uploads,
     postgres_webhooks,
 )
-from stowage.registry.postgres_purges import PostgresPurges
 from stowage.registry.base import (
     App,
     FileRecord,
@@ -41,6 +40,7 @@ from stowage.registry.base import (
     UploadSession,
     WebhookDelivery,
 )
+from stowage.registry.postgres_purges import PostgresPurges
 
 FILE_COLUMNS = (
     "handle, api_key, provider, location, container, key, filename, mimetype, size, sha256, "

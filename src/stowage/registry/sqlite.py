@@ -17,9 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from stowage import errors
-from stowage.registry import locks, sqlite_intents, sqlite_uploads, sqlite_webhooks
-from stowage.registry import sqlite_purges
-from stowage.registry.sqlite_purges import SQLitePurges
+from stowage.registry import locks, sqlite_intents, sqlite_purges, sqlite_uploads, sqlite_webhooks
 from stowage.registry.base import (
     App,
     FileRecord,
@@ -28,6 +26,7 @@ from stowage.registry.base import (
     UploadSession,
     WebhookDelivery,
 )
+from stowage.registry.sqlite_purges import SQLitePurges
 
 T = TypeVar("T")
 SCHEMA_VERSION = 1

@@ -6,7 +6,6 @@ A mixin of ``SQLiteRegistry``: writes run on its writer thread, so a claim (one
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -99,11 +98,10 @@ def _finish(
     conn: sqlite3.Connection, purge_id: int, worker: str, done: bool, due: float, error: str
 ) -> bool:
     if done:
-        sql, params = "DELETE FROM edge_purges WHERE id = ? AND claimed_by = ?", ()
-    else:
-        sql = (
-            "UPDATE edge_purges SET claimed_by = '', lease_until = 0, next_attempt = ?, "
-            "last_error = ? WHERE id = ? AND claimed_by = ?"
-        )
-        params = (due, error)
-    return conn.execute(sql, (*params, purge_id, worker)).rowcount > 0
+        sql = "DELETE FROM edge_purges WHERE id = ? AND claimed_by = ?"
+        return conn.execute(sql, (purge_id, worker)).rowcount > 0
+    sql = (
+        "UPDATE edge_purges SET claimed_by = '', lease_until = 0, next_attempt = ?, "
+        "last_error = ? WHERE id = ? AND claimed_by = ?"
+    )
+    return conn.execute(sql, (due, error, purge_id, worker)).rowcount > 0

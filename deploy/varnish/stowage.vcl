@@ -1,0 +1,109 @@
+vcl 4.1;
+# Stowage's edge cache: Varnish (Debian: varnish, varnish-modules for xkey) in front of
+# the CDN origin. tests/edge runs this very file; it only rewrites the 127.0.0.1:<port>
+# backend address to the port the test picked. docs/deployment.md shows how to run it.
+#
+# The origin decides what may be stored: a file response carries `X-Edge-TTL: <seconds>`
+# only when it may be (apps without security, no cache=false, not a large file) and
+# `xkey: <handle> app:<api key>` with the tags Stowage purges it by. Both are removed
+# before a client sees the response. Stowage purges with `PURGE /` and an `xkey-purge`
+# header, sent to this same listener from an address in `purgers`.
+
+import std;
+import xkey;
+
+# The CDN origin: one node's cdn_port, or the nginx CDN listener in front of several
+# nodes (deploy/nginx/stowage.conf listens on 127.0.0.1:8081 for both).
+backend stowage_cdn {
+    .host = "127.0.0.1";
+    .port = "8081";
+    .connect_timeout = 5s;
+    .first_byte_timeout = 120s;
+    .between_bytes_timeout = 60s;
+}
+
+# Who may purge: the Stowage nodes. Add each node's address in production.
+acl purgers {
+    "127.0.0.1";
+    "::1";
+}
+
+sub vcl_recv {
+    if (req.method == "PURGE") {
+        if (client.ip !~ purgers) {
+            return (synth(403, "Forbidden"));
+        }
+        if (!req.http.xkey-purge) {
+            return (synth(400, "xkey-purge header required"));
+        }
+        # A hard purge: the objects are gone, never served stale, whatever their grace.
+        set req.http.X-Purged = xkey.purge(req.http.xkey-purge);
+        return (synth(200, "Purged " + req.http.X-Purged));
+    }
+    # Only the origin sets these.
+    unset req.http.xkey;
+    unset req.http.X-Edge-TTL;
+    unset req.http.X-Stowage-Range;
+    if (req.method != "GET" && req.method != "HEAD") {
+        return (pass);
+    }
+    # Pass (never looked up, never stored): requests that carry credentials (a policy may
+    # grant what a plain URL must not get), ask for no cache, or read metadata. HEAD too:
+    # on a miss Varnish would fetch the whole body to store it, for a large file 1 GiB.
+    if (req.method == "HEAD"
+        || req.http.Authorization
+        || req.url ~ "(?i)(security=|[?&](policy|signature)=)"
+        || req.url ~ "(?i)(cache=false|cache:false|[?&]cache=(0|no)(&|$))"
+        || req.url ~ "/metadata(\?|$)") {
+        return (pass);
+    }
+    unset req.http.Cookie;
+    # A miss fetches the whole file (Varnish drops Range); keep the range so that
+    # vcl_backend_fetch can ask for just those bytes: a large file is not stored anyway.
+    if (req.http.Range) {
+        set req.http.X-Stowage-Range = req.http.Range;
+    }
+    return (hash);
+}
+
+sub vcl_backend_fetch {
+    if (bereq.http.X-Stowage-Range) {
+        set bereq.http.Range = bereq.http.X-Stowage-Range;
+        unset bereq.http.X-Stowage-Range;
+    }
+}
+
+sub vcl_backend_response {
+    if (beresp.status == 200 && beresp.http.X-Edge-TTL ~ "^[0-9]+$") {
+        set beresp.ttl = std.duration(beresp.http.X-Edge-TTL + "s", 0s);
+        set beresp.grace = 0s;      # never serve an expired copy
+        set beresp.keep = 0s;
+        unset beresp.http.X-Edge-TTL;
+        unset beresp.http.Set-Cookie;
+        return (deliver);
+    }
+    # Everything else goes through, streamed (do_stream, the default), and is not stored:
+    # errors, secured files, cache=false, partial answers to a Range, large files. A large
+    # file's bytes pass through Transient storage as the client reads them.
+    unset beresp.http.X-Edge-TTL;
+    set beresp.uncacheable = true;
+    set beresp.ttl = 0s;
+    set beresp.do_stream = true;
+    return (deliver);
+}
+
+sub vcl_deliver {
+    unset resp.http.xkey;
+    unset resp.http.X-Edge-TTL;
+    unset resp.http.Via;
+    unset resp.http.X-Varnish;
+}
+
+sub vcl_backend_error {
+    # The origin unreachable: Stowage's JSON error shape (docs/errors.md), never stored.
+    set beresp.status = 503;
+    set beresp.http.Content-Type = "application/json";
+    set beresp.http.Cache-Control = "no-store";
+    set beresp.body = {"{"error": {"code": "ORIGIN_UNAVAILABLE", "message": "the CDN origin did not answer" } }"};
+    return (deliver);
+}
