@@ -43,7 +43,6 @@ sub vcl_recv {
     # Only the origin sets these.
     unset req.http.xkey;
     unset req.http.X-Edge-TTL;
-    unset req.http.X-Stowage-Range;
     if (req.method != "GET" && req.method != "HEAD") {
         return (pass);
     }
@@ -58,18 +57,15 @@ sub vcl_recv {
         return (pass);
     }
     unset req.http.Cookie;
-    # A miss fetches the whole file (Varnish drops Range); keep the range so that
-    # vcl_backend_fetch can ask for just those bytes: a large file is not stored anyway.
-    if (req.http.Range) {
-        set req.http.X-Stowage-Range = req.http.Range;
-    }
     return (hash);
 }
 
-sub vcl_backend_fetch {
-    if (bereq.http.X-Stowage-Range) {
-        set bereq.http.Range = bereq.http.X-Stowage-Range;
-        unset bereq.http.X-Stowage-Range;
+sub vcl_miss {
+    # A Range on a miss: Varnish would fetch (and, for a large file, stream) the whole
+    # file to cut the range out. Pass it on instead: the origin answers just those bytes.
+    # A later plain GET stores the file; ranges are then cut from the stored copy.
+    if (req.http.Range) {
+        return (pass);
     }
 }
 
@@ -80,6 +76,14 @@ sub vcl_backend_response {
         set beresp.keep = 0s;
         unset beresp.http.X-Edge-TTL;
         unset beresp.http.Set-Cookie;
+        # Per-request headers of the request that filled the cache: wrong on a hit.
+        unset beresp.http.X-Request-ID;
+        unset beresp.http.RateLimit-Limit;
+        unset beresp.http.RateLimit-Remaining;
+        unset beresp.http.RateLimit-Reset;
+        unset beresp.http.Filestack-Limit;
+        unset beresp.http.Filestack-Remaining;
+        unset beresp.http.Filestack-Reset;
         return (deliver);
     }
     # Everything else goes through, streamed (do_stream, the default), and is not stored:

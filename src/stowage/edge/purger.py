@@ -100,3 +100,13 @@ def build_purger(settings: Settings, registry: object) -> Purger:
     if not hasattr(registry, "enqueue_purges"):
         raise TypeError(f"{type(registry).__name__} has no edge purge queue")
     return EdgePurger(settings, cast(PurgeQueue, registry))
+
+
+async def purge_once(settings: Settings, registry: object, tags: Sequence[str]) -> None:
+    """For a process that serves nothing (the command line): purge now, queue what the
+    caches do not acknowledge for the nodes' workers."""
+    purger = build_purger(settings, registry)
+    try:
+        await purger.purge(tags)
+    finally:
+        await purger.close()
