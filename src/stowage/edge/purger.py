@@ -25,6 +25,10 @@ from stowage.edge.worker import RetryWorker
 from stowage.registry.base import EdgePurge, PurgeQueue
 
 log = logging.getLogger("stowage.edge")
+#: Seconds after a write's purge when it is sent once more, in the background. A read
+#: that reached the origin just before the write committed may be stored by the cache
+#: after the first purge: its response headers arrive later. The echo removes it.
+ECHO_DELAY = 2.0
 
 
 class EdgePurger:
@@ -36,6 +40,8 @@ class EdgePurger:
         self._session: aiohttp.ClientSession | None = None
         self.worker = RetryWorker(queue, self.client, settings)
         self._task: asyncio.Task[None] | None = None
+        self._echoes: set[asyncio.Task[None]] = set()
+        self._timers: set[asyncio.TimerHandle] = set()
 
     def client(self) -> aiohttp.ClientSession:
         if self._session is None:
@@ -51,10 +57,30 @@ class EdgePurger:
             *(send.purge(self.client(), cache, tags, self.timeout) for cache in self.caches)
         )
         metrics.PURGE_SECONDS.observe(time.perf_counter() - started)
+        await self._settle(outcomes, tags)
+        self._echo_later(list(tags))
+
+    async def _settle(self, outcomes: list[str | None], tags: Sequence[str]) -> None:
         failed = [(cache, why) for cache, why in zip(self.caches, outcomes, strict=True) if why]
         metrics.PURGES.inc(len(self.caches) - len(failed), result="acked")
         if failed:
             await self._enqueue(failed, tags)
+
+    def _echo_later(self, tags: list[str]) -> None:
+        def start() -> None:
+            self._timers.discard(timer)
+            task = asyncio.create_task(self._echo(tags))
+            self._echoes.add(task)
+            task.add_done_callback(self._echoes.discard)
+
+        timer = asyncio.get_running_loop().call_later(ECHO_DELAY, start)
+        self._timers.add(timer)
+
+    async def _echo(self, tags: list[str]) -> None:
+        outcomes = await asyncio.gather(
+            *(send.purge(self.client(), cache, tags, self.timeout) for cache in self.caches)
+        )
+        await self._settle(outcomes, tags)
 
     async def _enqueue(self, failed: list[tuple[str, str]], tags: Sequence[str]) -> None:
         now = time.time()
@@ -83,6 +109,12 @@ class EdgePurger:
             self._task = asyncio.create_task(self.worker.run(), name="edge-purge-worker")
 
     async def close(self) -> None:
+        for timer in self._timers:
+            timer.cancel()
+        self._timers.clear()
+        for echo in list(self._echoes):
+            echo.cancel()
+        await asyncio.gather(*self._echoes, return_exceptions=True)
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
