@@ -6,7 +6,7 @@ vcl 4.1;
 # The origin decides what may be stored: a file response carries `X-Edge-TTL: <seconds>`
 # only when it may be (apps without security, no cache=false, not a large file) and
 # `xkey: <handle> app:<api key>` with the tags Stowage purges it by. Both are removed
-# before a client sees the response. Stowage purges with `PURGE /` and an `xkey-purge`
+# before a client sees the response; a piped request (X-Edge-Piped) gets neither. Stowage purges with `PURGE /` and an `xkey-purge`
 # header, sent to this same listener from an address in `purgers`.
 
 import std;
@@ -29,6 +29,9 @@ acl purgers {
 }
 
 sub vcl_recv {
+    if (req.restarts == 0) {
+        unset req.http.X-Stowage-Pipe;    # only this VCL sets it, on a restart
+    }
     if (req.method == "PURGE") {
         if (client.ip !~ purgers) {
             return (synth(403, "Forbidden"));
@@ -43,17 +46,21 @@ sub vcl_recv {
     # Only the origin sets these.
     unset req.http.xkey;
     unset req.http.X-Edge-TTL;
-    if (req.method != "GET" && req.method != "HEAD") {
-        return (pass);
-    }
-    # Pass (never looked up, never stored): requests that carry credentials (a policy may
-    # grant what a plain URL must not get), ask for no cache, or read metadata. HEAD too:
-    # on a miss Varnish would fetch the whole body to store it, for a large file 1 GiB.
-    if (req.method == "HEAD"
+    unset req.http.X-Edge-Piped;
+    # Piped: the bytes go from the origin to the client as they come, never through the
+    # cache's storage (Varnish 7.1 would buffer a passed body as fast as the origin sends
+    # it). For large files (see vcl_deliver), a Range on a miss, and requests that may
+    # not be stored: they carry credentials (a policy may grant what a plain URL must not
+    # get) or ask for no cache.
+    if (req.http.X-Stowage-Pipe
         || req.http.Authorization
         || req.url ~ "(?i)(security=|[?&](policy|signature)=)"
-        || req.url ~ "(?i)(cache=false|cache:false|[?&]cache=(0|no)(&|$))"
-        || req.url ~ "/metadata(\?|$)") {
+        || req.url ~ "(?i)(cache=false|cache:false|[?&]cache=(0|no)(&|$))") {
+        return (pipe);
+    }
+    # Passed (never stored; small or empty bodies): other methods, HEAD (on a miss
+    # Varnish would fetch the whole body to store it), metadata.
+    if (req.method != "GET" || req.url ~ "/metadata(\?|$)") {
         return (pass);
     }
     unset req.http.Cookie;
@@ -61,12 +68,19 @@ sub vcl_recv {
 }
 
 sub vcl_miss {
-    # A Range on a miss: Varnish would fetch (and, for a large file, stream) the whole
-    # file to cut the range out. Pass it on instead: the origin answers just those bytes.
-    # A later plain GET stores the file; ranges are then cut from the stored copy.
+    # A Range on a miss: Varnish would fetch the whole file to cut the range out. Ask the
+    # origin for just those bytes; a later plain GET stores the file, and ranges are then
+    # cut from the stored copy.
     if (req.http.Range) {
-        return (pass);
+        set req.http.X-Stowage-Pipe = "range";
+        return (restart);
     }
+}
+
+sub vcl_pipe {
+    # One request per piped connection; the origin adds none of its edge headers.
+    set bereq.http.Connection = "close";
+    set bereq.http.X-Edge-Piped = "1";
 }
 
 sub vcl_backend_response {
@@ -86,28 +100,40 @@ sub vcl_backend_response {
         unset beresp.http.Filestack-Reset;
         return (deliver);
     }
-    # Everything else goes through, streamed (do_stream, the default), and is not stored:
-    # errors, secured files, cache=false, partial answers to a Range, large files. A large
-    # file's bytes pass through Transient storage as the client reads them.
+    if (beresp.status == 200) {
+        # A file the origin says not to store (larger than edge_max_object_bytes, or a
+        # secured one reached without credentials in the URL): drop this fetch and pipe
+        # the request instead (vcl_deliver), so the file never sits in cache memory.
+        return (error(599, "Pipe"));
+    }
+    # Errors and the like: small, passed on, never stored.
     unset beresp.http.X-Edge-TTL;
+    unset beresp.http.xkey;
     set beresp.uncacheable = true;
     set beresp.ttl = 0s;
-    set beresp.do_stream = true;
     return (deliver);
 }
 
-sub vcl_deliver {
-    unset resp.http.xkey;
-    unset resp.http.X-Edge-TTL;
-    unset resp.http.Via;
-    unset resp.http.X-Varnish;
-}
-
 sub vcl_backend_error {
+    if (beresp.status == 599) {
+        set beresp.ttl = 0s;
+        return (deliver);
+    }
     # The origin unreachable: Stowage's JSON error shape (docs/errors.md), never stored.
     set beresp.status = 503;
     set beresp.http.Content-Type = "application/json";
     set beresp.http.Cache-Control = "no-store";
     set beresp.body = {"{"error": {"code": "ORIGIN_UNAVAILABLE", "message": "the CDN origin did not answer" } }"};
     return (deliver);
+}
+
+sub vcl_deliver {
+    if (resp.status == 599 && req.restarts == 0) {
+        set req.http.X-Stowage-Pipe = "large";
+        return (restart);
+    }
+    unset resp.http.xkey;
+    unset resp.http.X-Edge-TTL;
+    unset resp.http.Via;
+    unset resp.http.X-Varnish;
 }

@@ -60,13 +60,27 @@ class Varnish:
                 self.proc.wait(10)
         shutil.rmtree(self.folder, ignore_errors=True)
 
-    def rss_bytes(self) -> int:
-        """Resident memory of varnishd's child (the cache process)."""
+    def _cache_pids(self) -> list[int]:
+        """varnishd's children: the cache process, which holds the storage."""
         assert self.proc is not None
-        total = 0
+        pids: list[int] = []
         for child in Path(f"/proc/{self.proc.pid}/task").glob("*/children"):
-            for pid in child.read_text().split():
-                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                    if line.startswith("VmRSS:"):
-                        total += int(line.split()[1]) * 1024
+            pids += [int(pid) for pid in child.read_text().split()]
+        return pids
+
+    def _status(self, name: str) -> int:
+        total = 0
+        for pid in self._cache_pids():
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith(name + ":"):
+                    total += int(line.split()[1]) * 1024
         return total
+
+    def reset_peak(self) -> int:
+        """Resets the cache process's peak RSS (VmHWM) to its current RSS; returns that."""
+        for pid in self._cache_pids():
+            Path(f"/proc/{pid}/clear_refs").write_text("5")
+        return self._status("VmRSS")
+
+    def peak_bytes(self) -> int:
+        return self._status("VmHWM")

@@ -15,6 +15,8 @@ from stowage.registry.base import FileRecord
 
 TAG_HEADER = "xkey"
 TTL_HEADER = "X-Edge-TTL"
+#: Set by the VCL on requests it pipes: their response goes to the client untouched.
+PIPED_HEADER = "X-Edge-Piped"
 
 
 def origin_headers(
@@ -33,3 +35,7 @@ def origin_headers(
         ttl = settings.edge_ttl if max_age is None else min(max_age, settings.edge_ttl)
         headers[TTL_HEADER] = str(ttl)
     return headers
+
+
+def without_edge_headers(headers: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in headers.items() if k not in (TAG_HEADER, TTL_HEADER)}
