@@ -129,6 +129,9 @@ def build_purger(settings: Settings, registry: object) -> Purger:
     """An ``EdgePurger`` when caches are configured, else one that does nothing."""
     if not settings.edge_cache_urls:
         return NullPurger()
+    for url in settings.edge_cache_urls:
+        if not url.startswith(("http://", "https://")):
+            raise ValueError(f"edge_cache_urls: not an http(s) URL: {url!r}")
     if not hasattr(registry, "enqueue_purges"):
         raise TypeError(f"{type(registry).__name__} has no edge purge queue")
     return EdgePurger(settings, cast(PurgeQueue, registry))

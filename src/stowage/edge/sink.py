@@ -7,11 +7,14 @@ purge gets the new answer. The wrapped sink (webhooks) then gets the event as be
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from stowage.core import events
 from stowage.edge.base import Purger, record_tags
 from stowage.registry.base import App, FileRecord
+
+log = logging.getLogger("stowage.edge")
 
 #: Events after which a CDN URL answers differently.
 CHANGES = frozenset({events.OVERWRITE, events.DELETE})
@@ -26,7 +29,10 @@ class PurgingSink:
         self, app: App, action: str, record: FileRecord, extra: dict[str, Any]
     ) -> None:
         if action in CHANGES:
-            await self.purger.purge(record_tags(record))
+            try:
+                await self.purger.purge(record_tags(record))
+            except Exception:  # the write has committed: it must not fail for its purge
+                log.exception("purging the edge caches for %s failed", record.handle)
         await self.inner.publish(app, action, record, extra)
 
     async def start(self) -> None:

@@ -35,7 +35,7 @@ class RetryWorker:
         self.queue = queue
         self.client = client
         self.timeout = max(settings.edge_purge_timeout, 1.0)  # no write waits on a retry
-        self.base_delay = settings.edge_purge_retry_delay
+        self.base_delay = max(settings.edge_purge_retry_delay, 0.05)  # never a busy loop
         self.name = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
         self.lease = self.timeout + 30
         self._wake = asyncio.Event()
