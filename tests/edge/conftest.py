@@ -66,6 +66,7 @@ class Edge:
     cache: Varnish
     link: Link
     env: dict[str, str]
+    slow: Link
     key: str = ""
     secret: str = ""
     secured_key: str = ""
@@ -83,8 +84,9 @@ class Edge:
 def edge() -> Iterator[Edge]:
     folder = Path(tempfile.mkdtemp(prefix="stowage-edge-"))
     node = Node("node1", folder, {})
-    cache = Varnish(backend_port=node.cdn_port)
-    link = Link(target_port=cache.port)
+    slow = Link(target_port=node.cdn_port)  # the cache's way to the origin
+    cache = Varnish(backend_port=slow.port)
+    link = Link(target_port=cache.port)  # the node's way to the cache
     env = {
         **os.environ,
         **EDGE_ENV,
@@ -92,16 +94,18 @@ def edge() -> Iterator[Edge]:
         "STOWAGE_CDN_PUBLIC_URL": cache.url,
     }
     node.env = env
-    running = Edge(node, cache, link, env)
+    running = Edge(node, cache, link, env, slow)
     try:
         running.key, running.secret = new_app(env, folder / "node1")
         running.secured_key, running.secured_secret = new_app(env, folder / "node1", "--security")
         link.up()
+        slow.up()
         node.start()
         cache.start()
         yield running
     finally:
         link.down()
+        slow.down()
         cache.stop()
         if node.proc is not None:
             node.stop()

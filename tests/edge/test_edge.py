@@ -194,3 +194,26 @@ async def test_a_large_file_streams_through_without_being_stored(
         http, f"{edge.cache.url}/{handle}", headers={"Range": "bytes=1048576-1048579"}
     )
     assert (status, body_part) == (206, bytes([0, 1, 2, 3]))
+
+
+async def test_a_read_racing_a_write_is_purged_by_the_echo(
+    edge: Edge, http: aiohttp.ClientSession
+) -> None:
+    """A read reaches the origin before the overwrite commits; its answer reaches the cache
+    after the write's purge (a slow origin): the cache stores the old file. The purge sent
+    again 2 s after the write removes it."""
+    handle = await store(http, edge.api, edge.key, b"old")
+    url = f"{edge.cache.url}/{handle}"
+    edge.slow.delay = 0.6
+    try:
+        racing = asyncio.create_task(get(http, url))
+        await asyncio.sleep(0.2)  # the origin has answered; the answer is on its way
+        await overwrite(http, edge.api, handle, edge.secret, b"new")
+        assert (await racing)[1] == b"old"
+    finally:
+        edge.slow.delay = 0.0
+    written = time.monotonic()
+    assert (await get(http, url))[1] == b"old"  # stored after the write's purge
+    while (await get(http, url))[1] != b"new":
+        assert time.monotonic() - written < 4, "the echo purge did not remove the old file"
+        await asyncio.sleep(0.1)

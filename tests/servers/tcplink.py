@@ -1,12 +1,14 @@
 """A loopback TCP forwarder that a test can cut: ``down()`` refuses new connections and
 drops open ones, ``hang()`` accepts but never answers, ``up()`` forwards again. Stands
-for the network between a node and a cache that goes away."""
+for the network between a node and a cache that goes away. ``delay`` holds each answer
+(a slow origin)."""
 
 from __future__ import annotations
 
 import contextlib
 import socket
 import threading
+import time
 from dataclasses import dataclass, field
 
 from tests.servers.ports import free_port
@@ -17,6 +19,7 @@ class Link:
     target_port: int
     port: int = field(default_factory=free_port)
     forwarding: bool = True
+    delay: float = 0.0  # seconds each answer is held before it is passed on
     _server: socket.socket | None = None
     _open: set[socket.socket] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -67,13 +70,15 @@ class Link:
             upstream = socket.create_connection(("127.0.0.1", self.target_port))
             with self._lock:
                 self._open.add(upstream)
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=_pump, args=(a, b), daemon=True).start()
+            for a, b, delay in ((client, upstream, 0.0), (upstream, client, self.delay)):
+                threading.Thread(target=_pump, args=(a, b, delay), daemon=True).start()
 
 
-def _pump(source: socket.socket, sink: socket.socket) -> None:
+def _pump(source: socket.socket, sink: socket.socket, delay: float) -> None:
     try:
         while data := source.recv(65536):
+            if delay:
+                time.sleep(delay)
             sink.sendall(data)
     except OSError:
         pass
