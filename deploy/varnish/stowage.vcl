@@ -100,13 +100,14 @@ sub vcl_backend_response {
         unset beresp.http.Filestack-Reset;
         return (deliver);
     }
-    if (beresp.status == 200) {
-        # A file the origin says not to store (larger than edge_max_object_bytes, or a
-        # secured one reached without credentials in the URL): drop this fetch and pipe
-        # the request instead (vcl_deliver), so the file never sits in cache memory.
+    if (beresp.status == 200
+        && std.integer(beresp.http.Content-Length, 1073741824) > 1048576) {
+        # A body over 1 MiB the origin says not to store (a file larger than
+        # edge_max_object_bytes, or no length given): drop this fetch and pipe the request
+        # instead (vcl_deliver), so the body never sits in cache memory.
         return (error(599, "Pipe"));
     }
-    # Errors and the like: small, passed on, never stored.
+    # Errors and small bodies the origin says not to store: passed on, never stored.
     unset beresp.http.X-Edge-TTL;
     unset beresp.http.xkey;
     set beresp.uncacheable = true;
