@@ -16,6 +16,7 @@ from stowage.config import Settings
 from stowage.core import reading
 from stowage.core.mimetypes import is_active
 from stowage.core.service import Download
+from stowage.edge.headers import PIPED_HEADER, origin_headers, without_edge_headers
 from stowage.http.sendfile import LoopFileResponse
 from stowage.registry.base import Registry
 
@@ -66,6 +67,17 @@ def file_headers(
             settings, cache=cache, cdn=cdn, private=plan.app.security, max_age=max_age
         ),
     }
+    if cdn:
+        headers.update(
+            origin_headers(
+                settings,
+                record,
+                plan.info.size,
+                secured=plan.app.security,
+                cacheable=cache,
+                max_age=max_age,
+            )
+        )
     return headers
 
 
@@ -76,7 +88,9 @@ def _cache_control(
         return "no-store"
     if max_age is not None:  # the CDN task cache=expiry:<seconds>
         return f"{'private' if private else 'public'}, max-age={max_age}"
-    if cdn and not private:
+    if cdn and not private:  # 0: revalidate each time, an overwrite keeps the URL
+        if settings.cdn_max_age == 0:
+            return "public, no-cache"
         return f"public, max-age={settings.cdn_max_age}"
     return "private, no-cache"
 
@@ -124,6 +138,8 @@ async def send_file(
     headers_for: Callable[[Download], dict[str, str]],
     registry: Registry,
 ) -> web.StreamResponse:
+    if PIPED_HEADER in request.headers:  # the edge cache passes this answer on untouched
+        headers_for = _without_edge_headers(headers_for)
     if plan.local_path is not None:
         # The same 416 rules as streamed providers (aiohttp answers `bytes=-0` with a 206).
         if "If-Range" not in request.headers:
@@ -167,6 +183,12 @@ async def _stream(
         await reading.close(opened.chunks)
     await response.write_eof()
     return response
+
+
+def _without_edge_headers(
+    headers_for: Callable[[Download], dict[str, str]],
+) -> Callable[[Download], dict[str, str]]:
+    return lambda plan: without_edge_headers(headers_for(plan))
 
 
 def _version_headers(headers: dict[str, str], plan: Download) -> dict[str, str]:
