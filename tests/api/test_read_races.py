@@ -44,7 +44,7 @@ class Tally:
         print(f"{label}: {self.reads} reads, {self.refused} refused (503), {len(self.wrong)} wrong")
         assert not self.wrong, self.wrong[:5]
         assert self.reads >= at_least
-        assert self.refused < self.reads / 4
+        assert self.refused < self.reads / 3
 
 
 def _versions(n: int = 6) -> list[bytes]:
