@@ -19,6 +19,7 @@ import aiohttp
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
+from stowage.core import integrity
 from stowage.http.responses import StoredFileResponse
 from stowage.registry.base import App
 from stowage.storage.base import Provider
@@ -185,3 +186,16 @@ async def test_a_local_file_deleted_between_stat_and_open_is_a_json_404(tmp_path
         assert (await resp.json())["error"]["code"] == "STORAGE_OBJECT_NOT_FOUND"
         assert "Content-Disposition" not in resp.headers
         assert resp.headers["Cache-Control"] == "no-store"
+
+
+async def test_verify_judges_a_file_overwritten_meanwhile_by_its_new_row(harness: Harness) -> None:
+    handle = handle_of(await harness.store(b"the old version"))
+    old_row = await harness.service.registry.get(handle)
+    assert old_row is not None
+    resp = await harness.api.post(
+        f"/api/file/{handle}", data=b"the new one", headers=basic("app", "open-secret")
+    )
+    assert resp.status == 200
+    # A verify that read the row before the overwrite and the object after it.
+    verdict = await integrity.verify_record(harness.service, old_row)
+    assert verdict.status == integrity.OK, verdict
