@@ -55,6 +55,30 @@ class MissingFile(BadRequest):
     code, default_message = "MISSING_FILE", "the request carries no file"
 
 
+class InvalidPolicyPattern(BadRequest):
+    code = "INVALID_POLICY_PATTERN"
+    default_message = "a policy pattern is not one RE2 accepts"
+
+
+class InvalidHeader(BadRequest):
+    code, default_message = "INVALID_HEADER", "a request header is not valid"
+
+
+class InvalidJson(BadRequest):
+    code, default_message = "INVALID_JSON", "the body is not valid JSON"
+
+
+class InvalidEncoding(BadRequest):
+    code, default_message = (
+        "INVALID_CONTENT_ENCODING",
+        "the body does not match its Content-Encoding",
+    )
+
+
+class UnknownApiKey(BadRequest):
+    code, default_message = "UNKNOWN_API_KEY", "the key names no app"
+
+
 class InvalidUrl(BadRequest):
     code, default_message = "INVALID_URL", "the url cannot be fetched"
 

@@ -21,6 +21,7 @@ from stowage import errors
 from stowage.config import Settings
 from stowage.core import (
     events,
+    headersafe,
     inspect,
     integrity,
     metadata,
@@ -257,6 +258,9 @@ class Stowage:
 
     async def _record(self, handle: str, api_key: str | None = None) -> FileRecord:
         record = await self.registry.get(handle) if names.is_handle(handle) else None
+        other = api_key and (record is None or api_key != record.api_key)
+        if other and await self.registry.get_app(api_key or "") is None:
+            raise errors.UnknownApiKey()  # not a 404: the file may well exist (decisions.md)
         if record is None or (api_key and api_key != record.api_key):
             raise errors.HandleNotFound(handle=handle)
         return record
@@ -387,7 +391,7 @@ class Stowage:
             container=container,
             key=path,
             filename=filename,
-            mimetype=params.mimetype
+            mimetype=(params.mimetype and headersafe.media_type(params.mimetype))
             or mimetypes.guess_from_name(filename)
             or "application/octet-stream",
             size=info.size,

@@ -6,7 +6,7 @@ from typing import Any
 
 from aiohttp import web
 
-from stowage import errors
+from stowage import booleans, errors
 from stowage.core import digests
 from stowage.core.conditions import Conditions
 from stowage.core.security import Credentials
@@ -101,7 +101,7 @@ async def download(
         (path.api_key if path else None) or request.query.get("key"),
         verify=requests.flag(request, "verify"),
     )
-    cache = request.query.get("cache", "true").lower() not in ("false", "0", "no")
+    cache = requests.flag(request, "cache", default=True)
     if path is not None and path.cache is not None:
         cache = cache and path.cache
     headers = file_headers(
@@ -160,11 +160,14 @@ async def metadata_handler(
 ) -> web.Response:
     service = _service(request)
     selectors = {name for name in request.query if requests.flag_value(request, name)}
+    api_key = request.query.get("key")
+    if booleans.is_word(api_key):
+        api_key = None  # `key=true` is the python SDK asking for the key field, not an app
     result = await service.metadata(
         handle or request.match_info["handle"],
         selectors,
         _credentials(request, path),
-        (path.api_key if path else None) or request.query.get("key"),
+        (path.api_key if path else None) or api_key,
     )
     return web.json_response(result)
 

@@ -15,11 +15,14 @@ too and leaves with the headers in one ``send``, instead of a ``send`` for the h
 
 from __future__ import annotations
 
+import json
 from typing import IO, Any
 
 from aiohttp import hdrs, web
 from aiohttp.abc import AbstractStreamWriter
 from aiohttp.web_fileresponse import _FileResponseResult
+
+from stowage import errors
 
 SMALL_BODY = 64 * 1024
 
@@ -49,14 +52,11 @@ async def prepare_on_loop(
     try:
         result, fobj, st, encoding = response._make_response(request, accept_encoding)
     except PermissionError:
-        response.set_status(403)
-        return await web.StreamResponse.prepare(response, request)
-    except OSError:
-        response.set_status(404)
-        return await web.StreamResponse.prepare(response, request)
+        return await _error(response, request, errors.StorageAccessDenied())
+    except OSError:  # the object vanished between the stat and the open
+        return await _error(response, request, errors.HandleNotFound("the file is gone"))
     if result is _FileResponseResult.NOT_ACCEPTABLE:
-        response.set_status(403)
-        return await web.StreamResponse.prepare(response, request)
+        return await _error(response, request, errors.StorageAccessDenied())
     if result is _FileResponseResult.PRE_CONDITION_FAILED:
         return await response._precondition_failed(request)
     if result is _FileResponseResult.NOT_MODIFIED:
@@ -67,3 +67,22 @@ async def prepare_on_loop(
         return await response._prepare_open_file(request, fobj, st, encoding)
     finally:
         fobj.close()
+
+
+_FILE_ONLY = ("Content-Disposition", "X-File-Name", "Accept-Ranges", "ETag", "Last-Modified")
+
+
+async def _error(
+    response: web.FileResponse, request: web.BaseRequest, error: errors.StowageError
+) -> AbstractStreamWriter | None:
+    """The error shape on the sendfile path too, never a bare status."""
+    body = json.dumps(error.body()).encode()
+    response.set_status(error.status)
+    for name in _FILE_ONLY:
+        response.headers.pop(name, None)
+    response.headers["Content-Type"] = "application/json; charset=utf-8"
+    response.headers["Cache-Control"] = "no-store"
+    response.content_length = len(body)
+    writer = await web.StreamResponse.prepare(response, request)
+    await web.StreamResponse.write_eof(response, body)
+    return writer
