@@ -64,7 +64,8 @@ def _conditions(request: web.Request) -> Conditions:
 async def store_handler(request: web.Request) -> web.Response:
     service = _service(request)
     params = _store_params(request)
-    source = _checked(request, await requests.source(request, service.settings))
+    body = await requests.source(request, service.settings, encoded=params.base64decode)
+    source = _checked(request, body)
     record = await service.store(
         request.query.get("key"),
         request.match_info["provider"],
@@ -119,7 +120,8 @@ async def overwrite_handler(request: web.Request) -> web.Response:
     service = _service(request)
     base64decode = requests.flag(request, "base64decode")
     creds = requests.credentials(request)
-    source = _checked(request, await requests.source(request, service.settings))
+    body = await requests.source(request, service.settings, encoded=base64decode)
+    source = _checked(request, body)
     record = await service.overwrite(
         request.match_info["handle"],
         source,

@@ -50,11 +50,25 @@ def _basic(header: str) -> tuple[str, str]:
     return user, secret
 
 
-async def body_chunks(request: web.Request, settings: Settings) -> AsyncIterator[bytes]:
+async def body_chunks(
+    request: web.Request, settings: Settings, *, encoded: bool = False
+) -> AsyncIterator[bytes]:
+    """The body's bytes. ``max_upload_bytes`` bounds the stored bytes (the core counts them
+    after any decoding), so Content-Length refuses early only when the body is stored as
+    sent; a base64 or Content-Encoding body is bounded by a looser raw cap instead, the
+    same with Content-Length or chunked."""
+    limit = settings.max_upload_bytes
+    if encoded or request.headers.get("Content-Encoding", "identity").lower() != "identity":
+        limit = _raw_cap(limit)
     length = request.content_length
-    if length is not None and length > settings.max_upload_bytes:
+    if length is not None and length > limit:
         raise errors.PayloadTooLarge(limit=settings.max_upload_bytes)
-    return streams.idle_timeout(_read_body(request), settings.body_idle_timeout)
+    chunks = streams.idle_timeout(_read_body(request), settings.body_idle_timeout)
+    return streams.limited(chunks, limit, "the body is larger than allowed")
+
+
+def _raw_cap(limit: int) -> int:
+    return limit * 2 + 64 * 1024  # base64 is 4/3 of the bytes, plus line breaks
 
 
 async def _read_body(request: web.Request) -> AsyncIterator[bytes]:
@@ -67,12 +81,12 @@ async def _read_body(request: web.Request) -> AsyncIterator[bytes]:
         raise errors.BadRequest("the request body broke off") from exc
 
 
-async def source(request: web.Request, settings: Settings) -> Source:
+async def source(request: web.Request, settings: Settings, *, encoded: bool = False) -> Source:
     """A store/overwrite body: multipart ``fileUpload``, a form ``url``, or raw bytes."""
     ctype = request.content_type
     if ctype.startswith("multipart/"):
         return await _multipart(request, settings)
-    chunks = await body_chunks(request, settings)
+    chunks = await body_chunks(request, settings, encoded=encoded)
     declared = headersafe.declared_header(request.headers.get("Content-Type"))
     if ctype == "application/x-www-form-urlencoded":
         head, chunks = await streams.peek(chunks, FORM_PEEK + 1)

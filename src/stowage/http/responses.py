@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import quote
 
 from aiohttp import web
+from aiohttp.abc import AbstractStreamWriter
 
 from stowage import errors
 from stowage.config import Settings
@@ -27,7 +28,14 @@ SANDBOX_CSP = (
 
 class StoredFileResponse(LoopFileResponse):
     """aiohttp's sendfile response, minus its habit of serving a sibling ``<name>.gz``:
-    another handle's object may sit at that key."""
+    another handle's object may sit at that key. ``canonical`` is the request as aiohttp
+    must see it: its Range already judged by ``parse_range`` (aiohttp's own answers an
+    unknown unit or several ranges with an empty 416)."""
+
+    canonical: web.BaseRequest | None = None
+
+    async def prepare(self, request: web.BaseRequest) -> AbstractStreamWriter | None:
+        return await super().prepare(self.canonical or request)
 
     def _get_file_path_stat_encoding(
         self, accept_encoding: str
@@ -110,10 +118,10 @@ def parse_range(header: str | None, size: int) -> tuple[int, int] | None:
     return start, end
 
 
-def _canonical_range(request: web.Request, size: int) -> web.Request:
+def _canonical_range(request: web.Request, size: int) -> web.BaseRequest | None:
     header = request.headers.get("Range")
     if header is None:
-        return request
+        return None
     try:
         span = parse_range(header, size)
     except errors.RangeNotSatisfiable:
@@ -146,8 +154,9 @@ async def send_file(
     if plan.local_path is not None:
         # The same Range rules as streamed providers: aiohttp's own answer `bytes=-0` with a
         # 206, a multi-range or `Bytes=` with an empty 416; it sees only a canonical range.
-        request = _canonical_range(request, plan.info.size)
-        return StoredFileResponse(plan.local_path, chunk_size=256 * 1024, headers=headers)
+        response = StoredFileResponse(plan.local_path, chunk_size=256 * 1024, headers=headers)
+        response.canonical = _canonical_range(request, plan.info.size)
+        return response
     return await _stream(request, plan, headers)
 
 
