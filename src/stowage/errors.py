@@ -195,6 +195,30 @@ class UnsupportedMediaType(StowageError):
     code, status, default_message = "UNSUPPORTED_MEDIA_TYPE", 415, "unsupported content type"
 
 
+# Refused by the HTTP parser itself (http/protocol.py renders them).
+class RequestLineTooLong(BadRequest):
+    code, status, default_message = "URI_TOO_LONG", 414, "the request line is too long"
+
+
+class HeadersTooLarge(BadRequest):
+    code, status, default_message = (
+        "HEADERS_TOO_LARGE",
+        431,
+        "a header is too long or there are too many",
+    )
+
+
+class UnsupportedEncoding(UnsupportedMediaType):
+    code, default_message = (
+        "UNSUPPORTED_CONTENT_ENCODING",
+        "Content-Encoding must be gzip, deflate or identity",
+    )
+
+
+class MalformedRequest(BadRequest):
+    code, default_message = "MALFORMED_REQUEST", "the request is not valid HTTP/1.1"
+
+
 class RangeNotSatisfiable(StowageError):
     code, status, default_message = "RANGE_NOT_SATISFIABLE", 416, "range not satisfiable"
 

@@ -26,42 +26,19 @@ from stowage import errors
 log = logging.getLogger("stowage.http")
 
 
-class RequestLineTooLong(errors.BadRequest):
-    code, status, default_message = "URI_TOO_LONG", 414, "the request line is too long"
-
-
-class HeadersTooLarge(errors.BadRequest):
-    code, status, default_message = (
-        "HEADERS_TOO_LARGE",
-        431,
-        "a header is too long or there are too many",
-    )
-
-
-class UnsupportedEncoding(errors.UnsupportedMediaType):
-    code, default_message = (
-        "UNSUPPORTED_CONTENT_ENCODING",
-        "Content-Encoding must be gzip, deflate or identity",
-    )
-
-
-class MalformedRequest(errors.BadRequest):
-    code, default_message = "MALFORMED_REQUEST", "the request is not valid HTTP/1.1"
-
-
 def error_for(status: int, exc: BaseException | None) -> errors.StowageError:
     if isinstance(exc, hx.LineTooLong):
         # The parser names the line it was reading only in its message.
-        return RequestLineTooLong() if _is_request_line(exc) else HeadersTooLarge()
+        return errors.RequestLineTooLong() if _is_request_line(exc) else errors.HeadersTooLarge()
     if isinstance(exc, hx.ContentEncodingError):
-        return UnsupportedEncoding()
+        return errors.UnsupportedEncoding()
     if isinstance(exc, hx.BadHttpMessage) and "too many headers" in str(exc).lower():
-        return HeadersTooLarge()
+        return errors.HeadersTooLarge()
     if status == 504:
         return errors.RequestTimeout()
     if status >= 500:
         return errors.StowageError()
-    return MalformedRequest()
+    return errors.MalformedRequest()
 
 
 def _is_request_line(exc: hx.LineTooLong) -> bool:
