@@ -26,7 +26,7 @@ FALLBACK_TYPE = "application/octet-stream"
 
 
 def is_media_type(value: str) -> bool:
-    return len(value) <= MAX_MEDIA_TYPE and _MEDIA_TYPE.fullmatch(value.strip()) is not None
+    return len(value) <= MAX_MEDIA_TYPE and _MEDIA_TYPE.fullmatch(value.strip(" \t")) is not None
 
 
 def media_type(value: str, parameter: str = "mimetype") -> str:
@@ -37,7 +37,7 @@ def media_type(value: str, parameter: str = "mimetype") -> str:
             f"{MAX_MEDIA_TYPE} characters)",
             parameter=parameter,
         )
-    return value.strip().lower()
+    return value.strip(" \t").lower()
 
 
 def declared_header(value: str | None, name: str = "Content-Type") -> str | None:

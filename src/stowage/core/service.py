@@ -302,6 +302,7 @@ class Stowage:
         provider = self.provider_for(app, api_name)
         container = self._container(provider, params.container)
         path = names.clean_path(params.path) if params.path else None
+        params.mimetype = params.mimetype and headersafe.media_type(params.mimetype)
         if params.access not in ("public", "private"):
             raise errors.InvalidParameter("access must be public or private", parameter="access")
         target = Target(url=source.url, path=path, container=container)
@@ -391,7 +392,7 @@ class Stowage:
             container=container,
             key=path,
             filename=filename,
-            mimetype=(params.mimetype and headersafe.media_type(params.mimetype))
+            mimetype=params.mimetype  # checked by store()
             or mimetypes.guess_from_name(filename)
             or "application/octet-stream",
             size=info.size,
