@@ -155,7 +155,7 @@ def test_bad_content_type_bytes_are_a_400_on_store_overwrite_and_parts(
     )
     refused(answer, 400)
     part = (
-        b"--B\r\nContent-Disposition: form-data; name=\"fileUpload\"; filename=\"a.txt\"\r\n"
+        b'--B\r\nContent-Disposition: form-data; name="fileUpload"; filename="a.txt"\r\n'
         b"Content-Type: " + ctype + b"\r\n\r\nnew bytes\r\n--B--\r\n"
     )
     multipart = [(b"Content-Type", b"multipart/form-data; boundary=B")]
@@ -181,3 +181,249 @@ def test_a_row_stored_before_the_checks_is_still_served(live: Live) -> None:
         assert answer.status == 200 and answer.body == b"legacy bytes", answer
         assert "x-evil" not in answer.headers
         assert answer.headers["content-type"] == "application/octet-stream"
+
+
+MULTIPART_ENDPOINTS = [
+    "/multipart/start",
+    "/multipart/upload",
+    "/multipart/commit",
+    "/multipart/complete",
+    "/process",
+]
+JSON = [(b"Content-Type", b"application/json")]
+
+
+@pytest.mark.parametrize("endpoint", MULTIPART_ENDPOINTS)
+def test_deep_nesting_is_a_400_on_every_json_endpoint(live: Live, endpoint: str) -> None:
+    """2: 100,000 nested ``[`` (and ``{"a":`` ...) never reach the parser's recursion."""
+    rows = live.rows()
+    for body in (b"[" * 100_000, b'{"a":' * 50_000, b'{"apikey": ' + b"[" * 100_000):
+        refused(rawhttp.request(live.port, "POST", endpoint, JSON, body), 400)
+    assert live.rows() == rows
+
+
+@pytest.mark.parametrize("endpoint", MULTIPART_ENDPOINTS)
+@pytest.mark.parametrize(
+    "field", ["apikey", "mimetype", "filename", "upload_id", "policy", "signature", "handle"]
+)
+def test_lone_surrogates_in_json_are_a_400(live: Live, endpoint: str, field: str) -> None:
+    """2: ``"\\udcff"`` in any field, top-level or nested (a policy's handle)."""
+    rows = live.rows()
+    fields = {"apikey": live.key, "filename": "a", "size": 3, "upload_id": "u" * 32, "part": 1}
+    fields[field] = "a\\udcffb"
+    body = json.dumps(fields).replace("a\\\\udcffb", "a\\udcffb").encode()
+    refused(rawhttp.request(live.port, "POST", endpoint, JSON, body), 400)
+    nested = json.dumps({"apikey": live.key, "sources": ["x"], "tasks": {"k": "\\udcff"}})
+    refused(rawhttp.request(live.port, "POST", endpoint, JSON, nested.encode()), 400)
+    assert live.rows() == rows
+
+
+@pytest.mark.parametrize("endpoint", MULTIPART_ENDPOINTS)
+def test_non_utf8_json_is_a_400(live: Live, endpoint: str) -> None:
+    refused(rawhttp.request(live.port, "POST", endpoint, JSON, b'{"apikey": "\xff\xfe"}'), 400)
+
+
+def test_gzip_that_is_not_gzip_is_a_400_and_the_old_version_stays(live: Live) -> None:
+    """2: Content-Encoding: gzip with bytes that are not gzip, on store and overwrite."""
+    stored = live.store(b"version 1")
+    rows = live.rows()
+    gz = (b"Content-Encoding", b"gzip")
+    for chunked in (False, True):
+        target = f"/api/store/S3?{query(key=live.key)}"
+        answer = rawhttp.request(live.port, "POST", target, [gz], b"not gzip", chunked=chunked)
+        refused(answer, 400)
+        over = f"/api/file/{stored['handle']}"
+        answer = rawhttp.request(
+            live.port, "POST", over, [gz, live.auth()], b"not gzip", chunked=chunked
+        )
+        refused(answer, 400)
+    assert live.rows() == rows
+    still_readable(live, stored["handle"], b"version 1")
+    real = gzip.compress(b"gzipped bytes")  # real gzip is still decoded and stored
+    target = f"/api/store/S3?{query(key=live.key)}"
+    ok = rawhttp.request(live.port, "POST", target, [gz], real)
+    assert ok.status == 200, ok.body
+    still_readable(live, ok.json()["handle"], b"gzipped bytes")
+
+
+def test_a_pathological_policy_pattern_cannot_stall_other_requests(live: Live) -> None:
+    """3: ``(a+)+b`` against a long path ran for seconds on the loop with ``re``; with RE2
+    a concurrent /healthz is never delayed by more than 100 ms."""
+    policy = live.policy(call=["store"], path="(a+)+b", container="(x+x+)+y")
+    target = f"/api/store/S3?{query(key=live.key, path='a' * 40, **policy)}"
+    errors_seen: list[int] = []
+
+    def attack() -> None:
+        for _ in range(5):
+            errors_seen.append(rawhttp.request(live.port, "POST", target, body=b"x").status)
+
+    threads = [threading.Thread(target=attack) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    worst = 0.0
+    while any(t.is_alive() for t in threads):
+        started = time.monotonic()
+        assert rawhttp.request(live.port, "GET", "/healthz").status == 200
+        worst = max(worst, time.monotonic() - started)
+    for thread in threads:
+        thread.join()
+    assert errors_seen and set(errors_seen) == {403}, errors_seen
+    assert worst < 0.1, worst
+
+
+@pytest.mark.parametrize(
+    ("pattern", "code"),
+    [("(a)\\1", "INVALID_POLICY_PATTERN"), ("(?=a)a", "INVALID_POLICY_PATTERN")],
+)
+def test_a_policy_re2_cannot_compile_is_a_clear_400(live: Live, pattern: str, code: str) -> None:
+    policy = live.policy(call=["store"], path=pattern)
+    target = f"/api/store/S3?{query(key=live.key, path='aa', **policy)}"
+    body = refused(rawhttp.request(live.port, "POST", target, body=b"x"), 400)
+    assert body["error"]["code"] == code
+
+
+LONG = "a" * 9000
+PROTOCOL_CASES = {
+    "url over the limit": (
+        b"GET /api/file/x?signature=" + b"s" * 9000 + b" HTTP/1.1\r\nHost: x\r\n\r\n",
+        414,
+        "URI_TOO_LONG",
+    ),
+    "header over the limit": (
+        b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"h" * 9000 + b"\r\n\r\n",
+        431,
+        "HEADERS_TOO_LARGE",
+    ),
+    "too many headers": (
+        b"GET /healthz HTTP/1.1\r\nHost: x\r\n"
+        + b"".join(b"X-%d: 1\r\n" % i for i in range(200))
+        + b"\r\n",
+        431,
+        "HEADERS_TOO_LARGE",
+    ),
+    "bad chunk size": (
+        b"POST /api/store/S3?key=k HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"zz\r\nabc\r\n0\r\n\r\n",
+        400,
+        None,
+    ),
+    "brotli": (
+        b"POST /api/store/S3?key=k HTTP/1.1\r\nHost: x\r\nContent-Encoding: br\r\n"
+        b"Content-Length: 3\r\n\r\nabc",
+        415,
+        "UNSUPPORTED_CONTENT_ENCODING",
+    ),
+    "bad request line": (b"GET\x01 / HTTP/1.1\r\nHost: x\r\n\r\n", 400, "MALFORMED_REQUEST"),
+    "not http": (b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n", 400, None),
+    "header with a bare LF value": (
+        b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: a\x00b\r\n\r\n",
+        400,
+        None,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(PROTOCOL_CASES))
+def test_protocol_errors_are_in_the_error_shape(live: Live, case: str) -> None:
+    """4: what aiohttp's parser refuses is answered as JSON with a stable code, on both
+    origins, and the signature in an over-long line never reaches the log."""
+    raw, status, code = PROTOCOL_CASES[case]
+    for port in (live.port, live.server.cdn_port):
+        body = refused(rawhttp.request(port, "GET", "/", raw=raw), status)
+        if code is not None:
+            assert body["error"]["code"] == code
+        assert "Brotli" not in json.dumps(body)
+    log = live.server.log.read_text(errors="replace")
+    assert "signature=" not in log and "sssssssss" not in log
+    assert "Traceback" not in log
+
+
+def test_refused_requests_reach_the_access_log_and_the_metrics(live: Live) -> None:
+    raw = PROTOCOL_CASES["url over the limit"][0]
+    refused(rawhttp.request(live.port, "GET", "/", raw=raw), 414)
+    metrics = rawhttp.request(live.port, "GET", "/metrics").body.decode()
+    assert 'status="414"' in metrics
+    log = live.server.log.read_text(errors="replace")
+    assert " 414 " in log  # the access log line, without the path's query
+    assert all("?" not in line for line in log.splitlines() if "aiohttp.access" in line)
+
+
+RANGE_CASES = [
+    ("items=0-3", 200, b"0123456789"),
+    ("Bytes=0-3", 206, b"0123"),
+    ("BYTES=-2", 206, b"89"),
+    ("bytes=0-1,4-5", 200, b"0123456789"),
+    ("bytes=0-1, 4-", 200, b"0123456789"),
+    ("none", 200, b"0123456789"),
+]
+
+
+@pytest.mark.parametrize(("header", "status", "body"), RANGE_CASES)
+def test_ranges_follow_rfc_9110_on_both_origins(
+    live: Live, header: str, status: int, body: bytes
+) -> None:
+    """5: unknown unit ignored, unit case-insensitive, several ranges get the whole file."""
+    handle = live.store(b"0123456789")["handle"]
+    for port, path in ((live.port, f"/api/file/{handle}"), (live.server.cdn_port, f"/{handle}")):
+        TOTALS.inputs_tried += 1
+        answer = rawhttp.request(port, "GET", path, [("Range", header)])
+        assert (answer.status, answer.body) == (status, body), (port, answer)
+
+
+@pytest.mark.parametrize("header", ["bytes=10-", "bytes=5-2", "bytes=x-y", "Bytes=-0"])
+def test_416_is_json_with_the_size(live: Live, header: str) -> None:
+    handle = live.store(b"0123456789")["handle"]
+    for port, path in ((live.port, f"/api/file/{handle}"), (live.server.cdn_port, f"/{handle}")):
+        answer = rawhttp.request(port, "GET", path, [("Range", header)])
+        body = refused(answer, 416)
+        assert body["error"]["code"] == "RANGE_NOT_SATISFIABLE"
+        assert answer.headers["content-range"] == "bytes */10"
+
+
+def test_a_file_where_a_folder_is_needed_is_a_409(live: Live) -> None:
+    """6: a/file is a file; a/file/sub is a conflict (409), as the reverse already was."""
+    live.store(b"file", path="c6/file")
+    rows = live.rows()
+    target = f"/api/store/S3?{query(key=live.key, path='c6/file/sub')}"
+    body = refused(rawhttp.request(live.port, "POST", target, body=b"x"), 409)
+    assert body["error"]["code"] == "KEY_IN_USE"
+    live.store(b"deep", path="c6/dir/sub")
+    target = f"/api/store/S3?{query(key=live.key, path='c6/dir')}"
+    refused(rawhttp.request(live.port, "POST", target, body=b"x"), 409)
+    assert live.rows() == rows + 1
+
+
+def test_a_link_to_a_folder_is_refused(live: Live) -> None:
+    """6: a link must point at an object, not a folder."""
+    live.store(b"deep", path="c6l/folder/sub")
+    rows = live.rows()
+    target = f"/api/store/S3?{query(key=live.key, path='c6l/folder', link='true')}"
+    refused(rawhttp.request(live.port, "POST", target), 404)
+    assert live.rows() == rows
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_the_cap_applies_to_decoded_bytes_whatever_the_framing(live: Live, chunked: bool) -> None:
+    """7: max_upload_bytes (1 MiB here) bounds the stored bytes, base64 or not, with
+    Content-Length or chunked."""
+    target = f"/api/store/S3?{query(key=live.key, base64decode='true')}"
+    exact = base64.b64encode(b"\x07" * MiB)
+    answer = rawhttp.request(live.port, "POST", target, body=exact, chunked=chunked)
+    assert answer.status == 200, answer.body
+    assert answer.json()["size"] == MiB
+    rows = live.rows()
+    over = base64.b64encode(b"\x07" * (MiB + 1))
+    refused(rawhttp.request(live.port, "POST", target, body=over, chunked=chunked), 413)
+    plain = f"/api/store/S3?{query(key=live.key)}"
+    refused(
+        rawhttp.request(live.port, "POST", plain, body=b"\x07" * (MiB + 1), chunked=chunked), 413
+    )
+    assert live.rows() == rows
+
+
+@pytest.mark.parametrize("size", [-1, "-5", 1.5, "3.0", "ten", True, None, MiB + 1, "1e3", " "])
+def test_multipart_start_validates_size(live: Live, size: Any) -> None:
+    """7: negative, non-integer and over-the-cap sizes are refused."""
+    fields = {"apikey": live.key, "filename": "a.txt", "mimetype": "text/plain", "size": size}
+    body = json.dumps(fields).encode()
+    refused(rawhttp.request(live.port, "POST", "/multipart/start", JSON, body), 400, 413)

@@ -17,7 +17,7 @@ from typing import Any
 
 from aiohttp import http_exceptions as hx
 from aiohttp import web
-from aiohttp.web_protocol import RequestHandler
+from aiohttp.web_protocol import RequestHandler, RequestPayloadError
 from aiohttp.web_runner import AppRunner
 from aiohttp.web_server import Server
 
@@ -47,6 +47,15 @@ def _is_request_line(exc: hx.LineTooLong) -> bool:
 
 
 class JsonRequestHandler(RequestHandler):
+    def log_exception(self, *args: Any, **kw: Any) -> None:
+        """A client's broken body (bad gzip, a chunk size that is no number) surfaces again
+        when aiohttp drains it after the answer: one line, no traceback, no bytes."""
+        exc = kw.get("exc_info")
+        if isinstance(exc, RequestPayloadError | hx.HttpProcessingError):
+            log.info("dropped the rest of a malformed body: %s", type(exc).__name__)
+            return
+        super().log_exception(*args, **kw)
+
     def handle_error(
         self,
         request: Any,
