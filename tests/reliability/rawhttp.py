@@ -4,6 +4,7 @@ library lets through, and reads the answer to the end."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 from dataclasses import dataclass, field
@@ -63,10 +64,10 @@ def request(
     """One request on a new connection (``Connection: close``), or ``raw`` bytes as they are."""
     data = raw if raw is not None else _build(method, target, headers or [], body, chunked)
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
-        try:
-            sock.sendall(data)  # no half-close: aiohttp drops a connection on EOF
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # refused early; the answer may already be waiting
+        # No half-close: aiohttp drops a connection on EOF. A refused-early send may fail
+        # while the answer is already waiting.
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            sock.sendall(data)
         received = bytearray()
         while True:
             try:
