@@ -118,9 +118,9 @@ def test_header_bound_values_are_refused_on_every_entry_point(live: Live, mimety
         ("POST", f"/api/store/S3/{handle}?{query(key=live.key, mimetype=mimetype)}", [], b""),
         (
             "POST",
-            f"/api/store/S3?{query(key=live.key, mimetype=mimetype, url='http://127.0.0.1:1/x')}",
-            [],
-            b"",
+            f"/api/store/S3?{query(key=live.key, mimetype=mimetype)}",
+            [("Content-Type", "application/x-www-form-urlencoded")],
+            b"url=http%3A%2F%2F127.0.0.1%3A1%2Fx",
         ),
         (
             "POST",
@@ -427,3 +427,82 @@ def test_multipart_start_validates_size(live: Live, size: Any) -> None:
     fields = {"apikey": live.key, "filename": "a.txt", "mimetype": "text/plain", "size": size}
     body = json.dumps(fields).encode()
     refused(rawhttp.request(live.port, "POST", "/multipart/start", JSON, body), 400, 413)
+
+
+def test_a_policy_url_restriction_does_not_bind_calls_on_a_handle(live: Live) -> None:
+    """Compatibility: Filestack's `url` restricts URL sources and processing only; a remove
+    (or read, stat) with such a policy works, a store from another url is refused."""
+    handle = live.store(b"to remove")["handle"]
+    policy = live.policy(call=["remove", "read", "stat"], url="https://ok\\.example/.*")
+    answer = rawhttp.request(live.port, "GET", f"/api/file/{handle}?{query(**policy)}")
+    assert answer.status == 200 and answer.body == b"to remove"
+    answer = rawhttp.request(live.port, "GET", f"/api/file/{handle}/metadata?{query(**policy)}")
+    assert answer.status == 200
+    answer = rawhttp.request(live.port, "DELETE", f"/api/file/{handle}?{query(**policy)}")
+    assert answer.status == 200, answer.body
+    store = live.policy(call=["store"], url="https://ok\\.example/.*")
+    target = f"/api/store/S3?{query(key=live.key, **store)}"
+    form = [("Content-Type", "application/x-www-form-urlencoded")]
+    answer = rawhttp.request(live.port, "POST", target, form, b"url=http%3A%2F%2F127.0.0.1%3A1%2F")
+    assert refused(answer, 403)["error"]["code"] == "POLICY_DENIED"
+
+
+@pytest.mark.parametrize(
+    ("word", "control"),
+    [
+        ("off", "no-store"),
+        ("no", "no-store"),
+        ("FALSE", "no-store"),
+        ("0", "no-store"),
+        ("on", "private, no-cache"),
+    ],
+)
+def test_cache_uses_the_one_boolean_parser(live: Live, word: str, control: str) -> None:
+    """Compatibility: `cache=off` is false, as the OpenAPI document says."""
+    handle = live.store(b"cached?")["handle"]
+    answer = rawhttp.request(live.port, "GET", f"/api/file/{handle}?cache={word}")
+    assert answer.status == 200 and answer.headers["cache-control"] == control
+
+
+@pytest.mark.parametrize(
+    ("target", "body"),
+    [
+        ("/api/file/{h}?cache=maybe", b""),
+        ("/api/file/{h}?dl=2", b""),
+        ("/api/store/S3?key={k}&base64decode=sure", b"eA=="),
+    ],
+)
+def test_a_word_that_is_no_boolean_is_a_400(live: Live, target: str, body: bytes) -> None:
+    handle = live.store(b"x")["handle"]
+    rows = live.rows()
+    method = "POST" if body else "GET"
+    answer = rawhttp.request(live.port, method, target.format(h=handle, k=live.key), body=body)
+    assert refused(answer, 400)["error"]["details"]["parameter"] in ("cache", "dl", "base64decode")
+    assert live.rows() == rows
+
+
+def test_fii_uses_the_one_boolean_parser(live: Live) -> None:
+    fields = {"apikey": live.key, "filename": "a", "mimetype": "text/plain", "size": 3}
+    for word, expected in (("off", False), ("yes", True)):
+        body = json.dumps({**fields, "fii": word}).encode()
+        answer = rawhttp.request(live.port, "POST", "/multipart/start", JSON, body)
+        assert answer.status == 200, answer.body
+        assert ("upload_type" in answer.json()) is expected
+    body = json.dumps({**fields, "fii": "perhaps"}).encode()
+    refused(rawhttp.request(live.port, "POST", "/multipart/start", JSON, body), 400)
+
+
+def test_a_key_that_names_no_app_is_its_own_4xx(live: Live) -> None:
+    """Compatibility: an unknown key is 400 UNKNOWN_API_KEY (not a 404 for a file that
+    exists); `key=true` on metadata is the SDK asking for the key field."""
+    handle = live.store(b"keyed")["handle"]
+    for path in (f"/api/file/{handle}", f"/api/file/{handle}/metadata"):
+        answer = rawhttp.request(live.port, "GET", f"{path}?key=nosuchappkey000000001")
+        assert refused(answer, 400)["error"]["code"] == "UNKNOWN_API_KEY"
+    answer = rawhttp.request(live.port, "GET", f"/api/file/{handle}/metadata?key=true")
+    assert answer.status == 200 and "key" in answer.json(), answer.body
+    other, _ = live.server.create_app()
+    answer = rawhttp.request(live.port, "GET", f"/api/file/{handle}?key={other}")
+    assert refused(answer, 404)["error"]["code"] == "HANDLE_NOT_FOUND"
+    answer = rawhttp.request(live.port, "GET", f"/api/file/{handle}?key={live.key}")
+    assert answer.status == 200 and answer.body == b"keyed"
