@@ -84,5 +84,5 @@ async def _error(
     response.headers["Cache-Control"] = "no-store"
     response.content_length = len(body)
     writer = await web.StreamResponse.prepare(response, request)
-    await web.StreamResponse.write_eof(response, body)
+    await web.StreamResponse.write_eof(response, b"" if request.method == "HEAD" else body)
     return writer
