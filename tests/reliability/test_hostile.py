@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from stowage.core.security import sign
 from tests.reliability import rawhttp
 from tests.reliability.conftest import TOTALS
 from tests.reliability.hostile import Live, MiB, live, refused, still_readable
@@ -437,3 +438,22 @@ def test_a_key_that_names_no_app_is_its_own_4xx(live: Live) -> None:
     assert refused(answer, 404)["error"]["code"] == "HANDLE_NOT_FOUND"
     answer = rawhttp.request(live.port, "GET", f"/api/file/{handle}?key={live.key}")
     assert answer.status == 200 and answer.body == b"keyed"
+
+
+@pytest.mark.parametrize("field", ["handle", "path", "url", "container", "call"])
+def test_a_lone_surrogate_inside_a_policy_is_a_4xx(live: Live, field: str) -> None:
+    """2: a policy whose JSON holds ``"\\udcff"`` (in its handle, a pattern, a call)."""
+    expiry = int(time.time()) + 600
+    text = f'{{"expiry": {expiry}, "{field}": "a\\udcffb"}}'
+    encoded = base64.urlsafe_b64encode(text.encode()).decode()
+    creds = {"policy": encoded, "signature": sign(live.secret, encoded)}
+    rows = live.rows()
+    for method, target in (
+        ("GET", f"/api/file/{live.sentinel}?{query(**creds)}"),
+        ("GET", f"/api/file/{live.sentinel}/metadata?{query(**creds)}"),
+        ("POST", f"/api/store/S3?{query(key=live.key, path='p', **creds)}"),
+    ):
+        body = refused(rawhttp.request(live.port, method, target, body=b"x"), 403)
+        assert body["error"]["code"] == "INVALID_POLICY"
+    assert live.rows() == rows
+    still_readable(live, live.sentinel, b"the sentinel stays readable")

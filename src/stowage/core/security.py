@@ -100,6 +100,10 @@ def decode_policy(policy_text: str) -> dict[str, Any]:
         raise errors.InvalidPolicy("policy is not JSON") from exc
     if not isinstance(data, dict):
         raise errors.InvalidPolicy("policy must be a JSON object")
+    try:  # a "\udcff" escape decodes to a lone surrogate that fails every later encode
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except (UnicodeEncodeError, RecursionError) as exc:
+        raise errors.InvalidPolicy("policy holds a string that is not valid Unicode") from exc
     return data
 
 
