@@ -261,3 +261,41 @@ def test_any_multipart_part_header(
         answered(answer)  # a url that is no url: a 4xx (or the fetch's own 502, not ours)
         return
     after_store(live, answer, rows, b"part bytes")
+
+
+# Every other endpoint's query parameters: (method, path, parameter names, body).
+ENDPOINTS = [
+    ("POST", "/api/store/S3/{scratch}", ["key", *STORE_PARAMS], b""),
+    ("POST", "/api/file/{scratch}", ["key", "base64decode", "policy", "signature"], b"dg=="),
+    ("DELETE", "/api/file/{scratch}", ["key", "skip_storage", "policy", "signature"], b""),
+    ("POST", "/api/file/{scratch}/remove", ["key", "skip_storage"], b""),
+    ("GET", "/api/files", ["key", "after", "limit", "policy", "signature"], b""),
+    ("PUT", "/multipart/part/{upload_id}/1", ["size", "md5", "offset", "expires", "sig"], b"abc"),
+    ("POST", "/multipart/start", ["apikey", "filename", "mimetype", "size", "fii"], b""),
+    ("POST", "/multipart/upload", ["apikey", "upload_id", "part", "size", "md5"], b""),
+    ("POST", "/multipart/complete", ["apikey", "upload_id", "parts", "upload_tags"], b""),
+    ("POST", "/process", ["key", "policy", "signature"], b"{}"),
+    ("GET", "/metrics", ["name"], b""),
+    ("GET", "/api/openapi.json", ["x"], b""),
+]
+
+
+@BOUNDED
+@given(
+    endpoint=st.sampled_from(ENDPOINTS),
+    which=st.integers(min_value=0, max_value=9),
+    value=HOSTILE_VALUE,
+)
+def test_any_query_parameter_of_any_endpoint(
+    live: Live, endpoint: tuple[str, str, list[str], bytes], which: int, value: str | bytes
+) -> None:
+    method, template, names, body = endpoint
+    scratch = live.store(b"scratch")["handle"]
+    path = template.format(scratch=scratch, upload_id="u" * 32)
+    name = names[which % len(names)]
+    headers: list[tuple[bytes | str, bytes | str]] = [live.auth()]
+    if template == "/process":
+        headers.append(("Content-Type", "application/json"))
+    answer = rawhttp.request(live.port, method, f"{path}?{name}={q(_raw(value))}", headers, body)
+    answered(answer)
+    still_readable(live, live.sentinel, b"the sentinel stays readable")
