@@ -221,6 +221,11 @@ PROTOCOL_CASES = {
         414,
         "URI_TOO_LONG",
     ),
+    "absolute-form url over the limit": (
+        b"GET http://x/?signature=" + b"s" * 9000 + b" HTTP/1.1\r\nHost: x\r\n\r\n",
+        414,
+        "URI_TOO_LONG",
+    ),
     "header over the limit": (
         b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"h" * 9000 + b"\r\n\r\n",
         431,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from typing import Any
 
 from aiohttp import http_exceptions as hx
@@ -24,6 +25,7 @@ from aiohttp.web_server import Server
 from stowage import errors
 
 log = logging.getLogger("stowage.http")
+_REQUEST_LINE = re.compile(r"reading: b'[A-Z]+ ")
 
 
 def error_for(status: int, exc: BaseException | None) -> errors.StowageError:
@@ -42,8 +44,10 @@ def error_for(status: int, exc: BaseException | None) -> errors.StowageError:
 
 
 def _is_request_line(exc: hx.LineTooLong) -> bool:
+    """aiohttp's C parser quotes the URL as a ``bytearray`` and a header as ``bytes``; the
+    pure-Python one quotes the request line from its method on."""
     text = str(exc)
-    return "status line" in text.lower() or "request line" in text.lower() or "b'/" in text
+    return "bytearray(" in text or _REQUEST_LINE.search(text) is not None
 
 
 class JsonRequestHandler(RequestHandler):
