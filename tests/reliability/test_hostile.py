@@ -462,3 +462,22 @@ def test_a_lone_surrogate_inside_a_policy_is_a_4xx(live: Live, field: str) -> No
         assert body["error"]["code"] == "INVALID_POLICY"
     assert live.rows() == rows
     still_readable(live, live.sentinel, b"the sentinel stays readable")
+
+
+NUMBERISH = ["\u00b3", "\u0661\u0662", "\uff11", "1e3", "+1", "1_0"]
+
+
+@pytest.mark.parametrize("value", NUMBERISH)
+def test_numbers_that_are_no_ascii_integers_are_a_4xx(live: Live, value: str) -> None:
+    """2: ``"\u00b3".isdigit()`` is true and ``int()`` refuses it; ``int()`` takes Arabic-Indic
+    digits. Sizes, offsets, part numbers and CDN expiries accept ASCII digits only."""
+    part = f"/multipart/part/{'u' * 32}/1?{query(size=value)}"
+    refused(rawhttp.request(live.port, "PUT", part, body=b"abc"))
+    cdn = f"/cache=expiry:{rawhttp.q(value)}/{live.sentinel}"
+    refused(rawhttp.request(live.server.cdn_port, "GET", cdn), 400)
+    cases = [("/multipart/start", "size"), *(("/multipart/upload", f) for f in ("size", "part"))]
+    for endpoint, field in cases:
+        fields = {"apikey": live.key, "filename": "a", "size": 3, "part": 1, "upload_id": "u" * 32}
+        fields[field] = value
+        body = json.dumps(fields).encode()
+        refused(rawhttp.request(live.port, "POST", endpoint, JSON, body))

@@ -47,7 +47,9 @@ INVALID_UTF8 = st.builds(
     st.sampled_from([b"\xff", b"\xc3(", b"\xed\xb3\xbf", b"\xe2\x82", b"\x80", b"\xf8\x88"]),
     st.binary(max_size=12),
 )
-HOSTILE_VALUE = st.one_of(HOSTILE_TEXT, INVALID_UTF8, st.binary(max_size=40))
+# Whole values that pass str.isdigit() or look like numbers, yet are no ASCII integers.
+NUMBERISH = st.sampled_from(["\u00b3", "\u0661\u0662", "\uff11", "-1", "1e3", " 1", "+1", "1_0"])
+HOSTILE_VALUE = st.one_of(HOSTILE_TEXT, INVALID_UTF8, st.binary(max_size=40), NUMBERISH)
 
 
 def _raw(value: str | bytes) -> bytes:
@@ -101,16 +103,22 @@ def test_any_read_parameter(live: Live, name: str, value: str | bytes, cdn: bool
 
 
 @BOUNDED
-@given(value=HOSTILE_VALUE, where=st.sampled_from(["handle", "provider", "cdn"]))
+@given(
+    value=HOSTILE_VALUE,
+    where=st.sampled_from(["handle", "provider", "cdn", "cache", "security", "part"]),
+)
 def test_any_path_segment(live: Live, value: str | bytes, where: str) -> None:
     segment = q(_raw(value))
     target, port = {
         "handle": (f"/api/file/{segment}", live.port),
         "provider": (f"/api/store/{segment}?key={live.key}", live.port),
         "cdn": (f"/{segment}/{live.sentinel}", live.server.cdn_port),
+        "cache": (f"/cache=expiry:{segment}/{live.sentinel}", live.server.cdn_port),
+        "security": (f"/security=p:{segment},s:{segment}/{live.sentinel}", live.server.cdn_port),
+        "part": (f"/multipart/part/{'u' * 32}/1?size={segment}", live.port),
     }[where]
-    method = "POST" if where == "provider" else "GET"
-    answered(rawhttp.request(port, method, target, body=b"x" if method == "POST" else b""))
+    method = {"provider": "POST", "part": "PUT"}.get(where, "GET")
+    answered(rawhttp.request(port, method, target, body=b"" if method == "GET" else b"x"))
 
 
 HEADERS = [

@@ -70,7 +70,7 @@ def _cache(found: CdnPath, params: str) -> None:
         found.cache = False
     expiry = values.get("expiry")
     if expiry is not None:
-        if not expiry.isdigit() or len(expiry) > 10:
+        if not (expiry.isascii() and expiry.isdigit()) or len(expiry) > 10:  # "³".isdigit()
             raise errors.InvalidParameter("cache expiry must be seconds", parameter="cache")
         found.max_age = int(expiry)
 

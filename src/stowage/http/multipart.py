@@ -145,7 +145,7 @@ async def part_handler(request: web.Request) -> web.Response:
         raise errors.NotFound() from exc
     declared = request.content_length
     size = request.query.get("size", "")
-    if declared is not None and size.isdigit() and declared != int(size):
+    if declared is not None and _INTEGER.fullmatch(size) and declared != int(size):
         raise errors.PartSizeMismatch(expected=int(size), received=declared)
     piece = await service.uploads.put_part(
         request.match_info["upload_id"],
