@@ -481,3 +481,15 @@ def test_numbers_that_are_no_ascii_integers_are_a_4xx(live: Live, value: str) ->
         fields[field] = value
         body = json.dumps(fields).encode()
         refused(rawhttp.request(live.port, "POST", endpoint, JSON, body))
+
+
+@pytest.mark.parametrize(
+    "header",
+    [("If-Match", '"nope"'), ("If-Unmodified-Since", "Thu, 01 Jan 1970 00:00:00 GMT")],
+)
+def test_a_failed_precondition_on_a_download_is_json(live: Live, header: tuple[str, str]) -> None:
+    """8: aiohttp's sendfile answered 412 with an empty text/plain body."""
+    handle = live.store(b"conditional")["handle"]
+    for port, path in ((live.port, f"/api/file/{handle}"), (live.server.cdn_port, f"/{handle}")):
+        body = refused(rawhttp.request(port, "GET", path, [header]), 412)
+        assert body["error"]["code"] == "PRECONDITION_FAILED"

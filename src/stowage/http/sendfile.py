@@ -57,8 +57,8 @@ async def prepare_on_loop(
         return await _error(response, request, errors.HandleNotFound("the file is gone"))
     if result is _FileResponseResult.NOT_ACCEPTABLE:
         return await _error(response, request, errors.StorageAccessDenied())
-    if result is _FileResponseResult.PRE_CONDITION_FAILED:
-        return await response._precondition_failed(request)
+    if result is _FileResponseResult.PRE_CONDITION_FAILED:  # If-Match, If-Unmodified-Since
+        return await _error(response, request, errors.PreconditionFailed())
     if result is _FileResponseResult.NOT_MODIFIED:
         etag = f"{st.st_mtime_ns:x}-{st.st_size:x}"
         return await response._not_modified(request, etag, st.st_mtime)
