@@ -75,8 +75,8 @@ async def _read_body(request: web.Request) -> AsyncIterator[bytes]:
     try:
         async for chunk in request.content.iter_chunked(CHUNK):
             yield chunk
-    except RequestPayloadError as exc:  # e.g. Content-Encoding: gzip on bytes that are not
-        raise errors.InvalidEncoding() from exc
+    except RequestPayloadError as exc:  # gzip that is not gzip, a bad chunk size
+        raise strict.body_error(exc) from exc
     except (aiohttp.ClientPayloadError, ConnectionError) as exc:
         raise errors.BadRequest("the request body broke off") from exc
 
@@ -129,7 +129,7 @@ async def _multipart(request: web.Request, settings: Settings) -> Source:
                 return Source(url=(await part.read(decode=True))[:FORM_PEEK].decode())
             await part.release()
     except RequestPayloadError as exc:
-        raise errors.InvalidEncoding() from exc
+        raise strict.body_error(exc) from exc
     except (
         ValueError,
         AssertionError,
@@ -155,7 +155,7 @@ async def _part_chunks(reader: MultipartReader, part: BodyPartReader) -> AsyncIt
                 raise errors.BadRequest("multipart body has more than one fileUpload part")
             await extra.release()
     except RequestPayloadError as exc:
-        raise errors.InvalidEncoding() from exc
+        raise strict.body_error(exc) from exc
     except (aiohttp.ClientPayloadError, ConnectionError) as exc:
         raise errors.BadRequest("the request body broke off") from exc
     except (ValueError, AssertionError, RuntimeError, HttpProcessingError) as exc:

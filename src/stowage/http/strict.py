@@ -47,12 +47,19 @@ async def strict_headers_middleware(request: web.Request, handler: Handler) -> w
     return await handler(request)
 
 
+def body_error(exc: BaseException) -> errors.StowageError:
+    """A body aiohttp could not decode: its Content-Encoding, or its chunked framing."""
+    if "content-encoding" in str(exc).lower():
+        return errors.InvalidEncoding()
+    return errors.BadRequest("the request body is malformed (chunked framing)")
+
+
 async def read_body(request: web.Request) -> bytes:
     """The whole (small, ``client_max_size``-bounded) body, decoded per Content-Encoding."""
     try:
         return await request.read()
     except (RequestPayloadError, aiohttp.ClientPayloadError, HttpProcessingError) as exc:
-        raise errors.InvalidEncoding() from exc
+        raise body_error(exc) from exc
 
 
 async def read_json(request: web.Request) -> Any:
@@ -100,7 +107,7 @@ async def read_form(request: web.Request) -> dict[str, Any]:
     try:
         form = dict(await request.post())
     except (RequestPayloadError, aiohttp.ClientPayloadError, HttpProcessingError) as exc:
-        raise errors.InvalidEncoding() from exc
+        raise body_error(exc) from exc
     except (ValueError, UnicodeDecodeError, AssertionError, RuntimeError) as exc:
         raise errors.BadRequest("the body is not valid form data") from exc
     for key, value in form.items():
