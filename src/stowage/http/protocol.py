@@ -91,6 +91,9 @@ class JsonAppRunner(AppRunner):
     """An AppRunner whose connections answer protocol errors in the error shape."""
 
     async def _make_server(self) -> Server:
+        # The same server aiohttp builds (handler, factory, every handler_args), rebuilt as
+        # a JsonServer; relies on Server's attributes of aiohttp 3.x (pinned <4), covered
+        # by tests/reliability/test_hostile.py::test_protocol_errors_are_in_the_error_shape.
         server = await super()._make_server()
         return JsonServer(
             server.request_handler,
