@@ -55,7 +55,7 @@ sub vcl_recv {
     if (req.http.X-Stowage-Pipe
         || req.http.Authorization
         || req.url ~ "(?i)(security=|[?&](policy|signature)=)"
-        || req.url ~ "(?i)(cache=false|cache:false|[?&]cache=(0|no)(&|$))") {
+        || req.url ~ "(?i)(cache=false|cache:false|[?&]cache=(0|no|off)(&|$))") {
         return (pipe);
     }
     # Passed (never stored; small or empty bodies): other methods, HEAD (on a miss

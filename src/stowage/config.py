@@ -15,6 +15,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from stowage import booleans
+from stowage.errors import StowageError
+
 GiB = 1024**3
 MiB = 1024**2
 
@@ -267,7 +270,10 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
 def _coerce(name: str, value: Any) -> Any:
     kind = type(getattr(Settings(), name))
     if kind is bool and isinstance(value, str):
-        return value.strip().lower() in {"1", "true", "yes", "on"}
+        try:
+            return booleans.parse(value, name)
+        except StowageError as exc:
+            raise ValueError(exc.message) from exc
     if kind is dict and isinstance(value, str):
         return json.loads(value)
     if kind is list and isinstance(value, str):  # comma-separated in the environment

@@ -55,6 +55,30 @@ class MissingFile(BadRequest):
     code, default_message = "MISSING_FILE", "the request carries no file"
 
 
+class InvalidPolicyPattern(BadRequest):
+    code = "INVALID_POLICY_PATTERN"
+    default_message = "a policy pattern is not one RE2 accepts"
+
+
+class InvalidHeader(BadRequest):
+    code, default_message = "INVALID_HEADER", "a request header is not valid"
+
+
+class InvalidJson(BadRequest):
+    code, default_message = "INVALID_JSON", "the body is not valid JSON"
+
+
+class InvalidEncoding(BadRequest):
+    code, default_message = (
+        "INVALID_CONTENT_ENCODING",
+        "the body does not match its Content-Encoding",
+    )
+
+
+class UnknownApiKey(BadRequest):
+    code, default_message = "UNKNOWN_API_KEY", "the key names no app"
+
+
 class InvalidUrl(BadRequest):
     code, default_message = "INVALID_URL", "the url cannot be fetched"
 
@@ -169,6 +193,30 @@ class PayloadTooLarge(StowageError):
 
 class UnsupportedMediaType(StowageError):
     code, status, default_message = "UNSUPPORTED_MEDIA_TYPE", 415, "unsupported content type"
+
+
+# Refused by the HTTP parser itself (http/protocol.py renders them).
+class RequestLineTooLong(BadRequest):
+    code, status, default_message = "URI_TOO_LONG", 414, "the request line is too long"
+
+
+class HeadersTooLarge(BadRequest):
+    code, status, default_message = (
+        "HEADERS_TOO_LARGE",
+        431,
+        "a header is too long or there are too many",
+    )
+
+
+class UnsupportedEncoding(UnsupportedMediaType):
+    code, default_message = (
+        "UNSUPPORTED_CONTENT_ENCODING",
+        "Content-Encoding must be gzip, deflate or identity",
+    )
+
+
+class MalformedRequest(BadRequest):
+    code, default_message = "MALFORMED_REQUEST", "the request is not valid HTTP/1.1"
 
 
 class RangeNotSatisfiable(StowageError):

@@ -346,10 +346,6 @@ def test_unknown_keys_are_refused(extra: dict[str, Any]) -> None:
         {"calls": 7},
         {"handle": 5},
         {"url": ["x"]},
-        {"path": "("},
-        {"path": "a{99999999999}"},
-        {"container": "[z-a]"},
-        {"url": "a" * (security.MAX_PATTERN_CHARS + 1)},
         {"maxSize": -1},
         {"maxSize": 1.0},
         {"maxSize": "10"},
@@ -361,12 +357,29 @@ def test_bad_field_values_are_invalid_policy(extra: dict[str, Any]) -> None:
         security.parse_policy({"expiry": FUTURE, **extra})
 
 
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"path": "("},
+        {"container": "[z-a]"},
+        {"path": "a{1001}"},
+        {"path": "(a)\\1"},  # a backreference: RE2 has none
+        {"url": "(?=a)b"},  # lookahead: neither
+        {"url": "a" * (security.MAX_PATTERN_CHARS + 1)},
+    ],
+)
+def test_patterns_re2_cannot_compile_are_a_400(extra: dict[str, Any]) -> None:
+    with pytest.raises(errors.InvalidPolicyPattern) as caught:
+        security.parse_policy({"expiry": FUTURE, **extra})
+    assert caught.value.status == 400
+
+
 def test_deeply_nested_pattern_is_accepted_or_invalid_never_a_crash() -> None:
     for depth in (100, 300, 512):
         pattern = "(" * depth + ")" * depth
         try:
             policy = security.parse_policy({"expiry": FUTURE, "path": pattern})
-        except errors.InvalidPolicy:
+        except (errors.InvalidPolicy, errors.InvalidPolicyPattern):
             continue
         assert policy.path == pattern
 
@@ -552,10 +565,21 @@ def test_path_and_container_patterns_must_match_whole(name: str) -> None:
 
 
 def test_restriction_applies_even_when_the_target_lacks_the_value() -> None:
-    creds = signed({"expiry": FUTURE, "url": ".*"})
-    assert authorize(creds, "store", Target(url="")) is not None
+    creds = signed({"expiry": FUTURE, "path": ".*"})
+    assert authorize(creds, "store", Target(path="")) is not None
     with pytest.raises(errors.PolicyDenied):
-        authorize(creds, "store", Target(url=None))
+        authorize(creds, "store", Target(path=None))
+
+
+def test_url_restriction_binds_only_url_sources() -> None:
+    """Filestack: `url` limits what a policy may fetch or process; a call on a handle (or a
+    store of uploaded bytes) has no url and ignores it."""
+    creds = signed({"expiry": FUTURE, "url": "https://ok\\.example/.*", "call": ["remove"]})
+    assert authorize(creds, "remove", Target(handle="h" * 20)) is not None
+    creds = signed({"expiry": FUTURE, "url": "https://ok\\.example/.*"})
+    assert authorize(creds, "store", Target(url="https://ok.example/a")) is not None
+    with pytest.raises(errors.PolicyDenied):
+        authorize(creds, "store", Target(url="https://evil.example/a"))
 
 
 # --- credentials --------------------------------------------------------------------------

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import mimetypes
 
+from stowage.core import headersafe
+
 SNIFF_BYTES = 512
 
 _MAGIC: list[tuple[bytes, int, str]] = [
@@ -99,7 +101,9 @@ def _declared_or_guessed(
     explicit: str | None, declared: str | None, sniffed: str | None, filename: str, fallback: str
 ) -> str:
     if explicit:
-        return explicit.strip().lower()
+        return headersafe.media_type(explicit)
+    if declared and not headersafe.is_media_type(declared):
+        declared = None  # an upstream's malformed type says nothing; clients' are refused
     declared_clean = (declared or "").split(";")[0].strip().lower()
     if declared_clean not in GENERIC and not declared_clean.startswith("multipart/"):
         return declared_clean

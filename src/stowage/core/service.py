@@ -21,6 +21,7 @@ from stowage import errors
 from stowage.config import Settings
 from stowage.core import (
     events,
+    headersafe,
     inspect,
     integrity,
     metadata,
@@ -258,6 +259,9 @@ class Stowage:
 
     async def _record(self, handle: str, api_key: str | None = None) -> FileRecord:
         record = await self.registry.get(handle) if names.is_handle(handle) else None
+        other = api_key and (record is None or api_key != record.api_key)
+        if other and await self.registry.get_app(api_key or "") is None:
+            raise errors.UnknownApiKey()  # not a 404: the file may well exist (decisions.md)
         if record is None or (api_key and api_key != record.api_key):
             raise errors.HandleNotFound(handle=handle)
         return record
@@ -299,6 +303,7 @@ class Stowage:
         provider = self.provider_for(app, api_name)
         container = self._container(provider, params.container)
         path = names.clean_path(params.path) if params.path else None
+        params.mimetype = params.mimetype and headersafe.media_type(params.mimetype)
         if params.access not in ("public", "private"):
             raise errors.InvalidParameter("access must be public or private", parameter="access")
         target = Target(url=source.url, path=path, container=container)
@@ -388,7 +393,7 @@ class Stowage:
             container=container,
             key=path,
             filename=filename,
-            mimetype=params.mimetype
+            mimetype=params.mimetype  # checked by store()
             or mimetypes.guess_from_name(filename)
             or "application/octet-stream",
             size=info.size,

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
 from stowage import errors
-from stowage.core import names
+from stowage.core import headersafe, names
 from stowage.core.partfiles import PartFiles, PartStore, md5_hex
 from stowage.core.partobjects import PartObjects
 from stowage.core.security import Credentials, Policy, Target, authorize, check_size
@@ -128,7 +128,7 @@ class Uploads:
             api_key=app.api_key,
             provider=provider_name,
             filename=names.clean_filename(params.filename),
-            mimetype=params.mimetype or "application/octet-stream",
+            mimetype=headersafe.media_type(params.mimetype or "application/octet-stream"),
             size=params.size,
             path=path,
             container=container,
@@ -254,6 +254,8 @@ class Uploads:
         return session.container or provider.default_container
 
     def _check_size(self, policy: Policy | None, size: int) -> None:
+        if size < 0:
+            raise errors.InvalidParameter("size must not be negative", parameter="size")
         if size > self.settings.max_upload_bytes:
             raise errors.PayloadTooLarge(limit=self.settings.max_upload_bytes)
         check_size(policy, size)

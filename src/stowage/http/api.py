@@ -6,7 +6,7 @@ from typing import Any
 
 from aiohttp import web
 
-from stowage import errors
+from stowage import booleans, errors
 from stowage.core import digests
 from stowage.core.conditions import Conditions
 from stowage.core.security import Credentials
@@ -64,7 +64,8 @@ def _conditions(request: web.Request) -> Conditions:
 async def store_handler(request: web.Request) -> web.Response:
     service = _service(request)
     params = _store_params(request)
-    source = _checked(request, await requests.source(request, service.settings))
+    body = await requests.source(request, service.settings, encoded=params.base64decode)
+    source = _checked(request, body)
     record = await service.store(
         request.query.get("key"),
         request.match_info["provider"],
@@ -101,7 +102,7 @@ async def download(
         (path.api_key if path else None) or request.query.get("key"),
         verify=requests.flag(request, "verify"),
     )
-    cache = request.query.get("cache", "true").lower() not in ("false", "0", "no")
+    cache = requests.flag(request, "cache", default=True)
     if path is not None and path.cache is not None:
         cache = cache and path.cache
     dl = requests.flag(request, "dl")
@@ -117,7 +118,8 @@ async def overwrite_handler(request: web.Request) -> web.Response:
     service = _service(request)
     base64decode = requests.flag(request, "base64decode")
     creds = requests.credentials(request)
-    source = _checked(request, await requests.source(request, service.settings))
+    body = await requests.source(request, service.settings, encoded=base64decode)
+    source = _checked(request, body)
     record = await service.overwrite(
         request.match_info["handle"],
         source,
@@ -158,11 +160,14 @@ async def metadata_handler(
 ) -> web.Response:
     service = _service(request)
     selectors = {name for name in request.query if requests.flag_value(request, name)}
+    api_key = request.query.get("key")
+    if booleans.is_word(api_key):
+        api_key = None  # `key=true` is the python SDK asking for the key field, not an app
     result = await service.metadata(
         handle or request.match_info["handle"],
         selectors,
         _credentials(request, path),
-        (path.api_key if path else None) or request.query.get("key"),
+        (path.api_key if path else None) or api_key,
     )
     return web.json_response(result)
 

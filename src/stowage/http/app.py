@@ -20,8 +20,10 @@ from stowage.http import api, cdn, extras, multipart, process
 from stowage.http.cors import cors_middleware
 from stowage.http.drain import Drain
 from stowage.http.errors import error_middleware, use_json_expect_handler
+from stowage.http.protocol import JsonAppRunner
 from stowage.http.ratelimit import RateLimiter, limit_middleware
 from stowage.http.shared_limits import shared_buckets
+from stowage.http.strict import strict_headers_middleware
 from stowage.registry import build_registry
 
 log = logging.getLogger("stowage")
@@ -79,7 +81,7 @@ def api_app(service: Stowage) -> web.Application:
     app = web.Application(
         middlewares=[
             cors_middleware(service.settings.cors_origins),
-            *extras.middlewares(error_middleware, _limits(service)),
+            *extras.middlewares(error_middleware, strict_headers_middleware, _limits(service)),
         ],
         client_max_size=1024**2,
     )
@@ -94,7 +96,9 @@ def api_app(service: Stowage) -> web.Application:
 
 def cdn_app(service: Stowage) -> web.Application:
     app = web.Application(
-        middlewares=extras.middlewares(error_middleware, _limits(service)),
+        middlewares=extras.middlewares(
+            error_middleware, strict_headers_middleware, _limits(service)
+        ),
         client_max_size=1024**2,
     )
     app[api.SERVICE] = service
@@ -124,7 +128,7 @@ async def serve(
             origins.append((cdn_app(service), settings.cdn_port))
         for app, port in origins:
             app.middlewares.append(drain.middleware)
-            runner = web.AppRunner(
+            runner = JsonAppRunner(
                 app,
                 handle_signals=False,
                 shutdown_timeout=settings.shutdown_timeout,

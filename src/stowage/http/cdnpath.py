@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from stowage import errors
+from stowage import booleans, errors
 
 _QUOTE = re.compile("%22", re.IGNORECASE)
 
@@ -62,15 +62,15 @@ def _apply(found: CdnPath, segment: str) -> None:
 
 
 def _cache(found: CdnPath, params: str) -> None:
-    if params.lower() in ("false", "true", ""):
-        found.cache = params.lower() != "false"
+    if params.strip() == "" or booleans.is_word(params):
+        found.cache = booleans.parse(params, "cache", default=True)
         return
     values = _params(params)
-    if values.get("cache", "").lower() == "false":
+    if not booleans.parse(values.get("cache"), "cache", default=True):
         found.cache = False
     expiry = values.get("expiry")
     if expiry is not None:
-        if not expiry.isdigit() or len(expiry) > 10:
+        if not (expiry.isascii() and expiry.isdigit()) or len(expiry) > 10:  # "³".isdigit()
             raise errors.InvalidParameter("cache expiry must be seconds", parameter="cache")
         found.max_age = int(expiry)
 

@@ -8,15 +8,18 @@ here before the core (``core/uploads.py``) sees them.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from aiohttp import web
 
-from stowage import errors
+from stowage import booleans, errors
 from stowage.core.security import Credentials
 from stowage.core.uploads import StartParams, location_url
-from stowage.http import requests
+from stowage.http import requests, strict
 from stowage.http.api import SERVICE, store_result
+
+_INTEGER = re.compile(r"-?[0-9]{1,18}")
 
 
 class Fields:
@@ -38,10 +41,12 @@ class Fields:
         value = self.get(name)
         if value is None and default is not None:
             return default
-        try:
-            return int(value)
-        except (TypeError, ValueError) as exc:
-            raise errors.InvalidParameter(f"{name} must be an integer", parameter=name) from exc
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        text = value.strip() if isinstance(value, str) else ""
+        if _INTEGER.fullmatch(text) is None:
+            raise errors.InvalidParameter(f"{name} must be an integer", parameter=name)
+        return int(text)
 
     def store(self, name: str) -> str | None:
         nested = self.data.get("store")
@@ -59,15 +64,12 @@ class Fields:
 
 
 async def fields(request: web.Request) -> Fields:
-    try:
-        if request.content_type == "application/json":
-            data = await request.json()
-        elif request.content_type in ("multipart/form-data", "application/x-www-form-urlencoded"):
-            data = dict(await request.post())
-        else:
-            data = {}
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise errors.BadRequest("the body is not valid JSON or form data") from exc
+    if request.content_type == "application/json":
+        data = await strict.read_json(request)
+    elif request.content_type in ("multipart/form-data", "application/x-www-form-urlencoded"):
+        data = await strict.read_form(request)
+    else:
+        data = {}
     if not isinstance(data, dict):
         raise errors.BadRequest("the body must be a JSON object")
     return Fields(data, request.query)
@@ -81,12 +83,12 @@ def listed_parts(value: Any) -> list[tuple[int, str]] | None:
         if isinstance(value, str):
             value = json.loads(value) if value.lstrip().startswith("[") else _php_parts(value)
         return [(int(p["part_number"]), str(p["etag"])) for p in value]
-    except (TypeError, ValueError, KeyError) as exc:
+    except (TypeError, ValueError, KeyError, RecursionError) as exc:
         raise errors.InvalidParameter("parts are malformed", parameter="parts") from exc
 
 
-def truthy(value: Any) -> bool:
-    return value is True or str(value).strip().lower() in ("true", "1", "yes", "on")
+def truthy(value: Any, name: str = "value") -> bool:
+    return booleans.parse(value, name)
 
 
 def _php_parts(text: str) -> list[dict[str, str]]:
@@ -113,7 +115,7 @@ async def start_handler(request: web.Request) -> web.Response:
         "upload_id": session.upload_id,
         "location_url": location_url(service),
     }
-    if truthy(f.get("fii")):
+    if truthy(f.get("fii"), "fii"):
         answer["upload_type"] = "intelligent_ingestion"
     return web.json_response(answer)
 
@@ -143,7 +145,7 @@ async def part_handler(request: web.Request) -> web.Response:
         raise errors.NotFound() from exc
     declared = request.content_length
     size = request.query.get("size", "")
-    if declared is not None and size.isdigit() and declared != int(size):
+    if declared is not None and _INTEGER.fullmatch(size) and declared != int(size):
         raise errors.PartSizeMismatch(expected=int(size), received=declared)
     piece = await service.uploads.put_part(
         request.match_info["upload_id"],

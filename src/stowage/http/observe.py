@@ -74,7 +74,10 @@ def incoming_id(request: web.Request) -> str:
 
 
 def route_of(request: web.Request) -> str:
-    info = request.match_info
+    try:
+        info = request.match_info
+    except (AssertionError, AttributeError):  # refused by the parser: never routed
+        return "unmatched"
     if info.http_exception is not None or info.route.resource is None:
         return "unmatched"
     return info.route.resource.canonical

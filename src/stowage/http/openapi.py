@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from stowage import __version__
+from stowage import __version__, booleans
 from stowage.config import Settings
 from stowage.errors import all_error_classes
 
@@ -40,7 +40,12 @@ def _path(name: str, description: str, **schema: Any) -> Doc:
     }
 
 
-BOOL = {"type": "string", "enum": ["true", "false", "1", "0", "yes", "no", "on", "off"]}
+BOOL = {
+    "type": "string",
+    "enum": list(booleans.WORDS),
+    "description": "true: `true`, `1`, `yes`, `on`; false: `false`, `0`, `no`, `off` "
+    "(any letter case). Anything else is 400 INVALID_PARAMETER.",
+}
 HANDLE = _path("handle", "The file's handle (20 characters).", pattern=r"^[\w\-]{20}$")
 PROVIDER = _path(
     "provider",

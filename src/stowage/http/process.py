@@ -15,6 +15,7 @@ from stowage import errors
 from stowage.core.security import Credentials
 from stowage.core.service import Source, StoreParams
 from stowage.core.uploads import provider_for_location
+from stowage.http import strict
 from stowage.http.api import SERVICE, store_result
 from stowage.http.multipart import truthy
 
@@ -36,7 +37,7 @@ async def process_handler(request: web.Request) -> web.Response:
             path=_text(store.get("path")),
             container=_text(store.get("container")),
             access=_text(store.get("access")) or "private",
-            base64decode=truthy(store.get("base64decode")),
+            base64decode=truthy(store.get("base64decode"), "base64decode"),
         ),
         creds,
     )
@@ -60,10 +61,7 @@ async def redirect_to_api(request: web.Request) -> web.Response:
 
 
 async def _body(request: web.Request) -> dict[str, Any]:
-    try:
-        body = await request.json()
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise errors.BadRequest("the body must be JSON") from exc
+    body = await strict.read_json(request)
     if not isinstance(body, dict):
         raise errors.BadRequest("the body must be a JSON object")
     return body

@@ -10,29 +10,21 @@ from urllib.parse import parse_qs
 import aiohttp
 from aiohttp import BodyPartReader, MultipartReader, web
 from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp.web_protocol import RequestPayloadError
 
-from stowage import errors
+from stowage import booleans, errors
 from stowage.config import Settings
-from stowage.core import streams
+from stowage.core import headersafe, streams
 from stowage.core.security import Credentials
 from stowage.core.service import Source
+from stowage.http import strict
 
 CHUNK = 256 * 1024
 FORM_PEEK = 16 * 1024
-_TRUE = {"true", "1", "yes", "on"}
-_FALSE = {"false", "0", "no", "off", ""}
 
 
-def flag(request: web.Request, name: str) -> bool:
-    value = request.query.get(name)
-    if value is None:
-        return False
-    lowered = value.strip().lower()
-    if lowered in _TRUE:
-        return True
-    if lowered in _FALSE:
-        return False
-    raise errors.InvalidParameter(f"{name} must be true or false", parameter=name)
+def flag(request: web.Request, name: str, *, default: bool = False) -> bool:
+    return booleans.parse(request.query.get(name), name, default=default)
 
 
 def credentials(request: web.Request) -> Credentials:
@@ -58,28 +50,44 @@ def _basic(header: str) -> tuple[str, str]:
     return user, secret
 
 
-async def body_chunks(request: web.Request, settings: Settings) -> AsyncIterator[bytes]:
+async def body_chunks(
+    request: web.Request, settings: Settings, *, encoded: bool = False
+) -> AsyncIterator[bytes]:
+    """The body's bytes. ``max_upload_bytes`` bounds the stored bytes (the core counts them
+    after any decoding), so Content-Length refuses early only when the body is stored as
+    sent; a base64 or Content-Encoding body is bounded by a looser raw cap instead, the
+    same with Content-Length or chunked."""
+    limit = settings.max_upload_bytes
+    if encoded or request.headers.get("Content-Encoding", "identity").lower() != "identity":
+        limit = _raw_cap(limit)
     length = request.content_length
-    if length is not None and length > settings.max_upload_bytes:
+    if length is not None and length > limit:
         raise errors.PayloadTooLarge(limit=settings.max_upload_bytes)
-    return streams.idle_timeout(_read_body(request), settings.body_idle_timeout)
+    chunks = streams.idle_timeout(_read_body(request), settings.body_idle_timeout)
+    return streams.limited(chunks, limit, "the body is larger than allowed")
+
+
+def _raw_cap(limit: int) -> int:
+    return limit * 2 + 64 * 1024  # base64 is 4/3 of the bytes, plus line breaks
 
 
 async def _read_body(request: web.Request) -> AsyncIterator[bytes]:
     try:
         async for chunk in request.content.iter_chunked(CHUNK):
             yield chunk
+    except RequestPayloadError as exc:  # gzip that is not gzip, a bad chunk size
+        raise strict.body_error(exc) from exc
     except (aiohttp.ClientPayloadError, ConnectionError) as exc:
         raise errors.BadRequest("the request body broke off") from exc
 
 
-async def source(request: web.Request, settings: Settings) -> Source:
+async def source(request: web.Request, settings: Settings, *, encoded: bool = False) -> Source:
     """A store/overwrite body: multipart ``fileUpload``, a form ``url``, or raw bytes."""
     ctype = request.content_type
     if ctype.startswith("multipart/"):
         return await _multipart(request, settings)
-    chunks = await body_chunks(request, settings)
-    declared = request.headers.get("Content-Type")
+    chunks = await body_chunks(request, settings, encoded=encoded)
+    declared = headersafe.declared_header(request.headers.get("Content-Type"))
     if ctype == "application/x-www-form-urlencoded":
         head, chunks = await streams.peek(chunks, FORM_PEEK + 1)
         url = _form_url(head) if len(head) <= FORM_PEEK else None
@@ -115,11 +123,13 @@ async def _multipart(request: web.Request, settings: Settings) -> Source:
                         _part_chunks(reader, part), settings.body_idle_timeout
                     ),
                     filename=part.filename,
-                    content_type=part.headers.get("Content-Type"),
+                    content_type=_part_type(part),
                 )
             if part.name == "url":
                 return Source(url=(await part.read(decode=True))[:FORM_PEEK].decode())
             await part.release()
+    except RequestPayloadError as exc:
+        raise strict.body_error(exc) from exc
     except (
         ValueError,
         AssertionError,
@@ -128,6 +138,11 @@ async def _multipart(request: web.Request, settings: Settings) -> Source:
         HttpProcessingError,
     ) as exc:
         raise errors.BadRequest("malformed multipart body") from exc
+
+
+def _part_type(part: BodyPartReader) -> str | None:
+    strict.check_headers(part.headers)
+    return headersafe.declared_header(part.headers.get("Content-Type"), "the part's Content-Type")
 
 
 async def _part_chunks(reader: MultipartReader, part: BodyPartReader) -> AsyncIterator[bytes]:
@@ -139,6 +154,8 @@ async def _part_chunks(reader: MultipartReader, part: BodyPartReader) -> AsyncIt
             if getattr(extra, "name", None) == "fileUpload":
                 raise errors.BadRequest("multipart body has more than one fileUpload part")
             await extra.release()
+    except RequestPayloadError as exc:
+        raise strict.body_error(exc) from exc
     except (aiohttp.ClientPayloadError, ConnectionError) as exc:
         raise errors.BadRequest("the request body broke off") from exc
     except (ValueError, AssertionError, RuntimeError, HttpProcessingError) as exc:
@@ -147,4 +164,4 @@ async def _part_chunks(reader: MultipartReader, part: BodyPartReader) -> AsyncIt
 
 def flag_value(request: web.Request, name: str) -> bool:
     """Like ``flag`` but never raises: metadata ignores selectors it cannot read."""
-    return request.query.get(name, "").strip().lower() in _TRUE
+    return booleans.lenient(request.query.get(name))

@@ -10,17 +10,18 @@ from typing import Any
 from urllib.parse import quote
 
 from aiohttp import web
+from aiohttp.abc import AbstractStreamWriter
 
 from stowage import errors
 from stowage.config import Settings
-from stowage.core import reading
+from stowage.core import headersafe, reading
 from stowage.core.mimetypes import is_active
 from stowage.core.service import Download
 from stowage.edge.headers import PIPED_HEADER, origin_headers, without_edge_headers
 from stowage.http.sendfile import LoopFileResponse
 from stowage.registry.base import Registry
 
-_RANGE = re.compile(r"bytes=([0-9]*)-([0-9]*)")  # [0-9]: \d takes any script's digits
+_RANGE = re.compile(r"([0-9]*)-([0-9]*)")  # [0-9]: \d takes any script's digits
 _MAX_DIGITS = 30  # int() refuses over 4300 digits; anything this long is past any size
 _HEADER_UNSAFE = re.compile(r'[^\x20-\x7e]|["\\]')
 SANDBOX_CSP = (
@@ -30,7 +31,14 @@ SANDBOX_CSP = (
 
 class StoredFileResponse(LoopFileResponse):
     """aiohttp's sendfile response, minus its habit of serving a sibling ``<name>.gz``:
-    another handle's object may sit at that key."""
+    another handle's object may sit at that key. ``canonical`` is the request as aiohttp
+    must see it: its Range already judged by ``parse_range`` (aiohttp's own answers an
+    unknown unit or several ranges with an empty 416)."""
+
+    canonical: web.BaseRequest | None = None
+
+    async def prepare(self, request: web.BaseRequest) -> AbstractStreamWriter | None:
+        return await super().prepare(self.canonical or request)
 
     def _get_file_path_stat_encoding(
         self, accept_encoding: str
@@ -42,7 +50,8 @@ class StoredFileResponse(LoopFileResponse):
 
 def disposition(kind: str, filename: str) -> str:
     fallback = _HEADER_UNSAFE.sub("_", filename) or "file"
-    return f"{kind}; filename=\"{fallback}\"; filename*=UTF-8''{quote(filename, safe='')}"
+    encoded = quote(filename, safe="", errors="replace")  # rows stored before names.py
+    return f"{kind}; filename=\"{fallback}\"; filename*=UTF-8''{encoded}"
 
 
 def file_headers(
@@ -55,9 +64,10 @@ def file_headers(
     max_age: int | None = None,
 ) -> dict[str, str]:
     record = plan.record
-    attach = dl or (is_active(record.mimetype) and not settings.inline_active_types)
+    mimetype = headersafe.safe_content_type(record.mimetype)  # rows stored before the checks
+    attach = dl or (is_active(mimetype) and not settings.inline_active_types)
     headers = {
-        "Content-Type": record.mimetype,
+        "Content-Type": mimetype,
         "Content-Disposition": disposition("attachment" if attach else "inline", record.filename),
         "X-File-Name": _HEADER_UNSAFE.sub("_", record.filename),
         "X-Content-Type-Options": "nosniff",
@@ -96,13 +106,18 @@ def _cache_control(
 
 
 def parse_range(header: str | None, size: int) -> tuple[int, int] | None:
-    """One byte range, inclusive; None for none or one that is ignored (multi-range)."""
+    """One byte range, inclusive; None for none or one that is ignored (RFC 9110 14.2: an
+    unknown unit is ignored; several ranges are answered with the whole file, decisions.md).
+    The unit is case-insensitive."""
     if not header:
         return None
-    match = _RANGE.fullmatch(header.strip())
+    unit, sep, spec = header.strip().partition("=")
+    if not sep or unit.strip().lower() != "bytes":
+        return None
+    if "," in spec:
+        return None
+    match = _RANGE.fullmatch(spec)
     if match is None:
-        if header.strip().startswith("bytes=") and "," in header:
-            return None  # multiple ranges: answered with the whole file, as RFC 9110 allows
         raise _unsatisfiable(size)
     first, last = (g.lstrip("0")[:_MAX_DIGITS] or g[:1] for g in match.groups())
     if first == "" and last == "":
@@ -117,6 +132,23 @@ def parse_range(header: str | None, size: int) -> tuple[int, int] | None:
     if start >= size or (last != "" and int(last) < start):
         raise _unsatisfiable(size)
     return start, end
+
+
+def _canonical_range(request: web.Request, size: int) -> web.BaseRequest | None:
+    header = request.headers.get("Range")
+    if header is None:
+        return None
+    try:
+        span = parse_range(header, size)
+    except errors.RangeNotSatisfiable:
+        if "If-Range" not in request.headers:
+            raise
+        span = None  # a range sent with If-Range is only a wish; the whole file answers it
+    headers = request.headers.copy()
+    del headers["Range"]
+    if span is not None:
+        headers["Range"] = f"bytes={span[0]}-{span[1]}"
+    return request.clone(headers=headers)
 
 
 def _unsatisfiable(size: int) -> errors.RangeNotSatisfiable:
@@ -141,12 +173,13 @@ async def send_file(
     if PIPED_HEADER in request.headers:  # the edge cache passes this answer on untouched
         headers_for = _without_edge_headers(headers_for)
     if plan.local_path is not None:
-        # The same 416 rules as streamed providers (aiohttp answers `bytes=-0` with a 206).
-        if "If-Range" not in request.headers:
-            parse_range(request.headers.get("Range"), plan.info.size)
+        # The same Range rules as streamed providers: aiohttp's own answer `bytes=-0` with a
+        # 206, a multi-range or `Bytes=` with an empty 416; it sees only a canonical range.
         # aiohttp fstats the file it opened: length and ETag describe the bytes it sends.
         headers = headers_for(plan)
-        return StoredFileResponse(plan.local_path, chunk_size=256 * 1024, headers=headers)
+        response = StoredFileResponse(plan.local_path, chunk_size=256 * 1024, headers=headers)
+        response.canonical = _canonical_range(request, plan.info.size)
+        return response
     return await _stream(request, plan, headers_for, registry)
 
 

@@ -52,15 +52,13 @@ async def prepare_on_loop(
     try:
         result, fobj, st, encoding = response._make_response(request, accept_encoding)
     except PermissionError:
-        response.set_status(403)
-        return await web.StreamResponse.prepare(response, request)
-    except OSError:
-        return await _gone(response, request)
+        return await _error(response, request, errors.StorageAccessDenied())
+    except OSError:  # the object vanished between the stat and the open
+        return await _error(response, request, errors.HandleNotFound("the file is gone"))
     if result is _FileResponseResult.NOT_ACCEPTABLE:
-        response.set_status(403)
-        return await web.StreamResponse.prepare(response, request)
-    if result is _FileResponseResult.PRE_CONDITION_FAILED:
-        return await response._precondition_failed(request)
+        return await _error(response, request, errors.StorageAccessDenied())
+    if result is _FileResponseResult.PRE_CONDITION_FAILED:  # If-Match, If-Unmodified-Since
+        return await _error(response, request, errors.PreconditionFailed())
     if result is _FileResponseResult.NOT_MODIFIED:
         etag = f"{st.st_mtime_ns:x}-{st.st_size:x}"
         return await response._not_modified(request, etag, st.st_mtime)
@@ -71,19 +69,20 @@ async def prepare_on_loop(
         fobj.close()
 
 
-async def _gone(
-    response: web.FileResponse, request: web.BaseRequest
+_FILE_ONLY = ("Content-Disposition", "X-File-Name", "Accept-Ranges", "ETag", "Last-Modified")
+
+
+async def _error(
+    response: web.FileResponse, request: web.BaseRequest, error: errors.StowageError
 ) -> AbstractStreamWriter | None:
-    """The file was stat'ed, then a delete won the race before it was opened: the JSON 404
-    of a missing object, as when the delete comes first (headers were for the file)."""
-    error = errors.StorageNotFound("the file was removed while it was read")
+    """The error shape on the sendfile path too, never a bare status."""
     body = json.dumps(error.body()).encode()
-    for name in (hdrs.CONTENT_DISPOSITION, hdrs.ACCEPT_RANGES, "X-File-Name"):
-        response.headers.popall(name, None)
-    response.headers[hdrs.CACHE_CONTROL] = "no-store"
     response.set_status(error.status)
-    response.content_type = "application/json"
+    for name in _FILE_ONLY:
+        response.headers.pop(name, None)
+    response.headers["Content-Type"] = "application/json; charset=utf-8"
+    response.headers["Cache-Control"] = "no-store"
     response.content_length = len(body)
     writer = await web.StreamResponse.prepare(response, request)
-    await web.StreamResponse.write_eof(response, body)
+    await web.StreamResponse.write_eof(response, b"" if request.method == "HEAD" else body)
     return writer

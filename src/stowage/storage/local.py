@@ -12,6 +12,7 @@ import asyncio
 import errno
 import os
 import secrets
+import stat
 from collections.abc import AsyncIterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -100,7 +101,10 @@ class LocalProvider:
     async def stat(self, container: str, key: str) -> ObjectInfo:
         path = self.local_path(container, key)
         with _os_errors():
-            return _info(path.stat())
+            st = path.stat()
+        if stat.S_ISDIR(st.st_mode):  # a folder is no object: nothing to link or serve
+            raise errors.StorageNotFound("local storage: this key is a folder, not a file")
+        return _info(st)
 
     async def delete(self, container: str, key: str) -> None:
         path = self.local_path(container, key)
@@ -147,7 +151,10 @@ def _write_all(fd: int, chunk: bytes) -> None:
 
 
 def _publish(temp: Path, target: Path) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError) as exc:  # a/file exists; a/file/sub asked
+        raise errors.KeyInUse("a file already exists where this path needs a folder") from exc
     if target.is_dir():
         raise errors.KeyInUse("a folder already exists at this key")
     os.replace(temp, target)

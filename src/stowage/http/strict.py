@@ -1,0 +1,117 @@
+"""Client text, decoded strictly in one place: request headers, JSON bodies, form fields.
+
+aiohttp decodes header bytes as UTF-8 with ``surrogateescape``, so invalid bytes become
+lone surrogates that fail later, when the value is stored or logged (a 500). JSON can carry
+``"\\udcff"`` escapes with the same effect, and 100,000 nested ``[`` overflow the parser's
+recursion. All of these are a client's mistake: a 400 here, before any handler runs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp.typedefs import Handler
+from aiohttp.web_protocol import RequestPayloadError
+
+from stowage import errors
+
+MAX_DEPTH = 32  # no request body of the API nests deeper than a few levels
+
+
+def is_clean_text(value: str) -> bool:
+    """No lone surrogate (invalid UTF-8 after surrogateescape, or a JSON escape)."""
+    if value.isascii():
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def check_headers(headers: Mapping[str, str]) -> None:
+    for name, value in headers.items():
+        if not (is_clean_text(name) and is_clean_text(value)):
+            safe_name = name if is_clean_text(name) else "?"
+            raise errors.InvalidHeader(f"header {safe_name} is not valid UTF-8", header=safe_name)
+
+
+@web.middleware
+async def strict_headers_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    check_headers(request.headers)
+    return await handler(request)
+
+
+def body_error(exc: BaseException) -> errors.StowageError:
+    """A body aiohttp could not decode: its Content-Encoding, or its chunked framing."""
+    if "content-encoding" in str(exc).lower():
+        return errors.InvalidEncoding()
+    return errors.BadRequest("the request body is malformed (chunked framing)")
+
+
+async def read_body(request: web.Request) -> bytes:
+    """The whole (small, ``client_max_size``-bounded) body, decoded per Content-Encoding."""
+    try:
+        return await request.read()
+    except (RequestPayloadError, aiohttp.ClientPayloadError, HttpProcessingError) as exc:
+        raise body_error(exc) from exc
+
+
+async def read_json(request: web.Request) -> Any:
+    raw = await read_body(request)
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise errors.InvalidJson("the body is not UTF-8") from exc
+    except RecursionError as exc:
+        raise errors.InvalidJson(f"the body nests deeper than {MAX_DEPTH} levels") from exc
+    except ValueError as exc:
+        raise errors.InvalidJson() from exc
+    check_value(data)
+    return data
+
+
+def check_value(data: Any) -> None:
+    """Every string (keys too) is clean text; nesting is at most MAX_DEPTH."""
+    stack: list[tuple[Any, int]] = [(data, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise errors.InvalidJson(f"the body nests deeper than {MAX_DEPTH} levels")
+        if isinstance(value, str):
+            _check_string(value)
+        elif isinstance(value, dict):
+            _check_strings(value.keys())
+            stack.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value)
+
+
+def _check_strings(values: Iterable[Any]) -> None:
+    for value in values:
+        if isinstance(value, str):
+            _check_string(value)
+
+
+def _check_string(value: str) -> None:
+    if not is_clean_text(value):
+        raise errors.InvalidJson("a string holds a lone surrogate (not valid Unicode)")
+
+
+async def read_form(request: web.Request) -> dict[str, Any]:
+    try:
+        form = dict(await request.post())
+    except (RequestPayloadError, aiohttp.ClientPayloadError, HttpProcessingError) as exc:
+        raise body_error(exc) from exc
+    except (ValueError, UnicodeDecodeError, AssertionError, RuntimeError) as exc:
+        raise errors.BadRequest("the body is not valid form data") from exc
+    for key, value in form.items():
+        _check_string(key)
+        if isinstance(value, str):
+            _check_string(value)
+    return form
