@@ -183,7 +183,7 @@ async def test_a_local_file_deleted_between_stat_and_open_is_a_json_404(tmp_path
     async with TestClient(TestServer(app)) as client:
         resp = await client.get("/f")
         assert resp.status == 404
-        assert (await resp.json())["error"]["code"] == "STORAGE_OBJECT_NOT_FOUND"
+        assert (await resp.json())["error"]["code"] == "HANDLE_NOT_FOUND"
         assert "Content-Disposition" not in resp.headers
         assert resp.headers["Cache-Control"] == "no-store"
 
