@@ -13,6 +13,7 @@ from stowage.core.security import Credentials
 from stowage.core.service import Source, StoreParams, Stowage
 from stowage.http import requests
 from stowage.http.cdnpath import CdnPath
+from stowage.http.edge import edge_bypass
 from stowage.http.responses import file_headers, send_file
 from stowage.registry.base import FileRecord
 
@@ -101,6 +102,8 @@ async def download(
         (path.api_key if path else None) or request.query.get("key"),
         verify=requests.flag(request, "verify"),
     )
+    if cdn and (moved := edge_bypass(service.settings, request, plan.info.size)):
+        return moved
     cache = request.query.get("cache", "true").lower() not in ("false", "0", "no")
     if path is not None and path.cache is not None:
         cache = cache and path.cache
