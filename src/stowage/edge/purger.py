@@ -127,6 +127,9 @@ class EdgePurger:
 
 def build_purger(settings: Settings, registry: object) -> Purger:
     """An ``EdgePurger`` when caches are configured, else one that does nothing."""
+    bypass = settings.edge_bypass_url
+    if bypass and not bypass.startswith(("http://", "https://")):
+        raise ValueError(f"edge_bypass_url: not an http(s) URL: {bypass!r}")
     if not settings.edge_cache_urls:
         return NullPurger()
     for url in settings.edge_cache_urls:
