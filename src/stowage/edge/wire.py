@@ -38,7 +38,8 @@ class CacheLink:
         self.port = parts.port or (443 if parts.scheme == "https" else 80)
         self.tls = ssl.create_default_context() if parts.scheme == "https" else None
         host_header = parts.netloc.rpartition("@")[2]
-        self._head = f"PURGE / HTTP/1.1\r\nHost: {host_header}\r\n".encode()
+        target = parts.path.rstrip("/") + "/"
+        self._head = f"PURGE {target} HTTP/1.1\r\nHost: {host_header}\r\n".encode()
         self._idle: list[Conn] = []
         self._warming: asyncio.Task[None] | None = None
 
