@@ -129,9 +129,12 @@ def curl(
     upload: Path | None = None,
     headers: dict[str, str] | None = None,
     timeout: float = 300,
+    follow: bool = False,
 ) -> tuple[int, int, float, str]:
     """One transfer; returns (status, bytes, seconds, body when uploading)."""
     argv = [CURL, "-sS", "-X", method, "-H", "Expect:", "-w", "\n%{http_code} %{size_download}"]
+    if follow:
+        argv += ["-L"]
     for name, value in (headers or {}).items():
         argv += ["-H", f"{name}: {value}"]
     if upload is not None:

@@ -7,7 +7,8 @@ vcl 4.1;
 # only when it may be (apps without security, no cache=false, not a large file) and
 # `xkey: <handle> app:<api key>` with the tags Stowage purges it by. Both are removed
 # before a client sees the response; a piped request (X-Edge-Piped) gets neither. Stowage purges with `PURGE /` and an `xkey-purge`
-# header, sent to this same listener from an address in `purgers`.
+# header, sent to this same listener from an address in `purgers`. Every request sent to
+# the origin carries X-Edge-Via (see edge_bypass_url in docs/configuration.md).
 
 import std;
 import xkey;
@@ -81,6 +82,13 @@ sub vcl_pipe {
     # One request per piped connection; the origin adds none of its edge headers.
     set bereq.http.Connection = "close";
     set bereq.http.X-Edge-Piped = "1";
+    set bereq.http.X-Edge-Via = "1";
+}
+
+sub vcl_backend_fetch {
+    # Came through this cache: with edge_bypass_url set, the origin answers a large file
+    # with a 307 to its own public address (passed on, never stored) instead of the bytes.
+    set bereq.http.X-Edge-Via = "1";
 }
 
 sub vcl_backend_response {

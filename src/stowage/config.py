@@ -213,6 +213,13 @@ class Settings:
         32 * MiB,
         "Larger files are streamed through the edge cache without being stored in it.",
     )
+    edge_bypass_url: str = _setting(
+        "",
+        "Public URL of the CDN origin itself, e.g. `https://origin.example.com`. When set, "
+        "a file larger than edge_max_object_bytes asked through an edge cache is answered "
+        "`307` to this URL (same path and query), so its bytes skip the cache. Empty "
+        "(default): such files are piped through the cache.",
+    )
     workers: int = _setting(
         1,
         "Worker processes serving the API and CDN ports (SO_REUSEPORT); 0: one per CPU core. "

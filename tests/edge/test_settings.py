@@ -32,3 +32,5 @@ def test_purger_only_with_caches_and_valid_urls(tmp_path: Path) -> None:
     assert isinstance(build_purger(with_caches, registry), EdgePurger)
     with pytest.raises(ValueError, match="not an http"):
         build_purger(load_settings(edge_cache_urls=["10.0.0.5:80"]), registry)
+    with pytest.raises(ValueError, match="edge_bypass_url: not an http"):
+        build_purger(load_settings(edge_bypass_url="origin.example.com"), registry)

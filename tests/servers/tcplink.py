@@ -20,6 +20,7 @@ class Link:
     port: int = field(default_factory=free_port)
     forwarding: bool = True
     delay: float = 0.0  # seconds each answer is held before it is passed on
+    accepted: int = 0  # connections accepted so far
     _server: socket.socket | None = None
     _open: set[socket.socket] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -65,9 +66,16 @@ class Link:
                 return
             with self._lock:
                 self._open.add(client)
+                self.accepted += 1
             if not self.forwarding:
                 continue  # held open, never answered
-            upstream = socket.create_connection(("127.0.0.1", self.target_port))
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.target_port))
+            except OSError:  # the target is not listening (yet): so the client learns
+                with self._lock:
+                    self._open.discard(client)
+                client.close()
+                continue
             with self._lock:
                 self._open.add(upstream)
             for a, b, delay in ((client, upstream, 0.0), (upstream, client, self.delay)):

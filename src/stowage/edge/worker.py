@@ -15,25 +15,23 @@ import os
 import secrets
 import socket
 import time
-from collections.abc import Callable
-
-import aiohttp
+from collections.abc import Awaitable, Callable, Sequence
 
 from stowage.config import Settings
-from stowage.edge import metrics, send
+from stowage.edge import metrics
 from stowage.registry.base import EdgePurge, PurgeQueue
 
 log = logging.getLogger("stowage.edge")
 MAX_DELAY = 60.0
 BATCH = 32
+#: Sends one purge to one cache: (cache, tags, timeout) -> why it failed, or None.
+Send = Callable[[str, Sequence[str], float], Awaitable[str | None]]
 
 
 class RetryWorker:
-    def __init__(
-        self, queue: PurgeQueue, client: Callable[[], aiohttp.ClientSession], settings: Settings
-    ) -> None:
+    def __init__(self, queue: PurgeQueue, send: Send, settings: Settings) -> None:
         self.queue = queue
-        self.client = client
+        self.send = send
         self.timeout = max(settings.edge_purge_timeout, 1.0)  # no write waits on a retry
         self.base_delay = max(settings.edge_purge_retry_delay, 0.05)  # never a busy loop
         self.name = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
@@ -65,7 +63,7 @@ class RetryWorker:
         return len(claimed)
 
     async def _retry(self, row: EdgePurge) -> None:
-        why = await send.purge(self.client(), row.cache, [row.tag], self.timeout)
+        why = await self.send(row.cache, [row.tag], self.timeout)
         if why is None:
             metrics.PURGES.inc(result="retried")
             log.info("edge cache %s acknowledged the queued purge of %s", row.cache, row.tag)

@@ -13,6 +13,7 @@ from stowage.core.security import Credentials
 from stowage.core.service import Download, Source, StoreParams, Stowage
 from stowage.http import requests
 from stowage.http.cdnpath import CdnPath
+from stowage.http.edge import edge_bypass
 from stowage.http.responses import file_headers, send_file
 from stowage.registry.base import FileRecord
 
@@ -102,6 +103,8 @@ async def download(
         (path.api_key if path else None) or request.query.get("key"),
         verify=requests.flag(request, "verify"),
     )
+    if cdn and (moved := edge_bypass(service.settings, request, plan.info.size)):
+        return moved
     cache = requests.flag(request, "cache", default=True)
     if path is not None and path.cache is not None:
         cache = cache and path.cache
