@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from stowage import errors
+from stowage.storage.base import WriteOptions
 from stowage.storage.blockwriter import BLOCK, BlockWriter
 from stowage.storage.local import LocalProvider
-from stowage.storage.base import WriteOptions
 
 
 async def _chunks(data: bytes, sizes: list[int]) -> AsyncIterator[bytes]:
