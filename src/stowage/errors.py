@@ -232,6 +232,13 @@ class ShuttingDown(StowageError):
     code, status, default_message = "SHUTTING_DOWN", 503, "this node is shutting down"
 
 
+class OriginUnavailable(StowageError):
+    """Answered by the edge cache (deploy/varnish/stowage.vcl), never by a node: the CDN
+    origin behind it did not answer."""
+
+    code, status, default_message = "ORIGIN_UNAVAILABLE", 503, "the CDN origin did not answer"
+
+
 class RegistryUnavailable(StowageError):
     code, status, default_message = "REGISTRY_UNAVAILABLE", 503, "the registry is unavailable"
 

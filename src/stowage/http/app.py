@@ -15,6 +15,7 @@ from aiohttp.web import BaseRequest, StreamResponse
 from stowage.config import Settings
 from stowage.core.service import Stowage
 from stowage.core.webhooks import Webhooks
+from stowage.edge import PurgingSink, build_purger
 from stowage.http import api, cdn, extras, multipart, process
 from stowage.http.cors import cors_middleware
 from stowage.http.drain import Drain
@@ -58,7 +59,8 @@ class AccessLogger(AbstractAccessLogger):
 
 def build_service(settings: Settings) -> Stowage:
     service = Stowage(settings, build_registry(settings))
-    service.events = Webhooks(settings, service.registry, service.link)
+    webhooks = Webhooks(settings, service.registry, service.link)
+    service.events = PurgingSink(webhooks, build_purger(settings, service.registry))
     return service
 
 

@@ -14,6 +14,7 @@ from stowage import errors
 from stowage.config import Settings
 from stowage.core.mimetypes import is_active
 from stowage.core.service import Download
+from stowage.edge.headers import PIPED_HEADER, origin_headers, without_edge_headers
 from stowage.http.sendfile import LoopFileResponse
 
 _RANGE = re.compile(r"bytes=([0-9]*)-([0-9]*)")  # [0-9]: \d takes any script's digits
@@ -63,6 +64,17 @@ def file_headers(
             settings, cache=cache, cdn=cdn, private=plan.app.security, max_age=max_age
         ),
     }
+    if cdn:
+        headers.update(
+            origin_headers(
+                settings,
+                record,
+                plan.info.size,
+                secured=plan.app.security,
+                cacheable=cache,
+                max_age=max_age,
+            )
+        )
     return headers
 
 
@@ -73,7 +85,9 @@ def _cache_control(
         return "no-store"
     if max_age is not None:  # the CDN task cache=expiry:<seconds>
         return f"{'private' if private else 'public'}, max-age={max_age}"
-    if cdn and not private:
+    if cdn and not private:  # 0: revalidate each time, an overwrite keeps the URL
+        if settings.cdn_max_age == 0:
+            return "public, no-cache"
         return f"public, max-age={settings.cdn_max_age}"
     return "private, no-cache"
 
@@ -118,6 +132,8 @@ def _etag_matches(header: str | None, etag: str) -> bool:
 async def send_file(
     request: web.Request, plan: Download, headers: dict[str, str]
 ) -> web.StreamResponse:
+    if PIPED_HEADER in request.headers:  # the edge cache passes this answer on untouched
+        headers = without_edge_headers(headers)
     if plan.local_path is not None:
         # The same 416 rules as streamed providers (aiohttp answers `bytes=-0` with a 206).
         if "If-Range" not in request.headers:

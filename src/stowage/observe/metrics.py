@@ -19,51 +19,69 @@ the table in docs/operations.md.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
-from typing import Generic, Literal, TypeVar
-
-import prometheus_client as prom
-from prometheus_client import multiprocess
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from stowage.observe.multiproc import ENV
 
+if TYPE_CHECKING:
+    import prometheus_client as prom
+
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-# Ours only: no process_/python_ collectors, which differ between the two modes.
-_OWN = prom.CollectorRegistry(auto_describe=True)
-# ``_created`` series are dropped in multiprocess mode; drop them always, for one output.
-prom.disable_created_metrics()  # type: ignore[no-untyped-call]
 
-P = TypeVar("P", prom.Counter, prom.Gauge, prom.Histogram)
+P = TypeVar("P", "prom.Counter", "prom.Gauge", "prom.Histogram")
 Aggregate = Literal["livesum", "livemax", "livemin", "livemostrecent", "sum", "max", "mostrecent"]
+# Every family declared, so that the exposition can create those not yet used.
+_FAMILIES: list[_Family[Any]] = []
+
+
+@functools.cache
+def _own() -> prom.CollectorRegistry:
+    """Our registry, created at first use: prometheus_client picks its value store (memory
+    or the workers' files) when it is imported, so it must not be imported before
+    ``serve`` has set up the workers' directory; declaring a metric does not import it."""
+    import prometheus_client as prom
+
+    # ``_created`` series are dropped in multiprocess mode; drop them always, for one output.
+    prom.disable_created_metrics()  # type: ignore[no-untyped-call]
+    # Ours only: no process_/python_ collectors, which differ between the two modes.
+    return prom.CollectorRegistry(auto_describe=True)
 
 
 class _Family(Generic[P]):
     def __init__(self, name: str, help: str, labels: Sequence[str] | None = None) -> None:
         self.name, self.help = name, help
+        self._labels = None if labels is None else tuple(labels)
         self._metric: P | None = None
-        if labels is not None:
-            self._metric = self._make(tuple(labels))
+        _FAMILIES.append(self)
 
     def _make(self, labels: tuple[str, ...]) -> P:
         raise NotImplementedError
 
+    def _created(self) -> None:
+        if self._metric is None and self._labels is not None:
+            self._metric = self._make(self._labels)
+
     def _child(self, labels: dict[str, str]) -> P:
         if self._metric is None:
-            self._metric = self._make(tuple(sorted(labels)))
+            self._metric = self._make(self._labels or tuple(sorted(labels)))
         return self._metric.labels(**labels) if labels else self._metric
 
 
-class Counter(_Family[prom.Counter]):
+class Counter(_Family["prom.Counter"]):
     def _make(self, labels: tuple[str, ...]) -> prom.Counter:
-        return prom.Counter(self.name, self.help, labels, registry=_OWN)
+        import prometheus_client as prom
+
+        return prom.Counter(self.name, self.help, labels, registry=_own())
 
     def inc(self, amount: float = 1.0, **labels: str) -> None:
         self._child(labels).inc(amount)
 
 
-class Gauge(_Family[prom.Gauge]):
+class Gauge(_Family["prom.Gauge"]):
     def __init__(
         self,
         name: str,
@@ -76,8 +94,10 @@ class Gauge(_Family[prom.Gauge]):
         super().__init__(name, help, labels)
 
     def _make(self, labels: tuple[str, ...]) -> prom.Gauge:
+        import prometheus_client as prom
+
         return prom.Gauge(
-            self.name, self.help, labels, registry=_OWN, multiprocess_mode=self.aggregate
+            self.name, self.help, labels, registry=_own(), multiprocess_mode=self.aggregate
         )
 
     def inc(self, amount: float = 1.0, **labels: str) -> None:
@@ -87,7 +107,7 @@ class Gauge(_Family[prom.Gauge]):
         self._child(labels).set(value)
 
 
-class Histogram(_Family[prom.Histogram]):
+class Histogram(_Family["prom.Histogram"]):
     def __init__(
         self,
         name: str,
@@ -100,7 +120,9 @@ class Histogram(_Family[prom.Histogram]):
         super().__init__(name, help, labels)
 
     def _make(self, labels: tuple[str, ...]) -> prom.Histogram:
-        return prom.Histogram(self.name, self.help, labels, registry=_OWN, buckets=self.buckets)
+        import prometheus_client as prom
+
+        return prom.Histogram(self.name, self.help, labels, registry=_own(), buckets=self.buckets)
 
     def observe(self, value: float, **labels: str) -> None:
         self._child(labels).observe(value)
@@ -110,10 +132,15 @@ M = TypeVar("M", Counter, Gauge, Histogram)
 
 
 class Registry:
-    """Where a module's metrics are listed; every metric registers itself on creation,
-    so ``add`` only hands the metric back (kept for the call sites that use it)."""
+    """Where a module's metrics are listed. Every metric registers itself with the
+    exposition on creation, so the list is bookkeeping only (kept for the call sites
+    that use ``add`` or extend ``metrics``)."""
+
+    def __init__(self) -> None:
+        self.metrics: list[Counter | Gauge | Histogram] = []
 
     def add(self, metric: M) -> M:
+        self.metrics.append(metric)
         return metric
 
     def render(self) -> bytes:
@@ -122,9 +149,15 @@ class Registry:
 
 def render() -> bytes:
     """The text exposition of every metric: summed over all workers when there are several."""
+    import prometheus_client as prom
+    from prometheus_client import multiprocess
+
+    own = _own()
+    for family in _FAMILIES:
+        family._created()
     if os.environ.get(ENV):
         # A fresh registry per scrape, as the library asks: it reads the files as they are now.
         merged = prom.CollectorRegistry()
         multiprocess.MultiProcessCollector(merged)  # type: ignore[no-untyped-call]
         return prom.generate_latest(merged)
-    return prom.generate_latest(_OWN)
+    return prom.generate_latest(own)
