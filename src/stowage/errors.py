@@ -220,6 +220,14 @@ class StorageConflict(StorageError):
     code, status, default_message = "STORAGE_CONFLICT", 409, "storage reported a conflict"
 
 
+class StorageVersionChanged(StorageError):
+    """A read pinned to one version of an object found another there (an overwrite committed
+    meanwhile). Readers retry with the new version; a client sees it only when they gave up."""
+
+    code, status = "STORAGE_VERSION_CHANGED", 503
+    default_message = "the file kept changing while it was read; try again"
+
+
 class StorageFull(StorageError):
     code, status, default_message = "STORAGE_FULL", 507, "storage is full"
 

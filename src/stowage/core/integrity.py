@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from stowage import errors
 from stowage.config import Settings
-from stowage.core import inspect, overwrites
+from stowage.core import inspect, overwrites, reading
 from stowage.registry.base import FileRecord
 from stowage.storage.local import LocalProvider
 
@@ -48,18 +48,23 @@ class FsckReport:
         return not (self.missing or self.unsettled or self.orphans or self.temporary)
 
 
-async def verify_record(service: Stowage, record: FileRecord) -> Verdict:
+async def verify_record(service: Stowage, record: FileRecord, retries: int = 2) -> Verdict:
     """Re-hash one stored object; never raises for a bad object, only reports it."""
     if record.cloud or not record.sha256:
         return Verdict(record.handle, UNRECORDED, "no hash was recorded at write time")
     try:
         provider = service.provider_for(await service.app(record.api_key), record.provider)
-        found = await inspect.hash_stream(provider.open(record.container, record.key), ["sha256"])
+        chunks = reading.whole(provider, record.container, record.key)
+        found = await inspect.hash_stream(chunks, ["sha256"])
     except errors.StorageNotFound:
         return Verdict(record.handle, MISSING, "the object is missing in storage")
     except errors.StowageError as exc:
         return Verdict(record.handle, UNREADABLE, f"{exc.code}: {exc.message}")
     if found["sha256"] != record.sha256:
+        # An overwrite that committed while this read: judged against its row, not ours.
+        fresh = await service.registry.get(record.handle) if retries else None
+        if fresh is not None and fresh.version != record.version:
+            return await verify_record(service, fresh, retries - 1)
         return Verdict(record.handle, CORRUPT, f"sha256 {found['sha256']} != {record.sha256}")
     return Verdict(record.handle, OK)
 

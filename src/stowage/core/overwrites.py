@@ -19,7 +19,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from stowage import errors
-from stowage.core import inspect
+from stowage.core import inspect, reading
 from stowage.registry.base import FileRecord, OverwriteIntent
 
 if TYPE_CHECKING:
@@ -86,5 +86,6 @@ async def _holds(service: Stowage, record: FileRecord, intent: OverwriteIntent) 
         return False
     if info.size != intent.size:
         return False  # no need to read it
-    found = await inspect.hash_stream(provider.open(record.container, record.key), ["sha256"])
+    chunks = reading.whole(provider, record.container, record.key)
+    found = await inspect.hash_stream(chunks, ["sha256"])
     return found["sha256"] == intent.sha256

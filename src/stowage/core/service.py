@@ -27,6 +27,7 @@ from stowage.core import (
     mimetypes,
     names,
     overwrites,
+    reading,
     streams,
 )
 from stowage.core.conditions import Conditions
@@ -412,7 +413,7 @@ class Stowage:
         original = await self._record(handle, app.api_key)
         self._authorize(app, creds, "read", Target(handle=handle), app.security)
         source_provider = self.provider_for(app, original.provider)
-        chunks = source_provider.open(original.container, original.key)
+        chunks = reading.whole(source_provider, original.container, original.key)
         source = Source(chunks=chunks, filename=original.filename, content_type=original.mimetype)
         params.filename = params.filename or original.filename
         params.mimetype = params.mimetype or original.mimetype
@@ -539,14 +540,15 @@ class Stowage:
             self._authorize(app, creds, "stat", Target(handle=handle), app.security)
         provider = self.provider_for(app, record.provider)
         wanted = metadata.wanted(selectors)
-        info = await provider.stat(record.container, record.key)
+        hashes = [h for h in inspect.HASHES if h in wanted]
+        opened = (
+            await reading.open_current(provider, record.container, record.key) if hashes else None
+        )
+        info = opened.info if opened else await provider.stat(record.container, record.key)
         fields = metadata.record_fields(record, info)
         out = {name: fields[name] for name in wanted if name in fields}
-        hashes = [h for h in inspect.HASHES if h in wanted]
-        if hashes:
-            out.update(
-                await inspect.hash_stream(provider.open(record.container, record.key), hashes)
-            )
+        if opened:  # the hashes of the version whose size is reported
+            out.update(await inspect.hash_stream(opened.chunks, hashes))
         if "exif" in wanted:
             out["exif"] = await self._exif(provider, record)
         return out
@@ -558,13 +560,16 @@ class Stowage:
             else None
         )
         return await inspect.read_exif(
-            provider.open(record.container, record.key, 0, self.settings.exif_max_bytes - 1),
+            reading.whole(provider, record.container, record.key, self._exif_span),
             local,
             max_bytes=self.settings.exif_max_bytes,
             max_pixels=self.settings.exif_max_pixels,
             timeout=self.settings.exif_timeout,
             spool_dir=self.settings.data_dir / "tmp",
         )
+
+    def _exif_span(self, size: int) -> tuple[int, int]:
+        return 0, min(size, self.settings.exif_max_bytes) - 1
 
     # -- links -----------------------------------------------------------------
     def link(self, record: FileRecord) -> str:

@@ -130,12 +130,23 @@ class RackspaceProvider:
         )
 
     async def open(
-        self, container: str, key: str, start: int = 0, end: int | None = None
+        self,
+        container: str,
+        key: str,
+        start: int = 0,
+        end: int | None = None,
+        version: str | None = None,
     ) -> AsyncIterator[bytes]:
         headers: dict[str, str] = {}
         if start or end is not None:
             headers["Range"] = f"bytes={start}-{'' if end is None else end}"
+        if version is not None:
+            headers["If-Match"] = f'"{version}"'
         async with self._request("GET", _path(container, key), headers=headers) as resp:
+            if version is not None and (
+                resp.status == 412 or (resp.status < 300 and _etag(resp) != version)
+            ):
+                raise errors.StorageVersionChanged("rackspace: the object was replaced")
             _expect(resp, 200, 206)
             try:
                 async for chunk in resp.content.iter_chunked(READ_CHUNK):
