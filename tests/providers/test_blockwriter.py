@@ -3,6 +3,7 @@ with O_DIRECT where the file system takes it, and errors that surface unchanged.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import fcntl
 import os
@@ -91,3 +92,22 @@ async def test_local_provider_stores_large_objects_exactly(tmp_path: Path) -> No
     assert info.size == len(data)
     assert (tmp_path / "root" / "objects" / "c" / "k" / "big.bin").read_bytes() == data
     assert list((tmp_path / "root" / "tmp").iterdir()) == []
+
+
+async def test_a_cancelled_write_waits_for_its_block_and_leaves_nothing(tmp_path: Path) -> None:
+    provider = LocalProvider(tmp_path / "root")
+    handed = asyncio.Event()
+
+    async def stalls() -> AsyncIterator[bytes]:
+        yield b"x" * (3 * BLOCK)  # three blocks handed to the thread, one by one
+        handed.set()
+        await asyncio.Event().wait()  # a client that stops sending
+        yield b""
+
+    task = asyncio.create_task(provider.write("c", "k", stalls(), WriteOptions()))
+    await asyncio.wait_for(handed.wait(), 10)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert list((tmp_path / "root" / "tmp").iterdir()) == []
+    assert not (tmp_path / "root" / "objects" / "c" / "k").exists()

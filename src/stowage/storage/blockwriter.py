@@ -86,9 +86,20 @@ class BlockWriter:
                 _write_all(self.fd, memoryview(buffer)[aligned:filled])
 
     async def _settle(self) -> None:
-        if self._pending is not None:
-            pending, self._pending = self._pending, None
-            await pending
+        """Waits for the block in flight, even when cancelled meanwhile: the caller closes
+        the fd next, and a thread must never be left writing to a closed (reused) fd."""
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return
+        cancelled = False
+        while not pending.done():
+            try:
+                await asyncio.shield(pending)
+            except asyncio.CancelledError:
+                cancelled = True
+        if cancelled:
+            raise asyncio.CancelledError
+        pending.result()
 
     def _write(self, data: memoryview) -> None:
         with self._guard():
