@@ -57,7 +57,7 @@ from botocore import exceptions as bce
 
 from stowage import errors
 from stowage.storage.base import Chunks, ObjectInfo, WriteOptions
-from stowage.storage.s3parts import PartUploads
+from stowage.storage.s3parts import PartBuffer, PartUploads
 
 MIB = 1024 * 1024
 MIN_PART = 5 * MIB
@@ -158,29 +158,28 @@ class S3Provider:
         }
         if options.access == "public":
             params["ACL"] = "public-read"
-        source = aiter(chunks)
-        first, done = await _fill(source, bytearray(), self.part_size)
-        if done:
+        buffer = PartBuffer(aiter(chunks))
+        await buffer.fill(self.part_size)
+        if buffer.done:
+            first = buffer.take(buffer.have)
             with _mapped("write"):
                 reply = await _bounded(
-                    s3.put_object(Body=bytes(first), **params), self._write_deadline(len(first))
+                    s3.put_object(Body=first, **params), self._write_deadline(len(first))
                 )
             return ObjectInfo(len(first), _etag(reply), time.time())
-        return await self._multipart(s3, params, source, first)
+        return await self._multipart(s3, params, buffer)
 
     def _write_deadline(self, size: int) -> float:
         """A request sending ``size`` bytes: read_timeout, plus a second per MiB. The SDK's
         timeouts bound reads only, so a server that stops reading would hold it forever."""
         return self.read_timeout + size / WRITE_MIN_RATE
 
-    async def _multipart(
-        self, s3: Any, params: dict[str, Any], source: AsyncIterator[bytes], buffer: bytearray
-    ) -> ObjectInfo:
+    async def _multipart(self, s3: Any, params: dict[str, Any], buffer: PartBuffer) -> ObjectInfo:
         with _mapped("write"):
             upload_id = (await s3.create_multipart_upload(**params))["UploadId"]
         ids = {"Bucket": params["Bucket"], "Key": params["Key"], "UploadId": upload_id}
         try:
-            parts, size = await self._upload_parts(s3, ids, source, buffer)
+            parts, size = await self._upload_parts(s3, ids, buffer)
             with _mapped("write"):
                 reply = await s3.complete_multipart_upload(MultipartUpload={"Parts": parts}, **ids)
         except BaseException:
@@ -190,20 +189,16 @@ class S3Provider:
         return ObjectInfo(size, _etag(reply), time.time())
 
     async def _upload_parts(
-        self, s3: Any, ids: dict[str, Any], source: AsyncIterator[bytes], buffer: bytearray
+        self, s3: Any, ids: dict[str, Any], buffer: PartBuffer
     ) -> tuple[list[dict[str, Any]], int]:
         uploads = PartUploads(self.part_concurrency)
         size = 0
         try:
-            done = False
             while True:
-                if not done and len(buffer) < self.part_size:
-                    buffer, done = await _fill(source, buffer, self.part_size)
-                if not buffer:
+                await buffer.fill(self.part_size)
+                if not buffer.have:
                     break
-                with memoryview(buffer) as view:  # one copy of the part, not two
-                    body = bytes(view[: self.part_size])
-                del buffer[: self.part_size]
+                body = buffer.take(self.part_size)
                 if uploads.count + 1 > MAX_PARTS:
                     raise errors.PayloadTooLarge(
                         f"s3 storage: more than {MAX_PARTS} parts of {self.part_size} bytes"
@@ -359,19 +354,6 @@ def _number(config: Mapping[str, Any], name: str, default: float) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
         raise errors.StorageMisconfigured(f"s3 storage: {name!r} must be a positive number")
     return float(value)
-
-
-async def _fill(
-    source: AsyncIterator[bytes], buffer: bytearray, limit: int
-) -> tuple[bytearray, bool]:
-    """Reads from ``source`` until ``buffer`` holds ``limit`` bytes; True when it ran dry."""
-    while len(buffer) < limit:
-        try:
-            chunk = await anext(source)
-        except StopAsyncIteration:
-            return buffer, True
-        buffer += chunk
-    return buffer, False
 
 
 async def _upload_part(

@@ -12,8 +12,9 @@ can abort the upload knowing that no part request is still on its way.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
-from collections.abc import Coroutine
+from collections.abc import AsyncIterator, Coroutine
 from typing import Any
 
 Part = dict[str, Any]  # {"PartNumber": n, "ETag": "..."}, as CompleteMultipartUpload takes it
@@ -59,3 +60,41 @@ class PartUploads:
         for task in [t for t in self._running if t.done()]:
             self._running.discard(task)
             self._done.append(task.result())  # a failed part raises here
+
+
+class PartBuffer:
+    """The source's chunks, gathered into parts: each byte is copied once, when its part is
+    joined (a growing bytearray copied every byte twice: appending, then cutting a part)."""
+
+    def __init__(self, source: AsyncIterator[bytes]) -> None:
+        self._source = source
+        self._chunks: collections.deque[bytes] = collections.deque()
+        self.have = 0
+        self.done = False  # the source ran dry
+
+    async def fill(self, limit: int) -> None:
+        """Reads until ``limit`` bytes are held or the source ends."""
+        while self.have < limit and not self.done:
+            try:
+                chunk = await anext(self._source)
+            except StopAsyncIteration:
+                self.done = True
+                break
+            if chunk:
+                self._chunks.append(chunk)
+                self.have += len(chunk)
+
+    def take(self, limit: int) -> bytes:
+        """Up to ``limit`` bytes from the front, as one bytes object."""
+        taken: list[bytes] = []
+        count = 0
+        while self._chunks and count < limit:
+            chunk = self._chunks.popleft()
+            room = limit - count
+            if len(chunk) > room:
+                self._chunks.appendleft(chunk[room:])
+                chunk = chunk[:room]
+            taken.append(chunk)
+            count += len(chunk)
+        self.have -= count
+        return b"".join(taken)
