@@ -2,9 +2,10 @@
 
 With several workers (``serve --workers N``) each process writes its values to files in
 a private directory (the library's multiprocess mode, set up by
-:mod:`stowage.observe.multiproc` before this module is imported), and every scrape sums
-them over all workers, whichever worker answers it. With one worker the values live in
-memory.
+:mod:`stowage.observe.multiproc`), and every scrape sums them over all workers, whichever
+worker answers it. With one worker the values live in memory. ``prometheus_client`` is
+imported at the first use of a metric, never by declaring one, so that ``serve`` can set
+the directory up after importing the modules that declare metrics.
 
 Declare a metric once, at module level, and pass labels as keywords::
 
