@@ -84,11 +84,16 @@ def serve(ctx: click.Context, /, **options: Any) -> None:
     if settings.log_format not in ("text", "json"):
         raise click.UsageError("log_format must be text or json")
     configure(settings.log_level, settings.log_format)
-    from stowage.http.app import serve as run_server
+    # The workers' metrics directory must be set before the server's modules are imported.
     from stowage.http.workers import serve_workers, worker_count
 
     if worker_count(settings) > 1:
         raise SystemExit(serve_workers(settings, _run))
+    from stowage.observe.multiproc import single_process
+
+    single_process()
+    from stowage.http.app import serve as run_server
+
     _run(run_server(settings))
 
 

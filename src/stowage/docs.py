@@ -40,7 +40,25 @@ def configuration_markdown() -> str:
         lines.append(
             f"| `{f.name}` | `STOWAGE_{f.name.upper()}` | `{shown}` | {f.metadata['help']} |"
         )
+    lines += STORAGE_KEYS
     return "\n".join(lines) + "\n"
+
+
+# Keys inside a storage's own table (``default_storage`` or an app's storage), not settings
+# of their own; the full list per provider is in docs/providers.md.
+STORAGE_KEYS = [
+    "",
+    "## Storage keys",
+    "",
+    "Each storage (`default_storage`, or an app's `storage`) has keys of its own, listed per",
+    "provider in [providers.md](providers.md). Those that trade memory for speed:",
+    "",
+    "| provider | key | default | meaning |",
+    "|---|---|---|---|",
+    "| `s3` | `part_size` | `8388608` | Multipart part size in bytes (5 MiB to 5 GiB). |",
+    "| `s3` | `part_concurrency` | `4` | Parts of one upload sent at once (1 to 64); a write "
+    "holds about `part_concurrency + 2` parts in memory. |",
+]
 
 
 def cli_markdown() -> str:

@@ -15,5 +15,10 @@ PURGE_SECONDS = metrics.Histogram(
     "Time a write spent purging the edge caches.",
     buckets=(0.0005, 0.001, 0.002, 0.003, 0.004, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0),
 )
-QUEUE = metrics.Gauge("stowage_edge_purge_queue_depth", "Edge purges waiting to be retried.")
+# One queue in the shared registry, read by each worker: the latest reading, not a sum.
+QUEUE = metrics.Gauge(
+    "stowage_edge_purge_queue_depth",
+    "Edge purges waiting to be retried.",
+    aggregate="livemostrecent",
+)
 ALL = (PURGES, PURGE_SECONDS, QUEUE)

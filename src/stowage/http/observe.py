@@ -29,41 +29,62 @@ UPLOAD_ROUTES = ("/api/store/", "/multipart/upload", "/multipart/start", "/multi
 
 REGISTRY = metrics.Registry()
 REQUESTS = REGISTRY.add(
-    metrics.Counter("stowage_http_requests_total", "HTTP requests by route, method and status.")
+    metrics.Counter(
+        "stowage_http_requests_total",
+        "HTTP requests by route, method and status.",
+        ("route", "method", "status"),
+    )
 )
 LATENCY = REGISTRY.add(
     metrics.Histogram(
         "stowage_http_request_duration_seconds",
         "Time from request to the last byte of the response, by route and method.",
+        ("route", "method"),
     )
 )
 BYTES_IN = REGISTRY.add(
-    metrics.Counter("stowage_http_request_bytes_total", "Request body bytes read, by route.")
+    metrics.Counter(
+        "stowage_http_request_bytes_total", "Request body bytes read, by route.", ("route",)
+    )
 )
 BYTES_OUT = REGISTRY.add(
-    metrics.Counter("stowage_http_response_bytes_total", "Response bytes sent, by route.")
+    metrics.Counter(
+        "stowage_http_response_bytes_total", "Response bytes sent, by route.", ("route",)
+    )
 )
-IN_FLIGHT = REGISTRY.add(metrics.Gauge("stowage_http_requests_in_flight", "Requests in progress."))
+# Gauges of work in progress add up over the live workers.
+IN_FLIGHT = REGISTRY.add(
+    metrics.Gauge("stowage_http_requests_in_flight", "Requests in progress.", ())
+)
 UPLOADS = REGISTRY.add(
     metrics.Gauge(
         "stowage_uploads_in_progress",
         "Uploads in progress (store, overwrite, multipart start/upload/complete requests).",
+        (),
     )
 )
 SESSIONS = REGISTRY.add(
     metrics.Counter(
         "stowage_upload_sessions_total",
         "Multipart upload sessions by event (started, completed) and stores by outcome.",
+        ("event",),
     )
 )
 PROVIDER_ERRORS = REGISTRY.add(
     metrics.Counter(
-        "stowage_provider_errors_total", "Storage provider failures by error code and route."
+        "stowage_provider_errors_total",
+        "Storage provider failures by error code and route.",
+        ("code", "route"),
     )
 )
+# One queue shared by all workers, read by the worker that answers the scrape: the most
+# recent reading is the truth, a sum would count it once per worker.
 WEBHOOK_QUEUE = REGISTRY.add(
     metrics.Gauge(
-        "stowage_webhook_queue_depth", "Webhook deliveries waiting (pending or being delivered)."
+        "stowage_webhook_queue_depth",
+        "Webhook deliveries waiting (pending or being delivered).",
+        (),
+        aggregate="livemostrecent",
     )
 )
 
@@ -95,12 +116,14 @@ async def observe_middleware(request: web.Request, handler: Handler) -> web.Stre
     request[RID] = rid
     upload = _is_upload(request, route_of(request))
     IN_FLIGHT.inc(1)
-    UPLOADS.inc(1 if upload else 0)
+    if upload:
+        UPLOADS.inc(1)
     try:
         return await handler(request)
     finally:
         IN_FLIGHT.inc(-1)
-        UPLOADS.inc(-1 if upload else 0)
+        if upload:
+            UPLOADS.inc(-1)
 
 
 def record(request: web.BaseRequest, response: web.StreamResponse, seconds: float) -> None:
@@ -149,10 +172,8 @@ REGISTRY.metrics.extend(edge_metrics.ALL)
 async def metrics_handler(request: web.Request) -> web.Response:
     await _webhook_depth(request.app[SERVICE].registry)
     return web.Response(
-        text=REGISTRY.render(),
-        content_type="text/plain",
-        charset="utf-8",
-        headers={"Cache-Control": "no-store"},
+        body=REGISTRY.render(),
+        headers={"Content-Type": metrics.CONTENT_TYPE, "Cache-Control": "no-store"},
     )
 
 

@@ -25,6 +25,7 @@ from types import FrameType
 from typing import Any
 
 from stowage.config import Settings
+from stowage.observe import multiproc
 
 log = logging.getLogger("stowage")
 PR_SET_PDEATHSIG = 1
@@ -48,11 +49,12 @@ async def recover_once(settings: Settings) -> int:
 
 def serve_workers(settings: Settings, run: Runner) -> int:
     """Recovers, forks the workers, supervises them; returns the exit status."""
-    cleaned = run(recover_once(settings))
-    count = worker_count(settings)
-    log.info("start-up recovery cleaned %s items; starting %s workers", cleaned, count)
-    pids = {_fork(settings, run) for _ in range(count)}
-    return _supervise(pids)
+    with multiproc.shared_metrics():
+        cleaned = run(recover_once(settings))
+        count = worker_count(settings)
+        log.info("start-up recovery cleaned %s items; starting %s workers", cleaned, count)
+        pids = {_fork(settings, run) for _ in range(count)}
+        return _supervise(pids)
 
 
 def _fork(settings: Settings, run: Runner) -> int:
@@ -96,6 +98,7 @@ def _supervise(pids: set[int]) -> int:
     while pids:
         pid, code = os.wait()
         pids.discard(pid)
+        multiproc.worker_died(pid)
         if not stopping:
             log.error("worker %s exited (status %s): stopping the others", pid, code)
             status = 1

@@ -1,105 +1,164 @@
-"""A small Prometheus registry: counters, gauges and histograms with labels, rendered in
-the text exposition format 0.0.4. Hand-written (about 100 lines) rather than
-``prometheus_client``: a handful of metric families in one process needs no dependency."""
+"""Prometheus metrics on ``prometheus_client``.
+
+With several workers (``serve --workers N``) each process writes its values to files in
+a private directory (the library's multiprocess mode, set up by
+:mod:`stowage.observe.multiproc`), and every scrape sums them over all workers, whichever
+worker answers it. With one worker the values live in memory. ``prometheus_client`` is
+imported at the first use of a metric, never by declaring one, so that ``serve`` can set
+the directory up after importing the modules that declare metrics.
+
+Declare a metric once, at module level, and pass labels as keywords::
+
+    HITS = metrics.Counter("stowage_cache_lookups_total", "Cache lookups.", ("result",))
+    HITS.inc(result="hit")
+
+Label names given up front make the family show before its first sample (single
+process); left out, they are taken from the first use. A gauge says how the workers'
+values combine (``aggregate``: ``livesum``, ``livemax``, ``livemostrecent``...); see
+the table in docs/operations.md.
+"""
 
 from __future__ import annotations
 
-import bisect
-import math
-from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import TypeVar
+import functools
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
-Labels = tuple[tuple[str, str], ...]
+from stowage.observe.multiproc import ENV
+
+if TYPE_CHECKING:
+    import prometheus_client as prom
+
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+P = TypeVar("P", "prom.Counter", "prom.Gauge", "prom.Histogram")
+Aggregate = Literal["livesum", "livemax", "livemin", "livemostrecent", "sum", "max", "mostrecent"]
+# Every family declared, so that the exposition can create those not yet used.
+_FAMILIES: list[_Family[Any]] = []
 
 
-def _labels(pairs: Labels, extra: str = "") -> str:
-    parts = [f'{k}="{_escape(v)}"' for k, v in pairs]
-    if extra:
-        parts.append(extra)
-    return "{" + ",".join(parts) + "}" if parts else ""
+@functools.cache
+def _own() -> prom.CollectorRegistry:
+    """Our registry, created at first use: prometheus_client picks its value store (memory
+    or the workers' files) when it is imported, so it must not be imported before
+    ``serve`` has set up the workers' directory; declaring a metric does not import it."""
+    import prometheus_client as prom
+
+    # ``_created`` series are dropped in multiprocess mode; drop them always, for one output.
+    prom.disable_created_metrics()  # type: ignore[no-untyped-call]
+    # Ours only: no process_/python_ collectors, which differ between the two modes.
+    return prom.CollectorRegistry(auto_describe=True)
 
 
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+class _Family(Generic[P]):
+    def __init__(self, name: str, help: str, labels: Sequence[str] | None = None) -> None:
+        self.name, self.help = name, help
+        self._labels = None if labels is None else tuple(labels)
+        self._metric: P | None = None
+        _FAMILIES.append(self)
+
+    def _make(self, labels: tuple[str, ...]) -> P:
+        raise NotImplementedError
+
+    def _created(self) -> None:
+        if self._metric is None and self._labels is not None:
+            self._metric = self._make(self._labels)
+
+    def _child(self, labels: dict[str, str]) -> P:
+        if self._metric is None:
+            self._metric = self._make(self._labels or tuple(sorted(labels)))
+        return self._metric.labels(**labels) if labels else self._metric
 
 
-def _num(value: float) -> str:
-    if value == math.inf:
-        return "+Inf"
-    return repr(float(value)) if not float(value).is_integer() else str(int(value))
+class Counter(_Family["prom.Counter"]):
+    def _make(self, labels: tuple[str, ...]) -> prom.Counter:
+        import prometheus_client as prom
 
-
-@dataclass
-class Counter:
-    name: str
-    help: str
-    kind: str = "counter"
-    values: dict[Labels, float] = field(default_factory=dict)
+        return prom.Counter(self.name, self.help, labels, registry=_own())
 
     def inc(self, amount: float = 1.0, **labels: str) -> None:
-        key = tuple(sorted(labels.items()))
-        self.values[key] = self.values.get(key, 0.0) + amount
+        self._child(labels).inc(amount)
+
+
+class Gauge(_Family["prom.Gauge"]):
+    def __init__(
+        self,
+        name: str,
+        help: str,
+        labels: Sequence[str] | None = None,
+        *,
+        aggregate: Aggregate = "livesum",
+    ) -> None:
+        self.aggregate = aggregate
+        super().__init__(name, help, labels)
+
+    def _make(self, labels: tuple[str, ...]) -> prom.Gauge:
+        import prometheus_client as prom
+
+        return prom.Gauge(
+            self.name, self.help, labels, registry=_own(), multiprocess_mode=self.aggregate
+        )
+
+    def inc(self, amount: float = 1.0, **labels: str) -> None:
+        self._child(labels).inc(amount)
 
     def set(self, value: float, **labels: str) -> None:
-        self.values[tuple(sorted(labels.items()))] = value
-
-    def lines(self) -> Iterable[str]:
-        for key, value in sorted(self.values.items()):
-            yield f"{self.name}{_labels(key)} {_num(value)}"
+        self._child(labels).set(value)
 
 
-def Gauge(name: str, help: str) -> Counter:
-    return Counter(name, help, kind="gauge")
+class Histogram(_Family["prom.Histogram"]):
+    def __init__(
+        self,
+        name: str,
+        help: str,
+        labels: Sequence[str] | None = None,
+        *,
+        buckets: Sequence[float] = LATENCY_BUCKETS,
+    ) -> None:
+        self.buckets = tuple(buckets)
+        super().__init__(name, help, labels)
 
+    def _make(self, labels: tuple[str, ...]) -> prom.Histogram:
+        import prometheus_client as prom
 
-@dataclass
-class Histogram:
-    name: str
-    help: str
-    buckets: tuple[float, ...] = LATENCY_BUCKETS
-    kind: str = "histogram"
-    series: dict[Labels, list[float]] = field(default_factory=dict)  # counts..., sum, count
+        return prom.Histogram(self.name, self.help, labels, registry=_own(), buckets=self.buckets)
 
     def observe(self, value: float, **labels: str) -> None:
-        key = tuple(sorted(labels.items()))
-        row = self.series.setdefault(key, [0.0] * (len(self.buckets) + 2))
-        index = bisect.bisect_left(self.buckets, value)
-        if index < len(self.buckets):
-            row[index] += 1
-        row[-2] += value
-        row[-1] += 1
-
-    def lines(self) -> Iterable[str]:
-        for key, row in sorted(self.series.items()):
-            running = 0.0
-            for bound, count in zip(self.buckets, row, strict=False):
-                running += count
-                le = 'le="' + _num(bound) + '"'
-                yield f"{self.name}_bucket{_labels(key, le)} {_num(running)}"
-            inf = 'le="+Inf"'
-            yield f"{self.name}_bucket{_labels(key, inf)} {_num(row[-1])}"
-            yield f"{self.name}_sum{_labels(key)} {_num(row[-2])}"
-            yield f"{self.name}_count{_labels(key)} {_num(row[-1])}"
+        self._child(labels).observe(value)
 
 
-Metric = Counter | Histogram
-M = TypeVar("M", Counter, Histogram)
+M = TypeVar("M", Counter, Gauge, Histogram)
 
 
-@dataclass
 class Registry:
-    metrics: list[Metric] = field(default_factory=list)
+    """Where a module's metrics are listed. Every metric registers itself with the
+    exposition on creation, so the list is bookkeeping only (kept for the call sites
+    that use ``add`` or extend ``metrics``)."""
+
+    def __init__(self) -> None:
+        self.metrics: list[Counter | Gauge | Histogram] = []
 
     def add(self, metric: M) -> M:
         self.metrics.append(metric)
         return metric
 
-    def render(self) -> str:
-        out: list[str] = []
-        for metric in self.metrics:
-            out.append(f"# HELP {metric.name} {metric.help}")
-            out.append(f"# TYPE {metric.name} {metric.kind}")
-            out.extend(metric.lines())
-        return "\n".join(out) + "\n"
+    def render(self) -> bytes:
+        return render()
+
+
+def render() -> bytes:
+    """The text exposition of every metric: summed over all workers when there are several."""
+    import prometheus_client as prom
+    from prometheus_client import multiprocess
+
+    own = _own()
+    for family in _FAMILIES:
+        family._created()
+    if os.environ.get(ENV):
+        # A fresh registry per scrape, as the library asks: it reads the files as they are now.
+        merged = prom.CollectorRegistry()
+        multiprocess.MultiProcessCollector(merged)  # type: ignore[no-untyped-call]
+        return prom.generate_latest(merged)
+    return prom.generate_latest(own)

@@ -20,6 +20,7 @@ from typing import Any
 
 from stowage import errors
 from stowage.storage.base import Chunks, ObjectInfo, WriteOptions
+from stowage.storage.blockwriter import BlockWriter
 
 READ_CHUNK = 256 * 1024
 
@@ -55,9 +56,7 @@ class LocalProvider:
         with _os_errors():
             fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
-            async for chunk in chunks:
-                with _os_errors():
-                    _write_all(fd, chunk)
+            await BlockWriter(fd, _os_errors).write_all(chunks)
             with _os_errors():
                 await loop.run_in_executor(None, os.fsync, fd)
                 await loop.run_in_executor(None, _publish, temp, target)
@@ -141,13 +140,6 @@ def _walk(root: Path, folder: str) -> list[str]:
     if not start.is_dir() or not start.resolve().is_relative_to(root.resolve()):
         return []
     return [p.relative_to(root).as_posix() for p in start.rglob("*") if p.is_file()]
-
-
-def _write_all(fd: int, chunk: bytes) -> None:
-    view = memoryview(chunk)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
 
 
 def _publish(temp: Path, target: Path) -> None:

@@ -10,6 +10,7 @@ Config keys:
 - ``addressing_style``: ``path`` or ``virtual`` (``auto`` too); default ``path`` when
   ``endpoint_url`` is set, since most self-hosted stores have no wildcard DNS.
 - ``part_size``: multipart part size in bytes, default 8 MiB, at least 5 MiB (the S3 minimum).
+- ``part_concurrency``: parts of one upload sent at once, default 4 (1 to 64).
 - ``connect_timeout`` / ``read_timeout`` (seconds, defaults 3 and 60) and ``max_attempts``
   (default 2): a wrong or dead endpoint fails with ``StorageUnavailable`` within seconds.
 - ``max_connections`` (default 100): connection pool size; a download holds one connection
@@ -18,9 +19,10 @@ Config keys:
 Unknown keys are refused so that a typo (``endpoint`` for ``endpoint_url``) cannot silently
 send requests to AWS.
 
-Writes buffer at most one part: a stream that fits in one part is a single PutObject,
-anything larger a multipart upload with one part in flight while the next one is read
-(steady memory about four parts: 32 MiB at the default size). Both are atomic on S3; any
+A stream that fits in one part is a single PutObject, anything larger a multipart upload
+with up to ``part_concurrency`` parts in flight while the next one is read
+(storage/s3parts.py; memory about ``part_concurrency + 2`` parts per write: 48 MiB at
+the defaults). Both are atomic on S3; any
 failure, including the source iterator raising or the task being cancelled, aborts the
 multipart upload.
 ``access="public"`` sends the canned ACL ``public-read``; private writes send no ACL, so the
@@ -55,12 +57,14 @@ from botocore import exceptions as bce
 
 from stowage import errors
 from stowage.storage.base import Chunks, ObjectInfo, WriteOptions
+from stowage.storage.s3parts import PartBuffer, PartUploads
 
 MIB = 1024 * 1024
 MIN_PART = 5 * MIB
 WRITE_MIN_RATE = MIB  # bytes/s; a write slower than this is taken as stalled
 MAX_PART = 5 * 1024 * MIB
 DEFAULT_PART = 8 * MIB
+DEFAULT_PART_CONCURRENCY = 4
 MAX_PARTS = 10_000  # S3's limit per multipart upload
 READ_CHUNK = 256 * 1024
 
@@ -74,6 +78,7 @@ _KEYS = {
     "session_token",
     "addressing_style",
     "part_size",
+    "part_concurrency",
     "connect_timeout",
     "read_timeout",
     "max_attempts",
@@ -96,6 +101,7 @@ class S3Provider:
         session_token: str | None = None,
         addressing_style: str | None = None,
         part_size: int = DEFAULT_PART,
+        part_concurrency: int = DEFAULT_PART_CONCURRENCY,
         connect_timeout: float = 3.0,
         read_timeout: float = 60.0,
         max_attempts: int = 2,
@@ -103,6 +109,7 @@ class S3Provider:
     ) -> None:
         self.default_container = bucket
         self.part_size = part_size
+        self.part_concurrency = part_concurrency
         self.read_timeout = read_timeout
         self._client_args: dict[str, Any] = {
             "region_name": region,
@@ -151,29 +158,28 @@ class S3Provider:
         }
         if options.access == "public":
             params["ACL"] = "public-read"
-        source = aiter(chunks)
-        first, done = await _fill(source, bytearray(), self.part_size)
-        if done:
+        buffer = PartBuffer(aiter(chunks))
+        await buffer.fill(self.part_size)
+        if buffer.done:
+            first = buffer.take(buffer.have)
             with _mapped("write"):
                 reply = await _bounded(
-                    s3.put_object(Body=bytes(first), **params), self._write_deadline(len(first))
+                    s3.put_object(Body=first, **params), self._write_deadline(len(first))
                 )
             return ObjectInfo(len(first), _etag(reply), time.time())
-        return await self._multipart(s3, params, source, first)
+        return await self._multipart(s3, params, buffer)
 
     def _write_deadline(self, size: int) -> float:
         """A request sending ``size`` bytes: read_timeout, plus a second per MiB. The SDK's
         timeouts bound reads only, so a server that stops reading would hold it forever."""
         return self.read_timeout + size / WRITE_MIN_RATE
 
-    async def _multipart(
-        self, s3: Any, params: dict[str, Any], source: AsyncIterator[bytes], buffer: bytearray
-    ) -> ObjectInfo:
+    async def _multipart(self, s3: Any, params: dict[str, Any], buffer: PartBuffer) -> ObjectInfo:
         with _mapped("write"):
             upload_id = (await s3.create_multipart_upload(**params))["UploadId"]
         ids = {"Bucket": params["Bucket"], "Key": params["Key"], "UploadId": upload_id}
         try:
-            parts, size = await self._upload_parts(s3, ids, source, buffer)
+            parts, size = await self._upload_parts(s3, ids, buffer)
             with _mapped("write"):
                 reply = await s3.complete_multipart_upload(MultipartUpload={"Parts": parts}, **ids)
         except BaseException:
@@ -183,43 +189,28 @@ class S3Provider:
         return ObjectInfo(size, _etag(reply), time.time())
 
     async def _upload_parts(
-        self, s3: Any, ids: dict[str, Any], source: AsyncIterator[bytes], buffer: bytearray
+        self, s3: Any, ids: dict[str, Any], buffer: PartBuffer
     ) -> tuple[list[dict[str, Any]], int]:
-        parts: list[dict[str, Any]] = []
+        uploads = PartUploads(self.part_concurrency)
         size = 0
-        in_flight: asyncio.Task[dict[str, Any]] | None = None
         try:
-            done = False
             while True:
-                if not done and len(buffer) < self.part_size:
-                    buffer, done = await _fill(source, buffer, self.part_size)
-                if not buffer:
+                await buffer.fill(self.part_size)
+                if not buffer.have:
                     break
-                with memoryview(buffer) as view:  # one copy of the part, not two
-                    body = bytes(view[: self.part_size])
-                del buffer[: self.part_size]
-                if in_flight is not None:
-                    parts.append(await in_flight)
-                if len(parts) + 1 > MAX_PARTS:
+                body = buffer.take(self.part_size)
+                if uploads.count + 1 > MAX_PARTS:
                     raise errors.PayloadTooLarge(
                         f"s3 storage: more than {MAX_PARTS} parts of {self.part_size} bytes"
                     )
                 size += len(body)
                 deadline = self._write_deadline(len(body))
-                in_flight = asyncio.create_task(
-                    _upload_part(s3, ids, len(parts) + 1, body, deadline)
-                )
+                await uploads.add(_upload_part(s3, ids, uploads.count + 1, body, deadline))
                 del body
-            if in_flight is not None:
-                parts.append(await in_flight)
-                in_flight = None
+            return await uploads.finish(), size
         finally:
-            # A part upload still running (or failed unread) when the source fails.
-            if in_flight is not None:
-                in_flight.cancel()
-                with contextlib.suppress(BaseException):
-                    await in_flight
-        return parts, size
+            # Parts still running (or failed unread) when the source or a part fails.
+            await uploads.close()
 
     async def open(
         self,
@@ -303,6 +294,7 @@ def from_config(config: Mapping[str, Any], data_dir: Path) -> S3Provider:
         session_token=_text(config, "session_token"),
         addressing_style=_addressing(config),
         part_size=_part_size(config),
+        part_concurrency=_concurrency(config),
         connect_timeout=_number(config, "connect_timeout", 3.0),
         read_timeout=_number(config, "read_timeout", 60.0),
         max_attempts=int(_number(config, "max_attempts", 2)),
@@ -348,24 +340,20 @@ def _part_size(config: Mapping[str, Any]) -> int:
     return value
 
 
+def _concurrency(config: Mapping[str, Any]) -> int:
+    value = config.get("part_concurrency", DEFAULT_PART_CONCURRENCY)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 64:
+        raise errors.StorageMisconfigured(
+            "s3 storage: 'part_concurrency' must be an integer from 1 to 64"
+        )
+    return value
+
+
 def _number(config: Mapping[str, Any], name: str, default: float) -> float:
     value = config.get(name, default)
     if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
         raise errors.StorageMisconfigured(f"s3 storage: {name!r} must be a positive number")
     return float(value)
-
-
-async def _fill(
-    source: AsyncIterator[bytes], buffer: bytearray, limit: int
-) -> tuple[bytearray, bool]:
-    """Reads from ``source`` until ``buffer`` holds ``limit`` bytes; True when it ran dry."""
-    while len(buffer) < limit:
-        try:
-            chunk = await anext(source)
-        except StopAsyncIteration:
-            return buffer, True
-        buffer += chunk
-    return buffer, False
 
 
 async def _upload_part(
