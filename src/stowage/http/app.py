@@ -15,7 +15,7 @@ from aiohttp.web import BaseRequest, StreamResponse
 from stowage.config import Settings
 from stowage.core.service import Stowage
 from stowage.core.webhooks import Webhooks
-from stowage.http import api, cdn, extras, multipart, process
+from stowage.http import api, cdn, extras, multipart, process, transform
 from stowage.http.cors import cors_middleware
 from stowage.http.drain import Drain
 from stowage.http.errors import error_middleware, use_json_expect_handler
@@ -86,6 +86,7 @@ def api_app(service: Stowage) -> web.Application:
     extras.add_api(app)
     multipart.add_routes(app)
     process.add_routes(app)
+    transform.add_routes(app)
     use_json_expect_handler(app)
     return app
 
