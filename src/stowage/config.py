@@ -186,8 +186,7 @@ class Settings:
     )
     processing_jobs: int = _setting(
         0,
-        "Transformations running at once on a node, each on its own thread; 0: one per CPU "
-        "core.",
+        "Transformations running at once on a node, each on its own thread; 0: one per CPU core.",
     )
     processing_queue: int = _setting(
         16,

@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import pyvips
 import pytest
+import pyvips
 
 from tests.api.conftest import Harness
 
@@ -213,8 +213,6 @@ async def test_concurrent_first_requests_compute_once(harness: Harness) -> None:
 
     handle = await stored(harness)
     before = metrics.JOBS.values.get((("outcome", "ok"),), 0)
-    bodies = await asyncio.gather(
-        *(get(harness, f"/resize=width:77/{handle}") for _ in range(8))
-    )
+    bodies = await asyncio.gather(*(get(harness, f"/resize=width:77/{handle}") for _ in range(8)))
     assert len({body for _, body in bodies}) == 1
     assert metrics.JOBS.values.get((("outcome", "ok"),), 0) - before == 1

@@ -30,7 +30,7 @@ _PROCESSORS: weakref.WeakKeyDictionary[Stowage, Processor] = weakref.WeakKeyDict
 _CHUNK = 256 * 1024
 for _metric in metrics.ALL:
     if _metric not in observe.REGISTRY.metrics:
-        observe.REGISTRY.add(_metric)
+        observe.REGISTRY.metrics.append(_metric)
 
 
 def processor_for(service: Stowage) -> Processor:

@@ -13,11 +13,12 @@ Concurrent first requests for one derivative on a node compute it once (``once``
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from stowage import errors
 from stowage.registry.base import FileRecord
@@ -37,7 +38,7 @@ class DerivativeCache:
     def __init__(self, provider: Provider) -> None:
         self.provider = provider
         self.container = provider.default_container
-        self._flights: dict[str, asyncio.Future[object]] = {}
+        self._flights: dict[str, asyncio.Future[Any]] = {}
         self._purges: set[asyncio.Task[None]] = set()
 
     def key(self, record: FileRecord, chain_key: str, extension: str) -> str:
@@ -68,9 +69,10 @@ class DerivativeCache:
         flight = self._flights.get(key)
         if flight is None:
             flight = asyncio.ensure_future(make())
-            self._flights[key] = flight  # type: ignore[assignment]
+            self._flights[key] = flight
             flight.add_done_callback(lambda _: self._flights.pop(key, None))
-        return await asyncio.shield(flight)  # type: ignore[return-value]
+        result: T = await asyncio.shield(flight)
+        return result
 
     def forget(self, record: FileRecord, keep: FileRecord | None) -> None:
         """Remove, in the background, every derivative of ``record``'s handle but those of
@@ -101,10 +103,8 @@ def _folder(record: FileRecord) -> str:
 
 
 async def _delete(provider: Provider, container: str, key: str) -> None:
-    try:
+    with contextlib.suppress(errors.StorageNotFound):  # already gone: what we wanted
         await provider.delete(container, key)
-    except errors.StorageNotFound:
-        pass
 
 
 async def _chunks(path: Path) -> AsyncIterator[bytes]:

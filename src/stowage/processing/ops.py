@@ -191,7 +191,7 @@ def _masked(image: pyvips.Image, mask: pyvips.Image, task: Task) -> pyvips.Image
 def flatten(image: pyvips.Image, colour: str) -> pyvips.Image:
     if not image.hasalpha():
         return image
-    r, g, b, a = rgba(colour)
+    r, g, b, _ = rgba(colour)
     plain = image.flatten(background=[r, g, b] if image.bands > 2 else [r])
     return plain.cast("uchar")
 
@@ -202,7 +202,8 @@ def with_alpha(image: pyvips.Image) -> pyvips.Image:
 
 def bands(image: pyvips.Image, colour: str) -> list[float]:
     r, g, b, a = rgba(colour)
-    base = [r, g, b] if image.bands >= 3 else [round(0.2126 * r + 0.7152 * g + 0.0722 * b)]
+    grey = 0.2126 * r + 0.7152 * g + 0.0722 * b
+    base: list[float] = [r, g, b] if image.bands >= 3 else [grey]
     return [*base, a] if image.hasalpha() else base
 
 

@@ -167,7 +167,9 @@ class Processor:
     async def _run(self, source: Path, chain: Chain, output: Output, dest: Path) -> None:
         started = time.monotonic()
         try:
-            await self.pool.run(lambda: self.engine.render(source, chain, output, dest, self.limits))
+            await self.pool.run(
+                lambda: self.engine.render(source, chain, output, dest, self.limits)
+            )
         except errors.StowageError as exc:
             metrics.JOBS.inc(outcome=exc.code)
             if exc.status != 503:

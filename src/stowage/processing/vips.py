@@ -77,8 +77,8 @@ def _open(source: Path, chain: Chain, limits: Limits) -> pyvips.Image:
     access = "random" if any(t.name in RANDOM_ACCESS for t in chain.tasks) else "sequential"
     options: dict[str, Any] = {"access": access, "fail_on": "error"}
     page = next((t.get("page") for t in chain.tasks if t.name == "output" and t.get("page")), None)
-    if page is not None:
-        options["page"] = int(page) - 1  # type: ignore[call-overload]
+    if isinstance(page, int):
+        options["page"] = page - 1
     try:
         header = pyvips.Image.new_from_file(str(source), **options)
     except pyvips.Error as exc:
@@ -186,5 +186,3 @@ def _write_size(dest: Path, output: Output, width: int, height: int) -> Rendered
 
 def _reason(exc: pyvips.Error) -> str:
     return str(exc.message if hasattr(exc, "message") else exc).strip().splitlines()[0][:200]
-
-
