@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import pyvips
 
+from stowage.registry.base import App
 from tests.api.conftest import Harness
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
@@ -26,8 +27,10 @@ def decoded(body: bytes) -> pyvips.Image:
     return pyvips.Image.new_from_buffer(body, "")
 
 
-async def stored(harness: Harness, data: bytes | None = None, name: str = "p.jpg") -> str:
-    result = await harness.store(data if data is not None else picture(), filename=name)
+async def stored(
+    harness: Harness, data: bytes | None = None, name: str = "p.jpg", app: App | None = None
+) -> str:
+    result = await harness.store(data if data is not None else picture(), app, filename=name)
     return str(result["handle"])
 
 
