@@ -39,5 +39,5 @@ def add_routes(app: web.Application) -> None:
     app.router.add_delete("/{handle}", cdn_refuse_write)
     app.router.add_post("/{handle}", cdn_refuse_write)
     app.router.add_post("/{handle}/remove", cdn_refuse_write)
-    app.router.add_post("/{tail:.+/.+}", cdn_post_chain)  # a chain's store: to the API origin
+    app.router.add_post("/{tasks:.+}/{handle}", cdn_post_chain)  # store task: to the API origin
     app.router.add_get("/{tail:.+}", cdn_get)
