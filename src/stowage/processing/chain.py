@@ -20,6 +20,8 @@ from stowage.processing.base import Chain, Output, Task, Value
 _INT = re.compile(r"-?[0-9]{1,12}")
 _FLOAT = re.compile(r"-?[0-9]{1,12}\.[0-9]{1,12}")
 MAX_TASKS = 32
+MAX_TASK_LENGTH = 2048
+MAX_NESTING = 2
 SUPPORTED = tuple(sorted(tasks.SPECS))
 _OUTPUTS = {
     "jpg": Output("jpeg", "image/jpeg", "jpg"),
@@ -66,6 +68,8 @@ def output_for(chain: Chain, input_mimetype: str) -> Output:
 
 
 def parse_task(segment: str) -> Task:
+    if len(segment) > MAX_TASK_LENGTH:
+        raise errors.InvalidParameter(f"a task is at most {MAX_TASK_LENGTH} characters")
     name, _, body = segment.partition("=")
     name = tasks.ALIASES.get(name.strip().lower(), name.strip().lower())
     spec = tasks.SPECS.get(name)
@@ -91,10 +95,12 @@ def parse_task(segment: str) -> Task:
     return Task(name, tuple(sorted(options.items())))
 
 
-def value(raw: str) -> Value:
+def value(raw: str, depth: int = 0) -> Value:
     if raw.startswith("[") and raw.endswith("]"):
+        if depth >= MAX_NESTING:
+            raise ValueError(f"lists nest at most {MAX_NESTING} deep")
         inner = raw[1:-1].strip()
-        return tuple(value(v.strip()) for v in split(inner, ",")) if inner else ()
+        return tuple(value(v.strip(), depth + 1) for v in split(inner, ",")) if inner else ()
     if len(raw) >= 2 and raw.startswith('"') and raw.endswith('"'):
         return raw[1:-1]
     if raw.lower() in ("true", "false"):
