@@ -10,6 +10,7 @@ import pytest
 import pyvips
 
 from stowage.registry.base import App
+from tests.api.balanced import NODES, through_nginx
 from tests.api.conftest import Harness
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
@@ -218,4 +219,5 @@ async def test_concurrent_first_requests_compute_once(harness: Harness) -> None:
     before = metrics.JOBS.values.get((("outcome", "ok"),), 0)
     bodies = await asyncio.gather(*(get(harness, f"/resize=width:77/{handle}") for _ in range(8)))
     assert len({body for _, body in bodies}) == 1
-    assert metrics.JOBS.values.get((("outcome", "ok"),), 0) - before == 1
+    jobs = metrics.JOBS.values.get((("outcome", "ok"),), 0) - before
+    assert 1 <= jobs <= (NODES if through_nginx() else 1)  # once per node at most

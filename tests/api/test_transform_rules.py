@@ -214,7 +214,7 @@ async def test_slow_jobs_are_stopped(harness: Harness) -> None:
 @pytest.mark.settings(processing_jobs=1, processing_queue=0)
 async def test_a_full_pool_answers_503_with_retry_after(harness: Harness) -> None:
     handle = await stored(harness, picture(2000, 2000))
-    urls = [f"/blur=amount:{n}/{handle}" for n in range(10, 16)]
+    urls = [f"/blur=amount:{n}/{handle}" for n in range(5, 20)]
     answers = await asyncio.gather(*(harness.cdn.get(url) for url in urls))
     statuses = sorted(resp.status for resp in answers)
     assert statuses[0] == 200 and statuses[-1] == 503
