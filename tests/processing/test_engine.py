@@ -53,6 +53,32 @@ def test_not_an_image(tmp_path: Path) -> None:
         render(tmp_path, text, "flip")
 
 
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        (
+            "a.svg",
+            b'<svg xmlns="http://www.w3.org/2000/svg" width="9" height="9"><image '
+            b'href="/etc/hosts" width="9" height="9"/></svg>',
+        ),
+        ("a.csv", b"1,2,3\n4,5,6\n"),
+        ("a.pdf", b"%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n"),
+    ],
+)
+def test_only_raster_formats(tmp_path: Path, name: str, content: bytes) -> None:
+    source = tmp_path / name
+    source.write_bytes(content)
+    with pytest.raises(errors.NotAnImage):
+        render(tmp_path, source, "flip")
+
+
+def test_vips_format_is_refused(tmp_path: Path) -> None:
+    source = tmp_path / "a.v"
+    pyvips.Image.black(4, 4).write_to_file(str(source))
+    with pytest.raises(errors.NotAnImage):
+        render(tmp_path, source, "flip")
+
+
 def test_truncated(tmp_path: Path) -> None:
     whole = jpeg(tmp_path / "w.jpg", 300, 300).read_bytes()
     cut = tmp_path / "cut.jpg"

@@ -22,6 +22,7 @@ from stowage.processing import ops
 from stowage.processing.base import Chain, Limits, Output, Rendered
 from stowage.processing.tasks import RANDOM_ACCESS
 
+RASTER_LOADERS = {"jpeg", "png", "webp", "gif", "nsgif", "tiff", "heif", "jxl", "jp2k"}
 pyvips.cache_set_max(0)  # libvips' operation cache would keep decoded images between jobs
 _SAVERS = {
     "jpeg": "jpegsave",
@@ -74,6 +75,7 @@ class VipsEngine:
 
 def _open(source: Path, chain: Chain, limits: Limits) -> pyvips.Image:
     """The image's header only: libvips decodes nothing until pixels are asked for."""
+    _check_raster(source)
     access = "random" if any(t.name in RANDOM_ACCESS for t in chain.tasks) else "sequential"
     options: dict[str, Any] = {"access": access, "fail_on": "error"}
     page = next((t.get("page") for t in chain.tasks if t.name == "output" and t.get("page")), None)
@@ -92,6 +94,17 @@ def _open(source: Path, chain: Chain, limits: Limits) -> pyvips.Image:
             max_pixels=limits.max_input_pixels,
         )
     return header
+
+
+def _check_raster(source: Path) -> None:
+    """Only raster formats, chosen by content before anything is parsed: vector and
+    document loaders (SVG, PDF) can follow references to other files, and libvips' own
+    formats (``.v``, matrix, CSV) are no images users upload."""
+    found = pyvips.vips_lib.vips_foreign_find_load(str(source).encode())
+    name = "" if found == pyvips.ffi.NULL else pyvips.ffi.string(found).decode()
+    loader = name.removeprefix("VipsForeignLoad").removesuffix("File").lower()
+    if loader not in RASTER_LOADERS:
+        raise errors.NotAnImage()
 
 
 def _pipeline(source: Path, header: pyvips.Image, chain: Chain) -> pyvips.Image:
