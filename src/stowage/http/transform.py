@@ -13,7 +13,6 @@ or 308, which keep the method (python's ``Transformation.store()`` POSTs to the 
 from __future__ import annotations
 
 import weakref
-from pathlib import Path
 
 from aiohttp import web
 
@@ -23,11 +22,11 @@ from stowage.http.api import SERVICE, _credentials, store_result
 from stowage.http.cdnpath import CdnPath
 from stowage.http.responses import SANDBOX_CSP, file_headers, send_file
 from stowage.processing import metrics
-from stowage.processing.base import Output
-from stowage.processing.service import Processor
+from stowage.processing.service import Processor, Spooled
 
 _PROCESSORS: weakref.WeakKeyDictionary[Stowage, Processor] = weakref.WeakKeyDictionary()
 _CHUNK = 256 * 1024
+URL_MAX_AGE = 3600  # an external URL's result is not kept here; clients may keep it an hour
 for _metric in metrics.ALL:
     if _metric not in observe.REGISTRY.metrics:
         observe.REGISTRY.metrics.append(_metric)
@@ -88,29 +87,30 @@ async def _external(
 ) -> web.StreamResponse:
     assert path.url is not None
     creds = _credentials(request, path)
-    result, output = await processor.from_url(api_key, path.url, path.tasks, creds)
+    result = await processor.from_url(api_key, path.url, path.tasks, creds)
     try:
-        return await _send_spooled(request, result, output, _cache(request, path), path)
+        return await _send_spooled(request, result, _cache(request, path), path)
     finally:
-        result.unlink(missing_ok=True)
+        result.path.unlink(missing_ok=True)
 
 
 async def _send_spooled(
-    request: web.Request, result: Path, output: Output, cache: bool, path: CdnPath
+    request: web.Request, result: Spooled, cache: bool, path: CdnPath
 ) -> web.StreamResponse:
-    control = "no-store" if not cache else f"public, max-age={path.max_age or 3600}"
+    scope = "private" if result.private else "public"
+    control = f"{scope}, max-age={path.max_age or URL_MAX_AGE}" if cache else "no-store"
     response = web.StreamResponse(
         headers={
-            "Content-Type": output.mimetype,
+            "Content-Type": result.output.mimetype,
             "X-Content-Type-Options": "nosniff",
             "Content-Security-Policy": SANDBOX_CSP,
             "Cache-Control": control,
         }
     )
-    response.content_length = result.stat().st_size
+    response.content_length = result.path.stat().st_size
     await response.prepare(request)
     if request.method != "HEAD":
-        with result.open("rb") as handle:
+        with result.path.open("rb") as handle:
             while chunk := handle.read(_CHUNK):
                 await response.write(chunk)
     await response.write_eof()

@@ -44,6 +44,15 @@ class Derivative:
     key: str  # in the derivative cache
 
 
+@dataclass
+class Spooled:
+    """A result that is not kept (an external URL's): the caller sends and removes it."""
+
+    path: Path
+    output: Output
+    private: bool  # the app has security on: caches must not share it
+
+
 class Processor:
     def __init__(self, service: Stowage, engine: Engine | None = None) -> None:
         settings = service.settings
@@ -97,7 +106,7 @@ class Processor:
 
     async def from_url(
         self, api_key: str | None, url: str, segments: list[str], creds: Credentials
-    ) -> tuple[Path, Output]:
+    ) -> Spooled:
         """A transformation of an external URL, fetched through the URL guard. Not kept:
         the caller sends the returned file and removes it."""
         chain = chains.parse(segments)
@@ -115,7 +124,7 @@ class Processor:
             except BaseException:
                 dest.unlink(missing_ok=True)
                 raise
-        return dest, output
+        return Spooled(dest, output, private=app.security)
 
     def forget(self, old: FileRecord, current: FileRecord | None) -> None:
         self.cache.forget(old, current)
