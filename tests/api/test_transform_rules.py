@@ -270,3 +270,15 @@ async def test_external_url_needs_the_policy_url(harness: Harness, image_site: s
     allowed = harness.policy(app, call=["convert"], url="http://127\\.0\\.0\\.1:.*")
     _, body = await get(harness, f"/{app.api_key}/flip/{image_site}", params=allowed)
     assert decoded(body).width == 300
+
+
+async def test_failed_jobs_leave_no_spool_files(harness: Harness) -> None:
+    for data, name in (
+        (png_bomb(90_000, 90_000), "b.png"),
+        (b"text", "t.txt"),
+        (b"\xff\xd8\xff", "c.jpg"),
+    ):
+        handle = await stored(harness, data, name)
+        assert (await harness.cdn.get(f"/resize=width:10/{handle}")).status in (415, 422)
+    spool = harness.settings.data_dir / "tmp"
+    assert not list(spool.glob("derivative-*")) if spool.exists() else True

@@ -144,3 +144,21 @@ def test_memory_stays_small_for_a_48_megapixel_jpeg(tmp_path: Path, segments: st
     grown_mib = int(out.stdout.strip().splitlines()[-1])
     print(f"{segments}: peak RSS grew {grown_mib} MiB")
     assert grown_mib < 100
+
+
+def test_spool_sweep_removes_only_stale_files(tmp_path: Path) -> None:
+    import os
+
+    from stowage.processing.service import SPOOL_PREFIX, _sweep_spool
+
+    old, young, other = (
+        tmp_path / f"{SPOOL_PREFIX}old",
+        tmp_path / f"{SPOOL_PREFIX}new",
+        tmp_path / "x",
+    )
+    for path in (old, young, other):
+        path.write_bytes(b"x")
+    os.utime(old, (time.time() - 7200, time.time() - 7200))
+    os.utime(other, (time.time() - 7200, time.time() - 7200))
+    _sweep_spool(tmp_path)
+    assert (old.exists(), young.exists(), other.exists()) == (False, True, True)

@@ -70,9 +70,14 @@ class DerivativeCache:
         if flight is None:
             flight = asyncio.ensure_future(make())
             self._flights[key] = flight
-            flight.add_done_callback(lambda _: self._flights.pop(key, None))
+            flight.add_done_callback(lambda done: self._landed(key, done))
         result: T = await asyncio.shield(flight)
         return result
+
+    def _landed(self, key: str, done: asyncio.Future[Any]) -> None:
+        self._flights.pop(key, None)
+        if not done.cancelled():
+            done.exception()  # retrieved: every waiter may have gone before it failed
 
     def forget(self, record: FileRecord, keep: FileRecord | None) -> None:
         """Remove, in the background, every derivative of ``record``'s handle but those of

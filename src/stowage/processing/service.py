@@ -69,6 +69,7 @@ class Processor:
         )
         self.cache = DerivativeCache(_cache_store(service))
         self.spool = settings.data_dir / "tmp"
+        _sweep_spool(self.spool)
 
     async def derivative(
         self, handle: str, segments: list[str], creds: Credentials, api_key: str | None
@@ -216,9 +217,23 @@ class Processor:
 
     def _new_spool(self, suffix: str) -> Path:
         self.spool.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(prefix="derivative-", suffix=suffix, dir=self.spool)
+        fd, name = tempfile.mkstemp(prefix=SPOOL_PREFIX, suffix=suffix, dir=self.spool)
         os.close(fd)
         return Path(name)
+
+
+SPOOL_PREFIX = "derivative-"
+SPOOL_STALE_SECONDS = 3600.0
+
+
+def _sweep_spool(folder: Path) -> None:
+    """Spool files a crashed process left. Only old ones: worker processes of one node
+    share the folder, and another worker's job may be using a young one."""
+    stale = time.time() - SPOOL_STALE_SECONDS
+    for path in folder.glob(SPOOL_PREFIX + "*") if folder.is_dir() else []:
+        with contextlib.suppress(OSError):
+            if path.stat().st_mtime < stale:
+                path.unlink()
 
 
 def _cache_store(service: Stowage) -> Provider:
