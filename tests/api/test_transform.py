@@ -221,3 +221,24 @@ async def test_concurrent_first_requests_compute_once(harness: Harness) -> None:
     assert len({body for _, body in bodies}) == 1
     jobs = metrics.JOBS.values.get((("outcome", "ok"),), 0) - before
     assert 1 <= jobs <= (NODES if through_nginx() else 1)  # once per node at most
+
+
+@pytest.mark.parametrize(
+    ("suffix", "mimetype", "loader"),
+    [
+        (".png", "image/png", "png"),
+        (".webp", "image/webp", "webp"),
+        (".gif", "image/gif", "gif"),
+        (".tif", "image/tiff", "tiff"),
+        (".avif", "image/avif", "heif"),
+    ],
+)
+async def test_every_input_format(
+    harness: Harness, suffix: str, mimetype: str, loader: str
+) -> None:
+    handle = await stored(harness, picture(200, 100, suffix), f"in{suffix}")
+    resp, body = await get(harness, f"/resize=width:50/{handle}")
+    image = decoded(body)
+    assert (image.width, image.height) == (50, 25)
+    assert resp.headers["Content-Type"] == mimetype  # the input's format by default
+    assert image.get("vips-loader").startswith(loader)
