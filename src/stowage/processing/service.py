@@ -157,9 +157,17 @@ class Processor:
         info = await self.cache.stat(key)
         metrics.CACHE.inc(result="hit" if info is not None else "miss")
         if info is None:
-            info = await self.cache.once(key, lambda: self._make(record, app, chain, output, key))
+            await self.cache.once(key, lambda: self._make(record, app, chain, output, key))
+            info = await self.cache.stat(key)  # what a write returns is not that of every store
+            if info is None:
+                raise errors.StorageNotFound("the derivative vanished after it was written")
         stem = record.filename.rsplit(".", 1)[0] or "file"
-        shown = record.with_(mimetype=output.mimetype, filename=f"{stem}.{output.extension}")
+        shown = record.with_(  # where the response reads from: the derivative, not the file
+            mimetype=output.mimetype,
+            filename=f"{stem}.{output.extension}",
+            container=self.cache.container,
+            key=key,
+        )
         return Derivative(shown, info, self.cache.provider, self.cache.local_path(key), app, key)
 
     async def _make(
