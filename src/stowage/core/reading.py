@@ -70,14 +70,14 @@ async def open_version(
 
 
 async def open_current(
-    provider: Provider, container: str, key: str, span: Span | None = None
+    provider: Provider, container: str, key: str, span: Span | None = None, body: bool = True
 ) -> Opened:
     """The current version of an object, opened (whole, or the ``span`` of it): for
     internal readers (hashes, copies, verification), which have no row version to keep to."""
     for attempt in range(MAX_ATTEMPTS):
         info = await provider.stat(container, key)
         try:
-            return await open_version(provider, container, key, info, span)
+            return await open_version(provider, container, key, info, span, body)
         except errors.StorageVersionChanged:
             await _back_off(attempt)
     raise errors.StorageVersionChanged()

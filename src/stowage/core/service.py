@@ -12,7 +12,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -105,6 +105,9 @@ class Stowage:
         self.uploads = Uploads(self)
         self.janitor = Janitor(settings, registry, self.clean_up)
         self.draining = False  # set on SIGTERM: /readyz fails while requests drain
+        # Called with (old row, new row or None) after an overwrite or a delete has
+        # committed (the processing engine drops the old version's derivatives).
+        self.on_change: list[Callable[[FileRecord, FileRecord | None], None]] = []
 
     # -- lifecycle -------------------------------------------------------------
     async def start(self, recover: bool = True) -> None:
@@ -452,6 +455,8 @@ class Stowage:
             updated = await self._write_over(
                 provider, current, prepared, policy, mimetype or current.mimetype
             )
+        for hook in self.on_change:
+            hook(current, updated)
         await self.events.publish(app, events.OVERWRITE, updated, {})
         return updated
 
@@ -513,6 +518,8 @@ class Stowage:
                     log.warning("object of handle %s was already missing", handle)
             if not await self.registry.delete(handle):
                 raise errors.HandleNotFound(handle=handle)
+        for hook in self.on_change:
+            hook(current, None)
         await self.events.publish(app, events.DELETE, current, {"skip_storage": skip_storage})
         return current
 

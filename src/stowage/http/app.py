@@ -16,7 +16,7 @@ from stowage.config import Settings
 from stowage.core.service import Stowage
 from stowage.core.webhooks import Webhooks
 from stowage.edge import PurgingSink, build_purger
-from stowage.http import api, cdn, extras, multipart, process
+from stowage.http import api, cdn, extras, multipart, process, transform
 from stowage.http.cors import cors_middleware
 from stowage.http.drain import Drain
 from stowage.http.errors import error_middleware, use_json_expect_handler
@@ -90,6 +90,7 @@ def api_app(service: Stowage) -> web.Application:
     extras.add_api(app)
     multipart.add_routes(app)
     process.add_routes(app)
+    transform.add_routes(app)
     use_json_expect_handler(app)
     return app
 

@@ -11,6 +11,7 @@ from typing import Any
 from stowage import __version__, booleans
 from stowage.config import Settings
 from stowage.errors import all_error_classes
+from stowage.http.openapi_processing import processing_paths
 
 Doc = dict[str, Any]
 JSON = "application/json"
@@ -670,7 +671,7 @@ def document(settings: Settings) -> Doc:
             {"name": "cdn", "description": "The read-only CDN origin."},
             {"name": "service", "description": "Health, metrics, documentation, console."},
         ],
-        "paths": {**_api_paths(), **_cdn_paths(cdn)},
+        "paths": {**_api_paths(), **_cdn_paths(cdn), **processing_paths(cdn)},
         "components": {
             "schemas": _schemas(),
             "responses": {"Error": _json(ref("Error"), "An error (docs/errors.md).")},

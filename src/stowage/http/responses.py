@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import email.utils
 import pathlib
 import re
@@ -168,8 +169,11 @@ async def send_file(
     request: web.Request,
     plan: Download,
     headers_for: Callable[[Download], dict[str, str]],
-    registry: Registry,
+    registry: Registry | None,
 ) -> web.StreamResponse:
+    """Sends a download. With ``registry`` the bytes are those of the handle's row version
+    or a newer one (re-read on a race); without it, the object at the plan's key as it is
+    (derivatives: immutable objects with no row of their own)."""
     if PIPED_HEADER in request.headers:  # the edge cache passes this answer on untouched
         headers_for = _without_edge_headers(headers_for)
     if plan.local_path is not None:
@@ -187,19 +191,26 @@ async def _stream(
     request: web.Request,
     plan: Download,
     headers_for: Callable[[Download], dict[str, str]],
-    registry: Registry,
+    registry: Registry | None,
 ) -> web.StreamResponse:
     if _etag_matches(request.headers.get("If-None-Match"), plan.info.etag.strip('"')):
         return web.Response(status=304, headers=_version_headers(headers_for(plan), plan))
     range_header = request.headers.get("Range")
+
     # Opened (first chunk read) before any header is sent: they describe these bytes, and a
     # delete racing the read is still a JSON 404.
-    plan, opened = await reading.open_download(
-        registry,
-        plan,
-        lambda size: parse_range(range_header, size),
-        body=request.method != "HEAD",
-    )
+    def wanted(size: int) -> tuple[int, int] | None:
+        return parse_range(range_header, size)
+
+    body = request.method != "HEAD"
+    if registry is None:
+        record = plan.record
+        opened = await reading.open_current(
+            plan.provider, record.container, record.key, wanted, body
+        )
+        plan = dataclasses.replace(plan, info=opened.info)
+    else:
+        plan, opened = await reading.open_download(registry, plan, wanted, body=body)
     info, span = plan.info, opened.span
     response = web.StreamResponse(
         status=206 if span else 200, headers=_version_headers(headers_for(plan), plan)
