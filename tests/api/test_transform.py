@@ -216,10 +216,10 @@ async def test_concurrent_first_requests_compute_once(harness: Harness) -> None:
     from stowage.processing import metrics
 
     handle = await stored(harness)
-    before = metrics.JOBS.values.get((("outcome", "ok"),), 0)
+    before = metrics.JOBS.value(outcome="ok")
     bodies = await asyncio.gather(*(get(harness, f"/resize=width:77/{handle}") for _ in range(8)))
     assert len({body for _, body in bodies}) == 1
-    jobs = metrics.JOBS.values.get((("outcome", "ok"),), 0) - before
+    jobs = metrics.JOBS.value(outcome="ok") - before
     assert 1 <= jobs <= (NODES if through_nginx() else 1)  # once per node at most
 
 

@@ -17,6 +17,7 @@ import weakref
 from aiohttp import web
 
 from stowage.core.service import Download, Stowage
+from stowage.edge.headers import TAG_HEADER
 from stowage.http import cdnpath, observe, requests
 from stowage.http.api import SERVICE, _credentials, store_result
 from stowage.http.cdnpath import CdnPath
@@ -62,6 +63,7 @@ async def transform(request: web.Request, path: CdnPath, *, cdn: bool) -> web.St
         found = file_headers(
             opened, service.settings, dl=dl, cache=cache, cdn=cdn, max_age=path.max_age
         )
+        found.setdefault(TAG_HEADER, path.handle)  # the edge cache purges derivatives with it
         return found
 
     # A derivative's key is never rewritten with other bytes: no row version to keep to.
