@@ -1,15 +1,21 @@
-"""Smoke test of the benchmark (scripts/bench --quick): it runs, starts its three servers
-and produces a row for every scenario of issue 5. It does not assert speed."""
+"""Smoke test of the benchmark (scripts/bench --quick): it runs, starts its servers and
+produces a row for every scenario of issues 5 and 15. It does not assert speed.
+
+Scenario 10 (image transformations) measures Thumbor for real in any case; its Stowage
+figures exist once the processing engine (``stowage.processing``) is in the tree. Before
+that, its rows must say that the engine is missing, never show an empty figure silently."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-SCENARIOS = {"1", "2", "3", "4", "5", "6", "7", "8", "9"}
+SCENARIOS = {"1", "2", "3", "4", "5", "6", "7", "8", "9", "10"}
+ENGINE = importlib.util.find_spec("stowage.processing") is not None
 
 
 def test_quick_benchmark_produces_every_scenario(tmp_path: Path) -> None:
@@ -18,18 +24,30 @@ def test_quick_benchmark_produces_every_scenario(tmp_path: Path) -> None:
         [sys.executable, str(REPO / "bench" / "run.py"), "--quick", "--output", str(out)],
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=330,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     result = json.loads(out.read_text())
     rows = result["rows"]
     assert {row["id"] for row in rows} == SCENARIOS
     for row in rows:
-        assert row["stowage"] is not None, row
+        if row["id"] != "10" or ENGINE:
+            assert row["stowage"] is not None, row
+        else:
+            assert "no processing engine, answered 400" in row["scenario"], row
     by_id = {row["id"]: row for row in rows if not row["scenario"].startswith(" ")}
     for sid in ("1", "2", "3", "4", "5", "6"):  # the peers were measured too
         assert by_id[sid]["nginx"] and by_id[sid]["swift"], by_id[sid]
     assert by_id["7"]["reference"], by_id["7"]  # the coreutils tools
     assert by_id["4"]["reference"], by_id["4"]  # the disk's fsync ceiling
+    processing = [row for row in rows if row["id"] == "10"]
+    assert len(processing) == 3, processing  # cold, warm, 100-megapixel
+    assert processing[0]["reference"] > 0, processing[0]  # Thumbor's cold rate
+    assert processing[0]["reference_label"].startswith("Thumbor"), processing[0]
+    assert processing[2]["extra"]["thumbor_status"] in (200, 400), processing[2]
+    for row in processing:
+        assert row["extra"]["engine"]["present"] is ENGINE, row
+    if ENGINE:
+        assert processing[1]["reference"], processing[1]  # the plain GET of the same size
     assert result["meta"]["quick"] is True
     assert "| 1 | GET 1 KiB by handle" in done.stdout  # the printed table
