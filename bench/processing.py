@@ -229,8 +229,9 @@ def warm(ctx: Context, engine: Engine, handle: str) -> Row:
 
         return go
 
+    # Two rounds at least, so that each side runs first once even in --quick mode.
     rates = alternate(
-        ctx.sizes.rounds,
+        max(2, ctx.sizes.rounds),
         {
             "derivative": run(transform_url(ctx.stowage, handle)),
             "plain": run(f"{cdn(ctx.stowage)}/{plain}"),
