@@ -271,7 +271,8 @@ def test_thumbnail_and_preview_are_transformed_by_the_engine(
     handle = (row.get_attribute("id") or "").removeprefix("row-")
     thumb = row.locator("img.thumb")
     transform = f"{server.server.cdn}/resize=width:96/{handle}"
-    page.wait_for_function("document.querySelector('#rows img.thumb').complete", timeout=30_000)
+    expect(thumb).to_have_js_property("complete", True, timeout=30_000)
+    expect(thumb).to_have_js_property("naturalWidth", 96, timeout=30_000)
     loaded = thumb.evaluate("img => [img.currentSrc, img.naturalWidth, img.dataset.fallback]")
     assert loaded == [transform, 96, None]  # the engine's 96-px derivative, no fallback
 
