@@ -16,6 +16,7 @@ from aiohttp.test_utils import TestClient
 from stowage.config import Settings
 from stowage.core.security import encode_policy, sign
 from stowage.core.service import Stowage
+from stowage.core.uploads import Uploads
 from stowage.registry.base import App
 from tests.api.balanced import Nodes, balanced_nodes, start_node, through_nginx
 
@@ -23,6 +24,7 @@ from tests.api.balanced import Nodes, balanced_nodes, start_node, through_nginx
 @dataclass
 class Harness:
     service: Stowage
+    uploads: Uploads
     api: TestClient[Any, Any]
     cdn: TestClient[Any, Any]
     settings: Settings
@@ -69,7 +71,7 @@ async def one_node(settings: Settings) -> AsyncIterator[Nodes]:
     node = await start_node(settings)
     api, cdn = TestClient(node.api), TestClient(node.cdn)  # closing a client closes its server
     try:
-        yield node.service, api, cdn, settings
+        yield node.service, node.uploads, api, cdn, settings
     finally:
         await api.close()
         await cdn.close()
@@ -82,7 +84,7 @@ async def harness(settings: Settings, request: pytest.FixtureRequest) -> AsyncIt
         nodes = balanced_nodes(settings, request.getfixturevalue("postgres_server"))
     else:
         nodes = one_node(settings)
-    async with nodes as (service, api, cdn, used):
+    async with nodes as (service, uploads, api, cdn, used):
         await service.registry.create_app(OPEN_APP)
         await service.registry.create_app(SECURE_APP)
-        yield Harness(service, api, cdn, used, OPEN_APP, SECURE_APP)
+        yield Harness(service, uploads, api, cdn, used, OPEN_APP, SECURE_APP)

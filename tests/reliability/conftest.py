@@ -63,7 +63,7 @@ async def expect_error(
 async def assert_clean(service: Stowage) -> None:
     """No temporary file, no pending row, no object without a handle, no handle without
     its object."""
-    report = await fsck(service)
+    report = await fsck(service.registry, service.providers)
     pending = await service.registry.pending(older_than=time.time() + 3600)
     TOTALS.partial_files_seen += len(report.orphans) + len(report.temporary) + len(pending)
     TOTALS.files_lost += len(report.missing)

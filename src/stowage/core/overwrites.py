@@ -16,14 +16,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import TYPE_CHECKING
 
 from stowage import errors
 from stowage.core import inspect
-from stowage.registry.base import FileRecord, OverwriteIntent
-
-if TYPE_CHECKING:
-    from stowage.core.service import Stowage
+from stowage.core.providers import Providers
+from stowage.registry.base import FileRecord, OverwriteIntent, Registry
 
 log = logging.getLogger("stowage.core")
 #: A handle locked longer than this is being overwritten live: its intent is left for the
@@ -39,47 +36,47 @@ def intent_for(record: FileRecord) -> OverwriteIntent:
     )
 
 
-async def settle_all(service: Stowage, older_than: float) -> int:
+async def settle_all(registry: Registry, providers: Providers, older_than: float) -> int:
     """Settles the intents recorded before ``older_than``; returns how many it settled."""
     settled = 0
-    for intent in await service.registry.overwrite_intents(older_than):
-        settled += await _settle_locked(service, intent) != KEPT
+    for intent in await registry.overwrite_intents(older_than):
+        settled += await _settle_locked(registry, providers, intent) != KEPT
     return settled
 
 
-async def _settle_locked(service: Stowage, intent: OverwriteIntent) -> str:
+async def _settle_locked(registry: Registry, providers: Providers, intent: OverwriteIntent) -> str:
     # Under the handle's lock, an overwrite still running (another worker or node) ends
     # first and its row update drops its own intent: only a dead writer's is judged.
     async with contextlib.AsyncExitStack() as stack:
         try:
             async with asyncio.timeout(LOCK_WAIT):
-                await stack.enter_async_context(service.registry.handle_lock(intent.handle))
+                await stack.enter_async_context(registry.handle_lock(intent.handle))
         except TimeoutError:
             return KEPT
-        return await settle(service, intent)
+        return await settle(registry, providers, intent)
 
 
-async def settle(service: Stowage, intent: OverwriteIntent) -> str:
+async def settle(registry: Registry, providers: Providers, intent: OverwriteIntent) -> str:
     """Adopts or drops one intent; the caller holds its handle's lock. KEPT when storage
     cannot answer now: the next recovery (or janitor pass) tries again."""
-    record = await service.registry.get(intent.handle)
+    record = await registry.get(intent.handle)
     if record is None or record.version != intent.version - 1:
         # Removed, or moved on by a later overwrite: this write lost, whatever storage holds.
-        await service.registry.settle_overwrite(intent, adopt=False)
+        await registry.settle_overwrite(intent, adopt=False)
         return DROPPED
     try:
-        adopt = await _holds(service, record, intent)
+        adopt = await _holds(providers, record, intent)
     except errors.StowageError as exc:
         log.warning("interrupted overwrite of %s not settled yet: %s", intent.handle, exc)
         return KEPT
-    outcome = ADOPTED if await service.registry.settle_overwrite(intent, adopt) else DROPPED
+    outcome = ADOPTED if await registry.settle_overwrite(intent, adopt) else DROPPED
     log.info("interrupted overwrite of %s settled: %s", intent.handle, outcome)
     return outcome
 
 
-async def _holds(service: Stowage, record: FileRecord, intent: OverwriteIntent) -> bool:
+async def _holds(providers: Providers, record: FileRecord, intent: OverwriteIntent) -> bool:
     """Whether storage holds the intent's bytes at the record's key."""
-    provider = service.provider_for(await service.app(record.api_key), record.provider)
+    provider = providers.provider_for(await providers.app(record.api_key), record.provider)
     try:
         info = await provider.stat(record.container, record.key)
     except errors.StorageNotFound:

@@ -8,8 +8,6 @@ failure is a ``StowageError``.
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -32,12 +30,10 @@ from stowage.core import (
 from stowage.core.conditions import Conditions
 from stowage.core.fetch import Fetcher
 from stowage.core.janitor import Janitor
+from stowage.core.providers import Providers
 from stowage.core.security import Credentials, Policy, Target, authorize, check_size
-from stowage.core.uploads import Uploads
 from stowage.registry.base import App, FileRecord, OverwriteIntent, Registry
-from stowage.storage import API_PROVIDERS, build_provider
 from stowage.storage.base import LocalFiles, ObjectInfo, Provider, Recovers, WriteOptions
-from stowage.storage.prefixed import prefixed
 
 log = logging.getLogger("stowage.core")
 SWEEP_TIMEOUT = 30.0
@@ -98,9 +94,8 @@ class Stowage:
             max_bytes=settings.fetch_max_bytes,
             max_concurrent=settings.fetch_max_concurrent,
         )
-        self._providers: dict[tuple[str, str, str], Provider] = {}
+        self.providers = Providers(settings, registry)
         self.events: events.EventSink = events.NullSink()
-        self.uploads = Uploads(self)
         self.janitor = Janitor(settings, registry, self.clean_up)
         self.draining = False  # set on SIGTERM: /readyz fails while requests drain
 
@@ -110,24 +105,21 @@ class Stowage:
         await self.registry.open()
         if recover:
             await self.recover()
-        self.uploads.start_sweeper()
         self.janitor.start()
         await self.events.start()
 
     async def close(self) -> None:
         await self.janitor.close()
-        await self.uploads.close()
         await self.events.close()
         await self.fetcher.close()
-        for provider in self._providers.values():
-            await provider.close()
+        await self.providers.close()
         await self.registry.close()
 
     async def recover(self) -> int:
         """Undo stores that a crash interrupted (pending rows and their objects, temp files)
         and settle the overwrites it interrupted."""
         cleaned = await self.clean_up()
-        for provider in [*self._default_local_providers(), *await self._app_providers()]:
+        for provider in [*self.providers.local_defaults(), *await self.providers.configured()]:
             if isinstance(provider, Recovers):
                 cleaned += await _sweep(provider)
         return cleaned
@@ -136,7 +128,9 @@ class Stowage:
         """What crashed writers left in the registry: abandoned stores, unsettled overwrites.
         Overwrite intents need no grace: each is settled under its handle's lock, which a
         live overwrite holds until its row update has dropped its intent."""
-        return await self.clean_pending() + await overwrites.settle_all(self, time.time())
+        return await self.clean_pending() + await overwrites.settle_all(
+            self.registry, self.providers, time.time()
+        )
 
     async def clean_pending(self) -> int:
         """Removes abandoned pending rows and whatever their stores wrote."""
@@ -145,7 +139,7 @@ class Stowage:
             app = await self.registry.get_app(record.api_key)
             if app is not None and not record.cloud:
                 try:
-                    provider = self.provider_for(app, record.provider)
+                    provider = self.providers.provider_for(app, record.provider)
                     await provider.delete(record.container, record.key)
                 except errors.StowageError:
                     pass
@@ -167,76 +161,7 @@ class Stowage:
             raise errors.ShuttingDown()
         await self.registry.ping()
 
-    async def _app_providers(self) -> list[Provider]:
-        found: list[Provider] = []
-        for app in await self.registry.list_apps():
-            for api_name in app.storage:
-                try:
-                    found.append(self.provider_for(app, api_name))
-                except errors.StowageError:
-                    log.warning("storage %s of app %s is misconfigured", api_name, app.api_key)
-        return found
-
-    def _default_local_providers(self) -> list[Provider]:
-        root = self.settings.data_dir / "storage"
-        if self.settings.default_storage.get("type") != "local" or not root.exists():
-            return []
-        return [
-            self._default_provider(App(api_key=p.name, secret=""))
-            for p in sorted(root.iterdir())
-            if p.is_dir()
-        ]
-
-    # -- apps and providers ----------------------------------------------------
-    async def app(self, api_key: str | None) -> App:
-        if not api_key:
-            raise errors.Unauthenticated("the key query parameter (API key) is required")
-        app = await self.registry.get_app(api_key)
-        if app is None:
-            raise errors.InvalidApiKey()
-        return app
-
-    def provider_for(self, app: App, api_name: str) -> Provider:
-        if api_name not in API_PROVIDERS:
-            raise errors.InvalidParameter(
-                f"unknown provider {api_name!r}; one of {', '.join(API_PROVIDERS)}",
-                parameter="provider",
-            )
-        config = app.storage.get(api_name)
-        if config is None:
-            if api_name != "S3":
-                raise errors.ProviderNotEnabled(
-                    f"storage provider {api_name!r} is not enabled for this app", provider=api_name
-                )
-            return self._default_provider(app)
-        return self._cached(app.api_key, api_name, config)
-
-    def _default_provider(self, app: App) -> Provider:
-        """The service's own storage: a folder per app on the default local disk; in a store
-        shared by all apps (a bucket), a key prefix per app, so apps never see each other."""
-        config = dict(self.settings.default_storage)
-        if config.get("type") == "local" and "root" not in config:
-            config["root"] = str(self.settings.data_dir / "storage" / app.api_key)
-            return self._cached("", app.api_key, config)
-        return prefixed(self._cached("", "default", config), app.api_key)
-
-    def shared_default_store(self) -> Provider | None:
-        """The default storage as one store for all apps (no app prefix), or None when it is
-        local disk, which only a shared mount would make common to several nodes."""
-        config = dict(self.settings.default_storage)
-        if config.get("type") == "local":
-            return None
-        return self._cached("", "default", config)
-
-    def _cached(self, scope: str, name: str, config: dict[str, Any]) -> Provider:
-        fingerprint = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
-        key = (scope, name, fingerprint)
-        provider = self._providers.get(key)
-        if provider is None:
-            provider = build_provider(config, self.settings.data_dir)
-            self._providers[key] = provider
-        return provider
-
+    # -- access ----------------------------------------------------------------
     def _authorize(
         self,
         app: App,
@@ -294,8 +219,8 @@ class Stowage:
         params: StoreParams,
         creds: Credentials,
     ) -> FileRecord:
-        app = await self.app(api_key)
-        provider = self.provider_for(app, api_name)
+        app = await self.providers.app(api_key)
+        provider = self.providers.provider_for(app, api_name)
         container = self._container(provider, params.container)
         path = names.clean_path(params.path) if params.path else None
         if params.access not in ("public", "private"):
@@ -408,10 +333,10 @@ class Stowage:
         creds: Credentials,
     ) -> FileRecord:
         """``/store/<PROVIDER>/<HANDLE>``: a new handle holding a copy of a stored file."""
-        app = await self.app(api_key)
+        app = await self.providers.app(api_key)
         original = await self._record(handle, app.api_key)
         self._authorize(app, creds, "read", Target(handle=handle), app.security)
-        source_provider = self.provider_for(app, original.provider)
+        source_provider = self.providers.provider_for(app, original.provider)
         chunks = source_provider.open(original.container, original.key)
         source = Source(chunks=chunks, filename=original.filename, content_type=original.mimetype)
         params.filename = params.filename or original.filename
@@ -430,13 +355,13 @@ class Stowage:
     ) -> FileRecord:
         conditions = conditions or Conditions()
         record = await self._record(handle, api_key)
-        app = await self.app(record.api_key)
+        app = await self.providers.app(record.api_key)
         call = ("write", "writeUrl") if source.url else "write"
         target = Target(handle=handle, url=source.url, path=record.key, container=record.container)
         policy = self._authorize(app, creds, call, target, required=True)
         if record.cloud:
             raise errors.NotWriteable()
-        provider = self.provider_for(app, record.provider)
+        provider = self.providers.provider_for(app, record.provider)
         await conditions.check(provider, record.container, record.key)  # fail before reading
         prepared = await self._prepare(source, base64decode, self._max_bytes(policy))
         mimetype = mimetypes.choose(None, prepared.content_type, prepared.head, record.filename, "")
@@ -483,7 +408,7 @@ class Stowage:
             await provider.write(current.container, current.key, chunks, options)
         except BaseException:
             if intents:  # the commit may have happened before the error: ask storage
-                await _quietly(overwrites.settle(self, intents[0]))
+                await _quietly(overwrites.settle(self.registry, self.providers, intents[0]))
             raise
         record = updated()
         if not await self.registry.update(record):
@@ -495,12 +420,12 @@ class Stowage:
         self, handle: str, creds: Credentials, skip_storage: bool, api_key: str | None = None
     ) -> FileRecord:
         record = await self._record(handle, api_key)
-        app = await self.app(record.api_key)
+        app = await self.providers.app(record.api_key)
         self._authorize(app, creds, "remove", Target(handle=handle), required=True)
         async with self.registry.handle_lock(handle):
             current = await self._record(handle)
             if not (skip_storage or current.cloud):
-                provider = self.provider_for(app, current.provider)
+                provider = self.providers.provider_for(app, current.provider)
                 try:
                     await provider.delete(current.container, current.key)
                 except errors.StorageNotFound:
@@ -515,12 +440,12 @@ class Stowage:
         self, handle: str, creds: Credentials, api_key: str | None = None, verify: bool = False
     ) -> Download:
         record = await self._record(handle, api_key)
-        app = await self.app(record.api_key)
+        app = await self.providers.app(record.api_key)
         self._authorize(app, creds, "read", Target(handle=handle), app.security)
-        provider = self.provider_for(app, record.provider)
+        provider = self.providers.provider_for(app, record.provider)
         info = await provider.stat(record.container, record.key)
         if verify or self.settings.verify_downloads:
-            await integrity.check(self, record)  # corrupt bytes are refused, never served
+            await integrity.check(self.providers, record)  # corrupt bytes are refused, never served
         local = (
             provider.local_path(record.container, record.key)
             if isinstance(provider, LocalFiles)
@@ -532,12 +457,12 @@ class Stowage:
         self, handle: str, selectors: set[str], creds: Credentials, api_key: str | None = None
     ) -> dict[str, Any]:
         record = await self._record(handle, api_key)
-        app = await self.app(record.api_key)
+        app = await self.providers.app(record.api_key)
         if "exif" in selectors:  # a grant of exif implies stat
             self._authorize(app, creds, "exif", Target(handle=handle), required=True)
         else:
             self._authorize(app, creds, "stat", Target(handle=handle), app.security)
-        provider = self.provider_for(app, record.provider)
+        provider = self.providers.provider_for(app, record.provider)
         wanted = metadata.wanted(selectors)
         info = await provider.stat(record.container, record.key)
         fields = metadata.record_fields(record, info)

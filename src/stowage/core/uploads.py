@@ -20,20 +20,20 @@ import secrets
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 from urllib.parse import urlencode
 
 from stowage import errors
+from stowage.config import Settings
 from stowage.core import names
 from stowage.core.partfiles import PartFiles, PartStore, md5_hex
 from stowage.core.partobjects import PartObjects
+from stowage.core.providers import Providers
 from stowage.core.security import Credentials, Policy, Target, authorize, check_size
-from stowage.registry.base import App, FileRecord, UploadPart, UploadSession
+from stowage.core.service import Source, StoreParams
+from stowage.registry.base import App, FileRecord, Registry, UploadPart, UploadSession
 from stowage.storage import API_PROVIDERS
 from stowage.storage.base import Lists
-
-if TYPE_CHECKING:
-    from stowage.core.service import Stowage
 
 log = logging.getLogger("stowage.uploads")
 MAX_PARTS = 10_000
@@ -56,12 +56,28 @@ class PartTarget:
     headers: dict[str, str]
 
 
+class Store(Protocol):
+    """The ordinary store path (``Stowage.store``) that an assembled upload goes through."""
+
+    async def __call__(
+        self,
+        api_key: str | None,
+        api_name: str,
+        source: Source,
+        params: StoreParams,
+        creds: Credentials,
+    ) -> FileRecord: ...
+
+
 class Uploads:
-    def __init__(self, service: Stowage) -> None:
-        self.service = service
-        self.settings = service.settings
-        self.registry = service.registry
-        self.files = part_store(service)
+    def __init__(
+        self, settings: Settings, registry: Registry, providers: Providers, store: Store
+    ) -> None:
+        self.settings = settings
+        self.registry = registry
+        self.providers = providers
+        self.store = store
+        self.files = part_store(settings, providers)
         self._assembling: dict[str, asyncio.Task[FileRecord]] = {}
         self._sweeper: asyncio.Task[None] | None = None
 
@@ -111,9 +127,9 @@ class Uploads:
     async def start(
         self, api_key: str | None, params: StartParams, creds: Credentials
     ) -> UploadSession:
-        app = await self.service.app(api_key)
+        app = await self.providers.app(api_key)
         provider_name = provider_for_location(params.location)
-        provider = self.service.provider_for(app, provider_name)
+        provider = self.providers.provider_for(app, provider_name)
         path = names.clean_path(params.path) if params.path else None
         container = names.clean_container(params.container) if params.container else None
         if container and not provider.supports_containers:
@@ -159,7 +175,7 @@ class Uploads:
         fields = {"offset": offset, "size": size, "md5": md5, "expires": expires}
         signature = _sign_part(session, part, fields)
         query = urlencode({**fields, "signature": signature})
-        url = f"{upload_root(self.service)}/multipart/part/{upload_id}/{part}?{query}"
+        url = f"{upload_root(self.settings)}/multipart/part/{upload_id}/{part}?{query}"
         return PartTarget(url, {"Content-Type": "application/octet-stream"})
 
     async def put_part(
@@ -225,7 +241,7 @@ class Uploads:
         session = await self.registry.get_upload(upload_id)
         if session is None or session.state != "open" or session.api_key != api_key:
             raise errors.UploadNotFound(upload_id=upload_id)
-        app = await self.service.app(api_key)
+        app = await self.providers.app(api_key)
         # filestack-python sends no policy with /multipart/upload: the unguessable upload
         # id (given out under a store policy) is the credential; one that is sent is checked.
         self._authorize(app, creds, session.path, self._container(app, session), required=False)
@@ -250,7 +266,7 @@ class Uploads:
         )
 
     def _container(self, app: App, session: UploadSession) -> str:
-        provider = self.service.provider_for(app, session.provider)
+        provider = self.providers.provider_for(app, session.provider)
         return session.container or provider.default_container
 
     def _check_size(self, policy: Policy | None, size: int) -> None:
@@ -267,7 +283,7 @@ class Uploads:
     async def _begin(
         self, session: UploadSession, listed: list[tuple[int, str]] | None, creds: Credentials
     ) -> asyncio.Task[FileRecord]:
-        app = await self.service.app(session.api_key)
+        app = await self.providers.app(session.api_key)
         policy = self._authorize(app, creds, session.path, self._container(app, session))
         pieces = _select(await self.registry.upload_parts(session.upload_id), listed)
         received = sum(p.size for p in pieces)
@@ -289,8 +305,6 @@ class Uploads:
     async def _assemble(
         self, session: UploadSession, pieces: list[UploadPart], creds: Credentials
     ) -> FileRecord:
-        from stowage.core.service import Source, StoreParams
-
         source = Source(
             chunks=self.files.read(pieces), filename=session.filename, content_type=session.mimetype
         )
@@ -302,9 +316,7 @@ class Uploads:
             access=session.access,
         )
         try:
-            record = await self.service.store(
-                session.api_key, session.provider, source, params, creds
-            )
+            record = await self.store(session.api_key, session.provider, source, params, creds)
         except errors.StowageError:
             done = await self._completed(session.upload_id)
             if done is None:
@@ -329,18 +341,17 @@ class Uploads:
 
     async def _discard(self, record: FileRecord) -> None:
         """Our copy of a file that another process stored first."""
-        app = await self.service.app(record.api_key)
-        provider = self.service.provider_for(app, record.provider)
+        app = await self.providers.app(record.api_key)
+        provider = self.providers.provider_for(app, record.provider)
         with contextlib.suppress(errors.StorageNotFound):
             await provider.delete(record.container, record.key)
         await self.registry.delete(record.handle)
 
 
-def part_store(service: Stowage) -> PartStore:
+def part_store(settings: Settings, providers: Providers) -> PartStore:
     """Pieces go to the default storage when it is a store all nodes share (and can list);
     to the node's disk when it is local disk, or when ``upload_parts_dir`` says so."""
-    settings = service.settings
-    shared = service.shared_default_store()
+    shared = providers.shared_default_store()
     if settings.upload_parts_dir or shared is None or not isinstance(shared, Lists):
         return PartFiles(settings.upload_parts_path)
     return PartObjects(shared)
@@ -356,15 +367,15 @@ def provider_for_location(location: str | None) -> str:
     raise errors.InvalidParameter(f"unknown storage location {location!r}", parameter="location")
 
 
-def upload_root(service: Stowage) -> str:
+def upload_root(settings: Settings) -> str:
     """The API origin (the SDKs add ``/multipart/...`` to it)."""
-    return service.settings.api_url().removesuffix("/api")
+    return settings.api_url().removesuffix("/api")
 
 
-def location_url(service: Stowage) -> str:
+def location_url(settings: Settings) -> str:
     """What ``location_url`` answers: a bare host (the SDKs prepend ``https://``) behind
     TLS; the full ``http://`` root otherwise (filestack-js uses it as is)."""
-    root = upload_root(service)
+    root = upload_root(settings)
     return root.removeprefix("https://")
 
 

@@ -13,10 +13,9 @@ from stowage.core.security import Credentials
 from stowage.core.service import Source, StoreParams, Stowage
 from stowage.http import requests
 from stowage.http.cdnpath import CdnPath
+from stowage.http.keys import SERVICE
 from stowage.http.responses import file_headers, send_file
 from stowage.registry.base import FileRecord
-
-SERVICE: web.AppKey[Stowage] = web.AppKey("service", Stowage)
 
 
 def _service(request: web.Request) -> Stowage:

@@ -14,11 +14,13 @@ from aiohttp.web import BaseRequest, StreamResponse
 
 from stowage.config import Settings
 from stowage.core.service import Stowage
+from stowage.core.uploads import Uploads
 from stowage.core.webhooks import Webhooks
 from stowage.http import api, cdn, extras, multipart, process
 from stowage.http.cors import cors_middleware
 from stowage.http.drain import Drain
 from stowage.http.errors import error_middleware, use_json_expect_handler
+from stowage.http.keys import SERVICE, UPLOADS
 from stowage.http.ratelimit import RateLimiter, limit_middleware
 from stowage.http.shared_limits import shared_buckets
 from stowage.registry import build_registry
@@ -81,7 +83,8 @@ def api_app(service: Stowage) -> web.Application:
         ],
         client_max_size=1024**2,
     )
-    app[api.SERVICE] = service
+    app[SERVICE] = service
+    app[UPLOADS] = _uploads(app, service)
     api.add_routes(app)
     extras.add_api(app)
     multipart.add_routes(app)
@@ -90,12 +93,28 @@ def api_app(service: Stowage) -> web.Application:
     return app
 
 
+def _uploads(app: web.Application, service: Stowage) -> Uploads:
+    """Resumable uploads, built on the service's store path; they run (their sweeper, their
+    assemblies) while the API application does."""
+    uploads = Uploads(service.settings, service.registry, service.providers, service.store)
+
+    async def start(_: web.Application) -> None:
+        uploads.start_sweeper()
+
+    async def close(_: web.Application) -> None:
+        await uploads.close()
+
+    app.on_startup.append(start)
+    app.on_cleanup.append(close)
+    return uploads
+
+
 def cdn_app(service: Stowage) -> web.Application:
     app = web.Application(
         middlewares=extras.middlewares(error_middleware, _limits(service)),
         client_max_size=1024**2,
     )
-    app[api.SERVICE] = service
+    app[SERVICE] = service
     cdn.add_routes(app)
     extras.add_cdn(app)
     use_json_expect_handler(app)

@@ -12,7 +12,7 @@ from aiohttp import web
 
 from stowage import errors
 from stowage.http import openapi
-from stowage.http.api import SERVICE
+from stowage.http.keys import SERVICE
 
 STATIC = Path(__file__).parent / "static"
 SWAGGER = STATIC / "vendor" / "swagger-ui"

@@ -6,13 +6,13 @@ from aiohttp import web
 
 from stowage.core import listing
 from stowage.http import requests
-from stowage.http.api import SERVICE
+from stowage.http.keys import SERVICE
 
 
 async def list_handler(request: web.Request) -> web.Response:
     q = request.query
     page = await listing.list_files(
-        request.app[SERVICE],
+        request.app[SERVICE].providers,
         q.get("key"),
         requests.credentials(request),
         q.get("after"),

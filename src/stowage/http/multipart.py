@@ -16,7 +16,8 @@ from stowage import errors
 from stowage.core.security import Credentials
 from stowage.core.uploads import StartParams, location_url
 from stowage.http import requests
-from stowage.http.api import SERVICE, store_result
+from stowage.http.api import store_result
+from stowage.http.keys import SERVICE, UPLOADS
 
 
 class Fields:
@@ -106,12 +107,12 @@ async def start_handler(request: web.Request) -> web.Response:
         container=f.store("container"),
         access=f.store("access"),
     )
-    session = await service.uploads.start(f.text("apikey"), params, f.credentials(request))
+    session = await request.app[UPLOADS].start(f.text("apikey"), params, f.credentials(request))
     answer = {
         "uri": f"/{session.upload_id}",
         "region": "stowage",
         "upload_id": session.upload_id,
-        "location_url": location_url(service),
+        "location_url": location_url(service.settings),
     }
     if truthy(f.get("fii")):
         answer["upload_type"] = "intelligent_ingestion"
@@ -121,7 +122,7 @@ async def start_handler(request: web.Request) -> web.Response:
 async def upload_handler(request: web.Request) -> web.Response:
     service = request.app[SERVICE]
     f = await fields(request)
-    target = await service.uploads.part_url(
+    target = await request.app[UPLOADS].part_url(
         _upload_id(f),
         f.text("apikey"),
         part=f.integer("part"),
@@ -131,7 +132,11 @@ async def upload_handler(request: web.Request) -> web.Response:
         creds=f.credentials(request),
     )
     return web.json_response(
-        {"url": target.url, "headers": target.headers, "location_url": location_url(service)}
+        {
+            "url": target.url,
+            "headers": target.headers,
+            "location_url": location_url(service.settings),
+        }
     )
 
 
@@ -145,7 +150,7 @@ async def part_handler(request: web.Request) -> web.Response:
     size = request.query.get("size", "")
     if declared is not None and size.isdigit() and declared != int(size):
         raise errors.PartSizeMismatch(expected=int(size), received=declared)
-    piece = await service.uploads.put_part(
+    piece = await request.app[UPLOADS].put_part(
         request.match_info["upload_id"],
         part,
         dict(request.query),
@@ -155,9 +160,8 @@ async def part_handler(request: web.Request) -> web.Response:
 
 
 async def commit_handler(request: web.Request) -> web.Response:
-    service = request.app[SERVICE]
     f = await fields(request)
-    await service.uploads.commit(
+    await request.app[UPLOADS].commit(
         _upload_id(f), f.text("apikey"), f.integer("part"), f.credentials(request)
     )
     return web.json_response({})
@@ -166,7 +170,7 @@ async def commit_handler(request: web.Request) -> web.Response:
 async def complete_handler(request: web.Request) -> web.Response:
     service = request.app[SERVICE]
     f = await fields(request)
-    record = await service.uploads.complete(
+    record = await request.app[UPLOADS].complete(
         _upload_id(f), f.text("apikey"), listed_parts(f.get("parts")), f.credentials(request)
     )
     if record is None:

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from stowage import errors
-from stowage.http.api import SERVICE
+from stowage.http.keys import SERVICE
 from stowage.observe import metrics
 from stowage.observe.logs import request_id
 

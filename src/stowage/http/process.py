@@ -15,7 +15,8 @@ from stowage import errors
 from stowage.core.security import Credentials
 from stowage.core.service import Source, StoreParams
 from stowage.core.uploads import provider_for_location
-from stowage.http.api import SERVICE, store_result
+from stowage.http.api import store_result
+from stowage.http.keys import SERVICE
 from stowage.http.multipart import truthy
 
 SUPPORTED = ("store", "security")

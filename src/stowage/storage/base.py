@@ -91,6 +91,20 @@ class Recovers(Protocol):
     async def sweep_temporary(self) -> int: ...
 
 
+@runtime_checkable
+class Inventories(Protocol):
+    """A provider on this node's disk that can list its stored and temporary files, so
+    ``fsck`` finds the ones no handle owns. ``root`` tells two such providers apart."""
+
+    root: Path
+
+    def local_path(self, container: str, key: str) -> Path: ...
+
+    def stored_files(self) -> list[Path]: ...
+
+    def temporary_files(self) -> list[Path]: ...
+
+
 async def exists(provider: Provider, container: str, key: str) -> bool:
     from stowage.errors import StorageNotFound
 

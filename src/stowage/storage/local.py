@@ -45,6 +45,12 @@ class LocalProvider:
             raise errors.InvalidPath("storage path escapes the storage root")
         return Path(path)
 
+    def stored_files(self) -> list[Path]:
+        return [path for path in sorted(self.objects.rglob("*")) if path.is_file()]
+
+    def temporary_files(self) -> list[Path]:
+        return sorted(self.tmp.iterdir())
+
     async def write(
         self, container: str, key: str, chunks: Chunks, options: WriteOptions
     ) -> ObjectInfo:
