@@ -19,6 +19,7 @@ from typing import Any
 
 from stowage import errors
 from stowage.storage.base import Chunks, ObjectInfo, WriteOptions
+from stowage.storage.settings import LocalSettings, parse
 
 READ_CHUNK = 256 * 1024
 
@@ -125,8 +126,8 @@ class LocalProvider:
 
 
 def from_config(config: Mapping[str, Any], data_dir: Path) -> LocalProvider:
-    root = Path(config.get("root") or data_dir)
-    return LocalProvider(root, str(config.get("container") or "default"))
+    settings = parse(LocalSettings, config)
+    return LocalProvider(Path(settings.root or data_dir), settings.container)
 
 
 def _walk(root: Path, folder: str) -> list[str]:

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from email.utils import parsedate_to_datetime
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NoReturn
 from urllib.parse import quote
 
 import aiohttp
@@ -49,41 +49,14 @@ from yarl import URL
 
 from stowage import errors
 from stowage.storage.base import Chunks, ObjectInfo, WriteOptions
+from stowage.storage.settings import RackspaceSettings, parse
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 READ_CHUNK = 256 * 1024
 PIECE = 1024 * 1024
 SEGMENTS_SUFFIX = "_segments"
-DEFAULT_SEGMENT_SIZE = 1024**3
-DEFAULT_INLINE_LIMIT = 8 * 1024**2
-# Swift's default max_manifest_segments.
-DEFAULT_MAX_SEGMENTS = 1000
-# Longer than any upload should take: younger segments may belong to a write in progress.
-DEFAULT_ORPHAN_AGE = 24 * 3600.0
 LISTING_PAGE = 1000
-
-
-@dataclass(frozen=True)
-class RackspaceSettings:
-    identity_url: str
-    username: str
-    api_key: str = field(repr=False)
-    container: str
-    region: str | None = None
-    internal: bool = False
-    segment_size: int = DEFAULT_SEGMENT_SIZE
-    inline_limit: int = DEFAULT_INLINE_LIMIT
-    max_segments: int = DEFAULT_MAX_SEGMENTS
-    orphan_age: float = DEFAULT_ORPHAN_AGE
-    connect_timeout: float = 10.0
-    read_timeout: float = 300.0
-
-    @property
-    def tokens_url(self) -> str:
-        base = self.identity_url.rstrip("/")
-        return base if base.endswith("/tokens") else f"{base}/tokens"
 
 
 @dataclass(frozen=True)
@@ -590,28 +563,4 @@ def _raise_for(resp: aiohttp.ClientResponse) -> NoReturn:
 
 
 def from_config(config: Mapping[str, Any], data_dir: Path) -> RackspaceProvider:
-    missing = [k for k in ("identity_url", "username", "api_key", "container") if not config.get(k)]
-    if missing:
-        raise errors.StorageMisconfigured(f"rackspace: missing settings {', '.join(missing)}")
-    settings = RackspaceSettings(
-        identity_url=str(config["identity_url"]),
-        username=str(config["username"]),
-        api_key=str(config["api_key"]),
-        container=str(config["container"]),
-        region=str(config["region"]) if config.get("region") else None,
-        internal=bool(config.get("internal", False)),
-        segment_size=_setting(config, "segment_size", int, DEFAULT_SEGMENT_SIZE),
-        inline_limit=_setting(config, "inline_limit", int, DEFAULT_INLINE_LIMIT),
-        max_segments=_setting(config, "max_segments", int, DEFAULT_MAX_SEGMENTS),
-        orphan_age=_setting(config, "orphan_age", float, DEFAULT_ORPHAN_AGE),
-        connect_timeout=_setting(config, "connect_timeout", float, 10.0),
-        read_timeout=_setting(config, "read_timeout", float, 300.0),
-    )
-    if settings.segment_size < 1 or settings.inline_limit < 0 or settings.max_segments < 1:
-        raise errors.StorageMisconfigured("rackspace: segment_size and max_segments must be > 0")
-    return RackspaceProvider(settings)
-
-
-def _setting(config: Mapping[str, Any], name: str, kind: Callable[[Any], T], default: T) -> T:
-    value = config.get(name)
-    return default if value is None else kind(value)
+    return RackspaceProvider(parse(RackspaceSettings, config))
