@@ -16,17 +16,78 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from dataclasses import dataclass
 
 from stowage import errors
-from stowage.core import inspect
+from stowage.core import inspect, streams
 from stowage.core.providers import Providers
+from stowage.core.security import Policy, check_size
+from stowage.core.sources import Prepared
 from stowage.registry.base import FileRecord, OverwriteIntent, Registry
+from stowage.storage.base import Provider, WriteOptions
 
 log = logging.getLogger("stowage.core")
 #: A handle locked longer than this is being overwritten live: its intent is left for the
 #: next pass (start-up must not wait on another node's long upload).
 LOCK_WAIT = 10.0
 ADOPTED, DROPPED, KEPT = "adopted", "dropped", "kept"
+
+
+@dataclass(frozen=True)
+class Overwrite:
+    """New bytes for a stored file: ``current`` is its row, read under the handle's lock."""
+
+    provider: Provider
+    current: FileRecord
+    prepared: Prepared
+    policy: Policy | None
+    mimetype: str
+
+
+async def write_over(registry: Registry, providers: Providers, job: Overwrite) -> FileRecord:
+    """Commits the new bytes, then the row; the caller holds the handle's lock. The
+    intent is recorded when the body has ended, before the provider commits: a crash
+    between commit and row update is settled later."""
+    provider, current, prepared, mimetype = job.provider, job.current, job.prepared, job.mimetype
+    intents: list[OverwriteIntent] = []
+
+    def updated() -> FileRecord:
+        return current.with_(
+            size=prepared.digest.size,
+            sha256=prepared.digest.sha256,
+            mimetype=mimetype,
+            version=current.version + 1,
+        )
+
+    async def at_end() -> None:
+        check_size(job.policy, prepared.digest.size)  # before the commit: the old version stays
+        intent = intent_for(updated())
+        if not await registry.intend_overwrite(intent):
+            raise errors.Conflict("the file changed during this overwrite; nothing written")
+        intents.append(intent)
+
+    chunks = streams.then(prepared.chunks, at_end)
+    options = WriteOptions(content_type=mimetype, access=current.access)
+    try:
+        await provider.write(current.container, current.key, chunks, options)
+    except BaseException:
+        if intents:  # the commit may have happened before the error: ask storage
+            await _settle_quietly(registry, providers, intents[0])
+        raise
+    record = updated()
+    if not await registry.update(record):
+        raise errors.HandleNotFound(handle=current.handle)
+    return record
+
+
+async def _settle_quietly(
+    registry: Registry, providers: Providers, intent: OverwriteIntent
+) -> None:
+    # Any failure: the clean-up must not replace the error that made it necessary.
+    try:
+        await settle(registry, providers, intent)
+    except Exception:
+        log.warning("settling a failed overwrite did not complete", exc_info=True)
 
 
 def intent_for(record: FileRecord) -> OverwriteIntent:

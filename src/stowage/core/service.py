@@ -7,10 +7,8 @@ failure is a ``StowageError``.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,29 +23,19 @@ from stowage.core import (
     mimetypes,
     names,
     overwrites,
-    streams,
 )
 from stowage.core.conditions import Conditions
 from stowage.core.fetch import Fetcher
 from stowage.core.janitor import Janitor
+from stowage.core.overwrites import Overwrite
 from stowage.core.providers import Providers
+from stowage.core.recovery import Recovery
 from stowage.core.security import Credentials, Policy, Target, authorize, check_size
-from stowage.registry.base import App, FileRecord, OverwriteIntent, Registry
-from stowage.storage.base import LocalFiles, ObjectInfo, Provider, Recovers, WriteOptions
+from stowage.core.sources import Prepared, Source, prepare
+from stowage.registry.base import App, FileRecord, Registry
+from stowage.storage.base import LocalFiles, ObjectInfo, Provider, WriteOptions
 
 log = logging.getLogger("stowage.core")
-SWEEP_TIMEOUT = 30.0
-
-
-@dataclass
-class Source:
-    """Where new content comes from: a stream of bytes or a URL to fetch."""
-
-    chunks: AsyncIterator[bytes] | None = None
-    url: str | None = None
-    filename: str | None = None
-    content_type: str | None = None
-    raw: bool = False  # a raw body (unknown types default to text/plain, as the spec says)
 
 
 @dataclass
@@ -71,16 +59,6 @@ class Download:
     app: App
 
 
-@dataclass
-class _Prepared:
-    chunks: AsyncIterator[bytes]
-    head: bytes
-    content_type: str | None
-    filename: str | None
-    source_url: str | None = None
-    digest: streams.Digest = field(default_factory=streams.Digest)
-
-
 class Stowage:
     def __init__(self, settings: Settings, registry: Registry) -> None:
         self.settings = settings
@@ -96,7 +74,8 @@ class Stowage:
         )
         self.providers = Providers(settings, registry)
         self.events: events.EventSink = events.NullSink()
-        self.janitor = Janitor(settings, registry, self.clean_up)
+        self.recovery = Recovery(settings, registry, self.providers)
+        self.janitor = Janitor(settings, registry, self.recovery.clean_up)
         self.draining = False  # set on SIGTERM: /readyz fails while requests drain
 
     # -- lifecycle -------------------------------------------------------------
@@ -104,7 +83,7 @@ class Stowage:
         """``recover=False`` for worker processes: their parent recovered before forking."""
         await self.registry.open()
         if recover:
-            await self.recover()
+            await self.recovery.recover()
         self.janitor.start()
         await self.events.start()
 
@@ -114,46 +93,6 @@ class Stowage:
         await self.fetcher.close()
         await self.providers.close()
         await self.registry.close()
-
-    async def recover(self) -> int:
-        """Undo stores that a crash interrupted (pending rows and their objects, temp files)
-        and settle the overwrites it interrupted."""
-        cleaned = await self.clean_up()
-        for provider in [*self.providers.local_defaults(), *await self.providers.configured()]:
-            if isinstance(provider, Recovers):
-                cleaned += await _sweep(provider)
-        return cleaned
-
-    async def clean_up(self) -> int:
-        """What crashed writers left in the registry: abandoned stores, unsettled overwrites.
-        Overwrite intents need no grace: each is settled under its handle's lock, which a
-        live overwrite holds until its row update has dropped its intent."""
-        return await self.clean_pending() + await overwrites.settle_all(
-            self.registry, self.providers, time.time()
-        )
-
-    async def clean_pending(self) -> int:
-        """Removes abandoned pending rows and whatever their stores wrote."""
-        cleaned = 0
-        for record in await self.registry.pending(older_than=self._abandoned_before()):
-            app = await self.registry.get_app(record.api_key)
-            if app is not None and not record.cloud:
-                try:
-                    provider = self.providers.provider_for(app, record.provider)
-                    await provider.delete(record.container, record.key)
-                except errors.StowageError:
-                    pass
-            await self.registry.abandon(record.handle)
-            cleaned += 1
-        return cleaned
-
-    def _abandoned_before(self) -> float:
-        """One node owns a SQLite registry, so at its start every pending row is abandoned.
-        A shared registry's pending rows may be live uploads on other nodes: only those
-        older than ``pending_grace_seconds`` are taken as left by a crash."""
-        if self.settings.registry_shared:
-            return time.time() - self.settings.pending_grace_seconds
-        return time.time()
 
     async def ready(self) -> None:
         """Readiness: raises a ``StowageError`` when this node should get no traffic."""
@@ -186,24 +125,6 @@ class Stowage:
             raise errors.HandleNotFound(handle=handle)
         return record
 
-    # -- sources ---------------------------------------------------------------
-    async def _prepare(self, source: Source, decode: bool, max_bytes: int) -> _Prepared:
-        if source.url is not None:
-            fetched = await self.fetcher.open(source.url)
-            chunks, declared, filename = fetched.chunks, fetched.content_type, fetched.filename
-        elif source.chunks is not None:
-            chunks, declared, filename = source.chunks, source.content_type, source.filename
-        else:
-            raise errors.MissingFile()
-        if decode:
-            chunks = streams.base64_decoded(chunks)
-            declared = None
-        chunks = streams.limited(chunks, max_bytes, "the file is larger than allowed")
-        head, chunks = await streams.peek(chunks, mimetypes.SNIFF_BYTES)
-        prepared = _Prepared(chunks, head, declared, filename, source.url)
-        prepared.chunks = prepared.digest.tap(chunks)
-        return prepared
-
     def _max_bytes(self, policy: Policy | None) -> int:
         limit = self.settings.max_upload_bytes
         if policy is not None and policy.max_size is not None:
@@ -231,7 +152,7 @@ class Stowage:
             return await self._link(app, api_name, provider, container, path, params)
         if path and not path.endswith("/"):
             await params.conditions.check(provider, container, path)
-        prepared = await self._prepare(source, params.base64decode, self._max_bytes(policy))
+        prepared = await prepare(self.fetcher, source, params.base64decode, self._max_bytes(policy))
         filename = names.clean_filename(params.filename or prepared.filename)
         mimetype = mimetypes.choose(
             params.mimetype,
@@ -258,7 +179,7 @@ class Stowage:
         return record
 
     async def _write_new(
-        self, provider: Provider, record: FileRecord, prepared: _Prepared, policy: Policy | None
+        self, provider: Provider, record: FileRecord, prepared: Prepared, policy: Policy | None
     ) -> FileRecord:
         await self.registry.reserve(record)
         written = False
@@ -363,57 +284,18 @@ class Stowage:
             raise errors.NotWriteable()
         provider = self.providers.provider_for(app, record.provider)
         await conditions.check(provider, record.container, record.key)  # fail before reading
-        prepared = await self._prepare(source, base64decode, self._max_bytes(policy))
+        prepared = await prepare(self.fetcher, source, base64decode, self._max_bytes(policy))
         mimetype = mimetypes.choose(None, prepared.content_type, prepared.head, record.filename, "")
         async with self.registry.handle_lock(handle):
             current = await self._record(handle)
             await conditions.check(provider, current.container, current.key)
-            updated = await self._write_over(
-                provider, current, prepared, policy, mimetype or current.mimetype
+            updated = await overwrites.write_over(
+                self.registry,
+                self.providers,
+                Overwrite(provider, current, prepared, policy, mimetype or current.mimetype),
             )
         await self.events.publish(app, events.OVERWRITE, updated, {})
         return updated
-
-    async def _write_over(
-        self,
-        provider: Provider,
-        current: FileRecord,
-        prepared: _Prepared,
-        policy: Policy | None,
-        mimetype: str,
-    ) -> FileRecord:
-        """Commits the new bytes, then the row; the caller holds the handle's lock. The
-        intent is recorded when the body has ended, before the provider commits
-        (core/overwrites.py): a crash between commit and row update is settled later."""
-        intents: list[OverwriteIntent] = []
-
-        def updated() -> FileRecord:
-            return current.with_(
-                size=prepared.digest.size,
-                sha256=prepared.digest.sha256,
-                mimetype=mimetype,
-                version=current.version + 1,
-            )
-
-        async def at_end() -> None:
-            check_size(policy, prepared.digest.size)  # before the commit: the old version stays
-            intent = overwrites.intent_for(updated())
-            if not await self.registry.intend_overwrite(intent):
-                raise errors.Conflict("the file changed during this overwrite; nothing written")
-            intents.append(intent)
-
-        chunks = streams.then(prepared.chunks, at_end)
-        options = WriteOptions(content_type=mimetype, access=current.access)
-        try:
-            await provider.write(current.container, current.key, chunks, options)
-        except BaseException:
-            if intents:  # the commit may have happened before the error: ask storage
-                await _quietly(overwrites.settle(self.registry, self.providers, intents[0]))
-            raise
-        record = updated()
-        if not await self.registry.update(record):
-            raise errors.HandleNotFound(handle=current.handle)
-        return record
 
     # -- remove ----------------------------------------------------------------
     async def remove(
@@ -499,15 +381,6 @@ class Stowage:
 
     def api_link(self, handle: str) -> str:
         return f"{self.settings.api_url()}/file/{handle}"
-
-
-async def _sweep(provider: Recovers) -> int:
-    """Start-up must not hang on a provider that is down: sweep it later instead."""
-    try:
-        return await asyncio.wait_for(provider.sweep_temporary(), SWEEP_TIMEOUT)
-    except (errors.StowageError, TimeoutError):
-        log.warning("could not sweep temporary state of a provider", exc_info=True)
-        return 0
 
 
 async def _quietly(awaitable: Any) -> None:

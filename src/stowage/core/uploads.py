@@ -30,7 +30,8 @@ from stowage.core.partfiles import PartFiles, PartStore, md5_hex
 from stowage.core.partobjects import PartObjects
 from stowage.core.providers import Providers
 from stowage.core.security import Credentials, Policy, Target, authorize, check_size
-from stowage.core.service import Source, StoreParams
+from stowage.core.service import StoreParams
+from stowage.core.sources import Source
 from stowage.registry.base import App, FileRecord, Registry, UploadPart, UploadSession
 from stowage.storage import API_PROVIDERS
 from stowage.storage.base import Lists

@@ -10,7 +10,8 @@ from stowage import errors
 from stowage.core import digests
 from stowage.core.conditions import Conditions
 from stowage.core.security import Credentials
-from stowage.core.service import Source, StoreParams, Stowage
+from stowage.core.service import StoreParams, Stowage
+from stowage.core.sources import Source
 from stowage.http import requests
 from stowage.http.cdnpath import CdnPath
 from stowage.http.keys import SERVICE

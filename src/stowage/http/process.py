@@ -13,7 +13,8 @@ from aiohttp import web
 
 from stowage import errors
 from stowage.core.security import Credentials
-from stowage.core.service import Source, StoreParams
+from stowage.core.service import StoreParams
+from stowage.core.sources import Source
 from stowage.core.uploads import provider_for_location
 from stowage.http.api import store_result
 from stowage.http.keys import SERVICE

@@ -15,7 +15,7 @@ from stowage import errors
 from stowage.config import Settings
 from stowage.core import streams
 from stowage.core.security import Credentials
-from stowage.core.service import Source
+from stowage.core.sources import Source
 
 CHUNK = 256 * 1024
 FORM_PEEK = 16 * 1024

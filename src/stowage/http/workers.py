@@ -41,7 +41,7 @@ async def recover_once(settings: Settings) -> int:
     service = build_service(settings)
     await service.registry.open()
     try:
-        return await service.recover()
+        return await service.recovery.recover()
     finally:
         await service.close()
 
