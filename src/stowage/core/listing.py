@@ -11,7 +11,7 @@ from stowage import errors
 from stowage.core import names
 from stowage.core.providers import Providers
 from stowage.core.security import Credentials, Target, authorize
-from stowage.registry.base import FileRecord
+from stowage.registry.base import FileRecord, FileRows
 
 MAX_LIMIT = 1000
 DEFAULT_LIMIT = 100
@@ -51,7 +51,12 @@ def parse_limit(value: str | None) -> int:
 
 
 async def list_files(
-    providers: Providers, api_key: str | None, creds: Credentials, after: str | None, limit: int
+    files: FileRows,
+    providers: Providers,
+    api_key: str | None,
+    creds: Credentials,
+    after: str | None,
+    limit: int,
 ) -> Page:
     app = await providers.app(api_key)
     authorize(
@@ -66,6 +71,6 @@ async def list_files(
     if after and not names.is_handle(after):
         raise errors.InvalidParameter("after must be a handle", parameter="after")
     # One extra row tells whether there is a next page without a second query.
-    rows = await providers.registry.list_files(app.api_key, after=after or None, limit=limit + 1)
+    rows = await files.list_files(app.api_key, after=after or None, limit=limit + 1)
     page = rows[:limit]
     return Page(page, page[-1].handle if len(rows) > limit else None)

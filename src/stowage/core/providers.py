@@ -15,7 +15,7 @@ from typing import Any
 
 from stowage import errors
 from stowage.config import Settings
-from stowage.registry.base import App, Registry
+from stowage.registry.base import App, AppRows
 from stowage.storage import API_PROVIDERS, build_provider
 from stowage.storage.base import Provider
 from stowage.storage.prefixed import prefixed
@@ -24,9 +24,9 @@ log = logging.getLogger("stowage.core")
 
 
 class Providers:
-    def __init__(self, settings: Settings, registry: Registry) -> None:
+    def __init__(self, settings: Settings, apps: AppRows) -> None:
         self.settings = settings
-        self.registry = registry
+        self.apps = apps
         self._providers: dict[tuple[str, str, str], Provider] = {}
 
     async def close(self) -> None:
@@ -37,7 +37,7 @@ class Providers:
     async def app(self, api_key: str | None) -> App:
         if not api_key:
             raise errors.Unauthenticated("the key query parameter (API key) is required")
-        app = await self.registry.get_app(api_key)
+        app = await self.apps.get_app(api_key)
         if app is None:
             raise errors.InvalidApiKey()
         return app
@@ -89,7 +89,7 @@ class Providers:
         """Every provider the apps configure; a misconfigured one is reported and skipped,
         so one app's mistake never stops the others."""
         found: list[Provider] = []
-        for app in await self.registry.list_apps():
+        for app in await self.apps.list_apps():
             for api_name in app.storage:
                 try:
                     found.append(self.provider_for(app, api_name))

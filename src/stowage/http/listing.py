@@ -11,8 +11,10 @@ from stowage.http.keys import SERVICE
 
 async def list_handler(request: web.Request) -> web.Response:
     q = request.query
+    service = request.app[SERVICE]
     page = await listing.list_files(
-        request.app[SERVICE].providers,
+        service.registry,
+        service.providers,
         q.get("key"),
         requests.credentials(request),
         q.get("after"),

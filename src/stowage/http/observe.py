@@ -19,6 +19,7 @@ from stowage import errors
 from stowage.http.keys import SERVICE
 from stowage.observe import metrics
 from stowage.observe.logs import request_id
+from stowage.registry.base import QueueDepth
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 REQUEST_ID = "X-Request-Id"
@@ -150,9 +151,8 @@ async def metrics_handler(request: web.Request) -> web.Response:
 
 
 async def _webhook_depth(registry: object) -> None:
-    depth = getattr(registry, "webhook_queue_depth", None)  # optional registry ability
-    if depth is not None:
-        WEBHOOK_QUEUE.set(float(await depth()))
+    if isinstance(registry, QueueDepth):
+        WEBHOOK_QUEUE.set(float(await registry.webhook_queue_depth()))
 
 
 def install(app: web.Application, *, metrics_route: bool) -> None:
