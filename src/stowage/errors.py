@@ -43,10 +43,6 @@ class InvalidPath(BadRequest):
     code, default_message = "INVALID_PATH", "invalid storage path"
 
 
-class InvalidFilename(BadRequest):
-    code, default_message = "INVALID_FILENAME", "invalid filename"
-
-
 class InvalidBase64(BadRequest):
     code, default_message = "INVALID_BASE64", "body is not valid base64"
 
@@ -165,10 +161,6 @@ class ExpectationFailed(StowageError):
 
 class PayloadTooLarge(StowageError):
     code, status, default_message = "PAYLOAD_TOO_LARGE", 413, "the file is larger than allowed"
-
-
-class UnsupportedMediaType(StowageError):
-    code, status, default_message = "UNSUPPORTED_MEDIA_TYPE", 415, "unsupported content type"
 
 
 class RangeNotSatisfiable(StowageError):

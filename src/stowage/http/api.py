@@ -6,7 +6,6 @@ from typing import Any
 
 from aiohttp import web
 
-from stowage import errors
 from stowage.core import digests
 from stowage.core.conditions import Conditions
 from stowage.core.security import Credentials
@@ -186,19 +185,3 @@ async def readyz(request: web.Request) -> web.Response:
     and the node is not draining. Failures are 503 error bodies."""
     await _service(request).ready()
     return web.json_response({"status": "ready"})
-
-
-async def method_not_allowed(request: web.Request) -> web.Response:
-    raise errors.MethodNotAllowed()
-
-
-def add_routes(app: web.Application) -> None:
-    app.router.add_post("/api/store/{provider}", store_handler)
-    app.router.add_post("/api/store/{provider}/{handle}", copy_handler)
-    app.router.add_get("/api/file/{handle}", download_handler)
-    app.router.add_post("/api/file/{handle}", overwrite_handler)
-    app.router.add_delete("/api/file/{handle}", remove_handler)
-    app.router.add_post("/api/file/{handle}/remove", remove_handler)
-    app.router.add_get("/api/file/{handle}/metadata", metadata_handler)
-    app.router.add_get("/healthz", healthz)
-    app.router.add_get("/readyz", readyz)

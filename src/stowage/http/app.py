@@ -16,12 +16,13 @@ from stowage.config import Settings
 from stowage.core.service import Stowage
 from stowage.core.uploads import Uploads
 from stowage.core.webhooks import Webhooks
-from stowage.http import api, cdn, extras, multipart, process
+from stowage.http import observe
 from stowage.http.cors import cors_middleware
 from stowage.http.drain import Drain
 from stowage.http.errors import error_middleware, use_json_expect_handler
 from stowage.http.keys import SERVICE, UPLOADS
 from stowage.http.ratelimit import RateLimiter, limit_middleware
+from stowage.http.routes import add_api_routes, add_cdn_routes
 from stowage.http.shared_limits import shared_buckets
 from stowage.registry import build_registry
 
@@ -33,7 +34,7 @@ class AccessLogger(AbstractAccessLogger):
     the metrics, so it always runs; a disabled logger (``access_log`` off) writes nothing."""
 
     def log(self, request: BaseRequest, response: StreamResponse, time: float) -> None:
-        extras.record(request, response, time)
+        observe.record(request, response, time)
         if self.logger.disabled:
             return
         self.logger.info(
@@ -49,7 +50,7 @@ class AccessLogger(AbstractAccessLogger):
                 "path": request.path,
                 "status": response.status,
                 "duration_ms": round(time * 1000, 1),
-                "request_id": request.get(extras.RID, ""),
+                "request_id": request.get(observe.RID, ""),
             },
         )
 
@@ -75,20 +76,23 @@ def _limits(service: Stowage) -> Middleware:
     return limit_middleware(_LIMITERS[service])
 
 
+def _middlewares(error: Middleware, *inner: Middleware) -> list[Middleware]:
+    """Request ids and metrics outside the error middleware, provider errors inside it."""
+    return [observe.observe_middleware, error, observe.provider_errors_middleware, *inner]
+
+
 def api_app(service: Stowage) -> web.Application:
     app = web.Application(
         middlewares=[
             cors_middleware(service.settings.cors_origins),
-            *extras.middlewares(error_middleware, _limits(service)),
+            *_middlewares(error_middleware, _limits(service)),
         ],
         client_max_size=1024**2,
     )
     app[SERVICE] = service
     app[UPLOADS] = _uploads(app, service)
-    api.add_routes(app)
-    extras.add_api(app)
-    multipart.add_routes(app)
-    process.add_routes(app)
+    add_api_routes(app)
+    observe.install(app)
     use_json_expect_handler(app)
     return app
 
@@ -111,12 +115,12 @@ def _uploads(app: web.Application, service: Stowage) -> Uploads:
 
 def cdn_app(service: Stowage) -> web.Application:
     app = web.Application(
-        middlewares=extras.middlewares(error_middleware, _limits(service)),
+        middlewares=_middlewares(error_middleware, _limits(service)),
         client_max_size=1024**2,
     )
     app[SERVICE] = service
-    cdn.add_routes(app)
-    extras.add_cdn(app)
+    add_cdn_routes(app)
+    observe.install(app)
     use_json_expect_handler(app)
     return app
 

@@ -40,8 +40,3 @@ def _file(path: Path) -> web.FileResponse:
             "Cache-Control": "no-cache",
         },
     )
-
-
-def add_routes(app: web.Application) -> None:
-    app.router.add_get("/console", console_page)
-    app.router.add_get("/console/{name}", console_asset)

@@ -23,7 +23,3 @@ async def list_handler(request: web.Request) -> web.Response:
     response = web.json_response(page.public())
     response.headers["Cache-Control"] = "no-store"
     return response
-
-
-def add_routes(app: web.Application) -> None:
-    app.router.add_get("/api/files", list_handler)

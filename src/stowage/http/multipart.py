@@ -192,11 +192,3 @@ def _upload_id(f: Fields) -> str:
     if not upload_id:
         raise errors.InvalidParameter("upload_id is required", parameter="upload_id")
     return upload_id
-
-
-def add_routes(app: web.Application) -> None:
-    app.router.add_post("/multipart/start", start_handler)
-    app.router.add_post("/multipart/upload", upload_handler)
-    app.router.add_put("/multipart/part/{upload_id}/{part}", part_handler)
-    app.router.add_post("/multipart/commit", commit_handler)
-    app.router.add_post("/multipart/complete", complete_handler)

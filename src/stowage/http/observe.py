@@ -155,7 +155,5 @@ async def _webhook_depth(registry: object) -> None:
         WEBHOOK_QUEUE.set(float(await registry.webhook_queue_depth()))
 
 
-def install(app: web.Application, *, metrics_route: bool) -> None:
+def install(app: web.Application) -> None:
     app.on_response_prepare.append(add_request_id)
-    if metrics_route:
-        app.router.add_get("/metrics", metrics_handler)

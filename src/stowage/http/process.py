@@ -105,7 +105,3 @@ def _tasks(tasks: Any) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def _text(value: Any) -> str | None:
     return None if value is None else str(value)
-
-
-def add_routes(app: web.Application) -> None:
-    app.router.add_post("/process", process_handler)

@@ -26,10 +26,10 @@ callers test with ``isinstance``.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 Chunks = AsyncIterator[bytes]
 
@@ -113,9 +113,3 @@ async def exists(provider: Provider, container: str, key: str) -> bool:
     except StorageNotFound:
         return False
     return True
-
-
-class ProviderFactory(Protocol):
-    """Each provider module exposes ``from_config(config, settings) -> Provider``."""
-
-    def __call__(self, config: Mapping[str, Any], data_dir: Path) -> Provider: ...
