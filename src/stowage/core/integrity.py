@@ -16,7 +16,7 @@ from pathlib import Path
 
 from stowage import errors
 from stowage.config import Settings
-from stowage.core import inspect, overwrites
+from stowage.core import examine, overwrites
 from stowage.core.providers import Providers
 from stowage.registry import build_registry
 from stowage.registry.base import FileRecord, Registry
@@ -52,7 +52,7 @@ async def verify_record(providers: Providers, record: FileRecord) -> Verdict:
         return Verdict(record.handle, UNRECORDED, "no hash was recorded at write time")
     try:
         provider = providers.provider_for(await providers.app(record.api_key), record.provider)
-        found = await inspect.hash_stream(provider.open(record.container, record.key), ["sha256"])
+        found = await examine.hash_stream(provider.open(record.container, record.key), ["sha256"])
     except errors.StorageNotFound:
         return Verdict(record.handle, MISSING, "the object is missing in storage")
     except errors.StowageError as exc:

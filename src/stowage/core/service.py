@@ -17,10 +17,10 @@ from stowage import errors
 from stowage.config import Settings
 from stowage.core import (
     events,
-    inspect,
+    examine,
+    filetypes,
     integrity,
     metadata,
-    mimetypes,
     names,
     overwrites,
 )
@@ -149,12 +149,12 @@ class Stowage:
         target = Target(url=source.url, path=path, container=container)
         policy = self._authorize(app, creds, "store", target, app.security)
         if params.link:
-            return await self._link(app, api_name, provider, container, path, params)
+            return await self._link_object(app, api_name, provider, container, path, params)
         if path and not path.endswith("/"):
             await params.conditions.check(provider, container, path)
         prepared = await prepare(self.fetcher, source, params.base64decode, self._max_bytes(policy))
         filename = names.clean_filename(params.filename or prepared.filename)
-        mimetype = mimetypes.choose(
+        mimetype = filetypes.choose(
             params.mimetype,
             prepared.content_type,
             prepared.head,
@@ -211,7 +211,7 @@ class Stowage:
             )
         return names.clean_container(container)
 
-    async def _link(
+    async def _link_object(
         self,
         app: App,
         api_name: str,
@@ -234,7 +234,7 @@ class Stowage:
             key=path,
             filename=filename,
             mimetype=params.mimetype
-            or mimetypes.guess_from_name(filename)
+            or filetypes.guess_from_name(filename)
             or "application/octet-stream",
             size=info.size,
             uploaded=time.time() * 1000,
@@ -285,7 +285,7 @@ class Stowage:
         provider = self.providers.provider_for(app, record.provider)
         await conditions.check(provider, record.container, record.key)  # fail before reading
         prepared = await prepare(self.fetcher, source, base64decode, self._max_bytes(policy))
-        mimetype = mimetypes.choose(None, prepared.content_type, prepared.head, record.filename, "")
+        mimetype = filetypes.choose(None, prepared.content_type, prepared.head, record.filename, "")
         async with self.registry.handle_lock(handle):
             current = await self._record(handle)
             await conditions.check(provider, current.container, current.key)
@@ -349,10 +349,10 @@ class Stowage:
         info = await provider.stat(record.container, record.key)
         fields = metadata.record_fields(record, info)
         out = {name: fields[name] for name in wanted if name in fields}
-        hashes = [h for h in inspect.HASHES if h in wanted]
+        hashes = [h for h in examine.HASHES if h in wanted]
         if hashes:
             out.update(
-                await inspect.hash_stream(provider.open(record.container, record.key), hashes)
+                await examine.hash_stream(provider.open(record.container, record.key), hashes)
             )
         if "exif" in wanted:
             out["exif"] = await self._exif(provider, record)
@@ -364,7 +364,7 @@ class Stowage:
             if isinstance(provider, LocalFiles)
             else None
         )
-        return await inspect.read_exif(
+        return await examine.read_exif(
             provider.open(record.container, record.key, 0, self.settings.exif_max_bytes - 1),
             local,
             max_bytes=self.settings.exif_max_bytes,
@@ -373,13 +373,13 @@ class Stowage:
             spool_dir=self.settings.data_dir / "tmp",
         )
 
-    # -- links -----------------------------------------------------------------
-    def link(self, record: FileRecord) -> str:
+    # -- URLs ------------------------------------------------------------------
+    def file_url(self, record: FileRecord) -> str:
         if self.settings.store_link == "api":
-            return self.api_link(record.handle)
+            return self.api_file_url(record.handle)
         return f"{self.settings.cdn_url()}/{record.handle}"
 
-    def api_link(self, handle: str) -> str:
+    def api_file_url(self, handle: str) -> str:
         return f"{self.settings.api_url()}/file/{handle}"
 
 

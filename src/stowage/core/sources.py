@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 from stowage import errors
-from stowage.core import mimetypes, streams
+from stowage.core import filetypes, streams
 from stowage.core.fetch import Fetcher
 
 
@@ -45,7 +45,7 @@ async def prepare(fetcher: Fetcher, source: Source, decode: bool, max_bytes: int
         chunks = streams.base64_decoded(chunks)
         declared = None
     chunks = streams.limited(chunks, max_bytes, "the file is larger than allowed")
-    head, chunks = await streams.peek(chunks, mimetypes.SNIFF_BYTES)
+    head, chunks = await streams.peek(chunks, filetypes.SNIFF_BYTES)
     prepared = Prepared(chunks, head, declared, filename, source.url)
     prepared.chunks = prepared.digest.tap(chunks)
     return prepared

@@ -11,7 +11,7 @@ from stowage.core.conditions import Conditions
 from stowage.core.security import Credentials
 from stowage.core.service import StoreParams, Stowage
 from stowage.core.sources import Source
-from stowage.http import requests
+from stowage.http import inputs
 from stowage.http.cdnpath import CdnPath
 from stowage.http.keys import SERVICE
 from stowage.http.responses import file_headers, send_file
@@ -24,7 +24,7 @@ def _service(request: web.Request) -> Stowage:
 
 def store_result(service: Stowage, record: FileRecord) -> dict[str, Any]:
     return {
-        "url": service.link(record),
+        "url": service.file_url(record),
         "handle": record.handle,
         "size": record.size,
         "type": record.mimetype,
@@ -42,8 +42,8 @@ def _store_params(request: web.Request) -> StoreParams:
         path=q.get("path"),
         container=q.get("container"),
         access=q.get("access", "private"),
-        base64decode=requests.flag(request, "base64decode"),
-        link=requests.flag(request, "link"),
+        base64decode=inputs.flag(request, "base64decode"),
+        link=inputs.flag(request, "link"),
         conditions=Conditions(if_none_match=request.headers.get("If-None-Match")),
     )
 
@@ -63,13 +63,13 @@ def _conditions(request: web.Request) -> Conditions:
 async def store_handler(request: web.Request) -> web.Response:
     service = _service(request)
     params = _store_params(request)
-    source = _checked(request, await requests.source(request, service.settings))
+    source = _checked(request, await inputs.source(request, service.settings))
     record = await service.store(
         request.query.get("key"),
         request.match_info["provider"],
         source,
         params,
-        requests.credentials(request),
+        inputs.credentials(request),
     )
     return web.json_response(store_result(service, record))
 
@@ -81,7 +81,7 @@ async def copy_handler(request: web.Request) -> web.Response:
         request.match_info["provider"],
         request.match_info["handle"],
         _store_params(request),
-        requests.credentials(request),
+        inputs.credentials(request),
     )
     return web.json_response(store_result(service, record))
 
@@ -98,7 +98,7 @@ async def download(
         handle or request.match_info["handle"],
         _credentials(request, path),
         (path.api_key if path else None) or request.query.get("key"),
-        verify=requests.flag(request, "verify"),
+        verify=inputs.flag(request, "verify"),
     )
     cache = request.query.get("cache", "true").lower() not in ("false", "0", "no")
     if path is not None and path.cache is not None:
@@ -106,7 +106,7 @@ async def download(
     headers = file_headers(
         plan,
         service.settings,
-        dl=requests.flag(request, "dl"),
+        dl=inputs.flag(request, "dl"),
         cache=cache,
         cdn=cdn,
         max_age=path.max_age if path else None,
@@ -116,9 +116,9 @@ async def download(
 
 async def overwrite_handler(request: web.Request) -> web.Response:
     service = _service(request)
-    base64decode = requests.flag(request, "base64decode")
-    creds = requests.credentials(request)
-    source = _checked(request, await requests.source(request, service.settings))
+    base64decode = inputs.flag(request, "base64decode")
+    creds = inputs.credentials(request)
+    source = _checked(request, await inputs.source(request, service.settings))
     record = await service.overwrite(
         request.match_info["handle"],
         source,
@@ -129,7 +129,7 @@ async def overwrite_handler(request: web.Request) -> web.Response:
     )
     return web.json_response(
         {
-            "url": service.link(record),
+            "url": service.file_url(record),
             "handle": record.handle,
             "mimetype": record.mimetype,
             "isWriteable": not record.cloud,
@@ -141,10 +141,10 @@ async def overwrite_handler(request: web.Request) -> web.Response:
 
 async def remove_handler(request: web.Request) -> web.Response:
     service = _service(request)
-    skip = requests.flag(request, "skip_storage")
+    skip = inputs.flag(request, "skip_storage")
     record = await service.remove(
         request.match_info["handle"],
-        requests.credentials(request),
+        inputs.credentials(request),
         skip,
         request.query.get("key"),
     )
@@ -158,7 +158,7 @@ async def metadata_handler(
     request: web.Request, handle: str | None = None, path: CdnPath | None = None
 ) -> web.Response:
     service = _service(request)
-    selectors = {name for name in request.query if requests.flag_value(request, name)}
+    selectors = {name for name in request.query if inputs.flag_value(request, name)}
     result = await service.metadata(
         handle or request.match_info["handle"],
         selectors,
@@ -170,7 +170,7 @@ async def metadata_handler(
 
 def _credentials(request: web.Request, path: CdnPath | None) -> Credentials:
     """Query credentials, unless a CDN path carries a ``security=`` task."""
-    creds = requests.credentials(request)
+    creds = inputs.credentials(request)
     if path is None or (path.policy is None and path.signature is None):
         return creds
     return Credentials(path.policy, path.signature, creds.basic_user, creds.basic_secret)

@@ -61,7 +61,7 @@ class AccessLogger(AbstractAccessLogger):
 
 def build_service(settings: Settings) -> Stowage:
     service = Stowage(settings, build_registry(settings))
-    service.events = Webhooks(settings, service.registry, service.link)
+    service.events = Webhooks(settings, service.registry, service.file_url)
     return service
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from stowage.core import listing
-from stowage.http import requests
+from stowage.http import inputs
 from stowage.http.keys import SERVICE
 
 
@@ -16,7 +16,7 @@ async def list_handler(request: web.Request) -> web.Response:
         service.registry,
         service.providers,
         q.get("key"),
-        requests.credentials(request),
+        inputs.credentials(request),
         q.get("after"),
         listing.parse_limit(q.get("limit")),
     )

@@ -15,7 +15,7 @@ from aiohttp import web
 from stowage import errors
 from stowage.core.security import Credentials
 from stowage.core.uploads import StartParams, location_url
-from stowage.http import requests
+from stowage.http import inputs
 from stowage.http.api import store_result
 from stowage.http.keys import SERVICE, UPLOADS
 
@@ -52,7 +52,7 @@ class Fields:
         return None if value is None else str(value)
 
     def credentials(self, request: web.Request) -> Credentials:
-        creds = requests.credentials(request)
+        creds = inputs.credentials(request)
         policy, signature = self.text("policy"), self.text("signature")
         if policy is None and signature is None:
             return creds
@@ -154,7 +154,7 @@ async def part_handler(request: web.Request) -> web.Response:
         request.match_info["upload_id"],
         part,
         dict(request.query),
-        await requests.body_chunks(request, service.settings),
+        await inputs.body_chunks(request, service.settings),
     )
     return web.Response(status=200, headers={"ETag": f'"{piece.etag}"'})
 

@@ -511,7 +511,7 @@ def _cdn_paths(cdn: list[Doc]) -> Doc:
 
 
 def _schemas() -> Doc:
-    from stowage.core.inspect import HASHES
+    from stowage.core.examine import HASHES
 
     nullable_str = {"type": ["string", "null"]}
     return {

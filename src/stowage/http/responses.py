@@ -12,7 +12,7 @@ from aiohttp import web
 
 from stowage import errors
 from stowage.config import Settings
-from stowage.core.mimetypes import is_active
+from stowage.core.filetypes import is_active
 from stowage.core.service import Download
 from stowage.http.sendfile import LoopFileResponse
 
