@@ -51,6 +51,7 @@ from azure.storage.blob.aio import BlobClient, BlobServiceClient, ExponentialRet
 from stowage import errors
 from stowage.storage.base import Chunks, ObjectInfo, WriteOptions
 from stowage.storage.settings import AzureSettings, parse
+from stowage.storage.status import error_for
 
 DEFAULT_BLOCK = 8 * 1024 * 1024
 MAX_BLOCK = 4000 * 1024 * 1024  # the service's limit per staged block
@@ -235,16 +236,6 @@ def _etag(value: Any) -> str:
     return str(value or "").strip('"')
 
 
-_STATUS_MAP: dict[int, type[errors.StorageError]] = {
-    401: errors.StorageAccessDenied,
-    403: errors.StorageAccessDenied,
-    404: errors.StorageNotFound,
-    409: errors.StorageConflict,
-    412: errors.StorageConflict,
-    429: errors.StorageUnavailable,
-}
-
-
 @contextmanager
 def _azure_errors(writing: bool = False) -> Iterator[None]:
     try:
@@ -273,12 +264,7 @@ def _code(exc: AzureError) -> str:
 def _from_status(exc: HttpResponseError) -> errors.StowageError:
     status = exc.status_code or 0
     code = _code(exc)
-    if status == 416:
-        return errors.RangeNotSatisfiable()
-    if code == "InvalidBlockList":
+    if code == "InvalidBlockList" and status != 416:
         # Another writer's commit to the same name discarded our staged blocks.
         return errors.StorageConflict("azure: a concurrent write replaced this blob's blocks")
-    cls = _STATUS_MAP.get(status)
-    if cls is None:
-        cls = errors.StorageUnavailable if status >= 500 else errors.StorageError
-    return cls(f"azure: {status} {code}".rstrip())
+    return error_for(status, f"azure: {status} {code}".rstrip())

@@ -40,6 +40,7 @@ import aiohttp
 from stowage import errors
 from stowage.storage.base import Chunks, ObjectInfo, WriteOptions
 from stowage.storage.settings import GcsSettings, parse
+from stowage.storage.status import error_for
 
 DEFAULT_ENDPOINT = "https://storage.googleapis.com"
 SCOPES = ["https://www.googleapis.com/auth/devstorage.read_write"]
@@ -359,26 +360,11 @@ def _info(resource: Mapping[str, Any]) -> ObjectInfo:
     return ObjectInfo(int(resource.get("size") or 0), str(etag), modified)
 
 
-_STATUS_MAP: dict[int, type[errors.StorageError]] = {
-    401: errors.StorageAccessDenied,
-    403: errors.StorageAccessDenied,
-    404: errors.StorageNotFound,
-    409: errors.StorageConflict,
-    412: errors.StorageConflict,
-    429: errors.StorageUnavailable,
-}
-
-
 async def _check(resp: aiohttp.ClientResponse, what: str) -> None:
     if resp.status < 300:
         return
-    if resp.status == 416:
-        raise errors.RangeNotSatisfiable()
-    cls = _STATUS_MAP.get(resp.status)
-    if cls is None:
-        cls = errors.StorageUnavailable if resp.status >= 500 else errors.StorageError
-    detail = await _error_message(resp)
-    raise cls(f"gcs: {resp.status} on {what}{': ' + detail if detail else ''}")
+    detail = await _error_message(resp) if resp.status != 416 else ""
+    raise error_for(resp.status, f"gcs: {resp.status} on {what}{': ' + detail if detail else ''}")
 
 
 async def _error_message(resp: aiohttp.ClientResponse) -> str:

@@ -50,6 +50,7 @@ from yarl import URL
 from stowage import errors
 from stowage.storage.base import Chunks, ObjectInfo, WriteOptions
 from stowage.storage.settings import RackspaceSettings, parse
+from stowage.storage.status import error_for
 
 log = logging.getLogger(__name__)
 
@@ -535,17 +536,6 @@ def _expect_put(resp: aiohttp.ClientResponse, container: str) -> None:
     _expect(resp, 201)
 
 
-_STATUS_ERRORS: dict[int, type[errors.StorageError]] = {
-    401: errors.StorageAccessDenied,
-    403: errors.StorageAccessDenied,
-    404: errors.StorageNotFound,
-    409: errors.StorageConflict,
-    412: errors.StorageConflict,
-    413: errors.StorageFull,
-    507: errors.StorageFull,
-}
-
-
 def _expect(resp: aiohttp.ClientResponse, *ok: int) -> None:
     if resp.status in ok:
         return
@@ -554,12 +544,7 @@ def _expect(resp: aiohttp.ClientResponse, *ok: int) -> None:
 
 def _raise_for(resp: aiohttp.ClientResponse) -> NoReturn:
     message = f"rackspace: {resp.method} answered {resp.status} {resp.reason or ''}".strip()
-    if resp.status == 416:
-        raise errors.RangeNotSatisfiable()
-    cls = _STATUS_ERRORS.get(resp.status)
-    if cls is None:
-        cls = errors.StorageUnavailable if resp.status >= 500 else errors.StorageError
-    raise cls(message)
+    raise error_for(resp.status, message)
 
 
 def from_config(config: Mapping[str, Any], data_dir: Path) -> RackspaceProvider:
