@@ -30,7 +30,7 @@ from stowage.core.uploads import Uploads
 from stowage.http.app import api_app, build_service, cdn_app
 from stowage.http.keys import UPLOADS
 from stowage.registry import upgrade_registry
-from tests.multinode.conftest import Nginx, nginx_folder
+from tests.multinode.cluster import Nginx, nginx_folder
 from tests.servers.fx_postgres import PostgresServer
 
 NODES = 3

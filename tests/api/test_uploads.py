@@ -11,7 +11,7 @@ from typing import Any
 from yarl import URL
 
 from stowage.core.security import encode_policy, sign
-from tests.api.conftest import Harness
+from tests.api.harness import Harness
 
 MiB = 1024 * 1024
 

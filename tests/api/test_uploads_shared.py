@@ -14,7 +14,7 @@ from stowage.config import Settings
 from stowage.core.partfiles import PartFiles
 from stowage.core.partobjects import PREFIX, PartObjects
 from stowage.storage.base import Lists, Provider, WriteOptions
-from tests.api.conftest import Harness
+from tests.api.harness import Harness
 from tests.api.test_file_ops import basic
 from tests.api.test_uploads import complete, md5_b64, post, put_part, split, start, stored_bytes
 from tests.providers.test_contract import chunks_of

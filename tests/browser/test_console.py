@@ -13,7 +13,7 @@ from pathlib import Path
 from PIL import Image
 from playwright.sync_api import Browser, Page, expect
 
-from tests.e2e.conftest import Running
+from tests.servers.stowage_serve import Running
 
 PDF = (
     b"%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n"

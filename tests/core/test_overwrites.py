@@ -16,7 +16,7 @@ from stowage import errors
 from stowage.core import integrity, overwrites
 from stowage.registry.base import FileRecord, OverwriteIntent
 from stowage.storage.base import Chunks, ObjectInfo, WriteOptions
-from tests.api.conftest import Harness, harness, settings
+from tests.api.harness import Harness, harness, settings
 from tests.api.test_file_ops import basic, handle_of
 
 __all__ = ["harness", "settings"]

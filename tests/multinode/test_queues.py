@@ -16,7 +16,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from tests.multinode.conftest import Cluster
+from tests.multinode.cluster import Cluster
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import hmac
 import logging
 import secrets
@@ -28,6 +27,7 @@ from stowage.config import Settings
 from stowage.core import names
 from stowage.core.partfiles import PartFiles, PartStore, md5_hex
 from stowage.core.partobjects import PartObjects
+from stowage.core.pieces import part_chain, select, sign_part
 from stowage.core.providers import Providers
 from stowage.core.security import Credentials, Policy, Target, authorize, check_size
 from stowage.core.service import StoreParams
@@ -174,7 +174,7 @@ class Uploads:
         md5 = md5_hex(md5_b64) or ""
         expires = int(session.created + self.settings.upload_expiry_seconds)
         fields = {"offset": offset, "size": size, "md5": md5, "expires": expires}
-        signature = _sign_part(session, part, fields)
+        signature = sign_part(session, part, fields)
         query = urlencode({**fields, "signature": signature})
         url = f"{upload_root(self.settings)}/multipart/part/{upload_id}/{part}?{query}"
         return PartTarget(url, {"Content-Type": "application/octet-stream"})
@@ -196,7 +196,7 @@ class Uploads:
         except (KeyError, ValueError) as exc:
             raise errors.InvalidSignature("the part URL is incomplete") from exc
         signed = {"offset": offset, "size": size, "md5": md5, "expires": expires}
-        expected = _sign_part(session, part, signed)
+        expected = sign_part(session, part, signed)
         if not hmac.compare_digest(expected.encode(), signature.encode("utf-8", "replace")):
             raise errors.InvalidSignature("the part URL signature does not match")
         if time.time() > expires:
@@ -211,7 +211,7 @@ class Uploads:
         """Intelligent mode's per-part commit: the part's chunks must be there."""
         await self._open(upload_id, api_key, creds)
         pieces = await self.registry.upload_parts(upload_id)
-        if not _chain([p for p in pieces if p.part == part]):
+        if not part_chain([p for p in pieces if p.part == part]):
             raise errors.InvalidParts(f"part {part} has no chunks", part=part)
 
     async def complete(
@@ -286,7 +286,7 @@ class Uploads:
     ) -> asyncio.Task[FileRecord]:
         app = await self.providers.app(session.api_key)
         policy = self._authorize(app, creds, session.path, self._container(app, session))
-        pieces = _select(await self.registry.upload_parts(session.upload_id), listed)
+        pieces = select(await self.registry.upload_parts(session.upload_id), listed)
         received = sum(p.size for p in pieces)
         if received != session.size:
             raise errors.InvalidParts(
@@ -378,46 +378,3 @@ def location_url(settings: Settings) -> str:
     TLS; the full ``http://`` root otherwise (filestack-js uses it as is)."""
     root = upload_root(settings)
     return root.removeprefix("https://")
-
-
-def _sign_part(session: UploadSession, part: int, fields: dict[str, object]) -> str:
-    values = (session.upload_id, part, *(fields[k] for k in ("offset", "size", "md5", "expires")))
-    message = "\n".join(str(v) for v in values)
-    return hmac.new(session.part_key.encode(), message.encode(), hashlib.sha256).hexdigest()
-
-
-def _chain(pieces: list[UploadPart]) -> list[UploadPart]:
-    """A part's pieces that follow each other from offset 0 (one piece outside intelligent
-    mode); pieces left over from retries with another chunk size are skipped."""
-    by_offset = {p.offset: p for p in pieces}
-    chain: list[UploadPart] = []
-    offset = 0
-    while (piece := by_offset.get(offset)) is not None:
-        chain.append(piece)
-        if piece.size == 0:
-            break
-        offset += piece.size
-    return chain
-
-
-def _select(pieces: list[UploadPart], listed: list[tuple[int, str]] | None) -> list[UploadPart]:
-    by_part: dict[int, list[UploadPart]] = {}
-    for piece in pieces:
-        by_part.setdefault(piece.part, []).append(piece)
-    numbers = [n for n, _ in listed] if listed else sorted(by_part)
-    if listed and numbers != sorted(set(numbers)):
-        raise errors.InvalidParts("parts must be listed once each, in ascending order")
-    selected: list[UploadPart] = []
-    for index, number in enumerate(numbers):
-        chain = _chain(by_part.get(number, []))
-        if not chain:
-            raise errors.InvalidParts(f"part {number} was not uploaded", part=number)
-        if listed and not _etag_matches(chain, listed[index][1]):
-            raise errors.InvalidParts(f"part {number} has another ETag", part=number)
-        selected.extend(chain)
-    return selected
-
-
-def _etag_matches(chain: list[UploadPart], etag: str) -> bool:
-    given = etag.strip().strip('"').lower()
-    return len(chain) == 1 and hmac.compare_digest(chain[0].etag.encode(), given.encode())
