@@ -25,6 +25,7 @@ from types import FrameType
 from typing import Any
 
 from stowage.config import Settings
+from stowage.http.app import build_service, serve
 
 log = logging.getLogger("stowage")
 PR_SET_PDEATHSIG = 1
@@ -36,8 +37,6 @@ def worker_count(settings: Settings) -> int:
 
 
 async def recover_once(settings: Settings) -> int:
-    from stowage.http.app import build_service
-
     service = build_service(settings)
     await service.registry.open()
     try:
@@ -64,8 +63,6 @@ def _fork(settings: Settings, run: Runner) -> int:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         _die_with_parent()
-        from stowage.http.app import serve
-
         run(serve(settings, recover=False, reuse_port=True))
         status = 0
     except BaseException:

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from stowage.errors import StorageNotFound
+
 Chunks = AsyncIterator[bytes]
 
 
@@ -106,8 +108,6 @@ class Inventories(Protocol):
 
 
 async def exists(provider: Provider, container: str, key: str) -> bool:
-    from stowage.errors import StorageNotFound
-
     try:
         await provider.stat(container, key)
     except StorageNotFound:
