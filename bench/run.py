@@ -23,7 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench import s3, scenarios  # noqa: E402
+from bench import edge, s3, scenarios  # noqa: E402
 from bench.scenarios import Context, Row, Sizes, ratio  # noqa: E402
 from bench.servers import BenchSwift, Nginx, Stowage  # noqa: E402
 
@@ -37,8 +37,11 @@ SCENARIOS: list[Callable[[Context], list[Row]]] = [
     scenarios.hashes,
     scenarios.slow,
     s3.s3_provider,
+    edge.get_small_cached,
+    edge.get_big_through,
+    edge.purge_latency,
 ]
-SCENARIO_IDS = ("1", "2", "3", "4", "5", "6", "7", "8", "9")
+SCENARIO_IDS = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "1c", "2c", "10")
 
 
 def run(
@@ -69,6 +72,7 @@ def run(
             rows += scenario(ctx)
             print(f"  scenario {sid} done in {time.monotonic() - begun:.0f} s", file=sys.stderr)
     finally:
+        edge.stop_all()
         stowage.stop()
         nginx.stop()
         if swift is not None:

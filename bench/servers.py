@@ -64,6 +64,7 @@ class Stowage:
     port: int = field(default_factory=free_port)
     cdn_port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
+    extra_env: dict[str, str] = field(default_factory=dict)  # more STOWAGE_* settings
 
     @property
     def url(self) -> str:
@@ -93,6 +94,7 @@ class Stowage:
             "STOWAGE_ACCESS_LOG": "false",
             "STOWAGE_LOG_LEVEL": "WARNING",
             "STOWAGE_WORKERS": str(self.workers),
+            **self.extra_env,
         }
         argv = [sys.executable, "-m", "stowage", "--data-dir", str(self.data_dir), "serve"]
         ports = ["--port", str(self.port), "--cdn-port", str(self.cdn_port)]

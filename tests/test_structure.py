@@ -7,7 +7,8 @@ inside functions and under ``TYPE_CHECKING`` count the same as any other):
     __main__, docs             entry point; the reference docs generated from the CLI
     cli                        commands
     http, client               the server's edge; the CLI's client of it
-    core                       the operations, and capabilities built on them
+    edge                       capabilities built on the core (the edge cache tier)
+    core                       the operations
     storage, registry          where bytes and rows live (never each other)
     config, observe            settings; logs and metrics
     errors                     the one error hierarchy
@@ -31,11 +32,12 @@ LAYERS: dict[str, int] = {
     "storage": 2,
     "registry": 2,
     "core": 3,
-    "http": 4,
-    "client": 4,
-    "cli": 5,
-    "docs": 6,
-    "__main__": 6,
+    "edge": 4,
+    "http": 5,
+    "client": 5,
+    "cli": 6,
+    "docs": 7,
+    "__main__": 7,
 }
 
 

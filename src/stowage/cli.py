@@ -17,6 +17,8 @@ from stowage.client.commands import register as register_client_commands
 from stowage.client.handleargs import HandleCommand
 from stowage.config import Settings, load_settings
 from stowage.core.security import CALLS, encode_policy, sign
+from stowage.edge.base import app_tag
+from stowage.edge.purger import purge_once
 from stowage.errors import StowageError
 from stowage.registry import build_registry
 from stowage.registry.base import App, Registry
@@ -220,7 +222,12 @@ def apps_update(
         kept = [] if clear_webhooks else app.webhooks
         changes["webhooks"] = _webhook_urls((*kept, *webhooks))
     updated = replace(app, **changes)
-    _with_registry(_settings(ctx), lambda r: r.update_app(updated))
+    settings = _settings(ctx)
+    _with_registry(settings, lambda r: r.update_app(updated))
+    if app.security != updated.security or app.storage != updated.storage:
+        # Cached copies were stored under the old rules: a file of an app that turned
+        # security on must no longer be served to a URL without a policy.
+        _with_registry(settings, lambda r: purge_once(settings, r, [app_tag(api_key)]))
     click.echo(json.dumps(updated.public(), indent=2))
     if rotate_secret:
         click.echo(f"app secret: {updated.secret}")

@@ -179,7 +179,36 @@ class Settings:
         "Serve HTML, SVG, XML and JavaScript inline. Off: they are always sent as attachments.",
     )
     cdn_max_age: int = _setting(
-        31_536_000, "Cache-Control max-age of CDN responses for apps without security."
+        0,
+        "Cache-Control max-age browsers get for CDN responses of apps without security. "
+        "0 (default): `public, no-cache`, revalidated by ETag on each use, since an "
+        "overwrite keeps the URL and a browser cannot be purged.",
+    )
+    edge_cache_urls: list[str] = _setting(
+        [],
+        "Admin URLs of the edge caches (Varnish with deploy/varnish/stowage.vcl) in front of "
+        "the CDN origin, comma-separated or a TOML list, e.g. `http://10.0.0.5:6081`. Every "
+        "write that changes a handle's CDN answer purges its tag on each before it answers. "
+        "Empty (default): no edge cache; CDN responses tell caches not to store them.",
+    )
+    edge_purge_timeout: float = _setting(
+        0.25,
+        "Seconds a cache has to acknowledge a purge before the write answers anyway and the "
+        "purge is queued in the registry and retried.",
+    )
+    edge_purge_retry_delay: float = _setting(
+        1.0,
+        "Seconds before a queued purge is retried (doubling per attempt, at most 60 s); also "
+        "how often a node looks at the queue for purges other nodes could not send.",
+    )
+    edge_ttl: int = _setting(
+        86_400,
+        "Longest time (seconds) an edge cache keeps a file: a purge lost for good (a cache "
+        "unreachable longer than that) heals within it.",
+    )
+    edge_max_object_bytes: int = _setting(
+        32 * MiB,
+        "Larger files are streamed through the edge cache without being stored in it.",
     )
     workers: int = _setting(
         1,
@@ -241,6 +270,8 @@ def _coerce(name: str, value: Any) -> Any:
         return value.strip().lower() in {"1", "true", "yes", "on"}
     if kind is dict and isinstance(value, str):
         return json.loads(value)
+    if kind is list and isinstance(value, str):  # comma-separated in the environment
+        return [item.strip() for item in value.split(",") if item.strip()]
     if issubclass(kind, Path):
         return Path(value)
     return kind(value)

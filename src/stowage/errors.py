@@ -212,6 +212,14 @@ class StorageConflict(StorageError):
     code, status, default_message = "STORAGE_CONFLICT", 409, "storage reported a conflict"
 
 
+class StorageVersionChanged(StorageError):
+    """A read pinned to one version of an object found another there (an overwrite committed
+    meanwhile). Readers retry with the new version; a client sees it only when they gave up."""
+
+    code, status = "STORAGE_VERSION_CHANGED", 503
+    default_message = "the file kept changing while it was read; try again"
+
+
 class StorageFull(StorageError):
     code, status, default_message = "STORAGE_FULL", 507, "storage is full"
 
@@ -222,6 +230,13 @@ class StorageMisconfigured(StorageError):
 
 class ShuttingDown(StowageError):
     code, status, default_message = "SHUTTING_DOWN", 503, "this node is shutting down"
+
+
+class OriginUnavailable(StowageError):
+    """Answered by the edge cache (deploy/varnish/stowage.vcl), never by a node: the CDN
+    origin behind it did not answer."""
+
+    code, status, default_message = "ORIGIN_UNAVAILABLE", 503, "the CDN origin did not answer"
 
 
 class RegistryUnavailable(StowageError):

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-SCENARIOS = {"1", "2", "3", "4", "5", "6", "7", "8", "9"}
+SCENARIOS = {"1", "2", "3", "4", "5", "6", "7", "8", "9", "1c", "2c", "10"}
 
 
 def test_quick_benchmark_produces_every_scenario(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ import logging
 from dataclasses import dataclass
 
 from stowage import errors
-from stowage.core import examine, streams
+from stowage.core import examine, reading, streams
 from stowage.core.providers import Providers
 from stowage.core.security import Policy, check_size
 from stowage.core.sources import Prepared
@@ -144,5 +144,6 @@ async def _holds(providers: Providers, record: FileRecord, intent: OverwriteInte
         return False
     if info.size != intent.size:
         return False  # no need to read it
-    found = await examine.hash_stream(provider.open(record.container, record.key), ["sha256"])
+    chunks = reading.whole(provider, record.container, record.key)
+    found = await examine.hash_stream(chunks, ["sha256"])
     return found["sha256"] == intent.sha256

@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from stowage import errors
@@ -23,17 +22,19 @@ from stowage.core import (
     metadata,
     names,
     overwrites,
+    reading,
 )
 from stowage.core.conditions import Conditions
 from stowage.core.fetch import Fetcher
 from stowage.core.janitor import Janitor
 from stowage.core.overwrites import Overwrite
 from stowage.core.providers import Providers
+from stowage.core.reading import Download
 from stowage.core.recovery import Recovery
 from stowage.core.security import Credentials, Policy, Target, authorize, check_size
 from stowage.core.sources import Prepared, Source, prepare
 from stowage.registry.base import App, FileRecord, Registry
-from stowage.storage.base import LocalFiles, ObjectInfo, Provider, WriteOptions
+from stowage.storage.base import LocalFiles, Provider, WriteOptions
 
 log = logging.getLogger("stowage.core")
 
@@ -48,15 +49,6 @@ class StoreParams:
     base64decode: bool = False
     link: bool = False
     conditions: Conditions = field(default_factory=Conditions)  # If-None-Match with a path
-
-
-@dataclass
-class Download:
-    record: FileRecord
-    info: ObjectInfo
-    provider: Provider
-    local_path: Path | None
-    app: App
 
 
 class Stowage:
@@ -258,7 +250,7 @@ class Stowage:
         original = await self._record(handle, app.api_key)
         self._authorize(app, creds, "read", Target(handle=handle), app.security)
         source_provider = self.providers.provider_for(app, original.provider)
-        chunks = source_provider.open(original.container, original.key)
+        chunks = reading.whole(source_provider, original.container, original.key)
         source = Source(chunks=chunks, filename=original.filename, content_type=original.mimetype)
         params.filename = params.filename or original.filename
         params.mimetype = params.mimetype or original.mimetype
@@ -327,7 +319,9 @@ class Stowage:
         provider = self.providers.provider_for(app, record.provider)
         info = await provider.stat(record.container, record.key)
         if verify or self.settings.verify_downloads:
-            await integrity.check(self.providers, record)  # corrupt bytes are refused, never served
+            await integrity.check(
+                self.registry, self.providers, record
+            )  # corrupt bytes are refused, never served
         local = (
             provider.local_path(record.container, record.key)
             if isinstance(provider, LocalFiles)
@@ -346,14 +340,15 @@ class Stowage:
             self._authorize(app, creds, "stat", Target(handle=handle), app.security)
         provider = self.providers.provider_for(app, record.provider)
         wanted = metadata.wanted(selectors)
-        info = await provider.stat(record.container, record.key)
+        hashes = [h for h in examine.HASHES if h in wanted]
+        opened = (
+            await reading.open_current(provider, record.container, record.key) if hashes else None
+        )
+        info = opened.info if opened else await provider.stat(record.container, record.key)
         fields = metadata.record_fields(record, info)
         out = {name: fields[name] for name in wanted if name in fields}
-        hashes = [h for h in examine.HASHES if h in wanted]
-        if hashes:
-            out.update(
-                await examine.hash_stream(provider.open(record.container, record.key), hashes)
-            )
+        if opened:  # the hashes of the version whose size is reported
+            out.update(await examine.hash_stream(opened.chunks, hashes))
         if "exif" in wanted:
             out["exif"] = await self._exif(provider, record)
         return out
@@ -365,13 +360,16 @@ class Stowage:
             else None
         )
         return await examine.read_exif(
-            provider.open(record.container, record.key, 0, self.settings.exif_max_bytes - 1),
+            reading.whole(provider, record.container, record.key, self._exif_span),
             local,
             max_bytes=self.settings.exif_max_bytes,
             max_pixels=self.settings.exif_max_pixels,
             timeout=self.settings.exif_timeout,
             spool_dir=self.settings.data_dir / "tmp",
         )
+
+    def _exif_span(self, size: int) -> tuple[int, int]:
+        return 0, min(size, self.settings.exif_max_bytes) - 1
 
     # -- URLs ------------------------------------------------------------------
     def file_url(self, record: FileRecord) -> str:

@@ -8,6 +8,7 @@ from aiohttp import web
 
 from stowage.core import digests
 from stowage.core.conditions import Conditions
+from stowage.core.reading import Download
 from stowage.core.security import Credentials
 from stowage.core.service import StoreParams, Stowage
 from stowage.core.sources import Source
@@ -103,15 +104,13 @@ async def download(
     cache = request.query.get("cache", "true").lower() not in ("false", "0", "no")
     if path is not None and path.cache is not None:
         cache = cache and path.cache
-    headers = file_headers(
-        plan,
-        service.settings,
-        dl=inputs.flag(request, "dl"),
-        cache=cache,
-        cdn=cdn,
-        max_age=path.max_age if path else None,
-    )
-    return await send_file(request, plan, headers)
+    dl = inputs.flag(request, "dl")
+    max_age = path.max_age if path else None
+
+    def headers(opened: Download) -> dict[str, str]:  # for the version actually opened
+        return file_headers(opened, service.settings, dl=dl, cache=cache, cdn=cdn, max_age=max_age)
+
+    return await send_file(request, plan, headers, service.registry)
 
 
 async def overwrite_handler(request: web.Request) -> web.Response:

@@ -16,6 +16,7 @@ from stowage.config import Settings
 from stowage.core.service import Stowage
 from stowage.core.uploads import Uploads
 from stowage.core.webhooks import Webhooks
+from stowage.edge import PurgingSink, build_purger
 from stowage.http import observe
 from stowage.http.cors import cors_middleware
 from stowage.http.drain import Drain
@@ -61,7 +62,8 @@ class AccessLogger(AbstractAccessLogger):
 
 def build_service(settings: Settings) -> Stowage:
     service = Stowage(settings, build_registry(settings))
-    service.events = Webhooks(settings, service.registry, service.file_url)
+    webhooks = Webhooks(settings, service.registry, service.file_url)
+    service.events = PurgingSink(webhooks, build_purger(settings, service.registry))
     return service
 
 

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from stowage import errors
+from stowage.edge import metrics as edge_metrics
 from stowage.http.keys import SERVICE
 from stowage.observe import metrics
 from stowage.observe.logs import request_id
@@ -138,6 +139,9 @@ async def add_request_id(request: web.Request, response: web.StreamResponse) -> 
     rid = request.get(RID)
     if rid:
         response.headers[REQUEST_ID] = rid
+
+
+REGISTRY.metrics.extend(edge_metrics.ALL)
 
 
 async def metrics_handler(request: web.Request) -> web.Response:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import email.utils
 import pathlib
 import re
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
@@ -12,9 +13,12 @@ from aiohttp import web
 
 from stowage import errors
 from stowage.config import Settings
+from stowage.core import reading
 from stowage.core.filetypes import is_active
-from stowage.core.service import Download
+from stowage.core.reading import Download
+from stowage.edge.headers import PIPED_HEADER, origin_headers, without_edge_headers
 from stowage.http.sendfile import LoopFileResponse
+from stowage.registry.base import Registry
 
 _RANGE = re.compile(r"bytes=([0-9]*)-([0-9]*)")  # [0-9]: \d takes any script's digits
 _MAX_DIGITS = 30  # int() refuses over 4300 digits; anything this long is past any size
@@ -63,6 +67,17 @@ def file_headers(
             settings, cache=cache, cdn=cdn, private=plan.app.security, max_age=max_age
         ),
     }
+    if cdn:
+        headers.update(
+            origin_headers(
+                settings,
+                record,
+                plan.info.size,
+                secured=plan.app.security,
+                cacheable=cache,
+                max_age=max_age,
+            )
+        )
     return headers
 
 
@@ -73,7 +88,9 @@ def _cache_control(
         return "no-store"
     if max_age is not None:  # the CDN task cache=expiry:<seconds>
         return f"{'private' if private else 'public'}, max-age={max_age}"
-    if cdn and not private:
+    if cdn and not private:  # 0: revalidate each time, an overwrite keeps the URL
+        if settings.cdn_max_age == 0:
+            return "public, no-cache"
         return f"public, max-age={settings.cdn_max_age}"
     return "private, no-cache"
 
@@ -116,36 +133,67 @@ def _etag_matches(header: str | None, etag: str) -> bool:
 
 
 async def send_file(
-    request: web.Request, plan: Download, headers: dict[str, str]
+    request: web.Request,
+    plan: Download,
+    headers_for: Callable[[Download], dict[str, str]],
+    registry: Registry,
 ) -> web.StreamResponse:
+    if PIPED_HEADER in request.headers:  # the edge cache passes this answer on untouched
+        headers_for = _without_edge_headers(headers_for)
     if plan.local_path is not None:
         # The same 416 rules as streamed providers (aiohttp answers `bytes=-0` with a 206).
         if "If-Range" not in request.headers:
             parse_range(request.headers.get("Range"), plan.info.size)
+        # aiohttp fstats the file it opened: length and ETag describe the bytes it sends.
+        headers = headers_for(plan)
         return StoredFileResponse(plan.local_path, chunk_size=256 * 1024, headers=headers)
-    return await _stream(request, plan, headers)
+    return await _stream(request, plan, headers_for, registry)
 
 
 async def _stream(
-    request: web.Request, plan: Download, headers: dict[str, str]
+    request: web.Request,
+    plan: Download,
+    headers_for: Callable[[Download], dict[str, str]],
+    registry: Registry,
 ) -> web.StreamResponse:
-    info = plan.info
-    etag = info.etag.strip('"')
-    headers = {**headers, "ETag": f'"{etag}"', "Last-Modified": _http_date(info.modified)}
-    if _etag_matches(request.headers.get("If-None-Match"), etag):
-        return web.Response(status=304, headers=headers)
-    span = parse_range(request.headers.get("Range"), info.size)
-    response = web.StreamResponse(status=206 if span else 200, headers=headers)
+    if _etag_matches(request.headers.get("If-None-Match"), plan.info.etag.strip('"')):
+        return web.Response(status=304, headers=_version_headers(headers_for(plan), plan))
+    range_header = request.headers.get("Range")
+    # Opened (first chunk read) before any header is sent: they describe these bytes, and a
+    # delete racing the read is still a JSON 404.
+    plan, opened = await reading.open_download(
+        registry,
+        plan,
+        lambda size: parse_range(range_header, size),
+        body=request.method != "HEAD",
+    )
+    info, span = plan.info, opened.span
+    response = web.StreamResponse(
+        status=206 if span else 200, headers=_version_headers(headers_for(plan), plan)
+    )
     start, end = span or (0, info.size - 1)
     if span:
         response.headers["Content-Range"] = f"bytes {start}-{end}/{info.size}"
     response.content_length = end - start + 1 if info.size else 0
-    await response.prepare(request)
-    if request.method != "HEAD" and info.size:
-        async for chunk in plan.provider.open(plan.record.container, plan.record.key, start, end):
+    try:
+        await response.prepare(request)
+        async for chunk in opened.chunks:
             await response.write(chunk)
+    finally:
+        await reading.close(opened.chunks)
     await response.write_eof()
     return response
+
+
+def _without_edge_headers(
+    headers_for: Callable[[Download], dict[str, str]],
+) -> Callable[[Download], dict[str, str]]:
+    return lambda plan: without_edge_headers(headers_for(plan))
+
+
+def _version_headers(headers: dict[str, str], plan: Download) -> dict[str, str]:
+    etag = plan.info.etag.strip('"')
+    return {**headers, "ETag": f'"{etag}"', "Last-Modified": _http_date(plan.info.modified)}
 
 
 def _http_date(epoch: float) -> str:

@@ -15,11 +15,14 @@ too and leaves with the headers in one ``send``, instead of a ``send`` for the h
 
 from __future__ import annotations
 
+import json
 from typing import IO, Any
 
 from aiohttp import hdrs, web
 from aiohttp.abc import AbstractStreamWriter
 from aiohttp.web_fileresponse import _FileResponseResult
+
+from stowage import errors
 
 SMALL_BODY = 64 * 1024
 
@@ -52,8 +55,7 @@ async def prepare_on_loop(
         response.set_status(403)
         return await web.StreamResponse.prepare(response, request)
     except OSError:
-        response.set_status(404)
-        return await web.StreamResponse.prepare(response, request)
+        return await _gone(response, request)
     if result is _FileResponseResult.NOT_ACCEPTABLE:
         response.set_status(403)
         return await web.StreamResponse.prepare(response, request)
@@ -67,3 +69,21 @@ async def prepare_on_loop(
         return await response._prepare_open_file(request, fobj, st, encoding)
     finally:
         fobj.close()
+
+
+async def _gone(
+    response: web.FileResponse, request: web.BaseRequest
+) -> AbstractStreamWriter | None:
+    """The file was stat'ed, then a delete won the race before it was opened: the JSON 404
+    of a missing object, as when the delete comes first (headers were for the file)."""
+    error = errors.StorageNotFound("the file was removed while it was read")
+    body = json.dumps(error.body()).encode()
+    for name in (hdrs.CONTENT_DISPOSITION, hdrs.ACCEPT_RANGES, "X-File-Name"):
+        response.headers.popall(name, None)
+    response.headers[hdrs.CACHE_CONTROL] = "no-store"
+    response.set_status(error.status)
+    response.content_type = "application/json"
+    response.content_length = len(body)
+    writer = await web.StreamResponse.prepare(response, request)
+    await web.StreamResponse.write_eof(response, body)
+    return writer

@@ -256,7 +256,42 @@ class WebhookRows(Protocol):
     async def prune_webhooks(self, before: float) -> int: ...
 
 
-class Registry(AppRows, FileRows, IntentRows, Locks, UploadRows, WebhookRows, Protocol):
+@dataclass(frozen=True)
+class EdgePurge:
+    """A tag purge one edge cache did not acknowledge, waiting to be sent again."""
+
+    id: int  # assigned by ``enqueue_purges``; 0 before
+    cache: str  # the cache's admin URL
+    tag: str
+    attempts: int = 0
+    next_attempt: float = 0.0  # epoch seconds
+    lease_until: float = 0.0
+    last_error: str = ""
+    created: float = field(default_factory=time.time)
+
+
+class PurgeQueue(Protocol):
+    """Durable edge purges (``edge/``; contract in ``tests/registry/test_purges.py``).
+
+    ``enqueue_purges`` inserts rows (one per cache and tag; a row already waiting for the
+    same cache and tag is kept instead). ``claim_purges`` takes up to ``limit`` due rows
+    (``next_attempt <= now``, or claimed with an expired lease) for ``worker`` until
+    ``now + lease`` and counts the attempt; two workers never hold the same row.
+    ``finish_purge`` deletes the row when ``done``, else makes it due at ``next_attempt``;
+    only the claiming worker can (False otherwise). ``purge_queue_depth`` counts rows.
+    """
+
+    async def enqueue_purges(self, purges: list[EdgePurge]) -> None: ...
+    async def claim_purges(
+        self, worker: str, now: float, lease: float, limit: int
+    ) -> list[EdgePurge]: ...
+    async def finish_purge(
+        self, purge_id: int, worker: str, *, done: bool, next_attempt: float, error: str = ""
+    ) -> bool: ...
+    async def purge_queue_depth(self) -> int: ...
+
+
+class Registry(AppRows, FileRows, IntentRows, Locks, UploadRows, WebhookRows, PurgeQueue, Protocol):
     """Every concern of the registry, in one store that opens, closes and answers ``ping``."""
 
     async def open(self) -> None: ...

@@ -40,6 +40,7 @@ from stowage.registry.base import (
     UploadSession,
     WebhookDelivery,
 )
+from stowage.registry.postgres_purges import PostgresPurges
 
 FILE_COLUMNS = (
     "handle, api_key, provider, location, container, key, filename, mimetype, size, sha256, "
@@ -53,7 +54,7 @@ _SET_STORED = (
 _CONNECT_ERRORS = (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError)
 
 
-class PostgresRegistry:
+class PostgresRegistry(PostgresPurges):
     def __init__(self, dsn: str, pool_size: int = 10, lock_pool_size: int = 10) -> None:
         self.dsn = dsn
         self.pool_size = pool_size

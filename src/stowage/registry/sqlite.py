@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from stowage import errors
-from stowage.registry import locks, sqlite_intents, sqlite_uploads, sqlite_webhooks
+from stowage.registry import locks, sqlite_intents, sqlite_purges, sqlite_uploads, sqlite_webhooks
 from stowage.registry.base import (
     App,
     FileRecord,
@@ -26,6 +26,7 @@ from stowage.registry.base import (
     UploadSession,
     WebhookDelivery,
 )
+from stowage.registry.sqlite_purges import SQLitePurges
 
 T = TypeVar("T")
 SCHEMA_VERSION = 1
@@ -89,7 +90,7 @@ FILE_COLUMNS = (
 )
 
 
-class SQLiteRegistry:
+class SQLiteRegistry(SQLitePurges):
     def __init__(self, path: Path) -> None:
         self.path = path
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="registry-writer")
@@ -109,6 +110,7 @@ class SQLiteRegistry:
         conn.executescript(SCHEMA)
         conn.executescript(sqlite_uploads.SCHEMA)
         conn.executescript(sqlite_intents.SCHEMA)  # IF NOT EXISTS: older files gain it here
+        conn.executescript(sqlite_purges.SCHEMA)
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         self._write_conn = conn
 

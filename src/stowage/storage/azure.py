@@ -34,6 +34,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from azure.core import MatchConditions
 from azure.core.credentials import AzureNamedKeyCredential, AzureSasCredential
 from azure.core.exceptions import (
     AzureError,
@@ -115,14 +116,26 @@ class AzureProvider:
         return ObjectInfo(size, _etag(reply["etag"]), reply["last_modified"].timestamp())
 
     async def open(
-        self, container: str, key: str, start: int = 0, end: int | None = None
+        self,
+        container: str,
+        key: str,
+        start: int = 0,
+        end: int | None = None,
+        version: str | None = None,
     ) -> Chunks:
         blob = self._blob(container, key)
         length = None if end is None else end - start + 1
         # The SDK wants an offset whenever a length is given, and none for a whole blob.
         offset = start if start or length is not None else None
-        with _azure_errors():
-            downloader = await blob.download_blob(offset=offset, length=length, max_concurrency=1)
+        pin: dict[str, Any] = {}
+        if version is not None:
+            # If-Match on the first GET; the SDK sends the etag it got with every later
+            # chunk's GET, so a long read stays on one version too.
+            pin = {"etag": f'"{version}"', "match_condition": MatchConditions.IfNotModified}
+        with _azure_errors(pinned=version is not None):
+            downloader = await blob.download_blob(
+                offset=offset, length=length, max_concurrency=1, **pin
+            )
             async for chunk in downloader.chunks():
                 yield chunk
 
@@ -237,16 +250,20 @@ def _etag(value: Any) -> str:
 
 
 @contextmanager
-def _azure_errors(writing: bool = False) -> Iterator[None]:
+def _azure_errors(writing: bool = False, pinned: bool = False) -> Iterator[None]:
     try:
         yield
+    except ResourceModifiedError as exc:
+        if pinned:
+            raise errors.StorageVersionChanged("azure: the blob was replaced") from exc
+        raise errors.StorageConflict(f"azure: {_code(exc) or 'conflict'}") from exc
     except ResourceNotFoundError as exc:
         if writing and _code(exc) == "ContainerNotFound":
             raise errors.StorageMisconfigured("azure: the container does not exist") from exc
         raise errors.StorageNotFound("azure: no such blob") from exc
     except ClientAuthenticationError as exc:
         raise errors.StorageAccessDenied(f"azure: {_code(exc) or 'authentication failed'}") from exc
-    except (ResourceExistsError, ResourceModifiedError) as exc:
+    except ResourceExistsError as exc:
         raise errors.StorageConflict(f"azure: {_code(exc) or 'conflict'}") from exc
     except HttpResponseError as exc:
         raise _from_status(exc) from exc

@@ -13,7 +13,11 @@ Contract (checked by ``tests/providers/test_contract.py`` on every provider):
   object at that key, if any, is still readable unchanged and no partial
   object is visible.
 - ``open`` streams an object, or the byte range ``[start, end]`` (inclusive)
-  of it, and raises ``StorageNotFound`` when it is missing.
+  of it, and raises ``StorageNotFound`` when it is missing. With ``version`` (the
+  ``pin_of`` of an ``ObjectInfo`` from ``stat``) it streams exactly that version or raises
+  ``StorageVersionChanged`` before yielding anything (an overwrite committed since the
+  ``stat``); every request a multi-request read sends is pinned. Callers retry through
+  ``core/reading.py``.
 - ``stat`` returns size, etag and modification time, or raises
   ``StorageNotFound``.
 - ``delete`` removes the object and raises ``StorageNotFound`` when it is
@@ -41,6 +45,14 @@ class ObjectInfo:
     size: int
     etag: str
     modified: float  # epoch seconds
+    #: The provider's own token for pinning a read to this version (GCS generation, Dropbox
+    #: rev); empty where the etag is that token. Opaque to callers: see ``pin_of``.
+    version: str = ""
+
+
+def pin_of(info: ObjectInfo) -> str:
+    """What ``open(..., version=)`` takes to read exactly the version ``info`` describes."""
+    return info.version or info.etag
 
 
 @dataclass(frozen=True)
@@ -62,7 +74,14 @@ class Provider(Protocol):
         self, container: str, key: str, chunks: Chunks, options: WriteOptions
     ) -> ObjectInfo: ...
 
-    def open(self, container: str, key: str, start: int = 0, end: int | None = None) -> Chunks: ...
+    def open(
+        self,
+        container: str,
+        key: str,
+        start: int = 0,
+        end: int | None = None,
+        version: str | None = None,
+    ) -> Chunks: ...
 
     async def stat(self, container: str, key: str) -> ObjectInfo: ...
 

@@ -124,16 +124,25 @@ class DropboxProvider:
             return
 
     async def open(
-        self, container: str, key: str, start: int = 0, end: int | None = None
+        self,
+        container: str,
+        key: str,
+        start: int = 0,
+        end: int | None = None,
+        version: str | None = None,
     ) -> Chunks:
         path = self.path(key)
         headers = None
         if start or end is not None:
             headers = {"Range": f"bytes={start}-{'' if end is None else end}"}
         try:
-            _, response = await _call(self.client.files_download, path, extra_headers=headers)
+            meta, response = await _call(self.client.files_download, path, extra_headers=headers)
         except errors.RangeNotSatisfiable:
             return
+        if version is not None and meta.rev != version:
+            # One request: the body is the revision its result names.
+            await asyncio.to_thread(response.close)
+            raise errors.StorageVersionChanged("dropbox: the file was replaced")
         try:
             pieces = response.iter_content(READ_CHUNK)
             while (chunk := await _call(next, pieces, None)) is not None:
@@ -207,7 +216,7 @@ async def _call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
 
 def _info(meta: Any) -> ObjectInfo:
     modified = meta.server_modified.timestamp() if meta.server_modified else 0.0
-    return ObjectInfo(meta.size, meta.content_hash or meta.rev, modified)
+    return ObjectInfo(meta.size, meta.content_hash or meta.rev, modified, meta.rev)
 
 
 def _tags(error: Any) -> list[str]:

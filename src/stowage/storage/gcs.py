@@ -30,6 +30,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -118,13 +119,23 @@ class GcsProvider:
         return _info(resource)
 
     async def open(
-        self, container: str, key: str, start: int = 0, end: int | None = None
+        self,
+        container: str,
+        key: str,
+        start: int = 0,
+        end: int | None = None,
+        version: str | None = None,
     ) -> Chunks:
         headers: dict[str, str] = {}
         if start or end is not None:
             headers["Range"] = f"bytes={start}-{'' if end is None else end}"
         url = f"{self._object_url(container, key)}?alt=media"
+        pin = _Pin.parse(version) if version is not None else None
+        if pin is not None and pin.generation:
+            url += f"&ifGenerationMatch={pin.generation}"
         async with self._request("GET", url, headers=headers) as resp:
+            if pin is not None and (resp.status == 412 or not pin.matches(resp)):
+                raise errors.StorageVersionChanged("gcs: the object was replaced")
             await _check(resp, f"{container}/{key}")
             if headers and resp.status != 206:
                 raise errors.StorageError("gcs: the server ignored the byte range")
@@ -357,7 +368,42 @@ def _info(resource: Mapping[str, Any]) -> ObjectInfo:
     etag = resource.get("etag") or resource.get("md5Hash") or resource.get("generation") or ""
     updated = resource.get("updated") or resource.get("timeCreated")
     modified = datetime.fromisoformat(updated.replace("Z", "+00:00")).timestamp() if updated else 0
-    return ObjectInfo(int(resource.get("size") or 0), str(etag), modified)
+    size = int(resource.get("size") or 0)
+    pin = _Pin(str(resource.get("generation") or ""), size, str(resource.get("md5Hash") or ""))
+    return ObjectInfo(size, str(etag), modified, pin.token())
+
+
+@dataclass(frozen=True)
+class _Pin:
+    """A read pinned to one generation. GCS refuses another with 412 (``ifGenerationMatch``)
+    and names the one it sends (``x-goog-generation``). Emulators that do neither are
+    checked on what they do send: a whole read's ``x-goog-hash`` md5, a range's total size."""
+
+    generation: str
+    size: int
+    md5: str
+
+    def token(self) -> str:
+        return f"{self.generation}/{self.size}/{self.md5}"
+
+    @classmethod
+    def parse(cls, token: str) -> _Pin:
+        generation, _, rest = token.partition("/")
+        size, _, md5 = rest.partition("/")
+        return cls(generation, int(size) if size.isdigit() else -1, md5)
+
+    def matches(self, resp: aiohttp.ClientResponse) -> bool:
+        if resp.status >= 300:
+            return True  # not a body of another version: _check says what it is
+        sent = resp.headers.get("x-goog-generation")
+        if sent is not None:
+            return sent == self.generation
+        hashes = resp.headers.get("x-goog-hash", "")
+        md5 = next((h[4:] for h in hashes.split(",") if h.strip().startswith("md5=")), None)
+        if md5 is not None and self.md5:
+            return md5.strip() == self.md5
+        total = resp.headers.get("Content-Range", "").rpartition("/")[2]
+        return not total.isdigit() or int(total) == self.size
 
 
 async def _check(resp: aiohttp.ClientResponse, what: str) -> None:

@@ -75,13 +75,22 @@ class LocalProvider:
         return _info(target.stat())
 
     async def open(
-        self, container: str, key: str, start: int = 0, end: int | None = None
+        self,
+        container: str,
+        key: str,
+        start: int = 0,
+        end: int | None = None,
+        version: str | None = None,
     ) -> Chunks:
         path = self.local_path(container, key)
         loop = asyncio.get_running_loop()
         with _os_errors():
             handle = await loop.run_in_executor(None, _open_at, path, start)
         try:
+            # The open descriptor holds one inode whatever renames follow: checking it
+            # pins the whole read.
+            if version is not None and _info(os.fstat(handle.fileno())).etag != version:
+                raise errors.StorageVersionChanged("local storage: the file was replaced")
             remaining = None if end is None else end - start + 1
             while remaining is None or remaining > 0:
                 size = READ_CHUNK if remaining is None else min(READ_CHUNK, remaining)

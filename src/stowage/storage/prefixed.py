@@ -28,8 +28,15 @@ class PrefixedProvider:
     ) -> ObjectInfo:
         return await self.inner.write(container, self._key(key), chunks, options)
 
-    def open(self, container: str, key: str, start: int = 0, end: int | None = None) -> Chunks:
-        return self.inner.open(container, self._key(key), start, end)
+    def open(
+        self,
+        container: str,
+        key: str,
+        start: int = 0,
+        end: int | None = None,
+        version: str | None = None,
+    ) -> Chunks:
+        return self.inner.open(container, self._key(key), start, end, version)
 
     async def stat(self, container: str, key: str) -> ObjectInfo:
         return await self.inner.stat(container, self._key(key))

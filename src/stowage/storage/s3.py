@@ -206,7 +206,12 @@ class S3Provider:
         return parts, size
 
     async def open(
-        self, container: str, key: str, start: int = 0, end: int | None = None
+        self,
+        container: str,
+        key: str,
+        start: int = 0,
+        end: int | None = None,
+        version: str | None = None,
     ) -> Chunks:
         if end is not None and end < start:
             return  # an empty range, as the local provider reads it; S3 would send everything
@@ -214,8 +219,14 @@ class S3Provider:
         params: dict[str, Any] = {"Bucket": container, "Key": key}
         if start > 0 or end is not None:
             params["Range"] = f"bytes={start}-{'' if end is None else end}"
-        with _mapped("read"):
-            body = (await s3.get_object(**params))["Body"]
+        if version is not None:
+            params["IfMatch"] = f'"{version}"'  # one GET: its body is that version whole
+        with _mapped("pinned read" if version is not None else "read"):
+            reply = await s3.get_object(**params)
+        body = reply["Body"]
+        if version is not None and _etag(reply) != version:
+            body.close()  # a store that ignores If-Match: the reply names what it sent
+            raise errors.StorageVersionChanged("s3 storage: the object was replaced")
         try:
             while True:
                 with _mapped("read"):
@@ -355,7 +366,8 @@ _TRANSPORT = (
 
 @contextlib.contextmanager
 def _mapped(op: str) -> Iterator[None]:
-    """Turns botocore/aiohttp failures into neutral errors; ``op`` is read, write or connect."""
+    """Turns botocore/aiohttp failures into neutral errors; ``op`` is read, pinned read,
+    write or connect."""
     try:
         yield
     except errors.StowageError:
@@ -383,6 +395,8 @@ def _raise_client_error(exc: bce.ClientError, op: str) -> NoReturn:
         )
     elif code == "InvalidRange" or status == 416:
         cls = errors.RangeNotSatisfiable
+    elif op == "pinned read" and (code == "PreconditionFailed" or status == 412):
+        cls = errors.StorageVersionChanged
     else:
         cls = _class_for(code, status)
     raise cls(message) from exc

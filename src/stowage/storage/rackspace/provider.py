@@ -16,6 +16,7 @@ from stowage.storage.base import Chunks, ObjectInfo, WriteOptions
 from stowage.storage.rackspace.client import Source, SwiftClient, ambiguous
 from stowage.storage.rackspace.replies import (
     check_bulk_delete,
+    etag,
     expect,
     expect_put,
     info,
@@ -56,12 +57,23 @@ class RackspaceProvider:
         )
 
     async def open(
-        self, container: str, key: str, start: int = 0, end: int | None = None
+        self,
+        container: str,
+        key: str,
+        start: int = 0,
+        end: int | None = None,
+        version: str | None = None,
     ) -> AsyncIterator[bytes]:
         headers: dict[str, str] = {}
         if start or end is not None:
             headers["Range"] = f"bytes={start}-{'' if end is None else end}"
+        if version is not None:
+            headers["If-Match"] = f'"{version}"'
         async with self.client.request("GET", object_path(container, key), headers=headers) as resp:
+            if version is not None and (
+                resp.status == 412 or (resp.status < 300 and etag(resp) != version)
+            ):
+                raise errors.StorageVersionChanged("rackspace: the object was replaced")
             expect(resp, 200, 206)
             try:
                 async for chunk in resp.content.iter_chunked(READ_CHUNK):

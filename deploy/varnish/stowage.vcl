@@ -1,0 +1,140 @@
+vcl 4.1;
+# Stowage's edge cache: Varnish (Debian: varnish, varnish-modules for xkey) in front of
+# the CDN origin. tests/edge runs this very file; it only rewrites the 127.0.0.1:<port>
+# backend address to the port the test picked. docs/deployment.md shows how to run it.
+#
+# The origin decides what may be stored: a file response carries `X-Edge-TTL: <seconds>`
+# only when it may be (apps without security, no cache=false, not a large file) and
+# `xkey: <handle> app:<api key>` with the tags Stowage purges it by. Both are removed
+# before a client sees the response; a piped request (X-Edge-Piped) gets neither. Stowage purges with `PURGE /` and an `xkey-purge`
+# header, sent to this same listener from an address in `purgers`.
+
+import std;
+import xkey;
+
+# The CDN origin: one node's cdn_port, or the nginx CDN listener in front of several
+# nodes (deploy/nginx/stowage.conf listens on 127.0.0.1:8081 for both).
+backend stowage_cdn {
+    .host = "127.0.0.1";
+    .port = "8081";
+    .connect_timeout = 5s;
+    .first_byte_timeout = 120s;
+    .between_bytes_timeout = 60s;
+}
+
+# Who may purge: the Stowage nodes. Add each node's address in production.
+acl purgers {
+    "127.0.0.1";
+    "::1";
+}
+
+sub vcl_recv {
+    if (req.restarts == 0) {
+        unset req.http.X-Stowage-Pipe;    # only this VCL sets it, on a restart
+    }
+    if (req.method == "PURGE") {
+        if (client.ip !~ purgers) {
+            return (synth(403, "Forbidden"));
+        }
+        if (!req.http.xkey-purge) {
+            return (synth(400, "xkey-purge header required"));
+        }
+        # A hard purge: the objects are gone, never served stale, whatever their grace.
+        set req.http.X-Purged = xkey.purge(req.http.xkey-purge);
+        return (synth(200, "Purged " + req.http.X-Purged));
+    }
+    # Only the origin sets these.
+    unset req.http.xkey;
+    unset req.http.X-Edge-TTL;
+    unset req.http.X-Edge-Piped;
+    # Piped: the bytes go from the origin to the client as they come, never through the
+    # cache's storage (Varnish 7.1 would buffer a passed body as fast as the origin sends
+    # it). For large files (see vcl_deliver), a Range on a miss, and requests that may
+    # not be stored: they carry credentials (a policy may grant what a plain URL must not
+    # get) or ask for no cache.
+    if (req.http.X-Stowage-Pipe
+        || req.http.Authorization
+        || req.url ~ "(?i)(security=|[?&](policy|signature)=)"
+        || req.url ~ "(?i)(cache=false|cache:false|[?&]cache=(0|no)(&|$))") {
+        return (pipe);
+    }
+    # Passed (never stored; small or empty bodies): other methods, HEAD (on a miss
+    # Varnish would fetch the whole body to store it), metadata.
+    if (req.method != "GET" || req.url ~ "/metadata(\?|$)") {
+        return (pass);
+    }
+    unset req.http.Cookie;
+    return (hash);
+}
+
+sub vcl_miss {
+    # A Range on a miss: Varnish would fetch the whole file to cut the range out. Ask the
+    # origin for just those bytes; a later plain GET stores the file, and ranges are then
+    # cut from the stored copy.
+    if (req.http.Range) {
+        set req.http.X-Stowage-Pipe = "range";
+        return (restart);
+    }
+}
+
+sub vcl_pipe {
+    # One request per piped connection; the origin adds none of its edge headers.
+    set bereq.http.Connection = "close";
+    set bereq.http.X-Edge-Piped = "1";
+}
+
+sub vcl_backend_response {
+    if (beresp.status == 200 && beresp.http.X-Edge-TTL ~ "^[0-9]+$") {
+        set beresp.ttl = std.duration(beresp.http.X-Edge-TTL + "s", 0s);
+        set beresp.grace = 0s;      # never serve an expired copy
+        set beresp.keep = 0s;
+        unset beresp.http.X-Edge-TTL;
+        unset beresp.http.Set-Cookie;
+        # Per-request headers of the request that filled the cache: wrong on a hit.
+        unset beresp.http.X-Request-ID;
+        unset beresp.http.RateLimit-Limit;
+        unset beresp.http.RateLimit-Remaining;
+        unset beresp.http.RateLimit-Reset;
+        unset beresp.http.Filestack-Limit;
+        unset beresp.http.Filestack-Remaining;
+        unset beresp.http.Filestack-Reset;
+        return (deliver);
+    }
+    if (beresp.status == 200
+        && std.integer(beresp.http.Content-Length, 1073741824) > 1048576) {
+        # A body over 1 MiB the origin says not to store (a file larger than
+        # edge_max_object_bytes, or no length given): drop this fetch and pipe the request
+        # instead (vcl_deliver), so the body never sits in cache memory.
+        return (error(599, "Pipe"));
+    }
+    # Errors and small bodies the origin says not to store: passed on, never stored.
+    unset beresp.http.X-Edge-TTL;
+    unset beresp.http.xkey;
+    set beresp.uncacheable = true;
+    set beresp.ttl = 0s;
+    return (deliver);
+}
+
+sub vcl_backend_error {
+    if (beresp.status == 599) {
+        set beresp.ttl = 0s;
+        return (deliver);
+    }
+    # The origin unreachable: Stowage's JSON error shape (docs/errors.md), never stored.
+    set beresp.status = 503;
+    set beresp.http.Content-Type = "application/json";
+    set beresp.http.Cache-Control = "no-store";
+    set beresp.body = {"{"error": {"code": "ORIGIN_UNAVAILABLE", "message": "the CDN origin did not answer" } }"};
+    return (deliver);
+}
+
+sub vcl_deliver {
+    if (resp.status == 599 && req.restarts == 0) {
+        set req.http.X-Stowage-Pipe = "large";
+        return (restart);
+    }
+    unset resp.http.xkey;
+    unset resp.http.X-Edge-TTL;
+    unset resp.http.Via;
+    unset resp.http.X-Varnish;
+}

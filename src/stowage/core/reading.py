@@ -1,0 +1,165 @@
+"""Reads that see one version of a file whole (issue 18).
+
+An overwrite replaces the object at the same key, so a reader that asks for the size in
+one request and the bytes in another can get one version's length and another's bytes.
+Every read here pins its bytes to the version a ``stat`` described (``open(version=)``,
+each provider's own mechanism, see ``storage/base.py``), and opens the object, first
+chunk included, before the caller commits to anything: a download's headers (length,
+Content-Range, ETag, type) are built from what was actually opened. When the pin fails
+(an overwrite committed in between) the row is read again and the read starts over, at
+most ``MAX_ATTEMPTS`` times; then ``StorageVersionChanged`` (503, retryable).
+
+Which version: the object is committed before its row (``core/overwrites.py``), so the
+one a ``stat`` finds after the row was read is the row's version or a newer one, whole.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import random
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+from stowage import errors
+from stowage.registry.base import App, FileRecord, Registry
+from stowage.storage.base import Chunks, ObjectInfo, Provider, pin_of
+
+MAX_ATTEMPTS = 5
+BACKOFF = 0.005  # seconds, doubled per attempt: at most about 0.15 s in all
+#: The byte range to read, given the size of the version found (None: the whole object).
+Span = Callable[[int], tuple[int, int] | None]
+
+
+@dataclass
+class Download:
+    """What a download serves: the row, the object's facts, its provider and, for a file
+    on this node's disk, its path."""
+
+    record: FileRecord
+    info: ObjectInfo
+    provider: Provider
+    local_path: Path | None
+    app: App
+
+
+D = TypeVar("D", bound=Download)
+
+
+@dataclass
+class Opened:
+    """One version, opened: ``info`` describes it, ``chunks`` are its bytes (the range)."""
+
+    info: ObjectInfo
+    span: tuple[int, int] | None
+    chunks: Chunks
+
+
+async def open_version(
+    provider: Provider,
+    container: str,
+    key: str,
+    info: ObjectInfo,
+    span: Span | None = None,
+    body: bool = True,
+) -> Opened:
+    """Opens exactly the version ``info`` describes and reads its first chunk, or raises
+    ``StorageVersionChanged`` (another version is there now) or ``StorageNotFound``."""
+    bounds = span(info.size) if span is not None else None
+    if not body or info.size == 0 or (bounds is not None and bounds[1] < bounds[0]):
+        return Opened(info, bounds, _nothing())
+    start, end = bounds if bounds is not None else (0, None)
+    chunks = provider.open(container, key, start, end, version=pin_of(info))
+    try:
+        first = await anext(chunks, None)
+    except BaseException:
+        await close(chunks)
+        raise
+    return Opened(info, bounds, _prepended(first, chunks))
+
+
+async def open_current(
+    provider: Provider, container: str, key: str, span: Span | None = None
+) -> Opened:
+    """The current version of an object, opened (whole, or the ``span`` of it): for
+    internal readers (hashes, copies, verification), which have no row version to keep to."""
+    for attempt in range(MAX_ATTEMPTS):
+        info = await provider.stat(container, key)
+        try:
+            return await open_version(provider, container, key, info, span)
+        except errors.StorageVersionChanged:
+            await _back_off(attempt)
+    raise errors.StorageVersionChanged()
+
+
+async def whole(provider: Provider, container: str, key: str, span: Span | None = None) -> Chunks:
+    """``open_current`` as a plain stream of chunks, opened when first read."""
+    opened = await open_current(provider, container, key, span)
+    async for chunk in opened.chunks:
+        yield chunk
+
+
+async def open_download(registry: Registry, plan: D, span: Span, body: bool) -> tuple[D, Opened]:
+    """Opens the bytes a download will send, and returns the plan with the row and object
+    info that describe them (both may be newer than the plan's)."""
+    record, info = plan.record, plan.info
+    for attempt in range(MAX_ATTEMPTS):
+        if info.size != record.size and attempt + 1 < MAX_ATTEMPTS:
+            # Not the row's version: an overwrite between its commit and its row update,
+            # or a row newer than the object we stat'ed. A newer row is taken.
+            fresh = await _row(registry, record)
+            if fresh.version != record.version:
+                record, info = fresh, await plan.provider.stat(fresh.container, fresh.key)
+                continue
+        try:
+            opened = await open_version(
+                plan.provider, record.container, record.key, info, span, body
+            )
+        except errors.StorageVersionChanged:
+            await _back_off(attempt)
+            record = await _row(registry, record)
+            info = await plan.provider.stat(record.container, record.key)
+            continue
+        except errors.StorageNotFound:
+            await _row(registry, record)  # a delete raced this read: the handle's 404
+            raise
+        return dataclasses.replace(plan, record=record, info=opened.info), opened
+    raise errors.StorageVersionChanged()
+
+
+async def _back_off(attempt: int) -> None:
+    # Jittered, so readers that lost to one overwrite do not all come back together; the
+    # next overwrite of a hot file is then likely to land after they have opened theirs.
+    await asyncio.sleep(random.uniform(0, BACKOFF * 2**attempt))
+
+
+async def _row(registry: Registry, record: FileRecord) -> FileRecord:
+    fresh = await registry.get(record.handle)
+    if fresh is None:
+        raise errors.HandleNotFound(handle=record.handle)
+    return fresh
+
+
+async def _nothing() -> Chunks:
+    return
+    yield b""  # pragma: no cover - makes this an async generator
+
+
+async def _prepended(first: bytes | None, rest: AsyncIterator[bytes]) -> Chunks:
+    try:
+        if first is not None:
+            yield first
+            async for chunk in rest:
+                yield chunk
+    finally:
+        await close(rest)
+
+
+async def close(chunks: AsyncIterator[bytes]) -> None:
+    aclose = getattr(chunks, "aclose", None)
+    if aclose is not None:
+        with contextlib.suppress(Exception):
+            await aclose()

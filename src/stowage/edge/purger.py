@@ -1,0 +1,144 @@
+"""Purges every configured cache before a write answers; queues what is not acknowledged.
+
+The purge requests to all caches go out at once, each bounded by ``edge_purge_timeout``,
+so a write waits for the slowest cache or the timeout, never longer. A cache that did
+not answer in time (down, overloaded, unreachable) gets a row per tag in the registry's
+purge queue; ``worker.py`` sends those until they are acknowledged. Until then that cache
+may serve the old content, at most for ``edge_ttl`` seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Sequence
+
+import aiohttp
+
+from stowage.config import Settings
+from stowage.edge import metrics, send
+from stowage.edge.base import NullPurger, Purger
+from stowage.edge.worker import RetryWorker
+from stowage.registry.base import EdgePurge, PurgeQueue
+
+log = logging.getLogger("stowage.edge")
+#: Seconds after a write's purge when it is sent once more, in the background. A read
+#: that reached the origin just before the write committed may be stored by the cache
+#: after the first purge: its response headers arrive later. The echo removes it.
+ECHO_DELAY = 2.0
+
+
+class EdgePurger:
+    def __init__(self, settings: Settings, queue: PurgeQueue) -> None:
+        self.caches = list(dict.fromkeys(settings.edge_cache_urls))
+        self.timeout = settings.edge_purge_timeout
+        self.retry_delay = settings.edge_purge_retry_delay
+        self.queue = queue
+        self._session: aiohttp.ClientSession | None = None
+        self.worker = RetryWorker(queue, self.client, settings)
+        self._task: asyncio.Task[None] | None = None
+        self._echoes: set[asyncio.Task[None]] = set()
+        self._timers: set[asyncio.TimerHandle] = set()
+
+    def client(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            # Never through a proxy: the caches' admin URLs are on the operator's network.
+            self._session = aiohttp.ClientSession(trust_env=False)
+        return self._session
+
+    async def purge(self, tags: Sequence[str]) -> None:
+        if not tags:
+            return
+        started = time.perf_counter()
+        outcomes = await asyncio.gather(
+            *(send.purge(self.client(), cache, tags, self.timeout) for cache in self.caches)
+        )
+        metrics.PURGE_SECONDS.observe(time.perf_counter() - started)
+        await self._settle(outcomes, tags)
+        self._echo_later(list(tags))
+
+    async def _settle(self, outcomes: list[str | None], tags: Sequence[str]) -> None:
+        failed = [(cache, why) for cache, why in zip(self.caches, outcomes, strict=True) if why]
+        metrics.PURGES.inc(len(self.caches) - len(failed), result="acked")
+        if failed:
+            await self._enqueue(failed, tags)
+
+    def _echo_later(self, tags: list[str]) -> None:
+        def start() -> None:
+            self._timers.discard(timer)
+            task = asyncio.create_task(self._echo(tags))
+            self._echoes.add(task)
+            task.add_done_callback(self._echoes.discard)
+
+        timer = asyncio.get_running_loop().call_later(ECHO_DELAY, start)
+        self._timers.add(timer)
+
+    async def _echo(self, tags: list[str]) -> None:
+        outcomes = await asyncio.gather(
+            *(send.purge(self.client(), cache, tags, self.timeout) for cache in self.caches)
+        )
+        await self._settle(outcomes, tags)
+
+    async def _enqueue(self, failed: list[tuple[str, str]], tags: Sequence[str]) -> None:
+        now = time.time()
+        rows = [
+            EdgePurge(0, cache, tag, next_attempt=now + self.retry_delay, last_error=why)
+            for cache, why in failed
+            for tag in tags
+        ]
+        for cache, why in failed:
+            log.warning(
+                "edge cache %s did not acknowledge the purge of %s (%s): queued for retry",
+                cache,
+                " ".join(tags),
+                why,
+            )
+        metrics.PURGES.inc(len(failed), result="queued")
+        try:
+            await self.queue.enqueue_purges(rows)
+        except Exception:  # the write has happened: it must not fail for this
+            log.exception("could not queue edge purges; the cache TTL will heal them")
+            return
+        self.worker.wake_later(self.retry_delay)
+
+    async def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self.worker.run(), name="edge-purge-worker")
+
+    async def close(self) -> None:
+        for timer in self._timers:
+            timer.cancel()
+        self._timers.clear()
+        for echo in list(self._echoes):
+            echo.cancel()
+        await asyncio.gather(*self._echoes, return_exceptions=True)
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+
+def build_purger(settings: Settings, registry: PurgeQueue) -> Purger:
+    """An ``EdgePurger`` when caches are configured, else one that does nothing."""
+    if not settings.edge_cache_urls:
+        return NullPurger()
+    for url in settings.edge_cache_urls:
+        if not url.startswith(("http://", "https://")):
+            raise ValueError(f"edge_cache_urls: not an http(s) URL: {url!r}")
+    return EdgePurger(settings, registry)
+
+
+async def purge_once(settings: Settings, registry: PurgeQueue, tags: Sequence[str]) -> None:
+    """For a process that serves nothing (the command line): purge now, queue what the
+    caches do not acknowledge for the nodes' workers."""
+    purger = build_purger(settings, registry)
+    try:
+        await purger.purge(tags)
+    finally:
+        await purger.close()
