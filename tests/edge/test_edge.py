@@ -127,7 +127,7 @@ async def test_turning_security_on_purges_the_apps_cached_files(
 ) -> None:
     from tests.edge.tier import new_app
 
-    key, _ = new_app(edge.env, edge.node.folder / edge.node.name)
+    key, _ = new_app(edge.env, edge.node.data_dir)
     handle = await store(http, edge.api, key, b"was public")
     url = f"{edge.cache.url}/{handle}"
     assert (await get(http, url))[1] == b"was public"
