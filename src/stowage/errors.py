@@ -43,10 +43,6 @@ class InvalidPath(BadRequest):
     code, default_message = "INVALID_PATH", "invalid storage path"
 
 
-class InvalidFilename(BadRequest):
-    code, default_message = "INVALID_FILENAME", "invalid filename"
-
-
 class InvalidBase64(BadRequest):
     code, default_message = "INVALID_BASE64", "body is not valid base64"
 

@@ -14,7 +14,7 @@ from aiohttp.test_utils import TestServer
 
 from stowage.core.security import sign
 from stowage.http import cdnpath
-from tests.api.conftest import Harness
+from tests.api.harness import Harness
 
 
 def js_policy(**fields: Any) -> str:

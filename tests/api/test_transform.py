@@ -11,7 +11,7 @@ import pyvips
 
 from stowage.registry.base import App
 from tests.api.balanced import NODES, through_nginx
-from tests.api.conftest import Harness
+from tests.api.harness import Harness
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 

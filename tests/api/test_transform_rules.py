@@ -17,7 +17,7 @@ from aiohttp.test_utils import TestServer
 from stowage.http.transform import processor_for
 from stowage.processing.cache import PREFIX
 from stowage.storage.base import Lists
-from tests.api.conftest import Harness
+from tests.api.harness import Harness
 from tests.api.test_transform import decoded, get, picture, stored
 
 

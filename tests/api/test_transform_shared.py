@@ -14,7 +14,7 @@ from stowage.config import Settings
 from stowage.http.transform import processor_for
 from stowage.processing.cache import PREFIX
 from stowage.storage.base import Lists, LocalFiles, Provider
-from tests.api.conftest import Harness
+from tests.api.harness import Harness
 from tests.api.test_file_ops import basic
 from tests.api.test_transform import decoded, get, picture, stored
 

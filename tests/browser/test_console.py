@@ -13,7 +13,7 @@ from pathlib import Path
 from PIL import Image
 from playwright.sync_api import Browser, ConsoleMessage, Page, expect
 
-from tests.e2e.conftest import Running
+from tests.servers.stowage_serve import Running
 
 # The processing engine (issue 15) is built on another branch. Until it is merged the
 # transformation URLs are answered 400 and the console falls back to the file itself.

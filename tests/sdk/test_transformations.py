@@ -18,8 +18,8 @@ import pyvips
 import requests
 from filestack import Client, Filelink, Security
 
-from tests.sdk.conftest import JsError, Stack, run_js
 from tests.sdk.filestack_shim import point_filestack_at
+from tests.sdk.stack import JsError, Stack, run_js
 from tests.sdk.test_python_sdk import pointed  # noqa: F401  (autouse: SDK pointed at us)
 
 

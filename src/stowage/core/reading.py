@@ -21,20 +21,32 @@ import dataclasses
 import random
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from pathlib import Path
+from typing import TypeVar
 
 from stowage import errors
-from stowage.registry.base import FileRecord, Registry
+from stowage.registry.base import App, FileRecord, Registry
 from stowage.storage.base import Chunks, ObjectInfo, Provider, pin_of
-
-if TYPE_CHECKING:
-    from stowage.core.service import Download
 
 MAX_ATTEMPTS = 5
 BACKOFF = 0.005  # seconds, doubled per attempt: at most about 0.15 s in all
 #: The byte range to read, given the size of the version found (None: the whole object).
 Span = Callable[[int], tuple[int, int] | None]
-D = TypeVar("D", bound="Download")
+
+
+@dataclass
+class Download:
+    """What a download serves: the row, the object's facts, its provider and, for a file
+    on this node's disk, its path."""
+
+    record: FileRecord
+    info: ObjectInfo
+    provider: Provider
+    local_path: Path | None
+    app: App
+
+
+D = TypeVar("D", bound=Download)
 
 
 @dataclass

@@ -11,7 +11,6 @@ from aiohttp import web
 from stowage import errors
 from stowage.http import cdnpath, transform
 from stowage.http.api import download, metadata_handler
-from stowage.http.process import redirect_to_api
 
 
 async def cdn_get(request: web.Request) -> web.StreamResponse:
@@ -32,12 +31,3 @@ async def cdn_post_chain(request: web.Request) -> web.StreamResponse:
 
 async def cdn_refuse_write(request: web.Request) -> web.Response:
     raise errors.CdnLinkRefused()
-
-
-def add_routes(app: web.Application) -> None:
-    app.router.add_post("/process", redirect_to_api)
-    app.router.add_delete("/{handle}", cdn_refuse_write)
-    app.router.add_post("/{handle}", cdn_refuse_write)
-    app.router.add_post("/{handle}/remove", cdn_refuse_write)
-    app.router.add_post("/{tasks:.+}/{handle}", cdn_post_chain)  # store task: to the API origin
-    app.router.add_get("/{tail:.+}", cdn_get)

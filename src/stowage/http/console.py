@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 from aiohttp import web
 
 from stowage import errors
-from stowage.http.api import SERVICE
+from stowage.http.keys import SERVICE
 
 CONSOLE = Path(__file__).parent / "static" / "console"
 TYPES = {".html": "text/html", ".js": "application/javascript", ".css": "text/css"}
@@ -55,8 +55,3 @@ def _file(path: Path, csp: str) -> web.FileResponse:
             "Cache-Control": "no-cache",
         },
     )
-
-
-def add_routes(app: web.Application) -> None:
-    app.router.add_get("/console", console_page)
-    app.router.add_get("/console/{name}", console_asset)

@@ -10,6 +10,8 @@ from typing import Any
 
 from stowage import __version__, booleans
 from stowage.config import Settings
+from stowage.core.examine import HASHES
+from stowage.core.metadata import SELECTORS
 from stowage.errors import all_error_classes
 from stowage.http.openapi_processing import processing_paths
 
@@ -122,8 +124,6 @@ DOWNLOAD_PARAMS = [
 
 
 def _metadata_params() -> list[Doc]:
-    from stowage.core.metadata import SELECTORS
-
     return [_query(name, f"Include `{name}`.", BOOL) for name in SELECTORS]
 
 
@@ -517,8 +517,6 @@ def _cdn_paths(cdn: list[Doc]) -> Doc:
 
 
 def _schemas() -> Doc:
-    from stowage.core.inspect import HASHES
-
     nullable_str = {"type": ["string", "null"]}
     return {
         "Error": {

@@ -16,8 +16,8 @@ from aiohttp.abc import AbstractStreamWriter
 from stowage import errors
 from stowage.config import Settings
 from stowage.core import headersafe, reading
-from stowage.core.mimetypes import is_active
-from stowage.core.service import Download
+from stowage.core.filetypes import is_active
+from stowage.core.reading import Download
 from stowage.edge.headers import PIPED_HEADER, origin_headers, without_edge_headers
 from stowage.http.sendfile import LoopFileResponse
 from stowage.registry.base import Registry

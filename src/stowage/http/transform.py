@@ -16,11 +16,13 @@ import weakref
 
 from aiohttp import web
 
-from stowage.core.service import Download, Stowage
+from stowage.core.reading import Download
+from stowage.core.service import Stowage
 from stowage.edge.headers import TAG_HEADER
-from stowage.http import cdnpath, observe, requests
-from stowage.http.api import SERVICE, _credentials, store_result
+from stowage.http import cdnpath, inputs, observe
+from stowage.http.api import request_credentials, store_result
 from stowage.http.cdnpath import CdnPath
+from stowage.http.keys import SERVICE
 from stowage.http.responses import SANDBOX_CSP, file_headers, send_file
 from stowage.processing import metrics
 from stowage.processing.service import Processor, Spooled
@@ -46,7 +48,7 @@ def processor_for(service: Stowage) -> Processor:
 async def transform(request: web.Request, path: CdnPath, *, cdn: bool) -> web.StreamResponse:
     service = request.app[SERVICE]
     processor = processor_for(service)
-    creds = _credentials(request, path)
+    creds = request_credentials(request, path)
     api_key = path.api_key or request.query.get("key")
     if path.url is not None:
         return await _external(request, processor, path, api_key)
@@ -57,7 +59,7 @@ async def transform(request: web.Request, path: CdnPath, *, cdn: bool) -> web.St
         return web.json_response(store_result(service, record))
     made = await processor.derivative(path.handle, path.tasks, creds, api_key)
     plan = Download(made.record, made.info, made.provider, made.local_path, made.app)
-    dl, cache = requests.flag(request, "dl"), _cache(request, path)
+    dl, cache = inputs.flag(request, "dl"), _cache(request, path)
 
     def headers(opened: Download) -> dict[str, str]:
         found = file_headers(
@@ -88,7 +90,7 @@ async def _external(
     request: web.Request, processor: Processor, path: CdnPath, api_key: str | None
 ) -> web.StreamResponse:
     assert path.url is not None
-    creds = _credentials(request, path)
+    creds = request_credentials(request, path)
     result = await processor.from_url(api_key, path.url, path.tasks, creds)
     try:
         return await _send_spooled(request, result, _cache(request, path), path)
@@ -130,9 +132,7 @@ async def _close(app: web.Application) -> None:
         await processor.close()
 
 
-def add_routes(app: web.Application) -> None:
-    """The API origin's process address; the CDN's chains come through ``cdn.cdn_get``."""
+def install(app: web.Application) -> None:
+    """The engine runs while the API application does (its routes: ``http/routes.py``)."""
     processor_for(app[SERVICE])
-    app.router.add_get("/process/{tail:.+}", process_handler)
-    app.router.add_post("/process/{tail:.+}", process_handler)
     app.on_cleanup.append(_close)

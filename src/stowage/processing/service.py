@@ -19,7 +19,8 @@ from pathlib import Path
 from stowage import errors
 from stowage.core import names
 from stowage.core.security import Credentials, Target, authorize
-from stowage.core.service import Source, StoreParams, Stowage
+from stowage.core.service import StoreParams, Stowage
+from stowage.core.sources import Source
 from stowage.core.uploads import provider_for_location
 from stowage.processing import chain as chains
 from stowage.processing import metrics
@@ -113,7 +114,7 @@ class Processor:
         chain = chains.parse(segments)
         if chain.store is not None:
             raise errors.UnsupportedTask("store works on stored files only", task="store")
-        app = await self.service.app(api_key)
+        app = await self.service.providers.app(api_key)
         self._authorize(app, creds, Target(url=url))
         fetched = await self.service.fetcher.open(url)
         with self._spooled(".src") as source:
@@ -141,7 +142,7 @@ class Processor:
         record = await self.service.registry.get(handle) if names.is_handle(handle) else None
         if record is None or (api_key and api_key != record.api_key):
             raise errors.HandleNotFound(handle=handle)
-        app = await self.service.app(record.api_key)
+        app = await self.service.providers.app(record.api_key)
         self._authorize(app, creds, Target(handle=handle))
         return record, app
 
@@ -176,7 +177,7 @@ class Processor:
         if record.size > self.limits.max_input_bytes:
             metrics.REFUSALS.inc(code=errors.PayloadTooLarge.code)
             raise errors.PayloadTooLarge(max_bytes=self.limits.max_input_bytes)
-        provider = self.service.provider_for(app, record.provider)
+        provider = self.service.providers.provider_for(app, record.provider)
         with self._spooled("." + output.extension) as dest:
             async with self._source(provider, record) as source:
                 await self._run(source, chain, output, dest)
@@ -245,7 +246,7 @@ def _sweep_spool(folder: Path) -> None:
 
 
 def _cache_store(service: Stowage) -> Provider:
-    shared = service.shared_default_store()
+    shared = service.providers.shared_default_store()
     if shared is not None:
         return shared
     root = service.settings.data_dir / "derivatives"
