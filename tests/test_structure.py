@@ -7,10 +7,12 @@ inside functions and under ``TYPE_CHECKING`` count the same as any other):
     __main__, docs             entry point; the reference docs generated from the CLI
     cli                        commands
     http, client               the server's edge; the CLI's client of it
-    edge                       capabilities built on the core (the edge cache tier)
+    edge, processing           capabilities built on the core (the edge cache tier, the
+                               image transformation engine; never each other)
     core                       the operations
     storage, registry          where bytes and rows live (never each other)
     config, observe            settings; logs and metrics
+    booleans                   the one parser of boolean words
     errors                     the one error hierarchy
 """
 
@@ -27,17 +29,19 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src"
 LAYERS: dict[str, int] = {
     "errors": 0,
-    "config": 1,
-    "observe": 1,
-    "storage": 2,
-    "registry": 2,
-    "core": 3,
-    "edge": 4,
-    "http": 5,
-    "client": 5,
-    "cli": 6,
-    "docs": 7,
-    "__main__": 7,
+    "booleans": 1,
+    "config": 2,
+    "observe": 2,
+    "storage": 3,
+    "registry": 3,
+    "core": 4,
+    "edge": 5,
+    "processing": 5,
+    "http": 6,
+    "client": 6,
+    "cli": 7,
+    "docs": 8,
+    "__main__": 8,
 }
 
 
