@@ -163,7 +163,11 @@ def main(argv: list[str] | None = None) -> Path:
     )
     parser.add_argument("--output", type=Path, help="JSON file (default bench/results/<time>.json)")
     args = parser.parse_args(argv)
-    only = {ALIASES.get(s, s) for s in args.only.split(",")} if args.only else None
+    only = (
+        {p for s in args.only.split(",") for p in ALIASES.get(s, s).split(",")}
+        if args.only
+        else None
+    )
     rows, meta = run(args.quick, args.workers, only)
     print(
         f"\n{meta['date']}  commit {meta['commit']}  workers {meta['workers']}  "
