@@ -17,7 +17,7 @@ from stowage.config import Settings
 from stowage.core import headersafe, streams
 from stowage.core.security import Credentials
 from stowage.core.service import Source
-from stowage.http import strict
+from stowage.http import bodies, strict
 
 CHUNK = 256 * 1024
 FORM_PEEK = 16 * 1024
@@ -73,7 +73,7 @@ def _raw_cap(limit: int) -> int:
 
 async def _read_body(request: web.Request) -> AsyncIterator[bytes]:
     try:
-        async for chunk in request.content.iter_chunked(CHUNK):
+        async for chunk in bodies.pieces(request.content):
             yield chunk
     except RequestPayloadError as exc:  # gzip that is not gzip, a bad chunk size
         raise strict.body_error(exc) from exc

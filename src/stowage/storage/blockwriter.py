@@ -24,7 +24,7 @@ import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractContextManager
 
-BLOCK = 1024 * 1024
+BLOCK = 4 * 1024 * 1024
 ALIGN = 4096  # sector and memory alignment O_DIRECT asks of offsets, lengths and buffers
 Guard = Callable[[], AbstractContextManager[object]]
 
