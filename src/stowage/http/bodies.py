@@ -22,5 +22,7 @@ async def pieces(content: StreamReader) -> AsyncIterator[bytes]:
         piece, http_chunk_end = await content.readchunk()
         if piece:
             yield piece
-        elif not http_chunk_end:  # (b"", False) is the end of the body
+        elif not http_chunk_end or content.at_eof():
+            # (b"", False) ends a body; aiohttp's shared empty body, once read, answers
+            # (b"", True) for ever after
             return
