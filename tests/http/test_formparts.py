@@ -4,6 +4,7 @@ pieces, received pieces passed on without a copy, and malformed bodies refused."
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import AsyncIterator, Iterable
 
 import pytest
@@ -43,7 +44,7 @@ def form(parts: list[tuple[str, bytes]], preamble: bytes = b"", epilogue: bytes 
 def cut(data: bytes, at: list[int]) -> list[bytes]:
     points = sorted({min(max(0, a), len(data)) for a in at})
     edges = [0, *points, len(data)]
-    return [data[a:b] for a, b in zip(edges, edges[1:], strict=False)]
+    return [data[a:b] for a, b in itertools.pairwise(edges)]
 
 
 async def parse(pieces: list[bytes]) -> list[tuple[str | None, bytes]]:
@@ -101,7 +102,8 @@ def test_a_received_piece_without_a_boundary_is_passed_on_as_it_is() -> None:
 
 def test_names_filenames_and_headers() -> None:
     data = (
-        b"--B0und\r\nContent-Disposition: form-data; name=\"fileUpload\"; filename*=UTF-8''%C3%A9.txt\r\n"
+        b"--B0und\r\nContent-Disposition: form-data; "
+        b"name=\"fileUpload\"; filename*=UTF-8''%C3%A9.txt\r\n"
         b"Content-Type: text/plain\r\nX-Other: 1\r\n\r\nhello\r\n--B0und--"
     )
 
