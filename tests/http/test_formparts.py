@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stowage import errors
+from stowage.http import formparts
 from stowage.http.formparts import FormParts
 
 BOUNDARY = "B0und"
@@ -147,3 +148,10 @@ def test_a_boundary_must_be_1_to_70_characters(boundary: str) -> None:
 def test_padding_after_a_delimiter_and_an_empty_body() -> None:
     data = b"--B0und  \r\nContent-Disposition: form-data; name=a\r\n\r\n\r\n--B0und-- \r\n"
     assert run([data]) == [("a", b"")]
+
+
+@given(haystack=BODY, needle=st.sampled_from([DELIM, b"\r", b"\r\n--", b"B0und", b"x" * 3]))
+@settings(max_examples=300, deadline=None)
+def test_the_boundary_search_agrees_with_bytes_find(haystack: bytes, needle: bytes) -> None:
+    assert formparts._find(haystack, needle) == haystack.find(needle)
+    assert formparts._find(haystack + needle, needle) == (haystack + needle).find(needle)
