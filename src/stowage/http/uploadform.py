@@ -38,7 +38,7 @@ async def source(request: web.Request, settings: Settings, pieces: AsyncIterator
             if part.name == "url":
                 return Source(url=(await form.read(URL_LIMIT)).decode())
             await form.skip()
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, LookupError, UnicodeDecodeError) as exc:
         raise errors.BadRequest("malformed multipart body") from exc
 
 
@@ -51,7 +51,10 @@ async def _file_bytes(form: FormParts) -> AsyncIterator[bytes]:
     async for chunk in form.body():
         yield chunk
     # A second file would be silently dropped: refuse before the write is published.
-    while (extra := await form.next_part()) is not None:
-        if extra.name == "fileUpload":
-            raise errors.BadRequest("multipart body has more than one fileUpload part")
-        await form.skip()
+    try:
+        while (extra := await form.next_part()) is not None:
+            if extra.name == "fileUpload":
+                raise errors.BadRequest("multipart body has more than one fileUpload part")
+            await form.skip()
+    except (ValueError, LookupError, UnicodeDecodeError) as exc:
+        raise errors.BadRequest("malformed multipart body") from exc
