@@ -277,7 +277,49 @@ async def test_idle_timeout_lets_source_errors_through() -> None:
         await collect(streams.idle_timeout(broken(), 1))
 
 
-# --- digest ------------------------------------------------------------------------------
+async def test_idle_timeout_does_not_count_time_spent_downstream() -> None:
+    """Only waits for the next chunk count: a slow consumer (a disk write) is no stall."""
+    got = []
+    async for chunk in streams.idle_timeout(chunks_of([b"a", b"b", b"c"]), 0.1):
+        got.append(chunk)
+        await asyncio.sleep(0.25)
+    assert got == [b"a", b"b", b"c"]
+
+
+async def test_idle_timeout_fires_after_a_slow_consumer_and_a_stall() -> None:
+    async def stalls_later() -> AsyncIterator[bytes]:
+        yield b"a"
+        await asyncio.sleep(10)
+        yield b"never"
+
+    started = asyncio.get_running_loop().time()
+    with pytest.raises(errors.RequestTimeout):
+        async for _ in streams.idle_timeout(stalls_later(), 0.1):
+            await asyncio.sleep(0.25)
+    assert asyncio.get_running_loop().time() - started < 1
+
+
+async def test_idle_timeout_leaves_an_outside_cancellation_a_cancellation() -> None:
+    async def stalls() -> AsyncIterator[bytes]:
+        yield b"a"
+        await asyncio.sleep(10)
+        yield b"never"
+
+    task = asyncio.create_task(collect(streams.idle_timeout(stalls(), 5)))
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+async def test_idle_timeout_leaves_no_timer_behind() -> None:
+    loop = asyncio.get_running_loop()
+    before = len(loop._scheduled)  # type: ignore[attr-defined]
+    assert await collect(streams.idle_timeout(chunks_of([b"a"] * 100), 30)) == b"a" * 100
+    assert len([h for h in loop._scheduled if not h.cancelled()]) <= before  # type: ignore[attr-defined]
+
+
+# --- digest -------------------------------------------------------------------------
 
 
 @given(st.lists(st.binary(max_size=100), max_size=10))

@@ -111,3 +111,21 @@ async def test_a_cancelled_write_waits_for_its_block_and_leaves_nothing(tmp_path
         await task
     assert list((tmp_path / "root" / "tmp").iterdir()) == []
     assert not (tmp_path / "root" / "objects" / "c" / "k").exists()
+
+
+async def test_reused_buffers_carry_nothing_from_the_last_write(tmp_path: Path) -> None:
+    """Aligned buffers go back to a small pool: a later, shorter write must not pick up the
+    bytes an earlier one left in them."""
+    from stowage.storage import blockwriter
+
+    provider = LocalProvider(tmp_path)
+    first = b"\xaa" * (2 * BLOCK + 12345)
+    second = random.Random(3).randbytes(BLOCK + 4096 + 17)
+    await provider.write("default", "first", _chunks(first, [300_001]), WriteOptions())
+    pooled = list(blockwriter._IDLE)
+    assert pooled, "the first write's buffers were not kept"
+    await provider.write("default", "second", _chunks(second, [65536]), WriteOptions())
+    assert (tmp_path / "objects" / "default" / "first").read_bytes() == first
+    assert (tmp_path / "objects" / "default" / "second").read_bytes() == second
+    assert any(any(b is p for p in pooled) for b in blockwriter._IDLE)  # reused, returned
+    assert len(blockwriter._IDLE) <= blockwriter._IDLE_MAX

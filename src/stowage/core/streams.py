@@ -33,16 +33,71 @@ async def then(chunks: Chunks, at_end: Callable[[], Awaitable[None]]) -> Chunks:
 
 
 async def idle_timeout(chunks: Chunks, seconds: float) -> Chunks:
+    """Fails with RequestTimeout when one wait for the next chunk lasts ``seconds``. One
+    timer serves the whole stream (``asyncio.timeout`` per chunk scheduled and cancelled
+    a timer for every chunk: measurable CPU on a large body); time spent downstream,
+    between two waits, does not count."""
+    watch = _IdleWatch(seconds)
     iterator = aiter(chunks)
-    while True:
-        try:
-            async with asyncio.timeout(seconds):
+    try:
+        while True:
+            watch.begin()
+            try:
                 chunk = await anext(iterator)
-        except StopAsyncIteration:
+            except StopAsyncIteration:
+                return
+            except asyncio.CancelledError as exc:
+                if watch.expired():
+                    raise errors.RequestTimeout() from exc
+                raise
+            finally:
+                watch.end()
+            yield chunk
+    finally:
+        watch.close()
+
+
+class _IdleWatch:
+    """Cancels the waiting task once a wait has lasted ``seconds``, as ``asyncio.timeout``
+    does, and turns that cancellation (only that one) back into a timeout."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._loop = asyncio.get_running_loop()
+        self._task: asyncio.Task[object] | None = None
+        self._since: float | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._fired = False
+
+    def begin(self) -> None:
+        self._task = asyncio.current_task()
+        self._since = self._loop.time()
+        if self._timer is None:
+            self._timer = self._loop.call_at(self._since + self.seconds, self._check)
+
+    def end(self) -> None:
+        self._since = None
+
+    def expired(self) -> bool:
+        if not self._fired or self._task is None:
+            return False
+        self._fired = False
+        return self._task.uncancel() == 0
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _check(self) -> None:
+        now, since = self._loop.time(), self._since
+        if since is not None and now - since >= self.seconds and self._task is not None:
+            self._timer, self._fired = None, True
+            self._task.cancel()
             return
-        except TimeoutError as exc:
-            raise errors.RequestTimeout() from exc
-        yield chunk
+        self._timer = self._loop.call_at(
+            (now if since is None else since) + self.seconds, self._check
+        )
 
 
 async def base64_decoded(chunks: Chunks) -> Chunks:
@@ -75,7 +130,7 @@ def _b64(data: bytes) -> bytes:
 # Chunks are handed over in batches of at least _HASH_BATCH bytes (a thread hand-off costs
 # about as much CPU as hashing 20 KiB), at most one batch in flight, so order is kept.
 _HASH_POOL = ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="digest")
-_HASH_BATCH = 1024 * 1024
+_HASH_BATCH = 4 * 1024 * 1024
 
 
 class Digest:

@@ -8,8 +8,7 @@ from collections.abc import AsyncIterator
 from urllib.parse import parse_qs
 
 import aiohttp
-from aiohttp import BodyPartReader, MultipartReader, web
-from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp import web
 from aiohttp.web_protocol import RequestPayloadError
 
 from stowage import booleans, errors
@@ -17,7 +16,7 @@ from stowage.config import Settings
 from stowage.core import headersafe, streams
 from stowage.core.security import Credentials
 from stowage.core.sources import Source
-from stowage.http import strict
+from stowage.http import bodies, strict, uploadform
 
 CHUNK = 256 * 1024
 FORM_PEEK = 16 * 1024
@@ -73,7 +72,7 @@ def _raw_cap(limit: int) -> int:
 
 async def _read_body(request: web.Request) -> AsyncIterator[bytes]:
     try:
-        async for chunk in request.content.iter_chunked(CHUNK):
+        async for chunk in bodies.pieces(request.content):
             yield chunk
     except RequestPayloadError as exc:  # gzip that is not gzip, a bad chunk size
         raise strict.body_error(exc) from exc
@@ -109,57 +108,7 @@ def _form_url(body: bytes) -> str | None:
 
 
 async def _multipart(request: web.Request, settings: Settings) -> Source:
-    try:
-        reader = await request.multipart()
-        while True:
-            part = await reader.next()
-            if part is None:
-                raise errors.MissingFile("multipart body has no fileUpload part")
-            if not isinstance(part, BodyPartReader):
-                raise errors.BadRequest("nested multipart bodies are not supported")
-            if part.name == "fileUpload":
-                return Source(
-                    chunks=streams.idle_timeout(
-                        _part_chunks(reader, part), settings.body_idle_timeout
-                    ),
-                    filename=part.filename,
-                    content_type=_part_type(part),
-                )
-            if part.name == "url":
-                return Source(url=(await part.read(decode=True))[:FORM_PEEK].decode())
-            await part.release()
-    except RequestPayloadError as exc:
-        raise strict.body_error(exc) from exc
-    except (
-        ValueError,
-        AssertionError,
-        RuntimeError,
-        UnicodeDecodeError,
-        HttpProcessingError,
-    ) as exc:
-        raise errors.BadRequest("malformed multipart body") from exc
-
-
-def _part_type(part: BodyPartReader) -> str | None:
-    strict.check_headers(part.headers)
-    return headersafe.declared_header(part.headers.get("Content-Type"), "the part's Content-Type")
-
-
-async def _part_chunks(reader: MultipartReader, part: BodyPartReader) -> AsyncIterator[bytes]:
-    try:
-        while chunk := await part.read_chunk(CHUNK):
-            yield chunk
-        # A second file would be silently dropped: refuse before the write is published.
-        while (extra := await reader.next()) is not None:
-            if getattr(extra, "name", None) == "fileUpload":
-                raise errors.BadRequest("multipart body has more than one fileUpload part")
-            await extra.release()
-    except RequestPayloadError as exc:
-        raise strict.body_error(exc) from exc
-    except (aiohttp.ClientPayloadError, ConnectionError) as exc:
-        raise errors.BadRequest("the request body broke off") from exc
-    except (ValueError, AssertionError, RuntimeError, HttpProcessingError) as exc:
-        raise errors.BadRequest("malformed multipart body") from exc
+    return await uploadform.source(request, settings, _read_body(request))
 
 
 def flag_value(request: web.Request, name: str) -> bool:

@@ -24,7 +24,7 @@ import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractContextManager
 
-BLOCK = 1024 * 1024
+BLOCK = 4 * 1024 * 1024
 ALIGN = 4096  # sector and memory alignment O_DIRECT asks of offsets, lengths and buffers
 Guard = Callable[[], AbstractContextManager[object]]
 
@@ -37,7 +37,7 @@ class BlockWriter:
         self._guard = guard  # turns the OSErrors of our own calls into storage errors
         self.block = block
         self.direct = False
-        self._buffers = [mmap.mmap(-1, block), mmap.mmap(-1, block)]
+        self._buffers = [_buffer(block), _buffer(block)]
         self._current = 0
         self._filled = 0
         self._pending: asyncio.Future[None] | None = None
@@ -48,8 +48,10 @@ class BlockWriter:
                 await self._take(memoryview(chunk))
             await self._finish()
         finally:
-            await self._settle()
-            self._buffers.clear()  # unmapped when the last view of them is gone
+            await self._settle()  # no thread uses the buffers any more: they can be reused
+            for buffer in self._buffers:
+                _release(buffer)
+            self._buffers.clear()
 
     async def _take(self, view: memoryview) -> None:
         while view:
@@ -111,6 +113,24 @@ class BlockWriter:
                 # Refused after all (this file system wants another alignment): write normally.
                 self.direct = _set_direct(self.fd, False)
                 _write_all(self.fd, data)
+
+
+# Idle aligned buffers, kept for the next write: a fresh mapping costs a page fault and a
+# zeroed page per 4 KiB (about 2 ms for two 4 MiB buffers, 0.2 s per GiB of 10 MiB
+# stores). At most _IDLE_MAX are kept (16 MiB); the rest are unmapped when dropped.
+_IDLE: list[mmap.mmap] = []
+_IDLE_MAX = 4
+
+
+def _buffer(size: int) -> mmap.mmap:
+    if size == BLOCK and _IDLE:
+        return _IDLE.pop()
+    return mmap.mmap(-1, size)
+
+
+def _release(buffer: mmap.mmap) -> None:
+    if len(buffer) == BLOCK and len(_IDLE) < _IDLE_MAX:
+        _IDLE.append(buffer)
 
 
 def _set_direct(fd: int, on: bool) -> bool:
