@@ -189,6 +189,8 @@ async def _stream(
     headers_for: Callable[[Download], dict[str, str]],
     registry: Registry,
 ) -> web.StreamResponse:
+    if "If-None-Match" in request.headers:  # a conditional read asks the store first
+        plan = await reading.stated(plan)
     if _etag_matches(request.headers.get("If-None-Match"), plan.info.etag.strip('"')):
         return web.Response(status=304, headers=_version_headers(headers_for(plan), plan))
     range_header = request.headers.get("Range")
@@ -197,7 +199,7 @@ async def _stream(
     plan, opened = await reading.open_download(
         registry,
         plan,
-        lambda size: parse_range(range_header, size),
+        None if range_header is None else lambda size: parse_range(range_header, size),
         body=request.method != "HEAD",
     )
     info, span = plan.info, opened.span
