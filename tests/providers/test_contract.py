@@ -8,6 +8,7 @@ import hashlib
 import os
 import random
 import secrets
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -181,11 +182,15 @@ async def test_failed_multipart_sized_write_keeps_previous_object(provider: Prov
 
 # -- reads pinned to one version (issue 18) ---------------------------------------------------
 #: The race below reads until RACE_READS reads (the issue's bar: 10,000 with no wrong one)
-#: or RACE_SECONDS, whichever comes first, and needs at least MIN_RACE_READS: a slow
-#: emulator on a busy machine reads fewer. docs/reliability.md has the counts measured.
+#: or RACE_SECONDS, whichever comes first, with RACE_READERS readers at once, and needs at
+#: least MIN_RACE_READS: the emulators are CPU-bound on a busy 2-core machine (so is this
+#: process's botocore), and some reach fewer than 10,000 in the budget. docs/reliability.md
+#: has the rates measured per provider.
 RACE_READS = int(os.environ.get("STOWAGE_RACE_READS", "10000"))
-RACE_SECONDS = float(os.environ.get("STOWAGE_RACE_SECONDS", "30"))
-MIN_RACE_READS = int(os.environ.get("STOWAGE_MIN_RACE_READS", "500"))
+RACE_SECONDS = float(os.environ.get("STOWAGE_RACE_SECONDS", "60"))
+MIN_RACE_READS = int(os.environ.get("STOWAGE_MIN_RACE_READS", "2000"))
+RACE_READERS = int(os.environ.get("STOWAGE_RACE_READERS", "16"))
+WRITER_PAUSE = 0.02  # seconds at most between one writer's overwrites
 
 
 async def test_pinned_open_reads_that_version_or_refuses(provider: Provider) -> None:
@@ -232,7 +237,7 @@ async def test_readers_during_overwrites_see_whole_versions(provider: Provider) 
         while not stop.is_set():
             i = (i + 3) % len(versions)
             await provider.write(provider.default_container, key, chunks_of(versions[i]), OPTS)
-            await asyncio.sleep(rng.random() / 50)
+            await asyncio.sleep(rng.random() * WRITER_PAUSE)
 
     async def reader(n: int) -> None:
         rng = random.Random(n)
@@ -257,12 +262,14 @@ async def test_readers_during_overwrites_see_whole_versions(provider: Provider) 
         await asyncio.sleep(RACE_SECONDS)
         stop.set()
 
-    tasks = [writer(n) for n in range(2)] + [reader(n) for n in range(6)]
+    tasks = [writer(n) for n in range(2)] + [reader(n) for n in range(RACE_READERS)]
+    began = time.monotonic()
     async with asyncio.timeout(RACE_SECONDS + 30):
         await asyncio.gather(*tasks, _until(stop, timer()))
-    print(f"{provider.location}: {reads[0]} reads, {refused[0]} gave up, 0 wrong")
+    rate = reads[0] / (time.monotonic() - began)
+    print(f"{provider.location}: {reads[0]} reads ({rate:.0f}/s), {refused[0]} gave up, 0 wrong")
     assert not wrong, f"{len(wrong)} wrong reads of {reads[0]}: {wrong[:5]}"
-    assert reads[0] >= MIN_RACE_READS
+    assert reads[0] >= MIN_RACE_READS, f"{reads[0]} reads in {RACE_SECONDS:.0f} s"
     # Bounded: pins that always failed would refuse every read.
     assert refused[0] < reads[0] / 2, f"{refused[0]} reads gave up, {reads[0]} succeeded"
     await provider.delete(provider.default_container, key)
