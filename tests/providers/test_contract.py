@@ -230,13 +230,19 @@ async def test_readers_during_overwrites_see_whole_versions(provider: Provider) 
     by_hash = {hashlib.sha256(v).hexdigest(): v for v in versions}
     await provider.write(provider.default_container, key, chunks_of(versions[0]), OPTS)
     stop = asyncio.Event()
-    reads, refused, wrong = [0], [0], []
+    reads, refused, written, unwritten, wrong = [0], [0], [0], [0], []
 
     async def writer(n: int) -> None:
         rng, i = random.Random(-n), n
         while not stop.is_set():
             i = (i + 3) % len(versions)
-            await provider.write(provider.default_container, key, chunks_of(versions[i]), OPTS)
+            try:
+                await provider.write(provider.default_container, key, chunks_of(versions[i]), OPTS)
+                written[0] += 1
+            except errors.StorageUnavailable:
+                # Swift overloaded by 16 readers answers 503: that write failed whole, and the
+                # race goes on (counted; the overwrites that did commit are bounded below).
+                unwritten[0] += 1
             await asyncio.sleep(rng.random() * WRITER_PAUSE)
 
     async def reader(n: int) -> None:
@@ -267,11 +273,15 @@ async def test_readers_during_overwrites_see_whole_versions(provider: Provider) 
     async with asyncio.timeout(RACE_SECONDS + 30):
         await asyncio.gather(*tasks, _until(stop, timer()))
     rate = reads[0] / (time.monotonic() - began)
-    print(f"{provider.location}: {reads[0]} reads ({rate:.0f}/s), {refused[0]} gave up, 0 wrong")
+    print(
+        f"{provider.location}: {reads[0]} reads ({rate:.0f}/s), {refused[0]} gave up, "
+        f"{len(wrong)} wrong; {written[0]} overwrites, {unwritten[0]} refused (503)"
+    )
     assert not wrong, f"{len(wrong)} wrong reads of {reads[0]}: {wrong[:5]}"
     assert reads[0] >= MIN_RACE_READS, f"{reads[0]} reads in {RACE_SECONDS:.0f} s"
     # Bounded: pins that always failed would refuse every read.
     assert refused[0] < reads[0] / 2, f"{refused[0]} reads gave up, {reads[0]} succeeded"
+    assert written[0] >= 100, f"{written[0]} overwrites, {unwritten[0]} refused: hardly a race"
     await provider.delete(provider.default_container, key)
 
 
