@@ -281,7 +281,9 @@ async def test_readers_during_overwrites_see_whole_versions(provider: Provider) 
     assert reads[0] >= MIN_RACE_READS, f"{reads[0]} reads in {RACE_SECONDS:.0f} s"
     # Bounded: pins that always failed would refuse every read.
     assert refused[0] < reads[0] / 2, f"{refused[0]} reads gave up, {reads[0]} succeeded"
-    assert written[0] >= 100, f"{written[0]} overwrites, {unwritten[0]} refused: hardly a race"
+    # A race: an overwrite at least every 500 reads (measured: one every 4 to 200).
+    enough = max(10, reads[0] // 500)
+    assert written[0] >= enough, f"{written[0]} overwrites, {unwritten[0]} refused: no race"
     await provider.delete(provider.default_container, key)
 
 
