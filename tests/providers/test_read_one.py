@@ -5,13 +5,17 @@ headers (length, ETag) are the same whether or not a HEAD came first."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
 from stowage import errors
 from stowage.core import reading
 from stowage.storage.base import ObjectInfo, OpensWhole, Provider, open_whole, pin_of
+from stowage.storage.rackspace import from_config
 from tests.providers.test_contract import OPTS, chunks_of, new_key
+from tests.servers.fx_swift import rackspace_config
+from tests.servers.rackspace_identity import RackspaceIdentity
 
 #: Where a GET names the version it sends: one request per whole read. GCS (its emulators do
 #: not name the generation of a media download) and local files keep stat + pinned open.
@@ -77,3 +81,22 @@ async def test_open_current_of_a_store_sends_no_stat(
     assert len(stats) == (1 if one else 2)
     monkeypatch.undo()
     await provider.delete(provider.default_container, key)
+
+
+async def test_a_segmented_swift_object_reads_in_one_request_too(
+    rackspace_identity: RackspaceIdentity, tmp_path: Path
+) -> None:
+    """A large object's GET streams its segments and names the manifest's ETag, as a HEAD
+    does: the one-request read of an SLO says what ``stat`` says."""
+    config = rackspace_config(rackspace_identity, segment_size=1 << 20, inline_limit=1 << 20)
+    provider = from_config(config, tmp_path)
+    try:
+        key = new_key()
+        data = os.urandom(3 * (1 << 20) + 12345)
+        await provider.write(provider.default_container, key, chunks_of(data), OPTS)
+        info, body = await _whole(provider, key)
+        assert body == data
+        _same(info, await provider.stat(provider.default_container, key))
+        await provider.delete(provider.default_container, key)
+    finally:
+        await provider.close()
