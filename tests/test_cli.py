@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from stowage.cli import main
@@ -25,7 +26,8 @@ def test_apps_lifecycle(tmp_path: Path) -> None:
     assert key in listed and "security on" in listed and secret not in listed
     shown = json.loads(run(tmp_path, "apps", "show", key))
     assert shown["name"] == "web" and "secret" not in shown
-    run(tmp_path, "apps", "update", key, "--no-security", "--storage", '{"gcs": {"type": "gcs"}}')
+    gcs = '{"gcs": {"type": "gcs", "bucket": "b"}}'
+    run(tmp_path, "apps", "update", key, "--no-security", "--storage", gcs)
     shown = json.loads(run(tmp_path, "apps", "show", key))
     assert shown["security"] is False and shown["providers"] == ["gcs"]
     rotated = run(tmp_path, "apps", "update", key, "--rotate-secret")
@@ -77,3 +79,33 @@ def test_bad_storage_json_is_a_usage_error(tmp_path: Path) -> None:
         main, ["--data-dir", str(tmp_path), "apps", "create", "--storage", "{nope"]
     )
     assert result.exit_code == 2
+
+
+@pytest.mark.parametrize(
+    "storage, field",
+    [
+        ('{"rackspace": {"type": "rackspace", "identity_url": "http://127.0.0.1:1/v2.0", '
+         '"username": "u", "api_key": "k", "container": "c", "segment_size": "1GiB"}}',
+         "'segment_size' must be an integer"),
+        ('{"gcs": {"type": "gcs"}}', "'bucket' is required"),
+        ('{"S3": {"type": "s3", "bucket": "b", "endpoint": "http://127.0.0.1:1"}}',
+         "'endpoint' is not a setting"),
+        ('{"azure": {"type": "azure", "container": "c", "account_name": "a", '
+         '"block_size": -1}}', "'block_size' must be 1 byte to 4000 MiB"),
+        ('{"nope": {"type": "s3", "bucket": "b"}}', "unknown provider 'nope'"),
+        ('{"S3": {"type": "floppy"}}', "unknown storage type 'floppy'"),
+    ],
+)  # fmt: skip
+def test_misconfigured_storage_is_refused_naming_the_field(
+    tmp_path: Path, storage: str, field: str
+) -> None:
+    """A bad configuration is refused when it is given, by create and by update."""
+    key = json.loads(run(tmp_path, "apps", "create", "--json"))["api_key"]
+    for args in (["create"], ["update", key]):
+        result = CliRunner().invoke(
+            main, ["--data-dir", str(tmp_path), "apps", *args, "--storage", storage]
+        )
+        assert result.exit_code == 2, result.output
+        assert field in result.output
+    shown = json.loads(run(tmp_path, "apps", "show", key))
+    assert shown["providers"] == []

@@ -22,6 +22,7 @@ from stowage.edge.purger import purge_once
 from stowage.errors import StowageError
 from stowage.registry import build_registry
 from stowage.registry.base import App, Registry
+from stowage.storage import check_app_storage
 
 T = TypeVar("T")
 
@@ -111,6 +112,10 @@ def _storage_option(value: str | None) -> dict[str, Any] | None:
         raise click.BadParameter("must be JSON") from exc
     if not isinstance(storage, dict):
         raise click.BadParameter('must be a JSON object like {"gcs": {"type": "gcs", ...}}')
+    try:
+        check_app_storage(storage)
+    except StowageError as exc:
+        raise click.BadParameter(exc.message) from exc
     return storage
 
 

@@ -172,6 +172,30 @@ class Settings:
         100_000_000, "Images with more pixels are refused by the EXIF reader (422)."
     )
     exif_timeout: float = _setting(5.0, "Seconds the EXIF reader may take (422 beyond).")
+    processing_max_input_pixels: int = _setting(
+        100_000_000,
+        "Transformations refuse images with more pixels than this (422 IMAGE_TOO_LARGE), "
+        "read from the image header before anything is decoded (decompression bombs).",
+    )
+    processing_max_input_bytes: int = _setting(
+        200 * MiB, "Largest file a transformation reads (413 beyond)."
+    )
+    processing_max_output_dimension: int = _setting(
+        10_000,
+        "Largest width or height a transformation may produce (422 IMAGE_TOO_LARGE beyond).",
+    )
+    processing_job_seconds: float = _setting(
+        30.0, "Seconds one transformation may run before it is stopped (422 PROCESSING_TIMEOUT)."
+    )
+    processing_jobs: int = _setting(
+        0,
+        "Transformations running at once on a node, each on its own thread; 0: one per CPU core.",
+    )
+    processing_queue: int = _setting(
+        16,
+        "Transformations that may wait for a free job slot; beyond, 503 PROCESSING_BUSY with "
+        "Retry-After (no unbounded queue).",
+    )
     cors_origins: str = _setting(
         "*",
         "Origins allowed to call the API from a browser (comma-separated; `*` any; empty: "

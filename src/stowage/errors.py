@@ -43,10 +43,6 @@ class InvalidPath(BadRequest):
     code, default_message = "INVALID_PATH", "invalid storage path"
 
 
-class InvalidFilename(BadRequest):
-    code, default_message = "INVALID_FILENAME", "invalid filename"
-
-
 class InvalidBase64(BadRequest):
     code, default_message = "INVALID_BASE64", "body is not valid base64"
 
@@ -89,6 +85,10 @@ class BadDigest(BadRequest):
 
 class TaskNotSupported(BadRequest):
     code, default_message = "TASK_NOT_SUPPORTED", "this processing task is not supported"
+
+
+class UnsupportedTask(TaskNotSupported):
+    code, default_message = "UNSUPPORTED_TASK", "this transformation task is not supported"
 
 
 class InvalidParts(BadRequest):
@@ -219,12 +219,28 @@ class MalformedRequest(BadRequest):
     code, default_message = "MALFORMED_REQUEST", "the request is not valid HTTP/1.1"
 
 
+class NotAnImage(UnsupportedMediaType):
+    code, default_message = "NOT_AN_IMAGE", "the file is not an image this service can transform"
+
+
 class RangeNotSatisfiable(StowageError):
     code, status, default_message = "RANGE_NOT_SATISFIABLE", 416, "range not satisfiable"
 
 
 class Unprocessable(StowageError):
     code, status, default_message = "UNPROCESSABLE", 422, "the file cannot be processed"
+
+
+class ImageTooLarge(Unprocessable):
+    code, default_message = "IMAGE_TOO_LARGE", "the image is larger than the processing limits"
+
+
+class InvalidImage(Unprocessable):
+    code, default_message = "INVALID_IMAGE", "the image is truncated or corrupt"
+
+
+class ProcessingTimeout(Unprocessable):
+    code, default_message = "PROCESSING_TIMEOUT", "the transformation took longer than allowed"
 
 
 class PayloadTooSmall(Unprocessable):
@@ -282,6 +298,10 @@ class StorageFull(StorageError):
 
 class StorageMisconfigured(StorageError):
     code, status, default_message = "STORAGE_MISCONFIGURED", 503, "storage is misconfigured"
+
+
+class ProcessingBusy(StowageError):
+    code, status, default_message = "PROCESSING_BUSY", 503, "too many transformations at once"
 
 
 class ShuttingDown(StowageError):

@@ -26,9 +26,11 @@ from yarl import URL
 
 from stowage.config import Settings
 from stowage.core.service import Stowage
+from stowage.core.uploads import Uploads
 from stowage.http.app import api_app, build_service, cdn_app
+from stowage.http.keys import UPLOADS
 from stowage.registry import upgrade_registry
-from tests.multinode.conftest import Nginx, nginx_folder
+from tests.multinode.cluster import Nginx, nginx_folder
 from tests.servers.fx_postgres import PostgresServer
 
 NODES = 3
@@ -71,6 +73,11 @@ class _Node:
     cdn: TestServer
 
     @property
+    def uploads(self) -> Uploads:
+        assert self.api.app is not None
+        return self.api.app[UPLOADS]
+
+    @property
     def port(self) -> int:
         assert self.api.port is not None
         return self.api.port
@@ -81,8 +88,9 @@ class _Node:
         return self.cdn.port
 
 
-# What the harness gets from its nodes: (a node's service, API client, CDN client, settings).
-Nodes = tuple[Stowage, TestClient[Any, Any], TestClient[Any, Any], Settings]
+# What the harness gets from its nodes: (a node's service and uploads, API client, CDN
+# client, settings).
+Nodes = tuple[Stowage, Uploads, TestClient[Any, Any], TestClient[Any, Any], Settings]
 
 
 async def start_node(settings: Settings) -> _Node:
@@ -112,7 +120,7 @@ async def balanced_nodes(settings: Settings, postgres: PostgresServer) -> AsyncI
         api, cdn = TestClient(Balancer(lb.api_port)), TestClient(Balancer(lb.cdn_port))
         await api.start_server()
         await cdn.start_server()
-        yield nodes[0].service, api, cdn, settings
+        yield nodes[0].service, nodes[0].uploads, api, cdn, settings
         _record_served(nodes)
     finally:
         for client in (api, cdn):

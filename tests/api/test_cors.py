@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.api.conftest import Harness
+from tests.api.harness import Harness
 
 
 async def test_preflight_for_the_upload_protocol(harness: Harness) -> None:

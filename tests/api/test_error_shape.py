@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from stowage import errors
-from tests.api.conftest import Harness
+from tests.api.harness import Harness
 
 MISSING = "AAAAAAAAAAAAAAAAAAAA"
 API_CASES = [

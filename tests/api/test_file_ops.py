@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from tests.api.conftest import Harness
+from tests.api.harness import Harness
 
 
 def basic(user: str, secret: str) -> dict[str, str]:

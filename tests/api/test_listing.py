@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import time
 
-from tests.api.conftest import Harness
+from tests.api.harness import Harness
 
 
 def _basic(secret: str) -> dict[str, str]:

@@ -9,7 +9,7 @@ import time
 import pytest
 from PIL import Image
 
-from tests.api.conftest import Harness
+from tests.api.harness import Harness
 
 DEFAULT_FIELDS = {
     "mimetype",

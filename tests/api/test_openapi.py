@@ -12,7 +12,7 @@ from jsonschema import Draft202012Validator
 
 from stowage.http.app import api_app, cdn_app
 from stowage.http.openapi import document
-from tests.api.conftest import Harness
+from tests.api.harness import Harness
 
 #: aiohttp routes whose OpenAPI path is spelled differently.
 ALIASES = {

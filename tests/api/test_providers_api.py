@@ -10,7 +10,7 @@ import pytest
 from stowage import errors
 from stowage.registry.base import App
 from stowage.storage.base import Provider, WriteOptions, exists
-from tests.api.conftest import Harness
+from tests.api.harness import Harness
 from tests.api.test_file_ops import basic
 from tests.providers.test_contract import chunks_of
 

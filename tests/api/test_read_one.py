@@ -10,7 +10,7 @@ import pytest
 
 from stowage.registry.base import App
 from stowage.storage.base import ObjectInfo, Provider
-from tests.api.conftest import Harness
+from tests.api.harness import Harness
 from tests.api.test_providers_api import _store, provider_app, provider_setup  # noqa: F401
 from tests.providers.test_read_one import ONE_REQUEST
 
@@ -23,7 +23,7 @@ async def test_a_download_sends_one_request_to_the_store(
     app, api_name, _ = provider_app
     data = bytes(range(256)) * 40
     handle = (await _store(harness, app, api_name, data))["handle"]
-    served = harness.service.provider_for(app, api_name)  # the service's own instance
+    served = harness.service.providers.provider_for(app, api_name)  # the service's own
     stats: list[str] = []
     real_stat = served.stat
 

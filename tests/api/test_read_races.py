@@ -23,7 +23,7 @@ from stowage.core import integrity
 from stowage.http.responses import StoredFileResponse
 from stowage.registry.base import App
 from stowage.storage.base import Provider
-from tests.api.conftest import Harness
+from tests.api.harness import Harness
 from tests.api.test_file_ops import basic, handle_of
 from tests.api.test_providers_api import provider_app, provider_setup  # noqa: F401 - fixtures
 
@@ -197,5 +197,7 @@ async def test_verify_judges_a_file_overwritten_meanwhile_by_its_new_row(harness
     )
     assert resp.status == 200
     # A verify that read the row before the overwrite and the object after it.
-    verdict = await integrity.verify_record(harness.service, old_row)
+    verdict = await integrity.verify_record(
+        harness.service.registry, harness.service.providers, old_row
+    )
     assert verdict.status == integrity.OK, verdict

@@ -15,7 +15,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from stowage.config import Settings
 from stowage.http.app import api_app, build_service
 from stowage.registry.base import App
-from tests.api.conftest import Harness
+from tests.api.harness import Harness
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
 

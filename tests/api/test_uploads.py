@@ -11,7 +11,7 @@ from typing import Any
 from yarl import URL
 
 from stowage.core.security import encode_policy, sign
-from tests.api.conftest import Harness
+from tests.api.harness import Harness
 
 MiB = 1024 * 1024
 
@@ -244,7 +244,7 @@ async def test_abandoned_upload_is_swept_after_expiry(harness: Harness) -> None:
     data = os.urandom(2000)
     started = await start(harness, data)
     await put_part(harness, started, 1, data[:1000])
-    uploads = harness.service.uploads
+    uploads = harness.uploads
     folder = harness.settings.data_dir / "uploads" / started["upload_id"]
     assert folder.is_dir()
     assert await uploads.sweep() == 0  # not expired yet
@@ -280,7 +280,15 @@ async def test_two_processes_completing_one_upload_store_one_file(harness: Harne
     data = os.urandom(3 * MiB)
     started = await start(harness, data)
     parts = [(n, await put_part(harness, started, n, c)) for n, c in enumerate(split(data, MiB), 1)]
-    here, there = harness.service.uploads, Uploads(harness.service)
+    here, there = (
+        harness.uploads,
+        Uploads(
+            harness.settings,
+            harness.service.registry,
+            harness.service.providers,
+            harness.service.store,
+        ),
+    )
     results = await asyncio.gather(
         *(u.complete(started["upload_id"], harness.open_app.api_key, parts, Credentials())
           for u in (here, there))

@@ -14,7 +14,7 @@ from stowage.config import Settings
 from stowage.core.partfiles import PartFiles
 from stowage.core.partobjects import PREFIX, PartObjects
 from stowage.storage.base import Lists, Provider, WriteOptions
-from tests.api.conftest import Harness
+from tests.api.harness import Harness
 from tests.api.test_file_ops import basic
 from tests.api.test_uploads import complete, md5_b64, post, put_part, split, start, stored_bytes
 from tests.providers.test_contract import chunks_of
@@ -51,7 +51,7 @@ async def test_pieces_live_in_the_shared_store_until_completion(
     harness: Harness, shared: tuple[dict[str, Any], Provider], provider_name: str
 ) -> None:
     _, provider = shared
-    store = harness.service.uploads.files
+    store = harness.uploads.files
     if provider_name in DISK_ONLY:
         assert isinstance(store, PartFiles)
         return
@@ -75,7 +75,7 @@ async def test_piece_with_wrong_md5_leaves_no_object(
 ) -> None:
     _, provider = shared
     if provider_name in DISK_ONLY:
-        assert not isinstance(harness.service.uploads.files, PartObjects)
+        assert not isinstance(harness.uploads.files, PartObjects)
         return
     data = os.urandom(3000)
     started = await start(harness, data)
@@ -97,7 +97,7 @@ async def test_a_piece_changed_in_storage_fails_completion(
 ) -> None:
     _, provider = shared
     if provider_name in DISK_ONLY:
-        assert not isinstance(harness.service.uploads.files, PartObjects)
+        assert not isinstance(harness.uploads.files, PartObjects)
         return
     data = os.urandom(4000)
     started = await start(harness, data)
@@ -119,7 +119,7 @@ async def test_sweep_removes_leftovers_and_expired_uploads(
 ) -> None:
     _, provider = shared
     if provider_name in DISK_ONLY:
-        assert not isinstance(harness.service.uploads.files, PartObjects)
+        assert not isinstance(harness.uploads.files, PartObjects)
         return
     data = os.urandom(2048)
     started = await start(harness, data)
@@ -129,11 +129,11 @@ async def test_sweep_removes_leftovers_and_expired_uploads(
     orphan = f"{PREFIX}{'o' * 32}/1-0-{'0' * 32}"  # a crashed node's piece, no session
     await provider.write(provider.default_container, orphan, chunks_of(b"x"), WriteOptions())
 
-    assert await harness.service.uploads.sweep() == 0
+    assert await harness.uploads.sweep() == 0
     assert len(await pieces(provider, started["upload_id"])) == 2  # a live upload is kept
     assert await pieces(provider, "o" * 32) == []
 
     harness.settings.upload_expiry_seconds = -1
-    assert await harness.service.uploads.sweep() == 1
+    assert await harness.uploads.sweep() == 1
     assert await pieces(provider, started["upload_id"]) == []
     assert await harness.service.registry.get_upload(started["upload_id"]) is None

@@ -1,5 +1,6 @@
-"""Smoke test of the benchmark (scripts/bench --quick): it runs, starts its three servers
-and produces a row for every scenario of issue 5. It does not assert speed."""
+"""Smoke test of the benchmark (scripts/bench --quick): it runs, starts its servers and
+produces a row for every scenario (issues 5, 15, 16 and 17), each with a Stowage figure
+and its peers'. It does not assert speed."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-SCENARIOS = {"1", "2", "3", "4", "5", "6", "7", "8", "9", "1c", "2c", "10"}
+SCENARIOS = {"1", "2", "3", "4", "5", "6", "7", "8", "9", "1c", "2c", "10", "11"}
 
 
 def test_quick_benchmark_produces_every_scenario(tmp_path: Path) -> None:
@@ -18,7 +19,7 @@ def test_quick_benchmark_produces_every_scenario(tmp_path: Path) -> None:
         [sys.executable, str(REPO / "bench" / "run.py"), "--quick", "--output", str(out)],
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=330,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     result = json.loads(out.read_text())
@@ -31,5 +32,13 @@ def test_quick_benchmark_produces_every_scenario(tmp_path: Path) -> None:
         assert by_id[sid]["nginx"] and by_id[sid]["swift"], by_id[sid]
     assert by_id["7"]["reference"], by_id["7"]  # the coreutils tools
     assert by_id["4"]["reference"], by_id["4"]  # the disk's fsync ceiling
+    processing = [row for row in rows if row["id"] == "11"]
+    assert len(processing) == 3, processing  # cold, warm, 100-megapixel
+    assert processing[0]["reference"] > 0, processing[0]  # Thumbor's cold rate
+    assert processing[0]["reference_label"].startswith("Thumbor"), processing[0]
+    assert processing[2]["extra"]["thumbor_status"] in (200, 400), processing[2]
+    for row in processing:
+        assert row["extra"]["engine"]["present"] is True, row
+    assert processing[1]["reference"], processing[1]  # the plain GET of the same size
     assert result["meta"]["quick"] is True
     assert "| 1 | GET 1 KiB by handle" in done.stdout  # the printed table

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Playwright, sync_playwright
 
-from tests.e2e.conftest import Running, _running
+from tests.servers.stowage_serve import Running, running
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = [
@@ -47,7 +47,7 @@ def browser(playwright: Playwright) -> Iterator[Browser]:
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[Running]:
-    yield from _running(tmp_path)
+    yield from running(tmp_path / "data")
 
 
 @pytest.fixture

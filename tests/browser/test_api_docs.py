@@ -6,7 +6,7 @@ from pathlib import Path
 
 from playwright.sync_api import Browser, expect
 
-from tests.e2e.conftest import Running
+from tests.servers.stowage_serve import Running
 
 
 def test_reference_renders_every_operation(browser: Browser, server: Running, shots: Path) -> None:

@@ -16,7 +16,7 @@ from stowage import errors
 from stowage.core import integrity, overwrites
 from stowage.registry.base import FileRecord, OverwriteIntent
 from stowage.storage.base import Chunks, ObjectInfo, WriteOptions
-from tests.api.conftest import Harness, harness, settings
+from tests.api.harness import Harness, harness, settings
 from tests.api.test_file_ops import basic, handle_of
 
 __all__ = ["harness", "settings"]
@@ -56,7 +56,7 @@ async def test_recovery_adopts_an_intent_whose_bytes_are_stored(harness: Harness
     record = await _stored(harness, b"v1")
     assert await harness.service.registry.intend_overwrite(_intent(record, b"new bytes"))
     harness.object_path(harness.open_app, record.key).write_bytes(b"new bytes")
-    assert await harness.service.recover() >= 1
+    assert await harness.service.recovery.recover() >= 1
     await _row_describes(harness, record.handle, b"new bytes", version=2)
 
 
@@ -74,7 +74,7 @@ async def test_recovery_drops_an_intent_whose_bytes_never_arrived(
         path.unlink()
     else:
         path.write_bytes(stored)
-    await harness.service.recover()
+    await harness.service.recovery.recover()
     row = await harness.service.registry.get(record.handle)
     assert row == record
     assert await harness.service.registry.overwrite_intents(time.time() + 60) == []
@@ -89,7 +89,12 @@ async def test_an_intent_is_not_judged_while_its_handle_is_locked(
     intent = _intent(record, b"new bytes")
     assert await harness.service.registry.intend_overwrite(intent)
     async with harness.service.registry.handle_lock(record.handle):
-        assert await overwrites.settle_all(harness.service, time.time() + 60) == 0
+        assert (
+            await overwrites.settle_all(
+                harness.service.registry, harness.service.providers, time.time() + 60
+            )
+            == 0
+        )
     assert await harness.service.registry.overwrite_intents(time.time() + 60) == [intent]
 
 
@@ -131,7 +136,7 @@ async def test_a_commit_whose_answer_was_lost_is_settled_at_once(
     """The provider committed, then raised (a lost answer): the client gets the error and
     the row describes the bytes storage holds, without waiting for a restart."""
     record = await _stored(harness, b"v1")
-    provider = harness.service.provider_for(harness.open_app, "S3")
+    provider = harness.service.providers.provider_for(harness.open_app, "S3")
     write = provider.write
 
     async def commit_then_fail(
@@ -150,7 +155,7 @@ async def test_a_commit_refused_after_the_body_ended_keeps_the_old_row(
     harness: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     record = await _stored(harness, b"v1")
-    provider = harness.service.provider_for(harness.open_app, "S3")
+    provider = harness.service.providers.provider_for(harness.open_app, "S3")
 
     async def refuse_commit(
         container: str, key: str, chunks: Chunks, options: WriteOptions
@@ -186,9 +191,9 @@ async def test_fsck_reports_an_unsettled_overwrite_and_repair_settles_it(
     record = await _stored(harness, b"v1")
     assert await harness.service.registry.intend_overwrite(_intent(record, b"new bytes"))
     harness.object_path(harness.open_app, record.key).write_bytes(b"new bytes")
-    report = await integrity.fsck(harness.service)
+    report = await integrity.fsck(harness.service.registry, harness.service.providers)
     assert report.unsettled == [record.handle] and not report.clean
-    report = await integrity.fsck(harness.service, repair=True)
+    report = await integrity.fsck(harness.service.registry, harness.service.providers, repair=True)
     assert report.repaired == 1
-    assert (await integrity.fsck(harness.service)).clean
+    assert (await integrity.fsck(harness.service.registry, harness.service.providers)).clean
     await _row_describes(harness, record.handle, b"new bytes", version=2)

@@ -277,7 +277,7 @@ async def test_idle_timeout_lets_source_errors_through() -> None:
         await collect(streams.idle_timeout(broken(), 1))
 
 
-# --- digest and from_bytes ----------------------------------------------------------------
+# --- digest ------------------------------------------------------------------------------
 
 
 @given(st.lists(st.binary(max_size=100), max_size=10))
@@ -289,11 +289,6 @@ def test_digest_counts_and_hashes(parts: list[bytes]) -> None:
     assert out == whole
     assert digest.size == len(whole)
     assert digest.sha256 == hashlib.sha256(whole).hexdigest()
-
-
-async def test_from_bytes_yields_the_bytes() -> None:
-    assert await collect(streams.from_bytes(b"abc")) == b"abc"
-    assert await collect(streams.from_bytes(b"")) == b""
 
 
 # --- then ---------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import Running
+from tests.servers.stowage_serve import Running
 
 
 def run(

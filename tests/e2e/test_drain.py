@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 
 import aiohttp
 
-from tests.e2e.conftest import Running
+from tests.servers.stowage_serve import Running
 
 
 async def test_healthz_and_readyz(server: Running) -> None:

@@ -11,9 +11,9 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from tests.e2e.conftest import Server
 from tests.e2e.test_observe import sample
 from tests.e2e.test_workers import _children, _wait_for_workers
+from tests.servers.stowage_serve import StowageServe
 
 REQUESTS = 40
 
@@ -37,7 +37,7 @@ async def _get(url: str) -> tuple[int, str]:
 async def test_every_scrape_counts_the_requests_of_all_workers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int
 ) -> None:
-    srv = Server(tmp_path / "data")
+    srv = StowageServe(tmp_path / "data")
     json.loads(srv.cli("apps", "create", "--json"))
     monkeypatch.setenv("STOWAGE_WORKERS", str(workers))
     monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path / "stale"))  # ignored

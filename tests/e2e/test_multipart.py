@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import os
 import time
 from pathlib import Path
@@ -13,16 +12,16 @@ from typing import Any
 import pytest
 import requests
 
-from tests.e2e.conftest import Running, Server
+from tests.servers.stowage_serve import Running, StowageServe
 
 MiB = 1024 * 1024
 
 
-def _post(srv: Server, path: str, **body: Any) -> requests.Response:
+def _post(srv: StowageServe, path: str, **body: Any) -> requests.Response:
     return requests.post(f"{srv.api}{path}", json=body, timeout=30)
 
 
-def _send_part(srv: Server, key: str, upload_id: str, n: int, chunk: bytes) -> str:
+def _send_part(srv: StowageServe, key: str, upload_id: str, n: int, chunk: bytes) -> str:
     md5 = base64.b64encode(hashlib.md5(chunk).digest()).decode()
     body = {"apikey": key, "upload_id": upload_id, "part": n, "size": len(chunk), "md5": md5}
     target = _post(srv, "/multipart/upload", **body).json()
@@ -56,10 +55,10 @@ def test_interrupted_upload_resumes_with_only_the_missing_parts(server: Running)
 @pytest.fixture
 def short_expiry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Running:
     monkeypatch.setenv("STOWAGE_UPLOAD_EXPIRY_SECONDS", "2")
-    srv = Server(tmp_path / "data")
-    created = json.loads(srv.cli("apps", "create", "--json"))
+    srv = StowageServe(tmp_path / "data")
+    key, secret = srv.create_app()
     srv.start()
-    return Running(srv, created["api_key"], created["secret"])
+    return Running(srv, key, secret)
 
 
 def test_abandoned_upload_is_removed_after_expiry(short_expiry: Running) -> None:

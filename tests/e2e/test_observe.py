@@ -8,7 +8,7 @@ import re
 
 import aiohttp
 
-from tests.e2e.conftest import Running
+from tests.servers.stowage_serve import Running
 
 
 def basic(secret: str) -> dict[str, str]:

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 
 import aiohttp
 
-from tests.e2e.conftest import Running
+from tests.servers.stowage_serve import Running
 
 MiB = 1024 * 1024
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.multinode.conftest import ROOT, Nginx, nginx_folder
+from tests.multinode.cluster import ROOT, Nginx, nginx_folder
 from tests.servers.ports import free_port, wait_listening
 
 SINGLE = ROOT / "deploy" / "single"

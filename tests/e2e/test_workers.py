@@ -12,7 +12,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from tests.e2e.conftest import Server
+from tests.servers.stowage_serve import StowageServe
 
 
 def _children(pid: int) -> list[int]:
@@ -30,7 +30,7 @@ def _children(pid: int) -> list[int]:
 async def test_two_workers_serve_share_locks_and_stop(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    srv = Server(tmp_path / "data")
+    srv = StowageServe(tmp_path / "data")
     created = json.loads(srv.cli("apps", "create", "--json"))
     key, secret = created["api_key"], created["secret"]
     stray = srv.data_dir / "storage" / key / "tmp" / "crashed.part"
@@ -69,14 +69,14 @@ async def _wait_for_workers(pid: int, count: int) -> None:
     raise AssertionError("workers did not start")
 
 
-async def _store(http: aiohttp.ClientSession, srv: Server, key: str, body: bytes) -> str:
+async def _store(http: aiohttp.ClientSession, srv: StowageServe, key: str, body: bytes) -> str:
     async with http.post(f"{srv.api}/api/store/S3", params={"key": key}, data=body) as resp:
         assert resp.status == 200, await resp.text()
         return str((await resp.json())["handle"])
 
 
 async def _delete(
-    http: aiohttp.ClientSession, srv: Server, key: str, secret: str, handle: str
+    http: aiohttp.ClientSession, srv: StowageServe, key: str, secret: str, handle: str
 ) -> int:
     # A fresh connection each, so that the kernel spreads them over both workers.
     async with (

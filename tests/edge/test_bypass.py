@@ -14,9 +14,10 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from tests.edge.conftest import EDGE_ENV, new_app, origin_gets
 from tests.edge.helpers import get, store
-from tests.multinode.conftest import Node
+from tests.edge.tier import EDGE_ENV, new_app, origin_gets
+from tests.multinode.cluster import new_node
+from tests.servers.stowage_serve import StowageServe
 from tests.servers.varnish import Varnish
 
 LARGE = int(EDGE_ENV["STOWAGE_EDGE_MAX_OBJECT_BYTES"]) + 1
@@ -24,7 +25,7 @@ LARGE = int(EDGE_ENV["STOWAGE_EDGE_MAX_OBJECT_BYTES"]) + 1
 
 @dataclass
 class Bypass:
-    node: Node
+    node: StowageServe
     cache: Varnish
     origin: str  # the node's CDN address: edge_bypass_url
     key: str
@@ -35,7 +36,7 @@ class Bypass:
 @pytest.fixture(scope="module")
 def bypass() -> Iterator[Bypass]:
     folder = Path(tempfile.mkdtemp(prefix="stowage-bypass-"))
-    node = Node("node1", folder, {})
+    node = new_node("node1", folder, {})
     cache = Varnish(backend_port=node.cdn_port)
     origin = f"http://127.0.0.1:{node.cdn_port}"
     node.env = {

@@ -10,8 +10,8 @@ from collections.abc import AsyncIterator
 import aiohttp
 import pytest
 
-from tests.edge.conftest import Edge, origin_gets
 from tests.edge.helpers import get, overwrite, policy_query, remove, store
+from tests.edge.tier import Edge, origin_gets
 
 INTERNAL = ("xkey", "X-Edge-TTL", "Via", "X-Varnish")
 
@@ -125,9 +125,9 @@ async def test_a_secured_app_file_is_never_served_from_the_cache(
 async def test_turning_security_on_purges_the_apps_cached_files(
     edge: Edge, http: aiohttp.ClientSession
 ) -> None:
-    from tests.edge.conftest import new_app
+    from tests.edge.tier import new_app
 
-    key, _ = new_app(edge.env, edge.node.folder / edge.node.name)
+    key, _ = new_app(edge.env, edge.node.data_dir)
     handle = await store(http, edge.api, key, b"was public")
     url = f"{edge.cache.url}/{handle}"
     assert (await get(http, url))[1] == b"was public"

@@ -8,8 +8,8 @@ import time
 
 import aiohttp
 
-from tests.edge.conftest import EdgeCluster
 from tests.edge.helpers import get, overwrite, remove, store
+from tests.edge.tier import EdgeCluster
 
 CYCLES = 1000
 REMOVALS = ("delete", "remove", "skip_storage")

@@ -17,7 +17,7 @@ import pytest
 from aiohttp import web
 
 from stowage.core.security import encode_policy, sign
-from tests.multinode.conftest import Cluster
+from tests.multinode.cluster import Cluster
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import aiohttp
 import pytest
 
 from stowage.core.security import encode_policy, sign
-from tests.multinode.conftest import PENDING_GRACE, Cluster
+from tests.multinode.cluster import PENDING_GRACE, Cluster
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.multinode.conftest import ROOT
+from tests.multinode.cluster import ROOT
 
 DEPLOY = ROOT / "deploy"
 

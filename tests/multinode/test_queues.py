@@ -16,7 +16,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from tests.multinode.conftest import Cluster
+from tests.multinode.cluster import Cluster
 
 
 @pytest.fixture
@@ -111,7 +111,7 @@ async def test_multipart_parts_on_different_nodes_complete_on_another(
             etags.append({"part_number": n, "etag": resp.headers["ETag"]})
     # The pieces wait in the shared bucket, not on the nodes that took them.
     assert len(_pieces(cluster, started["upload_id"])) == 3
-    assert not any((n.folder / n.name / "uploads").exists() for n in cluster.nodes)
+    assert not any((n.data_dir / "uploads").exists() for n in cluster.nodes)
     done = await _post(
         http,
         f"{c}/multipart/complete",

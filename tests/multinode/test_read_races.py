@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 import aiohttp
 import pytest
 
-from tests.multinode.conftest import Cluster
+from tests.multinode.cluster import Cluster
 from tests.multinode.test_cross_node import policy, store
 
 SECONDS = float(os.environ.get("STOWAGE_MULTINODE_RACE_SECONDS", "15"))

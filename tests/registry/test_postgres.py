@@ -189,7 +189,7 @@ async def test_start_up_recovery_spares_young_pending_rows(dsn: str, tmp_path: P
         abandoned = record("A" * 20, uploaded=(time.time() - 3600) * 1000)
         await service.registry.reserve(live)
         await service.registry.reserve(abandoned)
-        assert await service.recover() >= 1
+        assert await service.recovery.recover() >= 1
         left = [r.handle for r in await service.registry.pending(older_than=time.time() + 1)]
         assert left == [live.handle]
     finally:
@@ -216,7 +216,7 @@ async def test_recovery_waits_for_an_overwrite_live_on_another_node(
         new = row.with_(size=3, sha256=hashlib.sha256(b"new").hexdigest(), version=2)
         async with writer.handle_lock(H):
             assert await writer.intend_overwrite(overwrites.intent_for(new))
-            recovering = asyncio.create_task(service.recover())
+            recovering = asyncio.create_task(service.recovery.recover())
             await asyncio.sleep(0.5)
             assert not recovering.done()  # waiting for B's lock, the intent unjudged
             path = tmp_path / "storage" / "app1" / "objects" / "default" / row.key

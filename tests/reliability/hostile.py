@@ -13,7 +13,7 @@ import pytest
 
 from stowage.core.security import encode_policy, sign
 from tests.reliability import rawhttp
-from tests.reliability.conftest import TOTALS
+from tests.reliability.checks import TOTALS
 from tests.reliability.rawhttp import Answer, query
 from tests.reliability.serve import Serve
 

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from stowage.core.security import sign
-from tests.api.conftest import Harness
+from tests.api.harness import Harness
 from tests.api.test_file_ops import basic, handle_of
-from tests.reliability.conftest import assert_clean, assert_intact, expect_error
+from tests.reliability.checks import assert_clean, assert_intact, expect_error
 
 SECRET = "secure-secret"
 

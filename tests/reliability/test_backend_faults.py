@@ -20,9 +20,9 @@ import pytest
 from stowage.registry.base import App
 from stowage.storage import azure, gcs
 from stowage.storage.base import Lists
-from tests.api.conftest import Harness
+from tests.api.harness import Harness
 from tests.api.test_file_ops import basic
-from tests.reliability.conftest import TOTALS, assert_clean, assert_intact, expect_error, fault
+from tests.reliability.checks import TOTALS, assert_clean, assert_intact, expect_error, fault
 from tests.reliability.faultproxy import FaultProxy
 from tests.servers.fx_azure import ACCOUNT, azure_config
 from tests.servers.fx_gcs import gcs_config

@@ -10,9 +10,9 @@ import hashlib
 
 import pytest
 
-from tests.api.conftest import Harness
+from tests.api.harness import Harness
 from tests.api.test_file_ops import basic, handle_of
-from tests.reliability.conftest import TOTALS, assert_clean, assert_intact, expect_error, fault
+from tests.reliability.checks import TOTALS, assert_clean, assert_intact, expect_error, fault
 
 
 async def _raw(harness: Harness, request: bytes, body: bytes = b"", close: bool = False) -> bytes:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
-from tests.api.conftest import Harness
+from tests.api.harness import Harness
 from tests.api.test_file_ops import basic, handle_of
-from tests.reliability.conftest import TOTALS, assert_clean, expect_error, fault
+from tests.reliability.checks import TOTALS, assert_clean, expect_error, fault
 
 AUTH = basic("app", "open-secret")
 MiB = 1024 * 1024

@@ -18,7 +18,7 @@ import aiohttp
 import pytest
 
 from tests.api.test_file_ops import basic
-from tests.reliability.conftest import TOTALS, assert_intact, fault
+from tests.reliability.checks import TOTALS, assert_intact, fault
 from tests.reliability.faultproxy import FaultProxy
 from tests.reliability.serve import Serve
 

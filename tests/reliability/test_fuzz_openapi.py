@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from schemathesis.checks import response_schema_conformance
 from schemathesis.core.failures import FailureGroup
 
-from tests.reliability.conftest import TOTALS
+from tests.reliability.checks import TOTALS
 from tests.reliability.serve import Serve
 
 EXAMPLES = 20

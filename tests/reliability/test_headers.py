@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from tests.api.conftest import Harness
+from tests.api.harness import Harness
 from tests.api.test_file_ops import basic, handle_of
-from tests.reliability.conftest import TOTALS, assert_clean, assert_intact, expect_error
+from tests.reliability.checks import TOTALS, assert_clean, assert_intact, expect_error
 
 AUTH = basic("app", "open-secret")
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.reliability import rawhttp
-from tests.reliability.conftest import TOTALS
+from tests.reliability.checks import TOTALS
 from tests.reliability.hostile import Live, MiB, live, refused
 from tests.reliability.rawhttp import query
 

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.reliability import rawhttp
-from tests.reliability.conftest import TOTALS
+from tests.reliability.checks import TOTALS
 from tests.reliability.hostile import Live, live, still_readable
 from tests.reliability.rawhttp import Answer, q
 

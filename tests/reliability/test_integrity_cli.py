@@ -12,9 +12,9 @@ from click.testing import CliRunner
 
 from stowage.cli import main
 from stowage.core import overwrites
-from tests.api.conftest import Harness
+from tests.api.harness import Harness
 from tests.api.test_file_ops import handle_of
-from tests.reliability.conftest import fault
+from tests.reliability.checks import fault
 
 
 async def _cli(harness: Harness, *args: str) -> tuple[int, str]:

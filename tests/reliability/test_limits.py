@@ -13,8 +13,8 @@ from aiohttp import web
 
 from stowage.config import Settings
 from stowage.http.ratelimit import MemoryBuckets, RateLimiter
-from tests.api.conftest import Harness
-from tests.reliability.conftest import TOTALS, assert_clean, expect_error
+from tests.api.harness import Harness
+from tests.reliability.checks import TOTALS, assert_clean, expect_error
 
 
 @pytest.fixture

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.api.conftest import Harness
+from tests.api.harness import Harness
 from tests.api.test_file_ops import handle_of
-from tests.reliability.conftest import TOTALS, assert_clean, expect_error
+from tests.reliability.checks import TOTALS, assert_clean, expect_error
 
 REFUSED_PATHS = [
     "../escape.txt",  # 12

@@ -9,7 +9,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from stowage.http.responses import StoredFileResponse
-from tests.reliability.conftest import TOTALS
+from tests.reliability.checks import TOTALS
 
 
 async def _serve(path: Path) -> TestClient[web.Request, web.Application]:

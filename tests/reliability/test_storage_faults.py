@@ -14,9 +14,9 @@ import pytest
 
 from stowage.config import Settings
 from stowage.registry.base import App
-from tests.api.conftest import Harness
+from tests.api.harness import Harness
 from tests.api.test_file_ops import basic, handle_of
-from tests.reliability.conftest import TOTALS, assert_clean, assert_intact, expect_error, fault
+from tests.reliability.checks import TOTALS, assert_clean, assert_intact, expect_error, fault
 from tests.reliability.faultproxy import FaultProxy
 from tests.servers.fx_s3 import S3Endpoint
 

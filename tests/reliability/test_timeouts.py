@@ -12,7 +12,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from tests.reliability.conftest import TOTALS, fault
+from tests.reliability.checks import TOTALS, fault
 from tests.reliability.serve import Serve
 
 IDLE = 1.0

@@ -12,9 +12,9 @@ import pytest
 from aiohttp import web
 
 from stowage.config import Settings
-from tests.api.conftest import Harness
+from tests.api.harness import Harness
 from tests.api.test_file_ops import basic
-from tests.reliability.conftest import TOTALS, assert_clean, assert_intact, expect_error
+from tests.reliability.checks import TOTALS, assert_clean, assert_intact, expect_error
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import requests
 
-from tests.sdk.conftest import JsError, Sample, Stack, run_js
+from tests.sdk.stack import JsError, Sample, Stack, run_js
 
 ALL_CALLS = ["read", "stat", "store", "write", "remove"]
 

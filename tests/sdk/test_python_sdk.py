@@ -15,8 +15,8 @@ import requests
 from filestack import Client, Security
 from filestack.exceptions import FilestackHTTPError
 
-from tests.sdk.conftest import Sample, Stack
 from tests.sdk.filestack_shim import point_filestack_at
+from tests.sdk.stack import Sample, Stack
 
 ALL_CALLS = ["read", "stat", "store", "write", "writeUrl", "remove"]
 

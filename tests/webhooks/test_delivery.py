@@ -14,7 +14,7 @@ from filestack.helpers import verify_webhook_signature
 
 from stowage.core.webhooks import verify
 from stowage.registry.base import App, WebhookDelivery
-from tests.webhooks.conftest import (
+from tests.webhooks.receiver import (
     Harness,
     Receiver,
     js_sdk_verifies,

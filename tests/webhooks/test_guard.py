@@ -12,7 +12,7 @@ import pytest
 
 from stowage.config import Settings
 from stowage.core.fetch import is_public
-from tests.webhooks.conftest import Harness, Receiver, wait_log
+from tests.webhooks.receiver import Harness, Receiver, wait_log
 
 
 @pytest.fixture

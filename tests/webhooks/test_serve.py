@@ -14,8 +14,8 @@ import pytest
 from filestack.helpers import verify_webhook_signature
 
 from stowage.core.webhooks import verify
-from tests.e2e.conftest import Server
-from tests.webhooks.conftest import Receiver, js_sdk_verifies
+from tests.servers.stowage_serve import StowageServe
+from tests.webhooks.receiver import Receiver, js_sdk_verifies
 
 
 async def test_serve_delivers_signed_events_and_logs_them(
@@ -24,7 +24,7 @@ async def test_serve_delivers_signed_events_and_logs_them(
     monkeypatch.setenv("STOWAGE_WEBHOOK_ALLOW_PRIVATE", "true")
     monkeypatch.setenv("STOWAGE_WEBHOOK_RETRY_BASE_DELAY", "0.3")
     receiver.statuses = [502]  # the first delivery is retried once
-    srv = Server(tmp_path / "data")
+    srv = StowageServe(tmp_path / "data")
     created = json.loads(srv.cli("apps", "create", "--json"))
     key, secret = created["api_key"], created["secret"]
     shown = json.loads(srv.cli("apps", "update", key, "--webhook", receiver.url))
@@ -80,7 +80,7 @@ async def test_sigterm_puts_attempts_in_flight_back_and_a_restart_delivers_them(
     monkeypatch.setenv("STOWAGE_WEBHOOK_ALLOW_PRIVATE", "true")
     monkeypatch.setenv("STOWAGE_WEBHOOK_TIMEOUT", "60")
     receiver.hang = 120  # the first attempt never gets an answer
-    srv = Server(tmp_path / "data")
+    srv = StowageServe(tmp_path / "data")
     created = json.loads(srv.cli("apps", "create", "--json", "--webhook", receiver.url))
     srv.start()
     async with (
@@ -107,7 +107,7 @@ async def test_sigterm_puts_attempts_in_flight_back_and_a_restart_delivers_them(
     assert receiver.got[0].body == receiver.got[1].body
 
 
-async def logged_as_delivered(srv: Server, count: int) -> list[dict[str, Any]]:
+async def logged_as_delivered(srv: StowageServe, count: int) -> list[dict[str, Any]]:
     """Reads the log through the CLI (off the event loop: the receiver keeps answering)."""
     deadline = time.monotonic() + 15
     while True:

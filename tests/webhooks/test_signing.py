@@ -11,7 +11,7 @@ from filestack.helpers import verify_webhook_signature
 from stowage.core import events
 from stowage.core.webhooks import event_body, sign, verify
 from stowage.registry.base import FileRecord
-from tests.webhooks.conftest import js_sdk_verifies
+from tests.webhooks.receiver import js_sdk_verifies
 
 # From filestack-js's own validateWebhookSignature test.
 VECTOR: dict[str, str] = json.loads((Path(__file__).parent / "vector.json").read_text())

@@ -7,7 +7,7 @@ import asyncio
 import os
 
 from tests.api.test_uploads import MiB, complete, put_part, split, start
-from tests.webhooks.conftest import Harness, Receiver, with_webhook
+from tests.webhooks.receiver import Harness, Receiver, with_webhook
 
 
 async def test_multipart_complete_publishes_one_upload(

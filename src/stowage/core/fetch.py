@@ -104,6 +104,20 @@ def check_url(url: str, allow_private: bool) -> URL:
     return parsed
 
 
+def guarded_session(
+    allow_private: bool, timeout: aiohttp.ClientTimeout, *, decompress: bool = True
+) -> aiohttp.ClientSession:
+    """An HTTP client that connects only to addresses the guard allows: every request to a
+    user-given URL (fetches, webhooks) goes through one of these."""
+    connector = aiohttp.TCPConnector(resolver=GuardedResolver(allow_private), use_dns_cache=False)
+    return aiohttp.ClientSession(
+        connector=connector,
+        timeout=timeout,
+        auto_decompress=decompress,
+        trust_env=False,  # never through a proxy the guard cannot see past
+    )
+
+
 @dataclass
 class Fetched:
     chunks: AsyncIterator[bytes]
@@ -135,15 +149,8 @@ class Fetcher:
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None:
-            connector = aiohttp.TCPConnector(
-                resolver=GuardedResolver(self.allow_private), use_dns_cache=False
-            )
-            self._session = aiohttp.ClientSession(
-                connector=connector,
-                timeout=self._timeout,
-                auto_decompress=False,  # a gzip bomb stays the size it was sent at
-                trust_env=False,  # never through a proxy the guard cannot see past
-            )
+            # auto_decompress off: a gzip bomb stays the size it was sent at
+            self._session = guarded_session(self.allow_private, self._timeout, decompress=False)
         return self._session
 
     async def close(self) -> None:

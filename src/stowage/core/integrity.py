@@ -13,16 +13,14 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from stowage import errors
 from stowage.config import Settings
-from stowage.core import inspect, overwrites, reading
-from stowage.registry.base import FileRecord
-from stowage.storage.local import LocalProvider
-
-if TYPE_CHECKING:
-    from stowage.core.service import Stowage
+from stowage.core import examine, overwrites, reading
+from stowage.core.providers import Providers
+from stowage.registry import build_registry
+from stowage.registry.base import FileRecord, FileRows, Registry
+from stowage.storage.base import Inventories
 
 OK, CORRUPT, MISSING, UNRECORDED, UNREADABLE = "ok", "corrupt", "missing", "unrecorded", "error"
 TEMP_MIN_AGE = 3600.0  # a younger temporary file may belong to an upload in progress
@@ -48,30 +46,32 @@ class FsckReport:
         return not (self.missing or self.unsettled or self.orphans or self.temporary)
 
 
-async def verify_record(service: Stowage, record: FileRecord, retries: int = 2) -> Verdict:
+async def verify_record(
+    files: FileRows, providers: Providers, record: FileRecord, retries: int = 2
+) -> Verdict:
     """Re-hash one stored object; never raises for a bad object, only reports it."""
     if record.cloud or not record.sha256:
         return Verdict(record.handle, UNRECORDED, "no hash was recorded at write time")
     try:
-        provider = service.provider_for(await service.app(record.api_key), record.provider)
+        provider = providers.provider_for(await providers.app(record.api_key), record.provider)
         chunks = reading.whole(provider, record.container, record.key)
-        found = await inspect.hash_stream(chunks, ["sha256"])
+        found = await examine.hash_stream(chunks, ["sha256"])
     except errors.StorageNotFound:
         return Verdict(record.handle, MISSING, "the object is missing in storage")
     except errors.StowageError as exc:
         return Verdict(record.handle, UNREADABLE, f"{exc.code}: {exc.message}")
     if found["sha256"] != record.sha256:
         # An overwrite that committed while this read: judged against its row, not ours.
-        fresh = await service.registry.get(record.handle) if retries else None
+        fresh = await files.get(record.handle) if retries else None
         if fresh is not None and fresh.version != record.version:
-            return await verify_record(service, fresh, retries - 1)
+            return await verify_record(files, providers, fresh, retries - 1)
         return Verdict(record.handle, CORRUPT, f"sha256 {found['sha256']} != {record.sha256}")
     return Verdict(record.handle, OK)
 
 
-async def check(service: Stowage, record: FileRecord) -> None:
+async def check(files: FileRows, providers: Providers, record: FileRecord) -> None:
     """Raises ``IntegrityError`` unless the object's bytes hash to the recorded SHA-256."""
-    verdict = await verify_record(service, record)
+    verdict = await verify_record(files, providers, record)
     if verdict.status == CORRUPT:
         raise errors.IntegrityError(handle=record.handle)
     if verdict.status == MISSING:
@@ -80,27 +80,29 @@ async def check(service: Stowage, record: FileRecord) -> None:
         raise errors.StorageError(verdict.detail, handle=record.handle)
 
 
-async def verify(service: Stowage, handles: list[str]) -> AsyncIterator[Verdict]:
+async def verify(
+    registry: Registry, providers: Providers, handles: list[str]
+) -> AsyncIterator[Verdict]:
     """Every stored file, or the ones named."""
     if not handles:
-        async for record in service.registry.all_files():
-            yield await verify_record(service, record)
+        async for record in registry.all_files():
+            yield await verify_record(registry, providers, record)
         return
     for handle in handles:
-        found = await service.registry.get(handle)
+        found = await registry.get(handle)
         if found is None:
             yield Verdict(handle, MISSING, "no such handle")
         else:
-            yield await verify_record(service, found)
+            yield await verify_record(registry, providers, found)
 
 
-async def fsck(service: Stowage, repair: bool = False) -> FsckReport:
+async def fsck(registry: Registry, providers: Providers, repair: bool = False) -> FsckReport:
     report = FsckReport()
-    await _unsettled(service, report, repair)  # first: settling changes rows checked below
+    await _unsettled(registry, providers, report, repair)  # first: settling changes rows below
     owned: set[Path] = set()
-    async for record in service.registry.all_files():
-        provider = service.provider_for(await service.app(record.api_key), record.provider)
-        if isinstance(provider, LocalProvider):
+    async for record in registry.all_files():
+        provider = providers.provider_for(await providers.app(record.api_key), record.provider)
+        if isinstance(provider, Inventories):
             owned.add(provider.local_path(record.container, record.key))
         if record.cloud:
             continue
@@ -108,33 +110,35 @@ async def fsck(service: Stowage, repair: bool = False) -> FsckReport:
             await provider.stat(record.container, record.key)
         except errors.StorageNotFound:
             report.missing.append(record.handle)
-            if repair and await service.registry.delete(record.handle):
+            if repair and await registry.delete(record.handle):
                 report.repaired += 1
-    for local in await _local_providers(service):
+    for local in await _local_providers(providers):
         _scan(local, owned, report, repair)
     return report
 
 
-async def _unsettled(service: Stowage, report: FsckReport, repair: bool) -> None:
+async def _unsettled(
+    registry: Registry, providers: Providers, report: FsckReport, repair: bool
+) -> None:
     now = time.time()
-    report.unsettled = [i.handle for i in await service.registry.overwrite_intents(now)]
+    report.unsettled = [i.handle for i in await registry.overwrite_intents(now)]
     if repair and report.unsettled:
-        report.repaired += await overwrites.settle_all(service, now)
+        report.repaired += await overwrites.settle_all(registry, providers, now)
 
 
-async def _local_providers(service: Stowage) -> list[LocalProvider]:
-    found = [*service._default_local_providers(), *await service._app_providers()]
-    unique = {p.root.resolve(): p for p in found if isinstance(p, LocalProvider)}
+async def _local_providers(providers: Providers) -> list[Inventories]:
+    found = [*providers.local_defaults(), *await providers.configured()]
+    unique = {p.root.resolve(): p for p in found if isinstance(p, Inventories)}
     return list(unique.values())
 
 
-def _scan(provider: LocalProvider, owned: set[Path], report: FsckReport, repair: bool) -> None:
-    for path in sorted(provider.objects.rglob("*")):
-        if path.is_file() and path.resolve() not in owned:
+def _scan(provider: Inventories, owned: set[Path], report: FsckReport, repair: bool) -> None:
+    for path in provider.stored_files():
+        if path.resolve() not in owned:
             report.orphans.append(path)
             report.repaired += _remove(path) if repair else 0
     cutoff = time.time() - TEMP_MIN_AGE
-    for path in sorted(provider.tmp.iterdir()):
+    for path in provider.temporary_files():
         report.temporary.append(path)
         if repair and path.stat().st_mtime < cutoff:
             report.repaired += _remove(path)
@@ -148,8 +152,8 @@ def _remove(path: Path) -> int:
 async def run_verify(settings: Settings, handles: list[str], echo: Callable[[str], None]) -> int:
     """``stowage verify``: one line per file; returns how many are not ``ok``."""
     bad = 0
-    async with _offline(settings) as service:
-        async for verdict in verify(service, handles):
+    async with _offline(settings) as (registry, providers):
+        async for verdict in verify(registry, providers, handles):
             bad += verdict.status not in (OK, UNRECORDED)
             echo(f"{verdict.handle}  {verdict.status}  {verdict.detail}".rstrip())
     return bad
@@ -157,8 +161,8 @@ async def run_verify(settings: Settings, handles: list[str], echo: Callable[[str
 
 async def run_fsck(settings: Settings, repair: bool, echo: Callable[[str], None]) -> bool:
     """``stowage fsck``: what is inconsistent (and, with ``repair``, removed); True if clean."""
-    async with _offline(settings) as service:
-        report = await fsck(service, repair)
+    async with _offline(settings) as (registry, providers):
+        report = await fsck(registry, providers, repair)
     for handle in report.missing:
         echo(f"missing object  {handle}")
     for handle in report.unsettled:
@@ -174,14 +178,14 @@ async def run_fsck(settings: Settings, repair: bool, echo: Callable[[str], None]
 
 
 @asynccontextmanager
-async def _offline(settings: Settings) -> AsyncIterator[Stowage]:
-    """The service without start-up recovery: fsck reports what recovery would hide."""
-    from stowage.core.service import Stowage
-    from stowage.registry import build_registry
-
-    service = Stowage(settings, build_registry(settings))
-    await service.registry.open()
+async def _offline(settings: Settings) -> AsyncIterator[tuple[Registry, Providers]]:
+    """The registry and storage without the service: no start-up recovery, so fsck
+    reports what recovery would hide."""
+    registry = build_registry(settings)
+    providers = Providers(settings, registry)
+    await registry.open()
     try:
-        yield service
+        yield registry, providers
     finally:
-        await service.close()
+        await providers.close()
+        await registry.close()

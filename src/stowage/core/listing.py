@@ -3,14 +3,15 @@ a ``read`` or ``stat`` grant (without a handle restriction) or the app secret.""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
 from stowage import errors
 from stowage.core import names
-from stowage.core.security import Credentials, Target
-from stowage.core.service import Stowage
-from stowage.registry.base import FileRecord
+from stowage.core.providers import Providers
+from stowage.core.security import Credentials, Target, authorize
+from stowage.registry.base import FileRecord, FileRows
 
 MAX_LIMIT = 1000
 DEFAULT_LIMIT = 100
@@ -50,13 +51,26 @@ def parse_limit(value: str | None) -> int:
 
 
 async def list_files(
-    service: Stowage, api_key: str | None, creds: Credentials, after: str | None, limit: int
+    files: FileRows,
+    providers: Providers,
+    api_key: str | None,
+    creds: Credentials,
+    after: str | None,
+    limit: int,
 ) -> Page:
-    app = await service.app(api_key)
-    service._authorize(app, creds, ("read", "stat"), Target(), required=True)
+    app = await providers.app(api_key)
+    authorize(
+        app.secret,
+        creds,
+        ("read", "stat"),
+        Target(),
+        required=True,
+        now=time.time(),
+        skew=providers.settings.policy_clock_skew,
+    )
     if after and not names.is_handle(after):
         raise errors.InvalidParameter("after must be a handle", parameter="after")
     # One extra row tells whether there is a next page without a second query.
-    rows = await service.registry.list_files(app.api_key, after=after or None, limit=limit + 1)
+    rows = await files.list_files(app.api_key, after=after or None, limit=limit + 1)
     page = rows[:limit]
     return Page(page, page[-1].handle if len(rows) > limit else None)

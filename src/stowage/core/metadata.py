@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from stowage.core.inspect import HASHES
+from stowage.core.examine import HASHES
 from stowage.registry.base import FileRecord
 from stowage.storage.base import ObjectInfo
 

@@ -24,20 +24,32 @@ import dataclasses
 import random
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar, cast
+from pathlib import Path
+from typing import TypeVar, cast
 
 from stowage import errors
-from stowage.registry.base import FileRecord, Registry
+from stowage.registry.base import App, FileRecord, Registry
 from stowage.storage.base import Chunks, LocalFiles, ObjectInfo, Provider, open_whole, pin_of
-
-if TYPE_CHECKING:
-    from stowage.core.service import Download
 
 MAX_ATTEMPTS = 5
 BACKOFF = 0.005  # seconds, doubled per attempt: at most about 0.15 s in all
 #: The byte range to read, given the size of the version found (None: the whole object).
 Span = Callable[[int], tuple[int, int] | None]
-D = TypeVar("D", bound="Download")
+
+
+@dataclass
+class Download:
+    """What a download serves: the row, the object's facts, its provider and, for a file
+    on this node's disk, its path."""
+
+    record: FileRecord
+    info: ObjectInfo
+    provider: Provider
+    local_path: Path | None
+    app: App
+
+
+D = TypeVar("D", bound=Download)
 
 
 @dataclass(frozen=True)
@@ -96,13 +108,13 @@ async def open_version(
 
 
 async def open_current(
-    provider: Provider, container: str, key: str, span: Span | None = None
+    provider: Provider, container: str, key: str, span: Span | None = None, body: bool = True
 ) -> Opened:
     """The current version of an object, opened (whole, or the ``span`` of it): for
     internal readers (hashes, copies, verification), which have no row version to keep to."""
     for attempt in range(MAX_ATTEMPTS):
         try:
-            return await _open(provider, container, key, None, span)
+            return await _open(provider, container, key, None, span, body)
         except errors.StorageVersionChanged:
             await _back_off(attempt)
     raise errors.StorageVersionChanged()

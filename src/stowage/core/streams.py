@@ -134,7 +134,3 @@ async def peek(chunks: Chunks, want: int) -> tuple[bytes, Chunks]:
             yield chunk
 
     return b"".join(head)[:want], replay()
-
-
-async def from_bytes(data: bytes) -> Chunks:
-    yield data

@@ -13,27 +13,28 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import hmac
 import logging
 import secrets
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 from urllib.parse import urlencode
 
 from stowage import errors
+from stowage.config import Settings
 from stowage.core import headersafe, names
 from stowage.core.partfiles import PartFiles, PartStore, md5_hex
 from stowage.core.partobjects import PartObjects
+from stowage.core.pieces import part_chain, select, sign_part
+from stowage.core.providers import Providers
 from stowage.core.security import Credentials, Policy, Target, authorize, check_size
-from stowage.registry.base import App, FileRecord, UploadPart, UploadSession
+from stowage.core.service import StoreParams
+from stowage.core.sources import Source
+from stowage.registry.base import App, FileRecord, Registry, UploadPart, UploadSession
 from stowage.storage import API_PROVIDERS
 from stowage.storage.base import Lists
-
-if TYPE_CHECKING:
-    from stowage.core.service import Stowage
 
 log = logging.getLogger("stowage.uploads")
 MAX_PARTS = 10_000
@@ -56,12 +57,28 @@ class PartTarget:
     headers: dict[str, str]
 
 
+class Store(Protocol):
+    """The ordinary store path (``Stowage.store``) that an assembled upload goes through."""
+
+    async def __call__(
+        self,
+        api_key: str | None,
+        api_name: str,
+        source: Source,
+        params: StoreParams,
+        creds: Credentials,
+    ) -> FileRecord: ...
+
+
 class Uploads:
-    def __init__(self, service: Stowage) -> None:
-        self.service = service
-        self.settings = service.settings
-        self.registry = service.registry
-        self.files = part_store(service)
+    def __init__(
+        self, settings: Settings, registry: Registry, providers: Providers, store: Store
+    ) -> None:
+        self.settings = settings
+        self.registry = registry
+        self.providers = providers
+        self.store = store
+        self.files = part_store(settings, providers)
         self._assembling: dict[str, asyncio.Task[FileRecord]] = {}
         self._sweeper: asyncio.Task[None] | None = None
 
@@ -111,9 +128,9 @@ class Uploads:
     async def start(
         self, api_key: str | None, params: StartParams, creds: Credentials
     ) -> UploadSession:
-        app = await self.service.app(api_key)
+        app = await self.providers.app(api_key)
         provider_name = provider_for_location(params.location)
-        provider = self.service.provider_for(app, provider_name)
+        provider = self.providers.provider_for(app, provider_name)
         path = names.clean_path(params.path) if params.path else None
         container = names.clean_container(params.container) if params.container else None
         if container and not provider.supports_containers:
@@ -157,9 +174,9 @@ class Uploads:
         md5 = md5_hex(md5_b64) or ""
         expires = int(session.created + self.settings.upload_expiry_seconds)
         fields = {"offset": offset, "size": size, "md5": md5, "expires": expires}
-        signature = _sign_part(session, part, fields)
+        signature = sign_part(session, part, fields)
         query = urlencode({**fields, "signature": signature})
-        url = f"{upload_root(self.service)}/multipart/part/{upload_id}/{part}?{query}"
+        url = f"{upload_root(self.settings)}/multipart/part/{upload_id}/{part}?{query}"
         return PartTarget(url, {"Content-Type": "application/octet-stream"})
 
     async def put_part(
@@ -179,7 +196,7 @@ class Uploads:
         except (KeyError, ValueError) as exc:
             raise errors.InvalidSignature("the part URL is incomplete") from exc
         signed = {"offset": offset, "size": size, "md5": md5, "expires": expires}
-        expected = _sign_part(session, part, signed)
+        expected = sign_part(session, part, signed)
         if not hmac.compare_digest(expected.encode(), signature.encode("utf-8", "replace")):
             raise errors.InvalidSignature("the part URL signature does not match")
         if time.time() > expires:
@@ -194,7 +211,7 @@ class Uploads:
         """Intelligent mode's per-part commit: the part's chunks must be there."""
         await self._open(upload_id, api_key, creds)
         pieces = await self.registry.upload_parts(upload_id)
-        if not _chain([p for p in pieces if p.part == part]):
+        if not part_chain([p for p in pieces if p.part == part]):
             raise errors.InvalidParts(f"part {part} has no chunks", part=part)
 
     async def complete(
@@ -225,7 +242,7 @@ class Uploads:
         session = await self.registry.get_upload(upload_id)
         if session is None or session.state != "open" or session.api_key != api_key:
             raise errors.UploadNotFound(upload_id=upload_id)
-        app = await self.service.app(api_key)
+        app = await self.providers.app(api_key)
         # filestack-python sends no policy with /multipart/upload: the unguessable upload
         # id (given out under a store policy) is the credential; one that is sent is checked.
         self._authorize(app, creds, session.path, self._container(app, session), required=False)
@@ -250,7 +267,7 @@ class Uploads:
         )
 
     def _container(self, app: App, session: UploadSession) -> str:
-        provider = self.service.provider_for(app, session.provider)
+        provider = self.providers.provider_for(app, session.provider)
         return session.container or provider.default_container
 
     def _check_size(self, policy: Policy | None, size: int) -> None:
@@ -269,9 +286,9 @@ class Uploads:
     async def _begin(
         self, session: UploadSession, listed: list[tuple[int, str]] | None, creds: Credentials
     ) -> asyncio.Task[FileRecord]:
-        app = await self.service.app(session.api_key)
+        app = await self.providers.app(session.api_key)
         policy = self._authorize(app, creds, session.path, self._container(app, session))
-        pieces = _select(await self.registry.upload_parts(session.upload_id), listed)
+        pieces = select(await self.registry.upload_parts(session.upload_id), listed)
         received = sum(p.size for p in pieces)
         if received != session.size:
             raise errors.InvalidParts(
@@ -291,8 +308,6 @@ class Uploads:
     async def _assemble(
         self, session: UploadSession, pieces: list[UploadPart], creds: Credentials
     ) -> FileRecord:
-        from stowage.core.service import Source, StoreParams
-
         source = Source(
             chunks=self.files.read(pieces), filename=session.filename, content_type=session.mimetype
         )
@@ -304,9 +319,7 @@ class Uploads:
             access=session.access,
         )
         try:
-            record = await self.service.store(
-                session.api_key, session.provider, source, params, creds
-            )
+            record = await self.store(session.api_key, session.provider, source, params, creds)
         except errors.StowageError:
             done = await self._completed(session.upload_id)
             if done is None:
@@ -331,18 +344,17 @@ class Uploads:
 
     async def _discard(self, record: FileRecord) -> None:
         """Our copy of a file that another process stored first."""
-        app = await self.service.app(record.api_key)
-        provider = self.service.provider_for(app, record.provider)
+        app = await self.providers.app(record.api_key)
+        provider = self.providers.provider_for(app, record.provider)
         with contextlib.suppress(errors.StorageNotFound):
             await provider.delete(record.container, record.key)
         await self.registry.delete(record.handle)
 
 
-def part_store(service: Stowage) -> PartStore:
+def part_store(settings: Settings, providers: Providers) -> PartStore:
     """Pieces go to the default storage when it is a store all nodes share (and can list);
     to the node's disk when it is local disk, or when ``upload_parts_dir`` says so."""
-    settings = service.settings
-    shared = service.shared_default_store()
+    shared = providers.shared_default_store()
     if settings.upload_parts_dir or shared is None or not isinstance(shared, Lists):
         return PartFiles(settings.upload_parts_path)
     return PartObjects(shared)
@@ -358,56 +370,13 @@ def provider_for_location(location: str | None) -> str:
     raise errors.InvalidParameter(f"unknown storage location {location!r}", parameter="location")
 
 
-def upload_root(service: Stowage) -> str:
+def upload_root(settings: Settings) -> str:
     """The API origin (the SDKs add ``/multipart/...`` to it)."""
-    return service.settings.api_url().removesuffix("/api")
+    return settings.api_url().removesuffix("/api")
 
 
-def location_url(service: Stowage) -> str:
+def location_url(settings: Settings) -> str:
     """What ``location_url`` answers: a bare host (the SDKs prepend ``https://``) behind
     TLS; the full ``http://`` root otherwise (filestack-js uses it as is)."""
-    root = upload_root(service)
+    root = upload_root(settings)
     return root.removeprefix("https://")
-
-
-def _sign_part(session: UploadSession, part: int, fields: dict[str, object]) -> str:
-    values = (session.upload_id, part, *(fields[k] for k in ("offset", "size", "md5", "expires")))
-    message = "\n".join(str(v) for v in values)
-    return hmac.new(session.part_key.encode(), message.encode(), hashlib.sha256).hexdigest()
-
-
-def _chain(pieces: list[UploadPart]) -> list[UploadPart]:
-    """A part's pieces that follow each other from offset 0 (one piece outside intelligent
-    mode); pieces left over from retries with another chunk size are skipped."""
-    by_offset = {p.offset: p for p in pieces}
-    chain: list[UploadPart] = []
-    offset = 0
-    while (piece := by_offset.get(offset)) is not None:
-        chain.append(piece)
-        if piece.size == 0:
-            break
-        offset += piece.size
-    return chain
-
-
-def _select(pieces: list[UploadPart], listed: list[tuple[int, str]] | None) -> list[UploadPart]:
-    by_part: dict[int, list[UploadPart]] = {}
-    for piece in pieces:
-        by_part.setdefault(piece.part, []).append(piece)
-    numbers = [n for n, _ in listed] if listed else sorted(by_part)
-    if listed and numbers != sorted(set(numbers)):
-        raise errors.InvalidParts("parts must be listed once each, in ascending order")
-    selected: list[UploadPart] = []
-    for index, number in enumerate(numbers):
-        chain = _chain(by_part.get(number, []))
-        if not chain:
-            raise errors.InvalidParts(f"part {number} was not uploaded", part=number)
-        if listed and not _etag_matches(chain, listed[index][1]):
-            raise errors.InvalidParts(f"part {number} has another ETag", part=number)
-        selected.extend(chain)
-    return selected
-
-
-def _etag_matches(chain: list[UploadPart], etag: str) -> bool:
-    given = etag.strip().strip('"').lower()
-    return len(chain) == 1 and hmac.compare_digest(chain[0].etag.encode(), given.encode())

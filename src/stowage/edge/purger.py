@@ -14,7 +14,6 @@ import contextlib
 import logging
 import time
 from collections.abc import Sequence
-from typing import cast
 
 from stowage.config import Settings
 from stowage.edge import metrics
@@ -125,7 +124,7 @@ class EdgePurger:
             await link.close()
 
 
-def build_purger(settings: Settings, registry: object) -> Purger:
+def build_purger(settings: Settings, registry: PurgeQueue) -> Purger:
     """An ``EdgePurger`` when caches are configured, else one that does nothing."""
     bypass = settings.edge_bypass_url
     if bypass and not bypass.startswith(("http://", "https://")):
@@ -135,12 +134,10 @@ def build_purger(settings: Settings, registry: object) -> Purger:
     for url in settings.edge_cache_urls:
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"edge_cache_urls: not an http(s) URL: {url!r}")
-    if not hasattr(registry, "enqueue_purges"):
-        raise TypeError(f"{type(registry).__name__} has no edge purge queue")
-    return EdgePurger(settings, cast(PurgeQueue, registry))
+    return EdgePurger(settings, registry)
 
 
-async def purge_once(settings: Settings, registry: object, tags: Sequence[str]) -> None:
+async def purge_once(settings: Settings, registry: PurgeQueue, tags: Sequence[str]) -> None:
     """For a process that serves nothing (the command line): purge now, queue what the
     caches do not acknowledge for the nodes' workers."""
     purger = build_purger(settings, registry)

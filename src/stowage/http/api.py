@@ -6,18 +6,19 @@ from typing import Any
 
 from aiohttp import web
 
-from stowage import booleans, errors
+from stowage import booleans
 from stowage.core import digests
 from stowage.core.conditions import Conditions
+from stowage.core.reading import Download
 from stowage.core.security import Credentials
-from stowage.core.service import Download, Source, StoreParams, Stowage
-from stowage.http import requests
+from stowage.core.service import StoreParams, Stowage
+from stowage.core.sources import Source
+from stowage.http import inputs
 from stowage.http.cdnpath import CdnPath
 from stowage.http.edge import edge_bypass
+from stowage.http.keys import SERVICE
 from stowage.http.responses import file_headers, send_file
 from stowage.registry.base import FileRecord
-
-SERVICE: web.AppKey[Stowage] = web.AppKey("service", Stowage)
 
 
 def _service(request: web.Request) -> Stowage:
@@ -26,7 +27,7 @@ def _service(request: web.Request) -> Stowage:
 
 def store_result(service: Stowage, record: FileRecord) -> dict[str, Any]:
     return {
-        "url": service.link(record),
+        "url": service.file_url(record),
         "handle": record.handle,
         "size": record.size,
         "type": record.mimetype,
@@ -44,8 +45,8 @@ def _store_params(request: web.Request) -> StoreParams:
         path=q.get("path"),
         container=q.get("container"),
         access=q.get("access", "private"),
-        base64decode=requests.flag(request, "base64decode"),
-        link=requests.flag(request, "link"),
+        base64decode=inputs.flag(request, "base64decode"),
+        link=inputs.flag(request, "link"),
         conditions=Conditions(if_none_match=request.headers.get("If-None-Match")),
     )
 
@@ -65,14 +66,14 @@ def _conditions(request: web.Request) -> Conditions:
 async def store_handler(request: web.Request) -> web.Response:
     service = _service(request)
     params = _store_params(request)
-    body = await requests.source(request, service.settings, encoded=params.base64decode)
+    body = await inputs.source(request, service.settings, encoded=params.base64decode)
     source = _checked(request, body)
     record = await service.store(
         request.query.get("key"),
         request.match_info["provider"],
         source,
         params,
-        requests.credentials(request),
+        inputs.credentials(request),
     )
     return web.json_response(store_result(service, record))
 
@@ -84,7 +85,7 @@ async def copy_handler(request: web.Request) -> web.Response:
         request.match_info["provider"],
         request.match_info["handle"],
         _store_params(request),
-        requests.credentials(request),
+        inputs.credentials(request),
     )
     return web.json_response(store_result(service, record))
 
@@ -99,16 +100,16 @@ async def download(
     service = _service(request)
     plan = await service.download(
         handle or request.match_info["handle"],
-        _credentials(request, path),
+        request_credentials(request, path),
         (path.api_key if path else None) or request.query.get("key"),
-        verify=requests.flag(request, "verify"),
+        verify=inputs.flag(request, "verify"),
     )
     if cdn and (moved := edge_bypass(service.settings, request, plan.info.size)):
         return moved
-    cache = requests.flag(request, "cache", default=True)
+    cache = inputs.flag(request, "cache", default=True)
     if path is not None and path.cache is not None:
         cache = cache and path.cache
-    dl = requests.flag(request, "dl")
+    dl = inputs.flag(request, "dl")
     max_age = path.max_age if path else None
 
     def headers(opened: Download) -> dict[str, str]:  # for the version actually opened
@@ -119,9 +120,9 @@ async def download(
 
 async def overwrite_handler(request: web.Request) -> web.Response:
     service = _service(request)
-    base64decode = requests.flag(request, "base64decode")
-    creds = requests.credentials(request)
-    body = await requests.source(request, service.settings, encoded=base64decode)
+    base64decode = inputs.flag(request, "base64decode")
+    creds = inputs.credentials(request)
+    body = await inputs.source(request, service.settings, encoded=base64decode)
     source = _checked(request, body)
     record = await service.overwrite(
         request.match_info["handle"],
@@ -133,7 +134,7 @@ async def overwrite_handler(request: web.Request) -> web.Response:
     )
     return web.json_response(
         {
-            "url": service.link(record),
+            "url": service.file_url(record),
             "handle": record.handle,
             "mimetype": record.mimetype,
             "isWriteable": not record.cloud,
@@ -145,10 +146,10 @@ async def overwrite_handler(request: web.Request) -> web.Response:
 
 async def remove_handler(request: web.Request) -> web.Response:
     service = _service(request)
-    skip = requests.flag(request, "skip_storage")
+    skip = inputs.flag(request, "skip_storage")
     record = await service.remove(
         request.match_info["handle"],
-        requests.credentials(request),
+        inputs.credentials(request),
         skip,
         request.query.get("key"),
     )
@@ -162,22 +163,22 @@ async def metadata_handler(
     request: web.Request, handle: str | None = None, path: CdnPath | None = None
 ) -> web.Response:
     service = _service(request)
-    selectors = {name for name in request.query if requests.flag_value(request, name)}
+    selectors = {name for name in request.query if inputs.flag_value(request, name)}
     api_key = request.query.get("key")
     if booleans.is_word(api_key):
         api_key = None  # `key=true` is the python SDK asking for the key field, not an app
     result = await service.metadata(
         handle or request.match_info["handle"],
         selectors,
-        _credentials(request, path),
+        request_credentials(request, path),
         (path.api_key if path else None) or api_key,
     )
     return web.json_response(result)
 
 
-def _credentials(request: web.Request, path: CdnPath | None) -> Credentials:
+def request_credentials(request: web.Request, path: CdnPath | None) -> Credentials:
     """Query credentials, unless a CDN path carries a ``security=`` task."""
-    creds = requests.credentials(request)
+    creds = inputs.credentials(request)
     if path is None or (path.policy is None and path.signature is None):
         return creds
     return Credentials(path.policy, path.signature, creds.basic_user, creds.basic_secret)
@@ -192,19 +193,3 @@ async def readyz(request: web.Request) -> web.Response:
     and the node is not draining. Failures are 503 error bodies."""
     await _service(request).ready()
     return web.json_response({"status": "ready"})
-
-
-async def method_not_allowed(request: web.Request) -> web.Response:
-    raise errors.MethodNotAllowed()
-
-
-def add_routes(app: web.Application) -> None:
-    app.router.add_post("/api/store/{provider}", store_handler)
-    app.router.add_post("/api/store/{provider}/{handle}", copy_handler)
-    app.router.add_get("/api/file/{handle}", download_handler)
-    app.router.add_post("/api/file/{handle}", overwrite_handler)
-    app.router.add_delete("/api/file/{handle}", remove_handler)
-    app.router.add_post("/api/file/{handle}/remove", remove_handler)
-    app.router.add_get("/api/file/{handle}/metadata", metadata_handler)
-    app.router.add_get("/healthz", healthz)
-    app.router.add_get("/readyz", readyz)

@@ -14,14 +14,17 @@ from aiohttp.web import BaseRequest, StreamResponse
 
 from stowage.config import Settings
 from stowage.core.service import Stowage
+from stowage.core.uploads import Uploads
 from stowage.core.webhooks import Webhooks
 from stowage.edge import PurgingSink, build_purger
-from stowage.http import api, cdn, extras, multipart, process
+from stowage.http import observe, transform
 from stowage.http.cors import cors_middleware
 from stowage.http.drain import Drain
 from stowage.http.errors import error_middleware, use_json_expect_handler
+from stowage.http.keys import SERVICE, UPLOADS
 from stowage.http.protocol import JsonAppRunner
 from stowage.http.ratelimit import RateLimiter, limit_middleware
+from stowage.http.routes import add_api_routes, add_cdn_routes
 from stowage.http.shared_limits import shared_buckets
 from stowage.http.strict import strict_headers_middleware
 from stowage.registry import build_registry
@@ -34,7 +37,7 @@ class AccessLogger(AbstractAccessLogger):
     the metrics, so it always runs; a disabled logger (``access_log`` off) writes nothing."""
 
     def log(self, request: BaseRequest, response: StreamResponse, time: float) -> None:
-        extras.record(request, response, time)
+        observe.record(request, response, time)
         if self.logger.disabled:
             return
         self.logger.info(
@@ -50,7 +53,7 @@ class AccessLogger(AbstractAccessLogger):
                 "path": request.path,
                 "status": response.status,
                 "duration_ms": round(time * 1000, 1),
-                "request_id": request.get(extras.RID, ""),
+                "request_id": request.get(observe.RID, ""),
             },
         )
 
@@ -61,7 +64,7 @@ class AccessLogger(AbstractAccessLogger):
 
 def build_service(settings: Settings) -> Stowage:
     service = Stowage(settings, build_registry(settings))
-    webhooks = Webhooks(settings, service.registry, service.link)
+    webhooks = Webhooks(settings, service.registry, service.file_url)
     service.events = PurgingSink(webhooks, build_purger(settings, service.registry))
     return service
 
@@ -77,33 +80,52 @@ def _limits(service: Stowage) -> Middleware:
     return limit_middleware(_LIMITERS[service])
 
 
+def _middlewares(error: Middleware, *inner: Middleware) -> list[Middleware]:
+    """Request ids and metrics outside the error middleware, provider errors inside it."""
+    return [observe.observe_middleware, error, observe.provider_errors_middleware, *inner]
+
+
 def api_app(service: Stowage) -> web.Application:
     app = web.Application(
         middlewares=[
             cors_middleware(service.settings.cors_origins),
-            *extras.middlewares(error_middleware, strict_headers_middleware, _limits(service)),
+            *_middlewares(error_middleware, strict_headers_middleware, _limits(service)),
         ],
         client_max_size=1024**2,
     )
-    app[api.SERVICE] = service
-    api.add_routes(app)
-    extras.add_api(app)
-    multipart.add_routes(app)
-    process.add_routes(app)
+    app[SERVICE] = service
+    app[UPLOADS] = _uploads(app, service)
+    add_api_routes(app)
+    transform.install(app)
+    observe.install(app)
     use_json_expect_handler(app)
     return app
 
 
+def _uploads(app: web.Application, service: Stowage) -> Uploads:
+    """Resumable uploads, built on the service's store path; they run (their sweeper, their
+    assemblies) while the API application does."""
+    uploads = Uploads(service.settings, service.registry, service.providers, service.store)
+
+    async def start(_: web.Application) -> None:
+        uploads.start_sweeper()
+
+    async def close(_: web.Application) -> None:
+        await uploads.close()
+
+    app.on_startup.append(start)
+    app.on_cleanup.append(close)
+    return uploads
+
+
 def cdn_app(service: Stowage) -> web.Application:
     app = web.Application(
-        middlewares=extras.middlewares(
-            error_middleware, strict_headers_middleware, _limits(service)
-        ),
+        middlewares=_middlewares(error_middleware, strict_headers_middleware, _limits(service)),
         client_max_size=1024**2,
     )
-    app[api.SERVICE] = service
-    cdn.add_routes(app)
-    extras.add_cdn(app)
+    app[SERVICE] = service
+    add_cdn_routes(app)
+    observe.install(app)
     use_json_expect_handler(app)
     return app
 

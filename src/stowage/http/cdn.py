@@ -9,25 +9,25 @@ from __future__ import annotations
 from aiohttp import web
 
 from stowage import errors
-from stowage.http import cdnpath
+from stowage.http import cdnpath, transform
 from stowage.http.api import download, metadata_handler
-from stowage.http.process import redirect_to_api
 
 
 async def cdn_get(request: web.Request) -> web.StreamResponse:
     path = cdnpath.parse(request.raw_path.split("?", 1)[0])
+    if path.tasks or path.url:
+        return await transform.transform(request, path, cdn=True)
     if path.metadata:
         return await metadata_handler(request, handle=path.handle, path=path)
     return await download(request, cdn=True, handle=path.handle, path=path)
 
 
+async def cdn_post_chain(request: web.Request) -> web.StreamResponse:
+    path = cdnpath.parse(request.raw_path.split("?", 1)[0])
+    if not path.tasks:
+        raise errors.CdnLinkRefused()
+    return await transform.transform(request, path, cdn=True)
+
+
 async def cdn_refuse_write(request: web.Request) -> web.Response:
     raise errors.CdnLinkRefused()
-
-
-def add_routes(app: web.Application) -> None:
-    app.router.add_post("/process", redirect_to_api)
-    app.router.add_delete("/{handle}", cdn_refuse_write)
-    app.router.add_post("/{handle}", cdn_refuse_write)
-    app.router.add_post("/{handle}/remove", cdn_refuse_write)
-    app.router.add_get("/{tail:.+}", cdn_get)

@@ -7,18 +7,22 @@
     /cache=false/<HANDLE>   /cache=expiry:<seconds>/<HANDLE>   and combinations
 
 Segments are split on "/" outside double quotes (also when the quotes are sent as %22),
-then percent-decoded. Tasks other than ``security`` and ``cache`` are refused.
+then percent-decoded. Other tasks (``resize=width:300``, ``flip``) are collected in
+``tasks`` for the processing engine, which refuses the ones it does not know. The
+source may be an external URL instead of a handle (``/<APIKEY>/<tasks>/https://...``).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import unquote
 
 from stowage import booleans, errors
+from stowage.processing.tasks import ALIASES, SPECS
 
 _QUOTE = re.compile("%22", re.IGNORECASE)
+_URL = re.compile(r"(?:https?|src)(?::|%3A)", re.IGNORECASE)
 
 
 @dataclass
@@ -30,21 +34,43 @@ class CdnPath:
     signature: str | None = None
     cache: bool | None = None  # None: the default; False: cache=false
     max_age: int | None = None  # cache=expiry:N
+    tasks: list[str] = field(default_factory=list)  # processing tasks, left to right
+    url: str | None = None  # an external source instead of a handle
 
 
 def parse(raw_path: str) -> CdnPath:
-    segments = [unquote(s) for s in _split(_QUOTE.sub('"', raw_path), "/") if s]
-    metadata = len(segments) > 1 and segments[-1] == "metadata"
+    raw = _split(_QUOTE.sub('"', raw_path), "/")
+    url = _url_source(raw)
+    if url is not None:
+        raw = raw[: url[1]]
+    segments = [unquote(s) for s in raw if s]
+    metadata = url is None and len(segments) > 1 and segments[-1] == "metadata"
     if metadata:
         segments.pop()
     if not segments:
         raise errors.NotFound()
-    found = CdnPath(handle=segments.pop(), metadata=metadata)
-    if segments and "=" not in segments[0]:
+    found = CdnPath(handle="" if url else segments.pop(), metadata=metadata)
+    found.url = url[0] if url else None
+    if segments and "=" not in segments[0] and task_name(segments[0]) not in SPECS:
         found.api_key = segments.pop(0)
     for segment in segments:
         _apply(found, segment)
     return found
+
+
+def _url_source(raw: list[str]) -> tuple[str, int] | None:
+    """An external URL source: the rest of the path from its scheme on, and the segment
+    it starts at. Sent as is (``https://host/a.jpg``) or percent-encoded."""
+    for index, segment in enumerate(raw[1:], start=1):
+        if _URL.match(segment) and "=" not in segment.split(":")[0]:
+            rest = "/".join(raw[index:])
+            return (unquote(rest) if "://" not in rest else rest), index
+    return None
+
+
+def task_name(segment: str) -> str:
+    name = segment.partition("=")[0].lower()
+    return ALIASES.get(name, name)
 
 
 def _apply(found: CdnPath, segment: str) -> None:
@@ -56,9 +82,7 @@ def _apply(found: CdnPath, segment: str) -> None:
     elif name == "cache":
         _cache(found, params)
     else:
-        raise errors.TaskNotSupported(
-            f"CDN task {name!r} is not supported; only security and cache", task=name[:64]
-        )
+        found.tasks.append(segment)
 
 
 def _cache(found: CdnPath, params: str) -> None:

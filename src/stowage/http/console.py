@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from aiohttp import web
 
 from stowage import errors
+from stowage.http.keys import SERVICE
 
 CONSOLE = Path(__file__).parent / "static" / "console"
 TYPES = {".html": "text/html", ".js": "application/javascript", ".css": "text/css"}
@@ -15,10 +18,22 @@ CSP = (
     "media-src 'self' blob:; frame-src 'self' blob:; object-src 'self' blob:; "
     "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
+# An origin as CSP accepts it: nothing that could end the directive or add another.
+_ORIGIN = re.compile(r"https?://[A-Za-z0-9.\-\[\]:]+")
+
+
+def _csp(request: web.Request) -> str:
+    """The thumbnails and previews come from the CDN origin (transformation URLs), which
+    is another origin than the console's: allow it for images only."""
+    parts = urlsplit(request.app[SERVICE].settings.cdn_url())
+    origin = f"{parts.scheme}://{parts.netloc}"
+    if not _ORIGIN.fullmatch(origin):
+        return CSP
+    return CSP.replace("img-src 'self'", f"img-src 'self' {origin}", 1)
 
 
 async def console_page(request: web.Request) -> web.FileResponse:
-    return _file(CONSOLE / "index.html")
+    return _file(CONSOLE / "index.html", _csp(request))
 
 
 async def console_asset(request: web.Request) -> web.FileResponse:
@@ -26,22 +41,17 @@ async def console_asset(request: web.Request) -> web.FileResponse:
     path = CONSOLE / name
     if "/" in name or name.startswith(".") or not path.is_file() or path.suffix not in TYPES:
         raise errors.NotFound()
-    return _file(path)
+    return _file(path, _csp(request))
 
 
-def _file(path: Path) -> web.FileResponse:
+def _file(path: Path, csp: str) -> web.FileResponse:
     return web.FileResponse(
         path,
         headers={
             "Content-Type": TYPES[path.suffix],
-            "Content-Security-Policy": CSP,
+            "Content-Security-Policy": csp,
             "X-Content-Type-Options": "nosniff",
             "Referrer-Policy": "no-referrer",
             "Cache-Control": "no-cache",
         },
     )
-
-
-def add_routes(app: web.Application) -> None:
-    app.router.add_get("/console", console_page)
-    app.router.add_get("/console/{name}", console_asset)

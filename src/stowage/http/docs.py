@@ -12,7 +12,7 @@ from aiohttp import web
 
 from stowage import errors
 from stowage.http import openapi
-from stowage.http.api import SERVICE
+from stowage.http.keys import SERVICE
 
 STATIC = Path(__file__).parent / "static"
 SWAGGER = STATIC / "vendor" / "swagger-ui"
@@ -61,9 +61,3 @@ def _file(path: Path, ctype: str) -> web.FileResponse:
             "Cache-Control": "no-cache",
         },
     )
-
-
-def add_routes(app: web.Application) -> None:
-    app.router.add_get("/api/openapi.json", openapi_json)
-    app.router.add_get("/api/docs", docs_page)
-    app.router.add_get("/api/docs/{name}", docs_asset)

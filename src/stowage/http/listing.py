@@ -5,23 +5,21 @@ from __future__ import annotations
 from aiohttp import web
 
 from stowage.core import listing
-from stowage.http import requests
-from stowage.http.api import SERVICE
+from stowage.http import inputs
+from stowage.http.keys import SERVICE
 
 
 async def list_handler(request: web.Request) -> web.Response:
     q = request.query
+    service = request.app[SERVICE]
     page = await listing.list_files(
-        request.app[SERVICE],
+        service.registry,
+        service.providers,
         q.get("key"),
-        requests.credentials(request),
+        inputs.credentials(request),
         q.get("after"),
         listing.parse_limit(q.get("limit")),
     )
     response = web.json_response(page.public())
     response.headers["Cache-Control"] = "no-store"
     return response
-
-
-def add_routes(app: web.Application) -> None:
-    app.router.add_get("/api/files", list_handler)

@@ -16,8 +16,9 @@ from aiohttp import web
 from stowage import booleans, errors
 from stowage.core.security import Credentials
 from stowage.core.uploads import StartParams, location_url
-from stowage.http import requests, strict
-from stowage.http.api import SERVICE, store_result
+from stowage.http import inputs, strict
+from stowage.http.api import store_result
+from stowage.http.keys import SERVICE, UPLOADS
 
 _INTEGER = re.compile(r"-?[0-9]{1,18}")
 
@@ -56,7 +57,7 @@ class Fields:
         return None if value is None else str(value)
 
     def credentials(self, request: web.Request) -> Credentials:
-        creds = requests.credentials(request)
+        creds = inputs.credentials(request)
         policy, signature = self.text("policy"), self.text("signature")
         if policy is None and signature is None:
             return creds
@@ -108,12 +109,12 @@ async def start_handler(request: web.Request) -> web.Response:
         container=f.store("container"),
         access=f.store("access"),
     )
-    session = await service.uploads.start(f.text("apikey"), params, f.credentials(request))
+    session = await request.app[UPLOADS].start(f.text("apikey"), params, f.credentials(request))
     answer = {
         "uri": f"/{session.upload_id}",
         "region": "stowage",
         "upload_id": session.upload_id,
-        "location_url": location_url(service),
+        "location_url": location_url(service.settings),
     }
     if truthy(f.get("fii"), "fii"):
         answer["upload_type"] = "intelligent_ingestion"
@@ -123,7 +124,7 @@ async def start_handler(request: web.Request) -> web.Response:
 async def upload_handler(request: web.Request) -> web.Response:
     service = request.app[SERVICE]
     f = await fields(request)
-    target = await service.uploads.part_url(
+    target = await request.app[UPLOADS].part_url(
         _upload_id(f),
         f.text("apikey"),
         part=f.integer("part"),
@@ -133,7 +134,11 @@ async def upload_handler(request: web.Request) -> web.Response:
         creds=f.credentials(request),
     )
     return web.json_response(
-        {"url": target.url, "headers": target.headers, "location_url": location_url(service)}
+        {
+            "url": target.url,
+            "headers": target.headers,
+            "location_url": location_url(service.settings),
+        }
     )
 
 
@@ -147,19 +152,18 @@ async def part_handler(request: web.Request) -> web.Response:
     size = request.query.get("size", "")
     if declared is not None and _INTEGER.fullmatch(size) and declared != int(size):
         raise errors.PartSizeMismatch(expected=int(size), received=declared)
-    piece = await service.uploads.put_part(
+    piece = await request.app[UPLOADS].put_part(
         request.match_info["upload_id"],
         part,
         dict(request.query),
-        await requests.body_chunks(request, service.settings),
+        await inputs.body_chunks(request, service.settings),
     )
     return web.Response(status=200, headers={"ETag": f'"{piece.etag}"'})
 
 
 async def commit_handler(request: web.Request) -> web.Response:
-    service = request.app[SERVICE]
     f = await fields(request)
-    await service.uploads.commit(
+    await request.app[UPLOADS].commit(
         _upload_id(f), f.text("apikey"), f.integer("part"), f.credentials(request)
     )
     return web.json_response({})
@@ -168,7 +172,7 @@ async def commit_handler(request: web.Request) -> web.Response:
 async def complete_handler(request: web.Request) -> web.Response:
     service = request.app[SERVICE]
     f = await fields(request)
-    record = await service.uploads.complete(
+    record = await request.app[UPLOADS].complete(
         _upload_id(f), f.text("apikey"), listed_parts(f.get("parts")), f.credentials(request)
     )
     if record is None:
@@ -190,11 +194,3 @@ def _upload_id(f: Fields) -> str:
     if not upload_id:
         raise errors.InvalidParameter("upload_id is required", parameter="upload_id")
     return upload_id
-
-
-def add_routes(app: web.Application) -> None:
-    app.router.add_post("/multipart/start", start_handler)
-    app.router.add_post("/multipart/upload", upload_handler)
-    app.router.add_put("/multipart/part/{upload_id}/{part}", part_handler)
-    app.router.add_post("/multipart/commit", commit_handler)
-    app.router.add_post("/multipart/complete", complete_handler)

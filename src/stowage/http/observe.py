@@ -17,9 +17,10 @@ from aiohttp import web
 
 from stowage import errors
 from stowage.edge import metrics as edge_metrics
-from stowage.http.api import SERVICE
+from stowage.http.keys import SERVICE
 from stowage.observe import metrics
 from stowage.observe.logs import request_id
+from stowage.registry.base import QueueDepth
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 REQUEST_ID = "X-Request-Id"
@@ -178,12 +179,9 @@ async def metrics_handler(request: web.Request) -> web.Response:
 
 
 async def _webhook_depth(registry: object) -> None:
-    depth = getattr(registry, "webhook_queue_depth", None)  # optional registry ability
-    if depth is not None:
-        WEBHOOK_QUEUE.set(float(await depth()))
+    if isinstance(registry, QueueDepth):
+        WEBHOOK_QUEUE.set(float(await registry.webhook_queue_depth()))
 
 
-def install(app: web.Application, *, metrics_route: bool) -> None:
+def install(app: web.Application) -> None:
     app.on_response_prepare.append(add_request_id)
-    if metrics_route:
-        app.router.add_get("/metrics", metrics_handler)

@@ -10,7 +10,10 @@ from typing import Any
 
 from stowage import __version__, booleans
 from stowage.config import Settings
+from stowage.core.examine import HASHES
+from stowage.core.metadata import SELECTORS
 from stowage.errors import all_error_classes
+from stowage.http.openapi_processing import processing_paths
 
 Doc = dict[str, Any]
 JSON = "application/json"
@@ -121,8 +124,6 @@ DOWNLOAD_PARAMS = [
 
 
 def _metadata_params() -> list[Doc]:
-    from stowage.core.metadata import SELECTORS
-
     return [_query(name, f"Include `{name}`.", BOOL) for name in SELECTORS]
 
 
@@ -516,8 +517,6 @@ def _cdn_paths(cdn: list[Doc]) -> Doc:
 
 
 def _schemas() -> Doc:
-    from stowage.core.inspect import HASHES
-
     nullable_str = {"type": ["string", "null"]}
     return {
         "Error": {
@@ -670,7 +669,7 @@ def document(settings: Settings) -> Doc:
             {"name": "cdn", "description": "The read-only CDN origin."},
             {"name": "service", "description": "Health, metrics, documentation, console."},
         ],
-        "paths": {**_api_paths(), **_cdn_paths(cdn)},
+        "paths": {**_api_paths(), **_cdn_paths(cdn), **processing_paths(cdn)},
         "components": {
             "schemas": _schemas(),
             "responses": {"Error": _json(ref("Error"), "An error (docs/errors.md).")},

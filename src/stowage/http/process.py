@@ -13,10 +13,12 @@ from aiohttp import web
 
 from stowage import errors
 from stowage.core.security import Credentials
-from stowage.core.service import Source, StoreParams
+from stowage.core.service import StoreParams
+from stowage.core.sources import Source
 from stowage.core.uploads import provider_for_location
 from stowage.http import strict
-from stowage.http.api import SERVICE, store_result
+from stowage.http.api import store_result
+from stowage.http.keys import SERVICE
 from stowage.http.multipart import truthy
 
 SUPPORTED = ("store", "security")
@@ -101,7 +103,3 @@ def _tasks(tasks: Any) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def _text(value: Any) -> str | None:
     return None if value is None else str(value)
-
-
-def add_routes(app: web.Application) -> None:
-    app.router.add_post("/process", process_handler)

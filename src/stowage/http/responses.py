@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import email.utils
 import pathlib
 import re
@@ -15,8 +16,8 @@ from aiohttp.abc import AbstractStreamWriter
 from stowage import errors
 from stowage.config import Settings
 from stowage.core import headersafe, reading
-from stowage.core.mimetypes import is_active
-from stowage.core.service import Download
+from stowage.core.filetypes import is_active
+from stowage.core.reading import Download
 from stowage.edge.headers import PIPED_HEADER, origin_headers, without_edge_headers
 from stowage.http.sendfile import LoopFileResponse
 from stowage.registry.base import Registry
@@ -168,8 +169,11 @@ async def send_file(
     request: web.Request,
     plan: Download,
     headers_for: Callable[[Download], dict[str, str]],
-    registry: Registry,
+    registry: Registry | None,
 ) -> web.StreamResponse:
+    """Sends a download. With ``registry`` the bytes are those of the handle's row version
+    or a newer one (re-read on a race); without it, the object at the plan's key as it is
+    (derivatives: immutable objects with no row of their own)."""
     if PIPED_HEADER in request.headers:  # the edge cache passes this answer on untouched
         headers_for = _without_edge_headers(headers_for)
     if plan.local_path is not None:
@@ -187,21 +191,29 @@ async def _stream(
     request: web.Request,
     plan: Download,
     headers_for: Callable[[Download], dict[str, str]],
-    registry: Registry,
+    registry: Registry | None,
 ) -> web.StreamResponse:
     if "If-None-Match" in request.headers:  # a conditional read asks the store first
         plan = await reading.stated(plan)
     if _etag_matches(request.headers.get("If-None-Match"), plan.info.etag.strip('"')):
         return web.Response(status=304, headers=_version_headers(headers_for(plan), plan))
     range_header = request.headers.get("Range")
+
     # Opened (first chunk read) before any header is sent: they describe these bytes, and a
     # delete racing the read is still a JSON 404.
-    plan, opened = await reading.open_download(
-        registry,
-        plan,
-        None if range_header is None else lambda size: parse_range(range_header, size),
-        body=request.method != "HEAD",
-    )
+    def wanted(size: int) -> tuple[int, int] | None:
+        return parse_range(range_header, size)
+
+    ranged = None if range_header is None else wanted  # None: a whole read, one request
+    body = request.method != "HEAD"
+    if registry is None:
+        record = plan.record
+        opened = await reading.open_current(
+            plan.provider, record.container, record.key, ranged, body
+        )
+        plan = dataclasses.replace(plan, info=opened.info)
+    else:
+        plan, opened = await reading.open_download(registry, plan, ranged, body=body)
     info, span = plan.info, opened.span
     response = web.StreamResponse(
         status=206 if span else 200, headers=_version_headers(headers_for(plan), plan)

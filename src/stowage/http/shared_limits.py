@@ -3,21 +3,17 @@ budget per app and per address instead of one each."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
 from stowage.http.ratelimit import CounterStore, Decision
-from stowage.registry.base import Registry
-
-TakeToken = Callable[[str, float, float], Awaitable[tuple[float, bool]]]
+from stowage.registry.base import Registry, SharedLimits
 
 
 class RegistryBuckets:
-    def __init__(self, take_token: TakeToken) -> None:
-        self._take = take_token
+    def __init__(self, limits: SharedLimits) -> None:
+        self._limits = limits
 
     async def take(self, key: str, rate: float, burst: float, now: float) -> Decision:
         """``now`` (this node's monotonic clock) is unused: the registry's clock is shared."""
-        tokens, allowed = await self._take(key, rate, burst)
+        tokens, allowed = await self._limits.take_token(key, rate, burst)
         return Decision(
             allowed,
             int(burst),
@@ -29,5 +25,4 @@ class RegistryBuckets:
 
 def shared_buckets(registry: Registry) -> CounterStore | None:
     """The registry's buckets when it has them (PostgreSQL); None: in-process buckets."""
-    take: TakeToken | None = getattr(registry, "take_token", None)
-    return RegistryBuckets(take) if take is not None else None
+    return RegistryBuckets(registry) if isinstance(registry, SharedLimits) else None

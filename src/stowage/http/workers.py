@@ -25,6 +25,7 @@ from types import FrameType
 from typing import Any
 
 from stowage.config import Settings
+from stowage.http.app import build_service, serve
 from stowage.observe import multiproc
 
 log = logging.getLogger("stowage")
@@ -37,12 +38,10 @@ def worker_count(settings: Settings) -> int:
 
 
 async def recover_once(settings: Settings) -> int:
-    from stowage.http.app import build_service
-
     service = build_service(settings)
     await service.registry.open()
     try:
-        return await service.recover()
+        return await service.recovery.recover()
     finally:
         await service.close()
 
@@ -66,8 +65,6 @@ def _fork(settings: Settings, run: Runner) -> int:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         _die_with_parent()
-        from stowage.http.app import serve
-
         run(serve(settings, recover=False, reuse_port=True))
         status = 0
     except BaseException:

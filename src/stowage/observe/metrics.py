@@ -81,6 +81,11 @@ class Counter(_Family["prom.Counter"]):
     def inc(self, amount: float = 1.0, **labels: str) -> None:
         self._child(labels).inc(amount)
 
+    def value(self, **labels: str) -> float:
+        """This process's count for these labels (tests; a scrape sums every worker)."""
+        sample = self.name if self.name.endswith("_total") else f"{self.name}_total"
+        return _own().get_sample_value(sample, labels) or 0.0
+
 
 class Gauge(_Family["prom.Gauge"]):
     def __init__(

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from stowage import errors
+from stowage.storage import settings
 from stowage.storage.base import Provider
 
 #: Provider type name -> module implementing it.
@@ -34,16 +35,34 @@ API_PROVIDERS: dict[str, str] = {
 }
 
 
+def check_app_storage(storage: Mapping[str, Any]) -> None:
+    """An app's storage table, as ``apps create/update --storage`` gives it: each entry
+    names a File API provider and holds a configuration its type accepts."""
+    for api_name, config in storage.items():
+        if api_name not in API_PROVIDERS:
+            raise errors.StorageMisconfigured(
+                f"unknown provider {api_name!r}; one of {', '.join(API_PROVIDERS)}",
+                field=api_name,
+            )
+        if not isinstance(config, Mapping):
+            raise errors.StorageMisconfigured(f"{api_name}: must be a table", field=api_name)
+        settings.check(config)
+
+
 def build_provider(config: Mapping[str, Any], data_dir: Path) -> Provider:
-    kind = str(config.get("type", ""))
-    module_name = MODULES.get(kind)
-    if module_name is None:
-        raise errors.StorageMisconfigured(f"unknown storage type {kind!r}")
+    settings.check(config)  # before any SDK is imported
+    kind = str(config["type"])
+    module_name = MODULES[kind]
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise errors.StorageMisconfigured(
             f"storage type {kind!r} needs its extra: pip install 'stowage[{kind}]'"
         ) from exc
-    provider: Provider = module.from_config(config, data_dir)
+    try:
+        provider: Provider = module.from_config(config, data_dir)
+    except (ValueError, TypeError) as exc:  # an SDK refusing a value the settings let by
+        raise errors.StorageMisconfigured(
+            f"{kind} storage: unusable settings ({type(exc).__name__})"
+        ) from exc
     return provider

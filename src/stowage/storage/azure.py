@@ -51,6 +51,8 @@ from azure.storage.blob.aio import BlobClient, BlobServiceClient, ExponentialRet
 
 from stowage import errors
 from stowage.storage.base import Chunks, ObjectInfo, WriteOptions
+from stowage.storage.settings import AzureSettings, parse
+from stowage.storage.status import error_for
 
 DEFAULT_BLOCK = 8 * 1024 * 1024
 MAX_BLOCK = 4000 * 1024 * 1024  # the service's limit per staged block
@@ -209,26 +211,22 @@ class _Stager:
 
 
 def from_config(config: Mapping[str, Any], data_dir: Path) -> AzureProvider:
-    container = config.get("container")
-    if not container:
-        raise errors.StorageMisconfigured("azure: 'container' is required")
-    block_size = int(config.get("block_size") or DEFAULT_BLOCK)
-    timeout = float(config.get("timeout") or 20)
+    settings = parse(AzureSettings, config)
     options: dict[str, Any] = {
         "retry_policy": _Backoff(
-            initial_backoff=float(config.get("retry_backoff", 0.25)),  # type: ignore[arg-type]
-            retry_total=int(config.get("retries", 3)),
+            initial_backoff=settings.retry_backoff,  # type: ignore[arg-type]
+            retry_total=settings.retries,
         ),
-        "connection_timeout": timeout,
-        "read_timeout": max(timeout, float(config.get("read_timeout") or 60)),
+        "connection_timeout": settings.timeout,
+        "read_timeout": max(settings.timeout, settings.read_timeout),
         "max_single_get_size": READ_CHUNK,
         "max_chunk_get_size": READ_CHUNK,
-        "max_single_put_size": block_size,
-        "max_block_size": block_size,
+        "max_single_put_size": settings.block_size,
+        "max_block_size": settings.block_size,
     }
     try:
-        concurrency = int(config.get("concurrency") or 2)
-        return AzureProvider(_service(config, options), str(container), block_size, concurrency)
+        service = _service(settings, options)
+        return AzureProvider(service, settings.container, settings.block_size, settings.concurrency)
     except (ValueError, TypeError) as exc:
         # The SDK's message may quote the connection string: keep only the type.
         raise errors.StorageMisconfigured(
@@ -236,23 +234,17 @@ def from_config(config: Mapping[str, Any], data_dir: Path) -> AzureProvider:
         ) from exc
 
 
-def _service(config: Mapping[str, Any], options: dict[str, Any]) -> BlobServiceClient:
-    if config.get("connection_string"):
-        return BlobServiceClient.from_connection_string(str(config["connection_string"]), **options)
-    account = config.get("account_name")
-    url = config.get("endpoint_url") or (account and f"https://{account}.blob.core.windows.net")
-    if not url:
-        raise errors.StorageMisconfigured(
-            "azure: set account_name, endpoint_url or a connection_string"
-        )
+def _service(settings: AzureSettings, options: dict[str, Any]) -> BlobServiceClient:
+    if settings.connection_string:
+        return BlobServiceClient.from_connection_string(settings.connection_string, **options)
+    account = settings.account_name
+    url = settings.endpoint_url or f"https://{account}.blob.core.windows.net"
     credential: Any = None
-    if config.get("account_key"):
-        if not account:
-            raise errors.StorageMisconfigured("azure: account_key needs account_name")
-        credential = AzureNamedKeyCredential(str(account), str(config["account_key"]))
-    elif config.get("sas_token"):
-        credential = AzureSasCredential(str(config["sas_token"]).lstrip("?"))
-    return BlobServiceClient(str(url), credential=credential, **options)
+    if settings.account_key and account:
+        credential = AzureNamedKeyCredential(account, settings.account_key)
+    elif settings.sas_token:
+        credential = AzureSasCredential(settings.sas_token.lstrip("?"))
+    return BlobServiceClient(url, credential=credential, **options)
 
 
 def _take(buffer: bytearray, size: int) -> bytes:
@@ -265,16 +257,6 @@ def _take(buffer: bytearray, size: int) -> bytes:
 
 def _etag(value: Any) -> str:
     return str(value or "").strip('"')
-
-
-_STATUS_MAP: dict[int, type[errors.StorageError]] = {
-    401: errors.StorageAccessDenied,
-    403: errors.StorageAccessDenied,
-    404: errors.StorageNotFound,
-    409: errors.StorageConflict,
-    412: errors.StorageConflict,
-    429: errors.StorageUnavailable,
-}
 
 
 @contextmanager
@@ -309,12 +291,7 @@ def _code(exc: AzureError) -> str:
 def _from_status(exc: HttpResponseError) -> errors.StowageError:
     status = exc.status_code or 0
     code = _code(exc)
-    if status == 416:
-        return errors.RangeNotSatisfiable()
-    if code == "InvalidBlockList":
+    if code == "InvalidBlockList" and status != 416:
         # Another writer's commit to the same name discarded our staged blocks.
         return errors.StorageConflict("azure: a concurrent write replaced this blob's blocks")
-    cls = _STATUS_MAP.get(status)
-    if cls is None:
-        cls = errors.StorageUnavailable if status >= 500 else errors.StorageError
-    return cls(f"azure: {status} {code}".rstrip())
+    return error_for(status, f"azure: {status} {code}".rstrip())

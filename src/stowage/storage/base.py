@@ -33,10 +33,12 @@ callers test with ``isinstance``.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
+
+from stowage.errors import StorageNotFound
 
 Chunks = AsyncIterator[bytes]
 
@@ -149,17 +151,23 @@ async def _stat_then_open(
             await aclose()
 
 
-async def exists(provider: Provider, container: str, key: str) -> bool:
-    from stowage.errors import StorageNotFound
+@runtime_checkable
+class Inventories(Protocol):
+    """A provider on this node's disk that can list its stored and temporary files, so
+    ``fsck`` finds the ones no handle owns. ``root`` tells two such providers apart."""
 
+    root: Path
+
+    def local_path(self, container: str, key: str) -> Path: ...
+
+    def stored_files(self) -> list[Path]: ...
+
+    def temporary_files(self) -> list[Path]: ...
+
+
+async def exists(provider: Provider, container: str, key: str) -> bool:
     try:
         await provider.stat(container, key)
     except StorageNotFound:
         return False
     return True
-
-
-class ProviderFactory(Protocol):
-    """Each provider module exposes ``from_config(config, settings) -> Provider``."""
-
-    def __call__(self, config: Mapping[str, Any], data_dir: Path) -> Provider: ...

@@ -43,6 +43,7 @@ from stone.backends.python_rsrc import stone_base, stone_validators
 
 from stowage import errors
 from stowage.storage.base import Chunks, ObjectInfo, WriteOptions
+from stowage.storage.settings import DropboxSettings, parse
 
 DEFAULT_CHUNK = 8 * 1024 * 1024
 MAX_REQUEST = 150 * 1000 * 1000
@@ -176,27 +177,26 @@ class DropboxProvider:
 
 
 def from_config(config: Mapping[str, Any], data_dir: Path) -> DropboxProvider:
-    retries = int(config.get("retries", 3))
+    settings = parse(DropboxSettings, config)
     session = None
-    if config.get("ca_certs"):
-        session = dropbox.create_session(ca_certs=str(config["ca_certs"]))
+    if settings.ca_certs:
+        session = dropbox.create_session(ca_certs=settings.ca_certs)
         # An explicit bundle must win over REQUESTS_CA_BUNDLE/CURL_CA_BUNDLE.
         session.trust_env = False
     try:
         client = dropbox.Dropbox(
-            oauth2_access_token=config.get("access_token") or None,
-            oauth2_refresh_token=config.get("refresh_token") or None,
-            app_key=config.get("app_key") or None,
-            app_secret=config.get("app_secret") or None,
-            max_retries_on_error=retries,
-            max_retries_on_rate_limit=retries,
-            timeout=float(config.get("timeout", 100)),
+            oauth2_access_token=settings.access_token,
+            oauth2_refresh_token=settings.refresh_token,
+            app_key=settings.app_key,
+            app_secret=settings.app_secret,
+            max_retries_on_error=settings.retries,
+            max_retries_on_rate_limit=settings.retries,
+            timeout=settings.timeout,
             session=session,
         )
     except (BadInputException, ValueError) as exc:
         raise errors.StorageMisconfigured(f"dropbox: {exc}") from exc
-    chunk = int(config.get("chunk_size") or DEFAULT_CHUNK)
-    return DropboxProvider(client, str(config.get("root") or "/"), chunk)
+    return DropboxProvider(client, settings.root, settings.chunk_size)
 
 
 async def _parts(chunks: Chunks, size: int) -> AsyncGenerator[bytes, None]:

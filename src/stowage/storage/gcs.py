@@ -40,6 +40,8 @@ import aiohttp
 
 from stowage import errors
 from stowage.storage.base import Chunks, ObjectInfo, WriteOptions
+from stowage.storage.settings import GcsSettings, parse
+from stowage.storage.status import error_for
 
 DEFAULT_ENDPOINT = "https://storage.googleapis.com"
 SCOPES = ["https://www.googleapis.com/auth/devstorage.read_write"]
@@ -313,35 +315,31 @@ class _Upload:
 
 
 def from_config(config: Mapping[str, Any], data_dir: Path) -> GcsProvider:
-    bucket = config.get("bucket")
-    if not bucket:
-        raise errors.StorageMisconfigured("gcs: 'bucket' is required")
+    settings = parse(GcsSettings, config)
     return GcsProvider(
-        str(bucket),
-        tokens=None if config.get("anonymous") else _Tokens(_credentials(config)),
-        endpoint_url=str(config.get("endpoint_url") or DEFAULT_ENDPOINT),
-        chunk_size=int(config.get("chunk_size") or DEFAULT_CHUNK),
-        timeout=float(config.get("timeout") or 30.0),
-        public_acl=bool(config.get("public_acl", True)),
-        retries=int(config.get("retries", 3)),
-        retry_backoff=float(config.get("retry_backoff", 0.5)),
+        settings.bucket,
+        tokens=None if settings.anonymous else _Tokens(_credentials(settings.credentials)),
+        endpoint_url=settings.endpoint_url,
+        chunk_size=settings.chunk_size,
+        timeout=settings.timeout,
+        public_acl=settings.public_acl,
+        retries=settings.retries,
+        retry_backoff=settings.retry_backoff,
     )
 
 
-def _credentials(config: Mapping[str, Any]) -> Any:
+def _credentials(source: str | Mapping[str, Any] | None) -> Any:
     import google.auth
     import google.auth.exceptions
     from google.oauth2 import service_account
 
-    source = config.get("credentials")
     try:
         if source is None:
             credentials, _ = google.auth.default(scopes=SCOPES)
             return credentials
-        if not isinstance(source, Mapping):
-            source = json.loads(Path(str(source)).read_text())
+        info = source if isinstance(source, Mapping) else json.loads(Path(source).read_text())
         return service_account.Credentials.from_service_account_info(  # type: ignore[no-untyped-call]
-            dict(source), scopes=SCOPES
+            dict(info), scopes=SCOPES
         )
     except (OSError, ValueError, google.auth.exceptions.GoogleAuthError) as exc:
         # The message names the failure, never the key material.
@@ -408,26 +406,11 @@ class _Pin:
         return not total.isdigit() or int(total) == self.size
 
 
-_STATUS_MAP: dict[int, type[errors.StorageError]] = {
-    401: errors.StorageAccessDenied,
-    403: errors.StorageAccessDenied,
-    404: errors.StorageNotFound,
-    409: errors.StorageConflict,
-    412: errors.StorageConflict,
-    429: errors.StorageUnavailable,
-}
-
-
 async def _check(resp: aiohttp.ClientResponse, what: str) -> None:
     if resp.status < 300:
         return
-    if resp.status == 416:
-        raise errors.RangeNotSatisfiable()
-    cls = _STATUS_MAP.get(resp.status)
-    if cls is None:
-        cls = errors.StorageUnavailable if resp.status >= 500 else errors.StorageError
-    detail = await _error_message(resp)
-    raise cls(f"gcs: {resp.status} on {what}{': ' + detail if detail else ''}")
+    detail = await _error_message(resp) if resp.status != 416 else ""
+    raise error_for(resp.status, f"gcs: {resp.status} on {what}{': ' + detail if detail else ''}")
 
 
 async def _error_message(resp: aiohttp.ClientResponse) -> str:

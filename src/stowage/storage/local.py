@@ -21,6 +21,7 @@ from typing import Any
 from stowage import errors
 from stowage.storage.base import Chunks, ObjectInfo, WriteOptions
 from stowage.storage.blockwriter import BlockWriter
+from stowage.storage.settings import LocalSettings, parse
 
 READ_CHUNK = 256 * 1024
 
@@ -46,6 +47,12 @@ class LocalProvider:
         if not path.startswith(self._objects_dir + os.sep):
             raise errors.InvalidPath("storage path escapes the storage root")
         return Path(path)
+
+    def stored_files(self) -> list[Path]:
+        return [path for path in sorted(self.objects.rglob("*")) if path.is_file()]
+
+    def temporary_files(self) -> list[Path]:
+        return sorted(self.tmp.iterdir())
 
     async def write(
         self, container: str, key: str, chunks: Chunks, options: WriteOptions
@@ -131,8 +138,8 @@ class LocalProvider:
 
 
 def from_config(config: Mapping[str, Any], data_dir: Path) -> LocalProvider:
-    root = Path(config.get("root") or data_dir)
-    return LocalProvider(root, str(config.get("container") or "default"))
+    settings = parse(LocalSettings, config)
+    return LocalProvider(Path(settings.root or data_dir), settings.container)
 
 
 def _walk(root: Path, folder: str) -> list[str]:

@@ -48,7 +48,6 @@ import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NoReturn
-from urllib.parse import urlsplit
 
 import aiohttp
 from aiobotocore.config import AioConfig
@@ -58,6 +57,7 @@ from botocore import exceptions as bce
 from stowage import errors
 from stowage.storage.base import Chunks, ObjectInfo, WriteOptions
 from stowage.storage.s3parts import PartBuffer, PartUploads
+from stowage.storage.settings import S3Settings, parse
 
 MIB = 1024 * 1024
 MIN_PART = 5 * MIB
@@ -67,23 +67,6 @@ DEFAULT_PART = 8 * MIB
 DEFAULT_PART_CONCURRENCY = 4
 MAX_PARTS = 10_000  # S3's limit per multipart upload
 READ_CHUNK = 256 * 1024
-
-_KEYS = {
-    "type",
-    "bucket",
-    "endpoint_url",
-    "region",
-    "access_key_id",
-    "secret_access_key",
-    "session_token",
-    "addressing_style",
-    "part_size",
-    "part_concurrency",
-    "connect_timeout",
-    "read_timeout",
-    "max_attempts",
-    "max_connections",
-}
 
 
 class S3Provider:
@@ -280,89 +263,22 @@ class S3Provider:
 
 
 def from_config(config: Mapping[str, Any], data_dir: Path) -> S3Provider:
-    unknown = sorted(set(config) - _KEYS)
-    if unknown:
-        raise errors.StorageMisconfigured(
-            f"s3 storage: unknown setting(s) {', '.join(unknown)}; "
-            f"known: {', '.join(sorted(_KEYS - {'type'}))}"
-        )
-    bucket = _text(config, "bucket")
-    if not bucket:
-        raise errors.StorageMisconfigured("s3 storage: 'bucket' is required")
-    key_id, secret = _text(config, "access_key_id"), _text(config, "secret_access_key")
-    if bool(key_id) != bool(secret):
-        raise errors.StorageMisconfigured(
-            "s3 storage: set both 'access_key_id' and 'secret_access_key', or neither"
-        )
+    settings = parse(S3Settings, config)
     return S3Provider(
-        bucket,
-        endpoint_url=_endpoint(config),
-        region=_text(config, "region") or "us-east-1",
-        access_key_id=key_id,
-        secret_access_key=secret,
-        session_token=_text(config, "session_token"),
-        addressing_style=_addressing(config),
-        part_size=_part_size(config),
-        part_concurrency=_concurrency(config),
-        connect_timeout=_number(config, "connect_timeout", 3.0),
-        read_timeout=_number(config, "read_timeout", 60.0),
-        max_attempts=int(_number(config, "max_attempts", 2)),
-        max_connections=int(_number(config, "max_connections", 100)),
+        settings.bucket,
+        endpoint_url=settings.endpoint_url,
+        region=settings.region,
+        access_key_id=settings.access_key_id,
+        secret_access_key=settings.secret_access_key,
+        session_token=settings.session_token,
+        addressing_style=settings.addressing_style,
+        part_size=settings.part_size,
+        part_concurrency=settings.part_concurrency,
+        connect_timeout=settings.connect_timeout,
+        read_timeout=settings.read_timeout,
+        max_attempts=settings.max_attempts,
+        max_connections=settings.max_connections,
     )
-
-
-def _text(config: Mapping[str, Any], name: str) -> str | None:
-    value = config.get(name)
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str):
-        raise errors.StorageMisconfigured(f"s3 storage: {name!r} must be a string")
-    return value
-
-
-def _endpoint(config: Mapping[str, Any]) -> str | None:
-    url = _text(config, "endpoint_url")
-    if url is not None:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise errors.StorageMisconfigured(
-                "s3 storage: 'endpoint_url' must be an http(s)://host[:port] URL"
-            )
-    return url
-
-
-def _addressing(config: Mapping[str, Any]) -> str | None:
-    style = _text(config, "addressing_style")
-    if style not in (None, "path", "virtual", "auto"):
-        raise errors.StorageMisconfigured(
-            "s3 storage: 'addressing_style' must be 'path', 'virtual' or 'auto'"
-        )
-    return style
-
-
-def _part_size(config: Mapping[str, Any]) -> int:
-    value = config.get("part_size", DEFAULT_PART)
-    if isinstance(value, bool) or not isinstance(value, int) or not MIN_PART <= value <= MAX_PART:
-        raise errors.StorageMisconfigured(
-            f"s3 storage: 'part_size' must be an integer from {MIN_PART} (5 MiB) to {MAX_PART}"
-        )
-    return value
-
-
-def _concurrency(config: Mapping[str, Any]) -> int:
-    value = config.get("part_concurrency", DEFAULT_PART_CONCURRENCY)
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 64:
-        raise errors.StorageMisconfigured(
-            "s3 storage: 'part_concurrency' must be an integer from 1 to 64"
-        )
-    return value
-
-
-def _number(config: Mapping[str, Any], name: str, default: float) -> float:
-    value = config.get(name, default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise errors.StorageMisconfigured(f"s3 storage: {name!r} must be a positive number")
-    return float(value)
 
 
 async def _upload_part(

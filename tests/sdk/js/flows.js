@@ -44,6 +44,14 @@ const flows = {
     const res = await filestack.FsRequest.get(url, { blobResponse: true, filestackHeaders: false });
     return { url, status: res.status, sha256: sha256(res.data), cacheControl: res.headers['cache-control'] };
   },
+  async transform(input) {
+    // client.transform builds <cdn>/<APIKEY>/<tasks>/<source> (security added from the
+    // session); the answer is fetched with the SDK's own request layer.
+    const url = client(input).transform(input.source, input.options || {});
+    const res = await filestack.FsRequest.get(url, { blobResponse: true, filestackHeaders: false });
+    const body = Buffer.from(res.data).toString('base64');
+    return { url, status: res.status, type: res.headers['content-type'], body };
+  },
   async retrieve(input) {
     const out = await client(input).retrieve(input.handle, input.options || {});
     return Buffer.isBuffer(out) || typeof out === 'string' ? { sha256: sha256(out) } : out;

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import aiohttp
 
 from stowage import errors
-from stowage.core.fetch import GuardedResolver, check_url
+from stowage.core.fetch import check_url, guarded_session
 from stowage.core.webhooks import payload
 
 
@@ -33,14 +33,8 @@ class Poster:
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None:
-            connector = aiohttp.TCPConnector(
-                resolver=GuardedResolver(self.allow_private), use_dns_cache=False
-            )
-            self._session = aiohttp.ClientSession(
-                connector=connector,
-                timeout=aiohttp.ClientTimeout(total=self.timeout),
-                trust_env=False,  # never through a proxy the guard cannot see past
-            )
+            timeout = aiohttp.ClientTimeout(total=self.timeout)
+            self._session = guarded_session(self.allow_private, timeout)
         return self._session
 
     async def close(self) -> None:

@@ -3,7 +3,7 @@
 const $ = (id) => document.getElementById(id);
 const PART = 8 * 1024 * 1024;
 const MULTIPART_FROM = 16 * 1024 * 1024;
-const state = { key: "", secret: "", cdn: "", next: null, files: new Map(), current: null };
+const state = { key: "", secret: "", cdn: "", next: null, files: new Map(), current: null, versions: new Map() };
 
 function auth() { return "Basic " + btoa("app:" + state.secret); }
 function q(extra = {}) { return new URLSearchParams({ key: state.key, ...extra }).toString(); }
@@ -13,6 +13,36 @@ function human(n) {
   return (i ? n.toFixed(1) : String(n)) + " " + units[i];
 }
 function when(ms) { return new Date(ms).toISOString().replace("T", " ").slice(0, 19); }
+
+// ---- transformations (the CDN's image processing) ----------------------------------
+const THUMB = 96;  // 48 CSS px at 2x
+function isImage(type) { return typeof type === "string" && type.startsWith("image/") && type !== "image/svg+xml"; }
+// After an overwrite in this tab, a query the server ignores keeps the browser from
+// showing the old version's cached thumbnail under the same URL.
+function fresh(handle) { const v = state.versions.get(handle); return v ? "?v=" + v : ""; }
+function transformUrl(handle, chain) { return `${state.cdn}/${chain}/${handle}${fresh(handle)}`; }
+function plainUrl(handle) { return `${state.cdn}/${handle}${fresh(handle)}`; }
+function thumbnail(f) {
+  const img = document.createElement("img");
+  img.className = "thumb"; img.alt = ""; img.loading = "lazy"; img.decoding = "async";
+  img.width = 48; img.height = 48;
+  img.dataset.transform = transformUrl(f.handle, `resize=width:${THUMB}`);
+  // Without the processing engine (or for a format it refuses) the file itself, scaled by
+  // the browser; if that fails too (security on), no thumbnail.
+  img.addEventListener("error", () => {
+    if (img.dataset.fallback) { img.hidden = true; return; }
+    img.dataset.fallback = "1"; img.src = plainUrl(f.handle);
+  });
+  img.src = img.dataset.transform;
+  return img;
+}
+function loadImage(src) {
+  return new Promise((resolve, reject) => {
+    const img = new Image();
+    img.onload = () => resolve(img); img.onerror = () => reject(new Error("image did not load"));
+    img.src = src;
+  });
+}
 
 function showError(err) {
   const box = $("alert");
@@ -90,6 +120,7 @@ function addRow(f) {
   const name = document.createElement("td"); name.className = "name";
   const open = document.createElement("button"); open.type = "button"; open.textContent = f.filename;
   open.addEventListener("click", () => openDetails(f.handle));
+  if (state.cdn && isImage(f.mimetype)) name.append(thumbnail(f));
   name.append(open); tr.append(name);
   cell(tr, "Size", human(f.size)); cell(tr, "Type", f.mimetype);
   cell(tr, "Uploaded", when(f.uploaded)); cell(tr, "Provider", f.provider + (f.location !== f.provider ? ` (${f.location})` : ""));
@@ -189,13 +220,25 @@ async function preview(handle, type) {
     : type === "application/pdf" ? "pdf"
     : type.startsWith("text/") || type === "application/json" ? "text" : null;
   if (!kind) { box.textContent = "No preview for " + type + "."; return; }
+  if (kind === "image" && state.cdn) {
+    // A resized preview from the CDN, never larger than the file (fit:max); the whole
+    // file through the API only if the transformation answers an error.
+    const width = window.devicePixelRatio > 1 ? 1600 : 800;
+    const url = transformUrl(handle, `resize=width:${width},fit:max`);
+    try {
+      const img = await loadImage(url);
+      img.dataset.transform = url; img.alt = "Preview of " + state.files.get(handle).filename;
+      box.append(img); return;
+    } catch { /* falls back to the file below */ }
+  }
   const resp = await api(`/api/file/${handle}?` + q(), kind === "text" ? { headers: { Range: "bytes=0-65535" } } : {});
   if (kind === "text") {
     const pre = document.createElement("pre"); pre.textContent = await resp.text(); box.append(pre); return;
   }
   const url = URL.createObjectURL(new Blob([await resp.blob()], { type }));
   if (kind === "image") {
-    const img = document.createElement("img"); img.src = url; img.alt = "Preview of " + state.files.get(handle).filename; box.append(img);
+    const img = await loadImage(url); img.dataset.fallback = "1";
+    img.alt = "Preview of " + state.files.get(handle).filename; box.append(img);
   } else {
     const frame = document.createElement("iframe"); frame.src = url; frame.title = "PDF preview"; box.append(frame);
   }
@@ -216,6 +259,7 @@ async function overwrite(file) {
       { "Content-Type": file.type || "application/octet-stream" });
     const result = JSON.parse(xhr.responseText);
     Object.assign(state.files.get(handle), { size: result.size, mimetype: result.mimetype, filename: result.filename });
+    state.versions.set(handle, Date.now());
     box.hidden = true; await refresh(); await openDetails(handle);
   } catch (err) { box.hidden = true; showError(err); }
 }
@@ -255,7 +299,7 @@ drop.addEventListener("dragover", (e) => { e.preventDefault(); drop.classList.ad
 drop.addEventListener("dragleave", () => drop.classList.remove("over"));
 drop.addEventListener("drop", (e) => { e.preventDefault(); drop.classList.remove("over"); uploadAll(e.dataTransfer.files); });
 $("details").addEventListener("close", () => {
-  for (const el of $("preview").querySelectorAll("img, iframe")) URL.revokeObjectURL(el.src);
+  for (const el of $("preview").querySelectorAll("img, iframe")) if (el.src.startsWith("blob:")) URL.revokeObjectURL(el.src);
 });
 
 const savedKey = sessionStorage.getItem("stowage.key"), savedSecret = sessionStorage.getItem("stowage.secret");

@@ -16,7 +16,7 @@ from stowage import booleans, errors
 from stowage.config import Settings
 from stowage.core import headersafe, streams
 from stowage.core.security import Credentials
-from stowage.core.service import Source
+from stowage.core.sources import Source
 from stowage.http import strict
 
 CHUNK = 256 * 1024

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stowage import errors
-from stowage.core import inspect
+from stowage.core import examine
 
 EMPTY = {
     "md5": "d41d8cd98f00b204e9800998ecf8427e",
@@ -41,43 +41,43 @@ def expected(data: bytes, names: list[str]) -> dict[str, str]:
 
 
 async def test_hashes_of_empty_input_no_chunks() -> None:
-    got = await inspect.hash_stream(chunks_of([]), list(inspect.HASHES))
+    got = await examine.hash_stream(chunks_of([]), list(examine.HASHES))
     assert got == EMPTY
 
 
 async def test_hashes_of_empty_input_empty_chunks() -> None:
-    got = await inspect.hash_stream(chunks_of([b"", b"", b""]), list(inspect.HASHES))
+    got = await examine.hash_stream(chunks_of([b"", b"", b""]), list(examine.HASHES))
     assert got == EMPTY
 
 
 async def test_no_names_gives_no_hashes() -> None:
-    assert await inspect.hash_stream(chunks_of([b"abc"]), []) == {}
+    assert await examine.hash_stream(chunks_of([b"abc"]), []) == {}
 
 
-@pytest.mark.parametrize("name", inspect.HASHES)
+@pytest.mark.parametrize("name", examine.HASHES)
 async def test_each_hash_alone(name: str) -> None:
     data = b"The quick brown fox jumps over the lazy dog"
     parts = [data[:5], data[5:6], b"", data[6:]]
-    assert await inspect.hash_stream(chunks_of(parts), [name]) == expected(data, [name])
+    assert await examine.hash_stream(chunks_of(parts), [name]) == expected(data, [name])
 
 
 @given(
     parts=st.lists(st.binary(max_size=300), max_size=12),
-    names=st.lists(st.sampled_from(inspect.HASHES), min_size=1, max_size=6, unique=True),
+    names=st.lists(st.sampled_from(examine.HASHES), min_size=1, max_size=6, unique=True),
 )
 @settings(max_examples=60, deadline=None)
 async def test_hash_stream_equals_hashlib_over_any_chunking(
     parts: list[bytes], names: list[str]
 ) -> None:
-    got = await inspect.hash_stream(chunks_of(parts), names)
+    got = await examine.hash_stream(chunks_of(parts), names)
     assert got == expected(b"".join(parts), names)
     assert list(got) == names
 
 
 async def test_large_chunks_hash_correctly() -> None:
     parts = [bytes([i]) * (1 << 20) for i in range(4)]
-    names = list(inspect.HASHES)
-    got = await inspect.hash_stream(chunks_of(parts), names)
+    names = list(examine.HASHES)
+    got = await examine.hash_stream(chunks_of(parts), names)
     assert got == expected(b"".join(parts), names)
 
 
@@ -87,13 +87,13 @@ async def test_a_source_error_propagates() -> None:
         raise errors.UpstreamError("gone")
 
     with pytest.raises(errors.UpstreamError):
-        await inspect.hash_stream(broken(), ["sha256", "md5"])
+        await examine.hash_stream(broken(), ["sha256", "md5"])
 
 
 def test_groups_cover_every_name_once() -> None:
-    for n in range(1, len(inspect.HASHES) + 1):
-        names = list(inspect.HASHES[:n])
-        groups = inspect._groups(names)
+    for n in range(1, len(examine.HASHES) + 1):
+        names = list(examine.HASHES[:n])
+        groups = examine._groups(names)
         assert 1 <= len(groups) <= 2
         assert sorted(x for g in groups for x in g) == sorted(names)
 
@@ -117,7 +117,7 @@ def test_groups_cover_every_name_once() -> None:
     ],
 )
 def test_json_value_is_json_safe(value: object, expected: object) -> None:
-    got = inspect._json_value(value)
+    got = examine._json_value(value)
     assert got == expected
     json.dumps(got, allow_nan=False)
 
@@ -125,8 +125,8 @@ def test_json_value_is_json_safe(value: object, expected: object) -> None:
 def test_json_value_of_odd_objects() -> None:
     from fractions import Fraction
 
-    assert inspect._json_value(Fraction(1, 4)) == 0.25
-    assert inspect._json_value(object()).startswith("<object object")
+    assert examine._json_value(Fraction(1, 4)) == 0.25
+    assert examine._json_value(object()).startswith("<object object")
 
 
 def _jpeg_with_exif(tmp_path: Path, size: tuple[int, int] = (8, 8)) -> Path:
@@ -143,7 +143,7 @@ def _jpeg_with_exif(tmp_path: Path, size: tuple[int, int] = (8, 8)) -> Path:
 
 async def test_read_exif_from_a_local_file(tmp_path: Path) -> None:
     path = _jpeg_with_exif(tmp_path)
-    got = await inspect.read_exif(
+    got = await examine.read_exif(
         chunks_of([]), path, max_bytes=10**6, max_pixels=10**6, timeout=5, spool_dir=tmp_path
     )
     assert got["Make"] == "StowageCam"
@@ -153,7 +153,7 @@ async def test_read_exif_from_a_local_file(tmp_path: Path) -> None:
 async def test_read_exif_from_a_stream(tmp_path: Path) -> None:
     data = _jpeg_with_exif(tmp_path).read_bytes()
     parts = [data[i : i + 100] for i in range(0, len(data), 100)]
-    got = await inspect.read_exif(
+    got = await examine.read_exif(
         chunks_of(parts),
         None,
         max_bytes=10**6,
@@ -166,7 +166,7 @@ async def test_read_exif_from_a_stream(tmp_path: Path) -> None:
 
 
 async def test_read_exif_of_a_non_image_is_empty(tmp_path: Path) -> None:
-    got = await inspect.read_exif(
+    got = await examine.read_exif(
         chunks_of([b"not an image at all"]),
         None,
         max_bytes=10**6,
@@ -183,7 +183,7 @@ async def test_read_exif_refuses_too_many_pixels(tmp_path: Path) -> None:
     buf = io.BytesIO()
     Image.new("L", (200, 200)).save(buf, format="PNG")
     with pytest.raises(errors.Unprocessable):
-        await inspect.read_exif(
+        await examine.read_exif(
             chunks_of([buf.getvalue()]),
             None,
             max_bytes=10**6,

@@ -1,0 +1,306 @@
+"""Scenario 11 (issue 15): image transformations on the CDN, against Thumbor.
+
+(a) cold: a different 12-megapixel JPEG each request, resized to a 300-px-wide WebP,
+    8 connections, Stowage against Thumbor (2 processes, file loader, no result storage);
+(b) warm: the same derivative again (a cache hit) against a plain CDN GET of a file of
+    the derivative's size;
+(c) peak RSS growth of the Stowage server while it resizes a 100-megapixel JPEG, or
+    refuses it by its pixel limit.
+
+Before the processing engine exists every transformation URL is answered 400: the rows
+then carry no Stowage figure and say so in their name and in ``extra["engine"]``; the
+Thumbor side is measured all the same.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from bench import images, load
+from bench.scenarios import (
+    Context,
+    Row,
+    _no_errors,
+    _peak,
+    _random_file,
+    _stowage_store,
+    alternate,
+    median,
+)
+from bench.servers import Stowage
+from bench.thumbor import Thumbor, thumbor_version
+
+WIDTH = 300
+CHAIN = f"resize=width:{WIDTH}/output=format:webp"
+CONNECTIONS = 8
+
+
+@dataclass
+class Engine:
+    """What the probe learnt: whether Stowage transforms images at all."""
+
+    present: bool
+    status: int
+    detail: str
+
+    def label(self) -> str:
+        return "" if self.present else f" [Stowage: no processing engine, {self.detail}]"
+
+
+def cdn(stowage: Stowage) -> str:
+    return f"http://127.0.0.1:{stowage.cdn_port}"
+
+
+def transform_url(stowage: Stowage, handle: str, chain: str = CHAIN) -> str:
+    return f"{cdn(stowage)}/{chain}/{handle}"
+
+
+def processing(ctx: Context) -> list[Row]:
+    work = ctx.tmp / "processing"
+    per_run = 8 if ctx.sizes.rounds == 1 else 40
+    # One more than the runs use: the first is the probe's, then the warm scenario's.
+    paths = images.sources(work / "sources", per_run * ctx.sizes.rounds + 1)
+    handles = [_stowage_store(ctx, path) for path in paths]
+    thumbor = Thumbor(work / "thumbor")
+    thumbor.images.mkdir(parents=True)
+    for path in paths:
+        (thumbor.images / path.name).hardlink_to(path)
+    engine = probe(ctx.stowage, handles[0])
+    thumbor.start()
+    try:
+        check_thumbor(thumbor, paths[0].name)
+        warm_up(ctx.stowage, thumbor, engine, handles[0], paths[0].name)
+        urls = {
+            "stowage": [transform_url(ctx.stowage, h) for h in handles[1:]],
+            "thumbor": [thumbor.resize_url(p.name) for p in paths[1:]],
+        }
+        rows = [cold(ctx, thumbor, engine, urls, per_run)]
+        rows.append(warm(ctx, engine, handles[0]))
+        rows.append(bomb(ctx, thumbor, engine, images.large(work / "large.jpg")))
+    finally:
+        thumbor.stop()
+    return rows
+
+
+async def _get(url: str) -> tuple[int, str, bytes]:
+    async with aiohttp.ClientSession() as http, http.get(url) as resp:
+        return resp.status, resp.headers.get("Content-Type", ""), await resp.read()
+
+
+def probe(stowage: Stowage, handle: str) -> Engine:
+    """One transformation of a 12-megapixel source: a WebP 300 px wide, or no engine."""
+    status, ctype, body = asyncio.run(_get(transform_url(stowage, handle)))
+    if status == 200 and ctype.startswith("image/webp"):
+        width, _, loader = images.geometry(body)
+        if width == WIDTH and loader.startswith("webp"):
+            return Engine(True, status, "")
+        return Engine(False, status, f"answered a {width}-px {loader}")
+    try:
+        code = str(json.loads(body)["error"]["code"])
+    except (ValueError, KeyError, TypeError):
+        code = body[:60].decode(errors="replace")
+    return Engine(False, status, f"answered {status} {code}")
+
+
+def check_thumbor(thumbor: Thumbor, name: str) -> None:
+    status, ctype, body = asyncio.run(_get(thumbor.resize_url(name)))
+    assert status == 200 and ctype.startswith("image/webp"), (status, ctype)
+    width, _, loader = images.geometry(body)
+    assert width == WIDTH and loader.startswith("webp"), (width, loader)
+
+
+def warm_up(stowage: Stowage, thumbor: Thumbor, engine: Engine, handle: str, name: str) -> None:
+    """A few requests on the probe's source before measuring, so that every process of
+    both servers has loaded its image code. Stowage's use other widths: each is a miss,
+    and none touches the sources the cold runs use."""
+    urls = [thumbor.resize_url(name)] * 4
+    if engine.present:
+        chains = (f"resize=width:{w}/output=format:webp" for w in (296, 297, 298, 299))
+        urls += [transform_url(stowage, handle, chain) for chain in chains]
+    asyncio.run(_fetch_all(urls, 4))
+
+
+async def _fetch_all(urls: list[str], connections: int) -> tuple[float, list[int], int]:
+    """Every URL once, ``connections`` at a time; (requests per second, statuses, 503s).
+
+    A 503 is the engine's back-pressure (its bounded job count): the client waits as its
+    Retry-After says (at most a second) and asks again, as a team's client would; the
+    time counts, and the number of 503s is reported."""
+    queue = list(reversed(urls))
+    statuses: list[int] = []
+    busy = 0
+    connector = aiohttp.TCPConnector(limit=connections)
+    timeout = aiohttp.ClientTimeout(total=120)
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as http:
+
+        async def worker() -> None:
+            nonlocal busy
+            while queue:
+                url = queue.pop()
+                while True:
+                    async with http.get(url) as resp:
+                        await resp.read()
+                        wait = resp.headers.get("Retry-After", "1")
+                    if resp.status != 503:
+                        statuses.append(resp.status)
+                        break
+                    busy += 1
+                    await asyncio.sleep(min(1.0, float(wait) if wait.isdigit() else 1.0))
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(connections)))
+        seconds = time.perf_counter() - started
+    return len(urls) / seconds, statuses, busy
+
+
+def cold(
+    ctx: Context, thumbor: Thumbor, engine: Engine, urls: dict[str, list[str]], per_run: int
+) -> Row:
+    """Each run takes the next ``per_run`` URLs of its server: no source is asked twice."""
+    done = {name: 0 for name in urls}
+    retried = {name: 0 for name in urls}
+
+    def run(name: str) -> Callable[[], float]:
+        def go() -> float:
+            batch = urls[name][done[name] : done[name] + per_run]
+            done[name] += per_run
+            rate, statuses, busy = asyncio.run(_fetch_all(batch, CONNECTIONS))
+            retried[name] += busy
+            bad = [s for s in statuses if s != 200]
+            if bad:
+                raise RuntimeError(f"{name}: {len(bad)} of {len(batch)} answered {bad[:3]}")
+            return rate
+
+        return go
+
+    runs = {"thumbor": run("thumbor")}
+    if engine.present:
+        runs["stowage"] = run("stowage")
+
+    def measure() -> Row:
+        rates = alternate(ctx.sizes.rounds, runs)
+        s = median(rates["stowage"]) if engine.present else None
+        t = median(rates["thumbor"])
+        return Row(
+            "11",
+            f"cold: 12 MP JPEG -> {WIDTH} px WebP, a new source each request, "
+            f"{CONNECTIONS} connections{engine.label()}",
+            "req/s",
+            s,
+            reference=t,
+            reference_label=f"Thumbor {thumbor_version()}, {thumbor.processes} processes",
+            target=">= 1.5x Thumbor",
+            met=None if s is None else s >= 1.5 * t,
+            extra={
+                "runs": rates,
+                "engine": _engine(engine),
+                "requests_per_run": per_run,
+                "503s": retried,
+            },
+        )
+
+    return _peak(ctx, measure)
+
+
+def warm(ctx: Context, engine: Engine, handle: str) -> Row:
+    """The probe already made the derivative: every request here is a cache hit."""
+    scenario = "  warm: the same derivative again (cache hit), 8 connections"
+    if not engine.present:
+        return Row(
+            "11", scenario + engine.label(), "req/s", None, extra={"engine": _engine(engine)}
+        )
+    status, size, _, _ = load.curl(transform_url(ctx.stowage, handle))
+    assert status == 200, status
+    plain = _stowage_store(ctx, _random_file(ctx.tmp / "processing" / "same-size", size))
+
+    def run(url: str) -> Callable[[], float]:
+        def go() -> float:
+            res = load.wrk(url, seconds=ctx.sizes.wrk_seconds, connections=CONNECTIONS)
+            _no_errors(url, res)
+            return res.rps
+
+        return go
+
+    # Two rounds at least, so that each side runs first once even in --quick mode.
+    rates = alternate(
+        max(2, ctx.sizes.rounds),
+        {
+            "derivative": run(transform_url(ctx.stowage, handle)),
+            "plain": run(f"{cdn(ctx.stowage)}/{plain}"),
+        },
+    )
+    s, p = median(rates["derivative"]), median(rates["plain"])
+    return Row(
+        "11",
+        scenario,
+        "req/s",
+        s,
+        reference=p,
+        reference_label=f"plain CDN GET of a {size:,}-byte file",
+        target=">= 0.9x the plain GET",
+        met=s >= 0.9 * p,
+        extra={"runs": rates, "derivative_bytes": size, "engine": _engine(engine)},
+    )
+
+
+def _growth(pids: Callable[[], list[int]], url: str) -> tuple[float, int, float]:
+    """(peak RSS growth in MiB of the largest process, status, seconds) for one GET."""
+    for pid in pids():
+        Path(f"/proc/{pid}/clear_refs").write_text("5")
+    before = {pid: _kib(pid, "VmRSS") for pid in pids()}
+    started = time.perf_counter()
+    status, _, _ = asyncio.run(_get(url))
+    seconds = time.perf_counter() - started
+    growth = max(_kib(pid, "VmHWM") - rss for pid, rss in before.items())
+    return growth / 1024, status, seconds
+
+
+def _kib(pid: int, name: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(name + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def bomb(ctx: Context, thumbor: Thumbor, engine: Engine, large: Path) -> Row:
+    handle = _stowage_store(ctx, large)
+    (thumbor.images / large.name).hardlink_to(large)
+    t_growth, t_status, _ = _growth(thumbor.pids, thumbor.resize_url(large.name))
+    s_growth, s_status, s_seconds = _growth(ctx.stowage.pids, transform_url(ctx.stowage, handle))
+    if not engine.present:
+        outcome = engine.label()
+    elif s_status == 200:
+        outcome = f" (resized in {s_seconds:.1f} s)"
+    elif 400 <= s_status < 500:
+        outcome = f" (refused: {s_status} in {s_seconds * 1000:.0f} ms)"
+    else:  # neither a result nor a refusal: the row fails whatever the memory did
+        outcome = f" (answered {s_status} after {s_seconds:.1f} s)"
+    answered = s_status == 200 or 400 <= s_status < 500
+    return Row(
+        "11",
+        f"  peak RSS growth, 100 MP JPEG -> {WIDTH} px WebP{outcome}",
+        "MiB",
+        round(s_growth, 1) if engine.present else None,
+        reference=round(t_growth, 1),
+        reference_label=f"Thumbor, answered {t_status}",
+        target="< 200 MiB",
+        met=answered and s_growth < 200 if engine.present else None,
+        extra={
+            "stowage_status": s_status,
+            "stowage_seconds": round(s_seconds, 2),
+            "thumbor_status": t_status,
+            "engine": _engine(engine),
+        },
+    )
+
+
+def _engine(engine: Engine) -> dict[str, Any]:
+    return {"present": engine.present, "probe_status": engine.status, "detail": engine.detail}

@@ -1,0 +1,51 @@
+"""Where the bytes of a store or an overwrite come from, made ready to write."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+from stowage import errors
+from stowage.core import filetypes, streams
+from stowage.core.fetch import Fetcher
+
+
+@dataclass
+class Source:
+    """Where new content comes from: a stream of bytes or a URL to fetch."""
+
+    chunks: AsyncIterator[bytes] | None = None
+    url: str | None = None
+    filename: str | None = None
+    content_type: str | None = None
+    raw: bool = False  # a raw body (unknown types default to text/plain, as the spec says)
+
+
+@dataclass
+class Prepared:
+    chunks: AsyncIterator[bytes]
+    head: bytes
+    content_type: str | None
+    filename: str | None
+    source_url: str | None = None
+    digest: streams.Digest = field(default_factory=streams.Digest)
+
+
+async def prepare(fetcher: Fetcher, source: Source, decode: bool, max_bytes: int) -> Prepared:
+    """The bytes to write: fetched or received, decoded, limited to ``max_bytes``, their
+    head read for type sniffing, and hashed as they pass."""
+    if source.url is not None:
+        fetched = await fetcher.open(source.url)
+        chunks, declared, filename = fetched.chunks, fetched.content_type, fetched.filename
+    elif source.chunks is not None:
+        chunks, declared, filename = source.chunks, source.content_type, source.filename
+    else:
+        raise errors.MissingFile()
+    if decode:
+        chunks = streams.base64_decoded(chunks)
+        declared = None
+    chunks = streams.limited(chunks, max_bytes, "the file is larger than allowed")
+    head, chunks = await streams.peek(chunks, filetypes.SNIFF_BYTES)
+    prepared = Prepared(chunks, head, declared, filename, source.url)
+    prepared.chunks = prepared.digest.tap(chunks)
+    return prepared

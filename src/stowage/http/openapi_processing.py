@@ -1,0 +1,57 @@
+"""The OpenAPI entries of the transformation routes (``http.transform``), merged into the
+document by ``openapi.document``. docs/transformations.md has every task and option."""
+
+from __future__ import annotations
+
+from typing import Any
+
+Doc = dict[str, Any]
+_ERROR = {"$ref": "#/components/responses/Error"}
+_TAIL = {
+    "name": "tail",
+    "in": "path",
+    "required": True,
+    "description": "Tasks, then the source: `resize=width:300/flip/<HANDLE>`, "
+    "`<APIKEY>/<tasks>/<HANDLE>` or `<APIKEY>/<tasks>/<URL>`.",
+    "schema": {"type": "string"},
+}
+_RESULT = {
+    "description": "The transformed image (or JSON for `imagesize`, or the store result "
+    "when the chain ends with `store`). ETag, Range and If-None-Match as for files.",
+    "content": {"*/*": {"schema": {}}},
+}
+_ERRORS = {str(s): _ERROR for s in (400, 401, 403, 404, 413, 415, 422, 503)}
+_SECURITY: list[Doc] = [{}, {"policy": [], "signature": []}, {"appSecret": []}]
+
+
+def _op(summary: str, op_id: str, tag: str, params: list[Doc]) -> Doc:
+    return {
+        "summary": summary,
+        "operationId": op_id,
+        "tags": [tag],
+        "description": "A Filestack transformation chain (docs/transformations.md). With the "
+        "app's security on, the policy needs the `convert` call (and `store` for a store "
+        "task).",
+        "parameters": params,
+        "security": _SECURITY,
+        "responses": {"200": _RESULT, **_ERRORS},
+    }
+
+
+def processing_paths(cdn: list[Doc]) -> Doc:
+    tasks = {**_TAIL, "name": "tasks", "description": "The tasks, `/`-separated."}
+    handle = {**_TAIL, "name": "handle", "description": "The file's handle."}
+    redirect = {
+        "summary": "A chain ending in store, sent on to the API's process address",
+        "operationId": "cdnProcessStore",
+        "tags": ["cdn"],
+        "parameters": [tasks, handle],
+        "responses": {"308": {"description": "To /process/<tasks>/<handle>."}, **_ERRORS},
+    }
+    return {
+        "/process/{tail}": {
+            "get": _op("Transform a file or a url", "processGet", "files", [_TAIL]),
+            "post": _op("Transform, and store with a store task", "processPost", "files", [_TAIL]),
+        },
+        "/{tasks}/{handle}": {"servers": cdn, "post": redirect},
+    }

@@ -1,0 +1,45 @@
+"""Every route of the API and CDN origins, in one place."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from stowage.http import api, cdn, console, docs, listing, multipart, observe, process, transform
+
+
+def add_api_routes(app: web.Application) -> None:
+    router = app.router
+    router.add_post("/api/store/{provider}", api.store_handler)
+    router.add_post("/api/store/{provider}/{handle}", api.copy_handler)
+    router.add_get("/api/file/{handle}", api.download_handler)
+    router.add_post("/api/file/{handle}", api.overwrite_handler)
+    router.add_delete("/api/file/{handle}", api.remove_handler)
+    router.add_post("/api/file/{handle}/remove", api.remove_handler)
+    router.add_get("/api/file/{handle}/metadata", api.metadata_handler)
+    router.add_get("/healthz", api.healthz)
+    router.add_get("/readyz", api.readyz)
+    router.add_get("/api/files", listing.list_handler)
+    router.add_get("/api/openapi.json", docs.openapi_json)
+    router.add_get("/api/docs", docs.docs_page)
+    router.add_get("/api/docs/{name}", docs.docs_asset)
+    router.add_get("/console", console.console_page)
+    router.add_get("/console/{name}", console.console_asset)
+    router.add_get("/metrics", observe.metrics_handler)
+    router.add_post("/multipart/start", multipart.start_handler)
+    router.add_post("/multipart/upload", multipart.upload_handler)
+    router.add_put("/multipart/part/{upload_id}/{part}", multipart.part_handler)
+    router.add_post("/multipart/commit", multipart.commit_handler)
+    router.add_post("/multipart/complete", multipart.complete_handler)
+    router.add_post("/process", process.process_handler)
+    router.add_get("/process/{tail:.+}", transform.process_handler)  # transformation chains
+    router.add_post("/process/{tail:.+}", transform.process_handler)
+
+
+def add_cdn_routes(app: web.Application) -> None:
+    router = app.router
+    router.add_post("/process", process.redirect_to_api)
+    router.add_delete("/{handle}", cdn.cdn_refuse_write)
+    router.add_post("/{handle}", cdn.cdn_refuse_write)
+    router.add_post("/{handle}/remove", cdn.cdn_refuse_write)
+    router.add_post("/{tasks:.+}/{handle}", cdn.cdn_post_chain)  # store task: to the API origin
+    router.add_get("/{tail:.+}", cdn.cdn_get)  # last: it matches every path

@@ -1,0 +1,98 @@
+"""The processing engine's interface: a parsed chain of tasks in, a rendered file out.
+
+A ``Chain`` is what a URL asked for, already validated and normalised (``chain.parse``).
+An ``Engine`` renders one chain from a source file into a destination file on the
+calling thread; it never touches storage or the network, so it can run in a worker
+thread (libvips releases the GIL). Everything around it (limits, the job pool, the
+derivative cache, authorisation) lives in the package's other modules.
+
+Contract of ``Engine.render`` (checked by ``tests/processing/test_engine.py``):
+
+- the header is read and checked against ``Limits`` before any pixel is decoded; an
+  image with too many pixels raises ``errors.ImageTooLarge``;
+- a file that is no image raises ``errors.NotAnImage``; a truncated or corrupt one
+  ``errors.InvalidImage``; a result wider or taller than allowed ``errors.ImageTooLarge``;
+- past ``Limits.seconds`` the work is stopped and ``errors.ProcessingTimeout`` raised;
+- on success ``dest`` holds the whole result in ``chain.output.format``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+Value = int | float | bool | str | tuple["Value", ...]
+
+
+@dataclass(frozen=True)
+class Task:
+    name: str
+    options: tuple[tuple[str, Value], ...] = ()  # sorted by option name
+
+    def get(self, name: str, default: Value | None = None) -> Value | None:
+        for key, value in self.options:
+            if key == name:
+                return value
+        return default
+
+    def key(self) -> str:
+        if not self.options:
+            return self.name
+        return self.name + "=" + ",".join(f"{k}:{_text(v)}" for k, v in self.options)
+
+
+@dataclass(frozen=True)
+class Output:
+    """What the result is: image format name as libvips saves it, or ``json``."""
+
+    format: str
+    mimetype: str
+    extension: str
+
+
+@dataclass(frozen=True)
+class Chain:
+    tasks: tuple[Task, ...]  # image tasks, left to right (no security, cache or store)
+    store: Task | None = None  # a trailing store task: the result becomes a new file
+    output_format: str | None = None  # asked for by an output task, else the input's
+
+    def key(self) -> str:
+        """The normalised chain: one string for every spelling of the same request."""
+        return "/".join(task.key() for task in self.tasks)
+
+    @property
+    def wants_size(self) -> bool:
+        return bool(self.tasks) and self.tasks[-1].name == "imagesize"
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_input_pixels: int
+    max_input_bytes: int
+    max_output_dimension: int
+    seconds: float
+
+
+@dataclass
+class Rendered:
+    output: Output
+    width: int = 0
+    height: int = 0
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+class Engine(Protocol):
+    def render(
+        self, source: Path, chain: Chain, output: Output, dest: Path, limits: Limits
+    ) -> Rendered: ...
+
+
+def _text(value: Value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return "[" + ",".join(_text(v) for v in value) + "]"
+    if isinstance(value, str) and any(c in value for c in ',/[]"'):
+        return '"' + value + '"'
+    return str(value)

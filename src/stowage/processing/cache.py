@@ -1,0 +1,118 @@
+"""Derivatives, kept in the default store so that every node shares them.
+
+Key: ``.stowage-derivatives/<api key>/<handle>/v<version>-<sha256>/<chain digest>.<ext>``.
+The version part comes from the file's row: an overwrite bumps the version and a delete
+removes the row, so a derivative of an old version is unreachable the moment the write
+has answered, without touching the store. The old bytes are removed afterwards, in the
+background (``purge``). Derivatives have no handle and no row: they are never files,
+never in listings.
+
+Concurrent first requests for one derivative on a node compute it once (``once``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from stowage import errors
+from stowage.registry.base import FileRecord
+from stowage.storage.base import Lists, LocalFiles, ObjectInfo, Provider, WriteOptions
+
+PREFIX = ".stowage-derivatives"
+CHUNK = 256 * 1024
+log = logging.getLogger("stowage.processing")
+T = TypeVar("T")
+
+
+def version_of(record: FileRecord) -> str:
+    return f"v{record.version}-{(record.sha256 or 'nosha')[:16]}"
+
+
+class DerivativeCache:
+    def __init__(self, provider: Provider) -> None:
+        self.provider = provider
+        self.container = provider.default_container
+        self._flights: dict[str, asyncio.Future[Any]] = {}
+        self._purges: set[asyncio.Task[None]] = set()
+
+    def key(self, record: FileRecord, chain_key: str, extension: str) -> str:
+        digest = hashlib.sha256(chain_key.encode()).hexdigest()[:40]
+        return f"{_folder(record)}{version_of(record)}/{digest}.{extension}"
+
+    async def stat(self, key: str) -> ObjectInfo | None:
+        try:
+            return await self.provider.stat(self.container, key)
+        except errors.StorageNotFound:
+            return None
+
+    def local_path(self, key: str) -> Path | None:
+        if isinstance(self.provider, LocalFiles):
+            return self.provider.local_path(self.container, key)
+        return None
+
+    async def put(self, key: str, source: Path, mimetype: str) -> ObjectInfo:
+        options = WriteOptions(content_type=mimetype)
+        return await self.provider.write(self.container, key, _chunks(source), options)
+
+    def open(self, key: str) -> AsyncIterator[bytes]:
+        return self.provider.open(self.container, key)
+
+    async def once(self, key: str, make: Callable[[], Awaitable[T]]) -> T:
+        """One computation per key at a time on this node; the others wait for it. It is
+        shielded: a client going away does not stop the work the others wait for."""
+        flight = self._flights.get(key)
+        if flight is None:
+            flight = asyncio.ensure_future(make())
+            self._flights[key] = flight
+            flight.add_done_callback(lambda done: self._landed(key, done))
+        result: T = await asyncio.shield(flight)
+        return result
+
+    def _landed(self, key: str, done: asyncio.Future[Any]) -> None:
+        self._flights.pop(key, None)
+        if not done.cancelled():
+            done.exception()  # retrieved: every waiter may have gone before it failed
+
+    def forget(self, record: FileRecord, keep: FileRecord | None) -> None:
+        """Remove, in the background, every derivative of ``record``'s handle but those of
+        ``keep`` (the version now current, or None after a delete)."""
+        task = asyncio.ensure_future(self._purge(record, keep))
+        self._purges.add(task)
+        task.add_done_callback(self._purges.discard)
+
+    async def _purge(self, record: FileRecord, keep: FileRecord | None) -> None:
+        if not isinstance(self.provider, Lists):
+            return
+        folder = _folder(record)
+        current = f"{folder}{version_of(keep)}/" if keep is not None else None
+        try:
+            async for key in self.provider.keys(self.container, folder):
+                if current is None or not key.startswith(current):
+                    await _delete(self.provider, self.container, key)
+        except Exception:
+            log.warning("could not remove old derivatives of %s", record.handle, exc_info=True)
+
+    async def close(self) -> None:
+        for task in list(self._purges):
+            await asyncio.wait([task], timeout=5)
+
+
+def _folder(record: FileRecord) -> str:
+    return f"{PREFIX}/{record.api_key}/{record.handle}/"
+
+
+async def _delete(provider: Provider, container: str, key: str) -> None:
+    with contextlib.suppress(errors.StorageNotFound):  # already gone: what we wanted
+        await provider.delete(container, key)
+
+
+async def _chunks(path: Path) -> AsyncIterator[bytes]:
+    with path.open("rb") as handle:
+        while chunk := handle.read(CHUNK):
+            yield chunk

@@ -1,0 +1,20 @@
+"""The processing engine's metrics; ``http.transform`` adds them to the /metrics registry."""
+
+from __future__ import annotations
+
+from stowage.observe import metrics
+
+JOBS = metrics.Counter(
+    "stowage_processing_jobs_total", "Transformation jobs run, by outcome (ok or error code)."
+)
+CACHE = metrics.Counter(
+    "stowage_processing_cache_total", "Derivative cache lookups, by result (hit or miss)."
+)
+SECONDS = metrics.Histogram(
+    "stowage_processing_job_seconds", "Seconds a transformation job took on its thread."
+)
+REFUSALS = metrics.Counter(
+    "stowage_processing_refusals_total",
+    "Transformations refused before or while running, by error code (limits, busy pool).",
+)
+ALL = (JOBS, CACHE, SECONDS, REFUSALS)

@@ -1,0 +1,273 @@
+"""Transformations of stored files and of URLs: authorise, read the source, render it in
+the job pool, keep the derivative, or store the result as a new file. No HTTP here.
+
+Security: with the app's security on, a transformation needs a policy allowing the
+``convert`` call (Filestack's rule), and ``store`` needs ``store`` as well (checked by
+the store operation itself); a URL source must match the policy's ``url`` pattern.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from stowage import errors
+from stowage.core import names
+from stowage.core.security import Credentials, Target, authorize
+from stowage.core.service import StoreParams, Stowage
+from stowage.core.sources import Source
+from stowage.core.uploads import provider_for_location
+from stowage.processing import chain as chains
+from stowage.processing import metrics
+from stowage.processing.base import Chain, Engine, Limits, Output
+from stowage.processing.cache import DerivativeCache
+from stowage.processing.pool import JobPool
+from stowage.processing.vips import VipsEngine
+from stowage.registry.base import App, FileRecord
+from stowage.storage import build_provider
+from stowage.storage.base import LocalFiles, ObjectInfo, Provider
+
+
+@dataclass
+class Derivative:
+    """A rendered result in the derivative cache, with what a response needs."""
+
+    record: FileRecord  # the source file's row, with the derivative's type and name
+    info: ObjectInfo
+    provider: Provider
+    local_path: Path | None
+    app: App
+    key: str  # in the derivative cache
+
+
+@dataclass
+class Spooled:
+    """A result that is not kept (an external URL's): the caller sends and removes it."""
+
+    path: Path
+    output: Output
+    private: bool  # the app has security on: caches must not share it
+
+
+class Processor:
+    def __init__(self, service: Stowage, engine: Engine | None = None) -> None:
+        settings = service.settings
+        self.service = service
+        self.engine = engine or VipsEngine()
+        self.limits = Limits(
+            max_input_pixels=settings.processing_max_input_pixels,
+            max_input_bytes=settings.processing_max_input_bytes,
+            max_output_dimension=settings.processing_max_output_dimension,
+            seconds=settings.processing_job_seconds,
+        )
+        self.pool = JobPool(
+            settings.processing_jobs, settings.processing_queue, settings.processing_job_seconds
+        )
+        self.cache = DerivativeCache(_cache_store(service))
+        self.spool = settings.data_dir / "tmp"
+        _sweep_spool(self.spool)
+
+    async def derivative(
+        self, handle: str, segments: list[str], creds: Credentials, api_key: str | None
+    ) -> Derivative:
+        chain = chains.parse(segments)
+        record, app = await self._authorized(handle, creds, api_key)
+        return await self._derivative(record, app, chain)
+
+    async def store(
+        self, handle: str, segments: list[str], creds: Credentials, api_key: str | None
+    ) -> FileRecord:
+        """The ``store`` task: the chain's result becomes a new file of the same app."""
+        chain = chains.parse(segments)
+        if chain.store is None:
+            raise errors.InvalidParameter("the chain has no store task", parameter="store")
+        record, app = await self._authorized(handle, creds, api_key)
+        made = await self._derivative(record, app, chain)
+        task = chain.store
+        stem = record.filename.rsplit(".", 1)[0] or "file"
+        filename = str(task.get("filename") or f"{stem}.{made.record.filename.rsplit('.')[-1]}")
+        source = Source(
+            chunks=self.cache.open(made.key),
+            filename=filename,
+            content_type=made.record.mimetype,
+        )
+        params = StoreParams(
+            filename=filename,
+            mimetype=made.record.mimetype,
+            path=_text(task.get("path")),
+            container=_text(task.get("container")),
+            access=str(task.get("access") or "private"),
+        )
+        location = provider_for_location(_text(task.get("location")))
+        return await self.service.store(app.api_key, location, source, params, creds)
+
+    async def from_url(
+        self, api_key: str | None, url: str, segments: list[str], creds: Credentials
+    ) -> Spooled:
+        """A transformation of an external URL, fetched through the URL guard. Not kept:
+        the caller sends the returned file and removes it."""
+        chain = chains.parse(segments)
+        if chain.store is not None:
+            raise errors.UnsupportedTask("store works on stored files only", task="store")
+        app = await self.service.providers.app(api_key)
+        self._authorize(app, creds, Target(url=url))
+        fetched = await self.service.fetcher.open(url)
+        with self._spooled(".src") as source:
+            await _save(fetched.chunks, source, self.limits.max_input_bytes)
+            output = chains.output_for(chain, (fetched.content_type or "").lower())
+            dest = self._new_spool("." + output.extension)
+            try:
+                await self._run(source, chain, output, dest)
+            except BaseException:
+                dest.unlink(missing_ok=True)
+                raise
+        return Spooled(dest, output, private=app.security)
+
+    def forget(self, old: FileRecord, current: FileRecord | None) -> None:
+        self.cache.forget(old, current)
+
+    async def close(self) -> None:
+        await self.cache.close()
+        self.pool.close()
+
+    # -- steps -----------------------------------------------------------------
+    async def _authorized(
+        self, handle: str, creds: Credentials, api_key: str | None
+    ) -> tuple[FileRecord, App]:
+        record = await self.service.registry.get(handle) if names.is_handle(handle) else None
+        if record is None or (api_key and api_key != record.api_key):
+            raise errors.HandleNotFound(handle=handle)
+        app = await self.service.providers.app(record.api_key)
+        self._authorize(app, creds, Target(handle=handle))
+        return record, app
+
+    def _authorize(self, app: App, creds: Credentials, target: Target) -> None:
+        skew = self.service.settings.policy_clock_skew
+        authorize(
+            app.secret, creds, "convert", target, required=app.security, now=time.time(), skew=skew
+        )
+
+    async def _derivative(self, record: FileRecord, app: App, chain: Chain) -> Derivative:
+        output = chains.output_for(chain, record.mimetype)
+        key = self.cache.key(record, chain.key(), output.extension)
+        info = await self.cache.stat(key)
+        metrics.CACHE.inc(result="hit" if info is not None else "miss")
+        if info is None:
+            await self.cache.once(key, lambda: self._make(record, app, chain, output, key))
+            info = await self.cache.stat(key)  # what a write returns is not that of every store
+            if info is None:
+                raise errors.StorageNotFound("the derivative vanished after it was written")
+        stem = record.filename.rsplit(".", 1)[0] or "file"
+        shown = record.with_(  # where the response reads from: the derivative, not the file
+            mimetype=output.mimetype,
+            filename=f"{stem}.{output.extension}",
+            container=self.cache.container,
+            key=key,
+        )
+        return Derivative(shown, info, self.cache.provider, self.cache.local_path(key), app, key)
+
+    async def _make(
+        self, record: FileRecord, app: App, chain: Chain, output: Output, key: str
+    ) -> ObjectInfo:
+        if record.size > self.limits.max_input_bytes:
+            metrics.REFUSALS.inc(code=errors.PayloadTooLarge.code)
+            raise errors.PayloadTooLarge(max_bytes=self.limits.max_input_bytes)
+        provider = self.service.providers.provider_for(app, record.provider)
+        with self._spooled("." + output.extension) as dest:
+            async with self._source(provider, record) as source:
+                await self._run(source, chain, output, dest)
+            return await self.cache.put(key, dest, output.mimetype)
+
+    async def _run(self, source: Path, chain: Chain, output: Output, dest: Path) -> None:
+        started = time.monotonic()
+        try:
+            await self.pool.run(
+                lambda: self.engine.render(source, chain, output, dest, self.limits)
+            )
+        except errors.StowageError as exc:
+            metrics.JOBS.inc(outcome=exc.code)
+            if exc.status != 503:
+                metrics.REFUSALS.inc(code=exc.code)
+            raise
+        metrics.JOBS.inc(outcome="ok")
+        metrics.SECONDS.observe(time.monotonic() - started)
+
+    @contextlib.asynccontextmanager
+    async def _source(self, provider: Provider, record: FileRecord) -> AsyncIterator[Path]:
+        """A path libvips can open. A local file is opened once and read through its
+        descriptor, so an overwrite renaming a new file into place mid-job is not seen."""
+        if isinstance(provider, LocalFiles):
+            try:
+                fd = os.open(provider.local_path(record.container, record.key), os.O_RDONLY)
+            except FileNotFoundError as exc:
+                raise errors.StorageNotFound() from exc
+            try:
+                yield Path(f"/proc/self/fd/{fd}")
+            finally:
+                os.close(fd)
+            return
+        with self._spooled(".src") as spool:
+            chunks = provider.open(record.container, record.key)
+            await _save(chunks, spool, self.limits.max_input_bytes)
+            yield spool
+
+    @contextlib.contextmanager
+    def _spooled(self, suffix: str) -> Iterator[Path]:
+        path = self._new_spool(suffix)
+        try:
+            yield path
+        finally:
+            path.unlink(missing_ok=True)
+
+    def _new_spool(self, suffix: str) -> Path:
+        self.spool.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix=SPOOL_PREFIX, suffix=suffix, dir=self.spool)
+        os.close(fd)
+        return Path(name)
+
+
+SPOOL_PREFIX = "derivative-"
+SPOOL_STALE_SECONDS = 3600.0
+
+
+def _sweep_spool(folder: Path) -> None:
+    """Spool files a crashed process left. Only old ones: worker processes of one node
+    share the folder, and another worker's job may be using a young one."""
+    stale = time.time() - SPOOL_STALE_SECONDS
+    for path in folder.glob(SPOOL_PREFIX + "*") if folder.is_dir() else []:
+        with contextlib.suppress(OSError):
+            if path.stat().st_mtime < stale:
+                path.unlink()
+
+
+def _cache_store(service: Stowage) -> Provider:
+    shared = service.providers.shared_default_store()
+    if shared is not None:
+        return shared
+    root = service.settings.data_dir / "derivatives"
+    return build_provider({"type": "local", "root": str(root)}, service.settings.data_dir)
+
+
+async def _save(chunks: AsyncIterator[bytes], path: Path, max_bytes: int) -> None:
+    written = 0
+    try:
+        with path.open("wb") as handle:
+            async for chunk in chunks:
+                written += len(chunk)
+                if written > max_bytes:
+                    metrics.REFUSALS.inc(code=errors.PayloadTooLarge.code)
+                    raise errors.PayloadTooLarge(max_bytes=max_bytes)
+                handle.write(chunk)
+    finally:
+        close = getattr(chunks, "aclose", None)
+        if close is not None:
+            await close()
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)

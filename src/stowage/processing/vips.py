@@ -1,0 +1,201 @@
+"""The libvips engine: opens the source (header first, limits checked before any pixel
+is decoded), builds the chain as one lazy pipeline, and saves it to a file.
+
+Sequential access (libvips decodes the image top to bottom in strips, keeping a few
+scanlines) unless a task needs random access (rotate, flip, masks). A chain that starts
+with ``resize`` shrinks on load: ``pyvips.Image.thumbnail`` asks the JPEG, WebP or
+AVIF decoder for a smaller image directly, so a 12-megapixel JPEG is never decoded
+whole for a thumbnail.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pyvips
+
+from stowage import errors
+from stowage.processing import ops
+from stowage.processing.base import Chain, Limits, Output, Rendered
+from stowage.processing.tasks import RANDOM_ACCESS
+
+RASTER_LOADERS = {"jpeg", "png", "webp", "gif", "nsgif", "tiff", "heif", "jxl", "jp2k"}
+pyvips.cache_set_max(0)  # libvips' operation cache would keep decoded images between jobs
+_SAVERS = {
+    "jpeg": "jpegsave",
+    "png": "pngsave",
+    "webp": "webpsave",
+    "avif": "heifsave",
+    "gif": "gifsave",
+    "tiff": "tiffsave",
+}
+
+
+class VipsEngine:
+    def render(
+        self, source: Path, chain: Chain, output: Output, dest: Path, limits: Limits
+    ) -> Rendered:
+        deadline = time.monotonic() + limits.seconds
+        try:
+            return self._render(source, chain, output, dest, limits, deadline)
+        except pyvips.Error as exc:
+            if time.monotonic() >= deadline:
+                raise errors.ProcessingTimeout(seconds=limits.seconds) from exc
+            raise errors.InvalidImage(f"the image cannot be processed: {_reason(exc)}") from exc
+
+    def _render(
+        self,
+        source: Path,
+        chain: Chain,
+        output: Output,
+        dest: Path,
+        limits: Limits,
+        deadline: float,
+    ) -> Rendered:
+        header = _open(source, chain, limits)
+        if chain.wants_size and len(chain.tasks) == 1:
+            return _write_size(dest, output, header.width, header.height)
+        image = _pipeline(source, header, chain)
+        if chain.wants_size:
+            return _write_size(dest, output, image.width, image.height)
+        limit = limits.max_output_dimension
+        if image.width > limit or image.height > limit:
+            raise errors.ImageTooLarge(
+                f"the result would be {image.width}x{image.height}; at most {limit} a side"
+            )
+        image = _prepared(image, chain, output)
+        _stop_at(image, deadline)
+        saver = getattr(image, _SAVERS[output.format])
+        saver(str(dest), **save_options(chain, output))
+        return Rendered(output, image.width, image.height)
+
+
+def _open(source: Path, chain: Chain, limits: Limits) -> pyvips.Image:
+    """The image's header only: libvips decodes nothing until pixels are asked for."""
+    _check_raster(source)
+    access = "random" if any(t.name in RANDOM_ACCESS for t in chain.tasks) else "sequential"
+    options: dict[str, Any] = {"access": access, "fail_on": "error"}
+    page = next((t.get("page") for t in chain.tasks if t.name == "output" and t.get("page")), None)
+    if isinstance(page, int):
+        options["page"] = page - 1
+    try:
+        header = pyvips.Image.new_from_file(str(source), **options)
+    except pyvips.Error as exc:
+        if "not a known" in str(exc) or "unsupported" in str(exc).lower():
+            raise errors.NotAnImage() from exc
+        raise errors.InvalidImage(f"the image cannot be read: {_reason(exc)}") from exc
+    pixels = header.width * header.height
+    if pixels > limits.max_input_pixels:
+        raise errors.ImageTooLarge(
+            f"the image has {pixels} pixels; at most {limits.max_input_pixels}",
+            max_pixels=limits.max_input_pixels,
+        )
+    return header
+
+
+def _check_raster(source: Path) -> None:
+    """Only raster formats, chosen by content before anything is parsed: vector and
+    document loaders (SVG, PDF) can follow references to other files, and libvips' own
+    formats (``.v``, matrix, CSV) are no images users upload."""
+    found = pyvips.vips_lib.vips_foreign_find_load(str(source).encode())
+    name = "" if found == pyvips.ffi.NULL else pyvips.ffi.string(found).decode()
+    loader = name.removeprefix("VipsForeignLoad").removesuffix("File").lower()
+    if loader not in RASTER_LOADERS:
+        raise errors.NotAnImage()
+
+
+def _pipeline(source: Path, header: pyvips.Image, chain: Chain) -> pyvips.Image:
+    image = header
+    todo = [t for t in chain.tasks if t.name not in ops.SAVE_ONLY]
+    if todo and todo[0].name == "resize":
+        image = ops.resize(_from_file(source, header), todo.pop(0), header.width, header.height)
+    image = ops.srgb(image)
+    for task in todo:
+        if task.name == "resize":
+            image = ops.resize(_from_image(image), task, image.width, image.height)
+        else:
+            image = ops.OPS[task.name](image, task)
+    return image
+
+
+def _from_file(source: Path, header: pyvips.Image) -> ops.Scaler:
+    def scale(width: int, height: int, size: str) -> pyvips.Image:
+        return pyvips.Image.thumbnail(
+            str(source), width, height=height, size=size, no_rotate=True, fail_on="error"
+        )
+
+    return scale
+
+
+def _from_image(image: pyvips.Image) -> ops.Scaler:
+    def scale(width: int, height: int, size: str) -> pyvips.Image:
+        return image.thumbnail_image(width, height=height, size=size, no_rotate=True)
+
+    return scale
+
+
+def _prepared(image: pyvips.Image, chain: Chain, output: Output) -> pyvips.Image:
+    settings = _merged(chain, "output")
+    background = settings.get("background")
+    if background is not None or output.format == "jpeg":
+        image = ops.flatten(image, str(background or "white"))
+    if settings.get("colorspace") == "cmyk" and output.format in ("jpeg", "tiff"):
+        return image.icc_transform("cmyk", embedded=False)
+    return ops.srgb(image) if image.interpretation != "b-w" else image
+
+
+def save_options(chain: Chain, output: Output) -> dict[str, Any]:
+    settings = _merged(chain, "output")
+    options: dict[str, Any] = {}
+    quality = next((t.get("value") for t in reversed(chain.tasks) if t.name == "quality"), None)
+    quality = settings.get("quality", quality)
+    if isinstance(quality, int) and output.format in ("jpeg", "webp", "avif", "heif"):
+        options["Q"] = quality
+    compress = settings.get("compress") or any(t.name == "compress" for t in chain.tasks)
+    if compress and output.format == "jpeg":
+        options["optimize_coding"] = True
+    if output.format == "png":
+        options["compression"] = 9 if compress else 6
+    if compress and output.format == "tiff":
+        options["compression"] = "deflate"
+    if output.format == "avif":
+        options["compression"] = "av1"
+        options["effort"] = 2  # libaom at its default effort takes seconds a megapixel
+    strip = settings.get("strip") or any(
+        t.name == "no_metadata" or (t.name == "compress" and t.get("metadata") is True)
+        for t in chain.tasks
+    )
+    if strip:
+        options["keep"] = "none"
+    return options
+
+
+def _merged(chain: Chain, name: str) -> dict[str, Any]:
+    merged: dict[str, Any] = {}
+    for task in chain.tasks:
+        if task.name == name:
+            merged.update(task.options)
+    return merged
+
+
+def _stop_at(image: pyvips.Image, deadline: float) -> None:
+    """libvips reports progress while it computes; past the deadline it is told to stop."""
+    image.set_progress(True)
+
+    def on_eval(target: pyvips.Image, progress: Any) -> None:
+        if time.monotonic() >= deadline:
+            target.set_kill(True)
+
+    image.signal_connect("eval", on_eval)
+
+
+def _write_size(dest: Path, output: Output, width: int, height: int) -> Rendered:
+    dest.write_text(json.dumps({"width": width, "height": height}))
+    return Rendered(output, width, height)
+
+
+def _reason(exc: pyvips.Error) -> str:
+    return str(exc.message if hasattr(exc, "message") else exc).strip().splitlines()[0][:200]

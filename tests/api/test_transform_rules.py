@@ -1,0 +1,284 @@
+"""Transformations: security, the store task, invalidation on overwrite and delete,
+limits (bombs, sizes, time, a full pool) and external URL sources through the guard."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import struct
+import zlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from stowage.http.transform import processor_for
+from stowage.processing.cache import PREFIX
+from stowage.storage.base import Lists
+from tests.api.harness import Harness
+from tests.api.test_transform import decoded, get, picture, stored
+
+
+def png_bomb(width: int, height: int) -> bytes:
+    """A tiny PNG whose header claims ``width`` x ``height`` pixels."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    rows = zlib.compress(b"\x00" * 4096, 9)
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", rows) + chunk(b"IEND", b"")
+    )
+
+
+async def derivative_files(harness: Harness) -> list[str]:
+    """Every derivative in the store, whichever it is (local disk, or a shared bucket)."""
+    cache = processor_for(harness.service).cache
+    assert isinstance(cache.provider, Lists)
+    return [key async for key in cache.provider.keys(cache.container, PREFIX + "/")]
+
+
+async def code_of(resp: Any) -> str:
+    return str((await resp.json())["error"]["code"])
+
+
+# -- security ---------------------------------------------------------------------------
+async def test_security_needs_the_convert_call(harness: Harness) -> None:
+    app = harness.secure_app
+    handle = await stored(harness, app=app)
+    url = f"/resize=width:40/{handle}"
+    assert (await harness.cdn.get(url)).status == 401
+    read_only = harness.policy(app, call=["read"])
+    security = f"security=p:{read_only['policy']},s:{read_only['signature']}"
+    resp = await harness.cdn.get(f"/resize=width:40/{security}/{handle}")
+    assert resp.status == 403 and await code_of(resp) == "POLICY_DENIED"
+    convert = harness.policy(app, call=["convert"], handle=handle)
+    security = f"security=p:{convert['policy']},s:{convert['signature']}"
+    _, body = await get(harness, f"/resize=width:40/{security}/{handle}")
+    assert decoded(body).width == 40
+    _, body = await get(harness, f"/{app.api_key}/resize=width:41/{handle}", params=convert)
+    assert decoded(body).width == 41
+
+
+async def test_store_needs_store_as_well(harness: Harness) -> None:
+    app = harness.secure_app
+    handle = await stored(harness, app=app)
+    convert = harness.policy(app, call=["convert"])
+    resp = await harness.api.post(
+        f"/process/resize=width:20/store=filename:s.png/{handle}", params=convert
+    )
+    assert resp.status == 403
+    both = harness.policy(app, call=["convert", "store"])
+    resp = await harness.api.post(f"/process/resize=width:20/store/{handle}", params=both)
+    assert resp.status == 200, await resp.text()
+
+
+# -- store ------------------------------------------------------------------------------
+async def test_store_task_makes_a_new_file(harness: Harness) -> None:
+    handle = await stored(harness)
+    chain = 'resize=width:64/output=format:png/store=filename:thumb.png,path:"thumbs/"'
+    resp = await harness.cdn.post(f"/{chain}/{handle}", allow_redirects=False)
+    assert resp.status == 308
+    assert resp.headers["Location"].endswith(f"/process/{chain}/{handle}".replace('"', "%22"))
+    resp = await harness.api.post(f"/process/{chain}/{handle}")
+    result = await resp.json()
+    assert resp.status == 200, result
+    assert result["handle"] != handle and result["filename"] == "thumb.png"
+    assert result["type"] == "image/png" and result["key"].startswith("thumbs/")
+    _, body = await get(harness, f"/{result['handle']}")
+    assert decoded(body).width == 64 and len(body) == result["size"]
+
+
+async def test_derivatives_are_not_files(harness: Harness) -> None:
+    handle = await stored(harness)
+    await get(harness, f"/resize=width:10/{handle}")
+    await get(harness, f"/blur/{handle}")
+    resp = await harness.api.get(
+        "/api/files", params={"key": harness.open_app.api_key}, headers=_basic(harness)
+    )
+    listed = await resp.json()
+    assert resp.status == 200, listed
+    assert [f["handle"] for f in listed["files"]] == [handle]
+
+
+def _basic(harness: Harness) -> dict[str, str]:
+    token = base64.b64encode(f"app:{harness.open_app.secret}".encode()).decode()
+    return {"Authorization": f"Basic {token}"}
+
+
+# -- invalidation -----------------------------------------------------------------------
+async def overwrite(harness: Harness, handle: str, data: bytes) -> None:
+    key = {"key": harness.open_app.api_key}
+    resp = await harness.api.post(
+        f"/api/file/{handle}", data=data, headers=_basic(harness), params=key
+    )
+    assert resp.status == 200, await resp.text()
+
+
+async def test_overwrite_under_load_never_serves_the_old_version(harness: Harness) -> None:
+    handle = await stored(harness, picture(400, 200))
+    url = f"/resize=height:100/{handle}"
+    _, body = await get(harness, url)
+    assert decoded(body).width == 200
+
+    async def hammer(stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            resp = await harness.cdn.get(url)
+            await resp.read()
+
+    stop = asyncio.Event()
+    load = [asyncio.create_task(hammer(stop)) for _ in range(4)]
+    await asyncio.sleep(0.05)
+    await overwrite(harness, handle, picture(100, 200))
+    after = await asyncio.gather(*(get(harness, url) for _ in range(6)))
+    stop.set()
+    await asyncio.gather(*load)
+    assert {decoded(body).width for _, body in after} == {50}
+
+
+async def test_old_derivative_bytes_are_removed_in_the_background(harness: Harness) -> None:
+    handle = await stored(harness, picture(400, 200))
+    await get(harness, f"/resize=width:10/{handle}")
+    await get(harness, f"/blur/{handle}")
+    old = await derivative_files(harness)
+    assert len(old) == 2
+    await overwrite(harness, handle, picture(100, 100))
+    await get(harness, f"/resize=width:10/{handle}")
+    for _ in range(50):
+        if not set(old) & set(await derivative_files(harness)):
+            break
+        await asyncio.sleep(0.05)
+    left = await derivative_files(harness)
+    assert len(left) == 1 and left[0] not in old
+
+
+async def test_delete_makes_derivatives_unreachable_and_removes_them(harness: Harness) -> None:
+    handle = await stored(harness)
+    await get(harness, f"/resize=width:10/{handle}")
+    key = {"key": harness.open_app.api_key}
+    resp = await harness.api.delete(f"/api/file/{handle}", headers=_basic(harness), params=key)
+    assert resp.status == 200
+    assert (await harness.cdn.get(f"/resize=width:10/{handle}")).status == 404
+    for _ in range(50):
+        if not await derivative_files(harness):
+            break
+        await asyncio.sleep(0.05)
+    assert await derivative_files(harness) == []
+
+
+# -- limits -----------------------------------------------------------------------------
+async def test_decompression_bomb_is_refused_before_decoding(harness: Harness) -> None:
+    handle = await stored(harness, png_bomb(100_000, 100_000), "bomb.png")
+    resp = await harness.cdn.get(f"/resize=width:10/{handle}")
+    assert resp.status == 422 and await code_of(resp) == "IMAGE_TOO_LARGE"
+    resp = await harness.cdn.get(f"/blur/{handle}")
+    assert resp.status == 422
+
+
+@pytest.mark.settings(processing_max_input_pixels=10_000)
+async def test_pixel_limit_setting(harness: Harness) -> None:
+    handle = await stored(harness, picture(200, 200))
+    resp = await harness.cdn.get(f"/flip/{handle}")
+    assert resp.status == 422 and await code_of(resp) == "IMAGE_TOO_LARGE"
+    small = await stored(harness, picture(100, 100))
+    assert (await harness.cdn.get(f"/flip/{small}")).status == 200
+
+
+@pytest.mark.settings(processing_max_output_dimension=500)
+async def test_output_dimension_limit(harness: Harness) -> None:
+    handle = await stored(harness)
+    resp = await harness.cdn.get(f"/resize=width:501/{handle}")
+    assert resp.status == 422 and await code_of(resp) == "IMAGE_TOO_LARGE"
+    assert (await harness.cdn.get(f"/resize=width:500/{handle}")).status == 200
+
+
+@pytest.mark.settings(processing_max_input_bytes=1000)
+async def test_input_bytes_limit(harness: Harness) -> None:
+    handle = await stored(harness)
+    resp = await harness.cdn.get(f"/resize=width:10/{handle}")
+    assert resp.status == 413
+
+
+@pytest.mark.settings(processing_job_seconds=0.05)
+async def test_slow_jobs_are_stopped(harness: Harness) -> None:
+    handle = await stored(harness, picture(3000, 3000))
+    resp = await harness.cdn.get(f"/blur=amount:20/sharpen=amount:20/blur=amount:20/{handle}")
+    assert resp.status == 422 and await code_of(resp) == "PROCESSING_TIMEOUT"
+    assert (await harness.api.get("/healthz")).status == 200
+
+
+@pytest.mark.settings(processing_jobs=1, processing_queue=0)
+async def test_a_full_pool_answers_503_with_retry_after(harness: Harness) -> None:
+    handle = await stored(harness, picture(2000, 2000))
+    urls = [f"/blur=amount:{n}/{handle}" for n in range(5, 20)]
+    answers = await asyncio.gather(*(harness.cdn.get(url) for url in urls))
+    statuses = sorted(resp.status for resp in answers)
+    assert statuses[0] == 200 and statuses[-1] == 503
+    busy = next(resp for resp in answers if resp.status == 503)
+    assert busy.headers["Retry-After"] == "1" and await code_of(busy) == "PROCESSING_BUSY"
+
+
+async def test_metrics_count_jobs_and_cache(harness: Harness) -> None:
+    handle = await stored(harness)
+    await get(harness, f"/resize=width:12/{handle}")
+    await get(harness, f"/resize=width:12/{handle}")
+    text = await (await harness.api.get("/metrics")).text()
+    assert 'stowage_processing_cache_total{result="hit"}' in text
+    assert 'stowage_processing_jobs_total{outcome="ok"}' in text
+    assert "stowage_processing_job_seconds_count" in text
+
+
+# -- external URLs ----------------------------------------------------------------------
+@pytest.fixture
+async def image_site() -> AsyncIterator[str]:
+    async def image(request: web.Request) -> web.Response:
+        return web.Response(body=picture(300, 150, ".png"), content_type="image/png")
+
+    app = web.Application()
+    app.router.add_get("/pic.png", image)
+    server = TestServer(app)
+    await server.start_server()
+    yield str(server.make_url("/pic.png"))
+    await server.close()
+
+
+async def test_external_url_source(harness: Harness, image_site: str) -> None:
+    key = harness.open_app.api_key
+    resp, body = await get(harness, f"/{key}/resize=width:100/{image_site}")
+    assert resp.headers["Content-Type"] == "image/png"
+    assert (decoded(body).width, decoded(body).height) == (100, 50)
+
+
+@pytest.mark.settings(fetch_allow_private=False)
+async def test_external_url_goes_through_the_guard(harness: Harness, image_site: str) -> None:
+    key = harness.open_app.api_key
+    resp = await harness.cdn.get(f"/{key}/resize=width:100/{image_site}")
+    assert resp.status == 403 and await code_of(resp) == "URL_FORBIDDEN"
+    resp = await harness.cdn.get(f"/{key}/resize=width:100/http://169.254.169.254/x.png")
+    assert resp.status == 403
+
+
+async def test_external_url_needs_the_policy_url(harness: Harness, image_site: str) -> None:
+    app = harness.secure_app
+    other = harness.policy(app, call=["convert"], url="https://elsewhere\\.example/.*")
+    resp = await harness.cdn.get(f"/{app.api_key}/flip/{image_site}", params=other)
+    assert resp.status == 403 and await code_of(resp) == "POLICY_DENIED"
+    allowed = harness.policy(app, call=["convert"], url="http://127\\.0\\.0\\.1:.*")
+    _, body = await get(harness, f"/{app.api_key}/flip/{image_site}", params=allowed)
+    assert decoded(body).width == 300
+
+
+async def test_failed_jobs_leave_no_spool_files(harness: Harness) -> None:
+    for data, name in (
+        (png_bomb(90_000, 90_000), "b.png"),
+        (b"text", "t.txt"),
+        (b"\xff\xd8\xff", "c.jpg"),
+    ):
+        handle = await stored(harness, data, name)
+        assert (await harness.cdn.get(f"/resize=width:10/{handle}")).status in (415, 422)
+    spool = harness.settings.data_dir / "tmp"
+    assert not list(spool.glob("derivative-*")) if spool.exists() else True

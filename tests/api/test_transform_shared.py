@@ -1,0 +1,80 @@
+"""Derivatives kept in a shared default store (a bucket every node reads), for every
+provider: the source read through the provider, the derivative written and served back
+from it (ranges and conditionals on a streamed body), and old versions removed."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stowage.config import Settings
+from stowage.http.transform import processor_for
+from stowage.processing.cache import PREFIX
+from stowage.storage.base import Lists, LocalFiles, Provider
+from tests.api.harness import Harness
+from tests.api.test_file_ops import basic
+from tests.api.test_transform import decoded, get, picture, stored
+
+
+@pytest.fixture
+def shared(request: pytest.FixtureRequest, provider_name: str) -> tuple[dict[str, Any], Provider]:
+    # Sync on purpose: the server fixtures behind these may run their own event loop.
+    provider: Provider = request.getfixturevalue(f"provider_{provider_name}")
+    _api_name, config = request.getfixturevalue(f"storage_config_{provider_name}")
+    return config, provider
+
+
+@pytest.fixture
+def settings(tmp_path: Path, shared: tuple[dict[str, Any], Provider]) -> Settings:
+    config, _ = shared
+    return Settings(
+        data_dir=tmp_path / "data",
+        default_storage=config,
+        fetch_allow_private=True,
+        access_log=False,
+    )
+
+
+async def derivatives(harness: Harness) -> list[str] | None:
+    cache = processor_for(harness.service).cache
+    if not isinstance(cache.provider, Lists):
+        return None
+    return [k async for k in cache.provider.keys(cache.container, PREFIX + "/")]
+
+
+async def test_derivatives_in_the_default_store(harness: Harness, provider_name: str) -> None:
+    cache = processor_for(harness.service).cache
+    if provider_name != "local":
+        assert not isinstance(cache.provider, LocalFiles) or provider_name == "dropbox"
+    handle = await stored(harness, picture(400, 300))
+    first, body = await get(harness, f"/resize=width:100/{handle}")
+    second, again = await get(harness, f"/resize=width:100/{handle}")
+    assert body == again and decoded(body).width == 100
+    assert first.headers["ETag"] == second.headers["ETag"]
+    part = await harness.cdn.get(f"/resize=width:100/{handle}", headers={"Range": "bytes=2-11"})
+    assert part.status == 206 and await part.read() == body[2:12]
+    etag = {"If-None-Match": first.headers["ETag"]}
+    assert (await harness.cdn.get(f"/resize=width:100/{handle}", headers=etag)).status == 304
+    head = await harness.cdn.head(f"/resize=width:100/{handle}")
+    assert head.status == 200 and int(head.headers["Content-Length"]) == len(body)
+
+    kept = await derivatives(harness)
+    assert kept is None or len(kept) == 1
+    key = {"key": harness.open_app.api_key}
+    headers = basic("app", harness.open_app.secret)
+    resp = await harness.api.post(
+        f"/api/file/{handle}", data=picture(200, 300), headers=headers, params=key
+    )
+    assert resp.status == 200, await resp.text()
+    _, body = await get(harness, f"/resize=width:100/{handle}")
+    assert decoded(body).height == 150
+    if kept is not None:
+        for _ in range(100):
+            now = await derivatives(harness)
+            if now is not None and not set(kept) & set(now):
+                break
+            await asyncio.sleep(0.05)
+        assert not set(kept) & set(await derivatives(harness) or [])

@@ -1,0 +1,105 @@
+"""Chain parsing and normalisation: the grammar, the option checks, hostile input."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from stowage import errors
+from stowage.processing import chain
+from stowage.processing.base import Task
+
+
+def key(*segments: str) -> str:
+    return chain.parse(list(segments)).key()
+
+
+def test_option_order_does_not_matter() -> None:
+    assert key("resize=width:300,height:200") == key("resize=height:200,width:300")
+    assert key("resize=width:300,height:200") == "resize=height:200,width:300"
+
+
+def test_task_order_does() -> None:
+    assert key("flip", "rotate=deg:90") != key("rotate=deg:90", "flip")
+
+
+def test_values() -> None:
+    parsed = chain.parse_task("resize=width:300,align:[top,left],fit:CROP")
+    assert parsed == Task("resize", (("align", ("top", "left")), ("fit", "crop"), ("width", 300)))
+    assert chain.parse_task("crop=dim:[1,2,3,4]").get("dim") == (1, 2, 3, 4)
+    assert chain.parse_task("output=compress:true,strip:false").get("strip") is False
+    assert chain.parse_task("blur=amount:2.5").get("amount") == 2.5
+    assert chain.parse_task('store=path:"a/b,c/"').get("path") == "a/b,c/"
+
+
+def test_aliases_and_bare_names() -> None:
+    assert chain.parse_task("round_corners").name == "rounded_corners"
+    assert chain.parse_task("flip") == Task("flip")
+
+
+def test_store_is_last_and_imagesize_too() -> None:
+    parsed = chain.parse(["resize=width:10", "store=filename:a.png"])
+    assert parsed.store is not None and parsed.key() == "resize=width:10"
+    with pytest.raises(errors.InvalidParameter):
+        chain.parse(["store", "flip"])
+    with pytest.raises(errors.InvalidParameter):
+        chain.parse(["imagesize", "flip"])
+
+
+def test_output_format_and_default() -> None:
+    assert chain.output_for(chain.parse(["flip"]), "image/png").mimetype == "image/png"
+    assert chain.output_for(chain.parse(["flip"]), "application/pdf").mimetype == "image/png"
+    webp = chain.parse(["output=format:jpg", "output=format:webp"])
+    assert chain.output_for(webp, "image/png").mimetype == "image/webp"
+    assert chain.output_for(chain.parse(["imagesize"]), "image/png").format == "json"
+
+
+def test_unsupported_task_lists_the_supported() -> None:
+    with pytest.raises(errors.UnsupportedTask) as caught:
+        chain.parse(["watermark=file:abc"])
+    assert caught.value.status == 400
+    assert "resize" in caught.value.details["supported"]
+
+
+@pytest.mark.parametrize(
+    ("segment", "option"),
+    [
+        ("resize=width:-1", "resize.width"),
+        ("resize=width:nan", "resize.width"),
+        ("resize=width:true", "resize.width"),
+        ("resize=height:[1,2]", "resize.height"),
+        ("resize=align:[top,left,right],width:1", "resize.align"),
+        ("crop=dim:[[[1]]]", "crop.dim"),
+        ("rotate=deg:exiff", "rotate.deg"),
+        ("flip=x:1", "flip.x"),
+        ("output=format:svg", "output.format"),
+        ("modulate=hue:360", "modulate.hue"),
+        ("border=color:#ff0000", "border.color"),
+        ("store=access:world", "store.access"),
+        ("resize=width", "resize.width"),
+    ],
+)
+def test_bad_options(segment: str, option: str) -> None:
+    with pytest.raises(errors.InvalidParameter) as caught:
+        chain.parse([segment])
+    assert caught.value.details["parameter"] == option
+
+
+def test_hostile_sizes() -> None:
+    with pytest.raises(errors.InvalidParameter):
+        chain.parse(["flip"] * 33)
+    with pytest.raises(errors.InvalidParameter):
+        chain.parse_task("crop=dim:" + "[" * 5000 + "]" * 5000)
+    with pytest.raises(errors.InvalidParameter):
+        chain.parse_task("crop=dim:" + "[" * 500 + "]" * 500)
+
+
+@given(st.text(max_size=200))
+def test_any_text_is_a_chain_or_a_400(text: str) -> None:
+    try:
+        parsed = chain.parse(text.split("/"))
+    except errors.StowageError as exc:
+        assert exc.status == 400
+    else:
+        assert chain.parse(parsed.key().split("/")).key() == parsed.key() or "/" in text

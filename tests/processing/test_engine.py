@@ -1,0 +1,164 @@
+"""The libvips engine's contract (processing/base.py): limits before decoding, the error
+for each bad input, the deadline, and memory that stays small for a large image."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import pyvips
+
+from stowage import errors
+from stowage.processing import chain
+from stowage.processing.base import Limits
+from stowage.processing.vips import VipsEngine
+from tests.api.test_transform_rules import png_bomb
+
+LIMITS = Limits(
+    max_input_pixels=50_000_000, max_input_bytes=10**9, max_output_dimension=4000, seconds=10
+)
+
+
+def render(tmp_path: Path, source: Path, *segments: str, limits: Limits = LIMITS) -> Path:
+    parsed = chain.parse(list(segments))
+    output = chain.output_for(parsed, "image/jpeg")
+    dest = tmp_path / f"out.{output.extension}"
+    VipsEngine().render(source, parsed, output, dest, limits)
+    return dest
+
+
+def jpeg(path: Path, width: int, height: int) -> Path:
+    xy = pyvips.Image.xyz(width, height)
+    (xy[0] % 256).bandjoin([xy[1] % 256, 90]).cast("uchar").jpegsave(str(path), Q=85)
+    return path
+
+
+def test_bomb_is_refused_from_the_header(tmp_path: Path) -> None:
+    bomb = tmp_path / "bomb.png"
+    bomb.write_bytes(png_bomb(60_000, 60_000))
+    started = time.monotonic()
+    with pytest.raises(errors.ImageTooLarge):
+        render(tmp_path, bomb, "resize=width:10")
+    assert time.monotonic() - started < 1  # decoding 3.6 gigapixels would take minutes
+
+
+def test_not_an_image(tmp_path: Path) -> None:
+    text = tmp_path / "a.txt"
+    text.write_text("hello")
+    with pytest.raises(errors.NotAnImage):
+        render(tmp_path, text, "flip")
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        (
+            "a.svg",
+            b'<svg xmlns="http://www.w3.org/2000/svg" width="9" height="9"><image '
+            b'href="/etc/hosts" width="9" height="9"/></svg>',
+        ),
+        ("a.csv", b"1,2,3\n4,5,6\n"),
+        ("a.pdf", b"%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n"),
+    ],
+)
+def test_only_raster_formats(tmp_path: Path, name: str, content: bytes) -> None:
+    source = tmp_path / name
+    source.write_bytes(content)
+    with pytest.raises(errors.NotAnImage):
+        render(tmp_path, source, "flip")
+
+
+def test_vips_format_is_refused(tmp_path: Path) -> None:
+    source = tmp_path / "a.v"
+    pyvips.Image.black(4, 4).write_to_file(str(source))
+    with pytest.raises(errors.NotAnImage):
+        render(tmp_path, source, "flip")
+
+
+def test_truncated(tmp_path: Path) -> None:
+    whole = jpeg(tmp_path / "w.jpg", 300, 300).read_bytes()
+    cut = tmp_path / "cut.jpg"
+    cut.write_bytes(whole[: len(whole) // 3])
+    with pytest.raises(errors.InvalidImage):
+        render(tmp_path, cut, "resize=width:100")
+
+
+def test_output_too_large(tmp_path: Path) -> None:
+    source = jpeg(tmp_path / "s.jpg", 100, 100)
+    with pytest.raises(errors.ImageTooLarge):
+        render(tmp_path, source, "resize=width:4001")
+    with pytest.raises(errors.ImageTooLarge):
+        render(tmp_path, source, "resize=width:3999", "border=width:10")
+
+
+def test_deadline_stops_the_work(tmp_path: Path) -> None:
+    source = jpeg(tmp_path / "s.jpg", 3000, 3000)
+    quick = Limits(50_000_000, 10**9, 10_000, 0.05)
+    started = time.monotonic()
+    with pytest.raises(errors.ProcessingTimeout):
+        render(tmp_path, source, "blur=amount:20", "blur=amount:20", limits=quick)
+    assert time.monotonic() - started < 3
+
+
+def test_imagesize_reads_only_the_header(tmp_path: Path) -> None:
+    bomb = tmp_path / "big.png"
+    bomb.write_bytes(png_bomb(7000, 7000))
+    dest = render(tmp_path, bomb, "imagesize")
+    assert json.loads(dest.read_text()) == {"width": 7000, "height": 7000}
+
+
+_MEASURE = """
+import resource, sys
+from pathlib import Path
+from stowage.processing import chain
+from stowage.processing.base import Limits
+from stowage.processing.vips import VipsEngine
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+parsed = chain.parse(sys.argv[2].split("/"))
+output = chain.output_for(parsed, "image/jpeg")
+VipsEngine().render(Path(sys.argv[1]), parsed, output, Path(sys.argv[3]),
+                    Limits(100_000_000, 10**10, 10_000, 60))
+print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024)
+"""
+
+
+@pytest.mark.parametrize(
+    "segments",
+    ["resize=width:300/output=format:webp", "sharpen/resize=width:300", "blur=amount:1"],
+)
+def test_memory_stays_small_for_a_48_megapixel_jpeg(tmp_path: Path, segments: str) -> None:
+    """Decoded whole, this image is 138 MiB: sequential access and shrink-on-load keep
+    the growth far below."""
+    source = jpeg(tmp_path / "big.jpg", 8000, 6000)
+    out = subprocess.run(
+        [sys.executable, "-c", _MEASURE, str(source), segments, str(tmp_path / "o.img")],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    grown_mib = int(out.stdout.strip().splitlines()[-1])
+    print(f"{segments}: peak RSS grew {grown_mib} MiB")
+    assert grown_mib < 100
+
+
+def test_spool_sweep_removes_only_stale_files(tmp_path: Path) -> None:
+    import os
+
+    from stowage.processing.service import SPOOL_PREFIX, _sweep_spool
+
+    old, young, other = (
+        tmp_path / f"{SPOOL_PREFIX}old",
+        tmp_path / f"{SPOOL_PREFIX}new",
+        tmp_path / "x",
+    )
+    for path in (old, young, other):
+        path.write_bytes(b"x")
+    os.utime(old, (time.time() - 7200, time.time() - 7200))
+    os.utime(other, (time.time() - 7200, time.time() - 7200))
+    _sweep_spool(tmp_path)
+    assert (old.exists(), young.exists(), other.exists()) == (False, True, True)

@@ -1,0 +1,187 @@
+"""The shape of src/: layers import downward only, no module imports itself back through
+others, and every module imports on its own.
+
+Layers, top to bottom (a module may import its own package and any lower layer; imports
+inside functions and under ``TYPE_CHECKING`` count the same as any other):
+
+    __main__, docs             entry point; the reference docs generated from the CLI
+    cli                        commands
+    http, client               the server's edge; the CLI's client of it
+    edge, processing           capabilities built on the core (the edge cache tier, the
+                               image transformation engine; never each other)
+    core                       the operations
+    storage, registry          where bytes and rows live (never each other)
+    config, observe            settings; logs and metrics
+    booleans                   the one parser of boolean words
+    errors                     the one error hierarchy
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+LAYERS: dict[str, int] = {
+    "errors": 0,
+    "booleans": 1,
+    "config": 2,
+    "observe": 2,
+    "storage": 3,
+    "registry": 3,
+    "core": 4,
+    "edge": 5,
+    "processing": 5,
+    "http": 6,
+    "client": 6,
+    "cli": 7,
+    "docs": 8,
+    "__main__": 8,
+}
+
+
+def _modules() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for path in sorted((SRC / "stowage").rglob("*.py")):
+        parts = list(path.relative_to(SRC).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+MODULES = _modules()
+#: Importing the entry point runs the CLI.
+IMPORTABLE = [m for m in MODULES if m != "stowage.__main__"]
+
+
+def _imports(module: str, path: Path) -> set[str]:
+    """The stowage modules ``module`` imports, wherever in the file it does."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    named: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            named.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, *([base] if base else [])])
+            # ``from package import module`` depends on that module (as import-linter
+            # reads it), ``from module import name`` on the module.
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                named.add(sub if sub in MODULES else base)
+    return {_owner(name) for name in named if _owner(name) not in ("", module)}
+
+
+def _owner(name: str) -> str:
+    """The module a dotted name is (or is defined in), or "" outside stowage."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name if name != "stowage" else ""
+
+
+GRAPH = {module: _imports(module, path) for module, path in MODULES.items()}
+
+
+def _group(module: str) -> str:
+    return module.split(".")[1] if "." in module else module
+
+
+def test_every_module_has_a_layer() -> None:
+    assert {_group(m) for m in MODULES if m != "stowage"} <= set(LAYERS)
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    return [
+        f"{module} -> {target}"
+        for module, targets in sorted(graph.items())
+        for target in sorted(targets)
+        if module != "stowage"
+        and _group(target) != _group(module)
+        and LAYERS[_group(target)] >= LAYERS[_group(module)]
+    ]
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    found: list[list[str]] = []
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = 1
+        for target in sorted(graph.get(module, ())):
+            if state.get(target) == 1:
+                found.append([*path[path.index(target) :], target])
+            elif target not in state:
+                visit(target, [*path, target])
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+    return found
+
+
+def test_imports_run_downward_only() -> None:
+    assert upward_imports(GRAPH) == []
+
+
+def test_no_import_cycles() -> None:
+    assert cycles(GRAPH) == []
+
+
+def test_the_checks_catch_what_they_guard_against() -> None:
+    a, b, c = "stowage.core.a", "stowage.core.b", "stowage.storage.c"
+    assert cycles({a: {b}, b: {c}, c: {a}}) == [[a, b, c, a]]
+    assert upward_imports({c: {a}, a: {c}}) == [f"{c} -> {a}"]
+    assert "stowage.core.providers" in GRAPH["stowage.core.service"]  # the graph is read
+
+
+def test_no_module_imports_another_modules_private_names() -> None:
+    private = [
+        f"{module}: {node.module}.{alias.name}"
+        for module, path in MODULES.items()
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("stowage")
+        for alias in node.names
+        if alias.name.startswith("_") and not alias.name.endswith("__")
+    ]
+    assert private == []
+
+
+def _import_alone(module: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", f"import {module}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"},
+    )
+
+
+def test_every_module_imports_alone() -> None:
+    """A fresh interpreter per module: no module needs another imported first."""
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = dict(zip(IMPORTABLE, pool.map(_import_alone, IMPORTABLE), strict=True))
+    failed = {m: r.stderr.strip().splitlines()[-1:] for m, r in results.items() if r.returncode}
+    assert failed == {}
+
+
+@pytest.mark.parametrize("order", ["sorted", "reversed"])
+def test_all_modules_import_in_any_order(order: str) -> None:
+    names = sorted(IMPORTABLE, reverse=order == "reversed")
+    code = f"import importlib\nfor name in {names!r}:\n    importlib.import_module(name)"
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"},
+    )
+    assert result.returncode == 0, result.stderr
