@@ -123,7 +123,8 @@ async def test_a_failing_part_aborts_the_whole_upload(
         await proxy.close()
 
 
-@pytest.mark.parametrize("value", [0, 65, "4", True, 2.5])
+# "4" is not here: numeric settings take digit strings ("4" is 4).
+@pytest.mark.parametrize("value", [0, 65, "four", True, 2.5])
 def test_part_concurrency_is_validated(
     moto_endpoint: S3Endpoint, tmp_path: Path, value: object
 ) -> None:

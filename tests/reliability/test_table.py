@@ -17,6 +17,11 @@ def _rows() -> dict[int, list[tuple[str, str]]]:
     return {int(n): _TEST.findall(rest) for n, rest in _ROW.findall(DOC.read_text())}
 
 
+def test_row_numbers_are_unique() -> None:
+    numbers = [int(n) for n, _ in _ROW.findall(DOC.read_text())]
+    assert sorted(numbers) == sorted(set(numbers)), "two rows share a number"
+
+
 def test_every_checklist_item_has_existing_tests() -> None:
     rows = _rows()
     assert set(CHECKLIST_ITEMS) <= set(rows), sorted(set(CHECKLIST_ITEMS) - set(rows))
