@@ -8,6 +8,7 @@ import hashlib
 import os
 import random
 import secrets
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -181,11 +182,15 @@ async def test_failed_multipart_sized_write_keeps_previous_object(provider: Prov
 
 # -- reads pinned to one version (issue 18) ---------------------------------------------------
 #: The race below reads until RACE_READS reads (the issue's bar: 10,000 with no wrong one)
-#: or RACE_SECONDS, whichever comes first, and needs at least MIN_RACE_READS: a slow
-#: emulator on a busy machine reads fewer. docs/reliability.md has the counts measured.
+#: or RACE_SECONDS, whichever comes first, with RACE_READERS readers at once, and needs at
+#: least MIN_RACE_READS: the emulators are CPU-bound on a busy 2-core machine (so is this
+#: process's botocore), and some reach fewer than 10,000 in the budget. docs/reliability.md
+#: has the rates measured per provider.
 RACE_READS = int(os.environ.get("STOWAGE_RACE_READS", "10000"))
-RACE_SECONDS = float(os.environ.get("STOWAGE_RACE_SECONDS", "30"))
-MIN_RACE_READS = int(os.environ.get("STOWAGE_MIN_RACE_READS", "500"))
+RACE_SECONDS = float(os.environ.get("STOWAGE_RACE_SECONDS", "60"))
+MIN_RACE_READS = int(os.environ.get("STOWAGE_MIN_RACE_READS", "2000"))
+RACE_READERS = int(os.environ.get("STOWAGE_RACE_READERS", "16"))
+WRITER_PAUSE = 0.02  # seconds at most between one writer's overwrites
 
 
 async def test_pinned_open_reads_that_version_or_refuses(provider: Provider) -> None:
@@ -225,14 +230,20 @@ async def test_readers_during_overwrites_see_whole_versions(provider: Provider) 
     by_hash = {hashlib.sha256(v).hexdigest(): v for v in versions}
     await provider.write(provider.default_container, key, chunks_of(versions[0]), OPTS)
     stop = asyncio.Event()
-    reads, refused, wrong = [0], [0], []
+    reads, refused, unavailable, written, unwritten, wrong = [0], [0], [0], [0], [0], []
 
     async def writer(n: int) -> None:
         rng, i = random.Random(-n), n
         while not stop.is_set():
             i = (i + 3) % len(versions)
-            await provider.write(provider.default_container, key, chunks_of(versions[i]), OPTS)
-            await asyncio.sleep(rng.random() / 50)
+            try:
+                await provider.write(provider.default_container, key, chunks_of(versions[i]), OPTS)
+                written[0] += 1
+            except errors.StorageUnavailable:
+                # Swift overloaded by 16 readers answers 503: that write failed whole, and the
+                # race goes on (counted; the overwrites that did commit are bounded below).
+                unwritten[0] += 1
+            await asyncio.sleep(rng.random() * WRITER_PAUSE)
 
     async def reader(n: int) -> None:
         rng = random.Random(n)
@@ -241,10 +252,14 @@ async def test_readers_during_overwrites_see_whole_versions(provider: Provider) 
             span = _span(start, 300) if n % 2 else None
             try:
                 opened = await reading.open_current(provider, provider.default_container, key, span)
-            except (errors.StorageVersionChanged, errors.StorageUnavailable):
-                # Gave up after MAX_ATTEMPTS, or an emulator overloaded by the overwrites
-                # (Swift answers 503): a refusal, never a wrong read.
+            except errors.StorageVersionChanged:  # gave up after MAX_ATTEMPTS: not wrong
                 refused[0] += 1
+                continue
+            except errors.StorageUnavailable:
+                # An emulator overloaded by the race (Swift answers 503): not a wrong read
+                # either; the reader backs off, and the minimum of reads bounds these.
+                unavailable[0] += 1
+                await asyncio.sleep(0.05)
                 continue
             data = b"".join([c async for c in opened.chunks])
             if not _is_whole_version(data, opened.info.size, opened.span, by_hash, versions):
@@ -257,14 +272,23 @@ async def test_readers_during_overwrites_see_whole_versions(provider: Provider) 
         await asyncio.sleep(RACE_SECONDS)
         stop.set()
 
-    tasks = [writer(n) for n in range(2)] + [reader(n) for n in range(6)]
+    tasks = [writer(n) for n in range(2)] + [reader(n) for n in range(RACE_READERS)]
+    began = time.monotonic()
     async with asyncio.timeout(RACE_SECONDS + 30):
         await asyncio.gather(*tasks, _until(stop, timer()))
-    print(f"{provider.location}: {reads[0]} reads, {refused[0]} gave up, 0 wrong")
+    rate = reads[0] / (time.monotonic() - began)
+    print(
+        f"{provider.location}: {reads[0]} reads ({rate:.0f}/s), {refused[0]} gave up, "
+        f"{unavailable[0]} answered 503, "
+        f"{len(wrong)} wrong; {written[0]} overwrites, {unwritten[0]} refused (503)"
+    )
     assert not wrong, f"{len(wrong)} wrong reads of {reads[0]}: {wrong[:5]}"
-    assert reads[0] >= MIN_RACE_READS
+    assert reads[0] >= MIN_RACE_READS, f"{reads[0]} reads in {RACE_SECONDS:.0f} s"
     # Bounded: pins that always failed would refuse every read.
     assert refused[0] < reads[0] / 2, f"{refused[0]} reads gave up, {reads[0]} succeeded"
+    # A race: an overwrite at least every 500 reads (measured: one every 4 to 200).
+    enough = max(10, reads[0] // 500)
+    assert written[0] >= enough, f"{written[0]} overwrites, {unwritten[0]} refused: no race"
     await provider.delete(provider.default_container, key)
 
 

@@ -2,15 +2,18 @@
 
 An overwrite replaces the object at the same key, so a reader that asks for the size in
 one request and the bytes in another can get one version's length and another's bytes.
-Every read here pins its bytes to the version a ``stat`` described (``open(version=)``,
-each provider's own mechanism, see ``storage/base.py``), and opens the object, first
-chunk included, before the caller commits to anything: a download's headers (length,
-Content-Range, ETag, type) are built from what was actually opened. When the pin fails
-(an overwrite committed in between) the row is read again and the read starts over, at
-most ``MAX_ATTEMPTS`` times; then ``StorageVersionChanged`` (503, retryable).
+A whole read asks once where the provider allows it (``storage.base.open_whole``: the
+GET's own headers describe the version its body is; issue 17, the store's per-request
+cost is what limits small reads); other reads (ranges, HEAD, conditional) pin their bytes
+to the version a ``stat`` described (``open(version=)``, each provider's own mechanism,
+see ``storage/base.py``). Either way the object, first chunk included, is opened before
+the caller commits to anything: a download's headers (length, Content-Range, ETag, type)
+are built from what was actually opened. When a pin fails (an overwrite committed in
+between) the row is read again and the read starts over, at most ``MAX_ATTEMPTS`` times;
+then ``StorageVersionChanged`` (503, retryable).
 
 Which version: the object is committed before its row (``core/overwrites.py``), so the
-one a ``stat`` finds after the row was read is the row's version or a newer one, whole.
+one found after the row was read is the row's version or a newer one, whole.
 """
 
 from __future__ import annotations
@@ -22,11 +25,11 @@ import random
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from stowage import errors
 from stowage.registry.base import App, FileRecord, Registry
-from stowage.storage.base import Chunks, ObjectInfo, Provider, pin_of
+from stowage.storage.base import Chunks, LocalFiles, ObjectInfo, Provider, open_whole, pin_of
 
 MAX_ATTEMPTS = 5
 BACKOFF = 0.005  # seconds, doubled per attempt: at most about 0.15 s in all
@@ -47,6 +50,29 @@ class Download:
 
 
 D = TypeVar("D", bound=Download)
+
+
+@dataclass(frozen=True)
+class Unopened(ObjectInfo):
+    """What a file's row says of its object before any request to the store: the plan of a
+    download carries it until ``open_download`` opens the object and learns the truth (its
+    etag is empty; only the size, the row's, may be used before)."""
+
+
+async def described(provider: Provider, record: FileRecord) -> ObjectInfo:
+    """The object's info for a download plan: a ``stat`` for local files (cheap, and the
+    server sendfiles them), the row's ``Unopened`` info for stores, whose read says it."""
+    if isinstance(provider, LocalFiles):
+        return await provider.stat(record.container, record.key)
+    return Unopened(record.size, "", record.uploaded / 1000)
+
+
+async def stated(plan: D) -> D:
+    """The plan with the object's real info (a ``stat``) where it has only the row's."""
+    if not isinstance(plan.info, Unopened):
+        return plan
+    info = await plan.provider.stat(plan.record.container, plan.record.key)
+    return dataclasses.replace(plan, info=info)
 
 
 @dataclass
@@ -87,9 +113,8 @@ async def open_current(
     """The current version of an object, opened (whole, or the ``span`` of it): for
     internal readers (hashes, copies, verification), which have no row version to keep to."""
     for attempt in range(MAX_ATTEMPTS):
-        info = await provider.stat(container, key)
         try:
-            return await open_version(provider, container, key, info, span, body)
+            return await _open(provider, container, key, None, span, body)
         except errors.StorageVersionChanged:
             await _back_off(attempt)
     raise errors.StorageVersionChanged()
@@ -102,32 +127,64 @@ async def whole(provider: Provider, container: str, key: str, span: Span | None 
         yield chunk
 
 
-async def open_download(registry: Registry, plan: D, span: Span, body: bool) -> tuple[D, Opened]:
-    """Opens the bytes a download will send, and returns the plan with the row and object
-    info that describe them (both may be newer than the plan's)."""
-    record, info = plan.record, plan.info
+async def open_download(
+    registry: Registry, plan: D, span: Span | None, body: bool
+) -> tuple[D, Opened]:
+    """Opens the bytes a download will send (``span`` None: the whole file), and returns the
+    plan with the row and object info that describe them (both may be newer than the plan's)."""
+    record = plan.record
+    info = None if isinstance(plan.info, Unopened) else plan.info
     for attempt in range(MAX_ATTEMPTS):
-        if info.size != record.size and attempt + 1 < MAX_ATTEMPTS:
-            # Not the row's version: an overwrite between its commit and its row update,
-            # or a row newer than the object we stat'ed. A newer row is taken.
-            fresh = await _row(registry, record)
-            if fresh.version != record.version:
-                record, info = fresh, await plan.provider.stat(fresh.container, fresh.key)
-                continue
         try:
-            opened = await open_version(
-                plan.provider, record.container, record.key, info, span, body
-            )
+            opened = await _open(plan.provider, record.container, record.key, info, span, body)
         except errors.StorageVersionChanged:
             await _back_off(attempt)
-            record = await _row(registry, record)
-            info = await plan.provider.stat(record.container, record.key)
+            record, info = await _row(registry, record), None
             continue
         except errors.StorageNotFound:
             await _row(registry, record)  # a delete raced this read: the handle's 404
             raise
+        if opened.info.size != record.size and attempt + 1 < MAX_ATTEMPTS:
+            # Not the row's version: an overwrite between its commit and its row update,
+            # or a row newer than the object opened. A newer row is taken.
+            fresh = await _row(registry, record)
+            if fresh.version != record.version:
+                await close(opened.chunks)
+                record, info = fresh, None
+                continue
         return dataclasses.replace(plan, record=record, info=opened.info), opened
     raise errors.StorageVersionChanged()
+
+
+async def _open(
+    provider: Provider,
+    container: str,
+    key: str,
+    info: ObjectInfo | None,
+    span: Span | None,
+    body: bool = True,
+) -> Opened:
+    """The version ``info`` describes, or (None) the current one: a whole read in one
+    request where the provider can, anything else a ``stat`` first."""
+    if info is None:
+        if span is None and body:
+            return await _open_whole(provider, container, key)
+        info = await provider.stat(container, key)
+    return await open_version(provider, container, key, info, span, body)
+
+
+async def _open_whole(provider: Provider, container: str, key: str) -> Opened:
+    stream = open_whole(provider, container, key)
+    try:
+        info = await anext(stream)
+        first = await anext(stream, None)
+    except BaseException:
+        await close(stream)
+        raise
+    if not isinstance(info, ObjectInfo) or isinstance(first, ObjectInfo):
+        await close(stream)
+        raise errors.StorageError("storage: a whole read did not say what it sent")
+    return Opened(info, None, _prepended(first, cast(Chunks, stream)))
 
 
 async def _back_off(attempt: int) -> None:
@@ -158,7 +215,7 @@ async def _prepended(first: bytes | None, rest: AsyncIterator[bytes]) -> Chunks:
         await close(rest)
 
 
-async def close(chunks: AsyncIterator[bytes]) -> None:
+async def close(chunks: AsyncIterator[object]) -> None:
     aclose = getattr(chunks, "aclose", None)
     if aclose is not None:
         with contextlib.suppress(Exception):

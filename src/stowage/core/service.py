@@ -330,7 +330,7 @@ class Stowage:
         app = await self.providers.app(record.api_key)
         self._authorize(app, creds, "read", Target(handle=handle), app.security)
         provider = self.providers.provider_for(app, record.provider)
-        info = await provider.stat(record.container, record.key)
+        info = await reading.described(provider, record)  # a store's GET says it: no HEAD
         if verify or self.settings.verify_downloads:
             await integrity.check(
                 self.registry, self.providers, record

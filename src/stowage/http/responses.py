@@ -193,6 +193,8 @@ async def _stream(
     headers_for: Callable[[Download], dict[str, str]],
     registry: Registry | None,
 ) -> web.StreamResponse:
+    if "If-None-Match" in request.headers:  # a conditional read asks the store first
+        plan = await reading.stated(plan)
     if _etag_matches(request.headers.get("If-None-Match"), plan.info.etag.strip('"')):
         return web.Response(status=304, headers=_version_headers(headers_for(plan), plan))
     range_header = request.headers.get("Range")
@@ -202,15 +204,16 @@ async def _stream(
     def wanted(size: int) -> tuple[int, int] | None:
         return parse_range(range_header, size)
 
+    ranged = None if range_header is None else wanted  # None: a whole read, one request
     body = request.method != "HEAD"
     if registry is None:
         record = plan.record
         opened = await reading.open_current(
-            plan.provider, record.container, record.key, wanted, body
+            plan.provider, record.container, record.key, ranged, body
         )
         plan = dataclasses.replace(plan, info=opened.info)
     else:
-        plan, opened = await reading.open_download(registry, plan, wanted, body=body)
+        plan, opened = await reading.open_download(registry, plan, ranged, body=body)
     info, span = plan.info, opened.span
     response = web.StreamResponse(
         status=206 if span else 200, headers=_version_headers(headers_for(plan), plan)

@@ -139,6 +139,16 @@ class AzureProvider:
             async for chunk in downloader.chunks():
                 yield chunk
 
+    async def open_whole(self, container: str, key: str) -> AsyncIterator[ObjectInfo | bytes]:
+        # The first GET's headers describe the version it sends; the SDK pins every later
+        # chunk's GET to that etag (If-Match), as it does for a pinned ``open``.
+        with _azure_errors(pinned=True):  # a later chunk's If-Match failing: replaced
+            downloader = await self._blob(container, key).download_blob(max_concurrency=1)
+            props = downloader.properties
+            yield ObjectInfo(props.size, _etag(props.etag), props.last_modified.timestamp())
+            async for chunk in downloader.chunks():
+                yield chunk
+
     async def stat(self, container: str, key: str) -> ObjectInfo:
         with _azure_errors():
             props = await self._blob(container, key).get_blob_properties()

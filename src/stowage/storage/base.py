@@ -20,6 +20,9 @@ Contract (checked by ``tests/providers/test_contract.py`` on every provider):
   ``core/reading.py``.
 - ``stat`` returns size, etag and modification time, or raises
   ``StorageNotFound``.
+- ``open_whole`` (``OpensWhole``, optional; ``open_whole()`` below for any provider) reads
+  the current version whole with one request where the store names the version it sends:
+  it yields that version's ``ObjectInfo`` first, from the response itself, then its bytes.
 - ``delete`` removes the object and raises ``StorageNotFound`` when it is
   missing (callers that do not care catch it).
 - ``exists`` is ``stat`` without the error.
@@ -110,6 +113,42 @@ class Recovers(Protocol):
     """A provider that leaves temporary state behind after a crash and can sweep it."""
 
     async def sweep_temporary(self) -> int: ...
+
+
+@runtime_checkable
+class OpensWhole(Protocol):
+    """A provider whose read answers with the version it sends (size and ETag, generation or
+    rev in the response): a whole read is one request, not a ``stat`` and a pinned ``open``
+    (issue 17: the store's per-request cost is what limits small reads)."""
+
+    def open_whole(self, container: str, key: str) -> AsyncIterator[ObjectInfo | bytes]:
+        """Yields the ``ObjectInfo`` of the version opened, then that version's bytes; any
+        later request of the same read is pinned to it. Raises ``StorageNotFound``."""
+        ...
+
+
+def open_whole(provider: Provider, container: str, key: str) -> AsyncIterator[ObjectInfo | bytes]:
+    """``provider.open_whole``, or a ``stat`` and an ``open`` pinned to what it found."""
+    if isinstance(provider, OpensWhole):
+        return provider.open_whole(container, key)
+    return _stat_then_open(provider, container, key)
+
+
+async def _stat_then_open(
+    provider: Provider, container: str, key: str
+) -> AsyncIterator[ObjectInfo | bytes]:
+    info = await provider.stat(container, key)
+    yield info
+    if info.size == 0:
+        return
+    chunks = provider.open(container, key, version=pin_of(info))
+    try:
+        async for chunk in chunks:
+            yield chunk
+    finally:
+        aclose = getattr(chunks, "aclose", None)
+        if aclose is not None:
+            await aclose()
 
 
 @runtime_checkable

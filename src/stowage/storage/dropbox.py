@@ -150,6 +150,17 @@ class DropboxProvider:
         finally:
             await asyncio.to_thread(response.close)
 
+    async def open_whole(self, container: str, key: str) -> AsyncIterator[ObjectInfo | bytes]:
+        # One request: its result is the metadata of the revision its body is.
+        meta, response = await _call(self.client.files_download, self.path(key))
+        try:
+            yield _info(meta)
+            pieces = response.iter_content(READ_CHUNK)
+            while (chunk := await _call(next, pieces, None)) is not None:
+                yield chunk
+        finally:
+            await asyncio.to_thread(response.close)
+
     async def stat(self, container: str, key: str) -> ObjectInfo:
         meta = await _call(self.client.files_get_metadata, self.path(key))
         if not isinstance(meta, dbx_files.FileMetadata):

@@ -7,9 +7,17 @@ clients) keep seeing their own keys; only the store sees the prefix.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 
-from stowage.storage.base import Chunks, LocalFiles, ObjectInfo, Provider, WriteOptions
+from stowage.storage.base import (
+    Chunks,
+    LocalFiles,
+    ObjectInfo,
+    Provider,
+    WriteOptions,
+    open_whole,
+)
 
 
 class PrefixedProvider:
@@ -37,6 +45,9 @@ class PrefixedProvider:
         version: str | None = None,
     ) -> Chunks:
         return self.inner.open(container, self._key(key), start, end, version)
+
+    def open_whole(self, container: str, key: str) -> AsyncIterator[ObjectInfo | bytes]:
+        return open_whole(self.inner, container, self._key(key))
 
     async def stat(self, container: str, key: str) -> ObjectInfo:
         return await self.inner.stat(container, self._key(key))

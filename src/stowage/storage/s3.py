@@ -218,11 +218,20 @@ class S3Provider:
             body.close()  # a store that ignores If-Match: the reply names what it sent
             raise errors.StorageVersionChanged("s3 storage: the object was replaced")
         try:
-            while True:
-                with _mapped("read"):
-                    chunk = await body.read(READ_CHUNK)
-                if not chunk:
-                    break
+            async for chunk in _body_chunks(body):
+                yield chunk
+        finally:
+            body.close()
+
+    async def open_whole(self, container: str, key: str) -> AsyncIterator[ObjectInfo | bytes]:
+        # One GetObject: its headers are the stat of the version its body is.
+        s3 = await self._s3()
+        with _mapped("read"):
+            reply = await s3.get_object(Bucket=container, Key=key)
+        body = reply["Body"]
+        try:
+            yield _info(reply)
+            async for chunk in _body_chunks(body):
                 yield chunk
         finally:
             body.close()
@@ -231,7 +240,7 @@ class S3Provider:
         s3 = await self._s3()
         with _mapped("read"):
             head = await s3.head_object(Bucket=container, Key=key)
-        return ObjectInfo(int(head["ContentLength"]), _etag(head), head["LastModified"].timestamp())
+        return _info(head)
 
     async def delete(self, container: str, key: str) -> None:
         await self.stat(container, key)
@@ -292,6 +301,20 @@ async def _abort(s3: Any, ids: dict[str, Any]) -> None:
     # Best effort: the original error matters more than a failed clean-up.
     with contextlib.suppress(Exception):
         await s3.abort_multipart_upload(**ids)
+
+
+async def _body_chunks(body: Any) -> AsyncIterator[bytes]:
+    while True:
+        with _mapped("read"):
+            chunk = await body.read(READ_CHUNK)
+        if not chunk:
+            return
+        yield chunk
+
+
+def _info(reply: Mapping[str, Any]) -> ObjectInfo:
+    """A HeadObject's, or a whole GetObject's, description of the object."""
+    return ObjectInfo(int(reply["ContentLength"]), _etag(reply), reply["LastModified"].timestamp())
 
 
 def _etag(reply: Mapping[str, Any]) -> str:
