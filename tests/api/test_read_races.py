@@ -39,13 +39,19 @@ REFUSED = "refused"
 class Tally:
     reads: int = 0
     refused: int = 0
+    writes: int = 0
+    writes_refused: int = 0
     wrong: list[str] = field(default_factory=list)
 
     def check(self, label: str, at_least: int) -> None:
-        print(f"{label}: {self.reads} reads, {self.refused} refused (503), {len(self.wrong)} wrong")
+        print(
+            f"{label}: {self.reads} reads, {self.refused} refused (503), {len(self.wrong)} wrong;"
+            f" {self.writes} overwrites, {self.writes_refused} refused"
+        )
         assert not self.wrong, self.wrong[:5]
         assert self.reads >= at_least
         assert self.refused < self.reads / 3
+        assert self.writes >= 10 and self.writes_refused < self.writes  # a real race
 
 
 def _versions(n: int = 6) -> list[bytes]:
@@ -66,7 +72,13 @@ async def _race(
             resp = await harness.api.post(
                 f"/api/file/{handle}", params={"key": app.api_key}, data=body, headers=auth
             )
-            assert resp.status == 200, await resp.text()
+            if resp.status != 200:
+                # An overloaded test server (Swift sheds load with 503s) may refuse an
+                # overwrite: a clean error with the old version kept, counted, never a crash.
+                assert resp.status in (502, 503, 504), await resp.text()
+                tally.writes_refused += 1
+            else:
+                tally.writes += 1
             await asyncio.sleep(rng.random() / 50)
 
     async def reader(n: int) -> None:
