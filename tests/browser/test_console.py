@@ -269,7 +269,7 @@ def test_thumbnail_and_preview_are_transformed_by_the_engine(
     row = page.locator("#rows tr", has_text="wide.png")
     expect(row).to_have_count(1)
     handle = (row.get_attribute("id") or "").removeprefix("row-")
-    thumb = row.locator("img.thumb")
+    thumb = row.locator("img.thumb").first  # the list may be drawn again meanwhile
     transform = f"{server.server.cdn}/resize=width:96/{handle}"
     expect(thumb).to_have_js_property("complete", True, timeout=30_000)
     expect(thumb).to_have_js_property("naturalWidth", 96, timeout=30_000)

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import schemathesis
+import schemathesis.specs.openapi.schemas
 from hypothesis import HealthCheck, Phase, given, settings
 from schemathesis.checks import response_schema_conformance
 from schemathesis.core.failures import FailureGroup
@@ -21,6 +22,10 @@ from tests.reliability.checks import TOTALS
 from tests.reliability.serve import Serve
 
 EXAMPLES = 20
+# schemathesis loads its OpenAPI modules on first use, and pytest rewrites them with
+# ast.parse then. On CPython 3.11.7 that parse can fail with "AST constructor recursion
+# depth mismatch" late in a long run (a CPython bug, fixed in later 3.11 releases), so they
+# are loaded at collection, before any test runs.
 
 
 @pytest.fixture(scope="module")
