@@ -5,37 +5,14 @@ from it (ranges and conditionals on a streamed body), and old versions removed."
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
-from typing import Any
 
-import pytest
-
-from stowage.config import Settings
 from stowage.http.transform import processor_for
 from stowage.processing.cache import PREFIX
-from stowage.storage.base import Lists, LocalFiles, Provider
+from stowage.storage.base import Lists, LocalFiles
 from tests.api.harness import Harness
+from tests.api.shared_store import settings, shared  # noqa: F401 - the fixtures
 from tests.api.test_file_ops import basic
 from tests.api.test_transform import decoded, get, picture, stored
-
-
-@pytest.fixture
-def shared(request: pytest.FixtureRequest, provider_name: str) -> tuple[dict[str, Any], Provider]:
-    # Sync on purpose: the server fixtures behind these may run their own event loop.
-    provider: Provider = request.getfixturevalue(f"provider_{provider_name}")
-    _api_name, config = request.getfixturevalue(f"storage_config_{provider_name}")
-    return config, provider
-
-
-@pytest.fixture
-def settings(tmp_path: Path, shared: tuple[dict[str, Any], Provider]) -> Settings:
-    config, _ = shared
-    return Settings(
-        data_dir=tmp_path / "data",
-        default_storage=config,
-        fetch_allow_private=True,
-        access_log=False,
-    )
 
 
 async def derivatives(harness: Harness) -> list[str] | None:

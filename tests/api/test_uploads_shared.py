@@ -4,17 +4,15 @@ so any node can take a piece and any node can complete the upload (issue: scale-
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
-import pytest
 from yarl import URL
 
-from stowage.config import Settings
 from stowage.core.partfiles import PartFiles
 from stowage.core.partobjects import PREFIX, PartObjects
 from stowage.storage.base import Lists, Provider, WriteOptions
 from tests.api.harness import Harness
+from tests.api.shared_store import settings, shared  # noqa: F401 - the fixtures
 from tests.api.test_file_ops import basic
 from tests.api.test_uploads import complete, md5_b64, post, put_part, split, start, stored_bytes
 from tests.providers.test_contract import chunks_of
@@ -23,32 +21,15 @@ KiB = 1024
 DISK_ONLY = ("local", "dropbox")  # a node's own disk, or a store that cannot list
 
 
-@pytest.fixture
-def shared(request: pytest.FixtureRequest, provider_name: str) -> tuple[dict[str, Any], Provider]:
-    # Sync on purpose: the server fixtures behind these may run their own event loop.
-    provider: Provider = request.getfixturevalue(f"provider_{provider_name}")
-    _api_name, config = request.getfixturevalue(f"storage_config_{provider_name}")
-    return config, provider
-
-
-@pytest.fixture
-def settings(tmp_path: Path, shared: tuple[dict[str, Any], Provider]) -> Settings:
-    config, _ = shared
-    return Settings(
-        data_dir=tmp_path / "data",
-        default_storage=config,
-        fetch_allow_private=True,
-        access_log=False,
-    )
-
-
 async def pieces(provider: Provider, upload_id: str = "") -> list[str]:
     assert isinstance(provider, Lists)
     return [k async for k in provider.keys(provider.default_container, PREFIX + upload_id)]
 
 
 async def test_pieces_live_in_the_shared_store_until_completion(
-    harness: Harness, shared: tuple[dict[str, Any], Provider], provider_name: str
+    harness: Harness,
+    shared: tuple[dict[str, Any], Provider],  # noqa: F811 - the imported fixture
+    provider_name: str,
 ) -> None:
     _, provider = shared
     store = harness.uploads.files
@@ -71,7 +52,9 @@ async def test_pieces_live_in_the_shared_store_until_completion(
 
 
 async def test_piece_with_wrong_md5_leaves_no_object(
-    harness: Harness, shared: tuple[dict[str, Any], Provider], provider_name: str
+    harness: Harness,
+    shared: tuple[dict[str, Any], Provider],  # noqa: F811 - the imported fixture
+    provider_name: str,
 ) -> None:
     _, provider = shared
     if provider_name in DISK_ONLY:
@@ -93,7 +76,9 @@ async def test_piece_with_wrong_md5_leaves_no_object(
 
 
 async def test_a_piece_changed_in_storage_fails_completion(
-    harness: Harness, shared: tuple[dict[str, Any], Provider], provider_name: str
+    harness: Harness,
+    shared: tuple[dict[str, Any], Provider],  # noqa: F811 - the imported fixture
+    provider_name: str,
 ) -> None:
     _, provider = shared
     if provider_name in DISK_ONLY:
@@ -115,7 +100,9 @@ async def test_a_piece_changed_in_storage_fails_completion(
 
 
 async def test_sweep_removes_leftovers_and_expired_uploads(
-    harness: Harness, shared: tuple[dict[str, Any], Provider], provider_name: str
+    harness: Harness,
+    shared: tuple[dict[str, Any], Provider],  # noqa: F811 - the imported fixture
+    provider_name: str,
 ) -> None:
     _, provider = shared
     if provider_name in DISK_ONLY:
