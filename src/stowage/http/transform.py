@@ -25,7 +25,7 @@ from stowage.http.cdnpath import CdnPath
 from stowage.http.keys import SERVICE
 from stowage.http.responses import SANDBOX_CSP, file_headers, send_file
 from stowage.processing import metrics
-from stowage.processing.service import Processor, Spooled
+from stowage.processing.service import Core, Processor, Spooled
 
 _PROCESSORS: weakref.WeakKeyDictionary[Stowage, Processor] = weakref.WeakKeyDictionary()
 _CHUNK = 256 * 1024
@@ -39,7 +39,10 @@ def processor_for(service: Stowage) -> Processor:
     """One processor per service (its job pool, its single-flight table), shared by the
     API and CDN origins; it hears of overwrites and deletes to drop old derivatives."""
     if service not in _PROCESSORS:
-        processor = Processor(service)
+        core = Core(
+            service.settings, service.registry, service.providers, service.fetcher, service.store
+        )
+        processor = Processor(core)
         service.on_change.append(processor.forget)
         _PROCESSORS[service] = processor
     return _PROCESSORS[service]

@@ -12,14 +12,17 @@ import contextlib
 import os
 import tempfile
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from stowage import errors
+from stowage.config import Settings
 from stowage.core import names
+from stowage.core.fetch import Fetcher
+from stowage.core.providers import Providers
 from stowage.core.security import Credentials, Target, authorize
-from stowage.core.service import StoreParams, Stowage
+from stowage.core.service import StoreParams
 from stowage.core.sources import Source
 from stowage.core.uploads import provider_for_location
 from stowage.processing import chain as chains
@@ -28,7 +31,7 @@ from stowage.processing.base import Chain, Engine, Limits, Output
 from stowage.processing.cache import DerivativeCache
 from stowage.processing.pool import JobPool
 from stowage.processing.vips import VipsEngine
-from stowage.registry.base import App, FileRecord
+from stowage.registry.base import App, FileRecord, FileRows
 from stowage.storage import build_provider
 from stowage.storage.base import LocalFiles, ObjectInfo, Provider
 
@@ -54,10 +57,24 @@ class Spooled:
     private: bool  # the app has security on: caches must not share it
 
 
+Store = Callable[[str | None, str, Source, StoreParams, Credentials], Awaitable[FileRecord]]
+
+
+@dataclass(frozen=True)
+class Core:
+    """What the engine takes from the core: never the whole service."""
+
+    settings: Settings
+    files: FileRows
+    providers: Providers
+    fetcher: Fetcher
+    store: Store  # the core's store operation, for the `store` task
+
+
 class Processor:
-    def __init__(self, service: Stowage, engine: Engine | None = None) -> None:
-        settings = service.settings
-        self.service = service
+    def __init__(self, core: Core, engine: Engine | None = None) -> None:
+        settings = core.settings
+        self.core = core
         self.engine = engine or VipsEngine()
         self.limits = Limits(
             max_input_pixels=settings.processing_max_input_pixels,
@@ -68,7 +85,7 @@ class Processor:
         self.pool = JobPool(
             settings.processing_jobs, settings.processing_queue, settings.processing_job_seconds
         )
-        self.cache = DerivativeCache(_cache_store(service))
+        self.cache = DerivativeCache(_cache_store(core))
         self.spool = settings.data_dir / "tmp"
         _sweep_spool(self.spool)
 
@@ -104,7 +121,7 @@ class Processor:
             access=str(task.get("access") or "private"),
         )
         location = provider_for_location(_text(task.get("location")))
-        return await self.service.store(app.api_key, location, source, params, creds)
+        return await self.core.store(app.api_key, location, source, params, creds)
 
     async def from_url(
         self, api_key: str | None, url: str, segments: list[str], creds: Credentials
@@ -114,9 +131,9 @@ class Processor:
         chain = chains.parse(segments)
         if chain.store is not None:
             raise errors.UnsupportedTask("store works on stored files only", task="store")
-        app = await self.service.providers.app(api_key)
+        app = await self.core.providers.app(api_key)
         self._authorize(app, creds, Target(url=url))
-        fetched = await self.service.fetcher.open(url)
+        fetched = await self.core.fetcher.open(url)
         with self._spooled(".src") as source:
             await _save(fetched.chunks, source, self.limits.max_input_bytes)
             output = chains.output_for(chain, (fetched.content_type or "").lower())
@@ -139,15 +156,15 @@ class Processor:
     async def _authorized(
         self, handle: str, creds: Credentials, api_key: str | None
     ) -> tuple[FileRecord, App]:
-        record = await self.service.registry.get(handle) if names.is_handle(handle) else None
+        record = await self.core.files.get(handle) if names.is_handle(handle) else None
         if record is None or (api_key and api_key != record.api_key):
             raise errors.HandleNotFound(handle=handle)
-        app = await self.service.providers.app(record.api_key)
+        app = await self.core.providers.app(record.api_key)
         self._authorize(app, creds, Target(handle=handle))
         return record, app
 
     def _authorize(self, app: App, creds: Credentials, target: Target) -> None:
-        skew = self.service.settings.policy_clock_skew
+        skew = self.core.settings.policy_clock_skew
         authorize(
             app.secret, creds, "convert", target, required=app.security, now=time.time(), skew=skew
         )
@@ -177,7 +194,7 @@ class Processor:
         if record.size > self.limits.max_input_bytes:
             metrics.REFUSALS.inc(code=errors.PayloadTooLarge.code)
             raise errors.PayloadTooLarge(max_bytes=self.limits.max_input_bytes)
-        provider = self.service.providers.provider_for(app, record.provider)
+        provider = self.core.providers.provider_for(app, record.provider)
         with self._spooled("." + output.extension) as dest:
             async with self._source(provider, record) as source:
                 await self._run(source, chain, output, dest)
@@ -245,12 +262,12 @@ def _sweep_spool(folder: Path) -> None:
                 path.unlink()
 
 
-def _cache_store(service: Stowage) -> Provider:
-    shared = service.providers.shared_default_store()
+def _cache_store(core: Core) -> Provider:
+    shared = core.providers.shared_default_store()
     if shared is not None:
         return shared
-    root = service.settings.data_dir / "derivatives"
-    return build_provider({"type": "local", "root": str(root)}, service.settings.data_dir)
+    root = core.settings.data_dir / "derivatives"
+    return build_provider({"type": "local", "root": str(root)}, core.settings.data_dir)
 
 
 async def _save(chunks: AsyncIterator[bytes], path: Path, max_bytes: int) -> None:
