@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import fcntl
 import os
 import random
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from stowage import errors
+from stowage.storage import blockwriter
 from stowage.storage.base import WriteOptions
 from stowage.storage.blockwriter import BLOCK, BlockWriter
 from stowage.storage.local import LocalProvider
@@ -129,3 +131,34 @@ async def test_reused_buffers_carry_nothing_from_the_last_write(tmp_path: Path) 
     assert (tmp_path / "objects" / "default" / "second").read_bytes() == second
     assert any(any(b is p for p in pooled) for b in blockwriter._IDLE)  # reused, returned
     assert len(blockwriter._IDLE) <= blockwriter._IDLE_MAX
+
+
+async def test_a_direct_write_refused_midway_is_written_again_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file system that takes part of a direct write, then refuses (EINVAL): the block is
+    written again from its start through the page cache, never twice in a row."""
+    if not _direct_supported(tmp_path):
+        pytest.fail("this test needs a file system that takes O_DIRECT (the project's disk)")
+    real_write = os.write
+    refused: list[int] = []
+
+    def flaky_write(fd: int, data: bytes | memoryview) -> int:
+        if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_DIRECT:
+            if not refused:  # half of the first block goes down, then the refusal
+                refused.append(fd)
+                return real_write(fd, memoryview(data)[: len(data) // 2])
+            raise OSError(errno.EINVAL, "Invalid argument")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(blockwriter.os, "write", flaky_write)
+    data = random.Random(7).randbytes(2 * BLOCK + 12345)
+    path = tmp_path / "out"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    writer = BlockWriter(fd, _no_guard)
+    try:
+        await writer.write_all(_chunks(data, [1 << 20]))
+    finally:
+        os.close(fd)
+    assert refused and writer.direct is False
+    assert path.read_bytes() == data

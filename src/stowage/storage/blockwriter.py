@@ -105,13 +105,17 @@ class BlockWriter:
 
     def _write(self, data: memoryview) -> None:
         with self._guard():
+            start = os.lseek(self.fd, 0, os.SEEK_CUR)
             try:
                 _write_all(self.fd, data)
             except OSError as exc:
                 if exc.errno != errno.EINVAL or not self.direct:
                     raise
-                # Refused after all (this file system wants another alignment): write normally.
+                # Refused after all (this file system wants another alignment): write
+                # normally, the whole block again from its start (a short direct write may
+                # have moved the offset before the refusal).
                 self.direct = _set_direct(self.fd, False)
+                os.lseek(self.fd, start, os.SEEK_SET)
                 _write_all(self.fd, data)
 
 
