@@ -24,7 +24,7 @@ from pathlib import Path
 import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.e2e.conftest import Server
+from tests.servers.stowage_serve import StowageServe
 
 MiB = 1024 * 1024
 
@@ -38,7 +38,7 @@ async def generated(total_mib: int, digest: hashlib._Hash) -> AsyncIterator[byte
 
 async def run(total_mib: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="stowage-bench-") as tmp:
-        srv = Server(Path(tmp) / "data")
+        srv = StowageServe(Path(tmp) / "data")
         key = json.loads(srv.cli("apps", "create", "--json"))["api_key"]
         srv.start()
         try:

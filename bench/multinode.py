@@ -30,7 +30,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.multinode.conftest import Cluster, Nginx, nginx_folder, start_cluster  # noqa: E402
+from tests.multinode.cluster import Cluster, Nginx, nginx_folder, start_cluster  # noqa: E402
 from tests.servers.fx_postgres import start_postgres, stop_postgres  # noqa: E402
 from tests.servers.fx_s3 import S3Endpoint, make_bucket, start_moto, stop  # noqa: E402
 
