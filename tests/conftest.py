@@ -16,7 +16,10 @@ from pathlib import Path
 import pytest
 
 _SERVERS = Path(__file__).parent / "servers"
-pytest_plugins = [f"tests.servers.{p.stem}" for p in sorted(_SERVERS.glob("fx_*.py"))]
+pytest_plugins = [
+    "tests.report_guard",
+    *(f"tests.servers.{p.stem}" for p in sorted(_SERVERS.glob("fx_*.py"))),
+]
 
 
 def provider_names() -> list[str]:
