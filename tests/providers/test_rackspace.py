@@ -18,6 +18,7 @@ import pytest
 from stowage import errors
 from stowage.storage.base import WriteOptions, exists
 from stowage.storage.rackspace import RackspaceProvider, from_config, parse_access
+from stowage.storage.rackspace.replies import expect_put
 from tests.servers.fx_swift import RACKSPACE_CONTAINER, rackspace_config
 from tests.servers.rackspace_identity import RackspaceIdentity
 from tests.servers.swift_aio import SwiftAIO
@@ -371,3 +372,30 @@ async def test_sweep_removes_only_orphan_segments(
     assert await read_all(provider, live) == data
     await provider.delete(RACKSPACE_CONTAINER, live)
     await provider.close()
+
+
+@pytest.mark.parametrize(
+    ("status", "raised"),
+    [
+        (201, None),
+        (202, errors.StorageConflict),  # a concurrent PUT with a newer timestamp won
+        (404, errors.StorageNotFound),
+        (503, errors.StorageUnavailable),
+    ],
+)
+def test_put_answers_map_to_outcomes(status: int, raised: type[Exception] | None) -> None:
+    """Swift answers a PUT that lost to a newer concurrent one with 202 (its object servers
+    said 409): the write was not applied, so it must not be taken for a success."""
+
+    class Answer:  # the three attributes the reply check reads
+        method, reason = "PUT", "Accepted"
+
+        def __init__(self, code: int) -> None:
+            self.status = code
+
+    answer: Any = Answer(status)
+    if raised is None:
+        expect_put(answer, "c")
+    else:
+        with pytest.raises(raised):
+            expect_put(answer, "c")

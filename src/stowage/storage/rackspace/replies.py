@@ -47,6 +47,12 @@ def check_bulk_delete(report: Any) -> None:
 def expect_put(resp: aiohttp.ClientResponse, container: str) -> None:
     if resp.status == 404:
         raise errors.StorageNotFound(f"rackspace: container {container!r} does not exist")
+    if resp.status == 202:
+        # Swift's answer when its object servers already hold a write of this name with a
+        # timestamp at least as new (a concurrent PUT won): this one was not applied.
+        raise errors.StorageConflict(
+            "rackspace: a concurrent write of this object landed first; this one was not applied"
+        )
     expect(resp, 201)
 
 
