@@ -11,6 +11,7 @@ chain (one cached derivative). Unknown task names are refused with
 
 from __future__ import annotations
 
+import functools
 import re
 
 from stowage import errors
@@ -44,6 +45,11 @@ JSON = Output("json", "application/json", "json")
 
 def parse(segments: list[str]) -> Chain:
     """``segments``: the task parts of a path, percent-decoded, left to right."""
+    return _parse(tuple(segments))
+
+
+@functools.lru_cache(maxsize=1024)  # a warm derivative's chain is parsed once, not per hit
+def _parse(segments: tuple[str, ...]) -> Chain:
     if len(segments) > MAX_TASKS:
         raise errors.InvalidParameter(f"at most {MAX_TASKS} tasks in one chain")
     parsed = [parse_task(segment) for segment in segments]
