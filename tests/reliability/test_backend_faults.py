@@ -30,8 +30,10 @@ from tests.servers.fx_gcs import gcs_config
 MiB = 1024 * 1024
 AUTH = basic("app", "open-secret")
 BACKEND_DOWN = (502, 503, 504)
-# Short timeouts and no retries: a stalled server is given up in about two seconds.
-FAST = {"timeout": 2, "read_timeout": 2, "retries": 0}
+# Short timeouts and no retries: a stalled server is given up in a few seconds. Not
+# shorter: the retry stores 8 MiB pieces through the same app, and on a slow machine the
+# emulators (gcp-storage-emulator is pure Python) take seconds over one.
+FAST = {"timeout": 6, "read_timeout": 6, "retries": 0}
 
 
 def _target_port(endpoint: str) -> int:

@@ -178,7 +178,8 @@ def test_gzip_that_is_not_gzip_is_a_400_and_the_old_version_stays(live: Live) ->
 
 def test_a_pathological_policy_pattern_cannot_stall_other_requests(live: Live) -> None:
     """3: ``(a+)+b`` against a long path ran for seconds on the loop with ``re``; with RE2
-    a concurrent /healthz is never delayed by more than 100 ms."""
+    a concurrent /healthz is never delayed by more than half a second (backtracking on a
+    40-character path would take hours; the bound leaves room for a busy CI machine)."""
     policy = live.policy(call=["store"], path="(a+)+b", container="(x+x+)+y")
     target = f"/api/store/S3?{query(key=live.key, path='a' * 40, **policy)}"
     errors_seen: list[int] = []
@@ -198,7 +199,7 @@ def test_a_pathological_policy_pattern_cannot_stall_other_requests(live: Live) -
     for thread in threads:
         thread.join()
     assert errors_seen and set(errors_seen) == {403}, errors_seen
-    assert worst < 0.1, worst
+    assert worst < 0.5, worst
 
 
 @pytest.mark.parametrize(

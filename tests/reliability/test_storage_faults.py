@@ -84,7 +84,7 @@ async def s3_proxy(moto_endpoint: S3Endpoint) -> AsyncIterator[FaultProxy]:
 
 async def _s3_app(harness: Harness, endpoint: S3Endpoint, proxy: FaultProxy, name: str) -> App:
     config = endpoint.config(
-        endpoint_url=proxy.url, read_timeout=2, connect_timeout=2, max_attempts=1
+        endpoint_url=proxy.url, read_timeout=6, connect_timeout=6, max_attempts=1
     )
     app = App(api_key=name.ljust(20, "0")[:20], secret="open-secret", storage={"S3": config})
     await harness.service.registry.create_app(app)
