@@ -13,7 +13,7 @@ import pytest
 import pyvips
 
 from stowage import errors
-from stowage.processing import chain
+from stowage.processing import chain, vips
 from stowage.processing.base import Limits
 from stowage.processing.vips import VipsEngine
 from tests.api.test_transform_rules import png_bomb
@@ -116,6 +116,7 @@ import resource, sys
 from pathlib import Path
 from stowage.processing import chain
 from stowage.processing.base import Limits
+from stowage.processing import vips
 from stowage.processing.vips import VipsEngine
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 parsed = chain.parse(sys.argv[2].split("/"))
@@ -162,3 +163,50 @@ def test_spool_sweep_removes_only_stale_files(tmp_path: Path) -> None:
     os.utime(other, (time.time() - 7200, time.time() - 7200))
     _sweep_spool(tmp_path)
     assert (old.exists(), young.exists(), other.exists()) == (False, True, True)
+
+
+@pytest.mark.parametrize(
+    ("size", "segments"),
+    [
+        ((4001, 2999), ["resize=width:300"]),
+        ((1999, 1333), ["resize=height:101"]),
+        ((2400, 1000), ["resize=width:300,height:300"]),
+        ((2400, 1000), ["resize=width:200,height:200,fit:crop"]),
+        ((1601, 1203), ["resize=width:199,height:77,fit:scale"]),
+        ((800, 600), ["resize=width:500"]),  # too little to shrink on load
+    ],
+)
+def test_jpeg_shrink_on_load_keeps_libvips_geometry_and_look(
+    tmp_path: Path, size: tuple[int, int], segments: list[str]
+) -> None:
+    """A JPEG is decoded at 1/8, 1/4 or 1/2 scale when that still covers the result: the
+    size is the one libvips' own thumbnail makes, and the pixels differ from it by little."""
+    source = tmp_path / "photo.jpg"
+    # Colour fields 64 px wide, as in a photo; detail near the pixel pitch would alias
+    # differently in any two correct reductions.
+    base = pyvips.Image.gaussnoise(size[0] // 64 + 1, size[1] // 64 + 1, sigma=60, mean=128)
+    smooth = base.resize(64, kernel="linear").crop(0, 0, *size).cast("uchar")
+    smooth.bandjoin([smooth.flip("horizontal"), smooth.flip("vertical")]).jpegsave(str(source))
+    out = pyvips.Image.new_from_file(str(render(tmp_path, source, *segments, "output=format:png")))
+    task = chain.parse(segments).tasks[0]
+    width, height = (int(v) for v in (task.get("width", 0), task.get("height", 0)))  # type: ignore[arg-type]
+    fit = task.get("fit", "clip")
+    if fit in ("crop", "scale"):
+        assert (out.width, out.height) == (width, height)
+        return
+    reference = pyvips.Image.thumbnail(
+        str(source), width or 10_000_000, height=height or 10_000_000, no_rotate=True
+    )
+    assert (out.width, out.height) == (reference.width, reference.height)
+    assert (out - reference).abs().avg() < 3  # of 255: the same picture
+
+
+def test_jpeg_shrink_is_the_largest_that_covers_the_result(tmp_path: Path) -> None:
+    photo = pyvips.Image.new_from_file(str(jpeg(tmp_path / "p.jpg", 4000, 3000)))
+    assert vips._jpeg_shrink(photo, 300, 225) == 8  # libvips' thumbnail would take 4
+    assert vips._jpeg_shrink(photo, 600, 450) == 4
+    assert vips._jpeg_shrink(photo, 1999, 1500) == 2
+    assert vips._jpeg_shrink(photo, 2001, 1500) == 1
+    png = tmp_path / "p.png"
+    pyvips.Image.black(4000, 3000).pngsave(str(png))
+    assert vips._jpeg_shrink(pyvips.Image.new_from_file(str(png)), 300, 225) == 1

@@ -75,7 +75,6 @@ class Processor:
     def __init__(self, core: Core, engine: Engine | None = None) -> None:
         settings = core.settings
         self.core = core
-        self.engine = engine or VipsEngine()
         self.limits = Limits(
             max_input_pixels=settings.processing_max_input_pixels,
             max_input_bytes=settings.processing_max_input_bytes,
@@ -85,6 +84,8 @@ class Processor:
         self.pool = JobPool(
             settings.processing_jobs, settings.processing_queue, settings.processing_job_seconds
         )
+        cores = os.cpu_count() or 1
+        self.engine = engine or VipsEngine(threads_per_job=max(1, cores // self.pool.jobs))
         self.cache = DerivativeCache(_cache_store(core))
         self.spool = settings.data_dir / "tmp"
         _sweep_spool(self.spool)

@@ -35,6 +35,12 @@ _SAVERS = {
 
 
 class VipsEngine:
+    def __init__(self, threads_per_job: int = 0) -> None:
+        # libvips' own threads per pipeline (process-wide). When the pool already runs a job
+        # per core, one each is faster: no hand-offs between threads that share the cores.
+        if threads_per_job > 0:
+            pyvips.concurrency_set(threads_per_job)
+
     def render(
         self, source: Path, chain: Chain, output: Output, dest: Path, limits: Limits
     ) -> Rendered:
@@ -123,11 +129,33 @@ def _pipeline(source: Path, header: pyvips.Image, chain: Chain) -> pyvips.Image:
 
 def _from_file(source: Path, header: pyvips.Image) -> ops.Scaler:
     def scale(width: int, height: int, size: str) -> pyvips.Image:
-        return pyvips.Image.thumbnail(
+        # Lazy: this reads headers only, and gives the size libvips' thumbnail would make.
+        full = pyvips.Image.thumbnail(
             str(source), width, height=height, size=size, no_rotate=True, fail_on="error"
         )
+        shrink = _jpeg_shrink(header, full.width, full.height)
+        if shrink == 1:
+            return full
+        small = pyvips.Image.new_from_file(
+            str(source), shrink=shrink, access="sequential", fail_on="error"
+        )
+        return small.thumbnail_image(full.width, height=full.height, size="force", no_rotate=True)
 
     return scale
+
+
+def _jpeg_shrink(header: pyvips.Image, width: int, height: int) -> int:
+    """The largest JPEG shrink-on-load (the decoder's 1/2, 1/4, 1/8 DCT scaling) whose
+    result still covers ``width`` x ``height``, as Pillow's draft mode picks. libvips'
+    thumbnail stops one step earlier (it keeps a factor of two for its final resize):
+    for a 12-megapixel photo to 300 px that decodes four times the pixels, a sixth of the
+    job's time, for a difference the final Lanczos reduction hides."""
+    if header.get("vips-loader") != "jpegload":
+        return 1
+    for shrink in (8, 4, 2):
+        if -(-header.width // shrink) >= width and -(-header.height // shrink) >= height:
+            return shrink
+    return 1
 
 
 def _from_image(image: pyvips.Image) -> ops.Scaler:
