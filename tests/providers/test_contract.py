@@ -182,13 +182,13 @@ async def test_failed_multipart_sized_write_keeps_previous_object(provider: Prov
 
 # -- reads pinned to one version (issue 18) ---------------------------------------------------
 #: The race below reads until RACE_READS reads (the issue's bar: 10,000 with no wrong one)
-#: or RACE_SECONDS, whichever comes first, with RACE_READERS readers at once, and needs at
-#: least MIN_RACE_READS: the emulators are CPU-bound on a busy 2-core machine (so is this
-#: process's botocore), and some reach fewer than 10,000 in the budget. docs/reliability.md
+#: with RACE_READERS readers at once, and must get there: RACE_SECONDS is only a bound for
+#: a server that hangs. The slowest server here (Swift's s3api) reads 230/s on a quiet
+#: 2-core machine and about 95/s on a busy one, so 10,000 take 45-110 s; docs/reliability.md
 #: has the rates measured per provider.
 RACE_READS = int(os.environ.get("STOWAGE_RACE_READS", "10000"))
-RACE_SECONDS = float(os.environ.get("STOWAGE_RACE_SECONDS", "60"))
-MIN_RACE_READS = int(os.environ.get("STOWAGE_MIN_RACE_READS", "2000"))
+RACE_SECONDS = float(os.environ.get("STOWAGE_RACE_SECONDS", "180"))
+MIN_RACE_READS = int(os.environ.get("STOWAGE_MIN_RACE_READS", str(RACE_READS)))
 RACE_READERS = int(os.environ.get("STOWAGE_RACE_READERS", "16"))
 WRITER_PAUSE = 0.02  # seconds at most between one writer's overwrites
 
