@@ -21,21 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.servers.ports import free_port, wait_listening
+from tests.servers.procs import children
 from tests.servers.swift_aio import SwiftAIO
 
 NGINX = "/usr/sbin/nginx"
-
-
-def children(pid: int) -> list[int]:
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            found.append(int(stat.parent.name))
-    return found
 
 
 def cpu_seconds(roots: list[int]) -> float:

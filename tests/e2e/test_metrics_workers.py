@@ -12,7 +12,8 @@ import aiohttp
 import pytest
 
 from tests.e2e.test_observe import sample
-from tests.e2e.test_workers import _children, _wait_for_workers
+from tests.e2e.test_workers import _wait_for_workers
+from tests.servers.procs import children
 from tests.servers.stowage_serve import StowageServe
 
 REQUESTS = 40
@@ -47,7 +48,7 @@ async def test_every_scrape_counts_the_requests_of_all_workers(
         await _wait_for_workers(srv.proc.pid, workers)
         results = await asyncio.gather(*(_get(f"{srv.api}/healthz") for _ in range(REQUESTS)))
         assert [status for status, _ in results] == [200] * REQUESTS
-        files = _metric_files(_children(srv.proc.pid))
+        files = _metric_files(children(srv.proc.pid))
         served = [pid for pid, paths in files.items() if any("counter_" in p.name for p in paths)]
         assert len(served) >= 2, files  # the requests really were spread over the workers
         directory = next(iter(next(p for p in files.values() if p))).parent

@@ -12,19 +12,8 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from tests.servers.procs import children
 from tests.servers.stowage_serve import StowageServe
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            found.append(int(stat.parent.name))
-    return found
 
 
 async def test_two_workers_serve_share_locks_and_stop(
@@ -52,7 +41,7 @@ async def test_two_workers_serve_share_locks_and_stop(
                 *(_delete(http, srv, key, secret, handles[0]) for _ in range(8))
             )
             assert sorted(statuses) == [200] + [404] * 7
-        workers = _children(srv.proc.pid)
+        workers = children(srv.proc.pid)
         assert srv.stop() == 0
         assert all(not Path(f"/proc/{pid}").exists() for pid in workers)
     finally:
@@ -62,7 +51,7 @@ async def test_two_workers_serve_share_locks_and_stop(
 
 async def _wait_for_workers(pid: int, count: int) -> None:
     for _ in range(200):
-        if len(_children(pid)) >= count:
+        if len(children(pid)) >= count:
             await asyncio.sleep(0.3)  # both have bound their sockets
             return
         await asyncio.sleep(0.05)
