@@ -35,7 +35,7 @@ from bench.scenarios import (
     alternate,
     median,
 )
-from bench.servers import Stowage
+from bench.servers import Stowage, cpu_seconds
 from bench.thumbor import Thumbor, thumbor_version
 
 WIDTH = 300
@@ -82,7 +82,7 @@ def processing(ctx: Context) -> list[Row]:
             "stowage": [transform_url(ctx.stowage, h) for h in handles[1:]],
             "thumbor": [thumbor.resize_url(p.name) for p in paths[1:]],
         }
-        rows = [cold(ctx, thumbor, engine, urls, per_run)]
+        rows = cold(ctx, thumbor, engine, urls, per_run)
         rows.append(warm(ctx, engine, handles[0]))
         rows.append(bomb(ctx, thumbor, engine, images.large(work / "large.jpg")))
     finally:
@@ -163,16 +163,20 @@ async def _fetch_all(urls: list[str], connections: int) -> tuple[float, list[int
 
 def cold(
     ctx: Context, thumbor: Thumbor, engine: Engine, urls: dict[str, list[str]], per_run: int
-) -> Row:
+) -> list[Row]:
     """Each run takes the next ``per_run`` URLs of its server: no source is asked twice."""
     done = {name: 0 for name in urls}
     retried = {name: 0 for name in urls}
+    pids = {"stowage": ctx.stowage.pids, "thumbor": thumbor.pids}
+    cpu_ms: dict[str, list[float]] = {name: [] for name in urls}
 
     def run(name: str) -> Callable[[], float]:
         def go() -> float:
             batch = urls[name][done[name] : done[name] + per_run]
             done[name] += per_run
+            before = cpu_seconds(pids[name]())
             rate, statuses, busy = asyncio.run(_fetch_all(batch, CONNECTIONS))
+            cpu_ms[name].append((cpu_seconds(pids[name]()) - before) * 1000 / len(batch))
             retried[name] += busy
             bad = [s for s in statuses if s != 200]
             if bad:
@@ -207,7 +211,22 @@ def cold(
             },
         )
 
-    return _peak(ctx, measure)
+    return [_peak(ctx, measure), _cpu_row(engine, cpu_ms)]
+
+
+def _cpu_row(engine: Engine, cpu_ms: dict[str, list[float]]) -> Row:
+    """CPU per transformation: unlike req/s it does not depend on how Thumbor's two
+    processes happen to share the 8 connections (tornado's accept is not balanced)."""
+    s = median(cpu_ms["stowage"]) if engine.present else None
+    return Row(
+        "11",
+        "  server CPU time per transformation (all its processes; lower is better)",
+        "ms",
+        s,
+        reference=median(cpu_ms["thumbor"]),
+        reference_label="Thumbor, the same requests",
+        extra={"runs": cpu_ms},
+    )
 
 
 def warm(ctx: Context, engine: Engine, handle: str) -> Row:
