@@ -210,3 +210,21 @@ def test_jpeg_shrink_is_the_largest_that_covers_the_result(tmp_path: Path) -> No
     png = tmp_path / "p.png"
     pyvips.Image.black(4000, 3000).pngsave(str(png))
     assert vips._jpeg_shrink(pyvips.Image.new_from_file(str(png)), 300, 225) == 1
+
+
+def test_a_large_jpeg_is_decoded_at_one_eighth(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine really asks the decoder for 1/8 scale (not only computes it)."""
+    source = jpeg(tmp_path / "big.jpg", 4000, 3000)
+    shrinks: list[object] = []
+    opened = pyvips.Image.new_from_file
+
+    def spying(name: str, **options: object) -> pyvips.Image:
+        shrinks.append(options.get("shrink"))
+        return opened(name, **options)
+
+    monkeypatch.setattr(pyvips.Image, "new_from_file", staticmethod(spying))
+    out = pyvips.Image.new_from_file(str(render(tmp_path, source, "resize=width:300")))
+    assert (out.width, out.height) == (300, 225)
+    assert 8 in shrinks, shrinks

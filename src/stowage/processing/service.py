@@ -12,7 +12,7 @@ import contextlib
 import os
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +24,7 @@ from stowage.core.providers import Providers
 from stowage.core.security import Credentials, Target, authorize
 from stowage.core.service import StoreParams
 from stowage.core.sources import Source
-from stowage.core.uploads import provider_for_location
+from stowage.core.uploads import Store, provider_for_location
 from stowage.processing import chain as chains
 from stowage.processing import metrics
 from stowage.processing.base import Chain, Engine, Limits, Output
@@ -55,9 +55,6 @@ class Spooled:
     path: Path
     output: Output
     private: bool  # the app has security on: caches must not share it
-
-
-Store = Callable[[str | None, str, Source, StoreParams, Credentials], Awaitable[FileRecord]]
 
 
 @dataclass(frozen=True)
