@@ -149,6 +149,17 @@ async def test_cache_task_sets_the_headers(harness: Harness) -> None:
     assert resp.headers["Cache-Control"] == "public, max-age=60"
 
 
+async def test_cache_query_flag_reads_like_a_download(harness: Harness) -> None:
+    """``?cache=`` is parsed by the one boolean parser, as on a plain download."""
+    handle = await stored(harness)
+    for word in ("false", "OFF", " 0 "):
+        resp = await harness.cdn.get(f"/resize=width:50/{handle}", params={"cache": word})
+        assert resp.status == 200 and resp.headers["Cache-Control"] == "no-store", word
+    bad = await harness.cdn.get(f"/resize=width:50/{handle}", params={"cache": "maybe"})
+    plain = await harness.cdn.get(f"/{handle}", params={"cache": "maybe"})
+    assert bad.status == plain.status == 400
+
+
 async def test_js_form_with_api_key(harness: Harness) -> None:
     handle = await stored(harness)
     key = harness.open_app.api_key

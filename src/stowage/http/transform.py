@@ -125,8 +125,7 @@ async def _send_spooled(
 
 
 def _cache(request: web.Request, path: CdnPath) -> bool:
-    cache = request.query.get("cache", "true").lower() not in ("false", "0", "no")
-    return cache and path.cache is not False
+    return inputs.flag(request, "cache", default=True) and path.cache is not False
 
 
 async def _close(app: web.Application) -> None:
