@@ -134,9 +134,10 @@ async def _read(
             for v in versions
         )
         return "" if ok else f"206 {resp.headers['Content-Range']}: not a slice of one version"
-    if resp.status == 503 and (
-        b'"STORAGE_VERSION_CHANGED"' in body or b'"STORAGE_UNAVAILABLE"' in body
-    ):
+    refused = b'"STORAGE_VERSION_CHANGED"' in body or b'"STORAGE_UNAVAILABLE"' in body
+    if method == "HEAD":  # no body: only the headers show the JSON error shape
+        refused = resp.content_type == "application/json"
+    if resp.status == 503 and refused:
         return REFUSED  # an honest refusal (the Swift test server sheds load with 503s)
     return f"status {resp.status}: {body[:200]!r}"
 
