@@ -5,7 +5,8 @@
 (b) warm: the same derivative again (a cache hit) against a plain CDN GET of a file of
     the derivative's size;
 (c) peak RSS growth of the Stowage server while it resizes a 100-megapixel JPEG, or
-    refuses it by its pixel limit.
+    refuses it by its pixel limit;
+and the floor: the CPU of (a)'s decode, resize and encode alone, outside any server.
 
 Before the processing engine exists every transformation URL is answered 400: the rows
 then carry no Stowage figure and say so in their name and in ``extra["engine"]``; the
@@ -15,6 +16,7 @@ Thumbor side is measured all the same.
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import time
 from collections.abc import Callable
@@ -23,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import PIL.Image
+import pyvips
 
 from bench import images, load
 from bench.scenarios import (
@@ -41,6 +45,7 @@ from bench.thumbor import Thumbor, thumbor_version
 WIDTH = 300
 CHAIN = f"resize=width:{WIDTH}/output=format:webp"
 CONNECTIONS = 8
+FLOOR_SOURCES = 8
 
 
 @dataclass
@@ -87,6 +92,7 @@ def processing(ctx: Context) -> list[Row]:
         rows.append(bomb(ctx, thumbor, engine, images.large(work / "large.jpg")))
     finally:
         thumbor.stop()
+    rows.append(floor(paths[1 : 1 + FLOOR_SOURCES], rows[1].reference))
     return rows
 
 
@@ -268,6 +274,66 @@ def warm(ctx: Context, engine: Engine, handle: str) -> Row:
         met=s >= 0.9 * p,
         extra={"runs": rates, "derivative_bytes": size, "engine": _engine(engine)},
     )
+
+
+def floor(paths: list[Path], thumbor_cpu_ms: float | None) -> Row:
+    """The CPU of the work no server can skip, alone: the JPEG decoded at 1/8 scale, the
+    Lanczos reduction to 300 px and the WebP encode (quality 75, Stowage's default), in
+    one thread of this process, with libvips (Stowage's engine) and with Pillow (Thumbor's).
+    Against Thumbor's CPU per transformation it bounds the cold ratio any server with
+    these decoders could reach on the same cores: no HTTP, no file, no cache at all."""
+    vips_ms: list[float] = []
+    pillow_ms: list[float] = []
+    threads = pyvips.concurrency_get()
+    pyvips.concurrency_set(1)  # as the server's jobs run when there is one per core
+    try:
+        for path in paths:  # alternated, so that drift in the machine's speed hits both
+            vips_ms.append(_cpu_ms(_vips_thumbnail, path))
+            pillow_ms.append(_cpu_ms(_pillow_thumbnail, path))
+    finally:
+        pyvips.concurrency_set(threads)
+    best = min(median(vips_ms), median(pillow_ms))
+    needed = thumbor_cpu_ms / 1.5 if thumbor_cpu_ms else None
+    label = "  floor: 1/8 decode + resize + WebP encode alone, one thread, no server (libvips)"
+    if needed is not None:
+        label += f"; 1.5x Thumbor's CPU needs <= {needed:.1f} ms in all"
+    return Row(
+        "11",
+        label,
+        "ms",
+        median(vips_ms),
+        reference=median(pillow_ms),
+        reference_label="Pillow (Thumbor's library), the same work",
+        extra={
+            "runs": {"libvips": vips_ms, "pillow": pillow_ms},
+            "thumbor_cpu_ms": thumbor_cpu_ms,
+            "needed_for_1.5x_ms": needed,
+            "best_reachable_x_thumbor_cpu": thumbor_cpu_ms / best if thumbor_cpu_ms else None,
+        },
+    )
+
+
+def _cpu_ms(work: Callable[[Path], bytes], path: Path) -> float:
+    started = time.process_time()  # every thread of this process: libvips' workers too
+    work(path)
+    return (time.process_time() - started) * 1000
+
+
+def _vips_thumbnail(path: Path) -> bytes:
+    small = pyvips.Image.new_from_file(str(path), shrink=8, access="sequential")
+    width, height = WIDTH, round(small.height * WIDTH / small.width)
+    resized = small.thumbnail_image(width, height=height, size="force", no_rotate=True)
+    return bytes(resized.webpsave_buffer(Q=75))
+
+
+def _pillow_thumbnail(path: Path) -> bytes:
+    with PIL.Image.open(path) as image:
+        height = round(image.height * WIDTH / image.width)
+        image.draft("RGB", (WIDTH, height))  # libjpeg's DCT scaling, as Thumbor asks for
+        resized = image.resize((WIDTH, height), PIL.Image.Resampling.LANCZOS)
+    out = io.BytesIO()
+    resized.save(out, "WEBP", quality=75)
+    return out.getvalue()
 
 
 def _growth(pids: Callable[[], list[int]], url: str) -> tuple[float, int, float]:

@@ -33,11 +33,13 @@ def test_quick_benchmark_produces_every_scenario(tmp_path: Path) -> None:
     assert by_id["7"]["reference"], by_id["7"]  # the coreutils tools
     assert by_id["4"]["reference"], by_id["4"]  # the disk's fsync ceiling
     processing = [row for row in rows if row["id"] == "11"]
-    assert len(processing) == 4, processing  # cold, its CPU, warm, 100-megapixel
+    assert len(processing) == 5, processing  # cold, its CPU, warm, 100-megapixel, floor
     assert processing[0]["reference"] > 0, processing[0]  # Thumbor's cold rate
     assert processing[0]["reference_label"].startswith("Thumbor"), processing[0]
     assert processing[1]["stowage"] > 0 and processing[1]["reference"] > 0, processing[1]
     assert processing[3]["extra"]["thumbor_status"] in (200, 400), processing[3]
+    assert processing[4]["reference"] > 0, processing[4]  # Pillow's floor beside libvips'
+    assert processing[4]["extra"]["thumbor_cpu_ms"] == processing[1]["reference"]
     for row in (processing[0], processing[2], processing[3]):
         assert row["extra"]["engine"]["present"] is True, row
     assert processing[2]["reference"], processing[2]  # the plain GET of the same size

@@ -73,3 +73,15 @@ def test_probe_tells_whether_stowage_transforms(tmp_path: Path, sources: list[Pa
     finally:
         stowage.stop()
     assert engine.present, engine  # or every Stowage row of scenario 11 would be empty
+
+
+def test_floor_does_the_cold_work_alone_with_both_libraries(sources: list[Path]) -> None:
+    for make in (processing._vips_thumbnail, processing._pillow_thumbnail):
+        assert images.geometry(make(sources[0])) == (300, 225, "webpload_buffer")
+    row = processing.floor(sources, 36.0)
+    assert row.stowage is not None and row.stowage > 0 and row.reference
+    assert len(row.extra["runs"]["libvips"]) == len(row.extra["runs"]["pillow"]) == 2
+    assert row.extra["needed_for_1.5x_ms"] == 24.0
+    assert "needs <= 24.0 ms" in row.scenario
+    best = min(row.stowage, row.reference)
+    assert row.extra["best_reachable_x_thumbor_cpu"] == pytest.approx(36.0 / best)
