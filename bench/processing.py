@@ -344,12 +344,17 @@ def _growth(pids: Callable[[], list[int]], url: str) -> tuple[float, int, float]
     started = time.perf_counter()
     status, _, _ = asyncio.run(_get(url))
     seconds = time.perf_counter() - started
-    growth = max(_kib(pid, "VmHWM") - rss for pid, rss in before.items())
+    # A process started by the request (a new job process) grew from nothing.
+    growth = max(_kib(pid, "VmHWM") - before.get(pid, 0) for pid in {*before, *pids()})
     return growth / 1024, status, seconds
 
 
 def _kib(pid: int, name: str) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:  # the process has ended
+        return 0
+    for line in status.splitlines():
         if line.startswith(name + ":"):
             return int(line.split()[1])
     return 0

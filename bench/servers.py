@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.servers.ports import free_port, wait_listening
-from tests.servers.procs import children
+from tests.servers.procs import children, descendants
 from tests.servers.swift_aio import SwiftAIO
 
 NGINX = "/usr/sbin/nginx"
@@ -100,8 +100,9 @@ class Stowage:
         time.sleep(0.5 if self.workers > 1 else 0)  # every worker has bound its socket
 
     def pids(self) -> list[int]:
+        """The server, its workers and their transformation job processes."""
         assert self.proc is not None
-        return [self.proc.pid, *children(self.proc.pid)]
+        return [self.proc.pid, *descendants(self.proc.pid)]
 
     def reset_peak(self) -> None:
         """Linux: ``5`` in clear_refs resets VmHWM to the current RSS."""

@@ -189,7 +189,12 @@ class Settings:
     )
     processing_jobs: int = _setting(
         0,
-        "Transformations running at once on a node, each on its own thread; 0: one per CPU core.",
+        "Transformations running at once on a node, each in a job process of its own; "
+        "0: one per CPU core.",
+    )
+    processing_job_memory: int = _setting(
+        2 * GiB,
+        "Address space a job process may use, in bytes (422 IMAGE_TOO_LARGE beyond); 0: no limit.",
     )
     processing_queue: int = _setting(
         16,

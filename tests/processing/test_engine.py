@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 import pyvips
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from stowage import errors
 from stowage.processing import chain, vips
@@ -207,6 +209,8 @@ def test_jpeg_shrink_is_the_largest_that_covers_the_result(tmp_path: Path) -> No
     assert vips._jpeg_shrink(photo, 600, 450) == 4
     assert vips._jpeg_shrink(photo, 1999, 1500) == 2
     assert vips._jpeg_shrink(photo, 2001, 1500) == 1
+    narrow = pyvips.Image.new_from_file(str(jpeg(tmp_path / "n.jpg", 7, 400)))
+    assert vips._jpeg_shrink(narrow, 1, 50) == 4  # 7 // 8 would be a 0-pixel-wide decode
     png = tmp_path / "p.png"
     pyvips.Image.black(4000, 3000).pngsave(str(png))
     assert vips._jpeg_shrink(pyvips.Image.new_from_file(str(png)), 300, 225) == 1
@@ -228,3 +232,40 @@ def test_a_large_jpeg_is_decoded_at_one_eighth(
     out = pyvips.Image.new_from_file(str(render(tmp_path, source, "resize=width:300")))
     assert (out.width, out.height) == (300, 225)
     assert 8 in shrinks, shrinks
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    source=st.tuples(st.integers(1, 2000), st.integers(1, 2000)),
+    side=st.sampled_from(["width", "height"]),
+    wanted=st.integers(1, 2500),
+    fit=st.sampled_from(["clip", "max", "scale"]),
+    suffix=st.sampled_from([".jpg", ".png"]),
+)
+def test_one_side_given_is_met_exactly(
+    tmp_path: Path, source: tuple[int, int], side: str, wanted: int, fit: str, suffix: str
+) -> None:
+    """``resize`` with one side: that side is the one asked for (unless ``fit:max`` would
+    enlarge) and the other keeps the aspect to within a pixel, whatever the rounding."""
+    path = tmp_path / f"src{suffix}"
+    xy = pyvips.Image.xyz(*source)
+    (xy[0] % 256).bandjoin([xy[1] % 256, 90]).cast("uchar").write_to_file(str(path))
+    given, other = (0, 1) if side == "width" else (1, 0)
+    derived = source[other] * wanted / source[given]
+    assume(abs(derived - LIMITS.max_output_dimension) > 1)  # either answer is right there
+    if derived > LIMITS.max_output_dimension and (fit != "max" or wanted <= source[given]):
+        with pytest.raises(errors.ImageTooLarge):
+            render(tmp_path, path, f"resize={side}:{wanted},fit:{fit}")
+        return
+    out = pyvips.Image.new_from_file(
+        str(render(tmp_path, path, f"resize={side}:{wanted},fit:{fit}", "output=format:png"))
+    )
+    if fit == "max" and wanted > source[given]:
+        assert (out.width, out.height) == source
+        return
+    size = (out.width, out.height)
+    assert size[given] == wanted
+    assert abs(size[other] - derived) <= 1
+    assert size[other] >= 1

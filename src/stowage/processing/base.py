@@ -2,9 +2,10 @@
 
 A ``Chain`` is what a URL asked for, already validated and normalised (``chain.parse``).
 An ``Engine`` renders one chain from a source file into a destination file on the
-calling thread; it never touches storage or the network, so it can run in a worker
-thread (libvips releases the GIL). Everything around it (limits, the job pool, the
-derivative cache, authorisation) lives in the package's other modules.
+calling thread; it never touches storage or the network, so it can run in a job process
+of its own (``worker.py``), to which a ``Job`` says what to render. Everything around it
+(limits, the job pool, the derivative cache, authorisation) lives in the package's other
+modules.
 
 Contract of ``Engine.render`` (checked by ``tests/processing/test_engine.py``):
 
@@ -86,6 +87,20 @@ class Engine(Protocol):
     def render(
         self, source: Path, chain: Chain, output: Output, dest: Path, limits: Limits
     ) -> Rendered: ...
+
+
+@dataclass(frozen=True)
+class Job:
+    """One render, as the job pool sends it to a job process."""
+
+    source: Path
+    chain: Chain
+    output: Output
+    dest: Path
+    limits: Limits
+
+    def render_with(self, engine: Engine) -> Rendered:
+        return engine.render(self.source, self.chain, self.output, self.dest, self.limits)
 
 
 def _text(value: Value) -> str:

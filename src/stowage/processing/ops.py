@@ -14,6 +14,7 @@ from stowage.processing.base import Task
 from stowage.processing.tasks import rgba
 
 Scaler = Callable[[int, int, str], pyvips.Image]  # width, height, libvips "size" mode
+UNBOUNDED = 10_000_000  # libvips' largest coordinate: a side that does not constrain
 
 
 def srgb(image: pyvips.Image) -> pyvips.Image:
@@ -42,9 +43,15 @@ def resize(scale: Scaler, task: Task, width: int, height: int) -> pyvips.Image:
     on the pipeline for later ones (``thumbnail_image``)."""
     box_w, box_h = resize_box(task, width, height)
     fit = task.get("fit", "clip")
-    if fit == "scale" and task.get("width") is not None and task.get("height") is not None:
+    if task.get("width") is None or task.get("height") is None:
+        # One side given: it is met exactly and libvips derives the other. A box with the
+        # other side rounded would bind first when that side was rounded down (640x480
+        # to width 30 gives a 30x22 box, which a 29x22 image fits).
+        box_w, box_h = (box_w, UNBOUNDED) if task.get("width") is not None else (UNBOUNDED, box_h)
+        return scale(box_w, box_h, "down" if fit == "max" else "both")
+    if fit == "scale":
         return scale(box_w, box_h, "force")
-    if fit != "crop" or task.get("width") is None or task.get("height") is None:
+    if fit != "crop":
         return scale(box_w, box_h, "down" if fit == "max" else "both")
     factor = max(box_w / width, box_h / height)
     cover = scale(max(box_w, round(width * factor)), max(box_h, round(height * factor)), "force")

@@ -1,38 +1,48 @@
-"""A bounded pool of transformation jobs, off the event loop.
+"""A bounded pool of transformation jobs, each run in a job process (``worker.py``).
 
-Each job runs on a thread of its own (libvips releases the GIL while it computes, so
-jobs use every core). At most ``jobs`` run at once and at most ``queue`` more wait; any
-request beyond is refused at once with 503 and ``Retry-After`` rather than queued
-without bound. A job's slot is held until its thread has really finished, also when
-the request that wanted it has gone, so the pool never runs more threads than slots.
+At most ``jobs`` run at once and at most ``queue`` more wait; any request beyond is
+refused at once with 503 and ``Retry-After`` rather than queued without bound.
+
+Why processes and not threads: libvips checks whether it should stop only between tiles
+of the result, so a chain whose small result depends on a large, slow intermediate (an
+upscale, a rotation, then a heavy blur, shrunk to 10 pixels) would hold a thread, a core
+and its memory long past the deadline. A job process past its deadline is killed and a
+new one started in its place, so a slot is never held longer than the deadline and a
+grace. A process also contains what a crafted image could do to libvips: a crash ends
+the job with a 422, and an address-space limit refuses a runaway allocation.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+import pickle
+import sys
 
 from stowage import errors
 from stowage.processing import metrics
+from stowage.processing.base import Job, Rendered
+from stowage.processing.worker import frame
 
-T = TypeVar("T")
 RETRY_AFTER_SECONDS = 1
-_GRACE_SECONDS = 5.0  # past the engine's own deadline, before the wait gives up
+_GRACE_SECONDS = 2.0  # past the engine's own deadline, before its process is killed
 
 
 class JobPool:
-    def __init__(self, jobs: int, queue: int, seconds: float) -> None:
+    def __init__(self, jobs: int, queue: int, seconds: float, memory: int) -> None:
         self.jobs = jobs if jobs > 0 else (os.cpu_count() or 1)
         self._limit = self.jobs + max(0, queue)
         self._seconds = seconds
         self._admitted = 0
         self._slots = asyncio.Semaphore(self.jobs)
-        self._executor = ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="vips")
+        # libvips' threads per job: one each when the pool already runs a job per core.
+        threads = max(1, (os.cpu_count() or 1) // self.jobs)
+        self._argv = [sys.executable, "-m", "stowage.processing.worker", str(threads), str(memory)]
+        self._idle: list[_Process] = []
+        self._all: set[_Process] = set()
 
-    async def run(self, job: Callable[[], T]) -> T:
+    async def run(self, job: Job) -> Rendered:
         if self._admitted >= self._limit:
             metrics.REFUSALS.inc(code=errors.ProcessingBusy.code)
             busy = errors.ProcessingBusy(jobs=self.jobs)
@@ -40,24 +50,89 @@ class JobPool:
             raise busy
         self._admitted += 1
         try:
-            await self._slots.acquire()
-        except BaseException:
+            async with self._slots:
+                return await self._render(job)
+        finally:
             self._admitted -= 1
-            raise
-        future = asyncio.get_running_loop().run_in_executor(self._executor, job)
-        future.add_done_callback(self._finished)
-        try:
-            return await asyncio.wait_for(asyncio.shield(future), self._seconds + _GRACE_SECONDS)
-        except TimeoutError as exc:
-            raise errors.ProcessingTimeout(seconds=self._seconds) from exc
 
-    def _finished(self, _: object) -> None:
-        self._admitted -= 1
-        self._slots.release()
+    async def _render(self, job: Job) -> Rendered:
+        process = self._idle.pop() if self._idle else await self._start()
+        try:
+            rendered = await asyncio.wait_for(process.render(job), self._seconds + _GRACE_SECONDS)
+        except errors.StowageError as exc:
+            if not isinstance(exc, _Ended):
+                self._idle.append(process)  # the job was refused; its process is fine
+            else:
+                await self._stop(process)
+            raise
+        except BaseException as exc:  # past the deadline, or the server stopping
+            await self._stop(process)
+            if isinstance(exc, TimeoutError):
+                raise errors.ProcessingTimeout(seconds=self._seconds) from exc
+            raise
+        self._idle.append(process)
+        return rendered
+
+    async def _start(self) -> _Process:
+        process = await _Process.start(self._argv)
+        self._all.add(process)
+        return process
+
+    async def _stop(self, process: _Process) -> None:
+        self._all.discard(process)
+        await process.kill()
 
     @property
     def busy(self) -> int:
         return self._admitted
 
-    def close(self) -> None:
-        self._executor.shutdown(wait=False, cancel_futures=True)
+    @property
+    def pids(self) -> list[int]:
+        return [process.pid for process in self._all]
+
+    async def close(self) -> None:
+        self._idle.clear()
+        for process in list(self._all):
+            await self._stop(process)
+
+
+class _Ended(errors.InvalidImage):
+    """The job's process ended without answering: libvips crashed on the image."""
+
+
+class _Process:
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self._proc = proc
+        self.pid = proc.pid
+
+    @classmethod
+    async def start(cls, argv: list[str]) -> _Process:
+        # Few malloc arenas: each reserves 64 MiB of address space per libvips thread,
+        # which counts against the job's limit without being used.
+        env = {**os.environ, "MALLOC_ARENA_MAX": "2"}
+        proc = await asyncio.create_subprocess_exec(
+            *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=env
+        )
+        return cls(proc)
+
+    async def render(self, job: Job) -> Rendered:
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        try:
+            self._proc.stdin.write(frame(job))
+            await self._proc.stdin.drain()
+            head = await self._proc.stdout.readexactly(4)
+            reply = pickle.loads(await self._proc.stdout.readexactly(int.from_bytes(head, "big")))
+        except (asyncio.IncompleteReadError, ConnectionError) as exc:
+            code = await self._proc.wait()
+            raise _Ended(f"the image cannot be processed: its job ended ({code})") from exc
+        kind, value = reply
+        if kind == "ok":
+            assert isinstance(value, Rendered)
+            return value
+        assert isinstance(value, errors.StowageError)
+        raise value
+
+    async def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            self._proc.kill()
+        await self._proc.wait()

@@ -27,10 +27,9 @@ from stowage.core.sources import Source
 from stowage.core.uploads import Store, provider_for_location
 from stowage.processing import chain as chains
 from stowage.processing import metrics
-from stowage.processing.base import Chain, Engine, Limits, Output
+from stowage.processing.base import Chain, Job, Limits, Output
 from stowage.processing.cache import DerivativeCache
 from stowage.processing.pool import JobPool
-from stowage.processing.vips import VipsEngine
 from stowage.registry.base import App, FileRecord, FileRows
 from stowage.storage import build_provider
 from stowage.storage.base import LocalFiles, ObjectInfo, Provider
@@ -69,7 +68,7 @@ class Core:
 
 
 class Processor:
-    def __init__(self, core: Core, engine: Engine | None = None) -> None:
+    def __init__(self, core: Core) -> None:
         settings = core.settings
         self.core = core
         self.limits = Limits(
@@ -79,10 +78,11 @@ class Processor:
             seconds=settings.processing_job_seconds,
         )
         self.pool = JobPool(
-            settings.processing_jobs, settings.processing_queue, settings.processing_job_seconds
+            settings.processing_jobs,
+            settings.processing_queue,
+            settings.processing_job_seconds,
+            settings.processing_job_memory,
         )
-        cores = os.cpu_count() or 1
-        self.engine = engine or VipsEngine(threads_per_job=max(1, cores // self.pool.jobs))
         self.cache = DerivativeCache(_cache_store(core))
         self.spool = settings.data_dir / "tmp"
         _sweep_spool(self.spool)
@@ -148,7 +148,7 @@ class Processor:
 
     async def close(self) -> None:
         await self.cache.close()
-        self.pool.close()
+        await self.pool.close()
 
     # -- steps -----------------------------------------------------------------
     async def _authorized(
@@ -201,9 +201,7 @@ class Processor:
     async def _run(self, source: Path, chain: Chain, output: Output, dest: Path) -> None:
         started = time.monotonic()
         try:
-            await self.pool.run(
-                lambda: self.engine.render(source, chain, output, dest, self.limits)
-            )
+            await self.pool.run(Job(source, chain, output, dest, self.limits))
         except errors.StowageError as exc:
             metrics.JOBS.inc(outcome=exc.code)
             if exc.status != 503:
@@ -215,14 +213,15 @@ class Processor:
     @contextlib.asynccontextmanager
     async def _source(self, provider: Provider, record: FileRecord) -> AsyncIterator[Path]:
         """A path libvips can open. A local file is opened once and read through its
-        descriptor, so an overwrite renaming a new file into place mid-job is not seen."""
+        descriptor, so an overwrite renaming a new file into place mid-job is not seen;
+        the job process opens it as this process's descriptor."""
         if isinstance(provider, LocalFiles):
             try:
                 fd = os.open(provider.local_path(record.container, record.key), os.O_RDONLY)
             except FileNotFoundError as exc:
                 raise errors.StorageNotFound() from exc
             try:
-                yield Path(f"/proc/self/fd/{fd}")
+                yield Path(f"/proc/{os.getpid()}/fd/{fd}")
             finally:
                 os.close(fd)
             return

@@ -64,7 +64,7 @@ class VipsEngine:
         header = _open(source, chain, limits)
         if chain.wants_size and len(chain.tasks) == 1:
             return _write_size(dest, output, header.width, header.height)
-        image = _pipeline(source, header, chain)
+        image = _pipeline(source, header, chain, limits.max_output_dimension)
         if chain.wants_size:
             return _write_size(dest, output, image.width, image.height)
         limit = limits.max_output_dimension
@@ -113,18 +113,31 @@ def _check_raster(source: Path) -> None:
         raise errors.NotAnImage()
 
 
-def _pipeline(source: Path, header: pyvips.Image, chain: Chain) -> pyvips.Image:
+def _pipeline(source: Path, header: pyvips.Image, chain: Chain, limit: int) -> pyvips.Image:
     image = header
     todo = [t for t in chain.tasks if t.name not in ops.SAVE_ONLY]
     if todo and todo[0].name == "resize":
-        image = ops.resize(_from_file(source, header), todo.pop(0), header.width, header.height)
+        scale = _from_file(source, header)
+        image = _grown(header, ops.resize(scale, todo.pop(0), header.width, header.height), limit)
     image = ops.srgb(image)
     for task in todo:
         if task.name == "resize":
-            image = ops.resize(_from_image(image), task, image.width, image.height)
+            made = ops.resize(_from_image(image), task, image.width, image.height)
         else:
-            image = ops.OPS[task.name](image, task)
+            made = ops.OPS[task.name](image, task)
+        image = _grown(image, made, limit)
     return image
+
+
+def _grown(before: pyvips.Image, after: pyvips.Image, limit: int) -> pyvips.Image:
+    """The output-dimension limit holds for every step, not only the result: a chain
+    that grows the image past it (an upscale, a rotation, borders) and shrinks it again
+    would otherwise make libvips compute a huge intermediate for a small result."""
+    if after.width > max(limit, before.width) or after.height > max(limit, before.height):
+        raise errors.ImageTooLarge(
+            f"a task would make the image {after.width}x{after.height}; at most {limit} a side"
+        )
+    return after
 
 
 def _from_file(source: Path, header: pyvips.Image) -> ops.Scaler:
@@ -152,8 +165,8 @@ def _jpeg_shrink(header: pyvips.Image, width: int, height: int) -> int:
     job's time, for a difference the final Lanczos reduction hides."""
     if header.get("vips-loader") != "jpegload":
         return 1
-    for shrink in (8, 4, 2):
-        if -(-header.width // shrink) >= width and -(-header.height // shrink) >= height:
+    for shrink in (8, 4, 2):  # libvips' shrunk size is rounded down (0 is an error)
+        if header.width // shrink >= width and header.height // shrink >= height:
             return shrink
     return 1
 

@@ -1,0 +1,80 @@
+"""A job process: renders the jobs its server sends, one at a time, until its input ends.
+
+Run as ``python -m stowage.processing.worker THREADS MEMORY_BYTES`` by the job pool
+(``pool.py``). Jobs and replies are length-prefixed pickles on stdin and on the original
+stdout; fd 1 then points at stderr, so that nothing a library prints can corrupt a reply.
+
+In a process of its own a job can be stopped at its deadline whatever libvips is doing
+(libvips checks for a stop only between tiles of the result), a crafted image that makes
+libvips crash ends this process and not the server, and the address-space limit turns a
+runaway allocation into a refused job.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import pickle
+import resource
+import signal
+import sys
+from typing import IO, Any
+
+from stowage import errors
+from stowage.processing.base import Job
+from stowage.processing.vips import VipsEngine
+
+_PR_SET_PDEATHSIG = 1
+_LENGTH = 4  # bytes of a frame's big-endian length
+
+
+def read_frame(stream: IO[bytes]) -> Any | None:
+    """The next pickled frame, or None at the end of the stream."""
+    head = stream.read(_LENGTH)
+    if len(head) < _LENGTH:
+        return None
+    return pickle.loads(stream.read(int.from_bytes(head, "big")))
+
+
+def frame(value: object) -> bytes:
+    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    return len(data).to_bytes(_LENGTH, "big") + data
+
+
+def serve(engine: VipsEngine, jobs: IO[bytes], replies: IO[bytes]) -> None:
+    while (job := read_frame(jobs)) is not None:
+        assert isinstance(job, Job)
+        try:
+            reply: tuple[str, object] = ("ok", job.render_with(engine))
+        except errors.StowageError as exc:
+            reply = ("error", exc)
+        except MemoryError:
+            reply = ("error", errors.ImageTooLarge("the transformation needs too much memory"))
+        replies.write(frame(reply))
+        replies.flush()
+
+
+def _die_with_parent() -> None:
+    """A server that dies (even by SIGKILL) takes its job processes with it."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() == 1:  # the parent was gone before the call above
+        sys.exit(0)
+
+
+def main() -> None:
+    threads, memory = int(sys.argv[1]), int(sys.argv[2])
+    _die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server stops its jobs itself
+    replies = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    engine = VipsEngine(threads_per_job=threads)
+    if memory > 0:
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    serve(engine, sys.stdin.buffer, replies)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,102 @@
+"""Job processes (processing/pool.py and worker.py): a job past its deadline is stopped
+whatever libvips is doing and its slot freed; a job process that dies is a 422 and is
+replaced; a chain that grows an intermediate image past the output limit is refused
+before any pixel is computed; the address-space limit refuses a job that needs more."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+
+import pytest
+
+from stowage.config import MiB
+from tests.api.harness import Harness
+from tests.api.test_transform import decoded, get, picture, stored
+from tests.api.test_transform_rules import code_of
+from tests.servers.procs import command_line, cpu_ticks, descendants
+
+# A 10-pixel result of a 2800x2800 upscale, rotated (3960x3960) and blurred: one tile of
+# the result depends on all of it, and libvips checks for a stop only between tiles. It
+# runs for about 40 s on the 2-core machine the tests were written on.
+SLOW = "resize=width:2800,height:2800,fit:scale/rotate=deg:45/blur=amount:20/resize=width:10"
+
+
+def job_processes() -> list[int]:
+    """This test's job processes, also those of the nodes behind nginx."""
+    return [
+        pid for pid in descendants(os.getpid()) if "stowage.processing.worker" in command_line(pid)
+    ]
+
+
+async def busy_jobs(seconds: float = 0.5) -> list[int]:
+    """The job processes that used CPU over ``seconds``."""
+    before = {pid: cpu_ticks(pid) for pid in job_processes()}
+    await asyncio.sleep(seconds)
+    return [pid for pid, ticks in before.items() if cpu_ticks(pid) > ticks]
+
+
+@pytest.mark.settings(processing_job_seconds=1, processing_jobs=1)
+async def test_a_job_past_its_deadline_is_stopped_and_its_slot_freed(harness: Harness) -> None:
+    handle = await stored(harness, picture(2, 2, ".png"), "tiny.png")
+    started = time.monotonic()
+    resp = await harness.cdn.get(f"/{SLOW}/{handle}")
+    assert resp.status == 422 and await code_of(resp) == "PROCESSING_TIMEOUT"
+    assert time.monotonic() - started < 8  # 1 s, the pool's grace, a process start
+    assert await busy_jobs() == []  # nothing goes on computing the abandoned job
+    started = time.monotonic()
+    _, body = await get(harness, f"/resize=width:1/{handle}")
+    assert decoded(body).width == 1
+    assert time.monotonic() - started < 8  # the slot was free, not held by the slow job
+
+
+async def test_a_job_process_that_dies_is_a_422_and_is_replaced(harness: Harness) -> None:
+    handle = await stored(harness, picture(2, 2, ".png"), "tiny.png")
+    slow = asyncio.ensure_future(harness.cdn.get(f"/{SLOW}/{handle}"))
+    deadline = time.monotonic() + 20
+    while not (busy := await busy_jobs(0.2)):
+        assert time.monotonic() < deadline and not slow.done(), "no job process got busy"
+    for pid in busy:
+        os.kill(pid, signal.SIGKILL)  # as a crash of libvips would end it
+    resp = await slow
+    assert resp.status == 422 and await code_of(resp) == "INVALID_IMAGE"
+    assert "job ended" in (await resp.json())["error"]["message"]
+    _, body = await get(harness, f"/resize=width:1/{handle}")
+    assert decoded(body).width == 1
+    assert not set(busy) & set(job_processes())
+
+
+@pytest.mark.settings(processing_max_output_dimension=250)
+async def test_growth_past_the_output_limit_is_refused_before_computing(
+    harness: Harness,
+) -> None:
+    handle = await stored(harness, picture(300, 200))
+    _, body = await get(harness, f"/crop=dim:[0,0,200,100]/{handle}")  # no task grows it
+    assert (decoded(body).width, decoded(body).height) == (200, 100)
+    for chain in (
+        "border=width:30/crop=dim:[0,0,100,100]",
+        "rotate=deg:45/resize=width:50",
+        "resize=width:1000,height:10,fit:scale/resize=width:10",
+    ):
+        started = time.monotonic()
+        resp = await harness.cdn.get(f"/{chain}/{handle}")
+        assert resp.status == 422 and await code_of(resp) == "IMAGE_TOO_LARGE", chain
+        assert "at most 250 a side" in (await resp.json())["error"]["message"]
+        assert time.monotonic() - started < 5
+
+
+@pytest.mark.settings(processing_job_memory=256 * MiB)
+async def test_a_job_needing_more_memory_than_allowed_is_refused(harness: Harness) -> None:
+    small = await stored(harness, picture())
+    _, body = await get(harness, f"/resize=width:300/rotate=deg:45/{small}")  # ordinary jobs fit
+    assert decoded(body).width > 300
+    # A rotation reads its input out of order: the 108 MB of pixels are decoded into memory.
+    large = await stored(harness, picture(6000, 6000, ".png", compression=1), "large.png")
+    resp = await harness.cdn.get(f"/rotate=deg:45/resize=width:100/{large}")
+    assert resp.status == 422, await resp.read()
+    assert await code_of(resp) in ("IMAGE_TOO_LARGE", "INVALID_IMAGE")
+    assert (await harness.api.get("/healthz")).status == 200
+    _, body = await get(harness, f"/resize=width:30/{small}")  # its process still serves
+    assert decoded(body).width == 30
