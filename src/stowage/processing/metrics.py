@@ -11,7 +11,8 @@ CACHE = metrics.Counter(
     "stowage_processing_cache_total", "Derivative cache lookups, by result (hit or miss)."
 )
 SECONDS = metrics.Histogram(
-    "stowage_processing_job_seconds", "Seconds a transformation job took on its thread."
+    "stowage_processing_job_seconds",
+    "Seconds a transformation took from admission to its result, waiting for a job slot included.",
 )
 REFUSALS = metrics.Counter(
     "stowage_processing_refusals_total",

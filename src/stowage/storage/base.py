@@ -40,6 +40,11 @@ from typing import Protocol, runtime_checkable
 
 from stowage.errors import StorageNotFound
 
+#: Bytes a second below which a write to a store is taken as stalled: a request body's
+#: time bound is the provider's timeout plus its size at this rate (HTTP clients bound
+#: reads, not writes, so a store that stops reading would hold a write for ever).
+WRITE_MIN_RATE = 1024 * 1024
+
 Chunks = AsyncIterator[bytes]
 
 

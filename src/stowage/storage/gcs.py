@@ -39,7 +39,7 @@ from urllib.parse import quote
 import aiohttp
 
 from stowage import errors
-from stowage.storage.base import Chunks, ObjectInfo, WriteOptions
+from stowage.storage.base import WRITE_MIN_RATE, Chunks, ObjectInfo, WriteOptions
 from stowage.storage.settings import GcsSettings, parse
 from stowage.storage.status import error_for
 
@@ -208,7 +208,10 @@ class GcsProvider:
     async def _put(self, session_url: str, data: bytes, content_range: str) -> int | dict[str, Any]:
         """One PUT to an upload session: the bytes now held (308) or the finished object."""
         headers = {"Content-Range": content_range}
-        async with self._request("PUT", session_url, data=data, headers=headers) as resp:
+        bound = (self.timeout.sock_read or 0) + len(data) / WRITE_MIN_RATE
+        async with self._request(
+            "PUT", session_url, data=data, headers=headers, timeout=bound
+        ) as resp:
             if resp.status == 308:
                 return _persisted(resp.headers.get("Range"))
             await _check(resp, "upload")

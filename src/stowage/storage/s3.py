@@ -55,13 +55,12 @@ from aiobotocore.session import get_session
 from botocore import exceptions as bce
 
 from stowage import errors
-from stowage.storage.base import Chunks, ObjectInfo, WriteOptions
+from stowage.storage.base import WRITE_MIN_RATE, Chunks, ObjectInfo, WriteOptions
 from stowage.storage.s3parts import PartBuffer, PartUploads
 from stowage.storage.settings import S3Settings, parse
 
 MIB = 1024 * 1024
 MIN_PART = 5 * MIB
-WRITE_MIN_RATE = MIB  # bytes/s; a write slower than this is taken as stalled
 MAX_PART = 5 * 1024 * MIB
 DEFAULT_PART = 8 * MIB
 DEFAULT_PART_CONCURRENCY = 4
