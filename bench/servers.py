@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.servers.ports import free_port, wait_listening
-from tests.servers.procs import children, descendants
+from tests.servers.procs import children, cpu_ticks, descendants
 from tests.servers.swift_aio import SwiftAIO
 
 NGINX = "/usr/sbin/nginx"
@@ -29,14 +29,8 @@ NGINX = "/usr/sbin/nginx"
 
 def cpu_seconds(roots: list[int]) -> float:
     """User + system CPU time of these processes and their children (workers)."""
-    total = 0
-    for pid in {p for root in roots for p in (root, *children(root))}:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += int(fields[11]) + int(fields[12])
-    return total / os.sysconf("SC_CLK_TCK")
+    ticks = sum(cpu_ticks(p) for p in {p for root in roots for p in (root, *children(root))})
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def _status(pid: int, name: str) -> int:

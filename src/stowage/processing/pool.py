@@ -23,7 +23,7 @@ import sys
 from stowage import errors
 from stowage.processing import metrics
 from stowage.processing.base import Job, Rendered
-from stowage.processing.worker import frame
+from stowage.processing.worker import LENGTH, frame
 
 RETRY_AFTER_SECONDS = 1
 _GRACE_SECONDS = 2.0  # past the engine's own deadline, before its process is killed
@@ -59,11 +59,11 @@ class JobPool:
         process = self._idle.pop() if self._idle else await self._start()
         try:
             rendered = await asyncio.wait_for(process.render(job), self._seconds + _GRACE_SECONDS)
-        except errors.StowageError as exc:
-            if not isinstance(exc, _Ended):
-                self._idle.append(process)  # the job was refused; its process is fine
-            else:
-                await self._stop(process)
+        except _Ended:
+            self._all.discard(process)  # already gone
+            raise
+        except errors.StowageError:
+            self._idle.append(process)  # the job was refused; its process is fine
             raise
         except BaseException as exc:  # past the deadline, or the server stopping
             await self._stop(process)
@@ -86,10 +86,6 @@ class JobPool:
     def busy(self) -> int:
         return self._admitted
 
-    @property
-    def pids(self) -> list[int]:
-        return [process.pid for process in self._all]
-
     async def close(self) -> None:
         self._idle.clear()
         for process in list(self._all):
@@ -103,7 +99,6 @@ class _Ended(errors.InvalidImage):
 class _Process:
     def __init__(self, proc: asyncio.subprocess.Process) -> None:
         self._proc = proc
-        self.pid = proc.pid
 
     @classmethod
     async def start(cls, argv: list[str]) -> _Process:
@@ -120,7 +115,7 @@ class _Process:
         try:
             self._proc.stdin.write(frame(job))
             await self._proc.stdin.drain()
-            head = await self._proc.stdout.readexactly(4)
+            head = await self._proc.stdout.readexactly(LENGTH)
             reply = pickle.loads(await self._proc.stdout.readexactly(int.from_bytes(head, "big")))
         except (asyncio.IncompleteReadError, ConnectionError) as exc:
             code = await self._proc.wait()

@@ -26,20 +26,20 @@ from stowage.processing.base import Job
 from stowage.processing.vips import VipsEngine
 
 _PR_SET_PDEATHSIG = 1
-_LENGTH = 4  # bytes of a frame's big-endian length
+LENGTH = 4  # bytes of a frame's big-endian length
 
 
 def read_frame(stream: IO[bytes]) -> Any | None:
     """The next pickled frame, or None at the end of the stream."""
-    head = stream.read(_LENGTH)
-    if len(head) < _LENGTH:
+    head = stream.read(LENGTH)
+    if len(head) < LENGTH:
         return None
     return pickle.loads(stream.read(int.from_bytes(head, "big")))
 
 
 def frame(value: object) -> bytes:
     data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-    return len(data).to_bytes(_LENGTH, "big") + data
+    return len(data).to_bytes(LENGTH, "big") + data
 
 
 def serve(engine: VipsEngine, jobs: IO[bytes], replies: IO[bytes]) -> None:
