@@ -8,121 +8,29 @@ the ones that only mean something for documents (``output``'s ``secure``, ``doci
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
-
-from stowage.processing.base import Value
-
-Convert = Callable[[Value], Value]
-_HEX = re.compile(r"(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})")
-COLOR_NAMES = {
-    "white": (255, 255, 255, 255),
-    "black": (0, 0, 0, 255),
-    "transparent": (0, 0, 0, 0),
-    "red": (255, 0, 0, 255),
-    "green": (0, 128, 0, 255),
-    "blue": (0, 0, 255, 255),
-    "gray": (128, 128, 128, 255),
-    "grey": (128, 128, 128, 255),
-    "yellow": (255, 255, 0, 255),
-}
-ALIGNS = ("center", "top", "bottom", "left", "right", "faces")
-FORMATS = ("jpg", "jpeg", "png", "webp", "avif", "gif", "tiff")
-
-
-def integer(low: int, high: int) -> Convert:
-    def convert(value: Value) -> Value:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"must be a whole number from {low} to {high}")
-        if not low <= value <= high:
-            raise ValueError(f"must be from {low} to {high}")
-        return value
-
-    return convert
-
-
-def number(low: float, high: float) -> Convert:
-    def convert(value: Value) -> Value:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ValueError(f"must be a number from {low} to {high}")
-        if not low <= value <= high:
-            raise ValueError(f"must be from {low} to {high}")
-        return value
-
-    return convert
-
-
-def choice(*names: str) -> Convert:
-    def convert(value: Value) -> Value:
-        if not isinstance(value, str) or value.lower() not in names:
-            raise ValueError(f"must be one of {', '.join(names)}")
-        return value.lower()
-
-    return convert
-
-
-def either(first: Convert, second: Convert) -> Convert:
-    def convert(value: Value) -> Value:
-        try:
-            return first(value)
-        except ValueError:
-            return second(value)
-
-    return convert
-
-
-def boolean(value: Value) -> Value:
-    if not isinstance(value, bool):
-        raise ValueError("must be true or false")
-    return value
-
-
-def text(value: Value) -> Value:
-    if isinstance(value, tuple) or len(str(value)) > 1024:
-        raise ValueError("must be a short text")
-    return str(value)
-
-
-def texts(value: Value) -> Value:
-    items = value if isinstance(value, tuple) else (value,)
-    return tuple(text(v) for v in items[:32])
-
-
-def color(value: Value) -> Value:
-    name = str(value).lower()
-    if isinstance(value, tuple) or not (name in COLOR_NAMES or _HEX.fullmatch(name)):
-        raise ValueError("must be a color: a name or RRGGBB / RRGGBBAA hex")
-    return name
-
-
-def dims(value: Value) -> Value:
-    if not isinstance(value, tuple) or len(value) != 4:
-        raise ValueError("must be [x,y,width,height]")
-    checked = tuple(integer(0, 1_000_000)(v) for v in value)
-    if checked[2] == 0 or checked[3] == 0:
-        raise ValueError("width and height must be above 0")
-    return checked
-
-
-def align(value: Value) -> Value:
-    items = value if isinstance(value, tuple) else (value,)
-    if not 1 <= len(items) <= 2:
-        raise ValueError(f"must be one or two of {', '.join(ALIGNS)}")
-    checked = tuple(choice(*ALIGNS)(v) for v in items)
-    return checked[0] if len(checked) == 1 else checked
-
-
-def rgba(name: str) -> tuple[int, int, int, int]:
-    """A checked color as red, green, blue, alpha (0-255)."""
-    if name in COLOR_NAMES:
-        return COLOR_NAMES[name]
-    if len(name) == 3:
-        name = "".join(c * 2 for c in name)
-    if len(name) == 6:
-        name += "ff"
-    r, g, b, a = (int(name[i : i + 2], 16) for i in range(0, 8, 2))
-    return r, g, b, a
-
+from stowage.processing.params import (
+    ALIGNS as ALIGNS,
+)
+from stowage.processing.params import (
+    COLOR_NAMES as COLOR_NAMES,
+)
+from stowage.processing.params import (
+    FORMATS as FORMATS,
+)
+from stowage.processing.params import (
+    Convert,
+    align,
+    boolean,
+    choice,
+    color,
+    dims,
+    either,
+    integer,
+    number,
+    text,
+    texts,
+)
+from stowage.processing.params import rgba as rgba
 
 SIZE = integer(1, 10_000)
 AMOUNT = number(0.1, 20)

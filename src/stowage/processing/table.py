@@ -1,0 +1,58 @@
+"""The task table's declarations: every transformation task is declared once, with its
+names, its parameters (long name, other spellings, check, default) and its operation.
+
+A module of operations declares its tasks beside them (``TASKS: tuple[TaskSpec, ...]``);
+``stowage.processing.catalogue`` gathers every module's declarations into the one table
+that the URL grammar, the engine and the docs read. An operation reads its options by
+their long names only (``task.get("width")``): short names and aliases are resolved when
+the URL is parsed.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from stowage.processing.base import Task, Value
+from stowage.processing.params import Convert
+
+#: An operation on pixels: ``(pyvips.Image, Task) -> pyvips.Image``, lazy (nothing is
+#: computed until the result is saved). Typed loosely so that this module, read by the
+#: URL grammar, does not import libvips.
+Op = Callable[[Any, Task], Any]
+
+
+class Kind(enum.Enum):
+    IMAGE = "image"  # an operation on pixels (``op`` is set)
+    SAVE = "save"  # only changes how the result is saved (output, quality, compress, ...)
+    ANSWER = "answer"  # the result is not an image (imagesize, metadata, ascii, ...)
+    FILES = "files"  # reads several sources (zip, collage, animate)
+    REQUEST = "request"  # about the request, not the pixels (security, cache, store, ...)
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str  # the long name, as operations read it
+    check: Convert  # parsed value -> checked value; ValueError with a reason
+    short: tuple[str, ...] = ()  # other spellings the hosted service takes: "w", "h", ...
+    default: Value | None = None  # the documented default (for the docs; ops apply it)
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    name: str
+    params: tuple[Param, ...] = ()
+    op: Op | None = None  # set for Kind.IMAGE
+    kind: Kind = Kind.IMAGE
+    aliases: tuple[str, ...] = ()  # other task names: round_corners
+    needs_one_of: tuple[str, ...] = ()  # at least one of these parameters is given
+    random_access: bool = False  # its libvips operation reads out of order
+    doc: str = ""  # one line for docs/transformations.md
+
+    def param(self, spelling: str) -> Param | None:
+        for param in self.params:
+            if spelling == param.name or spelling in param.short:
+                return param
+        return None
