@@ -36,6 +36,7 @@ LAYERS: dict[str, int] = {
     "registry": 3,
     "core": 4,
     "edge": 5,
+    "migration": 5,  # import, migrate, backup: above core, beside edge and processing
     "processing": 5,
     "http": 6,
     "client": 6,

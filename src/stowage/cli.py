@@ -20,6 +20,7 @@ from stowage.core.security import CALLS, encode_policy, sign
 from stowage.edge.base import app_tag
 from stowage.edge.purger import purge_once
 from stowage.errors import StowageError
+from stowage.migration.commands import register as register_migration_commands
 from stowage.registry import build_registry
 from stowage.registry.base import App, Registry
 from stowage.storage import check_app_storage
@@ -383,6 +384,7 @@ def webhooks_log(ctx: click.Context, api_key: str | None, limit: int, as_json: b
 
 
 register_client_commands(main)  # upload, download, meta, rm, overwrite, ls
+register_migration_commands(main)  # import, migrate, backup, restore
 
 
 if __name__ == "__main__":  # pragma: no cover
