@@ -42,6 +42,7 @@ class Given:
     uploaded: float  # epoch milliseconds
     access: str = "private"
     path: str | None = None  # the storage key to use as is; default ``<id>_<filename>``
+    container: str | None = None  # default: the provider's
     source_url: str | None = None
 
 
@@ -78,7 +79,9 @@ async def store_under(
         api_key=app.api_key,
         provider=api_name,
         location=provider.location,
-        container=provider.default_container,
+        container=names.clean_container(given.container)
+        if given.container
+        else provider.default_container,
         key=names.storage_key(given.path, filename),
         filename=filename,
         mimetype=mimetype,

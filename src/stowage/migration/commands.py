@@ -35,15 +35,15 @@ class Progress:
     """A bar on a terminal; elsewhere a plain line every twentieth of the run, and a line
     for each failure as it happens."""
 
-    def __init__(self, total: int, label: str) -> None:
+    def __init__(self, total: int | None, label: str) -> None:
         self.total = total
         self.counts: dict[str, int] = {}
         self.done = 0
         self.bar: Any = None
-        if sys.stdout.isatty():
+        if sys.stdout.isatty() and total is not None:
             self.bar = click.progressbar(length=total, label=label)
             self.bar.__enter__()
-        self.step = max(1, total // 20)
+        self.step = max(1, total // 20) if total else 100
 
     def __call__(self, status: str, handle: str, reason: str = "") -> None:
         self.done += 1
@@ -55,7 +55,7 @@ class Progress:
             click.echo(f"failed {handle}: {reason}")
         if self.done % self.step == 0 or self.done == self.total:
             tally = ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items()))
-            click.echo(f"{self.done}/{self.total} ({tally})")
+            click.echo(f"{self.done}/{self.total or '?'} ({tally})")
 
     def close(self) -> None:
         if self.bar is not None:
@@ -150,5 +150,70 @@ def _finish(
         ctx.exit(1)
 
 
+@click.command("migrate")
+@click.option(
+    "--to",
+    "to_config",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="The target's TOML config (registry_url, default_storage, data_dir).",
+)
+@click.option("--to-data-dir", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--app", "apps", multiple=True, help="Only this app (repeatable; default all).")
+@click.option("--storage", help="Replace the apps' storage config in the target (JSON).")
+@click.option("--concurrency", type=click.IntRange(1, 256), default=8, show_default=True)
+@click.option("--prune", is_flag=True, help="Remove target files the source no longer has.")
+@click.option("--report", type=click.Path(dir_okay=False, path_type=Path), help="Write JSON.")
+@click.pass_context
+def migrate_command(
+    ctx: click.Context,
+    to_config: Path,
+    to_data_dir: Path | None,
+    apps: tuple[str, ...],
+    storage: str | None,
+    concurrency: int,
+    prune: bool,
+    report: Path | None,
+) -> None:
+    """Copy apps, rows and files from this configuration's registry and storage to the
+    one of --to, under the same handles, verified by SHA-256. The source is only read.
+    Run it again to resume or to copy what changed. Exits 1 if any file failed."""
+    from stowage.migration.mover import MigrateOptions, run_migrate
+
+    try:
+        target = load_settings(to_config, data_dir=to_data_dir)
+    except (ValueError, OSError) as exc:
+        raise click.UsageError(f"--to: {exc}") from exc
+    options = MigrateOptions(apps, concurrency, prune, _storage_json(storage))
+    progress = Progress(None, "migrating")
+    try:
+        done = _run(
+            run_migrate(
+                _settings(ctx), target, options, lambda o: progress(o.status, o.handle, o.reason)
+            )
+        )
+    finally:
+        progress.close()
+    summary = done.as_json()
+    summary["copied"] = summary.pop("imported")
+    _finish(ctx, summary, report, ("apps", "copied", "skipped", "failed", "pruned"))
+
+
+def _storage_json(value: str | None) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    from stowage.storage import check_app_storage
+
+    try:
+        storage = json.loads(value)
+        check_app_storage(storage)
+    except (ValueError, StowageError) as exc:
+        raise click.BadParameter(str(exc), param_hint="--storage") from exc
+    if not isinstance(storage, dict):
+        raise click.BadParameter("must be a JSON object", param_hint="--storage")
+    return storage
+
+
 def register(main: click.Group) -> None:
     main.add_command(import_command)
+    main.add_command(migrate_command)

@@ -13,11 +13,10 @@ was received and written.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,10 +30,9 @@ from stowage.migration import oldside
 from stowage.migration.entries import Entry, epoch_ms
 from stowage.migration.journal import Journal
 from stowage.migration.oldside import OldService
+from stowage.migration.report import FAILED, IMPORTED, SKIPPED, Outcome, Report, each
 from stowage.registry import build_registry
 from stowage.registry.base import App, FileRecord, Registry
-
-IMPORTED, SKIPPED, FAILED = "imported", "skipped", "failed"
 
 
 @dataclass(frozen=True)
@@ -47,37 +45,6 @@ class ImportOptions:
     #: Skip what the journal lists (and the registry holds unchanged) without asking the
     #: old side: a fast resume, blind to files changed there since.
     trust_journal: bool = False
-
-
-@dataclass(frozen=True)
-class Outcome:
-    handle: str
-    status: str
-    reason: str = ""
-    size: int = 0
-
-
-@dataclass
-class Report:
-    outcomes: list[Outcome] = field(default_factory=list)
-    seconds: float = 0.0
-
-    def count(self, status: str) -> int:
-        return sum(1 for o in self.outcomes if o.status == status)
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            IMPORTED: self.count(IMPORTED),
-            SKIPPED: self.count(SKIPPED),
-            FAILED: self.count(FAILED),
-            "bytes_imported": sum(o.size for o in self.outcomes if o.status == IMPORTED),
-            "seconds": round(self.seconds, 3),
-            "failures": [
-                {"handle": o.handle, "reason": o.reason}
-                for o in self.outcomes
-                if o.status == FAILED
-            ],
-        }
 
 
 class Importer:
@@ -100,21 +67,7 @@ class Importer:
         self.journal = journal
 
     async def run(self, entries: list[Entry], on_outcome: Callable[[Outcome], None]) -> Report:
-        report = Report()
-        started = time.monotonic()
-        queue: asyncio.Queue[Entry] = asyncio.Queue()
-        for entry in entries:
-            queue.put_nowait(entry)
-
-        async def worker() -> None:
-            while not queue.empty():
-                outcome = await self.one(queue.get_nowait())
-                report.outcomes.append(outcome)
-                on_outcome(outcome)
-
-        await asyncio.gather(*(worker() for _ in range(max(1, self.options.concurrency))))
-        report.seconds = time.monotonic() - started
-        return report
+        return await each(entries, self.options.concurrency, self.one, on_outcome)
 
     async def one(self, entry: Entry) -> Outcome:
         try:
