@@ -214,6 +214,45 @@ def _storage_json(value: str | None) -> dict[str, Any] | None:
     return storage
 
 
+@click.command("backup")
+@click.argument("dest", type=click.Path(file_okay=False, path_type=Path))
+@click.pass_context
+def backup_command(ctx: click.Context, dest: Path) -> None:
+    """Back up the embedded registry (SQLite, online) and the files on local disk into
+    DEST, a new directory, while the server runs. Exits 1 if a file could not be copied
+    as its row describes it (the backup then stays in DEST.partial)."""
+    from stowage.migration.backup import Backup
+
+    progress = Progress(None, "backing up")
+    summary = _run(Backup(_settings(ctx), dest, lambda h: progress("copied", h)).run())
+    _finish_files(ctx, summary, f"backup in {dest}")
+
+
+@click.command("restore")
+@click.argument("source", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.pass_context
+def restore_command(ctx: click.Context, source: Path) -> None:
+    """Restore a backup made by ``stowage backup`` into the data directory (which must
+    have no registry yet), re-hashing every file. Exits 1 if any file does not match."""
+    from stowage.migration.backup import restore
+
+    settings = _settings(ctx)
+    progress = Progress(None, "restoring")
+    summary = _run(restore(settings, source, lambda h: progress("copied", h)))
+    _finish_files(ctx, summary, f"restored into {settings.data_dir}")
+
+
+def _finish_files(ctx: click.Context, summary: dict[str, Any], done: str) -> None:
+    click.echo(f"{summary['files']} files, {summary['bytes']} bytes")
+    for location, count in summary["elsewhere"].items():
+        click.echo(f"  {count} files in {location}: not copied (back that store up itself)")
+    for failure in summary["failures"]:
+        click.echo(f"  failed {failure['handle']}: {failure['reason']}")
+    if summary["failures"]:
+        ctx.exit(1)
+    click.echo(done)
+
+
 def register(main: click.Group) -> None:
-    main.add_command(import_command)
-    main.add_command(migrate_command)
+    for command in (import_command, migrate_command, backup_command, restore_command):
+        main.add_command(command)
