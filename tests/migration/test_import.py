@@ -148,6 +148,7 @@ def test_import_survives_kill_9_and_keeps_every_handle_and_byte(old: Old, tmp_pa
     code, report, output = run_import(new, key, old, listing)
     assert code == 0, output
     assert report["failed"] == 0
+    assert f"{COUNT // 20}/{COUNT} (" in output and f"{COUNT}/{COUNT} (" in output  # progress
     # Nothing twice: what the killed run finished is skipped, the rest imported once.
     assert report["skipped"] >= done_before
     assert report["imported"] == COUNT - report["skipped"]

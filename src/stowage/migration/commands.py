@@ -75,7 +75,7 @@ def _read_list(source: str) -> str:
 @click.argument("list_file", metavar="LIST")
 @click.option("--app", "api_key", required=True, help="The app here that receives the files.")
 @click.option("--from", "cdn", required=True, help="The old CDN base URL.")
-@click.option("--old-key", help="The old app's API key, put in the CDN path.")
+@click.option("--old-key", help="The old app's API key, sent with each request.")
 @click.option("--old-secret", envvar="STOWAGE_OLD_SECRET", help="The old app's secret.")
 @click.option("--old-policy", help="A policy (read, stat) of the old app, with --old-signature.")
 @click.option("--old-signature", help="The signature of --old-policy.")

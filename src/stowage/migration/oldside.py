@@ -1,12 +1,13 @@
 """The old service, as ``stowage import`` reads it: a file's bytes and its metadata from its
 CDN, with the old app's credentials, through the guarded fetcher (core/fetch.py).
 
-    <cdn>/[<APIKEY>/][security=p:<policy>,s:<signature>/]<HANDLE>
-    <cdn>/[<APIKEY>/][security=p:<policy>,s:<signature>/]<HANDLE>/metadata?size=true&...
+    <cdn>/<HANDLE>?key=<APIKEY>&policy=<policy>&signature=<signature>
+    <cdn>/<HANDLE>/metadata?size=true&...&key=<APIKEY>&policy=<policy>&signature=<signature>
 
-The hosted service and Stowage both answer these forms (http/cdnpath.py). With the old
-app's secret a policy for ``read`` and ``stat`` is made here; a policy and signature made
-elsewhere may be given instead.
+the forms the ruby, java and php SDKs use for downloads and the python SDK for metadata
+(docs: /work/shared/compat), which the hosted service and Stowage both answer; each
+credential only when given. With the old app's secret a policy for ``read`` and ``stat``
+is made here; a policy and signature made elsewhere may be given instead.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import json
 import time
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
 from stowage import errors
 from stowage.config import Settings
@@ -40,19 +42,20 @@ class OldService:
         )
         return cls(cdn, api_key, policy, sign(secret, policy))
 
-    def _prefix(self, handle: str) -> str:
-        parts = [self.cdn.rstrip("/")]
-        if self.api_key:
-            parts.append(self.api_key)
-        if self.policy and self.signature:
-            parts.append(f"security=p:{self.policy},s:{self.signature}")
-        return "/".join([*parts, handle])
+    def _credentials(self) -> dict[str, str]:
+        found = {"key": self.api_key, "policy": self.policy, "signature": self.signature}
+        return {name: value for name, value in found.items() if value}
 
     def file_url(self, handle: str) -> str:
-        return self._prefix(handle)
+        return _url(f"{self.cdn.rstrip('/')}/{handle}", self._credentials())
 
     def metadata_url(self, handle: str) -> str:
-        return self._prefix(handle) + "/metadata?" + "&".join(f"{f}=true" for f in METADATA_FIELDS)
+        fields = {name: "true" for name in METADATA_FIELDS}
+        return _url(f"{self.cdn.rstrip('/')}/{handle}/metadata", {**fields, **self._credentials()})
+
+
+def _url(base: str, query: dict[str, str]) -> str:
+    return f"{base}?{urlencode(query)}" if query else base
 
 
 def import_fetcher(settings: Settings, concurrency: int) -> Fetcher:
