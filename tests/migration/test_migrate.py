@@ -168,6 +168,24 @@ def test_sqlite_and_local_disk_to_postgres_and_s3(
     finally:
         target.stop_quietly()
         source.stop_quietly()
+    back_the_other_way(tmp_path, target_toml, bodies)
+
+
+def back_the_other_way(tmp_path: Path, target_toml: Path, bodies: dict[str, bytes]) -> None:
+    """PostgreSQL + S3 back to SQLite + local disk: the way back after a switch."""
+    back_toml = tmp_path / "back.toml"
+    back_toml.write_text(f"data_dir = {json.dumps(str(tmp_path / 'back'))}\n")
+    command = [sys.executable, "-m", "stowage", "--config", str(target_toml), "migrate"]
+    out = subprocess.run(
+        [*command, "--to", str(back_toml)], capture_output=True, text=True, timeout=600
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    back = StowageServe(tmp_path / "back")
+    back.start()
+    try:
+        assert asyncio.run(served(back, list(bodies))) == bodies
+    finally:
+        back.stop_quietly()
 
 
 def _rows_or_zero(postgres: PostgresServer, dsn: str) -> int:

@@ -142,7 +142,8 @@ class Importer:
         given = Given(
             handle=expected.handle,
             filename=expected.filename or fetched.filename or expected.handle,
-            mimetype=expected.mimetype or _media_type(fetched.content_type) or "",
+            # an unusable type from the old side is guessed from the name, not a failure
+            mimetype=_media_type(expected.mimetype) or _media_type(fetched.content_type) or "",
             uploaded=expected.uploaded if expected.uploaded is not None else time.time() * 1000,
         )
 
