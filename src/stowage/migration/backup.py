@@ -138,8 +138,8 @@ class Backup:
         try:
             providers = Providers(self.settings, snap)
             try:
-                records = [r async for r in snap.all_files()]
-                for record in records:
+                # Keyset pages (handle > last): a row changed behind the cursor is safe.
+                async for record in snap.all_files():
                     await self._one(providers, live, snap, record)
             finally:
                 await providers.close()

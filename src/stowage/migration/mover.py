@@ -15,7 +15,7 @@ what changed since the first (docs/operations.md: the downtime is that pass's).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -74,27 +74,26 @@ class Mover:
             await self.target.registry.create_app(moved)
         elif existing != moved:
             await self.target.registry.update_app(moved)
-        records = await self._source_files(app.api_key)
-        handles = {r.handle for r in records}
-        await keephandle.discard_pending(
-            self.target.registry, self.target.providers, moved, handles
-        )
+        handles = {r.handle async for r in self._source_files(app.api_key)}
+        target = self.target
+        await keephandle.discard_pending(target.registry, target.providers, moved, handles)
 
         async def one(record: FileRecord) -> Outcome:
             return await self.one(app, moved, record)
 
+        records = self._source_files(app.api_key)
         report = await each(records, self.options.concurrency, one, on_outcome)
         if self.options.prune:
             report.extra["pruned"] = await self._prune(moved, handles)
         return report
 
-    async def _source_files(self, api_key: str) -> list[FileRecord]:
-        found: list[FileRecord] = []
+    async def _source_files(self, api_key: str) -> AsyncIterator[FileRecord]:
+        """The app's rows, a page at a time (the handles of a page are its cursor)."""
         after: str | None = None
         while page := await self.source.registry.list_files(api_key, after, 500):
-            found.extend(page)
+            for record in page:
+                yield record
             after = page[-1].handle
-        return found
 
     async def one(self, app: App, moved: App, record: FileRecord) -> Outcome:
         try:
@@ -208,8 +207,7 @@ async def _run(
             if not mine:
                 raise errors.Conflict(f"another migrate into app {app.api_key} is running")
             report = await mover.app(app, on_outcome)
-        total.outcomes.extend(report.outcomes)
-        total.seconds += report.seconds
-        total.extra["pruned"] = total.extra.get("pruned", 0) + report.extra.get("pruned", 0)
+        total.merge(report)
     total.extra["apps"] = len(apps)
+    total.extra.setdefault("pruned", 0)
     return total
