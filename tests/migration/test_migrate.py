@@ -193,3 +193,29 @@ def _rows_or_zero(postgres: PostgresServer, dsn: str) -> int:
         return stored_rows(postgres, dsn)
     except subprocess.CalledProcessError:  # the schema is not there yet
         return 0
+
+
+def test_storage_option_moves_an_apps_files_to_another_provider(tmp_path: Path) -> None:
+    """Any provider to any: the app's files go to the storage ``--storage`` gives it."""
+    source = StowageServe(tmp_path / "source")
+    key, _ = source.create_app()
+    source.start()
+    bodies: dict[str, bytes] = {}
+    try:
+        asyncio.run(store_many(source, key, bodies, 12))
+    finally:
+        source.stop_quietly()
+    elsewhere = tmp_path / "other-disk"
+    storage = json.dumps({"S3": {"type": "local", "root": str(elsewhere)}})
+    target_toml = tmp_path / "target.toml"
+    target_toml.write_text(f"data_dir = {json.dumps(str(tmp_path / 'target'))}\n")
+    report = run(source, target_toml, "--storage", storage, "--app", key)
+    assert (report["copied"], report["failed"]) == (len(bodies), 0)
+    moved = [p for p in (elsewhere / "objects").rglob("*") if p.is_file()]
+    assert sorted(p.read_bytes() for p in moved) == sorted(bodies.values())
+    target = StowageServe(tmp_path / "target")
+    target.start()
+    try:
+        assert asyncio.run(served(target, list(bodies))) == bodies
+    finally:
+        target.stop_quietly()
