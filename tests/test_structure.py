@@ -7,6 +7,7 @@ inside functions and under ``TYPE_CHECKING`` count the same as any other):
     __main__, docs             entry point; the reference docs generated from the CLI
     cli                        commands
     http, client               the server's edge; the CLI's client of it
+    assembly                   the one place that builds the parts and hands them down
     edge, processing           capabilities built on the core (the edge cache tier, the
                                image transformation engine; never each other)
     core                       the operations
@@ -37,11 +38,12 @@ LAYERS: dict[str, int] = {
     "core": 4,
     "edge": 5,
     "processing": 5,
-    "http": 6,
-    "client": 6,
-    "cli": 7,
-    "docs": 8,
-    "__main__": 8,
+    "assembly": 6,
+    "http": 7,
+    "client": 7,
+    "cli": 8,
+    "docs": 9,
+    "__main__": 9,
 }
 
 
