@@ -245,7 +245,7 @@ def apps_update(
 @click.confirmation_option(prompt="Delete this app? Its files stay in storage.")
 @click.pass_context
 def apps_delete(ctx: click.Context, api_key: str) -> None:
-    """Delete an app; its files stay in storage but are purged from the edge caches."""
+    """Delete an app."""
     if _with_parts(_settings(ctx), lambda p: p.apps.delete(api_key)) is None:
         raise click.ClickException(f"no app with key {api_key}")
     click.echo(f"deleted {api_key}")
