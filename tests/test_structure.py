@@ -187,3 +187,30 @@ def test_all_modules_import_in_any_order(order: str) -> None:
         env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"},
     )
     assert result.returncode == 0, result.stderr
+
+
+#: The live parts ``stowage/assembly.py`` builds once and hands down.
+PARTS = {"Stowage", "Providers", "Fetcher", "Changes", "Webhooks", "Apps", "Uploads"}
+PARTS |= {"Processor", "RateLimiter", "Recovery", "Janitor", "build_purger", "build_registry"}
+
+
+def _calls(path: Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call):
+            func = node.func
+            names.add(func.id if isinstance(func, ast.Name) else getattr(func, "attr", ""))
+    return names
+
+
+def test_the_parts_are_built_in_one_place() -> None:
+    """Only the assembly builds a live part (the registry package builds its own for
+    ``stowage db``); no module keeps a table of live objects keyed by another."""
+    builders = {
+        module: sorted(_calls(path) & PARTS)
+        for module, path in MODULES.items()
+        if module != "stowage.assembly" and not module.startswith("stowage.registry")
+    }
+    assert {m: found for m, found in builders.items() if found} == {}
+    weak_tables = [m for m, p in MODULES.items() if "WeakKeyDictionary" in p.read_text()]
+    assert weak_tables == []
