@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from stowage import errors
+from stowage.assembly import providers_over
 from stowage.config import Settings
 from stowage.core.providers import Providers
 from stowage.registry.base import FileRecord, Registry
@@ -136,7 +137,7 @@ class Backup:
         await live.open()
         await snap.open()
         try:
-            providers = Providers(self.settings, snap)
+            providers = providers_over(self.settings, snap)
             try:
                 # Keyset pages (handle > last): a row changed behind the cursor is safe.
                 async for record in snap.all_files():
@@ -210,7 +211,7 @@ async def restore(
     registry = SQLiteRegistry(restoring)
     await registry.open()
     try:
-        providers = Providers(settings, registry)
+        providers = providers_over(settings, registry)
         try:
             async for record in registry.all_files():
                 await _restore_one(settings, backup, providers, registry, record, tally)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from stowage import errors
+from stowage.assembly import open_stores
 from stowage.config import Settings
 from stowage.core import headersafe, keephandle
 from stowage.core.fetch import Fetcher
@@ -31,7 +32,6 @@ from stowage.migration.entries import Entry, epoch_ms
 from stowage.migration.journal import Journal
 from stowage.migration.oldside import OldService
 from stowage.migration.report import FAILED, IMPORTED, SKIPPED, Outcome, Report, each
-from stowage.registry import build_registry
 from stowage.registry.base import App, FileRecord, Registry
 
 
@@ -191,9 +191,7 @@ async def run_import(
     on_outcome: Callable[[Outcome], None],
 ) -> Report:
     """One run: the app's import lock, what a killed run left removed, then every entry."""
-    registry = build_registry(settings)
-    await registry.open()
-    providers = Providers(settings, registry)
+    registry, providers = await open_stores(settings)
     fetcher = oldside.import_fetcher(settings, options.concurrency)
     journal = Journal(options.state or settings.data_dir / "imports" / f"{options.api_key}.jsonl")
     try:

@@ -20,12 +20,13 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from stowage import errors
+from stowage.assembly import open_stores
 from stowage.config import Settings
 from stowage.core import keephandle, reading
 from stowage.core.keephandle import Given
 from stowage.core.providers import Providers
 from stowage.migration.report import FAILED, IMPORTED, SKIPPED, Outcome, Report, each
-from stowage.registry import build_registry, upgrade_registry
+from stowage.registry import upgrade_registry
 from stowage.registry.base import App, FileRecord, Registry
 
 
@@ -46,9 +47,8 @@ class Side:
 
     @classmethod
     async def open(cls, settings: Settings) -> Side:
-        registry = build_registry(settings)
-        await registry.open()
-        return cls(settings, registry, Providers(settings, registry))
+        registry, providers = await open_stores(settings)
+        return cls(settings, registry, providers)
 
     async def close(self) -> None:
         await self.providers.close()

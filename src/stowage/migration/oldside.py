@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from stowage import errors
+from stowage.assembly import build_fetcher
 from stowage.config import Settings
 from stowage.core.fetch import Fetched, Fetcher
 from stowage.core.security import encode_policy, sign
@@ -61,15 +62,7 @@ def _url(base: str, query: dict[str, str]) -> str:
 def import_fetcher(settings: Settings, concurrency: int) -> Fetcher:
     """The guarded fetcher with the service's fetch settings; files as large as a store
     may be (``max_upload_bytes``)."""
-    return Fetcher(
-        allow_private=settings.fetch_allow_private,
-        connect_timeout=settings.fetch_connect_timeout,
-        read_timeout=settings.fetch_read_timeout,
-        total_timeout=settings.fetch_total_timeout,
-        max_redirects=settings.fetch_max_redirects,
-        max_bytes=settings.max_upload_bytes,
-        max_concurrent=concurrency,
-    )
+    return build_fetcher(settings, max_bytes=settings.max_upload_bytes, max_concurrent=concurrency)
 
 
 async def metadata(fetcher: Fetcher, old: OldService, handle: str) -> dict[str, Any]:
