@@ -25,6 +25,7 @@ from stowage.http.cdnpath import CdnPath
 from stowage.http.keys import SERVICE
 from stowage.http.responses import SANDBOX_CSP, file_headers, send_file
 from stowage.processing import metrics
+from stowage.processing.grammar import negotiated
 from stowage.processing.service import Core, Processor, Spooled
 
 _PROCESSORS: weakref.WeakKeyDictionary[Stowage, Processor] = weakref.WeakKeyDictionary()
@@ -53,8 +54,10 @@ async def transform(request: web.Request, path: CdnPath, *, cdn: bool) -> web.St
     processor = processor_for(service)
     creds = request_credentials(request, path)
     api_key = path.api_key or request.query.get("key")
+    # auto_image: the format the client's Accept takes becomes part of the chain.
+    path.tasks, varies = negotiated(path.tasks, request.headers.get("Accept"))
     if path.url is not None:
-        return await _external(request, processor, path, api_key)
+        return await _external(request, processor, path, api_key, varies)
     if path.store is not None:
         if cdn:
             _to_process_address(request, service)
@@ -69,6 +72,8 @@ async def transform(request: web.Request, path: CdnPath, *, cdn: bool) -> web.St
             opened, service.settings, dl=dl, cache=cache, cdn=cdn, max_age=path.max_age
         )
         found.setdefault(TAG_HEADER, path.handle)  # the edge cache purges derivatives with it
+        if varies:
+            found["Vary"] = _vary(found.get("Vary"))
         return found
 
     # A derivative's key is never rewritten with other bytes: no row version to keep to.
@@ -90,19 +95,19 @@ def _to_process_address(request: web.Request, service: Stowage) -> None:
 
 
 async def _external(
-    request: web.Request, processor: Processor, path: CdnPath, api_key: str | None
+    request: web.Request, processor: Processor, path: CdnPath, api_key: str | None, varies: bool
 ) -> web.StreamResponse:
     assert path.url is not None
     creds = request_credentials(request, path)
     result = await processor.from_url(api_key, path.url, path.tasks, creds)
     try:
-        return await _send_spooled(request, result, _cache(request, path), path)
+        return await _send_spooled(request, result, _cache(request, path), path, varies)
     finally:
         result.path.unlink(missing_ok=True)
 
 
 async def _send_spooled(
-    request: web.Request, result: Spooled, cache: bool, path: CdnPath
+    request: web.Request, result: Spooled, cache: bool, path: CdnPath, varies: bool
 ) -> web.StreamResponse:
     scope = "private" if result.private else "public"
     control = f"{scope}, max-age={path.max_age or URL_MAX_AGE}" if cache else "no-store"
@@ -112,6 +117,7 @@ async def _send_spooled(
             "X-Content-Type-Options": "nosniff",
             "Content-Security-Policy": SANDBOX_CSP,
             "Cache-Control": control,
+            **({"Vary": "Accept"} if varies else {}),
         }
     )
     response.content_length = result.path.stat().st_size
@@ -122,6 +128,11 @@ async def _send_spooled(
                 await response.write(chunk)
     await response.write_eof()
     return response
+
+
+def _vary(current: str | None) -> str:
+    names = [v.strip() for v in (current or "").split(",") if v.strip()]
+    return ", ".join([*names, "Accept"] if "accept" not in map(str.lower, names) else names)
 
 
 def _cache(request: web.Request, path: CdnPath) -> bool:

@@ -193,9 +193,11 @@ def save_options(chain: Chain, output: Output) -> dict[str, Any]:
     settings = _merged(chain, "output")
     options: dict[str, Any] = {}
     quality = next((t.get("value") for t in reversed(chain.tasks) if t.name == "quality"), None)
-    quality = settings.get("quality", quality)
+    quality = settings.get("quality", _merged(chain, "pjpg").get("quality", quality))
     if isinstance(quality, int) and output.format in ("jpeg", "webp", "avif", "heif"):
-        options["Q"] = quality
+        options["Q"] = max(1, quality)
+    if chain.output_format == "pjpg":
+        options["interlace"] = True  # a progressive JPEG
     compress = settings.get("compress") or any(t.name == "compress" for t in chain.tasks)
     if compress and output.format == "jpeg":
         options["optimize_coding"] = True
