@@ -119,15 +119,25 @@ def boolean(value: Value) -> Value:
     return value
 
 
-def text(value: Value) -> Value:
-    if isinstance(value, tuple) or len(str(value)) > 1024:
-        raise ValueError("must be a short text")
-    return str(value)
+@dataclass(frozen=True)
+class Text:
+    """Text as sent, at most ``longest`` characters. The grammar hands a text parameter
+    its value unread (``"FALSE"`` and ``"007"`` stay text, not a boolean or a number)."""
+
+    longest: int
+    many: bool = False  # a list of texts (at most 32) or one
+
+    def __call__(self, value: Value) -> Value:
+        if self.many:
+            items = value if isinstance(value, tuple) else (value,)
+            return tuple(Text(self.longest)(v) for v in items[:32])
+        if isinstance(value, tuple) or len(str(value)) > self.longest:
+            raise ValueError(f"must be a text of at most {self.longest} characters")
+        return str(value)
 
 
-def texts(value: Value) -> Value:
-    items = value if isinstance(value, tuple) else (value,)
-    return tuple(text(v) for v in items[:32])
+text = Text(1024)
+texts = Text(1024, many=True)
 
 
 def color(value: Value) -> Value:
