@@ -12,6 +12,7 @@ or 308, which keep the method (python's ``Transformation.store()`` POSTs to the 
 
 from __future__ import annotations
 
+import contextlib
 import weakref
 
 from aiohttp import web
@@ -25,6 +26,7 @@ from stowage.http.cdnpath import CdnPath
 from stowage.http.keys import SERVICE
 from stowage.http.responses import SANDBOX_CSP, file_headers, send_file
 from stowage.processing import metrics
+from stowage.processing.cache import fresh
 from stowage.processing.grammar import negotiated
 from stowage.processing.service import Core, Processor, Spooled
 
@@ -63,9 +65,10 @@ async def transform(request: web.Request, path: CdnPath, *, cdn: bool) -> web.St
             _to_process_address(request, service)
         record = await processor.store(path.handle, path.tasks, creds, api_key)
         return web.json_response(store_result(service, record))
-    made = await processor.derivative(path.handle, path.tasks, creds, api_key)
-    plan = Download(made.record, made.info, made.provider, made.local_path, made.app)
     dl, cache = inputs.flag(request, "dl"), _cache(request, path)
+    with contextlib.nullcontext() if cache else fresh():  # cache=false: a new render
+        made = await processor.derivative(path.handle, path.tasks, creds, api_key)
+    plan = Download(made.record, made.info, made.provider, made.local_path, made.app)
 
     def headers(opened: Download) -> dict[str, str]:
         found = file_headers(
