@@ -4,11 +4,13 @@ values, cache=expiry:max and e:N, zero amounts that change nothing, progressive 
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 import pyvips
 
+from stowage import errors
 from stowage.processing import chain, geometry, grammar
 from stowage.processing.base import Limits
 from stowage.processing.vips import VipsEngine
@@ -113,3 +115,20 @@ def test_align_faces_is_parsed_and_uses_the_face_hook(
     faces = rendered(tmp_path, source, f"/resize=w:100,h:100,f:crop,a:faces/{H}", "image/png")
     left = rendered(tmp_path, source, f"/resize=w:100,h:100,f:crop,a:left/{H}", "image/png")
     assert (faces - left).abs().max() == 0
+
+
+@pytest.mark.parametrize("fmt", ["png", "tiff", "webp", "jpg"])
+def test_a_result_over_the_byte_limit_is_refused(tmp_path: Path, fmt: str) -> None:
+    source = picture(tmp_path / "in.png", 600, 400)
+    parsed = chain.parse(["flip", f"output=format:{fmt}"])
+    output = chain.output_for(parsed, "image/png")
+    dest = tmp_path / f"out.{output.extension}"
+    VipsEngine().render(source, parsed, output, dest, LIMITS)
+    size = dest.stat().st_size
+    capped = dataclasses.replace(LIMITS, max_output_bytes=size - 1)
+    with pytest.raises(errors.ImageTooLarge):
+        VipsEngine().render(source, parsed, output, dest, capped)
+    assert not dest.exists()  # nothing of the refused result is left
+    exact = dataclasses.replace(LIMITS, max_output_bytes=size)
+    VipsEngine().render(source, parsed, output, dest, exact)
+    assert dest.stat().st_size == size

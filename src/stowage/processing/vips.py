@@ -25,14 +25,7 @@ from stowage.processing.table import Kind
 
 RASTER_LOADERS = {"jpeg", "png", "webp", "gif", "nsgif", "tiff", "heif", "jxl", "jp2k"}
 pyvips.cache_set_max(0)  # libvips' operation cache would keep decoded images between jobs
-_SAVERS = {
-    "jpeg": "jpegsave",
-    "png": "pngsave",
-    "webp": "webpsave",
-    "avif": "heifsave",
-    "gif": "gifsave",
-    "tiff": "tiffsave",
-}
+_SUFFIXES = {"jpeg": ".jpg", "png": ".png", "webp": ".webp", "avif": ".avif", "gif": ".gif"}
 
 
 class VipsEngine:
@@ -75,9 +68,48 @@ class VipsEngine:
             )
         image = _prepared(image, chain, output)
         _stop_at(image, deadline)
-        saver = getattr(image, _SAVERS[output.format])
-        saver(str(dest), **save_options(chain, output))
+        _save(image, output, dest, save_options(chain, output), limits.max_output_bytes)
         return Rendered(output, image.width, image.height)
+
+
+def _save(
+    image: pyvips.Image, output: Output, dest: Path, options: dict[str, Any], cap: int
+) -> None:
+    """Saved through a target that counts the bytes: past ``cap`` the write fails, libvips
+    stops, and the result is refused, so an oversized result (a tiled 10000x10000 TIFF
+    flipped: 300 MB) never fills the disk. TIFF needs a seekable file (to a target libvips
+    would hold it whole in memory): it is saved to its file and measured after."""
+    if output.format == "tiff":
+        image.tiffsave(str(dest), **options)
+        if dest.stat().st_size > cap:
+            dest.unlink(missing_ok=True)
+            raise _too_many_bytes(cap)
+        return
+    written = 0
+    with dest.open("wb") as handle:
+
+        def on_write(chunk: bytes) -> int:
+            nonlocal written
+            written += len(chunk)
+            if written > cap:
+                return -1  # libvips sees a failed write and stops
+            handle.write(chunk)
+            return len(chunk)
+
+        target = pyvips.TargetCustom()
+        target.on_write(on_write)
+        try:
+            image.write_to_target(target, _SUFFIXES[output.format], **options)
+        except pyvips.Error as exc:
+            if written > cap:
+                handle.close()
+                dest.unlink(missing_ok=True)
+                raise _too_many_bytes(cap) from exc
+            raise
+
+
+def _too_many_bytes(cap: int) -> errors.ImageTooLarge:
+    return errors.ImageTooLarge(f"the result would be over {cap} bytes", max_bytes=cap)
 
 
 def _open(source: Path, chain: Chain, limits: Limits) -> pyvips.Image:
