@@ -79,7 +79,9 @@ def outside(check: object) -> st.SearchStrategy[Value]:
         params.text: st.lists(PLAIN, min_size=1, max_size=3).map(tuple),
         request_tasks.token: st.lists(PLAIN, min_size=1, max_size=3).map(tuple),
         params.texts: nested,
-        params.color: st.text("ghijkmnopqsuvxz", min_size=1, max_size=8),
+        params.color: st.text("ghijkmnopqsuvxz", min_size=1, max_size=8).filter(
+            lambda w: w not in params.COLOR_NAMES
+        ),
         params.dims: st.tuples(st.integers(0, 9), st.integers(0, 9), st.integers(1, 9))
         | st.tuples(st.integers(0, 9), st.integers(0, 9), st.integers(0, 9), st.just(0))
         | st.tuples(st.integers(-99, -1), st.integers(0, 9), st.integers(1, 9), st.integers(1, 9)),

@@ -5,13 +5,14 @@ values, cache=expiry:max and e:N, zero amounts that change nothing, progressive 
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 import pytest
 import pyvips
 
 from stowage import errors
-from stowage.processing import chain, geometry, grammar
+from stowage.processing import chain, geometry, grammar, params
 from stowage.processing.base import Limits
 from stowage.processing.vips import VipsEngine
 
@@ -132,3 +133,31 @@ def test_a_result_over_the_byte_limit_is_refused(tmp_path: Path, fmt: str) -> No
     exact = dataclasses.replace(LIMITS, max_output_bytes=size)
     VipsEngine().render(source, parsed, output, dest, exact)
     assert dest.stat().st_size == size
+
+
+@pytest.mark.parametrize(
+    ("name", "rgba"),
+    [
+        ("lightgray", (211, 211, 211, 255)),
+        ("gray50", (128, 128, 128, 255)),
+        ("gray0", (0, 0, 0, 255)),
+        ("gray100", (255, 255, 255, 255)),
+        ("rebeccapurple", (102, 51, 153, 255)),
+        ("none", (0, 0, 0, 0)),
+        ("FF8000", (255, 128, 0, 255)),
+    ],
+)
+def test_colors_by_the_names_the_js_schema_lists(name: str, rgba: tuple[int, ...]) -> None:
+    task = chain.parse_task(f"border=color:{name}")
+    assert params.rgba(str(task.get("color"))) == rgba
+
+
+def test_every_color_name_of_the_js_schema_is_known() -> None:
+    schema = (
+        Path(__file__).resolve().parents[2]
+        / ".test-servers/filestack-js/node_modules/filestack-js/src/schema/definitions.schema.ts"
+    ).read_text()
+    listed = re.search(r"enum: \['aliceblue'[^\]]*\]", schema)
+    assert listed is not None
+    names = set(re.findall(r"'([a-z0-9]+)'", listed.group(0))) - {"fractal"}
+    assert names <= set(params.COLOR_NAMES), names - set(params.COLOR_NAMES)

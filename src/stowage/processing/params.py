@@ -8,19 +8,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from stowage.processing.base import Value
+from stowage.processing.colornames import RGB
 
 Convert = Callable[[Value], Value]
 _HEX = re.compile(r"(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})")
-COLOR_NAMES = {
-    "white": (255, 255, 255, 255),
-    "black": (0, 0, 0, 255),
+#: name -> red, green, blue, alpha: the CSS names, gray0..gray100, and transparent/none.
+COLOR_NAMES: dict[str, tuple[int, int, int, int]] = {
+    **{name: (*rgb, 255) for name, rgb in RGB.items()},
     "transparent": (0, 0, 0, 0),
-    "red": (255, 0, 0, 255),
-    "green": (0, 128, 0, 255),
-    "blue": (0, 0, 255, 255),
-    "gray": (128, 128, 128, 255),
-    "grey": (128, 128, 128, 255),
-    "yellow": (255, 255, 0, 255),
+    "none": (0, 0, 0, 0),
 }
 ALIGNS = ("center", "top", "bottom", "left", "right", "faces")
 #: Image formats a result may be saved in; ``pjpg`` is a progressive JPEG.
