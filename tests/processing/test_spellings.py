@@ -161,3 +161,23 @@ def test_every_color_name_of_the_js_schema_is_known() -> None:
     assert listed is not None
     names = set(re.findall(r"'([a-z0-9]+)'", listed.group(0))) - {"fractal"}
     assert names <= set(params.COLOR_NAMES), names - set(params.COLOR_NAMES)
+
+
+def test_the_page_decoded_is_the_page_checked(tmp_path: Path) -> None:
+    """A 2-page TIFF whose first page is over the pixel limit: page 2 is what is read,
+    also when the chain starts with a resize that shrinks on load."""
+    from PIL import Image
+
+    source = tmp_path / "pages.tif"
+    first, second = Image.new("RGB", (3000, 3000), "red"), Image.new("RGB", (40, 20), "blue")
+    first.save(source, save_all=True, append_images=[second])
+    small = dataclasses.replace(LIMITS, max_input_pixels=1_000_000)
+    parsed = chain.parse(["output=page:2,format:png", "resize=width:10"])
+    output = chain.output_for(parsed, "image/tiff")
+    dest = tmp_path / "out.png"
+    VipsEngine().render(source, parsed, output, dest, small)
+    image = pyvips.Image.new_from_file(str(dest))
+    assert (image.width, image.height) == (10, 5)  # page 2's shape, not page 1's square
+    assert image.getpoint(5, 2)[2] > 200 and image.getpoint(5, 2)[0] < 50  # and its blue
+    with pytest.raises(errors.ImageTooLarge):  # page 1 itself is refused
+        VipsEngine().render(source, chain.parse(["resize=width:10"]), output, dest, small)

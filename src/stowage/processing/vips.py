@@ -117,10 +117,7 @@ def _open(source: Path, chain: Chain, limits: Limits) -> pyvips.Image:
     _check_raster(source)
     random = any(catalogue.TABLE[t.name].random_access for t in chain.tasks)
     access = "random" if random else "sequential"
-    options: dict[str, Any] = {"access": access, "fail_on": "error"}
-    page = next((t.get("page") for t in chain.tasks if t.name == "output" and t.get("page")), None)
-    if isinstance(page, int):
-        options["page"] = page - 1
+    options: dict[str, Any] = {"access": access, "fail_on": "error", **_page(chain)}
     try:
         header = pyvips.Image.new_from_file(str(source), **options)
     except pyvips.Error as exc:
@@ -134,6 +131,13 @@ def _open(source: Path, chain: Chain, limits: Limits) -> pyvips.Image:
             max_pixels=limits.max_input_pixels,
         )
     return header
+
+
+def _page(chain: Chain) -> dict[str, int]:
+    """The page (or frame) ``output=page:N`` asks for, as libvips' load option. Every load
+    of the source takes it: the page decoded is the page whose size was checked."""
+    page = next((t.get("page") for t in chain.tasks if t.name == "output" and t.get("page")), None)
+    return {"page": page - 1} if isinstance(page, int) else {}
 
 
 def _check_raster(source: Path) -> None:
@@ -154,7 +158,8 @@ def _pipeline(source: Path, header: pyvips.Image, chain: Chain, limit: int) -> p
     todo = [t for t in chain.tasks if catalogue.TABLE[t.name].kind is Kind.IMAGE]
     load_op = catalogue.TABLE[todo[0].name].load_op if todo else None
     if load_op is not None:
-        made = load_op(_from_file(source, header), todo.pop(0), header.width, header.height)
+        scale = _from_file(source, header, _page(chain))
+        made = load_op(scale, todo.pop(0), header.width, header.height)
         image = _grown(header, made, limit)
     image = ops.srgb(image)
     for task in todo:
@@ -180,17 +185,21 @@ def _grown(before: pyvips.Image, after: pyvips.Image, limit: int) -> pyvips.Imag
     return after
 
 
-def _from_file(source: Path, header: pyvips.Image) -> Scaler:
+def _from_file(source: Path, header: pyvips.Image, page: dict[str, int]) -> Scaler:
+    # thumbnail takes load options in the file name: the same page as the header's.
+    options = ",".join(f"{k}={v}" for k, v in page.items())
+    named = f"{source}[{options}]" if options else str(source)
+
     def scale(width: int, height: int, size: str) -> pyvips.Image:
         # Lazy: this reads headers only, and gives the size libvips' thumbnail would make.
         full = pyvips.Image.thumbnail(
-            str(source), width, height=height, size=size, no_rotate=True, fail_on="error"
+            named, width, height=height, size=size, no_rotate=True, fail_on="error"
         )
         shrink = _jpeg_shrink(header, full.width, full.height)
         if shrink == 1:
             return full
         small = pyvips.Image.new_from_file(
-            str(source), shrink=shrink, access="sequential", fail_on="error"
+            str(source), shrink=shrink, access="sequential", fail_on="error", **page
         )
         return small.thumbnail_image(full.width, height=full.height, size="force", no_rotate=True)
 
