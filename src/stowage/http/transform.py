@@ -12,6 +12,8 @@ or 308, which keep the method (python's ``Transformation.store()`` POSTs to the 
 
 from __future__ import annotations
 
+import contextlib
+
 from aiohttp import web
 
 from stowage.assembly import Assembly
@@ -23,6 +25,8 @@ from stowage.http.cdnpath import CdnPath
 from stowage.http.keys import PARTS
 from stowage.http.responses import SANDBOX_CSP, file_headers, send_file
 from stowage.processing import metrics
+from stowage.processing.cache import fresh
+from stowage.processing.grammar import negotiated
 from stowage.processing.service import Processor, Spooled
 
 _CHUNK = 256 * 1024
@@ -37,22 +41,27 @@ async def transform(request: web.Request, path: CdnPath, *, cdn: bool) -> web.St
     processor = parts.processor
     creds = request_credentials(request, path)
     api_key = path.api_key or request.query.get("key")
+    # auto_image: the format the client's Accept takes becomes part of the chain.
+    path.tasks, varies = negotiated(path.tasks, request.headers.get("Accept"))
     if path.url is not None:
-        return await _external(request, processor, path, api_key)
+        return await _external(request, processor, path, api_key, varies)
     if path.store is not None:
         if cdn:
             _to_process_address(request, parts)
         record = await processor.store(path.handle, path.tasks, creds, api_key)
         return web.json_response(store_result(parts.links, record))
-    made = await processor.derivative(path.handle, path.tasks, creds, api_key)
-    plan = Download(made.record, made.info, made.provider, made.local_path, made.app)
     dl, cache = inputs.flag(request, "dl"), _cache(request, path)
+    with contextlib.nullcontext() if cache else fresh():  # cache=false: a new render
+        made = await processor.derivative(path.handle, path.tasks, creds, api_key)
+    plan = Download(made.record, made.info, made.provider, made.local_path, made.app)
 
     def headers(opened: Download) -> dict[str, str]:
         found = file_headers(
             opened, parts.settings, dl=dl, cache=cache, cdn=cdn, max_age=path.max_age
         )
         found.setdefault(TAG_HEADER, path.handle)  # the edge cache purges derivatives with it
+        if varies:
+            found["Vary"] = _vary(found.get("Vary"))
         return found
 
     # A derivative's key is never rewritten with other bytes: no row version to keep to.
@@ -73,19 +82,19 @@ def _to_process_address(request: web.Request, parts: Assembly) -> None:
 
 
 async def _external(
-    request: web.Request, processor: Processor, path: CdnPath, api_key: str | None
+    request: web.Request, processor: Processor, path: CdnPath, api_key: str | None, varies: bool
 ) -> web.StreamResponse:
     assert path.url is not None
     creds = request_credentials(request, path)
     result = await processor.from_url(api_key, path.url, path.tasks, creds)
     try:
-        return await _send_spooled(request, result, _cache(request, path), path)
+        return await _send_spooled(request, result, _cache(request, path), path, varies)
     finally:
         result.path.unlink(missing_ok=True)
 
 
 async def _send_spooled(
-    request: web.Request, result: Spooled, cache: bool, path: CdnPath
+    request: web.Request, result: Spooled, cache: bool, path: CdnPath, varies: bool
 ) -> web.StreamResponse:
     scope = "private" if result.private else "public"
     control = f"{scope}, max-age={path.max_age or URL_MAX_AGE}" if cache else "no-store"
@@ -95,6 +104,7 @@ async def _send_spooled(
             "X-Content-Type-Options": "nosniff",
             "Content-Security-Policy": SANDBOX_CSP,
             "Cache-Control": control,
+            **({"Vary": "Accept"} if varies else {}),
         }
     )
     response.content_length = result.path.stat().st_size
@@ -105,6 +115,11 @@ async def _send_spooled(
                 await response.write(chunk)
     await response.write_eof()
     return response
+
+
+def _vary(current: str | None) -> str:
+    names = [v.strip() for v in (current or "").split(",") if v.strip()]
+    return ", ".join([*names, "Accept"] if "accept" not in map(str.lower, names) else names)
 
 
 def _cache(request: web.Request, path: CdnPath) -> bool:

@@ -77,6 +77,7 @@ class Processor:
             max_input_bytes=settings.processing_max_input_bytes,
             max_output_dimension=settings.processing_max_output_dimension,
             seconds=settings.processing_job_seconds,
+            max_output_bytes=settings.processing_max_output_bytes,
         )
         self.pool = JobPool(
             settings.processing_jobs,
