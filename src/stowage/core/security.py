@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from stowage import errors
-from stowage.core import patterns
+from stowage.core import names, patterns
+from stowage.registry.base import AppRows, FileRecord, FileRows
 
 CALLS = frozenset(
     {
@@ -252,3 +253,23 @@ def check_size(policy: Policy | None, size: int) -> None:
         raise errors.PayloadTooLarge("the file is larger than the policy allows")
     if policy.min_size is not None and size < policy.min_size:
         raise errors.PayloadTooSmall()
+
+
+async def record_for(
+    files: FileRows, apps: AppRows, handle: str, api_key: str | None
+) -> FileRecord:
+    """The file a call on ``handle`` with the ``key`` parameter ``api_key`` may touch: the one
+    decision for every API and CDN route (download, metadata, overwrite, remove, transform).
+
+    No key: the handle alone names the file. A key that names no app: ``UNKNOWN_API_KEY``,
+    not a 404 for a file that may well exist (docs/decisions.md). A key of another app: the
+    file is not that app's, ``HANDLE_NOT_FOUND``. Credentials are judged after, by
+    ``authorize``, against the file's own app."""
+    record = await files.get(handle) if names.is_handle(handle) else None
+    if api_key and (record is None or api_key != record.api_key):
+        if await apps.get_app(api_key) is None:
+            raise errors.UnknownApiKey()
+        raise errors.HandleNotFound(handle=handle)
+    if record is None:
+        raise errors.HandleNotFound(handle=handle)
+    return record
