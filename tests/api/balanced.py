@@ -89,8 +89,10 @@ class _Node:
 
 
 # What the harness gets from its nodes: (a node's service and uploads, API client, CDN
-# client, settings).
-Nodes = tuple[Stowage, Uploads, TestClient[Any, Any], TestClient[Any, Any], Settings]
+# client, settings, a client of that node's own API port: /metrics is never proxied).
+Nodes = tuple[
+    Stowage, Uploads, TestClient[Any, Any], TestClient[Any, Any], Settings, TestClient[Any, Any]
+]
 
 
 async def start_node(settings: Settings) -> _Node:
@@ -113,17 +115,19 @@ async def balanced_nodes(settings: Settings, postgres: PostgresServer) -> AsyncI
     lb = Nginx(nginx_folder())
     api: TestClient[Any, Any] | None = None
     cdn: TestClient[Any, Any] | None = None
+    direct: TestClient[Any, Any] | None = None
     try:
         for _ in range(NODES):
             nodes.append(await start_node(settings))
         lb.start(nodes)
         api, cdn = TestClient(Balancer(lb.api_port)), TestClient(Balancer(lb.cdn_port))
-        await api.start_server()
-        await cdn.start_server()
-        yield nodes[0].service, nodes[0].uploads, api, cdn, settings
+        direct = TestClient(Balancer(nodes[0].port))
+        for client in (api, cdn, direct):
+            await client.start_server()
+        yield nodes[0].service, nodes[0].uploads, api, cdn, settings, direct
         _record_served(nodes)
     finally:
-        for client in (api, cdn):
+        for client in (api, cdn, direct):
             if client is not None:
                 await client.close()
         lb.stop()

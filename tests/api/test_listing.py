@@ -116,6 +116,6 @@ async def test_metrics_show_the_webhook_queue_depth(harness: Harness) -> None:
         for n in (1, 2, 3)
     ]
     await harness.service.registry.enqueue_webhooks(rows)
-    text = await (await harness.api.get("/metrics")).text()
+    text = await harness.metrics()
     depth = [x for x in text.splitlines() if x.startswith("stowage_webhook_queue_depth ")]
     assert [float(x.split()[1]) for x in depth] == [3]

@@ -188,3 +188,21 @@ def test_sigterm_ends_the_node_with_exit_code_0(deployed: Deployed) -> None:
     (kill_signal,) = _unit_lines("KillSignal")
     deployed.node.send_signal(getattr(signal, kill_signal))
     assert deployed.node.wait(int(timeout)) == 0
+
+
+def test_metrics_are_not_served_through_the_proxy(deployed: Deployed) -> None:
+    """Issue 24: the shipped TLS config does not forward /metrics (nginx on the node makes
+    every client loopback, which metrics_allow lets in); the node's own port still has them."""
+    for path in ("/metrics", "/metrics?format=text", "//metrics", "/%6detrics"):
+        for name in NAMES:
+            answer = deployed.curl("-w", "\n%{http_code}", f"https://{name}:{deployed.https}{path}")
+            body, _, status = answer.stdout.rpartition("\n")
+            assert status == "404", (name, path, answer.stdout)
+            assert "stowage_http_requests_total" not in body
+    port = re.search(r"^port = (\d+)", (deployed.folder / "stowage.toml").read_text(), re.M)
+    assert port is not None
+    api_port = int(port[1])
+    direct = subprocess.run(
+        ["curl", "-sS", f"http://127.0.0.1:{api_port}/metrics"], capture_output=True, text=True
+    )
+    assert "stowage_http_requests_total" in direct.stdout, direct
