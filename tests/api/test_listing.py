@@ -102,7 +102,7 @@ async def test_bad_parameters(harness: Harness) -> None:
         assert resp.status == 400, params
         assert (await resp.json())["error"]["code"] == "INVALID_PARAMETER"
     resp = await harness.api.get("/api/files", params={"key": "nokey"}, headers=_basic(app.secret))
-    assert resp.status == 403
+    assert resp.status == 400  # UNKNOWN_API_KEY, as everywhere (issue 22)
 
 
 async def test_metrics_show_the_webhook_queue_depth(harness: Harness) -> None:

@@ -50,10 +50,16 @@ class Credentials:
     signature: str | None = None
     basic_user: str | None = None
     basic_secret: str | None = None
+    basic_problem: str | None = None  # an Authorization header that is no HTTP Basic
 
     @property
     def empty(self) -> bool:
-        return self.policy is None and self.signature is None and self.basic_user is None
+        return (
+            self.policy is None
+            and self.signature is None
+            and self.basic_user is None
+            and self.basic_problem is None
+        )
 
 
 @dataclass(frozen=True)
@@ -182,13 +188,21 @@ def check_policy(secret: str, policy_text: str, signature: str, now: float, skew
 
 
 def check_basic(secret: str, user: str, given: str) -> Policy:
+    if user != "app":  # the name is no secret: say what it must be
+        raise errors.InvalidCredentials(
+            f"the HTTP Basic user must be `app` (not {user!r}); the password is the app secret"
+        )
     if not secret or not given:
         raise errors.InvalidCredentials()
-    user_ok = hmac.compare_digest(user.encode("utf-8", "replace"), b"app")
-    secret_ok = hmac.compare_digest(secret.encode(), given.encode("utf-8", "replace"))
-    if not (user_ok and secret_ok):
+    if not hmac.compare_digest(secret.encode(), given.encode("utf-8", "replace")):
         raise errors.InvalidCredentials()
     return MASTER
+
+
+def _basic_grant(secret: str, creds: Credentials) -> Policy:
+    if creds.basic_problem is not None:
+        raise errors.InvalidCredentials(creds.basic_problem)
+    return check_basic(secret, creds.basic_user or "", creds.basic_secret or "")
 
 
 @dataclass(frozen=True)
@@ -214,10 +228,17 @@ def authorize(
     """Return the grant that allows ``call`` on ``target``, or raise.
 
     With ``required`` false and no credentials presented, returns None (open
-    access). Credentials that are presented are always checked.
+    access). A policy that is presented is always checked; HTTP Basic credentials that
+    fail are refused only where credentials are required (a browser or a client that sends
+    them everywhere still reads an open app's files: issue 24).
     """
-    if creds.basic_user is not None:
-        return check_basic(secret, creds.basic_user, creds.basic_secret or "")
+    if creds.basic_user is not None or creds.basic_problem is not None:
+        try:
+            return _basic_grant(secret, creds)
+        except errors.InvalidCredentials:
+            if required:
+                raise
+            # judged below as if no Authorization header had been sent
     if creds.policy is None and creds.signature is None:
         if required:
             raise errors.Unauthenticated("a policy and signature, or the app secret, are required")

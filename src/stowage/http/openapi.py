@@ -72,6 +72,14 @@ def _service_paths() -> Doc:
             "get": op("Interactive API reference", "apiDocs", "service", responses={"200": page})
         },
         "/console": {"get": op("Web console", "console", "service", responses={"200": page})},
+        "/": {
+            "get": op(
+                "The API port's root: a redirect to the web console",
+                "root",
+                "service",
+                responses={"302": {"description": "`Location: /console`."}},
+            )
+        },
     }
 
 

@@ -79,6 +79,11 @@ def schemas() -> Doc:
         "FileList": closed_object(
             files={"type": "array", "items": ref("FileEntry")},
             next={**nullable_str, "description": "`after` for the next page; null at the end"},
+            providers={
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "The providers this app can store to (`/api/store/<provider>`).",
+            },
         ),
         "Status": closed_object(status={"type": "string"}),
         "UploadResult": _upload_result(),
