@@ -226,7 +226,8 @@ class Settings:
     edge_cache_urls: list[str] = _setting(
         [],
         "Admin URLs of the edge caches (Varnish with deploy/varnish/stowage.vcl) in front of "
-        "the CDN origin, comma-separated or a TOML list, e.g. `http://10.0.0.5:6081`. Every "
+        "the CDN origin, comma-separated or a TOML list, e.g. `http://10.0.0.5:80` (the "
+        "port varnishd listens on with `-a`, docs/deployment.md). Every "
         "write that changes a handle's CDN answer purges its tag on each before it answers. "
         "Empty (default): no edge cache; CDN responses tell caches not to store them.",
     )
