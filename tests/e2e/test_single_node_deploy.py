@@ -183,13 +183,6 @@ def test_plain_http_redirects_to_https(deployed: Deployed) -> None:
     assert answer.stdout == f"301 https://{NAMES[0]}/api/file/x", answer
 
 
-def test_sigterm_ends_the_node_with_exit_code_0(deployed: Deployed) -> None:
-    (timeout,) = _unit_lines("TimeoutStopSec")
-    (kill_signal,) = _unit_lines("KillSignal")
-    deployed.node.send_signal(getattr(signal, kill_signal))
-    assert deployed.node.wait(int(timeout)) == 0
-
-
 def test_metrics_are_not_served_through_the_proxy(deployed: Deployed) -> None:
     """Issue 24: the shipped TLS config does not forward /metrics (nginx on the node makes
     every client loopback, which metrics_allow lets in); the node's own port still has them."""
@@ -206,3 +199,10 @@ def test_metrics_are_not_served_through_the_proxy(deployed: Deployed) -> None:
         ["curl", "-sS", f"http://127.0.0.1:{api_port}/metrics"], capture_output=True, text=True
     )
     assert "stowage_http_requests_total" in direct.stdout, direct
+
+
+def test_sigterm_ends_the_node_with_exit_code_0(deployed: Deployed) -> None:
+    (timeout,) = _unit_lines("TimeoutStopSec")
+    (kill_signal,) = _unit_lines("KillSignal")
+    deployed.node.send_signal(getattr(signal, kill_signal))
+    assert deployed.node.wait(int(timeout)) == 0
