@@ -49,6 +49,15 @@ end
 _UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3}
 
 
+class PeerFailed(RuntimeError):
+    """A server under measurement failed: ``what`` is its name or the URL it failed on."""
+
+    def __init__(self, what: str, detail: str) -> None:
+        super().__init__(f"{what}: {detail}")
+        self.what = what
+        self.detail = detail
+
+
 @dataclass
 class WrkResult:
     rps: float

@@ -23,7 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench import edge, processing, s3, scenarios  # noqa: E402
+from bench import edge, peers, processing, s3, scenarios  # noqa: E402
 from bench.scenarios import Context, Row, Sizes, ratio  # noqa: E402
 from bench.servers import BenchSwift, Nginx, Stowage  # noqa: E402
 
@@ -57,29 +57,26 @@ def run(
     tmp = Path(tempfile.mkdtemp(prefix="tmp-", dir=scratch))
     BenchSwift.bench_workers = workers
     stowage, nginx = Stowage(tmp, workers), Nginx(tmp, workers)
-    swift: BenchSwift | None = None
+    ctx: Context | None = None
     started = time.monotonic()
     rows: list[Row] = []
     try:
         stowage.start()
         nginx.start()
-        started_swift = BenchSwift.start()
-        assert isinstance(started_swift, BenchSwift)
-        swift = started_swift
-        ctx = Context(tmp, sizes, stowage, nginx, swift)
+        ctx = Context(tmp, sizes, stowage, nginx, _start_swift())
         scenarios.prepare(ctx)
-        for sid, scenario in zip(SCENARIO_IDS, SCENARIOS, strict=True):
-            if only and sid not in only:
-                continue
-            begun = time.monotonic()
-            rows += scenario(ctx)
-            print(f"  scenario {sid} done in {time.monotonic() - begun:.0f} s", file=sys.stderr)
+        chosen = [
+            (sid, _timed(sid, scenario))
+            for sid, scenario in zip(SCENARIO_IDS, SCENARIOS, strict=True)
+            if not only or sid in only
+        ]
+        rows = peers.run_all(ctx, chosen, peer_of, restart)
     finally:
         edge.stop_all()
         stowage.stop()
         nginx.stop()
-        if swift is not None:
-            swift.stop()
+        if ctx is not None:
+            ctx.swift.stop()
         # rm is much faster than shutil.rmtree on the ~10^5 small files of scenario 5.
         subprocess.run(["rm", "-rf", str(tmp)], check=False)
     meta = {
@@ -93,6 +90,51 @@ def run(
         "sizes": dataclasses.asdict(sizes),
     }
     return rows, meta
+
+
+def _start_swift() -> BenchSwift:
+    swift = BenchSwift.start()
+    assert isinstance(swift, BenchSwift)
+    return swift
+
+
+def _timed(sid: str, scenario: Callable[[Context], list[Row]]) -> Callable[[Context], list[Row]]:
+    def timed(ctx: Context) -> list[Row]:
+        begun = time.monotonic()
+        rows = scenario(ctx)
+        print(f"  scenario {sid} done in {time.monotonic() - begun:.0f} s", file=sys.stderr)
+        return rows
+
+    return timed
+
+
+def peer_of(ctx: Context, error: BaseException) -> str:
+    """The server a failure names: Stowage, nginx or Swift, else "a peer of the scenario"
+    (such as Thumbor or Varnish, which their scenario starts itself)."""
+    what = error.what if isinstance(error, peers.PeerFailed) else str(error)
+    urls = {
+        "stowage": ctx.stowage.url,
+        "nginx": ctx.nginx.url,
+        "swift": ctx.swift.storage_url.split("/v1/")[0],
+    }
+    for name, url in urls.items():
+        if what == name or what.startswith(url):
+            return name
+    return "a peer of the scenario"
+
+
+def restart(ctx: Context, peer: str) -> None:
+    """Starts ``peer`` again (a scenario's own peers are started by the scenario's retry)."""
+    if peer == "swift":
+        ctx.swift.stop()
+        ctx.swift = _start_swift()
+        scenarios.prepare_swift(ctx)
+    elif peer == "nginx":
+        ctx.nginx.stop()
+        ctx.nginx.start()
+    elif peer == "stowage":
+        ctx.stowage.stop()
+        ctx.stowage.start()
 
 
 def _commit() -> str:

@@ -121,16 +121,22 @@ def prepare(ctx: Context) -> None:
     files["form"] = _multipart_body(ctx, files["multipart"])
     files["s3big"] = _random_file(ctx.tmp / "fs3", ctx.sizes.s3_big)
     ctx.key, ctx.secret = ctx.stowage.create_app()
-    ctx.token = ctx.swift.get_token()
-    ctx.swift.request("PUT", "bench")
     for name in ("small", "big"):
         target = ctx.nginx.www / files[name].name
         target.hardlink_to(files[name])
         ctx.handles[name] = _stowage_store(ctx, files[name])
+    prepare_swift(ctx)
+
+
+def prepare_swift(ctx: Context) -> None:
+    """Swift's copies of the files (again after Swift is started again: bench/peers.py)."""
+    ctx.token = ctx.swift.get_token()
+    ctx.swift.request("PUT", "bench")
+    for name in ("small", "big"):
         status, *_ = load.curl(
-            f"{ctx.swift.storage_url}/bench/{files[name].name}",
+            f"{ctx.swift.storage_url}/bench/{ctx.files[name].name}",
             method="PUT",
-            upload=files[name],
+            upload=ctx.files[name],
             headers=ctx.swift_headers(),
         )
         assert status == 201, status
@@ -245,8 +251,9 @@ def get_small(ctx: Context) -> list[Row]:
 
 
 def _no_errors(name: str, res: load.WrkResult) -> None:
+    """``name``: the peer, or the URL it was measured on (bench/peers.py restarts it)."""
     if res.errors:
-        raise RuntimeError(f"{name}: {res.errors} errors in {res.requests} requests")
+        raise load.PeerFailed(name, f"{res.errors} errors in {res.requests} requests")
 
 
 # -- (2) GET 1 GiB, (3) Range ------------------------------------------------------------

@@ -62,6 +62,12 @@ sub vcl_recv {
     unset req.http.xkey;
     unset req.http.X-Edge-TTL;
     unset req.http.X-Edge-Piped;
+    # Range, part 1: a Range the origin ignores (a unit other than bytes, several ranges)
+    # is dropped, so that a hit answers the whole file as the origin does on a miss (left
+    # in, Varnish's own range code answered it 416 on a hit).
+    if (req.http.Range && (req.http.Range !~ "(?i)^\s*bytes\s*=" || req.http.Range ~ ",")) {
+        unset req.http.Range;
+    }
     # Piped: the bytes go from the origin to the client as they come, never through the
     # cache's storage (Varnish 7.1 would buffer a passed body as fast as the origin sends
     # it). For large files (see vcl_deliver), a Range on a miss, and requests that may
@@ -153,6 +159,21 @@ sub vcl_backend_error {
 sub vcl_deliver {
     if (resp.status == 599 && req.restarts == 0) {
         set req.http.X-Stowage-Pipe = "large";
+        return (restart);
+    }
+    # Range, part 2: on a hit, the cache cuts only a plain range it can satisfy (vcl_recv
+    # has dropped the ignored ones); anything else (past the end, reversed, malformed) goes
+    # to the origin, whose answer (416 with its JSON error) is the one a miss gets.
+    if (obj.hits > 0 && req.http.Range && req.restarts == 0 && !(
+            (req.http.Range ~ "^bytes=[0-9]{1,15}-[0-9]{0,15}$"
+             && std.integer(regsub(req.http.Range, "^bytes=([0-9]+)-.*$", "\1"), 0)
+                < std.integer(resp.http.Content-Length, 0)
+             && (req.http.Range ~ "-$"
+                 || std.integer(regsub(req.http.Range, "^bytes=[0-9]+-", ""), 0)
+                    >= std.integer(regsub(req.http.Range, "^bytes=([0-9]+)-.*$", "\1"), 0)))
+            || (req.http.Range ~ "^bytes=-0{0,14}[1-9][0-9]{0,14}$"
+                && std.integer(resp.http.Content-Length, 0) > 0))) {
+        set req.http.X-Stowage-Pipe = "range";
         return (restart);
     }
     unset resp.http.xkey;

@@ -211,6 +211,13 @@ class Settings:
         "Origins allowed to call the API from a browser (comma-separated; `*` any; empty: "
         "no CORS). Auth never uses cookies, so `*` grants nothing beyond the credentials sent.",
     )
+    metrics_allow: str = _setting(
+        "127.0.0.1, ::1",
+        "Clients that may read GET /metrics on the API port: comma-separated addresses or "
+        "networks (`10.0.0.0/8`); any other client gets 404; empty: nobody. The shipped "
+        "nginx configs never forward /metrics (through a proxy on the node, a client would "
+        "come from 127.0.0.1).",
+    )
     inline_active_types: bool = _setting(
         False,
         "Serve HTML, SVG, XML and JavaScript inline. Off: they are always sent as attachments.",
@@ -224,7 +231,8 @@ class Settings:
     edge_cache_urls: list[str] = _setting(
         [],
         "Admin URLs of the edge caches (Varnish with deploy/varnish/stowage.vcl) in front of "
-        "the CDN origin, comma-separated or a TOML list, e.g. `http://10.0.0.5:6081`. Every "
+        "the CDN origin, comma-separated or a TOML list, e.g. `http://10.0.0.5:80` (the "
+        "port varnishd listens on with `-a`, docs/deployment.md). Every "
         "write that changes a handle's CDN answer purges its tag on each before it answers. "
         "Empty (default): no edge cache; CDN responses tell caches not to store them.",
     )

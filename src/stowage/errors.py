@@ -36,7 +36,7 @@ class BadRequest(StowageError):
 
 
 class InvalidParameter(BadRequest):
-    code = "INVALID_PARAMETER"
+    code, default_message = "INVALID_PARAMETER", "a parameter is not valid"
 
 
 class InvalidPath(BadRequest):
@@ -83,11 +83,7 @@ class BadDigest(BadRequest):
     code, default_message = "BAD_DIGEST", "content does not match the given digest"
 
 
-class TaskNotSupported(BadRequest):
-    code, default_message = "TASK_NOT_SUPPORTED", "this processing task is not supported"
-
-
-class UnsupportedTask(TaskNotSupported):
+class UnsupportedTask(BadRequest):
     code, default_message = "UNSUPPORTED_TASK", "this transformation task is not supported"
 
 
@@ -107,10 +103,6 @@ class CdnLinkRefused(BadRequest):
 # 401/403: authentication and authorisation.
 class Unauthenticated(StowageError):
     code, status, default_message = "AUTH_REQUIRED", 401, "credentials are required"
-
-
-class InvalidApiKey(StowageError):
-    code, status, default_message = "INVALID_API_KEY", 403, "unknown API key"
 
 
 class InvalidSignature(StowageError):

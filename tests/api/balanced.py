@@ -82,8 +82,8 @@ class _Node:
 
 
 # What the harness gets from its nodes: (a node's assembly, API client, CDN client,
-# settings).
-Nodes = tuple[Assembly, TestClient[Any, Any], TestClient[Any, Any], Settings]
+# settings, a client of that node's own API port: /metrics is never proxied).
+Nodes = tuple[Assembly, TestClient[Any, Any], TestClient[Any, Any], Settings, TestClient[Any, Any]]
 
 
 async def start_node(settings: Settings) -> _Node:
@@ -106,17 +106,19 @@ async def balanced_nodes(settings: Settings, postgres: PostgresServer) -> AsyncI
     lb = Nginx(nginx_folder())
     api: TestClient[Any, Any] | None = None
     cdn: TestClient[Any, Any] | None = None
+    direct: TestClient[Any, Any] | None = None
     try:
         for _ in range(NODES):
             nodes.append(await start_node(settings))
         lb.start(nodes)
         api, cdn = TestClient(Balancer(lb.api_port)), TestClient(Balancer(lb.cdn_port))
-        await api.start_server()
-        await cdn.start_server()
-        yield nodes[0].parts, api, cdn, settings
+        direct = TestClient(Balancer(nodes[0].port))
+        for client in (api, cdn, direct):
+            await client.start_server()
+        yield nodes[0].parts, api, cdn, settings, direct
         _record_served(nodes)
     finally:
-        for client in (api, cdn):
+        for client in (api, cdn, direct):
             if client is not None:
                 await client.close()
         lb.stop()

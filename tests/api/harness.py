@@ -32,6 +32,10 @@ class Harness:
     settings: Settings
     open_app: App
     secure_app: App
+    node_api: TestClient[Any, Any]  # one node's own API port (never a proxy): /metrics
+
+    async def metrics(self) -> str:
+        return await (await self.node_api.get("/metrics")).text()
 
     @property
     def service(self) -> Stowage:
@@ -81,7 +85,7 @@ async def one_node(settings: Settings) -> AsyncIterator[Nodes]:
     node = await start_node(settings)
     api, cdn = TestClient(node.api), TestClient(node.cdn)  # closing a client closes its server
     try:
-        yield node.parts, api, cdn, settings
+        yield node.parts, api, cdn, settings, api
     finally:
         await api.close()
         await cdn.close()
@@ -94,7 +98,7 @@ async def harness(settings: Settings, request: pytest.FixtureRequest) -> AsyncIt
         nodes = balanced_nodes(settings, request.getfixturevalue("postgres_server"))
     else:
         nodes = one_node(settings)
-    async with nodes as (parts, api, cdn, used):
+    async with nodes as (parts, api, cdn, used, direct):
         await parts.registry.create_app(OPEN_APP)
         await parts.registry.create_app(SECURE_APP)
-        yield Harness(parts, api, cdn, used, OPEN_APP, SECURE_APP)
+        yield Harness(parts, api, cdn, used, OPEN_APP, SECURE_APP, direct)

@@ -145,7 +145,7 @@ async def test_process_security_task_and_unsupported_tasks(
     body["tasks"] = [store, security, {"name": "resize", "params": {"width": 10}}]
     resp = await harness.api.post("/process", json=body)
     assert resp.status == 400
-    assert (await resp.json())["error"]["code"] == "TASK_NOT_SUPPORTED"
+    assert (await resp.json())["error"]["code"] == "UNSUPPORTED_TASK"
 
 
 @pytest.mark.settings(fetch_allow_private=False)

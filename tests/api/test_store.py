@@ -251,8 +251,8 @@ async def test_key_is_required_and_must_exist(harness: Harness) -> None:
     resp = await harness.api.post("/api/store/S3", data=b"x")
     assert resp.status == 401
     resp = await harness.api.post("/api/store/S3", params={"key": "nope"}, data=b"x")
-    assert resp.status == 403
-    assert (await resp.json())["error"]["code"] == "INVALID_API_KEY"
+    assert resp.status == 400
+    assert (await resp.json())["error"]["code"] == "UNKNOWN_API_KEY"
 
 
 @pytest.mark.parametrize("provider", ["gcs", "azure", "rackspace", "dropbox"])

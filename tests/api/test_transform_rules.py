@@ -225,7 +225,7 @@ async def test_metrics_count_jobs_and_cache(harness: Harness) -> None:
     handle = await stored(harness)
     await get(harness, f"/resize=width:12/{handle}")
     await get(harness, f"/resize=width:12/{handle}")
-    text = await (await harness.api.get("/metrics")).text()
+    text = await harness.metrics()
     assert 'stowage_processing_cache_total{result="hit"}' in text
     assert 'stowage_processing_jobs_total{outcome="ok"}' in text
     assert "stowage_processing_job_seconds_count" in text

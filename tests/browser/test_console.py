@@ -59,6 +59,15 @@ def sign_in(page: Page, server: Running, secret: str | None = None) -> None:
     page.get_by_role("button", name="Sign in").click()
 
 
+def provider_cells(page: Page) -> dict[str, str]:
+    """Each row's Provider cell, by row id."""
+    cells: dict[str, str] = page.evaluate(
+        """() => Object.fromEntries([...document.querySelectorAll('#rows tr')].map(
+            (tr) => [tr.id, tr.querySelector('td[data-label="Provider"]').textContent]))"""
+    )
+    return cells
+
+
 def api_json(server: Running, path: str) -> dict[str, object]:
     with urllib.request.urlopen(f"{server.server.api}{path}") as resp:
         result: dict[str, object] = json.loads(resp.read())
@@ -93,8 +102,13 @@ def test_upload_list_preview_overwrite_delete(
     }"""
     )
     expect(rows).to_have_count(4)
+    # Only the app's providers are offered (issue 24: all five were, whatever the app had).
+    assert page.locator("#provider option").all_text_contents() == ["S3"]
+    before = provider_cells(page)
     page.get_by_role("button", name="Refresh the list").click()
     expect(rows).to_have_count(4)  # the list endpoint agrees
+    page.wait_for_function("document.querySelectorAll('#rows tr').length === 4")
+    assert provider_cells(page) == before  # named the same before and after a refresh
     expect(page.locator("#rows")).to_contain_text("image/png")
     expect(page.locator("#rows")).to_contain_text("S3")
     # A thumbnail for the image only, from the transformation URL, or from the file itself
@@ -178,7 +192,12 @@ def test_errors_are_shown(browser: Browser, server: Running, tmp_path: Path, sho
     page.screenshot(path=str(shots / "console-signin-error.png"))
     sign_in(page, server)
     expect(page.locator("#app")).to_be_visible()
-    page.locator("#provider").select_option("gcs")  # not enabled for this app
+    # A provider the app no longer has (the page was loaded before it was taken away).
+    page.evaluate(
+        """() => { const o = document.createElement('option'); o.textContent = 'gcs';
+                   document.getElementById('provider').append(o); }"""
+    )
+    page.locator("#provider").select_option("gcs")
     (tmp_path / "x.txt").write_bytes(b"x")
     page.locator("#files").set_input_files(str(tmp_path / "x.txt"))
     expect(alert).to_contain_text("PROVIDER_NOT_ENABLED")
@@ -284,4 +303,23 @@ def test_thumbnail_and_preview_are_transformed_by_the_engine(
     assert preview == [f"{server.server.cdn}/resize=width:800,fit:max/{handle}", 640, None]
     page.screenshot(path=str(shots / "console-preview-transformed.png"))
     assert errors == []
+    page.close()
+
+
+def test_the_api_root_leads_to_the_console_and_offers_the_apps_providers(
+    browser: Browser, server: Running
+) -> None:
+    storage = {"gcs": {"type": "gcs", "bucket": "b", "anonymous": True}}
+    created = json.loads(
+        server.server.cli("apps", "create", "--json", "--storage", json.dumps(storage))
+    )
+    page = browser.new_page()
+    page.goto(f"{server.server.api}/")
+    assert page.url == f"{server.server.api}/console"
+    page.get_by_label("API key").fill(created["api_key"])
+    page.get_by_label("App secret").fill(created["secret"])
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.locator("#app")).to_be_visible()
+    expect(page.locator("#provider option")).to_have_count(2)
+    assert page.locator("#provider option").all_text_contents() == ["S3", "gcs"]
     page.close()

@@ -643,7 +643,29 @@ def test_basic_auth_wrong_user_or_secret_is_invalid_credentials(
     user: str, secret: str | None
 ) -> None:
     with pytest.raises(errors.InvalidCredentials):
-        authorize(Credentials(basic_user=user, basic_secret=secret), required=False)
+        authorize(Credentials(basic_user=user, basic_secret=secret), required=True)
+    # Where no credentials are needed, wrong Basic ones are not a 401 (issue 24).
+    assert authorize(Credentials(basic_user=user, basic_secret=secret), required=False) is None
+
+
+def test_basic_auth_with_another_user_says_the_user_must_be_app() -> None:
+    with pytest.raises(errors.InvalidCredentials) as caught:
+        authorize(Credentials(basic_user="admin", basic_secret=SECRET), required=True)
+    assert "must be `app`" in caught.value.message and "'admin'" in caught.value.message
+
+
+def test_a_header_that_is_no_basic_is_refused_only_where_credentials_are_needed() -> None:
+    creds = Credentials(basic_problem="Authorization must be HTTP Basic app:<secret>")
+    with pytest.raises(errors.InvalidCredentials):
+        authorize(creds, required=True)
+    assert authorize(creds, required=False) is None
+
+
+def test_a_policy_beside_failed_basic_is_still_checked_when_not_required() -> None:
+    policy = signed({"expiry": FUTURE, "call": ["stat"]})
+    creds = Credentials(policy.policy, policy.signature, basic_user="app", basic_secret="nope")
+    with pytest.raises(errors.PolicyDenied):
+        authorize(creds, "read", required=False)
 
 
 def test_basic_auth_with_an_empty_app_secret_never_passes() -> None:

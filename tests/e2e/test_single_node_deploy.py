@@ -183,6 +183,24 @@ def test_plain_http_redirects_to_https(deployed: Deployed) -> None:
     assert answer.stdout == f"301 https://{NAMES[0]}/api/file/x", answer
 
 
+def test_metrics_are_not_served_through_the_proxy(deployed: Deployed) -> None:
+    """Issue 24: the shipped TLS config does not forward /metrics (nginx on the node makes
+    every client loopback, which metrics_allow lets in); the node's own port still has them."""
+    for path in ("/metrics", "/metrics?format=text", "//metrics", "/%6detrics"):
+        for name in NAMES:
+            answer = deployed.curl("-w", "\n%{http_code}", f"https://{name}:{deployed.https}{path}")
+            body, _, status = answer.stdout.rpartition("\n")
+            assert status == "404", (name, path, answer.stdout)
+            assert "stowage_http_requests_total" not in body
+    port = re.search(r"^port = (\d+)", (deployed.folder / "stowage.toml").read_text(), re.M)
+    assert port is not None
+    api_port = int(port[1])
+    direct = subprocess.run(
+        ["curl", "-sS", f"http://127.0.0.1:{api_port}/metrics"], capture_output=True, text=True
+    )
+    assert "stowage_http_requests_total" in direct.stdout, direct
+
+
 def test_sigterm_ends_the_node_with_exit_code_0(deployed: Deployed) -> None:
     (timeout,) = _unit_lines("TimeoutStopSec")
     (kill_signal,) = _unit_lines("KillSignal")

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from typing import Any
 
 from tests.multinode.cluster import NGINX_CONF, Nginx, new_node, nginx_folder, render
 from tests.servers.fx_postgres import PostgresServer
+from tests.servers.procs import run_checked
 from tests.servers.stowage_serve import StowageServe
 from tests.servers.tcplink import Link
 from tests.servers.varnish import Varnish
@@ -34,14 +34,8 @@ EDGE_ENV = {
 
 
 def cli(env: dict[str, str], data_dir: Path, *args: str) -> Any:
-    out = subprocess.run(
-        [sys.executable, "-m", "stowage", "--data-dir", str(data_dir), *args],
-        check=True,
-        capture_output=True,
-        text=True,
-        env=env,
-    )
-    return out.stdout
+    argv = [sys.executable, "-m", "stowage", "--data-dir", str(data_dir), *args]
+    return run_checked(argv, "the stowage command", env=env).stdout
 
 
 def new_app(env: dict[str, str], data_dir: Path, *flags: str) -> tuple[str, str]:

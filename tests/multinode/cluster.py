@@ -25,6 +25,7 @@ from typing import Any, Protocol
 from tests.servers.fx_postgres import PostgresServer
 from tests.servers.fx_s3 import S3Endpoint, make_bucket
 from tests.servers.ports import free_port, wait_listening
+from tests.servers.procs import run_checked
 from tests.servers.stowage_serve import StowageServe
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,8 +98,8 @@ class Nginx:
             stdout=log.open("ab"),
             stderr=subprocess.STDOUT,
         )
-        wait_listening(self.api_port, self.proc, log, 15)
-        wait_listening(self.cdn_port, self.proc, log, 15)
+        wait_listening(self.api_port, self.proc, log, 15, "nginx")
+        wait_listening(self.cdn_port, self.proc, log, 15, "nginx")
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -151,14 +152,8 @@ class Cluster:
     env: dict[str, str]
 
     def cli(self, *args: str) -> str:
-        out = subprocess.run(
-            [sys.executable, "-m", "stowage", "--data-dir", str(self.lb.folder), *args],
-            check=True,
-            capture_output=True,
-            text=True,
-            env=self.env,
-        )
-        return out.stdout
+        argv = [sys.executable, "-m", "stowage", "--data-dir", str(self.lb.folder), *args]
+        return run_checked(argv, "the stowage command", env=self.env).stdout
 
     def stop(self) -> None:
         self.lb.stop()

@@ -178,7 +178,7 @@ async def test_errors_keep_their_shape_through_the_balancer(
 ) -> None:
     cases = [
         ("GET", "/api/file/AAAAAAAAAAAAAAAAAAAA", {}, 404),
-        ("POST", "/api/store/S3", {"key": "nope"}, 403),
+        ("POST", "/api/store/S3", {"key": "nope"}, 400),  # UNKNOWN_API_KEY
         ("POST", "/api/store/NOPE", {"key": cluster.key}, 400),
         ("PUT", "/api/file/AAAAAAAAAAAAAAAAAAAA", {}, 405),
     ]

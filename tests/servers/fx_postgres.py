@@ -18,7 +18,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 
 from tests.servers.ports import free_port
+from tests.servers.procs import run_checked
 
 SUPERUSER = "stowage"
 _OPTIONS = [
@@ -58,14 +59,8 @@ class PostgresServer:
         return f"postgresql://{SUPERUSER}@127.0.0.1:{self.port}/{database}"
 
     def psql(self, sql: str, database: str = "postgres") -> str:
-        out = subprocess.run(
-            [_bin("psql"), "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", self.dsn(database)],
-            input=sql,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        return out.stdout
+        argv = [_bin("psql"), "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", self.dsn(database)]
+        return run_checked(argv, "psql", input=sql).stdout
 
     def new_database(self) -> str:
         """A fresh, empty database; returns its DSN."""
@@ -78,32 +73,44 @@ def _wait_ready(server: PostgresServer, log: Path, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if server.proc.poll() is not None:
-            raise RuntimeError(f"postgres exited with {server.proc.returncode}: {log.read_text()}")
+            raise RuntimeError(f"postgres exited with {server.proc.returncode}: {tail(log)}")
         ready = subprocess.run(
             [_bin("pg_isready"), "-q", "-h", "127.0.0.1", "-p", str(server.port)], check=False
         )
         if ready.returncode == 0:
             return
         time.sleep(0.1)
-    raise RuntimeError(f"postgres not ready after {timeout}s: {log.read_text()}")
+    raise RuntimeError(f"postgres not ready after {timeout}s: {tail(log)}")
 
 
-def start_postgres() -> PostgresServer:
+def tail(log: Path) -> str:
+    try:
+        return log.read_text(errors="replace")[-3000:]
+    except OSError:
+        return "(no log)"
+
+
+def start_postgres(
+    initdb_options: Sequence[str] = (), server_options: Sequence[str] = ()
+) -> PostgresServer:
+    """A new cluster, running; a failed ``initdb`` or start raises with the server's own
+    output (the options are there to prove that with a bad one)."""
     folder = Path(tempfile.mkdtemp(prefix="stowage-pg-"))
     as_user = _run_as()
     if as_user:
         os.chown(folder, as_user["user"], as_user["group"])
     data, log = folder / "data", folder / "postgres.log"
-    subprocess.run(
-        [_bin("initdb"), "-D", str(data), "-U", SUPERUSER, "-A", "trust", "-E", "UTF8"],
-        check=True,
-        capture_output=True,
-        **as_user,
-    )
+    initdb = [_bin("initdb"), "-D", str(data), "-U", SUPERUSER, "-A", "trust", "-E", "UTF8"]
+    try:
+        run_checked([*initdb, *initdb_options], "PostgreSQL's initdb", **as_user)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
     port = free_port()
     with open(log, "wb") as out:
+        argv = [_bin("postgres"), "-D", str(data), "-p", str(port), "-k", str(folder)]
         proc = subprocess.Popen(
-            [_bin("postgres"), "-D", str(data), "-p", str(port), "-k", str(folder), *_OPTIONS],
+            [*argv, *_OPTIONS, *server_options],
             stdout=out,
             stderr=subprocess.STDOUT,
             **as_user,

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import shlex
+import subprocess
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 
 def children(pid: int) -> list[int]:
@@ -43,3 +47,24 @@ def command_line(pid: int) -> str:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
     except OSError:
         return ""
+
+
+def tail(text: str | bytes | None, limit: int = 3000) -> str:
+    """The end of a process's output, for a failure message."""
+    if isinstance(text, bytes):
+        text = text.decode(errors="replace")
+    return (text or "")[-limit:].strip() or "(no output)"
+
+
+def run_checked(argv: Sequence[str], what: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    """``subprocess.run`` for a step that must succeed (``initdb``, a CLI call, a set-up
+    script): its failure raises with the command's own stderr and stdout in the message,
+    not only "returned non-zero exit status 1" (a clean machine's CI once lost 70 tests to
+    one ``initdb`` failure whose output was swallowed)."""
+    done = subprocess.run(list(argv), capture_output=True, text=True, check=False, **kwargs)
+    if done.returncode != 0:
+        raise RuntimeError(
+            f"{what} failed with exit status {done.returncode}: {shlex.join(argv)}\n"
+            f"--- its stderr ---\n{tail(done.stderr)}\n--- its stdout ---\n{tail(done.stdout)}"
+        )
+    return done

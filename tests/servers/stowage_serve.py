@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.servers.ports import free_port, wait_listening
+from tests.servers.procs import run_checked
 
 
 @dataclass
@@ -42,14 +43,8 @@ class StowageServe:
         return {**os.environ, "STOWAGE_FETCH_ALLOW_PRIVATE": "true", **self.env}
 
     def cli(self, *args: str) -> str:
-        out = subprocess.run(
-            [sys.executable, "-m", "stowage", "--data-dir", str(self.data_dir), *args],
-            check=True,
-            capture_output=True,
-            text=True,
-            env=self.environment(),
-        )
-        return out.stdout
+        argv = [sys.executable, "-m", "stowage", "--data-dir", str(self.data_dir), *args]
+        return run_checked(argv, "the stowage command", env=self.environment()).stdout
 
     def create_app(self) -> tuple[str, str]:
         created = json.loads(self.cli("apps", "create", "--json"))

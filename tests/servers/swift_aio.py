@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.servers.ports import free_port
+from tests.servers.procs import run_checked
 
 REPO = Path(__file__).resolve().parents[2]
 SWIFT_VENV = REPO / ".test-servers" / "swift-venv"
@@ -296,6 +297,4 @@ class SwiftAIO:
             f"    b.save('{etc}/' + name + '.builder')\n"
             f"    b.get_ring().save('{etc}/' + name + '.ring.gz')\n"
         )
-        subprocess.run(
-            [str(SWIFT_VENV / "bin" / "python"), "-c", script], check=True, capture_output=True
-        )
+        run_checked([str(SWIFT_VENV / "bin" / "python"), "-c", script], "Swift's ring builder")

@@ -32,6 +32,7 @@ class Varnish:
     folder: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="stowage-vc-")))
     memory: str = "256m"
     proc: subprocess.Popen[bytes] | None = None
+    options: list[str] = field(default_factory=list)  # more varnishd options
 
     @property
     def url(self) -> str:
@@ -46,6 +47,7 @@ class Varnish:
         vcl.write_text(render(VCL.read_text(), self.backend_port))
         cmd = [VARNISHD, "-F", "-j", "none", "-T", "none", "-n", str(self.folder / "n")]
         cmd += ["-a", f"127.0.0.1:{self.port}", "-f", str(vcl), "-s", f"malloc,{self.memory}"]
+        cmd += self.options
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
         wait_listening(self.port, self.proc, self.log, 30, "varnishd")

@@ -11,7 +11,8 @@ from stowage import errors
 from stowage.core import names
 from stowage.core.providers import Providers
 from stowage.core.security import Credentials, Target, authorize
-from stowage.registry.base import FileRecord, FileRows
+from stowage.registry.base import App, FileRecord, FileRows
+from stowage.storage import API_PROVIDERS
 
 MAX_LIMIT = 1000
 DEFAULT_LIMIT = 100
@@ -21,9 +22,17 @@ DEFAULT_LIMIT = 100
 class Page:
     files: list[FileRecord]
     next: str | None
+    providers: list[str]  # the store paths' provider names this app can use (the console's)
 
     def public(self) -> dict[str, Any]:
-        return {"files": [entry(r) for r in self.files], "next": self.next}
+        files = [entry(r) for r in self.files]
+        return {"files": files, "next": self.next, "providers": self.providers}
+
+
+def app_providers(app: App) -> list[str]:
+    """``S3`` (the service's default storage, always there) and the app's own providers,
+    in the order and spelling of the store path (``/api/store/<provider>``)."""
+    return [name for name in API_PROVIDERS if name == "S3" or name in app.storage]
 
 
 def entry(record: FileRecord) -> dict[str, Any]:
@@ -73,4 +82,4 @@ async def list_files(
     # One extra row tells whether there is a next page without a second query.
     rows = await files.list_files(app.api_key, after=after or None, limit=limit + 1)
     page = rows[:limit]
-    return Page(page, page[-1].handle if len(rows) > limit else None)
+    return Page(page, page[-1].handle if len(rows) > limit else None, app_providers(app))

@@ -39,7 +39,7 @@ class Providers:
             raise errors.Unauthenticated("the key query parameter (API key) is required")
         app = await self.apps.get_app(api_key)
         if app is None:
-            raise errors.InvalidApiKey()
+            raise errors.UnknownApiKey()
         return app
 
     def provider_for(self, app: App, api_name: str) -> Provider:

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from stowage import errors
-from stowage.core import patterns
+from stowage.core import names, patterns
+from stowage.registry.base import AppRows, FileRecord, FileRows
 
 CALLS = frozenset(
     {
@@ -49,10 +50,16 @@ class Credentials:
     signature: str | None = None
     basic_user: str | None = None
     basic_secret: str | None = None
+    basic_problem: str | None = None  # an Authorization header that is no HTTP Basic
 
     @property
     def empty(self) -> bool:
-        return self.policy is None and self.signature is None and self.basic_user is None
+        return (
+            self.policy is None
+            and self.signature is None
+            and self.basic_user is None
+            and self.basic_problem is None
+        )
 
 
 @dataclass(frozen=True)
@@ -181,13 +188,21 @@ def check_policy(secret: str, policy_text: str, signature: str, now: float, skew
 
 
 def check_basic(secret: str, user: str, given: str) -> Policy:
+    if user != "app":  # the name is no secret: say what it must be
+        raise errors.InvalidCredentials(
+            f"the HTTP Basic user must be `app` (not {user!r}); the password is the app secret"
+        )
     if not secret or not given:
         raise errors.InvalidCredentials()
-    user_ok = hmac.compare_digest(user.encode("utf-8", "replace"), b"app")
-    secret_ok = hmac.compare_digest(secret.encode(), given.encode("utf-8", "replace"))
-    if not (user_ok and secret_ok):
+    if not hmac.compare_digest(secret.encode(), given.encode("utf-8", "replace")):
         raise errors.InvalidCredentials()
     return MASTER
+
+
+def _basic_grant(secret: str, creds: Credentials) -> Policy:
+    if creds.basic_problem is not None:
+        raise errors.InvalidCredentials(creds.basic_problem)
+    return check_basic(secret, creds.basic_user or "", creds.basic_secret or "")
 
 
 @dataclass(frozen=True)
@@ -213,10 +228,17 @@ def authorize(
     """Return the grant that allows ``call`` on ``target``, or raise.
 
     With ``required`` false and no credentials presented, returns None (open
-    access). Credentials that are presented are always checked.
+    access). A policy that is presented is always checked; HTTP Basic credentials that
+    fail are refused only where credentials are required (a browser or a client that sends
+    them everywhere still reads an open app's files: issue 24).
     """
-    if creds.basic_user is not None:
-        return check_basic(secret, creds.basic_user, creds.basic_secret or "")
+    if creds.basic_user is not None or creds.basic_problem is not None:
+        try:
+            return _basic_grant(secret, creds)
+        except errors.InvalidCredentials:
+            if required:
+                raise
+            # judged below as if no Authorization header had been sent
     if creds.policy is None and creds.signature is None:
         if required:
             raise errors.Unauthenticated("a policy and signature, or the app secret, are required")
@@ -252,3 +274,23 @@ def check_size(policy: Policy | None, size: int) -> None:
         raise errors.PayloadTooLarge("the file is larger than the policy allows")
     if policy.min_size is not None and size < policy.min_size:
         raise errors.PayloadTooSmall()
+
+
+async def record_for(
+    files: FileRows, apps: AppRows, handle: str, api_key: str | None
+) -> FileRecord:
+    """The file a call on ``handle`` with the ``key`` parameter ``api_key`` may touch: the one
+    decision for every API and CDN route (download, metadata, overwrite, remove, transform).
+
+    No key: the handle alone names the file. A key that names no app: ``UNKNOWN_API_KEY``,
+    not a 404 for a file that may well exist (docs/decisions.md). A key of another app: the
+    file is not that app's, ``HANDLE_NOT_FOUND``. Credentials are judged after, by
+    ``authorize``, against the file's own app."""
+    record = await files.get(handle) if names.is_handle(handle) else None
+    if api_key and (record is None or api_key != record.api_key):
+        if await apps.get_app(api_key) is None:
+            raise errors.UnknownApiKey()
+        raise errors.HandleNotFound(handle=handle)
+    if record is None:
+        raise errors.HandleNotFound(handle=handle)
+    return record

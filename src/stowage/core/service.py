@@ -30,7 +30,7 @@ from stowage.core.fetch import Fetcher
 from stowage.core.overwrites import Overwrite
 from stowage.core.providers import Providers
 from stowage.core.reading import Download
-from stowage.core.security import Credentials, Policy, Target, authorize, check_size
+from stowage.core.security import Credentials, Policy, Target, authorize, check_size, record_for
 from stowage.core.sources import Prepared, Source, prepare
 from stowage.registry.base import App, FileRecord, Registry
 from stowage.storage.base import LocalFiles, Provider, WriteOptions
@@ -87,13 +87,7 @@ class Stowage:
         )
 
     async def _record(self, handle: str, api_key: str | None = None) -> FileRecord:
-        record = await self.registry.get(handle) if names.is_handle(handle) else None
-        other = api_key and (record is None or api_key != record.api_key)
-        if other and await self.registry.get_app(api_key or "") is None:
-            raise errors.UnknownApiKey()  # not a 404: the file may well exist (decisions.md)
-        if record is None or (api_key and api_key != record.api_key):
-            raise errors.HandleNotFound(handle=handle)
-        return record
+        return await record_for(self.registry, self.registry, handle, api_key)
 
     def _max_bytes(self, policy: Policy | None) -> int:
         limit = self.settings.max_upload_bytes

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from aiohttp import web
@@ -178,7 +179,7 @@ def request_credentials(request: web.Request, path: CdnPath | None) -> Credentia
     creds = inputs.credentials(request)
     if path is None or (path.policy is None and path.signature is None):
         return creds
-    return Credentials(path.policy, path.signature, creds.basic_user, creds.basic_secret)
+    return dataclasses.replace(creds, policy=path.policy, signature=path.signature)
 
 
 async def healthz(request: web.Request) -> web.Response:

@@ -32,6 +32,11 @@ def _csp(request: web.Request) -> str:
     return CSP.replace("img-src 'self'", f"img-src 'self' {origin}", 1)
 
 
+async def to_console(request: web.Request) -> web.Response:
+    """``GET /`` on the API port: a new user's browser lands on the console."""
+    raise web.HTTPFound("/console")
+
+
 async def console_page(request: web.Request) -> web.FileResponse:
     return _file(CONSOLE / "index.html", _csp(request))
 

@@ -32,21 +32,23 @@ def credentials(request: web.Request) -> Credentials:
     header = request.headers.get("Authorization")
     if header is None:
         return Credentials(policy=policy, signature=signature)
-    user, secret = _basic(header)
+    basic = _basic(header)
+    if basic is None:  # judged by the core: a 401 only where credentials are required
+        problem = "Authorization must be HTTP Basic app:<secret>"
+        return Credentials(policy=policy, signature=signature, basic_problem=problem)
+    user, secret = basic
     return Credentials(policy=policy, signature=signature, basic_user=user, basic_secret=secret)
 
 
-def _basic(header: str) -> tuple[str, str]:
+def _basic(header: str) -> tuple[str, str] | None:
     scheme, _, value = header.strip().partition(" ")
     try:
         if scheme.lower() != "basic":
-            raise ValueError(scheme)
+            return None
         user, sep, secret = base64.b64decode(value.strip(), validate=True).decode().partition(":")
-        if not sep:
-            raise ValueError("no colon")
-    except (ValueError, binascii.Error, UnicodeDecodeError) as exc:
-        raise errors.InvalidCredentials("Authorization must be HTTP Basic app:<secret>") from exc
-    return user, secret
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        return None
+    return (user, secret) if sep else None
 
 
 async def body_chunks(

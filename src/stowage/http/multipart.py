@@ -7,6 +7,7 @@ here before the core (``core/uploads.py``) sees them.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from typing import Any
@@ -61,7 +62,7 @@ class Fields:
         policy, signature = self.text("policy"), self.text("signature")
         if policy is None and signature is None:
             return creds
-        return Credentials(policy, signature, creds.basic_user, creds.basic_secret)
+        return dataclasses.replace(creds, policy=policy, signature=signature)
 
 
 async def fields(request: web.Request) -> Fields:

@@ -1,4 +1,5 @@
-"""Request ids, metrics and the /metrics endpoint of the API origin.
+"""Request ids, metrics and the /metrics endpoint of the API origin (for the clients in
+``metrics_allow`` only).
 
 ``observe_middleware`` is outermost: it names the request (``X-Request-Id``, a sane
 incoming one is kept) and counts requests in progress. ``record`` counts a request
@@ -9,6 +10,8 @@ inside the error middleware and counts storage failures by code before they are 
 
 from __future__ import annotations
 
+import functools
+import ipaddress
 import re
 import uuid
 from collections.abc import Awaitable, Callable
@@ -171,11 +174,31 @@ REGISTRY.metrics.extend(edge_metrics.ALL)
 
 
 async def metrics_handler(request: web.Request) -> web.Response:
-    await _webhook_depth(request.app[PARTS].registry)
+    parts = request.app[PARTS]
+    if not metrics_allowed(parts.settings.metrics_allow, request.remote):
+        raise errors.NotFound()  # the same answer as a path that does not exist
+    await _webhook_depth(parts.registry)
     return web.Response(
         body=REGISTRY.render(),
         headers={"Content-Type": metrics.CONTENT_TYPE, "Cache-Control": "no-store"},
     )
+
+
+def metrics_allowed(allow: str, client: str | None) -> bool:
+    """Whether ``client`` (the peer's address, never a forwarded header) is in ``allow``."""
+    if not client:
+        return False
+    try:
+        address = ipaddress.ip_address(client.split("%", 1)[0])
+    except ValueError:
+        return False  # a Unix socket peer, say: not an address on the list
+    return any(address in network for network in _networks(allow))
+
+
+@functools.lru_cache(maxsize=8)
+def _networks(allow: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+    entries = [entry.strip() for entry in allow.split(",") if entry.strip()]
+    return tuple(ipaddress.ip_network(entry, strict=False) for entry in entries)
 
 
 async def _webhook_depth(registry: object) -> None:

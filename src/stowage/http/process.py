@@ -2,7 +2,7 @@
 file from a URL (``client.upload_url`` in python, ``client.storeURL`` in js).
 
 Tasks ``store`` and ``security`` are understood; any other task is refused with
-``400 TASK_NOT_SUPPORTED`` rather than silently skipped.
+``400 UNSUPPORTED_TASK`` rather than silently skipped.
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def _source(sources: Any) -> str:
     source = sources[0]
     if isinstance(source, dict):
         if source.get("headers"):
-            raise errors.TaskNotSupported("sources with headers are not supported")
+            raise errors.UnsupportedTask("sources with headers are not supported")
         source = source.get("source")
     if not isinstance(source, str) or not source:
         raise errors.InvalidParameter("the source must be a url", parameter="sources")
@@ -87,7 +87,7 @@ def _tasks(tasks: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     for task in tasks:
         name = task.get("name") if isinstance(task, dict) else None
         if name not in SUPPORTED:
-            raise errors.TaskNotSupported(
+            raise errors.UnsupportedTask(
                 f"task {name!r} is not supported; only store and security", task=str(name)
             )
         params = task.get("params") or {}

@@ -22,6 +22,7 @@ def add_api_routes(app: web.Application) -> None:
     router.add_get("/api/openapi.json", docs.openapi_json)
     router.add_get("/api/docs", docs.docs_page)
     router.add_get("/api/docs/{name}", docs.docs_asset)
+    router.add_get("/", console.to_console)
     router.add_get("/console", console.console_page)
     router.add_get("/console/{name}", console.console_asset)
     router.add_get("/metrics", observe.metrics_handler)

@@ -18,11 +18,11 @@ from pathlib import Path
 
 from stowage import errors
 from stowage.config import Settings
-from stowage.core import events, names
+from stowage.core import events
 from stowage.core.events import Change
 from stowage.core.fetch import Fetcher
 from stowage.core.providers import Providers
-from stowage.core.security import Credentials, Target, authorize
+from stowage.core.security import Credentials, Target, authorize, record_for
 from stowage.core.service import StoreParams
 from stowage.core.sources import Source
 from stowage.core.uploads import Store, provider_for_location
@@ -161,9 +161,7 @@ class Processor:
     async def _authorized(
         self, handle: str, creds: Credentials, api_key: str | None
     ) -> tuple[FileRecord, App]:
-        record = await self.core.files.get(handle) if names.is_handle(handle) else None
-        if record is None or (api_key and api_key != record.api_key):
-            raise errors.HandleNotFound(handle=handle)
+        record = await record_for(self.core.files, self.core.providers.apps, handle, api_key)
         app = await self.core.providers.app(record.api_key)
         self._authorize(app, creds, Target(handle=handle))
         return record, app

@@ -104,11 +104,22 @@ async function refresh() { $("rows").textContent = ""; state.files.clear(); stat
 
 async function loadPage() {
   const page = await (await api("/api/files?" + q({ limit: 50, ...(state.next ? { after: state.next } : {}) }))).json();
+  if (page.providers) offerProviders(page.providers);
   for (const f of page.files) addRow(f);
   state.next = page.next;
   $("more").hidden = !page.next;
   $("empty").hidden = state.files.size > 0;
 }
+
+// Only the providers this app can store to, named as the store path names them.
+function offerProviders(names) {
+  const select = $("provider"); const chosen = select.value;
+  select.textContent = "";
+  for (const name of names) { const o = document.createElement("option"); o.textContent = name; select.append(o); }
+  if (names.includes(chosen)) select.value = chosen;
+}
+
+function providerText(f) { return f.provider + (f.location !== f.provider ? ` (${f.location})` : ""); }
 
 function cell(tr, label, text) {
   const td = document.createElement("td"); td.dataset.label = label; td.textContent = text; tr.append(td); return td;
@@ -123,7 +134,7 @@ function addRow(f) {
   if (state.cdn && isImage(f.mimetype)) name.append(thumbnail(f));
   name.append(open); tr.append(name);
   cell(tr, "Size", human(f.size)); cell(tr, "Type", f.mimetype);
-  cell(tr, "Uploaded", when(f.uploaded)); cell(tr, "Provider", f.provider + (f.location !== f.provider ? ` (${f.location})` : ""));
+  cell(tr, "Uploaded", when(f.uploaded)); cell(tr, "Provider", providerText(f));
   const actions = cell(tr, "", "");
   const del = document.createElement("button"); del.type = "button"; del.className = "danger";
   del.textContent = "Delete"; del.setAttribute("aria-label", "Delete " + f.filename);
@@ -156,8 +167,10 @@ async function uploadFile(file) {
       result = JSON.parse(xhr.responseText);
     }
     row.done("done");
+    // The row as a refresh will show it: where the bytes really are, when they were stored.
+    const meta = await (await api(`/api/file/${encodeURIComponent(result.handle)}/metadata?` + q({ location: "true", uploaded: "true" }))).json();
     const listed = { handle: result.handle, filename: result.filename, size: result.size, mimetype: result.type || result.mimetype,
-                     uploaded: Date.now(), provider, location: provider, container: result.container, key: result.key };
+                     uploaded: meta.uploaded, provider, location: meta.location, container: result.container, key: result.key };
     addRow(listed); $("empty").hidden = true;
   } catch (err) {
     row.done(err.message, true);
