@@ -1,14 +1,12 @@
-"""Color names as the hosted service takes them: the CSS names, ImageMagick's ``gray0`` to
-``gray100``, ``none`` and ``transparent``; or hex ``RGB``, ``RRGGBB``, ``RRGGBBAA``.
+"""The color names the hosted service takes, as red, green, blue, alpha: the CSS names,
+ImageMagick's ``gray0`` to ``gray100``, ``fractal``, ``none`` and ``transparent``.
 
 filestack-js 4.3.8's schema (``colorDef``) accepts these names, so a saved URL may carry
-any of them (polaroid's documented default frame color is ``snow``).
+any of them (polaroid's documented default frame color is ``snow``). Data only: the
+check and ``rgba`` are ``params.color`` and ``params.rgba``.
 """
 
 from __future__ import annotations
-
-from stowage.processing import params
-from stowage.processing.base import Value
 
 _CSS = """
 aliceblue:f0f8ff antiquewhite:faebd7 aqua:00ffff aquamarine:7fffd4 azure:f0ffff
@@ -51,16 +49,3 @@ NAMED: dict[str, tuple[int, int, int, int]] = {
 }
 NAMED.update({f"gray{n}": (round(n * 2.55),) * 3 + (255,) for n in range(101)})
 NAMED.update({"fractal": (128, 128, 128, 255), "none": (0, 0, 0, 0), "transparent": (0, 0, 0, 0)})
-
-
-def color(value: Value) -> Value:
-    """The check: a known name or hex; returns the name as ``rgba`` reads it."""
-    name = str(value).lower()
-    if isinstance(value, tuple) or name not in NAMED:
-        return params.color(value)
-    return name
-
-
-def rgba(name: str) -> tuple[int, int, int, int]:
-    """A checked color as red, green, blue, alpha (0-255)."""
-    return NAMED.get(name) or params.rgba(name)

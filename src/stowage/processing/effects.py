@@ -11,26 +11,30 @@ service blends into a ``background``, an opaque color flattens the result onto i
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import pyvips
 
-from stowage.processing import colors, params
+from stowage.processing import params
 from stowage.processing.base import Task, Value
 from stowage.processing.ops import srgb, with_alpha
 from stowage.processing.table import Param, TaskSpec
 
-COLOR = colors.color
+COLOR = params.color
 
 
-def pair(low: int, high: int) -> params.Convert:
-    """Two whole numbers ``[a,b]``, each from ``low`` to ``high``."""
+@dataclass(frozen=True)
+class Pair:
+    """Two whole numbers ``[a,b]``, each from ``low`` to ``high`` (a class, like params'
+    checks, so that tests and docs can read the range)."""
 
-    def convert(value: Value) -> Value:
+    low: int
+    high: int
+
+    def __call__(self, value: Value) -> Value:
         if not isinstance(value, tuple) or len(value) != 2:
-            raise ValueError(f"must be two whole numbers [a,b], each from {low} to {high}")
-        return tuple(params.integer(low, high)(v) for v in value)
-
-    return convert
+            raise ValueError(f"must be [a,b], each a whole number from {self.low} to {self.high}")
+        return tuple(params.integer(self.low, self.high)(v) for v in value)
 
 
 def whole(task: Task, name: str, default: int) -> int:
@@ -61,14 +65,14 @@ def rgb(image: pyvips.Image) -> pyvips.Image:
 
 def fill(image: pyvips.Image, name: str, width: int, height: int) -> pyvips.Image:
     """A ``width`` x ``height`` RGBA plane of one color, built lazily."""
-    plane = pyvips.Image.black(width, height, bands=4) + list(colors.rgba(name))
+    plane = pyvips.Image.black(width, height, bands=4) + list(params.rgba(name))
     return plane.cast("uchar").copy(interpretation="srgb")
 
 
 def on_background(image: pyvips.Image, name: str) -> pyvips.Image:
     """An RGBA image over a background color: opaque colors flatten (no alpha left),
     partly transparent ones composite, ``transparent`` keeps the image's alpha."""
-    r, g, b, a = colors.rgba(name)
+    r, g, b, a = params.rgba(name)
     if a == 255:
         return image.flatten(background=[r, g, b]).cast("uchar")
     if a == 0:
@@ -149,7 +153,7 @@ def shadow(image: pyvips.Image, task: Task) -> pyvips.Image:
     if blur > 0:
         shape = shape.gaussblur(blur)
     colour = str(task.get("color", "black"))
-    strength = opacity * colors.rgba(colour)[3] / 255
+    strength = opacity * params.rgba(colour)[3] / 255
     layer = fill(image, colour, width, height).extract_band(0, n=3)
     cast = layer.bandjoin((shape * strength).cast("uchar"))
     placed = image.embed(x, y, width, height)  # transparent around the image
@@ -167,7 +171,7 @@ def polaroid_frame(width: int, height: int) -> tuple[int, int]:
 def polaroid(image: pyvips.Image, task: Task) -> pyvips.Image:
     side, bottom = polaroid_frame(image.width, image.height)
     image = with_alpha(rgb(image))
-    frame = list(colors.rgba(str(task.get("color", "snow"))))
+    frame = list(params.rgba(str(task.get("color", "snow"))))
     framed = image.embed(
         side,
         side,
@@ -207,7 +211,7 @@ TASKS: tuple[TaskSpec, ...] = (
     TaskSpec(
         "torn_edges",
         (
-            Param("spread", pair(1, 10_000), default=(1, 10)),
+            Param("spread", Pair(1, 10_000), default=(1, 10)),
             Param("background", COLOR, default="white"),
         ),
         op=torn_edges,
@@ -218,7 +222,7 @@ TASKS: tuple[TaskSpec, ...] = (
         (
             Param("blur", params.number(0, 20), default=4),
             Param("opacity", params.integer(0, 100), default=60),
-            Param("vector", pair(-1000, 1000), default=(4, 4)),
+            Param("vector", Pair(-1000, 1000), default=(4, 4)),
             Param("color", COLOR, default="black"),
             Param("background", COLOR, default="white"),
         ),

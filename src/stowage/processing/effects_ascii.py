@@ -3,15 +3,17 @@
 Two steps, so that the pixels go through the pipeline like any task's and only a small
 image reaches Python:
 
-- the operation ``ascii_grid`` (lazy, like every operation) shrinks the image to one
-  pixel per character: ``size`` columns (10-100), half as many rows as the aspect ratio
-  gives, because a character cell is about twice as tall as it is wide; flattened onto
-  the page's background, 8-bit sRGB;
-- the renderer ``ascii_html`` (declared in ``ANSWERS``) reads that grid (at most 100
-  columns) and writes the page: a ``<pre>`` of characters from dense to light by
-  brightness (``reverse`` swaps the order), in the foreground color, or each in its
-  pixel's color when ``colored``. The engine saves the text as ``OUTPUT``
-  (``text/html; charset=utf-8``) in place of an image.
+- ``ascii_grid`` (lazy, like every operation) shrinks the image to one pixel per
+  character: ``size`` columns (10-100), half as many rows as the aspect ratio gives,
+  because a character cell is about twice as tall as it is wide; flattened onto the
+  page's background, 8-bit sRGB;
+- ``ascii_html`` reads that grid (at most 100 columns) and writes the page: a ``<pre>``
+  of characters from dense to light by brightness (``reverse`` swaps the order), in the
+  foreground color, or each in its pixel's color when ``colored``.
+
+``render_ascii`` does both. It is declared in ``ANSWERS`` with the answer's type
+(``text/html; charset=utf-8``): the engine calls it with the chain's image in place of
+saving an image, and saves the text it returns as UTF-8.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from collections.abc import Callable
 
 import pyvips
 
-from stowage.processing import colors, params
+from stowage.processing import params
 from stowage.processing.base import Output, Task
 from stowage.processing.effects import whole
 from stowage.processing.ops import srgb
@@ -46,14 +48,14 @@ def ascii_grid(image: pyvips.Image, task: Task) -> pyvips.Image:
     if image.bands < 3:
         image = image.colourspace("srgb")
     if image.hasalpha():
-        r, g, b, _ = colors.rgba(str(task.get("background", "ffffff")))
+        r, g, b, _ = params.rgba(str(task.get("background", "ffffff")))
         image = image.flatten(background=[r, g, b]).cast("uchar")
     scaled = image.resize(columns / image.width, vscale=rows / image.height)
     return scaled.cast("uchar")
 
 
 def _css(name: str) -> str:
-    r, g, b, a = colors.rgba(name)
+    r, g, b, a = params.rgba(name)
     return f"rgba({r},{g},{b},{a / 255:.3g})"
 
 
@@ -83,22 +85,27 @@ def ascii_html(grid: pyvips.Image, task: Task) -> str:
     )
 
 
-#: Tasks whose answer is not an image: the renderer the engine calls with the result
-#: of the chain (the task's operation included) in place of saving an image.
-ANSWERS: dict[str, tuple[Renderer, Output]] = {"ascii": (ascii_html, OUTPUT)}
+def render_ascii(image: pyvips.Image, task: Task) -> str:
+    """The answer: the chain's image (lazy) in, the page out. Only the grid is computed."""
+    return ascii_html(ascii_grid(image, task).copy_memory(), task)
+
+
+#: Tasks whose answer is not an image, by name: the renderer the engine calls with the
+#: chain's image (the tasks before this one applied) in place of saving an image, and
+#: the answer's type. The text is saved as UTF-8 in place of the image.
+ANSWERS: dict[str, tuple[Renderer, Output]] = {"ascii": (render_ascii, OUTPUT)}
 
 TASKS: tuple[TaskSpec, ...] = (
     TaskSpec(
         "ascii",
         (
-            Param("background", colors.color, default="ffffff"),
-            Param("foreground", colors.color, default="000000"),
+            Param("background", params.color, default="ffffff"),
+            Param("foreground", params.color, default="000000"),
             Param("colored", params.boolean, default=False),
             Param("size", params.integer(10, 100), default=100),
             Param("reverse", params.boolean, default=False),
         ),
-        op=ascii_grid,
-        kind=Kind.ANSWER,
+        kind=Kind.ANSWER,  # rendered by ANSWERS["ascii"]
         doc="an HTML page of characters: size columns, in one color or the image's",
     ),
 )

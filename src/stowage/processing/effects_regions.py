@@ -16,7 +16,8 @@ import pyvips
 from stowage.processing import params
 from stowage.processing.base import Task, Value
 from stowage.processing.effects import real
-from stowage.processing.ops import pixelate, srgb
+from stowage.processing.filters import pixelate
+from stowage.processing.ops import srgb
 from stowage.processing.table import Param, TaskSpec
 
 MAX_OBJECTS = 50

@@ -16,7 +16,7 @@ import pyvips
 
 from stowage.processing import params
 from stowage.processing.base import Task
-from stowage.processing.ops import srgb
+from stowage.processing.ops import join_alpha, split_alpha, srgb
 from stowage.processing.table import Param, TaskSpec
 
 #: The largest side a result may have; the engine sets it from ``Limits`` per job
@@ -43,15 +43,8 @@ def upscaled_size(width: int, height: int, limit: int) -> tuple[int, int]:
     )
 
 
-def _split(image: pyvips.Image) -> tuple[pyvips.Image, pyvips.Image | None]:
-    if image.hasalpha():
-        return image.extract_band(0, n=image.bands - 1), image[image.bands - 1]
-    return image, None
-
-
 def _join(image: pyvips.Image, alpha: pyvips.Image | None) -> pyvips.Image:
-    image = image.cast("uchar")
-    return image if alpha is None else image.bandjoin(alpha.cast("uchar"))
+    return join_alpha(image.cast("uchar"), None if alpha is None else alpha.cast("uchar"))
 
 
 def denoised(image: pyvips.Image, level: str) -> pyvips.Image:
@@ -65,7 +58,7 @@ def denoised(image: pyvips.Image, level: str) -> pyvips.Image:
 
 
 def upscale(image: pyvips.Image, task: Task) -> pyvips.Image:
-    colour, alpha = _split(srgb(image))
+    colour, alpha = split_alpha(srgb(image))
     colour = denoised(colour, str(task.get("noise", "none")))
     if task.get("upscale", True) is not False:
         width, height = upscaled_size(image.width, image.height, _OUTPUT_LIMIT.get())
@@ -122,7 +115,7 @@ def _stretch(colour: pyvips.Image, preset: Preset) -> pyvips.Image:
 def enhance(image: pyvips.Image, task: Task) -> pyvips.Image:
     preset = PRESETS[str(task.get("preset", "auto"))]
     image = srgb(image)
-    colour, alpha = _split(image)
+    colour, alpha = split_alpha(image)
     colour = denoised(colour, preset.noise)
     colour = _stretch(colour, preset)
     if preset.gamma != 1.0:

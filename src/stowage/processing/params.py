@@ -7,21 +7,12 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from stowage.processing import colors
 from stowage.processing.base import Value
 
 Convert = Callable[[Value], Value]
 _HEX = re.compile(r"(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})")
-COLOR_NAMES = {
-    "white": (255, 255, 255, 255),
-    "black": (0, 0, 0, 255),
-    "transparent": (0, 0, 0, 0),
-    "red": (255, 0, 0, 255),
-    "green": (0, 128, 0, 255),
-    "blue": (0, 0, 255, 255),
-    "gray": (128, 128, 128, 255),
-    "grey": (128, 128, 128, 255),
-    "yellow": (255, 255, 0, 255),
-}
+COLOR_NAMES = colors.NAMED  # the CSS names and the others filestack-js accepts
 ALIGNS = ("center", "top", "bottom", "left", "right", "faces")
 FORMATS = ("jpg", "jpeg", "png", "webp", "avif", "gif", "tiff")
 
