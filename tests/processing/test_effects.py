@@ -314,10 +314,19 @@ def test_oil_paint_flattens_specks_and_keeps_edges() -> None:
 
 
 @QUICK
-@given(st.integers(2, 100), st.integers(1, 50))
-def test_oil_paint_keeps_the_geometry(amount: int, side: int) -> None:
-    out = run(gradient(side, 9), "oil_paint", amount=amount)
-    assert (out.width, out.height) == (side, 9)
+@given(st.integers(2, 100), st.integers(1, 700), st.integers(1, 700))
+def test_oil_paint_keeps_the_geometry(amount: int, width: int, height: int) -> None:
+    out = run(gradient(width, height), "oil_paint", amount=amount)
+    assert (out.width, out.height, out.bands) == (width, height, 3)
+
+
+def test_oil_paint_of_a_large_radius_still_flattens() -> None:
+    image = flat(400, 300, [40, 40, 40]).insert(flat(200, 300, [230, 230, 230]), 200, 0)
+    image = image.draw_rect([255, 0, 0], 100, 100, 6, 6, fill=True)
+    out = run(image, "oil_paint", amount=100)
+    assert (out.width, out.height) == (400, 300)
+    assert abs(grey(out, 103, 103) - 40) < 10  # the speck is painted over
+    assert grey(out, 20, 150) < 60 and grey(out, 380, 150) > 210  # the two halves stay
 
 
 # -- partial_pixelate, partial_blur ------------------------------------------------
@@ -504,6 +513,7 @@ def test_ascii_flattens_alpha_onto_the_background() -> None:
         ("torn_edges", {"spread": (5, 40)}),
         ("shadow", {"blur": 20, "vector": (-30, 50)}),
         ("oil_paint", {"amount": 10}),
+        ("oil_paint", {"amount": 60}),
         ("upscale", {"noise": "high"}),
         ("ascii", {}),
     ],

@@ -186,15 +186,30 @@ def polaroid(image: pyvips.Image, task: Task) -> pyvips.Image:
     return on_background(framed, str(task.get("background", "white")))
 
 
+MAX_WINDOW = 25  # a median window's side; larger radii are painted on a smaller copy
+
+
+def _median(image: pyvips.Image, size: int) -> pyvips.Image:
+    size = min(size, image.width, image.height)  # libvips' window fits the image
+    size -= 1 - size % 2  # odd, so that the window has a centre
+    return image if size < 3 else image.rank(size, size, size * size // 2)
+
+
 def oil_paint(image: pyvips.Image, task: Task) -> pyvips.Image:
     """Each pixel takes the median of its neighbourhood, band by band: the flat,
-    edge-keeping strokes of a ``-paint`` filter (which takes the most frequent color)."""
-    amount = whole(task, "amount", 2)
-    size = min(2 * amount + 1, image.width, image.height)  # libvips' window fits the image
-    size -= 1 - size % 2  # odd, so that the window has a centre
-    if size < 3:
-        return image
-    return srgb(image).rank(size, size, size * size // 2)
+    edge-keeping strokes of a ``-paint`` filter (which takes the most frequent color).
+
+    A median's cost grows with its window's side, so a radius past ``MAX_WINDOW`` is
+    painted on a copy shrunk by the ratio and enlarged back (radius 100 on 3 megapixels:
+    13 s at full size, under 1 s so)."""
+    image = srgb(image)
+    size = 2 * whole(task, "amount", 2) + 1
+    factor = math.ceil(size / MAX_WINDOW)
+    if factor == 1:
+        return _median(image, size)
+    small = image.resize(1 / factor)
+    painted = _median(small, math.ceil(size / factor))
+    return painted.resize(image.width / small.width, vscale=image.height / small.height)
 
 
 TASKS: tuple[TaskSpec, ...] = (
