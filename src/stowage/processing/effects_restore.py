@@ -1,5 +1,5 @@
 """upscale and enhance, which the hosted service runs as machine-learned models, made with
-classical methods: Lanczos enlargement, median denoising and an unsharp mask for
+classical methods: Lanczos enlargement, median denoising and a 3x3 sharpen for
 upscale; percentile contrast stretch, gamma, white balance and saturation per preset for
 enhance. The geometry is the hosted service's: upscale doubles each side (held to the
 output-dimension limit), enhance keeps the size.
@@ -22,7 +22,12 @@ from stowage.processing.table import Param, TaskSpec
 #: The largest side a result may have; the engine sets it from ``Limits`` per job
 #: (``with output_limit(n):``). The default is the setting's default.
 _OUTPUT_LIMIT: ContextVar[int] = ContextVar("stowage_output_limit", default=10_000)
-STATS_SIDE = 256  # enhance measures the image on a thumbnail this big
+STATS_SIDE = 256
+# sharpening kernels (sum 1): photo mild (a quarter of the Laplacian), artwork stronger
+PHOTO = pyvips.Image.new_from_array([[0, -1, 0], [-1, 8, -1], [0, -1, 0]], scale=4)
+ARTWORK = pyvips.Image.new_from_array(
+    [[0, -1, 0], [-1, 6, -1], [0, -1, 0]], scale=2
+)  # enhance measures the image on a thumbnail this big
 
 
 @contextlib.contextmanager
@@ -66,9 +71,10 @@ def upscale(image: pyvips.Image, task: Task) -> pyvips.Image:
         colour = colour.resize(hscale, vscale=vscale, kernel="lanczos3")
         if alpha is not None:
             alpha = alpha.resize(hscale, vscale=vscale, kernel="lanczos3")
-    # artwork: flat areas and hard lines take a stronger, tighter unsharp mask
-    sigma, gain = (0.8, 3.0) if task.get("style", "photo") == "artwork" else (0.7, 1.5)
-    return _join(srgb(colour.sharpen(sigma=sigma, m2=gain)), alpha)
+    # a 3x3 sharpen (identity plus a share of the Laplacian): libvips' unsharp mask
+    # works in LabS and took 5 of 6 seconds of a 12-megapixel upscale
+    kernel = ARTWORK if task.get("style", "photo") == "artwork" else PHOTO
+    return _join(colour.conv(kernel, precision="integer"), alpha)
 
 
 @dataclass(frozen=True)
