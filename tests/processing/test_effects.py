@@ -5,6 +5,8 @@ parameter ranges (in range: the documented geometry; out of range: ValueError)."
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -534,3 +536,60 @@ def test_tasks_not_marked_random_access_stream_a_sequential_source(
     op = SPECS[name].op
     assert op is not None
     op(image, task(name, **options)).write_to_file(str(tmp_path / "out.png"))
+
+
+# Peak RSS from /proc (VmHWM belongs to the process' memory map, new at exec):
+# getrusage's ru_maxrss survives fork and exec, so a child of a large pytest process
+# would start at the parent's peak and hide any growth below it.
+_MEASURE = """
+import sys
+from pathlib import Path
+from stowage.processing import chain
+from stowage.processing.base import Limits
+from stowage.processing.vips import VipsEngine
+
+def peak_mib():
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) // 1024
+
+before = peak_mib()
+parsed = chain.parse(sys.argv[2].split("/"))
+output = chain.output_for(parsed, "image/jpeg")
+VipsEngine(threads_per_job=1).render(
+    Path(sys.argv[1]), parsed, output, Path(sys.argv[3]), Limits(10**8, 10**10, 10_000, 60)
+)
+print(peak_mib() - before)
+"""
+FIFTY = ",".join(f"[{i},{i},10000,10000]" for i in range(50))
+
+
+@pytest.mark.parametrize(
+    ("segments", "budget_mib"),
+    [
+        # random access: the 36 MiB image is decoded whole, then fifty boxes over it
+        (f"partial_blur=objects:[{FIFTY}],type:oval,amount:20,blur:20", 160),
+        (f"partial_pixelate=objects:[{FIFTY}],type:oval,amount:100,blur:0", 160),
+        ("vignette=amount:80/torn_edges=spread:[10,100]/shadow=blur:20,vector:[50,50]", 100),
+        ("oil_paint=amount:100", 100),
+    ],
+)
+def test_memory_stays_bounded_for_a_12_megapixel_jpeg(
+    tmp_path: Path, segments: str, budget_mib: int
+) -> None:
+    """Fifty nested full-size boxes once ran a job out of memory: each box is made from
+    the source and its mask is computed small."""
+    source = tmp_path / "big.jpg"
+    gradient(4000, 3000).jpegsave(str(source), Q=85)
+    out = subprocess.run(
+        [sys.executable, "-c", _MEASURE, str(source), segments, str(tmp_path / "o.jpg")],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    grown_mib = int(out.stdout.strip().splitlines()[-1])
+    print(f"{segments[:40]}: peak RSS grew {grown_mib} MiB")
+    assert grown_mib < budget_mib
+    result = pyvips.Image.new_from_file(str(tmp_path / "o.jpg"))
+    assert result.width >= 4000 and result.height >= 3000
