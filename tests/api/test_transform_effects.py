@@ -35,6 +35,17 @@ async def test_vignette_keeps_the_size_and_darkens_the_corners(harness: Harness)
     assert grey(decoded(light), 0, 0) > 200
 
 
+async def test_transparent_background_keeps_alpha_in_a_png(harness: Harness) -> None:
+    handle = await stored(harness, flat_png(120, 80, [90, 90, 90]), "t.png")
+    chain = "vignette=amount:100,background:transparent"
+    resp, body = await get(harness, f"/{chain}/output=format:png/{handle}")
+    image = decoded(body)
+    assert resp.headers["Content-Type"] == "image/png"
+    assert image.bands == 4 and image(60, 40)[3] == 255 and image(0, 0)[3] < 40
+    _, jpeg = await get(harness, f"/{chain}/output=format:jpg/{handle}")
+    assert grey(decoded(jpeg), 0, 0) > 200  # a JPEG flattens onto white
+
+
 async def test_shadow_grows_the_canvas_by_blur_and_vector(harness: Harness) -> None:
     handle = await stored(harness, flat_png(200, 100, [20, 40, 200]), "s.png")
     _, body = await get(harness, f"/shadow=blur:5,opacity:80,vector:[10,-6]/{handle}")

@@ -449,6 +449,25 @@ def test_enhance_stretches_a_dull_image_and_keeps_its_size() -> None:
     assert default(0, 45)[0] > default(0, 45)[1] > default(0, 45)[2]
 
 
+@QUICK
+@given(
+    st.sampled_from(sorted(effects_restore.PRESETS)),
+    st.integers(1, 40),
+    st.integers(1, 40),
+    st.sampled_from([[30], [30, 200], [30, 60, 90], [30, 60, 90, 128]]),
+)
+def test_enhance_keeps_size_and_bands_of_any_image(
+    preset: str, width: int, height: int, value: list[int]
+) -> None:
+    image = flat(width, height, value)
+    if len(value) < 3:
+        image = image.copy(interpretation="b-w")
+    out = run(image, "enhance", preset=preset)
+    assert (out.width, out.height, out.bands, out.format) == (width, height, len(value), "uchar")
+    if len(value) in (2, 4):
+        assert out(0, 0)[-1] == value[-1]  # alpha untouched
+
+
 def test_enhance_fix_tint_balances_the_channels() -> None:
     xy = pyvips.Image.xyz(100, 100)
     tinted = (xy[0] * 2).bandjoin([xy[0] * 2, xy[0] / 2 + 20]).cast("uchar")
