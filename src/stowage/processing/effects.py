@@ -202,16 +202,21 @@ def oil_paint(image: pyvips.Image, task: Task) -> pyvips.Image:
     edge-keeping strokes of a ``-paint`` filter (which takes the most frequent color).
 
     A median's cost grows with its window's side, so a window past ``MAX_WINDOW`` is
-    painted on a copy shrunk by the ratio and enlarged back (radius 10 on 12 megapixels:
-    7-10 s at full size, under 1 s so)."""
+    painted on a copy shrunk by the ratio, enlarged back in blocks, and the blocks'
+    corners rounded by a median of at most 5x5 at full size, the default radius' cost
+    (radius 10 on 12 megapixels: 7-10 s at full size, about 2 s so; a smooth
+    enlargement instead blurred the strokes)."""
     image = srgb(image)
     size = 2 * whole(task, "amount", 2) + 1
-    factor = math.ceil(size / MAX_WINDOW)
+    factor = min(math.ceil(size / MAX_WINDOW), image.width, image.height)
     if factor == 1:
         return _median(image, size)
-    small = image.resize(1 / factor)
-    painted = _median(small, math.ceil(size / factor))
-    return painted.resize(image.width / small.width, vscale=image.height / small.height)
+    small = image.shrink(factor, factor)
+    painted = _median(small, math.ceil(size / factor)).zoom(factor, factor)
+    if painted.width < image.width or painted.height < image.height:
+        painted = painted.embed(0, 0, image.width, image.height, extend="copy")
+    blocks = painted.extract_area(0, 0, image.width, image.height)
+    return _median(blocks, min(2 * factor + 1, 5))
 
 
 TASKS: tuple[TaskSpec, ...] = (
