@@ -169,11 +169,11 @@ async def test_js_form_with_api_key(harness: Harness) -> None:
 
 async def test_unknown_task_lists_the_supported_ones(harness: Harness) -> None:
     handle = await stored(harness)
-    resp = await harness.cdn.get(f"/oil_paint=amount:3/{handle}")
+    resp = await harness.cdn.get(f"/no_such_task=amount:3/{handle}")
     assert resp.status == 400
     error = (await resp.json())["error"]
     assert error["code"] == "UNSUPPORTED_TASK"
-    assert "resize" in error["details"]["supported"]
+    assert {"resize", "oil_paint", "vignette"} <= set(error["details"]["supported"])
     assert "resize" in error["message"]
 
 

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stowage import booleans, errors
-from stowage.processing import catalogue, grammar, params, request_tasks
+from stowage.processing import catalogue, effects, effects_regions, grammar, params, request_tasks
 from stowage.processing.base import Value, _text
 from stowage.processing.params import Choice, Either, Integer, Number
 from stowage.processing.table import Kind, Param, TaskSpec
@@ -39,6 +39,8 @@ def inside(check: object) -> st.SearchStrategy[Value]:
         return st.sampled_from(check.names)
     if isinstance(check, Either):
         return inside(check.first) | inside(check.second)
+    if isinstance(check, effects.Pair):
+        return st.tuples(*[st.integers(check.low, check.high)] * 2)
     known: dict[object, st.SearchStrategy[Value]] = {
         params.boolean: st.booleans(),
         request_tasks.flag: st.sampled_from(booleans.WORDS) | st.booleans(),
@@ -53,6 +55,16 @@ def inside(check: object) -> st.SearchStrategy[Value]:
         ),
         params.align: st.sampled_from(params.ALIGNS)
         | st.lists(st.sampled_from(params.ALIGNS), min_size=2, max_size=2).map(tuple),
+        effects_regions.objects: st.lists(
+            st.tuples(
+                st.integers(0, 10_000),
+                st.integers(0, 10_000),
+                st.integers(1, 10_000),
+                st.integers(1, 10_000),
+            ),
+            min_size=1,
+            max_size=effects_regions.MAX_OBJECTS,
+        ).map(tuple),
     }
     assert check in known, f"no generator for the check {check!r}: add it here"
     return known[check]
@@ -69,6 +81,13 @@ def outside(check: object) -> st.SearchStrategy[Value]:
     if isinstance(check, Either):
         both = outside(check.first) | outside(check.second)
         return both.filter(lambda v: _refused(check.first, v) and _refused(check.second, v))
+    if isinstance(check, effects.Pair):
+        wrong = outside(Integer(check.low, check.high))
+        return (
+            st.tuples(wrong, st.integers(check.low, check.high))
+            | st.integers()
+            | st.tuples(*[st.integers(check.low, check.high)] * 3)
+        )
     nested = st.just((("a",),))
     known: dict[object, st.SearchStrategy[Value]] = {
         params.boolean: WORDS.filter(lambda w: w not in ("true", "false")) | st.integers(),
@@ -80,13 +99,18 @@ def outside(check: object) -> st.SearchStrategy[Value]:
         request_tasks.token: st.lists(PLAIN, min_size=1, max_size=3).map(tuple),
         params.texts: nested,
         params.color: st.text("ghijkmnopqsuvxz", min_size=1, max_size=8).filter(
-            lambda w: w not in params.COLOR_NAMES
+            lambda w: w not in params.COLOR_NAMES  # "pink" is one
         ),
         params.dims: st.tuples(st.integers(0, 9), st.integers(0, 9), st.integers(1, 9))
         | st.tuples(st.integers(0, 9), st.integers(0, 9), st.integers(0, 9), st.just(0))
         | st.tuples(st.integers(-99, -1), st.integers(0, 9), st.integers(1, 9), st.integers(1, 9)),
         params.align: WORDS.filter(lambda w: w not in params.ALIGNS)
         | st.lists(st.sampled_from(params.ALIGNS), min_size=3, max_size=4).map(tuple),
+        effects_regions.objects: st.just(((0, 0, 0, 5),))
+        | st.just(((10_001, 0, 5, 5),))
+        | st.just(((1, 2, 3),))
+        | st.just(tuple((0, 0, 5, 5) for _ in range(effects_regions.MAX_OBJECTS + 1)))
+        | st.integers(),
     }
     assert check in known, f"no generator for the check {check!r}: add it here"
     return known[check]

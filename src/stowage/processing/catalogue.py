@@ -7,7 +7,18 @@ answering to one spelling, and every image task has its operation.
 
 from __future__ import annotations
 
-from stowage.processing import colour, filters, geometry, outputs, request_tasks, shapes
+from stowage.processing import (
+    colour,
+    effects,
+    effects_ascii,
+    effects_regions,
+    effects_restore,
+    filters,
+    geometry,
+    outputs,
+    request_tasks,
+    shapes,
+)
 from stowage.processing.table import Kind, TaskSpec
 
 MODULES: tuple[tuple[TaskSpec, ...], ...] = (
@@ -17,6 +28,10 @@ MODULES: tuple[tuple[TaskSpec, ...], ...] = (
     shapes.TASKS,
     outputs.TASKS,
     request_tasks.TASKS,
+    effects.TASKS,
+    effects_regions.TASKS,
+    effects_restore.TASKS,
+    effects_ascii.TASKS,
 )
 
 
