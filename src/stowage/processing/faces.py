@@ -79,8 +79,7 @@ def eyes(image: pyvips.Image, face: Box) -> list[Box]:
     grey, scale = _small_grey(upper, side=256)
     found = _cascade("haarcascade_eye.xml").detectMultiScale(grey, SCALE_STEP, 3, minSize=(8, 8))
     return [
-        _shifted(_scaled(tuple(int(v) for v in box), scale, upper), face.x, face.y)
-        for box in found
+        _shifted(_scaled(tuple(int(v) for v in box), scale, upper), face.x, face.y) for box in found
     ]
 
 
@@ -147,6 +146,7 @@ def _shifted(box: Box, dx: int, dy: int) -> Box:
 def _cascade(name: str) -> Any:
     """A trained cascade from the wheel's own data directory, loaded once per process."""
     import cv2
+    import cv2.data
 
     cv2.setNumThreads(1)  # a job process has one core's share; libvips has its own threads
     cascade = cv2.CascadeClassifier(cv2.data.haarcascades + name)

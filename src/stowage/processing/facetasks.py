@@ -20,7 +20,7 @@ from stowage.processing import faces
 from stowage.processing.base import Task, Value
 from stowage.processing.faces import Box
 from stowage.processing.params import boolean, choice, color, integer, number, rgba
-from stowage.processing.table import Kind, Param, TaskSpec
+from stowage.processing.table import Param, TaskSpec
 
 #: A task whose answer, with some options, is JSON rather than an image: it returns the
 #: JSON-ready value, or None when (with these options) the task makes an image.
@@ -127,7 +127,6 @@ def crop_faces(image: pyvips.Image, task: Task) -> pyvips.Image:
     if isinstance(want_h, int):
         return crop.thumbnail_image(UNBOUNDED, height=want_h, size="both")
     return crop
-
 
 
 def _shaped(box: Box, aspect: float, inside: bool, outer_w: int, outer_h: int) -> Box:

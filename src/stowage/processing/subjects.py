@@ -47,7 +47,8 @@ def smart_crop(image: pyvips.Image, task: Task) -> pyvips.Image:
 
 def _target(task: Task, width: int, height: int) -> tuple[int, int]:
     """width and height; 0 or absent: the image's own side, or in its proportion."""
-    want_w, want_h = int(task.get("width") or 0), int(task.get("height") or 0)  # type: ignore[call-overload]
+    want_w, want_h = task.get("width") or 0, task.get("height") or 0
+    assert isinstance(want_w, int) and isinstance(want_h, int)
     if want_w and not want_h:
         return want_w, max(1, round(height * want_w / width))
     if want_h and not want_w:
