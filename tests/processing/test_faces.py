@@ -15,9 +15,10 @@ import pyvips
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stowage.processing import faces, facetasks, subjects
-from stowage.processing.base import Task, Value
+from stowage.processing import chain, faces, facetasks, subjects
+from stowage.processing.base import Limits, Task, Value
 from stowage.processing.faces import Box
+from stowage.processing.vips import VipsEngine
 
 PHOTOS = Path(str(resources.files("skimage") / "data"))
 ASTRONAUT = PHOTOS / "astronaut.png"
@@ -26,6 +27,9 @@ ASTRONAUT = PHOTOS / "astronaut.png"
 FACE_CENTRE = (224, 114)
 FACE_SIDE = 100
 SLOW = settings(max_examples=6, deadline=None)
+LIMITS = Limits(
+    max_input_pixels=50_000_000, max_input_bytes=10**9, max_output_dimension=4000, seconds=20
+)
 
 
 def task(name: str, **options: Value) -> Task:
@@ -378,3 +382,55 @@ def test_documented_defaults() -> None:
     assert defaults[("blur_faces", "type")] == "rect"
     assert defaults[("detect_faces", "minsize")] == 0.35
     assert defaults[("smart_crop", "mode")] == "auto"
+
+
+# -- through the engine, as URLs ask --------------------------------------------------
+def rendered(tmp_path: Path, *segments: str) -> pyvips.Image:
+    source = tmp_path / "astronaut.jpg"
+    astronaut().jpegsave(str(source), Q=95)
+    parsed = chain.parse(list(segments))
+    output = chain.output_for(parsed, "image/jpeg")
+    dest = tmp_path / f"out.{output.extension}"
+    VipsEngine().render(source, parsed, output, dest, LIMITS)
+    return pyvips.Image.new_from_file(str(dest)).copy_memory()  # dest is written again
+
+
+def test_crop_faces_thumb_through_the_engine(tmp_path: Path) -> None:
+    image = rendered(tmp_path, "crop_faces=m:thumb,w:100,h:100")
+    assert (image.width, image.height) == (100, 100)
+    assert len(faces.detect(image.resize(3))) == 1
+
+
+def test_align_faces_first_in_a_chain_shrinks_on_load_and_keeps_the_face(
+    tmp_path: Path,
+) -> None:
+    """A first resize reads a shrunk copy once; align:faces reads it twice."""
+    on_faces = rendered(tmp_path, "resize=w:200,h:100,f:crop,a:faces")
+    centred = rendered(tmp_path, "resize=w:200,h:100,f:crop")
+    cover = astronaut().thumbnail_image(200, height=200, size="force").copy_memory()
+    face = faces.detect(cover)[0]
+    left, top = faces.anchor(cover, 200, 100)
+    assert top <= face.y and face.bottom <= top + 100  # the window holds the whole face
+    expected = cover.extract_area(left, top, 200, 100)
+    assert (on_faces.width, on_faces.height) == (200, 100)
+    assert float((on_faces.cast("float") - expected).abs().avg()) < 6
+    assert float((centred.cast("float") - expected).abs().avg()) > 15  # the centre is lower
+    later = rendered(tmp_path, "flip", "flip", "resize=w:200,h:100,f:crop,a:faces")
+    assert float((later.cast("float") - expected).abs().avg()) < 6  # later in a chain too
+
+
+@pytest.mark.parametrize(
+    ("segments", "size"),
+    [
+        (("smart_crop=width:200,height:200",), (200, 200)),
+        (("resize=w:300", "smart_crop=w:100,h:150,m:face"), (100, 150)),
+        (("resize=width:300", "crop_faces=f:all,m:fill,w:50,h:80"), (50, 80)),
+        (("pixelate_faces=t:oval,a:20", "blur_faces=f:all"), (512, 512)),
+        (("redeye", "detect_faces=c:red,n:0.2"), (512, 512)),
+    ],
+)
+def test_face_tasks_in_chains(
+    tmp_path: Path, segments: tuple[str, ...], size: tuple[int, int]
+) -> None:
+    image = rendered(tmp_path, *segments)
+    assert (image.width, image.height) == size

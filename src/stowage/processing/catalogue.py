@@ -7,7 +7,16 @@ answering to one spelling, and every image task has its operation.
 
 from __future__ import annotations
 
-from stowage.processing import colour, filters, geometry, outputs, request_tasks, shapes
+from stowage.processing import (
+    colour,
+    facetasks,
+    filters,
+    geometry,
+    outputs,
+    request_tasks,
+    shapes,
+    subjects,
+)
 from stowage.processing.table import Kind, TaskSpec
 
 MODULES: tuple[tuple[TaskSpec, ...], ...] = (
@@ -17,6 +26,7 @@ MODULES: tuple[tuple[TaskSpec, ...], ...] = (
     shapes.TASKS,
     outputs.TASKS,
     request_tasks.TASKS,
+    facetasks.TASKS + subjects.TASKS,
 )
 
 

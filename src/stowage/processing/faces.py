@@ -110,6 +110,17 @@ def faces_offset(image: pyvips.Image, width: int, height: int) -> tuple[int, int
     return window_at(centre, width, height, image.width, image.height)
 
 
+def anchor(image: pyvips.Image, width: int, height: int) -> tuple[int, int]:
+    """Where a ``width`` x ``height`` window of ``image`` starts for ``align:faces``:
+    centred on its faces, or on its centre when none is found. ``image`` is read twice
+    (by the finder, then by the cut): a copy in memory, or one opened for random access."""
+    offset = faces_offset(image, width, height)
+    if offset is None:
+        centre = (image.width // 2, image.height // 2)
+        return window_at(centre, width, height, image.width, image.height)
+    return offset
+
+
 def window_at(
     centre: tuple[int, int], width: int, height: int, outer_w: int, outer_h: int
 ) -> tuple[int, int]:

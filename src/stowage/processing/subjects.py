@@ -60,12 +60,8 @@ def crop_on_faces(image: pyvips.Image, width: int, height: int) -> pyvips.Image:
     """A ``width`` x ``height`` window of ``image`` centred on its faces, or on its centre
     when none is found: what ``resize=fit:crop,align:faces`` crops a cover to."""
     image = image.copy_memory()  # read twice: by the finder, then by the crop
-    offset = faces.faces_offset(image, width, height)
-    if offset is None:
-        offset = faces.window_at(
-            (image.width // 2, image.height // 2), width, height, image.width, image.height
-        )
-    return image.extract_area(offset[0], offset[1], width, height)
+    left, top = faces.anchor(image, width, height)
+    return image.extract_area(left, top, width, height)
 
 
 # -- redeye ---------------------------------------------------------------------
