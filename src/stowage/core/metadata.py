@@ -22,7 +22,8 @@ DEFAULT = (
 )
 #: The boolean selectors of spec 4.5, in the order results are returned.
 SELECTORS = (
-    "size", "mimetype", "filename", "uploaded", "writeable", "cloud", "source_url", "exif",
+    "size", "mimetype", "filename", "width", "height", "uploaded", "writeable", "cloud",
+    "source_url", "exif",
     "upload_status", *HASHES, "location", "path", "container",
 )  # fmt: skip
 
