@@ -4,6 +4,7 @@ background; plain images and photos without people must give no face."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from importlib import resources
@@ -168,6 +169,11 @@ def test_export_answers_the_boxes_as_json() -> None:
     assert answer == [box.as_json() for box in faces.detect(image)]
     assert isinstance(answer, list) and set(answer[0]) == {"x", "y", "width", "height"}
     assert facetasks.export_faces(image, task("detect_faces")) is None  # an image, then
+    renderer, output = facetasks.ANSWERS["detect_faces"]
+    assert json.loads(renderer(image, task("detect_faces", export=True))) == answer
+    assert output.mimetype == "application/json"
+    assert facetasks.answers(task("detect_faces", export=True))
+    assert not facetasks.answers(task("detect_faces", color="red"))
 
 
 def test_detect_faces_draws_the_box_outline_in_its_colour() -> None:
@@ -304,6 +310,9 @@ def test_metadata_answers_the_size_at_that_step() -> None:
     assert subjects.metadata_answer(image, task("metadata")) == {"width": 300, "height": 300}
     only = subjects.metadata_answer(image, task("metadata", params=("height", "filename")))
     assert only == {"height": 300}
+    renderer, output = subjects.ANSWERS["metadata"]
+    assert json.loads(renderer(image, task("metadata"))) == {"width": 300, "height": 300}
+    assert output.mimetype == "application/json"
 
 
 def test_align_faces_crop_is_centred_on_the_face() -> None:

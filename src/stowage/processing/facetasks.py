@@ -11,20 +11,22 @@ from the file (a first ``resize`` shrinks on load) can only be read once.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 
 import pyvips
 
 from stowage.processing import faces
-from stowage.processing.base import Task, Value
+from stowage.processing.base import Output, Task, Value
 from stowage.processing.faces import Box
 from stowage.processing.params import boolean, choice, color, integer, number, rgba
 from stowage.processing.table import Param, TaskSpec
 
-#: A task whose answer, with some options, is JSON rather than an image: it returns the
-#: JSON-ready value, or None when (with these options) the task makes an image.
-Renderer = Callable[[pyvips.Image, Task], object | None]
+#: An answer's renderer: the image at the task's step -> the answer's text (as the
+#: effects' ``ANSWERS``: the engine saves that text in place of an image).
+Renderer = Callable[[pyvips.Image, Task], str]
+JSON = Output("json", "application/json", "json")
 MAX_FACES = 1000
 SIZE = number(0, 10_000)
 SIDE = integer(1, 10_000)
@@ -96,11 +98,17 @@ def _outline(box: Box, stroke: int, ink: list[int], alpha: int) -> pyvips.Image:
     return colour.bandjoin(edge.cast("uchar")).copy(interpretation="srgb")
 
 
-def export_faces(image: pyvips.Image, task: Task) -> object | None:
-    """``detect_faces=export:true``: the boxes as JSON, ``[{x, y, width, height}, ...]``."""
+def export_faces(image: pyvips.Image, task: Task) -> list[dict[str, int]] | None:
+    """``detect_faces=export:true``: the boxes, ``[{x, y, width, height}, ...]``; None
+    without ``export:true`` (the task then outlines them on the image)."""
     if task.get("export") is not True:
         return None
     return [box.as_json() for box in found(image.copy_memory(), task, "all")]
+
+
+def exported_faces(image: pyvips.Image, task: Task) -> str:
+    """The answer of ``detect_faces=export:true``, as JSON text."""
+    return json.dumps([box.as_json() for box in found(image.copy_memory(), task, "all")])
 
 
 # -- crop_faces -----------------------------------------------------------------
@@ -248,5 +256,12 @@ TASKS: tuple[TaskSpec, ...] = (
         doc="blurs the selected faces",
     ),
 )
-#: The tasks whose answer can be JSON, and what answers it.
-RENDERERS: dict[str, Renderer] = {"detect_faces": export_faces}
+#: Answers that are no image, by task name: the renderer and the answer's type. Only
+#: with ``export:true`` does ``detect_faces`` answer (``answers(task)``); without it it is
+#: an image task like any.
+ANSWERS: dict[str, tuple[Renderer, Output]] = {"detect_faces": (exported_faces, JSON)}
+
+
+def answers(task: Task) -> bool:
+    """Whether ``task``, last in a chain, answers JSON rather than an image."""
+    return task.name == "detect_faces" and task.get("export") is True

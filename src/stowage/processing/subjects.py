@@ -9,11 +9,13 @@ finder's eye cascade with a redness threshold. docs/transformations.md says so.
 
 from __future__ import annotations
 
+import json
+
 import pyvips
 
 from stowage.processing import faces
-from stowage.processing.base import Task, Value
-from stowage.processing.facetasks import Renderer
+from stowage.processing.base import Output, Task, Value
+from stowage.processing.facetasks import JSON, Renderer
 from stowage.processing.params import boolean, choice, color, integer, text
 from stowage.processing.table import Kind, Param, TaskSpec
 
@@ -88,7 +90,7 @@ def _unreddened(patch: pyvips.Image) -> pyvips.Image:
 
 
 # -- metadata -------------------------------------------------------------------
-def metadata_answer(image: pyvips.Image, task: Task) -> object | None:
+def metadata_answer(image: pyvips.Image, task: Task) -> dict[str, int]:
     """The image's facts at this step: ``width`` and ``height`` (only those asked for
     with ``params``, when it names any). The file's own fields (filename, size, hashes,
     ...) are the service's to add: it has the file's record, a job process does not."""
@@ -136,4 +138,13 @@ TASKS: tuple[TaskSpec, ...] = (
         doc="answers JSON facts about the file and the image at this step",
     ),
 )
-RENDERERS: dict[str, Renderer] = {"metadata": metadata_answer}
+
+
+def metadata_text(image: pyvips.Image, task: Task) -> str:
+    """The ``metadata`` task's answer as JSON text: the image's fields; the service adds
+    the file's own (its record) when it answers."""
+    return json.dumps(metadata_answer(image, task))
+
+
+#: Answers that are no image (as facetasks.ANSWERS): the renderer and the answer's type.
+ANSWERS: dict[str, tuple[Renderer, Output]] = {"metadata": (metadata_text, JSON)}
