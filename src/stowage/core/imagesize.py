@@ -10,11 +10,16 @@ the size is unknown and omitted).
 
 from __future__ import annotations
 
+import asyncio
 import io
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import BinaryIO
+
+from stowage.core import reading
+from stowage.registry.base import FileRecord
+from stowage.storage.base import LocalFiles, Provider
 
 #: The leading bytes read: enough for a JPEG's frame header after its EXIF, ICC and
 #: thumbnail segments (64 KiB each at most) in practice.
@@ -24,6 +29,29 @@ HEADER_BYTES = 1 << 20
 _SOF = {0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF}
 _NO_LENGTH = {0x01, *range(0xD0, 0xD8)}  # standalone markers: no length follows
 _TIFF = (b"II*\0", b"MM\0*")
+
+
+async def fields(
+    provider: Provider, record: FileRecord, size: int, names: Sequence[str]
+) -> dict[str, int]:
+    """The metadata fields ``names`` (``width``, ``height``) of a stored image, from its
+    header; none for a file that is no image (by its type, or by its header)."""
+    if not record.mimetype.startswith("image/") or size == 0:
+        return {}
+    if isinstance(provider, LocalFiles):
+        path = provider.local_path(record.container, record.key)
+        found = await asyncio.to_thread(dimensions_in, path)
+    else:
+        chunks = reading.whole(provider, record.container, record.key, _head)
+        found = dimensions(b"".join([chunk async for chunk in chunks])[:HEADER_BYTES])
+    if found is None:
+        return {}
+    sides = {"width": found[0], "height": found[1]}
+    return {name: sides[name] for name in names}
+
+
+def _head(size: int) -> tuple[int, int] | None:
+    return (0, min(size, HEADER_BYTES) - 1) if size else None
 
 
 def dimensions(head: bytes) -> tuple[int, int] | None:

@@ -7,7 +7,6 @@ failure is a ``StowageError``.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -367,24 +366,9 @@ class Stowage:
         if "exif" in wanted:
             out["exif"] = await self._exif(provider, record)
         sides = [name for name in ("width", "height") if name in wanted]
-        size = await self._dimensions(provider, record, info.size) if sides else None
-        if size is not None:  # an image's; other files have no width or height
-            sizes = {"width": size[0], "height": size[1]}
-            out.update({name: sizes[name] for name in sides})
+        if sides:  # an image's, from its header; other files have none
+            out.update(await imagesize.fields(provider, record, info.size, sides))
         return out
-
-    async def _dimensions(
-        self, provider: Provider, record: FileRecord, size: int
-    ) -> tuple[int, int] | None:
-        """From the image's header (its first bytes), never decoding a pixel."""
-        if not record.mimetype.startswith("image/") or size == 0:
-            return None
-        if isinstance(provider, LocalFiles):
-            path = provider.local_path(record.container, record.key)
-            return await asyncio.to_thread(imagesize.dimensions_in, path)
-        chunks = reading.whole(provider, record.container, record.key, _header_span)
-        head = b"".join([chunk async for chunk in chunks])
-        return imagesize.dimensions(head[: imagesize.HEADER_BYTES])
 
     async def _exif(self, provider: Provider, record: FileRecord) -> dict[str, Any]:
         local = (
@@ -421,7 +405,3 @@ async def _quietly(awaitable: Any) -> None:
         await awaitable
     except Exception:
         log.warning("cleanup after a failed write did not complete", exc_info=True)
-
-
-def _header_span(size: int) -> tuple[int, int] | None:
-    return (0, min(size, imagesize.HEADER_BYTES) - 1) if size else None
