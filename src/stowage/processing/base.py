@@ -73,6 +73,8 @@ class Limits:
     max_input_bytes: int
     max_output_dimension: int
     seconds: float
+    #: The largest result in bytes (``processing_max_output_bytes``): the save stops there.
+    max_output_bytes: int = 100 * 1024 * 1024
 
 
 @dataclass
