@@ -148,3 +148,65 @@ async def test_secure_app_metadata_needs_stat_policy(harness: Harness) -> None:
     assert (await harness.api.get(url)).status == 401
     resp = await harness.api.get(url, params=harness.policy(app, call=["stat"]))
     assert (await resp.json())["size"] == 3
+
+
+def picture(fmt: str, width: int, height: int) -> bytes:
+    image = Image.new("RGB", (width, height), "blue")
+    out = io.BytesIO()
+    image.save(out, fmt)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("fmt", "name"),
+    [("JPEG", "p.jpg"), ("PNG", "p.png"), ("GIF", "p.gif"), ("WEBP", "p.webp"), ("TIFF", "p.tif")],
+)
+async def test_width_and_height_of_a_stored_image(harness: Harness, fmt: str, name: str) -> None:
+    """As the SDKs ask: ``metadata?width=true&height=true``, on the API and the CDN."""
+    result = await harness.store(picture(fmt, 321, 123), filename=name)
+    handle = result["handle"]
+    wanted = {"width": "true", "height": "true"}
+    resp = await harness.api.get(f"/api/file/{handle}/metadata", params=wanted)
+    assert await resp.json() == {"width": 321, "height": 123}
+    resp = await harness.cdn.get(f"/{handle}/metadata", params=wanted)
+    assert await resp.json() == {"width": 321, "height": 123}
+    resp = await harness.api.get(f"/api/file/{handle}/metadata", params={"height": "true"})
+    assert await resp.json() == {"height": 123}
+
+
+async def test_width_and_height_are_not_default_fields(harness: Harness) -> None:
+    result = await harness.store(picture("PNG", 10, 20), filename="p.png")
+    resp = await harness.api.get(f"/api/file/{result['handle']}/metadata")
+    assert set(await resp.json()) == DEFAULT_FIELDS
+
+
+async def test_a_file_that_is_no_image_has_no_width_or_height(harness: Harness) -> None:
+    result = await harness.store(b"just some text", filename="notes.txt")
+    resp = await harness.api.get(
+        f"/api/file/{result['handle']}/metadata",
+        params={"width": "true", "height": "true", "size": "true"},
+    )
+    assert await resp.json() == {"size": 14}
+
+
+async def test_width_and_height_of_a_bomb_come_from_its_header_at_once(harness: Harness) -> None:
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    png = (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", 60000, 50000, 8, 2, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(b"\x00" * 1000))
+        + chunk(b"IEND", b"")
+    )
+    result = await harness.store(png, filename="bomb.png")
+    started = time.monotonic()
+    resp = await harness.api.get(
+        f"/api/file/{result['handle']}/metadata", params={"width": "true", "height": "true"}
+    )
+    assert await resp.json() == {"width": 60000, "height": 50000}  # no pixel decoded
+    assert time.monotonic() - started < 2

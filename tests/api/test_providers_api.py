@@ -188,3 +188,21 @@ async def test_copy_between_providers(
     ).json()
     assert meta["location"] == provider.location
     assert await (await harness.api.get(f"/api/file/{original['handle']}")).read() == data
+
+
+async def test_width_and_height_from_the_first_bytes_on_every_provider(
+    harness: Harness, provider_app: tuple[App, str, Provider]
+) -> None:
+    """A store that is no local disk is asked for the image's first bytes only."""
+    import io
+
+    from PIL import Image
+
+    app, api_name, _ = provider_app
+    out = io.BytesIO()
+    Image.new("RGB", (345, 67), "green").save(out, "JPEG")
+    stored = await _store(harness, app, api_name, out.getvalue(), filename="p.jpg")
+    resp = await harness.api.get(
+        f"/api/file/{stored['handle']}/metadata", params={"width": "true", "height": "true"}
+    )
+    assert await resp.json() == {"width": 345, "height": 67}

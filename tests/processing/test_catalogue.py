@@ -12,7 +12,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stowage import booleans, errors
-from stowage.processing import catalogue, effects, effects_regions, grammar, params, request_tasks
+from stowage.processing import (
+    catalogue,
+    effects,
+    effects_regions,
+    facetasks,
+    grammar,
+    params,
+    request_tasks,
+    subjects,
+)
 from stowage.processing.base import Value, _text
 from stowage.processing.params import Choice, Either, Integer, Number
 from stowage.processing.table import Kind, Param, TaskSpec
@@ -65,6 +74,13 @@ def inside(check: object) -> st.SearchStrategy[Value]:
             min_size=1,
             max_size=effects_regions.MAX_OBJECTS,
         ).map(tuple),
+        facetasks.face_choice: st.just("all")
+        | st.integers(1, facetasks.MAX_FACES)
+        | st.lists(st.integers(1, facetasks.MAX_FACES), min_size=1, max_size=5).map(tuple),
+        subjects.metadata_fields: st.sampled_from(subjects.METADATA_FIELDS)
+        | st.lists(
+            st.sampled_from(subjects.METADATA_FIELDS), min_size=1, max_size=4, unique=True
+        ).map(tuple),
     }
     assert check in known, f"no generator for the check {check!r}: add it here"
     return known[check]
@@ -111,6 +127,12 @@ def outside(check: object) -> st.SearchStrategy[Value]:
         | st.just(((1, 2, 3),))
         | st.just(tuple((0, 0, 5, 5) for _ in range(effects_regions.MAX_OBJECTS + 1)))
         | st.integers(),
+        facetasks.face_choice: WORDS.filter(lambda w: w != "all")
+        | st.integers(-(10**6), 0)
+        | st.integers(facetasks.MAX_FACES + 1, 10**6)
+        | st.lists(st.integers(facetasks.MAX_FACES + 1, 10**6), min_size=1, max_size=3).map(tuple),
+        subjects.metadata_fields: WORDS.filter(lambda w: w not in subjects.METADATA_FIELDS)
+        | st.sampled_from(subjects.METADATA_FIELDS).map(lambda name: (name, name)),
     }
     assert check in known, f"no generator for the check {check!r}: add it here"
     return known[check]

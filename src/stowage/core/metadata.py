@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from stowage.config import Settings
-from stowage.core import examine, reading
+from stowage.core import examine, imagesize, reading
 from stowage.core.examine import HASHES
 from stowage.registry.base import FileRecord
 from stowage.storage.base import LocalFiles, ObjectInfo, Provider
@@ -25,7 +25,8 @@ DEFAULT = (
 )
 #: The boolean selectors of spec 4.5, in the order results are returned.
 SELECTORS = (
-    "size", "mimetype", "filename", "uploaded", "writeable", "cloud", "source_url", "exif",
+    "size", "mimetype", "filename", "width", "height", "uploaded", "writeable", "cloud",
+    "source_url", "exif",
     "upload_status", *HASHES, "location", "path", "container",
 )  # fmt: skip
 
@@ -66,6 +67,9 @@ async def read(
         out.update(await examine.hash_stream(opened.chunks, hashes))
     if "exif" in names:
         out["exif"] = await _exif(settings, provider, record)
+    sides = [name for name in ("width", "height") if name in names]
+    if sides:  # an image's, from its header; other files have none
+        out.update(await imagesize.fields(provider, record, info.size, sides))
     return out
 
 

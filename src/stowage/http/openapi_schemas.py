@@ -52,6 +52,8 @@ def schemas() -> Doc:
                 "size": {"type": "integer"},
                 "mimetype": {"type": "string"},
                 "filename": {"type": "string"},
+                "width": {"type": "integer", "description": "images only, from the header"},
+                "height": {"type": "integer", "description": "images only, from the header"},
                 "uploaded": {"type": "number", "description": "epoch milliseconds"},
                 "writeable": {"type": "boolean"},
                 "cloud": {"type": "boolean"},

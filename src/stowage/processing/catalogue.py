@@ -13,11 +13,13 @@ from stowage.processing import (
     effects_ascii,
     effects_regions,
     effects_restore,
+    facetasks,
     filters,
     geometry,
     outputs,
     request_tasks,
     shapes,
+    subjects,
 )
 from stowage.processing.table import Kind, TaskSpec
 
@@ -32,6 +34,7 @@ MODULES: tuple[tuple[TaskSpec, ...], ...] = (
     effects_regions.TASKS,
     effects_restore.TASKS,
     effects_ascii.TASKS,
+    facetasks.TASKS + subjects.TASKS,
 )
 
 

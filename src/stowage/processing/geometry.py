@@ -11,7 +11,7 @@ from collections.abc import Callable
 import pyvips
 
 from stowage import errors
-from stowage.processing import ops
+from stowage.processing import faces, ops
 from stowage.processing.base import Task
 from stowage.processing.params import align, boolean, choice, color, dims, either, integer, rgba
 from stowage.processing.table import Param, TaskSpec
@@ -50,6 +50,8 @@ def resize_with(scale: Scaler, task: Task, width: int, height: int) -> pyvips.Im
         return scale(box_w, box_h, "down" if fit == "max" else "both")
     factor = max(box_w / width, box_h / height)
     cover = scale(max(box_w, round(width * factor)), max(box_h, round(height * factor)), "force")
+    if "faces" in str(task.get("align")):  # read twice, by the face finder and the cut
+        cover = cover.copy_memory()  # (a cover shrunk on load can only be read once)
     left, top = aligned(cover, task.get("align", "center"), box_w, box_h)
     return cover.extract_area(left, top, box_w, box_h)
 
@@ -69,9 +71,9 @@ def center_anchor(image: pyvips.Image, box_w: int, box_h: int) -> tuple[int, int
     return (image.width - box_w) // 2, (image.height - box_h) // 2
 
 
-#: FACE HOOK: ``align:faces`` calls this with the image and the box; it answers where the
-#: box starts. The face finder (another module) replaces it; until then, the center.
-face_anchor: Callable[[pyvips.Image, int, int], tuple[int, int]] = center_anchor
+#: ``align:faces`` calls this with the image and the box; it answers where the box starts:
+#: centred on the faces found, or on the image's centre when there are none.
+face_anchor: Callable[[pyvips.Image, int, int], tuple[int, int]] = faces.anchor
 
 
 def resize(image: pyvips.Image, task: Task) -> pyvips.Image:

@@ -1,0 +1,160 @@
+"""An image's width and height from its first bytes, without decoding a pixel: for the
+``width`` and ``height`` metadata fields.
+
+PNG, GIF, JPEG and WebP (what users upload most) are read by the small parsers here;
+other formats by Pillow's header parsers (``Image.open`` reads no pixels). Nothing here
+limits pixel counts: it only reports them, so a decompression bomb is reported as the
+size its header claims (except by Pillow, which refuses past its own bomb limit: then
+the size is unknown and omitted).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import BinaryIO
+
+from stowage.core import reading
+from stowage.registry.base import FileRecord
+from stowage.storage.base import LocalFiles, Provider
+
+#: The leading bytes read: enough for a JPEG's frame header after its EXIF, ICC and
+#: thumbnail segments (64 KiB each at most) in practice.
+HEADER_BYTES = 1 << 20
+#: JPEG start-of-frame markers (baseline, progressive, lossless, arithmetic): their
+#: segment holds the size. Not C4 (Huffman tables), C8 (reserved), CC (arithmetic).
+_SOF = {0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF}
+_NO_LENGTH = {0x01, *range(0xD0, 0xD8)}  # standalone markers: no length follows
+_TIFF = (b"II*\0", b"MM\0*")
+
+
+async def fields(
+    provider: Provider, record: FileRecord, size: int, names: Sequence[str]
+) -> dict[str, int]:
+    """The metadata fields ``names`` (``width``, ``height``) of a stored image, from its
+    header; none for a file that is no image (by its type, or by its header)."""
+    if not record.mimetype.startswith("image/") or size == 0:
+        return {}
+    if isinstance(provider, LocalFiles):
+        path = provider.local_path(record.container, record.key)
+        found = await asyncio.to_thread(dimensions_in, path)
+    else:
+        chunks = reading.whole(provider, record.container, record.key, _head)
+        found = dimensions(b"".join([chunk async for chunk in chunks])[:HEADER_BYTES])
+    if found is None:
+        return {}
+    sides = {"width": found[0], "height": found[1]}
+    return {name: sides[name] for name in names}
+
+
+def _head(size: int) -> tuple[int, int] | None:
+    return (0, min(size, HEADER_BYTES) - 1) if size else None
+
+
+def dimensions(head: bytes) -> tuple[int, int] | None:
+    """(width, height) of the image whose file starts with ``head``, or None when it is
+    no image this can read."""
+    parser = _parser(head)
+    try:
+        found = parser(head)
+    except (IndexError, ValueError):
+        return None
+    if found is None or found[0] <= 0 or found[1] <= 0:
+        return None
+    return found
+
+
+def dimensions_in(path: Path) -> tuple[int, int] | None:
+    """The same, for a file on this machine: its first bytes, and for a TIFF whose
+    directory lies past them (libtiff writes it after the pixels) Pillow's parser, which
+    seeks to the directory and reads no pixel."""
+    try:
+        with path.open("rb") as file:
+            head = file.read(HEADER_BYTES)
+            found = dimensions(head)
+            if found is None and head[:4] in _TIFF:
+                file.seek(0)
+                found = _pillow(file)
+    except OSError:  # removed or replaced meanwhile: no size to tell
+        return None
+    return found
+
+
+def _parser(head: bytes) -> Callable[[bytes], tuple[int, int] | None]:
+    if head.startswith(b"\x89PNG\r\n\x1a\n"):
+        return _png
+    if head[:6] in (b"GIF87a", b"GIF89a"):
+        return _gif
+    if head.startswith(b"\xff\xd8"):
+        return _jpeg
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return _webp
+    return _pillow
+
+
+def _png(head: bytes) -> tuple[int, int] | None:
+    if head[12:16] != b"IHDR":
+        return None
+    return _be(head, 16, 4), _be(head, 20, 4)
+
+
+def _gif(head: bytes) -> tuple[int, int]:
+    return _le(head, 6, 2), _le(head, 8, 2)
+
+
+def _jpeg(head: bytes) -> tuple[int, int] | None:
+    at = 2
+    while at + 4 <= len(head):
+        if head[at] != 0xFF:
+            return None  # not at a marker: a damaged file
+        marker = head[at + 1]
+        if marker == 0xFF:  # fill byte before a marker
+            at += 1
+            continue
+        if marker in _SOF:
+            return _be(head, at + 7, 2), _be(head, at + 5, 2)
+        if marker in (0xD9, 0xDA):  # end of image, or the scan: no frame header came
+            return None
+        at += 2 if marker in _NO_LENGTH else 2 + _be(head, at + 2, 2)
+    return None
+
+
+def _webp(head: bytes) -> tuple[int, int] | None:
+    chunk = head[12:16]
+    if chunk == b"VP8 ":  # lossy: the key frame's 14-bit sizes
+        return _le(head, 26, 2) & 0x3FFF, _le(head, 28, 2) & 0x3FFF
+    if chunk == b"VP8L":  # lossless: 14-bit sizes less one, packed after the signature
+        bits = _le(head, 21, 4)
+        return (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1
+    if chunk == b"VP8X":  # extended: 24-bit canvas sizes less one
+        return _le(head, 24, 3) + 1, _le(head, 27, 3) + 1
+    return None
+
+
+def _pillow(source: bytes | BinaryIO) -> tuple[int, int] | None:
+    from PIL import Image
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # bomb and corrupt-data warnings: the size still is
+        try:
+            opened = io.BytesIO(source) if isinstance(source, bytes) else source
+            with Image.open(opened) as image:
+                width, height = image.size
+                return int(width), int(height)
+        except Exception:  # any parser failure on untrusted bytes means "unknown"
+            return None
+
+
+def _be(data: bytes, at: int, size: int) -> int:
+    if at + size > len(data):
+        raise IndexError("past the bytes read")
+    return int.from_bytes(data[at : at + size], "big")
+
+
+def _le(data: bytes, at: int, size: int) -> int:
+    if at + size > len(data):
+        raise IndexError("past the bytes read")
+    return int.from_bytes(data[at : at + size], "little")

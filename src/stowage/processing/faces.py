@@ -1,0 +1,172 @@
+"""The face finder: OpenCV's Haar cascades (``haarcascade_frontalface_alt2`` for faces,
+``haarcascade_eye`` for eyes), whose trained models ship inside the
+``opencv-python-headless`` wheel (``cv2.data``), so nothing is downloaded at run time.
+
+Detection runs on a grey copy of the image rendered from the lazy pipeline with its
+longest side at most ``DETECT_SIDE`` pixels (a few hundred kilobytes whatever the image),
+and the boxes are scaled back to the image's own coordinates. It runs in the job
+processes only, like every other pixel operation (``worker.py``): OpenCV is imported on
+first use there, under the job's address-space limit. docs/transformations.md says how
+well it finds faces on the photos the tests use.
+"""
+
+from __future__ import annotations
+
+import functools
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+import pyvips
+
+#: The longest side of the copy the cascades read. The cascades find faces from about
+#: 34 px of that copy up (MIN_FACE is where they start looking), so from a thirtieth of
+#: the image's longest side. A cascade's cost grows with the pixels and with the
+#: pyramid's levels: a 1.2 step took a third of the time of 1.1 and found the same faces
+#: in the photos the tests use; 640 px would be faster again but miss the faces of a
+#: group photo (a twentieth of the side).
+DETECT_SIDE = 1024
+MIN_FACE = 24  # pixels of that copy (the cascade's own window is 20x20)
+SCALE_STEP = 1.2  # the cascade's scale pyramid step
+NEIGHBOURS = 5  # overlapping hits a face needs: fewer finds more, and more that are not
+
+
+@dataclass(frozen=True)
+class Box:
+    x: int
+    y: int
+    width: int
+    height: int
+
+    @property
+    def right(self) -> int:
+        return self.x + self.width
+
+    @property
+    def bottom(self) -> int:
+        return self.y + self.height
+
+    @property
+    def centre(self) -> tuple[int, int]:
+        return self.x + self.width // 2, self.y + self.height // 2
+
+    def grown(self, percent: float, width: int, height: int) -> Box:
+        """Grown by ``percent`` of its size (half on each side), within width x height."""
+        extra_w, extra_h = self.width * percent / 200, self.height * percent / 200
+        left, top = max(0, round(self.x - extra_w)), max(0, round(self.y - extra_h))
+        right = min(width, round(self.right + extra_w))
+        bottom = min(height, round(self.bottom + extra_h))
+        return Box(left, top, max(1, right - left), max(1, bottom - top))
+
+    def as_json(self) -> dict[str, int]:
+        return {"x": self.x, "y": self.y, "width": self.width, "height": self.height}
+
+
+def union(boxes: list[Box]) -> Box:
+    left, top = min(b.x for b in boxes), min(b.y for b in boxes)
+    right, bottom = max(b.right for b in boxes), max(b.bottom for b in boxes)
+    return Box(left, top, right - left, bottom - top)
+
+
+def detect(image: pyvips.Image) -> list[Box]:
+    """Faces in ``image``, in its coordinates, left to right (then top to bottom): the
+    order ``faces:N`` counts in."""
+    grey, scale = _small_grey(image)
+    found = _cascade("haarcascade_frontalface_alt2.xml").detectMultiScale(
+        grey, SCALE_STEP, NEIGHBOURS, minSize=(MIN_FACE, MIN_FACE)
+    )
+    boxes = [_scaled(tuple(int(v) for v in box), scale, image) for box in found]
+    return sorted(boxes, key=lambda b: (b.x, b.y))
+
+
+def eyes(image: pyvips.Image, face: Box) -> list[Box]:
+    """Eyes inside ``face`` (image coordinates), looked for in its upper half."""
+    upper = image.extract_area(face.x, face.y, face.width, max(1, face.height * 6 // 10))
+    grey, scale = _small_grey(upper, side=256)
+    found = _cascade("haarcascade_eye.xml").detectMultiScale(grey, SCALE_STEP, 3, minSize=(8, 8))
+    return [
+        _shifted(_scaled(tuple(int(v) for v in box), scale, upper), face.x, face.y) for box in found
+    ]
+
+
+def filtered(boxes: list[Box], minsize: float, maxsize: float) -> list[Box]:
+    """The hosted service's size filters: a value above 1 is a size in pixels; from 0 to 1
+    a fraction of the middle (median) face's size below (minsize) or above (maxsize)
+    which a box is dropped. 0 leaves that side unfiltered."""
+    if not boxes:
+        return boxes
+    middle = statistics.median(max(b.width, b.height) for b in boxes)
+    low = minsize if minsize > 1 else middle * (1 - minsize) if minsize > 0 else 0
+    high = maxsize if maxsize > 1 else middle * (1 + maxsize) if maxsize > 0 else float("inf")
+    return [b for b in boxes if low <= max(b.width, b.height) <= high]
+
+
+def faces_centre(image: pyvips.Image) -> tuple[int, int] | None:
+    """The centre of the box around every face found, or None: for ``align:faces``."""
+    boxes = detect(image)
+    return union(boxes).centre if boxes else None
+
+
+def faces_offset(image: pyvips.Image, width: int, height: int) -> tuple[int, int] | None:
+    """Where a ``width`` x ``height`` window of ``image`` is centred on its faces, kept
+    inside the image; None when no face is found."""
+    centre = faces_centre(image)
+    if centre is None:
+        return None
+    return window_at(centre, width, height, image.width, image.height)
+
+
+def anchor(image: pyvips.Image, width: int, height: int) -> tuple[int, int]:
+    """Where a ``width`` x ``height`` window of ``image`` starts for ``align:faces``:
+    centred on its faces, or on its centre when none is found. ``image`` is read twice
+    (by the finder, then by the cut): a copy in memory, or one opened for random access."""
+    offset = faces_offset(image, width, height)
+    if offset is None:
+        centre = (image.width // 2, image.height // 2)
+        return window_at(centre, width, height, image.width, image.height)
+    return offset
+
+
+def window_at(
+    centre: tuple[int, int], width: int, height: int, outer_w: int, outer_h: int
+) -> tuple[int, int]:
+    left = min(max(0, centre[0] - width // 2), max(0, outer_w - width))
+    top = min(max(0, centre[1] - height // 2), max(0, outer_h - height))
+    return left, top
+
+
+def _small_grey(image: pyvips.Image, side: int = DETECT_SIDE) -> tuple[Any, float]:
+    """A uint8 numpy array of the image in grey, longest side at most ``side``, and the
+    factor from its coordinates back to the image's."""
+    import numpy as np
+
+    scale = max(1.0, max(image.width, image.height) / side)
+    small = image if scale == 1.0 else image.resize(1 / scale)
+    if small.hasalpha():
+        small = small.flatten(background=[255] * (small.bands - 1))
+    grey = small.colourspace("b-w")[0].cast("uchar")
+    pixels = np.frombuffer(grey.write_to_memory(), dtype=np.uint8)
+    return pixels.reshape(grey.height, grey.width), image.width / grey.width
+
+
+def _scaled(box: tuple[int, ...], scale: float, image: pyvips.Image) -> Box:
+    x, y, w, h = (round(v * scale) for v in box)
+    x, y = min(x, image.width - 1), min(y, image.height - 1)
+    return Box(x, y, max(1, min(w, image.width - x)), max(1, min(h, image.height - y)))
+
+
+def _shifted(box: Box, dx: int, dy: int) -> Box:
+    return Box(box.x + dx, box.y + dy, box.width, box.height)
+
+
+@functools.cache
+def _cascade(name: str) -> Any:
+    """A trained cascade from the wheel's own data directory, loaded once per process."""
+    import cv2
+    import cv2.data
+
+    cv2.setNumThreads(1)  # a job process has one core's share; libvips has its own threads
+    cascade = cv2.CascadeClassifier(cv2.data.haarcascades + name)
+    if cascade.empty():  # a broken install: a server fault, not the client's image
+        raise RuntimeError(f"OpenCV cascade {name} did not load")
+    return cascade

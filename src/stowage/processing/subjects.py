@@ -1,0 +1,150 @@
+"""Tasks that look for what a photo shows: ``smart_crop``, ``redeye``, and the
+``metadata`` task (a JSON answer about the image at that step of the chain).
+
+Where the hosted service uses machine-learned models (object detection for
+``smart_crop=mode:object``, red-eye removal) these are the classical methods:
+libvips' attention crop (luminance frequency, saturation, skin tones) and the face
+finder's eye cascade with a redness threshold. docs/transformations.md says so.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pyvips
+
+from stowage.processing import faces
+from stowage.processing.base import Output, Task, Value
+from stowage.processing.facetasks import JSON, Renderer
+from stowage.processing.params import boolean, choice, color, integer, text
+from stowage.processing.table import Kind, Param, TaskSpec
+
+#: The fields ``metadata=params:[...]`` may name (filestack-js 4.3.8's schema).
+METADATA_FIELDS = (
+    "filename", "mimetype", "size", "width", "height", "writeable", "path", "container",
+    "cloud", "exif", "source_url", "md5", "sha256", "sha1", "sha512",
+)  # fmt: skip
+REDNESS = 1.5  # red above this many times the mean of green and blue is a red eye
+MIN_RED = 60  # ... and bright enough to be one (dark reds are shadows)
+
+
+# -- smart_crop -----------------------------------------------------------------
+def smart_crop(image: pyvips.Image, task: Task) -> pyvips.Image:
+    """Exactly width x height: the image scaled to cover that size, then the window on
+    its faces (``face``, and ``auto`` when it finds any) or on the most interesting part
+    (libvips' attention measure: ``object``, and ``auto`` without faces)."""
+    width, height = _target(task, image.width, image.height)
+    if (width, height) == (image.width, image.height):
+        return image
+    factor = max(width / image.width, height / image.height)
+    cover_w = max(width, round(image.width * factor))
+    cover_h = max(height, round(image.height * factor))
+    cover = image.thumbnail_image(cover_w, height=cover_h, size="force").copy_memory()
+    if task.get("mode", "auto") != "object":
+        offset = faces.faces_offset(cover, width, height)
+        if offset is not None:
+            return cover.extract_area(offset[0], offset[1], width, height)
+    return cover.smartcrop(width, height, interesting="attention")
+
+
+def _target(task: Task, width: int, height: int) -> tuple[int, int]:
+    """width and height; 0 or absent: the image's own side, or in its proportion."""
+    want_w, want_h = task.get("width") or 0, task.get("height") or 0
+    assert isinstance(want_w, int) and isinstance(want_h, int)
+    if want_w and not want_h:
+        return want_w, max(1, round(height * want_w / width))
+    if want_h and not want_w:
+        return max(1, round(width * want_h / height)), want_h
+    return (want_w or width), (want_h or height)
+
+
+def crop_on_faces(image: pyvips.Image, width: int, height: int) -> pyvips.Image:
+    """A ``width`` x ``height`` window of ``image`` centred on its faces, or on its centre
+    when none is found: what ``resize=fit:crop,align:faces`` crops a cover to."""
+    image = image.copy_memory()  # read twice: by the finder, then by the crop
+    left, top = faces.anchor(image, width, height)
+    return image.extract_area(left, top, width, height)
+
+
+# -- redeye ---------------------------------------------------------------------
+def redeye(image: pyvips.Image, task: Task) -> pyvips.Image:
+    """In each eye found inside a face, strongly red pixels take the mean of their green
+    and blue: the pupil turns dark, as the flash did not leave it."""
+    if image.bands < 3:
+        return image  # grey: no red to remove
+    image = image.copy_memory()
+    for face in faces.detect(image):
+        for eye in faces.eyes(image, face):
+            patch = image.extract_area(eye.x, eye.y, eye.width, eye.height)
+            image = image.insert(_unreddened(patch), eye.x, eye.y)
+    return image
+
+
+def _unreddened(patch: pyvips.Image) -> pyvips.Image:
+    red, green, blue = patch[0], patch[1], patch[2]
+    plain = (green + blue) / 2
+    red_eye = (red > plain * REDNESS) & (red > MIN_RED)
+    fixed = red_eye.ifthenelse(plain, red).cast(patch.format)
+    rest = patch.extract_band(1, n=patch.bands - 1)
+    return fixed.bandjoin(rest).copy(interpretation=patch.interpretation)
+
+
+# -- metadata -------------------------------------------------------------------
+def metadata_answer(image: pyvips.Image, task: Task) -> dict[str, int]:
+    """The image's facts at this step: ``width`` and ``height`` (only those asked for
+    with ``params``, when it names any). The file's own fields (filename, size, hashes,
+    ...) are the service's to add: it has the file's record, a job process does not."""
+    asked = task.get("params")
+    out = {"width": image.width, "height": image.height}
+    if isinstance(asked, tuple):
+        return {name: value for name, value in out.items() if name in asked}
+    return out
+
+
+def metadata_fields(value: Value) -> Value:
+    items = value if isinstance(value, tuple) else (value,)
+    checked = tuple(str(choice(*METADATA_FIELDS)(v)) for v in items)
+    if len(set(checked)) != len(checked):
+        raise ValueError("names a field twice")
+    return checked
+
+
+TASKS: tuple[TaskSpec, ...] = (
+    TaskSpec(
+        "smart_crop",
+        (
+            Param("mode", choice("face", "object", "auto"), ("m",), "auto"),
+            Param("width", integer(0, 10_000), ("w",)),
+            Param("height", integer(0, 10_000), ("h",)),
+            Param("fill_color", color, (), "white"),
+            Param("coords", boolean, (), False),
+            Param("object", text),
+        ),
+        op=smart_crop,
+        needs_one_of=("width", "height"),
+        random_access=True,
+        doc="crops to exactly width x height around the faces or the most interesting part",
+    ),
+    TaskSpec(
+        "redeye",
+        op=redeye,
+        random_access=True,
+        doc="removes red eyes inside the faces found (classical: eye cascade, redness)",
+    ),
+    TaskSpec(
+        "metadata",
+        (Param("params", metadata_fields, ("p",)),),
+        kind=Kind.ANSWER,
+        doc="answers JSON facts about the file and the image at this step",
+    ),
+)
+
+
+def metadata_text(image: pyvips.Image, task: Task) -> str:
+    """The ``metadata`` task's answer as JSON text: the image's fields; the service adds
+    the file's own (its record) when it answers."""
+    return json.dumps(metadata_answer(image, task))
+
+
+#: Answers that are no image (as facetasks.ANSWERS): the renderer and the answer's type.
+ANSWERS: dict[str, tuple[Renderer, Output]] = {"metadata": (metadata_text, JSON)}

@@ -1,0 +1,93 @@
+"""Width and height from an image's first bytes: every format and size the encoders
+make is read back exactly, without decoding; anything else is None, never an error."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from pathlib import Path
+
+import pytest
+import pyvips
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from stowage.core import imagesize
+
+#: libvips saver suffix and options: each of the parsers, and Pillow's for the rest.
+FORMATS = {
+    "png": (".png", {}),
+    "gif": (".gif", {}),
+    "jpeg": (".jpg", {"Q": 80}),
+    "progressive jpeg": (".jpg", {"interlace": True}),
+    "jpeg with exif": (".jpg", {}),
+    "webp lossy": (".webp", {}),
+    "webp lossless": (".webp", {"lossless": True}),
+    "webp with alpha": (".webp", {}),
+    "tiff": (".tif", {}),
+}
+
+
+def encoded(kind: str, width: int, height: int) -> bytes:
+    suffix, options = FORMATS[kind]
+    xy = pyvips.Image.xyz(width, height)
+    image = (xy[0] % 256).bandjoin([xy[1] % 256, 90]).cast("uchar")
+    if kind == "webp with alpha":
+        image = image.bandjoin(200)  # an extended (VP8X) file
+    if kind == "jpeg with exif":
+        image = image.copy()
+        image.set_type(pyvips.GValue.blob_type, "exif-data", b"Exif\0\0" + b"\0" * 60_000)
+    data: bytes = image.write_to_buffer(suffix, **options)
+    return data
+
+
+@pytest.mark.parametrize("kind", sorted(FORMATS))
+@settings(max_examples=15, deadline=None)
+@given(width=st.integers(1, 3000), height=st.integers(1, 3000))
+def test_every_format_reads_back_its_size(
+    kind: str, width: int, height: int, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    data = encoded(kind, width, height)
+    path = tmp_path_factory.mktemp("img") / "image"
+    path.write_bytes(data)
+    assert imagesize.dimensions_in(path) == (width, height)
+    if kind != "tiff":  # libtiff writes the directory after the pixels: past the head
+        assert imagesize.dimensions(data[: imagesize.HEADER_BYTES]) == (width, height)
+
+
+def test_a_file_gone_is_unknown(tmp_path: Path) -> None:
+    assert imagesize.dimensions_in(tmp_path / "missing") is None
+
+
+def test_a_bomb_header_is_reported_without_decoding() -> None:
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    png = b"\x89PNG\r\n\x1a\n" + chunk(
+        b"IHDR", struct.pack(">IIBBBBB", 60000, 50000, 8, 2, 0, 0, 0)
+    )
+    assert imagesize.dimensions(png) == (60000, 50000)
+
+
+@pytest.mark.parametrize("kind", ["png", "gif", "jpeg", "webp lossy", "webp lossless"])
+def test_a_header_cut_short_is_unknown(kind: str) -> None:
+    data = encoded(kind, 64, 48)
+    assert imagesize.dimensions(data[:8]) is None
+
+
+@given(st.binary(max_size=2000))
+def test_any_bytes_are_an_answer_or_none(data: bytes) -> None:
+    found = imagesize.dimensions(data)
+    assert found is None or (found[0] > 0 and found[1] > 0)
+
+
+@given(st.binary(max_size=400))
+def test_damaged_headers_after_a_signature_are_an_answer_or_none(data: bytes) -> None:
+    for signature in (b"\x89PNG\r\n\x1a\n", b"GIF89a", b"\xff\xd8", b"RIFF\0\0\0\0WEBP"):
+        found = imagesize.dimensions(signature + data)
+        assert found is None or (found[0] > 0 and found[1] > 0)
+
+
+def test_text_is_no_image() -> None:
+    assert imagesize.dimensions(b"hello, world") is None
