@@ -76,12 +76,17 @@ class Processor:
             max_input_bytes=settings.processing_max_input_bytes,
             max_output_dimension=settings.processing_max_output_dimension,
             seconds=settings.processing_job_seconds,
+            max_frames=settings.processing_max_frames,
+            max_total_pixels=settings.processing_max_total_pixels,
+            max_cost=settings.processing_max_job_cost,
+            big_cost=settings.processing_big_job_cost,
         )
         self.pool = JobPool(
             settings.processing_jobs,
             settings.processing_queue,
             settings.processing_job_seconds,
             settings.processing_job_memory,
+            settings.processing_small_job_slots,
         )
         self.cache = DerivativeCache(_cache_store(core))
         self.spool = settings.data_dir / "tmp"

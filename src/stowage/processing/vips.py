@@ -18,8 +18,8 @@ from typing import Any
 import pyvips
 
 from stowage import errors
-from stowage.processing import ops
-from stowage.processing.base import Chain, Limits, Output, Rendered
+from stowage.processing import cost, frames, ops
+from stowage.processing.base import Chain, Limits, Output, Rendered, Task
 from stowage.processing.tasks import RANDOM_ACCESS
 
 RASTER_LOADERS = {"jpeg", "png", "webp", "gif", "nsgif", "tiff", "heif", "jxl", "jp2k"}
@@ -61,45 +61,44 @@ class VipsEngine:
         limits: Limits,
         deadline: float,
     ) -> Rendered:
-        header = _open(source, chain, limits)
+        _check_raster(source)
+        access = "random" if any(t.name in RANDOM_ACCESS for t in chain.tasks) else "sequential"
+        opened = frames.open_source(str(source), chain, output, limits, access)
+        header = opened.image
         if chain.wants_size and len(chain.tasks) == 1:
-            return _write_size(dest, output, header.width, header.height)
-        image = _pipeline(source, header, chain, limits.max_output_dimension)
+            return _write_size(dest, output, header.width, opened.frame_height)
+        cost.check(cost.estimate(opened, chain, header.width), limits)
+        image = _animated(opened, chain, limits) or _pipeline(
+            Path(opened.name), header, chain, limits.max_output_dimension
+        )
+        width, height = frames.frame_size(image)
         if chain.wants_size:
-            return _write_size(dest, output, image.width, image.height)
+            return _write_size(dest, output, width, height)
         limit = limits.max_output_dimension
-        if image.width > limit or image.height > limit:
+        if width > limit or height > limit:
             raise errors.ImageTooLarge(
-                f"the result would be {image.width}x{image.height}; at most {limit} a side"
+                f"the result would be {width}x{height}; at most {limit} a side"
             )
         image = _prepared(image, chain, output)
         _stop_at(image, deadline)
         saver = getattr(image, _SAVERS[output.format])
         saver(str(dest), **save_options(chain, output))
-        return Rendered(output, image.width, image.height)
+        return Rendered(output, width, height)
 
 
-def _open(source: Path, chain: Chain, limits: Limits) -> pyvips.Image:
-    """The image's header only: libvips decodes nothing until pixels are asked for."""
-    _check_raster(source)
-    access = "random" if any(t.name in RANDOM_ACCESS for t in chain.tasks) else "sequential"
-    options: dict[str, Any] = {"access": access, "fail_on": "error"}
-    page = next((t.get("page") for t in chain.tasks if t.name == "output" and t.get("page")), None)
-    if isinstance(page, int):
-        options["page"] = page - 1
-    try:
-        header = pyvips.Image.new_from_file(str(source), **options)
-    except pyvips.Error as exc:
-        if "not a known" in str(exc) or "unsupported" in str(exc).lower():
-            raise errors.NotAnImage() from exc
-        raise errors.InvalidImage(f"the image cannot be read: {_reason(exc)}") from exc
-    pixels = header.width * header.height
-    if pixels > limits.max_input_pixels:
+def _animated(opened: frames.Opened, chain: Chain, limits: Limits) -> pyvips.Image | None:
+    """An animation kept as one: the chain on each frame (shrink-on-load does not apply)."""
+    if opened.frames == 1:
+        return None
+    todo = [t for t in chain.tasks if t.name not in ops.SAVE_ONLY]
+    limit = limits.max_output_dimension
+    strip = frames.each_frame(opened, opened.image, lambda f: _steps(ops.srgb(f), todo, limit))
+    total = strip.width * strip.height
+    if total > limits.max_total_pixels:
         raise errors.ImageTooLarge(
-            f"the image has {pixels} pixels; at most {limits.max_input_pixels}",
-            max_pixels=limits.max_input_pixels,
+            f"the result's frames would have {total} pixels; at most {limits.max_total_pixels}"
         )
-    return header
+    return strip
 
 
 def _check_raster(source: Path) -> None:
@@ -119,7 +118,10 @@ def _pipeline(source: Path, header: pyvips.Image, chain: Chain, limit: int) -> p
     if todo and todo[0].name == "resize":
         scale = _from_file(source, header)
         image = _grown(header, ops.resize(scale, todo.pop(0), header.width, header.height), limit)
-    image = ops.srgb(image)
+    return _steps(ops.srgb(image), todo, limit)
+
+
+def _steps(image: pyvips.Image, todo: list[Task], limit: int) -> pyvips.Image:
     for task in todo:
         if task.name == "resize":
             made = ops.resize(_from_image(image), task, image.width, image.height)

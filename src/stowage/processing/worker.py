@@ -22,7 +22,7 @@ import sys
 from typing import IO, Any
 
 from stowage import errors
-from stowage.processing.base import Job
+from stowage.processing.base import BigJob, Job
 from stowage.processing.vips import VipsEngine
 
 _PR_SET_PDEATHSIG = 1
@@ -47,7 +47,7 @@ def serve(engine: VipsEngine, jobs: IO[bytes], replies: IO[bytes]) -> None:
         assert isinstance(job, Job)
         try:
             reply: tuple[str, object] = ("ok", job.render_with(engine))
-        except errors.StowageError as exc:
+        except (errors.StowageError, BigJob) as exc:
             reply = ("error", exc)
         except MemoryError:
             reply = ("error", errors.ImageTooLarge("the transformation needs too much memory"))
