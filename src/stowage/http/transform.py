@@ -55,7 +55,7 @@ async def transform(request: web.Request, path: CdnPath, *, cdn: bool) -> web.St
     api_key = path.api_key or request.query.get("key")
     if path.url is not None:
         return await _external(request, processor, path, api_key)
-    if any(cdnpath.task_name(task) == "store" for task in path.tasks):
+    if path.store is not None:
         if cdn:
             _to_process_address(request, service)
         record = await processor.store(path.handle, path.tasks, creds, api_key)

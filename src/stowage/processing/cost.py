@@ -26,7 +26,9 @@ import math
 from typing import Protocol
 
 from stowage import errors
+from stowage.processing import catalogue
 from stowage.processing.base import BigJob, Chain, Limits, Task
+from stowage.processing.table import Kind
 
 TILE = 128  # libvips' tile side for most operations
 DECODE = 0.015  # seconds a megapixel decoded
@@ -50,7 +52,6 @@ RATES = {
 OTHER = 0.05
 SHRINK = 0.01  # seconds a megapixel a resize reads
 ROTATED_STRIP = 32  # rows of a rotated result computed from one bounding box
-FREE = {"output", "quality", "compress", "no_metadata", "imagesize", "cache", "security"}
 
 
 class Header(Protocol):
@@ -71,8 +72,8 @@ def estimate(opened: Header, chain: Chain, width: int) -> float:
     steps: list[tuple[float, float]] = []  # (seconds, amplification of earlier steps)
     w, h = width, opened.frame_height
     for task in chain.tasks:
-        if task.name in FREE:
-            continue
+        if catalogue.TABLE[task.name].kind is not Kind.IMAGE:
+            continue  # save options, answers, request tasks: no pixels of their own
         before = w * h
         w, h = size_after(task, w, h)
         made = RATES.get(task.name, OTHER) * w * h

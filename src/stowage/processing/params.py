@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from stowage.processing.base import Value
 
@@ -25,45 +26,78 @@ ALIGNS = ("center", "top", "bottom", "left", "right", "faces")
 FORMATS = ("jpg", "jpeg", "png", "webp", "avif", "gif", "tiff")
 
 
-def integer(low: int, high: int) -> Convert:
-    def convert(value: Value) -> Value:
+@dataclass(frozen=True)
+class Integer:
+    """A whole number from ``low`` to ``high``."""
+
+    low: int
+    high: int
+
+    def __call__(self, value: Value) -> Value:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"must be a whole number from {low} to {high}")
-        if not low <= value <= high:
-            raise ValueError(f"must be from {low} to {high}")
+            raise ValueError(f"must be a whole number from {self.low} to {self.high}")
+        if not self.low <= value <= self.high:
+            raise ValueError(f"must be from {self.low} to {self.high}")
         return value
 
-    return convert
+
+@dataclass(frozen=True)
+class Number:
+    """A number (whole or decimal) from ``low`` to ``high``."""
+
+    low: float
+    high: float
+
+    def __call__(self, value: Value) -> Value:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"must be a number from {self.low} to {self.high}")
+        if not self.low <= value <= self.high:
+            raise ValueError(f"must be from {self.low} to {self.high}")
+        return value
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One of ``names``, case-insensitive; the lower-case name."""
+
+    names: tuple[str, ...]
+
+    def __call__(self, value: Value) -> Value:
+        if not isinstance(value, str) or value.lower() not in self.names:
+            raise ValueError(f"must be one of {', '.join(self.names)}")
+        return value.lower()
+
+
+@dataclass(frozen=True)
+class Either:
+    """What ``first`` accepts, else what ``second`` does."""
+
+    first: Convert
+    second: Convert
+
+    def __call__(self, value: Value) -> Value:
+        try:
+            return self.first(value)
+        except ValueError:
+            return self.second(value)
+
+
+# The checks are small classes (not closures) so that the table can be read back: the
+# docs list each range and the catalogue's test generates values in and out of it.
+def integer(low: int, high: int) -> Convert:
+    return Integer(low, high)
 
 
 def number(low: float, high: float) -> Convert:
-    def convert(value: Value) -> Value:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ValueError(f"must be a number from {low} to {high}")
-        if not low <= value <= high:
-            raise ValueError(f"must be from {low} to {high}")
-        return value
-
-    return convert
+    return Number(low, high)
 
 
 def choice(*names: str) -> Convert:
-    def convert(value: Value) -> Value:
-        if not isinstance(value, str) or value.lower() not in names:
-            raise ValueError(f"must be one of {', '.join(names)}")
-        return value.lower()
-
-    return convert
+    return Choice(names)
 
 
 def either(first: Convert, second: Convert) -> Convert:
-    def convert(value: Value) -> Value:
-        try:
-            return first(value)
-        except ValueError:
-            return second(value)
-
-    return convert
+    return Either(first, second)
 
 
 def boolean(value: Value) -> Value:

@@ -22,6 +22,10 @@ from stowage.processing.params import Convert
 #: computed until the result is saved). Typed loosely so that this module, read by the
 #: URL grammar, does not import libvips.
 Op = Callable[[Any, Task], Any]
+#: An operation that can shrink on load, first in a chain: ``(scale, task, width,
+#: height) -> pyvips.Image`` where ``scale(width, height, size_mode)`` asks the decoder
+#: for a smaller image (``geometry.resize_with``).
+LoadOp = Callable[[Any, Task, int, int], Any]
 
 
 class Kind(enum.Enum):
@@ -50,6 +54,8 @@ class TaskSpec:
     needs_one_of: tuple[str, ...] = ()  # at least one of these parameters is given
     random_access: bool = False  # its libvips operation reads out of order
     doc: str = ""  # one line for docs/transformations.md
+    load_op: LoadOp | None = None  # shrinks on load when first in a chain
+    bare: str | None = None  # the parameter a value without a name sets: cache=false
 
     def param(self, spelling: str) -> Param | None:
         for param in self.params:

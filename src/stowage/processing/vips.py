@@ -18,9 +18,10 @@ from typing import Any
 import pyvips
 
 from stowage import errors
-from stowage.processing import cost, frames, ops
+from stowage.processing import catalogue, cost, frames, ops
 from stowage.processing.base import Chain, Limits, Output, Rendered, Task
-from stowage.processing.tasks import RANDOM_ACCESS
+from stowage.processing.geometry import Scaler
+from stowage.processing.table import Kind
 
 RASTER_LOADERS = {"jpeg", "png", "webp", "gif", "nsgif", "tiff", "heif", "jxl", "jp2k"}
 pyvips.cache_set_max(0)  # libvips' operation cache would keep decoded images between jobs
@@ -62,7 +63,8 @@ class VipsEngine:
         deadline: float,
     ) -> Rendered:
         _check_raster(source)
-        access = "random" if any(t.name in RANDOM_ACCESS for t in chain.tasks) else "sequential"
+        random = any(catalogue.TABLE[t.name].random_access for t in chain.tasks)
+        access = "random" if random else "sequential"
         opened = frames.open_source(str(source), chain, output, limits, access)
         header = opened.image
         if chain.wants_size and len(chain.tasks) == 1:
@@ -90,7 +92,7 @@ def _animated(opened: frames.Opened, chain: Chain, limits: Limits) -> pyvips.Ima
     """An animation kept as one: the chain on each frame (shrink-on-load does not apply)."""
     if opened.frames == 1:
         return None
-    todo = [t for t in chain.tasks if t.name not in ops.SAVE_ONLY]
+    todo = [t for t in chain.tasks if catalogue.TABLE[t.name].kind is Kind.IMAGE]
     limit = limits.max_output_dimension
     strip = frames.each_frame(opened, opened.image, lambda f: _steps(ops.srgb(f), todo, limit))
     total = strip.width * strip.height
@@ -113,22 +115,28 @@ def _check_raster(source: Path) -> None:
 
 
 def _pipeline(source: Path, header: pyvips.Image, chain: Chain, limit: int) -> pyvips.Image:
+    """The image tasks' operations, from the table, as one lazy pipeline. The first one
+    shrinks on load when it can (its ``load_op``)."""
     image = header
-    todo = [t for t in chain.tasks if t.name not in ops.SAVE_ONLY]
-    if todo and todo[0].name == "resize":
-        scale = _from_file(source, header)
-        image = _grown(header, ops.resize(scale, todo.pop(0), header.width, header.height), limit)
+    todo = [t for t in chain.tasks if catalogue.TABLE[t.name].kind is Kind.IMAGE]
+    load_op = catalogue.TABLE[todo[0].name].load_op if todo else None
+    if load_op is not None:
+        made = load_op(_from_file(source, header), todo.pop(0), header.width, header.height)
+        image = _grown(header, made, limit)
     return _steps(ops.srgb(image), todo, limit)
 
 
 def _steps(image: pyvips.Image, todo: list[Task], limit: int) -> pyvips.Image:
     for task in todo:
-        if task.name == "resize":
-            made = ops.resize(_from_image(image), task, image.width, image.height)
-        else:
-            made = ops.OPS[task.name](image, task)
-        image = _grown(image, made, limit)
+        image = _grown(image, _op(task)(image, task), limit)
     return image
+
+
+def _op(task: Task) -> Any:
+    op = catalogue.TABLE[task.name].op
+    if op is None:  # the catalogue refuses an image task without one at import
+        raise errors.UnsupportedTask(f"task {task.name!r} has no operation", task=task.name)
+    return op
 
 
 def _grown(before: pyvips.Image, after: pyvips.Image, limit: int) -> pyvips.Image:
@@ -142,7 +150,7 @@ def _grown(before: pyvips.Image, after: pyvips.Image, limit: int) -> pyvips.Imag
     return after
 
 
-def _from_file(source: Path, header: pyvips.Image) -> ops.Scaler:
+def _from_file(source: Path, header: pyvips.Image) -> Scaler:
     def scale(width: int, height: int, size: str) -> pyvips.Image:
         # Lazy: this reads headers only, and gives the size libvips' thumbnail would make.
         full = pyvips.Image.thumbnail(
@@ -171,13 +179,6 @@ def _jpeg_shrink(header: pyvips.Image, width: int, height: int) -> int:
         if header.width // shrink >= width and header.height // shrink >= height:
             return shrink
     return 1
-
-
-def _from_image(image: pyvips.Image) -> ops.Scaler:
-    def scale(width: int, height: int, size: str) -> pyvips.Image:
-        return image.thumbnail_image(width, height=height, size=size, no_rotate=True)
-
-    return scale
 
 
 def _prepared(image: pyvips.Image, chain: Chain, output: Output) -> pyvips.Image:

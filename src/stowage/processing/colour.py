@@ -1,0 +1,65 @@
+"""Colour tasks: monochrome, blackwhite, sepia, negative, modulate."""
+
+from __future__ import annotations
+
+import pyvips
+
+from stowage.processing import ops
+from stowage.processing.base import Task
+from stowage.processing.params import integer
+from stowage.processing.table import Param, TaskSpec
+
+
+def monochrome(image: pyvips.Image, task: Task) -> pyvips.Image:
+    return image.colourspace("b-w")
+
+
+def blackwhite(image: pyvips.Image, task: Task) -> pyvips.Image:
+    grey = image.colourspace("b-w")[0]
+    limit = float(task.get("threshold", 50)) * 255 / 100  # type: ignore[arg-type]
+    return (grey > limit).ifthenelse(255, 0).cast("uchar")
+
+
+def sepia(image: pyvips.Image, task: Task) -> pyvips.Image:
+    tone = float(task.get("tone", 80)) / 100  # type: ignore[arg-type]
+    colour, alpha = ops.split_alpha(ops.srgb(image).colourspace("srgb"))
+    matrix = [[0.393, 0.769, 0.189], [0.349, 0.686, 0.168], [0.272, 0.534, 0.131]]
+    toned = colour.recomb(matrix) * tone + colour * (1 - tone)
+    return ops.join_alpha(toned.cast("uchar"), alpha)
+
+
+def negative(image: pyvips.Image, task: Task) -> pyvips.Image:
+    colour, alpha = ops.split_alpha(image)
+    return ops.join_alpha(colour.invert(), alpha)
+
+
+def modulate(image: pyvips.Image, task: Task) -> pyvips.Image:
+    colour, alpha = ops.split_alpha(ops.srgb(image).colourspace("srgb"))
+    brightness = float(task.get("brightness", 100)) / 100  # type: ignore[arg-type]
+    saturation = float(task.get("saturation", 100)) / 100  # type: ignore[arg-type]
+    hue = float(task.get("hue", 0))  # type: ignore[arg-type]
+    lch = colour.colourspace("lch") * [brightness, saturation, 1] + [0, 0, hue]
+    return ops.join_alpha(lch.colourspace("srgb").cast("uchar"), alpha)
+
+
+TASKS: tuple[TaskSpec, ...] = (
+    TaskSpec("monochrome", op=monochrome, doc="greyscale"),
+    TaskSpec(
+        "blackwhite",
+        (Param("threshold", integer(0, 100), (), 50),),
+        op=blackwhite,
+        doc="pure black and white",
+    ),
+    TaskSpec("sepia", (Param("tone", integer(0, 100), (), 80),), op=sepia, doc="sepia"),
+    TaskSpec("negative", op=negative, doc="inverted colors (alpha kept)"),
+    TaskSpec(
+        "modulate",
+        (
+            Param("brightness", integer(0, 10_000), (), 100),
+            Param("hue", integer(0, 359), (), 0),
+            Param("saturation", integer(0, 10_000), (), 100),
+        ),
+        op=modulate,
+        doc="brightness, saturation, hue in LCh",
+    ),
+)

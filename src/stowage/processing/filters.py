@@ -1,0 +1,41 @@
+"""Filter tasks: blur, sharpen, pixelate."""
+
+from __future__ import annotations
+
+import pyvips
+
+from stowage.processing.base import Task
+from stowage.processing.params import integer, number
+from stowage.processing.table import Param, TaskSpec
+
+AMOUNT = number(0.1, 20)
+
+
+def blur(image: pyvips.Image, task: Task) -> pyvips.Image:
+    return image.gaussblur(float(task.get("amount", 2)))  # type: ignore[arg-type]
+
+
+def sharpen(image: pyvips.Image, task: Task) -> pyvips.Image:
+    return image.sharpen(sigma=float(task.get("amount", 2)) / 2)  # type: ignore[arg-type]
+
+
+def pixelate(image: pyvips.Image, task: Task) -> pyvips.Image:
+    amount = int(task.get("amount", 2))  # type: ignore[arg-type]
+    amount = min(amount, image.width, image.height)
+    small = image.shrink(amount, amount)
+    big = small.zoom(amount, amount)
+    if big.width < image.width or big.height < image.height:
+        big = big.embed(0, 0, image.width, image.height, extend="copy")
+    return big.extract_area(0, 0, image.width, image.height)
+
+
+TASKS: tuple[TaskSpec, ...] = (
+    TaskSpec("blur", (Param("amount", AMOUNT, (), 2),), op=blur, doc="gaussian blur"),
+    TaskSpec("sharpen", (Param("amount", AMOUNT, (), 2),), op=sharpen, doc="unsharp mask"),
+    TaskSpec(
+        "pixelate",
+        (Param("amount", integer(2, 100), (), 2),),
+        op=pixelate,
+        doc="blocks of amount x amount pixels",
+    ),
+)

@@ -1,0 +1,149 @@
+"""Geometry tasks: resize, crop, rotate, flip, flop, declared beside their operations.
+
+``resize`` first in a chain shrinks on load (``load_op``: the engine hands it a scaler
+that asks the decoder for a smaller image); later in a chain it works on the pipeline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pyvips
+
+from stowage import errors
+from stowage.processing import ops
+from stowage.processing.base import Task
+from stowage.processing.params import align, boolean, choice, color, dims, either, integer, rgba
+from stowage.processing.table import Param, TaskSpec
+
+Scaler = Callable[[int, int, str], pyvips.Image]  # width, height, libvips "size" mode
+UNBOUNDED = 10_000_000  # libvips' largest coordinate: a side that does not constrain
+SIZE = integer(1, 10_000)
+
+
+def resize_box(task: Task, width: int, height: int) -> tuple[int, int]:
+    want_w, want_h = task.get("width"), task.get("height")
+    if want_w is None:
+        assert isinstance(want_h, int)
+        return max(1, round(width * want_h / height)), want_h
+    assert isinstance(want_w, int)
+    if want_h is None:
+        return want_w, max(1, round(height * want_w / width))
+    assert isinstance(want_h, int)
+    return want_w, want_h
+
+
+def resize_with(scale: Scaler, task: Task, width: int, height: int) -> pyvips.Image:
+    """``scale`` shrinks on load for the first task (``pyvips.Image.thumbnail``) and works
+    on the pipeline for later ones (``thumbnail_image``)."""
+    box_w, box_h = resize_box(task, width, height)
+    fit = task.get("fit", "clip")
+    if task.get("width") is None or task.get("height") is None:
+        # One side given: it is met exactly and libvips derives the other. A box with the
+        # other side rounded would bind first when that side was rounded down (640x480
+        # to width 30 gives a 30x22 box, which a 29x22 image fits).
+        box_w, box_h = (box_w, UNBOUNDED) if task.get("width") is not None else (UNBOUNDED, box_h)
+        return scale(box_w, box_h, "down" if fit == "max" else "both")
+    if fit == "scale":
+        return scale(box_w, box_h, "force")
+    if fit != "crop":
+        return scale(box_w, box_h, "down" if fit == "max" else "both")
+    factor = max(box_w / width, box_h / height)
+    cover = scale(max(box_w, round(width * factor)), max(box_h, round(height * factor)), "force")
+    left, top = aligned(cover, task.get("align", "center"), box_w, box_h)
+    return cover.extract_area(left, top, box_w, box_h)
+
+
+def aligned(image: pyvips.Image, align: object, box_w: int, box_h: int) -> tuple[int, int]:
+    """Where a ``box_w`` x ``box_h`` cut of ``image`` starts for ``align``."""
+    names = set(align) if isinstance(align, tuple) else {str(align)}
+    if "faces" in names:
+        return face_anchor(image, box_w, box_h)
+    spare_w, spare_h = image.width - box_w, image.height - box_h
+    left = 0 if "left" in names else spare_w if "right" in names else spare_w // 2
+    top = 0 if "top" in names else spare_h if "bottom" in names else spare_h // 2
+    return left, top
+
+
+def center_anchor(image: pyvips.Image, box_w: int, box_h: int) -> tuple[int, int]:
+    return (image.width - box_w) // 2, (image.height - box_h) // 2
+
+
+#: FACE HOOK: ``align:faces`` calls this with the image and the box; it answers where the
+#: box starts. The face finder (another module) replaces it; until then, the center.
+face_anchor: Callable[[pyvips.Image, int, int], tuple[int, int]] = center_anchor
+
+
+def resize(image: pyvips.Image, task: Task) -> pyvips.Image:
+    def scale(width: int, height: int, size: str) -> pyvips.Image:
+        return image.thumbnail_image(width, height=height, size=size, no_rotate=True)
+
+    return resize_with(scale, task, image.width, image.height)
+
+
+def crop(image: pyvips.Image, task: Task) -> pyvips.Image:
+    dim = task.get("dim")
+    assert isinstance(dim, tuple)
+    x, y, w, h = (int(v) for v in dim)  # type: ignore[arg-type]
+    if x >= image.width or y >= image.height:
+        raise errors.InvalidParameter("crop dim starts outside the image", parameter="crop.dim")
+    return image.extract_area(x, y, min(w, image.width - x), min(h, image.height - y))
+
+
+def rotate(image: pyvips.Image, task: Task) -> pyvips.Image:
+    deg = task.get("deg", 0)
+    if deg == "exif" or task.get("exif") is True:
+        image = image.autorot()
+    if not isinstance(deg, int) or deg % 360 == 0:
+        return image
+    if deg % 90 == 0:
+        return image.rot(f"d{deg % 360}")
+    background = str(task.get("background", "white"))
+    if rgba(background)[3] < 255:
+        image = ops.with_alpha(image)
+    return image.rotate(deg, background=ops.bands(image, background))
+
+
+def flip(image: pyvips.Image, task: Task) -> pyvips.Image:
+    return image.flip("vertical")
+
+
+def flop(image: pyvips.Image, task: Task) -> pyvips.Image:
+    return image.flip("horizontal")
+
+
+TASKS: tuple[TaskSpec, ...] = (
+    TaskSpec(
+        "resize",
+        (
+            Param("width", SIZE, ("w",)),
+            Param("height", SIZE, ("h",)),
+            Param("fit", choice("clip", "crop", "scale", "max"), ("f",), "clip"),
+            Param("align", align, ("a",), "center"),
+        ),
+        op=resize,
+        load_op=resize_with,
+        needs_one_of=("width", "height"),
+        doc="resize to a box (fit: clip, max, scale, crop)",
+    ),
+    TaskSpec(
+        "crop",
+        (Param("dim", dims, ("d",)),),
+        op=crop,
+        needs_one_of=("dim",),
+        doc="cut out [x,y,width,height]",
+    ),
+    TaskSpec(
+        "rotate",
+        (
+            Param("deg", either(integer(0, 359), choice("exif")), ("d",), 0),
+            Param("exif", boolean),
+            Param("background", color, (), "white"),
+        ),
+        op=rotate,
+        random_access=True,
+        doc="rotate by degrees or by the EXIF orientation",
+    ),
+    TaskSpec("flip", op=flip, random_access=True, doc="mirror top to bottom"),
+    TaskSpec("flop", op=flop, doc="mirror left to right"),
+)

@@ -1,0 +1,224 @@
+"""The one grammar of the CDN path: every URL form the Filestack SDKs build and the
+hosted service's documentation shows, parsed against the task table (``catalogue``).
+
+    /<HANDLE>   /<HANDLE>/metadata   /[<H1>,<H2>]            (several sources)
+    /<task>[/<task>...]/<HANDLE>                             (python SDK)
+    /<APIKEY>/<tasks>/<HANDLE or URL>                        (js SDK; external sources)
+
+A task is ``name`` or ``name=opt:value,opt:value``; an option is spelled by its long
+name or a short one (``resize=w:300``). Values are whole and decimal numbers, ``true``/
+``false``, names, ``"quoted text"`` (may hold ``/``, ``,`` and ``:``; the quotes may
+come as ``%22``) and lists ``[a,b]``, nested at most two deep. Segments are split on
+``/`` outside quotes and brackets, then percent-decoded. ``security``, ``cache`` and
+``store`` are request tasks of the table: they are read into the parsed path.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from urllib.parse import unquote
+
+from stowage import errors
+from stowage.processing import catalogue
+from stowage.processing.base import Task, Value
+from stowage.processing.table import TaskSpec
+
+_INT = re.compile(r"-?[0-9]{1,12}")
+_FLOAT = re.compile(r"-?[0-9]{0,12}\.[0-9]{1,12}")
+_QUOTE = re.compile("%22", re.IGNORECASE)
+_URL = re.compile(r"(?:https?|src)(?::|%3A)", re.IGNORECASE)
+MAX_TASK_LENGTH = 2048
+MAX_NESTING = 2
+MAX_SOURCES = 32
+
+
+@dataclass
+class CdnPath:
+    """A CDN path, parsed: the source, the credentials and cache asks, and the tasks."""
+
+    handle: str  # "" when the source is a URL or a list of handles
+    api_key: str | None = None
+    metadata: bool = False
+    policy: str | None = None
+    signature: str | None = None
+    cache: bool | None = None  # None: the default; False: cache=false
+    max_age: int | None = None  # cache=expiry:N
+    tasks: list[str] = field(default_factory=list)  # processing tasks (store too), in order
+    url: str | None = None  # an external source instead of a handle
+    handles: tuple[str, ...] = ()  # [h1,h2]: several sources (zip, collage, animate)
+    store: Task | None = None  # a store task: the result becomes a new file
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        """The handles the path names: one, or the list's."""
+        return self.handles or ((self.handle,) if self.handle else ())
+
+
+def parse_path(raw_path: str) -> CdnPath:
+    raw = split(_QUOTE.sub('"', raw_path), "/")
+    url = _url_source(raw)
+    if url is not None:
+        raw = raw[: url[1]]
+    segments = [unquote(s) for s in raw if s]
+    metadata = url is None and len(segments) > 1 and segments[-1] == "metadata"
+    if metadata:
+        segments.pop()
+    if not segments:
+        raise errors.NotFound()
+    found = CdnPath(handle="", metadata=metadata, url=url[0] if url else None)
+    if url is None:
+        _source(found, segments.pop())
+    if segments and "=" not in segments[0] and catalogue.spec(segments[0]) is None:
+        found.api_key = segments.pop(0)
+    for segment in segments:
+        _apply(found, segment, parse_task(segment))
+    return found
+
+
+def _source(found: CdnPath, last: str) -> None:
+    if not (last.startswith("[") and last.endswith("]")):
+        found.handle = last
+        return
+    try:
+        handles = value(last)
+    except ValueError as exc:
+        raise errors.InvalidParameter(f"the list of sources: {exc}", parameter="sources") from exc
+    if not isinstance(handles, tuple) or not 0 < len(handles) <= MAX_SOURCES:
+        raise errors.InvalidParameter(
+            f"a list of sources holds 1 to {MAX_SOURCES} handles", parameter="sources"
+        )
+    if any(not isinstance(h, str) for h in handles):
+        raise errors.InvalidParameter("a list of sources holds handles", parameter="sources")
+    found.handles = tuple(str(h) for h in handles)
+
+
+def _url_source(raw: list[str]) -> tuple[str, int] | None:
+    """An external URL source: the rest of the path from its scheme on, and the segment
+    it starts at. Sent as is (``https://host/a.jpg``) or percent-encoded."""
+    for index, segment in enumerate(raw[1:], start=1):
+        if _URL.match(segment) and "=" not in segment.split(":")[0]:
+            rest = "/".join(raw[index:])
+            return (unquote(rest) if "://" not in rest else rest), index
+    return None
+
+
+def _apply(found: CdnPath, segment: str, task: Task) -> None:
+    """Request tasks go into the path's fields; the others stay tasks for the engine."""
+    if task.name == "security":
+        found.policy = _text(task.get("policy"))
+        found.signature = _text(task.get("signature"))
+        return
+    if task.name == "cache":
+        if task.get("cache") is False:
+            found.cache = False
+        elif task.get("cache") is True and found.cache is None:
+            found.cache = True
+        expiry = task.get("expiry")
+        found.max_age = expiry if isinstance(expiry, int) else found.max_age
+        return
+    if task.name == "store":
+        found.store = task
+    found.tasks.append(segment)
+
+
+def parse_task(segment: str) -> Task:
+    """``name`` or ``name=opt:value,...``, checked against the table: a 400 naming the
+    task (``UNSUPPORTED_TASK``) or the option (``INVALID_PARAMETER``, ``task.option``)."""
+    if len(segment) > MAX_TASK_LENGTH:
+        raise errors.InvalidParameter(f"a task is at most {MAX_TASK_LENGTH} characters")
+    name, _, body = segment.partition("=")
+    spec = catalogue.spec(name)
+    if spec is None:
+        shown = name.strip().lower()[:64]
+        raise errors.UnsupportedTask(
+            f"task {shown!r} is not supported; supported: {', '.join(catalogue.SUPPORTED)}",
+            task=shown,
+            supported=list(catalogue.SUPPORTED),
+        )
+    options: dict[str, Value] = {}
+    for key, raw in pairs(body, spec):
+        param = spec.param(key)
+        if param is None:
+            raise bad(spec.name, key, f"unknown option; {spec.name} takes {_names(spec)}")
+        try:
+            options[param.name] = param.check(value(raw))
+        except ValueError as exc:
+            raise bad(spec.name, param.name, str(exc)) from exc
+    needed = spec.needs_one_of
+    if needed and not any(k in options for k in needed):
+        raise bad(spec.name, needed[0], f"{spec.name} needs {' or '.join(needed)}")
+    return Task(spec.name, tuple(sorted(options.items())))
+
+
+def pairs(body: str, spec: TaskSpec) -> list[tuple[str, str]]:
+    """The ``key:value`` items of a task's body, keys lower-cased; a body that is one
+    value without a name (``cache=false``) sets the task's ``bare`` parameter."""
+    if not body.strip():
+        return []
+    items = split(body, ",")
+    if spec.bare and len(items) == 1 and ":" not in items[0]:
+        return [(spec.bare, items[0].strip())]
+    found: list[tuple[str, str]] = []
+    for item in items:
+        key, sep, raw = item.partition(":")
+        key = key.strip().lower()
+        if not sep:
+            raise bad(
+                spec.name, key or item, f"an option is name:value; {spec.name} takes {_names(spec)}"
+            )
+        found.append((key, raw.strip()))
+    return found
+
+
+def value(raw: str, depth: int = 0) -> Value:
+    if raw.startswith("[") and raw.endswith("]"):
+        if depth >= MAX_NESTING:
+            raise ValueError(f"lists nest at most {MAX_NESTING} deep")
+        inner = raw[1:-1].strip()
+        return tuple(value(v.strip(), depth + 1) for v in split(inner, ",")) if inner else ()
+    if len(raw) >= 2 and raw.startswith('"') and raw.endswith('"'):
+        return raw[1:-1]
+    if raw.lower() in ("true", "false"):
+        return raw.lower() == "true"
+    if _INT.fullmatch(raw) and str(int(raw)) == raw:  # "000000" stays text: a hex color
+        return int(raw)
+    if _FLOAT.fullmatch(raw):
+        return float(raw)
+    return raw
+
+
+def split(text: str, separator: str) -> list[str]:
+    """Split on ``separator`` outside double quotes and brackets."""
+    parts: list[str] = []
+    current: list[str] = []
+    quoted, depth = False, 0
+    for char in text:
+        if char == '"':
+            quoted = not quoted
+        elif not quoted and char == "[":
+            depth += 1
+        elif not quoted and char == "]":
+            depth = max(0, depth - 1)
+        if char == separator and not quoted and depth == 0:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    parts.append("".join(current))
+    return parts
+
+
+def bad(task: str, option: str, reason: str) -> errors.InvalidParameter:
+    option = option[:64]
+    return errors.InvalidParameter(
+        f"{task} option {option!r}: {reason}", parameter=f"{task}.{option}", task=task
+    )
+
+
+def _names(spec: TaskSpec) -> str:
+    return ", ".join(p.name for p in spec.params) if spec.params else "no options"
+
+
+def _text(value: Value | None) -> str | None:
+    return None if value is None else str(value)

@@ -1,0 +1,48 @@
+"""Tasks about the result rather than its pixels: how it is saved (``output``,
+``quality``, ``compress``, ``no_metadata``) and answers that are no image
+(``imagesize``). The engine reads them when it saves (``vips.save_options``)."""
+
+from __future__ import annotations
+
+from stowage.processing.params import FORMATS, boolean, choice, color, either, integer
+from stowage.processing.table import Kind, Param, TaskSpec
+
+SAVE, ANSWER = Kind.SAVE, Kind.ANSWER
+PAGE_FORMATS = ("a2", "a3", "a4", "a5", "b4", "b5", "letter", "legal", "tabloid")
+
+TASKS: tuple[TaskSpec, ...] = (
+    TaskSpec(
+        "output",
+        (
+            Param("format", choice(*FORMATS), ("f",)),
+            Param("quality", either(integer(1, 100), choice("input")), ("q",)),
+            Param("compress", boolean),
+            Param("strip", boolean),
+            Param("background", color),
+            Param("colorspace", choice("rgb", "cmyk", "input")),
+            Param("page", integer(1, 10_000)),
+            Param("density", integer(1, 500)),
+            Param("secure", boolean),
+            Param("docinfo", boolean),
+            Param("pageformat", choice(*PAGE_FORMATS)),
+            Param("pageorientation", choice("portrait", "landscape")),
+        ),
+        kind=SAVE,
+        doc="the result's format and how it is saved",
+    ),
+    TaskSpec(
+        "quality",
+        (Param("value", integer(1, 100)),),
+        kind=SAVE,
+        needs_one_of=("value",),
+        doc="JPEG, WebP and AVIF quality",
+    ),
+    TaskSpec(
+        "compress",
+        (Param("metadata", boolean),),
+        kind=SAVE,
+        doc="optimised encoding",
+    ),
+    TaskSpec("no_metadata", kind=SAVE, doc="strip EXIF, XMP, ICC and comments"),
+    TaskSpec("imagesize", kind=ANSWER, doc="answers the width and height as JSON"),
+)

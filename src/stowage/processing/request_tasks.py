@@ -1,0 +1,77 @@
+"""Tasks about the request, not the pixels: ``security`` (the policy and signature),
+``cache`` (whether and how long the answer may be kept) and ``store`` (the result
+becomes a new file). The URL grammar reads them into the parsed path; the engine never
+sees ``security`` or ``cache``."""
+
+from __future__ import annotations
+
+from stowage import booleans
+from stowage.processing.base import Value
+from stowage.processing.params import boolean, choice, text, texts
+from stowage.processing.table import Kind, Param, TaskSpec
+from stowage.storage import API_PROVIDERS
+
+MAX_EXPIRY = 10**10 - 1  # ten digits of seconds, as the header may carry
+YEAR = 31_536_000  # cache=expiry:max
+
+
+def flag(value: Value) -> Value:
+    """``true false 1 0 yes no on off``, as the one boolean parser reads them."""
+    if isinstance(value, tuple):
+        raise ValueError("must be true or false")
+    if isinstance(value, bool):
+        return value
+    word = str(value).strip().lower()
+    if word not in booleans.WORDS:
+        raise ValueError(f"must be one of {', '.join(booleans.WORDS)}")
+    return word in booleans.TRUE
+
+
+def seconds(value: Value) -> Value:
+    if isinstance(value, str) and value.lower() == "max":
+        return YEAR
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_EXPIRY:
+        raise ValueError("must be seconds (a whole number) or max")
+    return value
+
+
+def token(value: Value) -> Value:
+    """A policy or a signature: text, as sent (base64 may hold "/", "+" and "=")."""
+    if isinstance(value, tuple) or len(str(value)) > 8192:
+        raise ValueError("must be a token of at most 8192 characters")
+    return str(value)
+
+
+#: store's location: the File API's provider names, lower-cased as the SDKs send them.
+LOCATIONS = tuple(name.lower() for name in API_PROVIDERS)
+
+TASKS: tuple[TaskSpec, ...] = (
+    TaskSpec(
+        "security",
+        (Param("policy", token, ("p",)), Param("signature", token, ("s",))),
+        kind=Kind.REQUEST,
+        doc="the policy and signature of an app with security on",
+    ),
+    TaskSpec(
+        "cache",
+        (Param("cache", flag, (), True), Param("expiry", seconds, ("e",))),
+        kind=Kind.REQUEST,
+        bare="cache",
+        doc="cache=false: not kept by caches; expiry: seconds they may keep it",
+    ),
+    TaskSpec(
+        "store",
+        (
+            Param("filename", text),
+            Param("location", choice(*LOCATIONS), (), "s3"),
+            Param("path", text),
+            Param("container", text),
+            Param("region", text),
+            Param("access", choice("public", "private"), (), "private"),
+            Param("base64decode", boolean),
+            Param("workflows", texts),
+        ),
+        kind=Kind.REQUEST,
+        doc="the result becomes a new file of the same app",
+    ),
+)

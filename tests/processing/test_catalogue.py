@@ -1,0 +1,175 @@
+"""The one task table: every image task has its operation, no two tasks or spellings
+collide, and every parameter of every task is parsed and range-checked (values are
+generated from each parameter's declared check: in range accepted, out of range a 400
+naming ``task.param``)."""
+
+from __future__ import annotations
+
+import string
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from stowage import booleans, errors
+from stowage.processing import catalogue, grammar, params, request_tasks
+from stowage.processing.base import Value, _text
+from stowage.processing.params import Choice, Either, Integer, Number
+from stowage.processing.table import Kind, Param, TaskSpec
+
+SPECS = sorted(
+    {spec.name: spec for spec in catalogue.TABLE.values()}.values(), key=lambda s: s.name
+)
+PARAMS = [(spec, param) for spec in SPECS for param in spec.params]
+WORDS = st.text(string.ascii_lowercase, min_size=1, max_size=12)
+PLAIN = st.text(string.ascii_letters + string.digits + "._-", min_size=1, max_size=40)
+
+
+def decimals(low: float, high: float) -> st.SearchStrategy[Value]:
+    return st.integers(round(low * 1000), round(high * 1000)).map(lambda i: i / 1000)
+
+
+def inside(check: object) -> st.SearchStrategy[Value]:
+    """Values ``check`` must accept."""
+    if isinstance(check, Integer):
+        return st.integers(check.low, check.high)
+    if isinstance(check, Number):
+        return decimals(check.low, check.high)
+    if isinstance(check, Choice):
+        return st.sampled_from(check.names)
+    if isinstance(check, Either):
+        return inside(check.first) | inside(check.second)
+    known: dict[object, st.SearchStrategy[Value]] = {
+        params.boolean: st.booleans(),
+        request_tasks.flag: st.sampled_from(booleans.WORDS) | st.booleans(),
+        request_tasks.seconds: st.integers(0, request_tasks.MAX_EXPIRY) | st.just("max"),
+        params.text: PLAIN,
+        request_tasks.token: PLAIN,
+        params.texts: PLAIN | st.lists(PLAIN, min_size=1, max_size=4).map(tuple),
+        params.color: st.sampled_from(sorted(params.COLOR_NAMES))
+        | st.text("0123456789abcdef", min_size=6, max_size=6),
+        params.dims: st.tuples(
+            st.integers(0, 5000), st.integers(0, 5000), st.integers(1, 5000), st.integers(1, 5000)
+        ),
+        params.align: st.sampled_from(params.ALIGNS)
+        | st.lists(st.sampled_from(params.ALIGNS), min_size=2, max_size=2).map(tuple),
+    }
+    assert check in known, f"no generator for the check {check!r}: add it here"
+    return known[check]
+
+
+def outside(check: object) -> st.SearchStrategy[Value]:
+    """Values ``check`` must refuse."""
+    if isinstance(check, Integer):
+        return st.integers(-(10**11), check.low - 1) | st.integers(check.high + 1, 10**11)
+    if isinstance(check, Number):
+        return decimals(-1e6, check.low - 0.001) | decimals(check.high + 0.001, 1e6)
+    if isinstance(check, Choice):
+        return WORDS.filter(lambda w: w not in check.names)
+    if isinstance(check, Either):
+        both = outside(check.first) | outside(check.second)
+        return both.filter(lambda v: _refused(check.first, v) and _refused(check.second, v))
+    nested = st.just((("a",),))
+    known: dict[object, st.SearchStrategy[Value]] = {
+        params.boolean: WORDS.filter(lambda w: w not in ("true", "false")) | st.integers(),
+        request_tasks.flag: WORDS.filter(lambda w: w not in booleans.WORDS),
+        request_tasks.seconds: st.integers(-(10**11), -1)
+        | st.integers(request_tasks.MAX_EXPIRY + 1, 10**11)
+        | WORDS.filter(lambda w: w != "max"),
+        params.text: st.lists(PLAIN, min_size=1, max_size=3).map(tuple),
+        request_tasks.token: st.lists(PLAIN, min_size=1, max_size=3).map(tuple),
+        params.texts: nested,
+        params.color: st.text("ghijkmnopqsuvxz", min_size=1, max_size=8),
+        params.dims: st.tuples(st.integers(0, 9), st.integers(0, 9), st.integers(1, 9))
+        | st.tuples(st.integers(0, 9), st.integers(0, 9), st.integers(0, 9), st.just(0))
+        | st.tuples(st.integers(-99, -1), st.integers(0, 9), st.integers(1, 9), st.integers(1, 9)),
+        params.align: WORDS.filter(lambda w: w not in params.ALIGNS)
+        | st.lists(st.sampled_from(params.ALIGNS), min_size=3, max_size=4).map(tuple),
+    }
+    assert check in known, f"no generator for the check {check!r}: add it here"
+    return known[check]
+
+
+def _refused(check: params.Convert, value: Value) -> bool:
+    try:
+        check(value)
+    except ValueError:
+        return True
+    return False
+
+
+def segment(spec: TaskSpec, spelling: str, value: Value, data: st.DataObject) -> str:
+    """``spec=spelling:value``, with a valid value of a parameter the task needs."""
+    items = [f"{spelling}:{_text(value)}"]
+    needed = [p for p in spec.params if p.name in spec.needs_one_of]
+    if needed and not any(spelling in (p.name, *p.short) for p in needed):
+        items.append(f"{needed[0].name}:{_text(data.draw(inside(needed[0].check)))}")
+    return f"{spec.name}={','.join(items)}"
+
+
+def _id(pair: tuple[TaskSpec, Param]) -> str:
+    return f"{pair[0].name}.{pair[1].name}"
+
+
+def test_every_image_task_has_an_operation_and_no_other_does() -> None:
+    for spec in SPECS:
+        assert (spec.op is not None) == (spec.kind is Kind.IMAGE), spec.name
+        assert spec.op is None or callable(spec.op)
+    assert {"resize", "crop", "rotate", "flip", "output", "store", "cache"} <= set(SPECS_NAMES)
+
+
+SPECS_NAMES = [spec.name for spec in SPECS]
+
+
+def test_no_two_tasks_or_spellings_collide() -> None:
+    names = [n for spec in SPECS for n in (spec.name, *spec.aliases)]
+    assert len(names) == len(set(names)) == len(catalogue.TABLE)
+    for spec in SPECS:
+        spellings = [s for p in spec.params for s in (p.name, *p.short)]
+        assert len(spellings) == len(set(spellings)), spec.name
+    twice = (*catalogue.MODULES, (TaskSpec("flip", op=lambda image, task: image),))
+    with pytest.raises(RuntimeError, match="declared twice"):
+        catalogue._table(twice)
+    alias = (*catalogue.MODULES, (TaskSpec("x", op=lambda i, t: i, aliases=("round_corners",)),))
+    with pytest.raises(RuntimeError, match="declared twice"):
+        catalogue._table(alias)
+    with pytest.raises(RuntimeError, match="operation"):
+        catalogue._table(((TaskSpec("noop"),),))
+
+
+@pytest.mark.parametrize("pair", PARAMS, ids=_id)
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_every_parameter_in_range_is_accepted(
+    pair: tuple[TaskSpec, Param], data: st.DataObject
+) -> None:
+    spec, param = pair
+    value = data.draw(inside(param.check))
+    for spelling in (param.name, *param.short):
+        task = grammar.parse_task(segment(spec, spelling, value, data))
+        assert task.name == spec.name
+        assert task.get(param.name) == param.check(value)
+
+
+@pytest.mark.parametrize("pair", PARAMS, ids=_id)
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_every_parameter_out_of_range_is_refused(
+    pair: tuple[TaskSpec, Param], data: st.DataObject
+) -> None:
+    spec, param = pair
+    value = data.draw(outside(param.check))
+    for spelling in (param.name, *param.short):
+        with pytest.raises(errors.InvalidParameter) as caught:
+            grammar.parse_task(segment(spec, spelling, value, data))
+        assert caught.value.status == 400
+        assert caught.value.code == "INVALID_PARAMETER"
+        assert caught.value.details["parameter"] == f"{spec.name}.{param.name}"
+
+
+def test_store_locations_are_the_api_providers() -> None:
+    from stowage.storage import API_PROVIDERS
+
+    location = catalogue.TABLE["store"].param("location")
+    assert location is not None and isinstance(location.check, Choice)
+    assert set(location.check.names) == {name.lower() for name in API_PROVIDERS}

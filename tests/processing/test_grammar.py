@@ -1,0 +1,62 @@
+"""The one grammar of the CDN path: sources (a handle, a list, a URL), the API key, and
+the request tasks read into the parsed path by the table."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from stowage import errors
+from stowage.processing import grammar
+from stowage.processing.base import Task
+
+H, H2 = "A" * 20, "B" * 20
+
+
+def test_a_list_of_handles_is_several_sources() -> None:
+    path = grammar.parse_path(f"/KEY/flip/[{H},{H2}]")
+    assert (path.handle, path.handles, path.sources) == ("", (H, H2), (H, H2))
+    assert path.api_key == "KEY" and path.tasks == ["flip"]
+    assert grammar.parse_path(f"/{H}").sources == (H,)
+    for bad in (f"/[{H},[{H2}]]", "/[]", "/[" + ",".join([H] * 33) + "]"):
+        with pytest.raises(errors.InvalidParameter):
+            grammar.parse_path(bad)
+
+
+def test_store_is_found_by_the_table_in_any_spelling() -> None:
+    path = grammar.parse_path(f"/resize=w:10/STORE=filename:a.png,location:gcs/{H}")
+    assert path.store == Task("store", (("filename", "a.png"), ("location", "gcs")))
+    assert path.tasks == ["resize=w:10", "STORE=filename:a.png,location:gcs"]
+    assert grammar.parse_path(f"/resize=w:10/{H}").store is None
+
+
+def test_request_tasks_leave_the_chain() -> None:
+    path = grammar.parse_path(f'/K/cache=false/security=p:"a/b",s:c/flip/{H}')
+    assert (path.cache, path.policy, path.signature, path.tasks) == (False, "a/b", "c", ["flip"])
+    assert grammar.parse_path(f"/cache=e:60/{H}").max_age == 60
+    assert grammar.parse_path(f"/cache=expiry:max/{H}").max_age == 31_536_000
+    assert grammar.parse_path(f"/cache=cache:no,expiry:5/{H}").cache is False
+
+
+def test_external_urls_as_sent_or_encoded() -> None:
+    for url in ("https://example.test/a/b.jpg?x=1", "https%3A%2F%2Fexample.test%2Fa%2Fb.jpg"):
+        path = grammar.parse_path(f"/KEY/resize=width:10/{url}")
+        assert path.url is not None and path.url.startswith("https://example.test/a/b.jpg")
+        assert path.api_key == "KEY" and path.tasks == ["resize=width:10"]
+
+
+def test_tasks_are_checked_when_the_path_is_parsed() -> None:
+    with pytest.raises(errors.UnsupportedTask):
+        grammar.parse_path(f"/nosuchtask=a:1/{H}")
+    with pytest.raises(errors.InvalidParameter) as caught:
+        grammar.parse_path(f"/resize=w:0/{H}")
+    assert caught.value.details["parameter"] == "resize.width"
+
+
+@given(st.text(max_size=120))
+def test_any_path_is_parsed_or_refused_with_a_4xx(text: str) -> None:
+    try:
+        grammar.parse_path("/" + text)
+    except errors.StowageError as exc:
+        assert 400 <= exc.status < 500
