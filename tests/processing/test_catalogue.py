@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stowage import booleans, errors
-from stowage.processing import catalogue, grammar, params, request_tasks
+from stowage.processing import catalogue, composite, grammar, params, request_tasks
 from stowage.processing.base import Value, _text
 from stowage.processing.params import Choice, Either, Integer, Number
 from stowage.processing.table import Kind, Param, TaskSpec
@@ -53,6 +53,8 @@ def inside(check: object) -> st.SearchStrategy[Value]:
         ),
         params.align: st.sampled_from(params.ALIGNS)
         | st.lists(st.sampled_from(params.ALIGNS), min_size=2, max_size=2).map(tuple),
+        composite.position: st.sampled_from(composite.POSITIONS)
+        | st.lists(st.sampled_from(composite.POSITIONS), min_size=2, max_size=2).map(tuple),
     }
     assert check in known, f"no generator for the check {check!r}: add it here"
     return known[check]
@@ -85,6 +87,8 @@ def outside(check: object) -> st.SearchStrategy[Value]:
         | st.tuples(st.integers(-99, -1), st.integers(0, 9), st.integers(1, 9), st.integers(1, 9)),
         params.align: WORDS.filter(lambda w: w not in params.ALIGNS)
         | st.lists(st.sampled_from(params.ALIGNS), min_size=3, max_size=4).map(tuple),
+        composite.position: WORDS.filter(lambda w: w not in composite.POSITIONS)
+        | st.lists(st.sampled_from(composite.POSITIONS), min_size=3, max_size=4).map(tuple),
     }
     assert check in known, f"no generator for the check {check!r}: add it here"
     return known[check]

@@ -103,6 +103,9 @@ class Job:
     output: Output
     dest: Path
     limits: Limits
+    #: Other sources the chain reads (watermark, collage, animate): handle and path, in
+    #: the URL's order, each authorised and read by the service like ``source``.
+    sources: tuple[tuple[str, Path], ...] = ()
 
     def render_with(self, engine: Engine) -> Rendered:
         return engine.render(self.source, self.chain, self.output, self.dest, self.limits)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pyvips
@@ -49,7 +50,7 @@ class Opened:
 def open_source(source: str, chain: Chain, output: Output, limits: Limits, access: str) -> Opened:
     """The header of the page or frames the chain decodes, checked against ``limits``."""
     base: dict[str, Any] = {"access": access, "fail_on": "error"}
-    first = _load(source, base)
+    first = load(source, base)
     pages = _pages(first)
     page = _page(chain)
     loader = str(first.get("vips-loader"))
@@ -63,7 +64,7 @@ def open_source(source: str, chain: Chain, output: Output, limits: Limits, acces
         options = {"n": -1}
     else:
         options = {}
-    image = _load(source, {**base, **options}) if options else first
+    image = load(source, {**base, **options}) if options else first
     frames = pages if options.get("n") == -1 else 1
     height = _frame_height(image, frames)
     decoded = (page or 1) if loader in SEQUENTIAL_FRAMES else 1
@@ -119,7 +120,21 @@ def _check(opened: Opened, limits: Limits) -> None:
         )
 
 
-def _load(source: str, options: dict[str, Any]) -> pyvips.Image:
+RASTER_LOADERS = {"jpeg", "png", "webp", "gif", "nsgif", "tiff", "heif", "jxl", "jp2k"}
+
+
+def check_raster(source: Path) -> None:
+    """Only raster formats, chosen by content before anything is parsed: vector and
+    document loaders (SVG, PDF) can follow references to other files, and libvips' own
+    formats (``.v``, matrix, CSV) are no images users upload."""
+    found = pyvips.vips_lib.vips_foreign_find_load(str(source).encode())
+    name = "" if found == pyvips.ffi.NULL else pyvips.ffi.string(found).decode()
+    loader = name.removeprefix("VipsForeignLoad").removesuffix("File").lower()
+    if loader not in RASTER_LOADERS:
+        raise errors.NotAnImage()
+
+
+def load(source: str, options: dict[str, Any]) -> pyvips.Image:
     try:
         return pyvips.Image.new_from_file(source, **options)
     except pyvips.Error as exc:

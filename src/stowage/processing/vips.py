@@ -18,12 +18,11 @@ from typing import Any
 import pyvips
 
 from stowage import errors
-from stowage.processing import catalogue, cost, frames, ops
+from stowage.processing import catalogue, composite, cost, frames, ops
 from stowage.processing.base import Chain, Limits, Output, Rendered, Task
 from stowage.processing.geometry import Scaler
 from stowage.processing.table import Kind
 
-RASTER_LOADERS = {"jpeg", "png", "webp", "gif", "nsgif", "tiff", "heif", "jxl", "jp2k"}
 pyvips.cache_set_max(0)  # libvips' operation cache would keep decoded images between jobs
 _SAVERS = {
     "jpeg": "jpegsave",
@@ -62,7 +61,7 @@ class VipsEngine:
         limits: Limits,
         deadline: float,
     ) -> Rendered:
-        _check_raster(source)
+        frames.check_raster(source)
         random = any(catalogue.TABLE[t.name].random_access for t in chain.tasks)
         access = "random" if random else "sequential"
         opened = frames.open_source(str(source), chain, output, limits, access)
@@ -70,9 +69,8 @@ class VipsEngine:
         if chain.wants_size and len(chain.tasks) == 1:
             return _write_size(dest, output, header.width, opened.frame_height)
         cost.check(cost.estimate(opened, chain, header.width), limits)
-        image = _animated(opened, chain, limits) or _pipeline(
-            Path(opened.name), header, chain, limits.max_output_dimension
-        )
+        image = _composed(opened, chain, limits) or _animated(opened, chain, limits)
+        image = image or _pipeline(Path(opened.name), header, chain, limits.max_output_dimension)
         width, height = frames.frame_size(image)
         if chain.wants_size:
             return _write_size(dest, output, width, height)
@@ -88,6 +86,17 @@ class VipsEngine:
         return Rendered(output, width, height)
 
 
+def _composed(opened: frames.Opened, chain: Chain, limits: Limits) -> pyvips.Image | None:
+    """A collage or an animation of several sources; the image tasks after it run on its
+    result (on each frame of an animation)."""
+    made = [t for t in chain.tasks if t.name in composite.BUILT]
+    if not made:
+        return None
+    todo = [t for t in chain.tasks if catalogue.TABLE[t.name].kind is Kind.IMAGE]
+    limit = limits.max_output_dimension
+    return composite.build(made[0], opened.image, lambda i: _steps(ops.srgb(i), todo, limit))
+
+
 def _animated(opened: frames.Opened, chain: Chain, limits: Limits) -> pyvips.Image | None:
     """An animation kept as one: the chain on each frame (shrink-on-load does not apply)."""
     if opened.frames == 1:
@@ -101,17 +110,6 @@ def _animated(opened: frames.Opened, chain: Chain, limits: Limits) -> pyvips.Ima
             f"the result's frames would have {total} pixels; at most {limits.max_total_pixels}"
         )
     return strip
-
-
-def _check_raster(source: Path) -> None:
-    """Only raster formats, chosen by content before anything is parsed: vector and
-    document loaders (SVG, PDF) can follow references to other files, and libvips' own
-    formats (``.v``, matrix, CSV) are no images users upload."""
-    found = pyvips.vips_lib.vips_foreign_find_load(str(source).encode())
-    name = "" if found == pyvips.ffi.NULL else pyvips.ffi.string(found).decode()
-    loader = name.removeprefix("VipsForeignLoad").removesuffix("File").lower()
-    if loader not in RASTER_LOADERS:
-        raise errors.NotAnImage()
 
 
 def _pipeline(source: Path, header: pyvips.Image, chain: Chain, limit: int) -> pyvips.Image:

@@ -22,6 +22,7 @@ import sys
 from typing import IO, Any
 
 from stowage import errors
+from stowage.processing import composite
 from stowage.processing.base import BigJob, Job
 from stowage.processing.vips import VipsEngine
 
@@ -46,7 +47,8 @@ def serve(engine: VipsEngine, jobs: IO[bytes], replies: IO[bytes]) -> None:
     while (job := read_frame(jobs)) is not None:
         assert isinstance(job, Job)
         try:
-            reply: tuple[str, object] = ("ok", job.render_with(engine))
+            with composite.using(job.sources, job.limits):
+                reply: tuple[str, object] = ("ok", job.render_with(engine))
         except (errors.StowageError, BigJob) as exc:
             reply = ("error", exc)
         except MemoryError:
