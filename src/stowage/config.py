@@ -223,6 +223,16 @@ class Settings:
         "Job slots big jobs never take, so that small ones do not wait behind them (with "
         "one job slot, big jobs take it too).",
     )
+    processing_max_sources: int = _setting(
+        16,
+        "Most files one transformation reads (watermark, collage, animate, zip), the main "
+        "one included (400 INVALID_PARAMETER beyond).",
+    )
+    processing_max_sources_bytes: int = _setting(
+        200 * MiB,
+        "Most bytes of all the files one transformation reads, from their rows before any is "
+        "read (413 PAYLOAD_TOO_LARGE beyond).",
+    )
     processing_queue: int = _setting(
         16,
         "Transformations that may wait for a free job slot; beyond, 503 PROCESSING_BUSY with "

@@ -24,7 +24,7 @@ from stowage.http.api import request_credentials, store_result
 from stowage.http.cdnpath import CdnPath
 from stowage.http.keys import SERVICE
 from stowage.http.responses import SANDBOX_CSP, file_headers, send_file
-from stowage.processing import metrics
+from stowage.processing import grammar, metrics
 from stowage.processing.service import Core, Processor, Spooled
 
 _PROCESSORS: weakref.WeakKeyDictionary[Stowage, Processor] = weakref.WeakKeyDictionary()
@@ -60,7 +60,9 @@ async def transform(request: web.Request, path: CdnPath, *, cdn: bool) -> web.St
             _to_process_address(request, service)
         record = await processor.store(path.handle, path.tasks, creds, api_key)
         return web.json_response(store_result(service, record))
-    made = await processor.derivative(path.handle, path.tasks, creds, api_key)
+    if path.handles and _is_zip(path):
+        return await _send_zip(request, processor, path, api_key)
+    made = await processor.derivative(path.handle, path.tasks, creds, api_key, path.handles)
     plan = Download(made.record, made.info, made.provider, made.local_path, made.app)
     dl, cache = inputs.flag(request, "dl"), _cache(request, path)
 
@@ -120,6 +122,31 @@ async def _send_spooled(
         with result.path.open("rb") as handle:
             while chunk := handle.read(_CHUNK):
                 await response.write(chunk)
+    await response.write_eof()
+    return response
+
+
+def _is_zip(path: CdnPath) -> bool:
+    return [grammar.parse_task(task).name for task in path.tasks] == ["zip"]
+
+
+async def _send_zip(
+    request: web.Request, processor: Processor, path: CdnPath, api_key: str | None
+) -> web.StreamResponse:
+    """``zip/[h1,h2]``: every file authorised first, then the archive as it is made."""
+    chunks = await processor.archive_of(path.handles, request_credentials(request, path), api_key)
+    response = web.StreamResponse(
+        headers={
+            "Content-Type": "application/zip",
+            "Content-Disposition": 'attachment; filename="files.zip"',
+            "X-Content-Type-Options": "nosniff",
+            "Cache-Control": "private, no-store",
+        }
+    )
+    await response.prepare(request)
+    if request.method != "HEAD":
+        async for chunk in chunks:
+            await response.write(chunk)
     await response.write_eof()
     return response
 
