@@ -139,3 +139,15 @@ def test_animate_is_held_to_the_total_pixels(tmp_path: Path) -> None:
     small = Limits(50_000_000, 10**9, 4000, 20, max_total_pixels=49_999)
     with pytest.raises(errors.ImageTooLarge):
         render(tmp_path, paths[0][1], ["animate", "output=format:gif"], paths, limits=small)
+
+
+def test_the_sources_pixels_are_held_to_the_total(tmp_path: Path) -> None:
+    base = plain(tmp_path / "base.png", 20, 20, RED)
+    others = tuple((str(i), plain(tmp_path / f"{i}.png", 100, 100, BLUE)) for i in range(3))
+    files = ",".join(name for name, _ in others)
+    segments = [f"collage=files:[{files}],width:300,height:300"]
+    roomy = Limits(50_000_000, 10**9, 4000, 20, max_total_pixels=30_000)
+    assert render(tmp_path, base, segments, others, limits=roomy).width == 300
+    tight = Limits(50_000_000, 10**9, 4000, 20, max_total_pixels=29_999)
+    with pytest.raises(errors.ImageTooLarge, match="sources"):
+        render(tmp_path, base, segments, others, limits=tight)

@@ -18,7 +18,7 @@ import contextlib
 import math
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,16 +33,31 @@ from stowage.processing.table import Kind, Param, TaskSpec
 POSITIONS = ("top", "middle", "bottom", "left", "center", "right")
 
 
-@dataclass(frozen=True)
+@dataclass
 class Sources:
     paths: tuple[tuple[str, Path], ...]  # handle and path, in the URL's order
     limits: Limits
+    _opened: dict[Path, pyvips.Image] = field(default_factory=dict)
 
     def path(self, handle: str) -> Path:
         for name, path in self.paths:
             if name == handle:
                 return path
         raise errors.InvalidParameter(f"source {handle[:64]!r} was not read", parameter="file")
+
+    def image(self, path: Path) -> pyvips.Image:
+        """An extra source, opened once for the job (a watermark on each frame of an
+        animation too); the pixels of all of them are held to the total-pixel limit."""
+        if path not in self._opened:
+            self._opened[path] = opened(path, self.limits)
+            total = sum(int(i.width) * int(i.height) for i in self._opened.values())
+            if total > self.limits.max_total_pixels:
+                raise errors.ImageTooLarge(
+                    f"the sources have {total} pixels in all; at most "
+                    f"{self.limits.max_total_pixels}",
+                    max_total_pixels=self.limits.max_total_pixels,
+                )
+        return self._opened[path]
 
 
 _CURRENT: ContextVar[Sources | None] = ContextVar("sources", default=None)
@@ -87,7 +102,7 @@ def _rgb(image: pyvips.Image) -> pyvips.Image:
 # -- watermark ----------------------------------------------------------------------------
 def watermark(image: pyvips.Image, task: Task) -> pyvips.Image:
     sources = _sources()
-    mark = opened(sources.path(str(task.get("file"))), sources.limits)
+    mark = sources.image(sources.path(str(task.get("file"))))
     size = int(task.get("size", 100))  # type: ignore[arg-type]
     if size != 100:
         scale = size / 100
@@ -126,7 +141,7 @@ def build(task: Task, first: pyvips.Image, apply: Callable[[Any], Any]) -> Any:
 def _collage(first: pyvips.Image, task: Task, apply: Callable[[Any], Any]) -> pyvips.Image:
     sources = _sources()
     images = [ops.with_alpha(_rgb(first))]
-    images += [opened(sources.path(str(h)), sources.limits) for h in _handles(task)]
+    images += [sources.image(sources.path(str(h))) for h in _handles(task)]
     if task.get("autorotate") is True:
         images = [image.autorot() for image in images]
     width, height = int(task.get("width", 0)), int(task.get("height", 0))  # type: ignore[arg-type]
@@ -159,7 +174,7 @@ def _collage(first: pyvips.Image, task: Task, apply: Callable[[Any], Any]) -> py
 
 def _animate(first: pyvips.Image, task: Task, apply: Callable[[Any], Any]) -> pyvips.Image:
     sources = _sources()
-    images = [opened(path, sources.limits) for _, path in sources.paths] or [_rgb(first)]
+    images = [sources.image(path) for _, path in sources.paths] or [_rgb(first)]
     width = int(task.get("width", 0)) or images[0].width  # type: ignore[arg-type]
     height = int(task.get("height", 0)) or round(images[0].height * width / images[0].width)  # type: ignore[arg-type]
     total = width * height * len(images)
