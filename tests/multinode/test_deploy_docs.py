@@ -16,6 +16,8 @@ DEPLOY = ROOT / "deploy"
         ("single/nginx.conf", "nginx"),
         ("single/stowage.service", "ini"),
         ("single/stowage.toml", "toml"),
+        ("cluster/node.toml", "toml"),
+        ("cluster/nginx.conf", "nginx"),
     ],
 )
 def test_deployment_guide_shows_the_tested_file(path: str, lang: str) -> None:
