@@ -51,6 +51,8 @@ RATES = {
 }
 OTHER = 0.05
 SHRINK = 0.01  # seconds a megapixel a resize reads
+#: Seconds a megapixel of the result costs to save (GIF: a palette for every frame).
+SAVE = {"jpeg": 0.01, "png": 0.03, "webp": 0.16, "gif": 0.5, "avif": 0.5, "tiff": 0.01}
 ROTATED_STRIP = 32  # rows of a rotated result computed from one bounding box
 
 
@@ -67,8 +69,9 @@ class Header(Protocol):
     def frame_pixels(self) -> int: ...
 
 
-def estimate(opened: Header, chain: Chain, width: int) -> float:
-    """Seconds of one core the chain is expected to take on this source."""
+def estimate(opened: Header, chain: Chain, width: int, fmt: str = "png") -> float:
+    """Seconds of one core the chain is expected to take on this source, saved as
+    ``fmt`` (libvips' saver name: jpeg, png, webp, gif, ...)."""
     steps: list[tuple[float, float]] = []  # (seconds, amplification of earlier steps)
     w, h = width, opened.frame_height
     for task in chain.tasks:
@@ -85,7 +88,8 @@ def estimate(opened: Header, chain: Chain, width: int) -> float:
         total += seconds * amplified
         amplified *= amplification
     # The decoded source is read once: sequentially, or kept whole for random access.
-    return total + DECODE * opened.frame_pixels * opened.decoded_frames / 1e6
+    total += DECODE * opened.frame_pixels * opened.decoded_frames / 1e6
+    return total + SAVE.get(fmt, OTHER) * w * h * opened.frames / 1e6
 
 
 def check(seconds: float, limits: Limits) -> None:

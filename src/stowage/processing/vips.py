@@ -68,7 +68,7 @@ class VipsEngine:
         header = opened.image
         if chain.wants_size and len(chain.tasks) == 1:
             return _write_size(dest, output, header.width, opened.frame_height)
-        cost.check(cost.estimate(opened, chain, header.width), limits)
+        cost.check(cost.estimate(opened, chain, header.width, output.format), limits)
         image = _composed(opened, chain, limits) or _animated(opened, chain, limits)
         image = image or _pipeline(Path(opened.name), header, chain, limits.max_output_dimension)
         width, height = frames.frame_size(image)
