@@ -55,7 +55,7 @@ async def test_each_source_is_authorised(harness: Harness) -> None:
     both = harness.policy(app, call=["convert"])
     _, body = await get(harness, url, params=both)
     assert colour(decoded(body), 25, 25) == (0, 0, 255)
-    missing = await harness.cdn.get(f"/watermark=file:nosuchhandle000000000/{base}")
+    missing = await harness.cdn.get(f"/watermark=file:nosuchhandle00000000/{base}")
     assert missing.status in (401, 404)
 
 
@@ -94,6 +94,10 @@ async def test_zip_streams_the_files_with_safe_unique_names(harness: Harness) ->
     assert archive.namelist() == ["same.png", "same (2).png", "same (3).png"]
     assert archive.read("same.png") == first and archive.read("same (2).png") == second
     assert archive.testzip() is None
+    _, body = await get(harness, f"/zip/{b}")  # filestack-python's Filelink.zip()
+    assert zipfile.ZipFile(io.BytesIO(body)).read("same.png") == second
+    resp = await harness.cdn.get(f"/resize=width:10/zip/[{a},{b}]")
+    assert resp.status == 400 and await code_of(resp) == "INVALID_PARAMETER"
 
 
 @pytest.mark.settings(processing_max_sources=3, processing_max_sources_bytes=MiB)

@@ -23,6 +23,8 @@ SPECS = sorted(
 PARAMS = [(spec, param) for spec in SPECS for param in spec.params]
 WORDS = st.text(string.ascii_lowercase, min_size=1, max_size=12)
 PLAIN = st.text(string.ascii_letters + string.digits + "._-", min_size=1, max_size=40)
+HANDLES = st.text(string.ascii_letters + string.digits + "_", min_size=20, max_size=20)
+SHORT = st.text(string.ascii_letters, min_size=1, max_size=19)  # no handle: too short
 
 
 def decimals(low: float, high: float) -> st.SearchStrategy[Value]:
@@ -55,6 +57,8 @@ def inside(check: object) -> st.SearchStrategy[Value]:
         | st.lists(st.sampled_from(params.ALIGNS), min_size=2, max_size=2).map(tuple),
         composite.position: st.sampled_from(composite.POSITIONS)
         | st.lists(st.sampled_from(composite.POSITIONS), min_size=2, max_size=2).map(tuple),
+        composite.handle: HANDLES,
+        composite.handles: HANDLES | st.lists(HANDLES, min_size=1, max_size=4).map(tuple),
     }
     assert check in known, f"no generator for the check {check!r}: add it here"
     return known[check]
@@ -89,6 +93,8 @@ def outside(check: object) -> st.SearchStrategy[Value]:
         | st.lists(st.sampled_from(params.ALIGNS), min_size=3, max_size=4).map(tuple),
         composite.position: WORDS.filter(lambda w: w not in composite.POSITIONS)
         | st.lists(st.sampled_from(composite.POSITIONS), min_size=3, max_size=4).map(tuple),
+        composite.handle: SHORT | st.lists(HANDLES, min_size=2, max_size=3).map(tuple),
+        composite.handles: SHORT | st.just(()) | st.lists(SHORT, min_size=2, max_size=3).map(tuple),
     }
     assert check in known, f"no generator for the check {check!r}: add it here"
     return known[check]

@@ -63,8 +63,8 @@ def test_watermark_is_placed_and_sized(
     out = render(
         tmp_path,
         base,
-        [f"watermark=file:MARK,size:{size},position:[{vertical},{horizontal}]"],
-        (("MARK", mark),),
+        [f"watermark=file:MARK0000000000000000,size:{size},position:[{vertical},{horizontal}]"],
+        (("MARK0000000000000000", mark),),
     )
     assert (out.width, out.height) == (200, 100)
     w, h = round(40 * size / 100), round(20 * size / 100)
@@ -79,7 +79,7 @@ def test_watermark_is_placed_and_sized(
 def test_watermark_of_a_source_not_read_is_refused(tmp_path: Path) -> None:
     base = plain(tmp_path / "base.png", 20, 20, RED)
     with pytest.raises(errors.InvalidParameter):
-        render(tmp_path, base, ["watermark=file:OTHER"], ())
+        render(tmp_path, base, ["watermark=file:OTHER000000000000000"], ())
 
 
 def test_an_extra_source_is_held_to_the_limits(tmp_path: Path) -> None:
@@ -89,11 +89,21 @@ def test_an_extra_source_is_held_to_the_limits(tmp_path: Path) -> None:
     bomb = tmp_path / "bomb.png"
     bomb.write_bytes(png_bomb(60_000, 60_000))
     with pytest.raises(errors.ImageTooLarge):
-        render(tmp_path, base, ["watermark=file:B"], (("B", bomb),))
+        render(
+            tmp_path,
+            base,
+            ["watermark=file:B0000000000000000000"],
+            (("B0000000000000000000", bomb),),
+        )
     text = tmp_path / "t.svg"
     text.write_text('<svg xmlns="http://www.w3.org/2000/svg" width="9" height="9"/>')
     with pytest.raises(errors.NotAnImage):
-        render(tmp_path, base, ["watermark=file:S"], (("S", text),))
+        render(
+            tmp_path,
+            base,
+            ["watermark=file:S0000000000000000000"],
+            (("S0000000000000000000", text),),
+        )
 
 
 def test_collage_lays_out_every_image(tmp_path: Path) -> None:
@@ -103,8 +113,10 @@ def test_collage_lays_out_every_image(tmp_path: Path) -> None:
     out = render(
         tmp_path,
         base,
-        ["collage=files:[B,C],width:430,height:430,margin:10,color:white"],
-        (("B", b), ("C", c)),
+        [
+            "collage=files:[B0000000000000000000,C0000000000000000000],width:430,height:430,margin:10"
+        ],
+        (("B0000000000000000000", b), ("C0000000000000000000", c)),
     )
     assert (out.width, out.height) == (430, 430)
     # a 2x2 grid of 200-px cells, 10 px apart: the base, then B, then C on the next row
@@ -143,7 +155,7 @@ def test_animate_is_held_to_the_total_pixels(tmp_path: Path) -> None:
 
 def test_the_sources_pixels_are_held_to_the_total(tmp_path: Path) -> None:
     base = plain(tmp_path / "base.png", 20, 20, RED)
-    others = tuple((str(i), plain(tmp_path / f"{i}.png", 100, 100, BLUE)) for i in range(3))
+    others = tuple((f"{i:020d}", plain(tmp_path / f"{i}.png", 100, 100, BLUE)) for i in range(3))
     files = ",".join(name for name, _ in others)
     segments = [f"collage=files:[{files}],width:300,height:300"]
     roomy = Limits(50_000_000, 10**9, 4000, 20, max_total_pixels=30_000)

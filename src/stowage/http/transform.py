@@ -16,6 +16,7 @@ import weakref
 
 from aiohttp import web
 
+from stowage import errors
 from stowage.core.reading import Download
 from stowage.core.service import Stowage
 from stowage.edge.headers import TAG_HEADER
@@ -60,7 +61,7 @@ async def transform(request: web.Request, path: CdnPath, *, cdn: bool) -> web.St
             _to_process_address(request, service)
         record = await processor.store(path.handle, path.tasks, creds, api_key)
         return web.json_response(store_result(service, record))
-    if path.handles and _is_zip(path):
+    if _is_zip(path):  # zip/H (filestack-python's Filelink.zip()) or zip/[h1,h2]
         return await _send_zip(request, processor, path, api_key)
     made = await processor.derivative(path.handle, path.tasks, creds, api_key, path.handles)
     plan = Download(made.record, made.info, made.provider, made.local_path, made.app)
@@ -127,14 +128,18 @@ async def _send_spooled(
 
 
 def _is_zip(path: CdnPath) -> bool:
-    return [grammar.parse_task(task).name for task in path.tasks] == ["zip"]
+    names = [grammar.parse_task(task).name for task in path.tasks]
+    if "zip" in names and names != ["zip"]:
+        raise errors.InvalidParameter("zip takes no other tasks", parameter="zip")
+    return names == ["zip"]
 
 
 async def _send_zip(
     request: web.Request, processor: Processor, path: CdnPath, api_key: str | None
 ) -> web.StreamResponse:
     """``zip/[h1,h2]``: every file authorised first, then the archive as it is made."""
-    chunks = await processor.archive_of(path.handles, request_credentials(request, path), api_key)
+    creds = request_credentials(request, path)
+    chunks = await processor.archive_of(path.sources, creds, api_key)
     response = web.StreamResponse(
         headers={
             "Content-Type": "application/zip",

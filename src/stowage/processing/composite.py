@@ -25,12 +25,16 @@ from typing import Any
 import pyvips
 
 from stowage import errors
+from stowage.core import names
 from stowage.processing import frames, ops
 from stowage.processing.base import Limits, Task, Value
-from stowage.processing.params import align, boolean, choice, color, integer, rgba, text, texts
+from stowage.processing.params import boolean, choice, color, integer, rgba
 from stowage.processing.table import Kind, Param, TaskSpec
 
-POSITIONS = ("top", "middle", "bottom", "left", "center", "right")
+#: filestack-js' positionDef; ``faces`` places as ``center`` here (no detector in this
+#: module), a pair is [vertical, horizontal].
+MAX_FILES = 32  # a collage's files (processing_max_sources limits them further)
+POSITIONS = ("top", "middle", "bottom", "left", "center", "right", "faces")
 
 
 @dataclass
@@ -131,6 +135,21 @@ def position(value: Value) -> Value:
     return checked[0] if len(checked) == 1 else checked
 
 
+def handle(value: Value) -> Value:
+    """A stored file's handle (20 letters, digits, ``_`` or ``-``)."""
+    if not isinstance(value, str) or not names.is_handle(value):
+        raise ValueError("must be a file handle")
+    return value
+
+
+def handles(value: Value) -> Value:
+    """One handle or a list of them, ``[h1,h2]``."""
+    items = value if isinstance(value, tuple) else (value,)
+    if not 1 <= len(items) <= MAX_FILES:
+        raise ValueError(f"must be 1 to {MAX_FILES} file handles")
+    return tuple(handle(item) for item in items)
+
+
 # -- collage and animate ------------------------------------------------------------------
 def build(task: Task, first: pyvips.Image, apply: Callable[[Any], Any]) -> Any:
     """The image a ``collage`` or ``animate`` task makes of the sources; ``apply`` runs
@@ -217,7 +236,7 @@ TASKS: tuple[TaskSpec, ...] = (
     TaskSpec(
         "watermark",
         (
-            Param("file", text),
+            Param("file", handle),
             Param("size", integer(1, 500), (), 100),
             Param("position", position, (), "center"),
         ),
@@ -228,7 +247,7 @@ TASKS: tuple[TaskSpec, ...] = (
     TaskSpec(
         "collage",
         (
-            Param("files", texts),
+            Param("files", handles),
             Param("margin", integer(1, 100), (), 10),
             Param("width", integer(1, 10_000)),
             Param("height", integer(1, 10_000)),
@@ -248,7 +267,7 @@ TASKS: tuple[TaskSpec, ...] = (
             Param("width", integer(1, 1800)),
             Param("height", integer(1, 1800)),
             Param("fit", choice("clip", "scale", "crop"), (), "clip"),
-            Param("align", align, (), "center"),
+            Param("align", position, (), "center"),
             Param("background", color, (), "transparent"),
         ),
         kind=Kind.FILES,

@@ -29,9 +29,9 @@ from stowage.processing.base import Chain, Limits, Output
 
 ANIMATED_LOADERS = {"gifload", "webpload"}
 ANIMATED_OUTPUTS = {"gif", "webp"}
-#: Loaders that decode every frame before the one asked for (a GIF frame is drawn over
-#: the previous ones): page N costs N frames of decoding.
-SEQUENTIAL_FRAMES = {"gifload"}
+#: Loaders that decode every frame before the one asked for (a frame is drawn over the
+#: previous ones): page N costs N frames of decoding.
+SEQUENTIAL_FRAMES = {"gifload", "webpload"}
 
 
 @dataclass(frozen=True)
