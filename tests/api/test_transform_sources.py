@@ -110,3 +110,28 @@ async def test_sources_are_limited_in_number_and_bytes(harness: Harness) -> None
     assert resp.status == 413 and await code_of(resp) == "PAYLOAD_TOO_LARGE"
     _, body = await get(harness, f"/zip/[{','.join(small[:3])}]")
     assert len(zipfile.ZipFile(io.BytesIO(body)).namelist()) == 3
+
+
+async def test_the_python_sdk_urls_work(harness: Harness) -> None:
+    """The paths filestack-python 4.0.0 builds for these tasks, sent to this CDN."""
+    import filestack
+
+    base = await stored(harness, plain(100, 100, [255, 0, 0]), "a.png")
+    other = await stored(harness, plain(100, 100, [0, 0, 255]), "b.png")
+    link = filestack.Filelink(base)
+    built = [
+        link.watermark(file=other, size=20, position=["bottom", "right"]).url,
+        link.collage(files=[other], width=210, height=110, margin=5, color="red", fit="crop").url,
+        link.animate(delay=200, loop=1, width=30, align="center", background="white").url,
+        link.zip().url,
+    ]
+    answers = []
+    for url in built:
+        path = "/" + url.split("/", 3)[3]
+        resp, body = await get(harness, path)
+        answers.append((resp.headers["Content-Type"], body))
+    assert colour(decoded(answers[0][1]), 95, 95) == (0, 0, 255)
+    assert (decoded(answers[1][1]).width, decoded(answers[1][1]).height) == (210, 110)
+    assert answers[2][0] == "image/gif" and decoded(answers[2][1]).width == 30
+    assert answers[3][0] == "application/zip"
+    assert zipfile.ZipFile(io.BytesIO(answers[3][1])).namelist() == ["a.png"]
