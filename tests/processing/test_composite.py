@@ -163,3 +163,21 @@ def test_the_sources_pixels_are_held_to_the_total(tmp_path: Path) -> None:
     tight = Limits(50_000_000, 10**9, 4000, 20, max_total_pixels=29_999)
     with pytest.raises(errors.ImageTooLarge, match="sources"):
         render(tmp_path, base, segments, others, limits=tight)
+
+
+def test_a_collage_of_an_animation_takes_its_first_frame(tmp_path: Path) -> None:
+    from tests.processing.test_frames import COLOURS, animation
+
+    base = animation(tmp_path / "a.gif", 40, 40, 3)
+    other = plain(tmp_path / "b.png", 40, 40, BLUE)
+    handle = "B" * 20
+    out = render(
+        tmp_path,
+        base,
+        [f"collage=files:[{handle}],width:100,height:50,margin:5"],
+        ((handle, other),),
+        mimetype="image/gif",
+    )
+    assert (out.width, out.height) == (100, 50)  # one frame, not the strip of three
+    got = colour(out, 40, 25)
+    assert all(abs(a - b) < 40 for a, b in zip(got, COLOURS[0], strict=True)), got

@@ -75,7 +75,7 @@ def estimate(opened: Header, chain: Chain, width: int, fmt: str = "png") -> floa
     steps: list[tuple[float, float]] = []  # (seconds, amplification of earlier steps)
     w, h = width, opened.frame_height
     for task in chain.tasks:
-        if catalogue.TABLE[task.name].kind is not Kind.IMAGE:
+        if catalogue.TABLE[task.name].kind not in (Kind.IMAGE, Kind.FILES):
             continue  # save options, answers, request tasks: no pixels of their own
         before = w * h
         w, h = size_after(task, w, h)
@@ -122,6 +122,12 @@ def size_after(task: Task, width: int, height: int) -> tuple[int, int]:
             return math.ceil(width * cos + height * sin), math.ceil(width * sin + height * cos)
         if isinstance(deg, int) and deg % 180 == 90:
             return height, width
+    if task.name in ("collage", "animate"):  # a canvas of the size asked for
+        wide, tall = task.get("width"), task.get("height")
+        return (
+            wide if isinstance(wide, int) else width,
+            tall if isinstance(tall, int) else height,
+        )
     if task.name == "border":
         side = task.get("width", 2)
         grow = 2 * int(side) if isinstance(side, int) else 0

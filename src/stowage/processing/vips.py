@@ -94,7 +94,8 @@ def _composed(opened: frames.Opened, chain: Chain, limits: Limits) -> pyvips.Ima
         return None
     todo = [t for t in chain.tasks if catalogue.TABLE[t.name].kind is Kind.IMAGE]
     limit = limits.max_output_dimension
-    return composite.build(made[0], opened.image, lambda i: _steps(ops.srgb(i), todo, limit))
+    first = opened.image.extract_area(0, 0, opened.image.width, opened.frame_height)
+    return composite.build(made[0], first, lambda i: _steps(ops.srgb(i), todo, limit))
 
 
 def _animated(opened: frames.Opened, chain: Chain, limits: Limits) -> pyvips.Image | None:
