@@ -7,6 +7,7 @@ inside functions and under ``TYPE_CHECKING`` count the same as any other):
     __main__, docs             entry point; the reference docs generated from the CLI
     cli                        commands
     http, client               the server's edge; the CLI's client of it
+    assembly                   the one place that builds the parts and hands them down
     edge, processing           capabilities built on the core (the edge cache tier, the
                                image transformation engine; never each other)
     core                       the operations
@@ -37,11 +38,13 @@ LAYERS: dict[str, int] = {
     "core": 4,
     "edge": 5,
     "processing": 5,
-    "http": 6,
-    "client": 6,
-    "cli": 7,
-    "docs": 8,
-    "__main__": 8,
+    "assembly": 6,
+    "http": 7,
+    "client": 7,
+    "migration": 7,  # import, migrate, backup: built by the assembly, beside http
+    "cli": 8,
+    "docs": 9,
+    "__main__": 9,
 }
 
 
@@ -185,3 +188,30 @@ def test_all_modules_import_in_any_order(order: str) -> None:
         env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"},
     )
     assert result.returncode == 0, result.stderr
+
+
+#: The live parts ``stowage/assembly.py`` builds once and hands down.
+PARTS = {"Stowage", "Providers", "Fetcher", "Changes", "Webhooks", "Apps", "Uploads"}
+PARTS |= {"Processor", "RateLimiter", "Recovery", "Janitor", "build_purger", "build_registry"}
+
+
+def _calls(path: Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call):
+            func = node.func
+            names.add(func.id if isinstance(func, ast.Name) else getattr(func, "attr", ""))
+    return names
+
+
+def test_the_parts_are_built_in_one_place() -> None:
+    """Only the assembly builds a live part (the registry package builds its own for
+    ``stowage db``); no module keeps a table of live objects keyed by another."""
+    builders = {
+        module: sorted(_calls(path) & PARTS)
+        for module, path in MODULES.items()
+        if module != "stowage.assembly" and not module.startswith("stowage.registry")
+    }
+    assert {m: found for m, found in builders.items() if found} == {}
+    weak_tables = [m for m, p in MODULES.items() if "WeakKeyDictionary" in p.read_text()]
+    assert weak_tables == []

@@ -44,6 +44,20 @@ sub vcl_recv {
         set req.http.X-Purged = xkey.purge(req.http.xkey-purge);
         return (synth(200, "Purged " + req.http.X-Purged));
     }
+    # auto_image answers vary with Accept (Vary: Accept): three classes, so that the cache
+    # keeps at most three copies of such a URL (AVIF, WebP, the input's format), not one
+    # per browser's Accept string. The origin reads the class as it would the original.
+    if (req.url ~ "(?i)auto_image") {
+        if (req.http.Accept ~ "(?i)image/avif"
+            && req.http.Accept !~ "(?i)image/avif\s*;\s*q=0(\.0*)?\s*(,|$)") {
+            set req.http.Accept = "image/avif";
+        } elsif (req.http.Accept ~ "(?i)image/webp"
+            && req.http.Accept !~ "(?i)image/webp\s*;\s*q=0(\.0*)?\s*(,|$)") {
+            set req.http.Accept = "image/webp";
+        } else {
+            set req.http.Accept = "*/*";
+        }
+    }
     # Only the origin sets these.
     unset req.http.xkey;
     unset req.http.X-Edge-TTL;

@@ -9,7 +9,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -17,12 +17,13 @@ from stowage.client.commands import register as register_client_commands
 from stowage.client.handleargs import HandleCommand
 from stowage.config import Settings, load_settings
 from stowage.core.security import CALLS, encode_policy, sign
-from stowage.edge.base import app_tag
-from stowage.edge.purger import purge_once
 from stowage.errors import StowageError
-from stowage.registry import build_registry
-from stowage.registry.base import App, Registry
+from stowage.migration.commands import register as register_migration_commands
+from stowage.registry.base import App
 from stowage.storage import check_app_storage
+
+if TYPE_CHECKING:
+    from stowage.assembly import Assembly
 
 T = TypeVar("T")
 
@@ -43,14 +44,19 @@ def _settings(ctx: click.Context, **overrides: Any) -> Settings:
         raise click.UsageError(str(exc)) from exc
 
 
-def _with_registry(settings: Settings, job: Callable[[Registry], Awaitable[T]]) -> T:
+def _with_parts(settings: Settings, job: Callable[[Assembly], Awaitable[T]]) -> T:
+    """Runs ``job`` on the server's own assembly, opened as a process that serves nothing:
+    no start-up recovery (a pending row may be a live node's upload), no workers."""
+    # Imported here: `serve` must set up the metrics folder before the server's modules.
+    from stowage.assembly import assemble
+
     async def run() -> T:
-        registry = build_registry(settings)
-        await registry.open()
+        parts = assemble(settings)
+        await parts.open()
         try:
-            return await job(registry)
+            return await job(parts)
         finally:
-            await registry.close()
+            await parts.close()
 
     return _run(run())
 
@@ -155,7 +161,7 @@ def apps_create(
         storage=_storage_option(storage) or {},
         webhooks=_webhook_urls(webhooks),
     )
-    _with_registry(_settings(ctx), lambda r: r.create_app(app))
+    _with_parts(_settings(ctx), lambda p: p.apps.create(app))
     if as_json:
         click.echo(json.dumps({**app.public(), "secret": app.secret}))
     else:
@@ -167,7 +173,7 @@ def apps_create(
 @click.pass_context
 def apps_list(ctx: click.Context, as_json: bool) -> None:
     """List apps (never their secrets)."""
-    found = _with_registry(_settings(ctx), lambda r: r.list_apps())
+    found = _with_parts(_settings(ctx), lambda p: p.registry.list_apps())
     if as_json:
         click.echo(json.dumps([a.public() for a in found]))
         return
@@ -177,7 +183,7 @@ def apps_list(ctx: click.Context, as_json: bool) -> None:
 
 
 def _get_app(ctx: click.Context, api_key: str) -> App:
-    app = _with_registry(_settings(ctx), lambda r: r.get_app(api_key))
+    app = _with_parts(_settings(ctx), lambda p: p.registry.get_app(api_key))
     if app is None:
         raise click.ClickException(f"no app with key {api_key}")
     return app
@@ -227,12 +233,9 @@ def apps_update(
         kept = [] if clear_webhooks else app.webhooks
         changes["webhooks"] = _webhook_urls((*kept, *webhooks))
     updated = replace(app, **changes)
-    settings = _settings(ctx)
-    _with_registry(settings, lambda r: r.update_app(updated))
-    if app.security != updated.security or app.storage != updated.storage:
-        # Cached copies were stored under the old rules: a file of an app that turned
-        # security on must no longer be served to a URL without a policy.
-        _with_registry(settings, lambda r: purge_once(settings, r, [app_tag(api_key)]))
+    # Through the change path: a change of security or storage purges the app's cached files.
+    if _with_parts(_settings(ctx), lambda p: p.apps.update(updated)) is None:
+        raise click.ClickException(f"no app with key {api_key}")
     click.echo(json.dumps(updated.public(), indent=2))
     if rotate_secret:
         click.echo(f"app secret: {updated.secret}")
@@ -244,7 +247,7 @@ def apps_update(
 @click.pass_context
 def apps_delete(ctx: click.Context, api_key: str) -> None:
     """Delete an app."""
-    if not _with_registry(_settings(ctx), lambda r: r.delete_app(api_key)):
+    if _with_parts(_settings(ctx), lambda p: p.apps.delete(api_key)) is None:
         raise click.ClickException(f"no app with key {api_key}")
     click.echo(f"deleted {api_key}")
 
@@ -282,7 +285,10 @@ def verify_command(ctx: click.Context, handles: tuple[str, ...]) -> None:
     Exits 1 if any is corrupt, missing or unreadable."""
     from stowage.core.integrity import run_verify
 
-    if _run(run_verify(_settings(ctx), list(handles), click.echo)):
+    bad = _with_parts(
+        _settings(ctx), lambda p: run_verify(p.registry, p.providers, list(handles), click.echo)
+    )
+    if bad:
         ctx.exit(1)
 
 
@@ -297,7 +303,9 @@ def fsck_command(ctx: click.Context, repair: bool) -> None:
     reported."""
     from stowage.core.integrity import run_fsck
 
-    if not _run(run_fsck(_settings(ctx), repair, click.echo)):
+    if not _with_parts(
+        _settings(ctx), lambda p: run_fsck(p.registry, p.providers, repair, click.echo)
+    ):
         ctx.exit(1)
 
 
@@ -368,7 +376,7 @@ def webhooks() -> None:
 @click.pass_context
 def webhooks_log(ctx: click.Context, api_key: str | None, limit: int, as_json: bool) -> None:
     """Show recent webhook deliveries: status, attempts, last response and error."""
-    found = _with_registry(_settings(ctx), lambda r: r.webhook_log(api_key, limit))
+    found = _with_parts(_settings(ctx), lambda p: p.registry.webhook_log(api_key, limit))
     if as_json:
         click.echo(json.dumps([d.public() for d in found]))
         return
@@ -383,6 +391,7 @@ def webhooks_log(ctx: click.Context, api_key: str | None, limit: int, as_json: b
 
 
 register_client_commands(main)  # upload, download, meta, rm, overwrite, ls
+register_migration_commands(main)  # import, migrate, backup, restore
 
 
 if __name__ == "__main__":  # pragma: no cover

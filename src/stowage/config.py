@@ -184,6 +184,11 @@ class Settings:
         10_000,
         "Largest width or height a transformation may produce (422 IMAGE_TOO_LARGE beyond).",
     )
+    processing_max_output_bytes: int = _setting(
+        100 * MiB,
+        "Largest result a transformation may produce, in bytes (422 IMAGE_TOO_LARGE beyond: "
+        "the save stops there, so an oversized result never fills the disk).",
+    )
     processing_job_seconds: float = _setting(
         30.0, "Seconds one transformation may run before it is stopped (422 PROCESSING_TIMEOUT)."
     )

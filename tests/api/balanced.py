@@ -24,11 +24,9 @@ from aiohttp import web
 from aiohttp.test_utils import BaseTestServer, TestClient, TestServer
 from yarl import URL
 
+from stowage.assembly import Assembly, assemble
 from stowage.config import Settings
-from stowage.core.service import Stowage
-from stowage.core.uploads import Uploads
-from stowage.http.app import api_app, build_service, cdn_app
-from stowage.http.keys import UPLOADS
+from stowage.http.app import api_app, cdn_app
 from stowage.registry import upgrade_registry
 from tests.multinode.cluster import Nginx, nginx_folder
 from tests.servers.fx_postgres import PostgresServer
@@ -68,14 +66,9 @@ class Balancer(BaseTestServer):
 
 @dataclasses.dataclass
 class _Node:
-    service: Stowage
+    parts: Assembly
     api: TestServer
     cdn: TestServer
-
-    @property
-    def uploads(self) -> Uploads:
-        assert self.api.app is not None
-        return self.api.app[UPLOADS]
 
     @property
     def port(self) -> int:
@@ -88,24 +81,24 @@ class _Node:
         return self.cdn.port
 
 
-# What the harness gets from its nodes: (a node's service and uploads, API client, CDN
-# client, settings).
-Nodes = tuple[Stowage, Uploads, TestClient[Any, Any], TestClient[Any, Any], Settings]
+# What the harness gets from its nodes: (a node's assembly, API client, CDN client,
+# settings).
+Nodes = tuple[Assembly, TestClient[Any, Any], TestClient[Any, Any], Settings]
 
 
 async def start_node(settings: Settings) -> _Node:
-    """One node in this process: its service, and its API and CDN listeners."""
-    service = build_service(settings)
-    await service.start()
-    api, cdn = TestServer(api_app(service)), TestServer(cdn_app(service))
+    """One node in this process: its assembly, and its API and CDN listeners."""
+    parts = assemble(settings)
+    await parts.start()
+    api, cdn = TestServer(api_app(parts)), TestServer(cdn_app(parts))
     await api.start_server()
     await cdn.start_server()
-    return _Node(service, api, cdn)
+    return _Node(parts, api, cdn)
 
 
 @asynccontextmanager
 async def balanced_nodes(settings: Settings, postgres: PostgresServer) -> AsyncIterator[Nodes]:
-    """Three nodes on a new database behind nginx: (first node's service, API client,
+    """Three nodes on a new database behind nginx: (first node's assembly, API client,
     CDN client, the nodes' settings)."""
     settings = dataclasses.replace(settings, registry_url=postgres.new_database())
     await upgrade_registry(settings)
@@ -120,7 +113,7 @@ async def balanced_nodes(settings: Settings, postgres: PostgresServer) -> AsyncI
         api, cdn = TestClient(Balancer(lb.api_port)), TestClient(Balancer(lb.cdn_port))
         await api.start_server()
         await cdn.start_server()
-        yield nodes[0].service, nodes[0].uploads, api, cdn, settings
+        yield nodes[0].parts, api, cdn, settings
         _record_served(nodes)
     finally:
         for client in (api, cdn):
@@ -130,5 +123,5 @@ async def balanced_nodes(settings: Settings, postgres: PostgresServer) -> AsyncI
         for node in nodes:
             await node.api.close()
             await node.cdn.close()
-            await node.service.close()
+            await node.parts.close()
         shutil.rmtree(lb.folder, ignore_errors=True)

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
+from stowage.assembly import Assembly
 from stowage.config import Settings
 from stowage.core.security import encode_policy, sign
 from stowage.core.service import Stowage
@@ -25,13 +26,20 @@ from tests.api.balanced import Nodes, balanced_nodes, start_node, through_nginx
 
 @dataclass
 class Harness:
-    service: Stowage
-    uploads: Uploads
+    parts: Assembly
     api: TestClient[Any, Any]
     cdn: TestClient[Any, Any]
     settings: Settings
     open_app: App
     secure_app: App
+
+    @property
+    def service(self) -> Stowage:
+        return self.parts.service
+
+    @property
+    def uploads(self) -> Uploads:
+        return self.parts.uploads
 
     def policy(self, app: App, **fields: Any) -> dict[str, str]:
         fields.setdefault("expiry", int(time.time()) + 600)
@@ -73,11 +81,11 @@ async def one_node(settings: Settings) -> AsyncIterator[Nodes]:
     node = await start_node(settings)
     api, cdn = TestClient(node.api), TestClient(node.cdn)  # closing a client closes its server
     try:
-        yield node.service, node.uploads, api, cdn, settings
+        yield node.parts, api, cdn, settings
     finally:
         await api.close()
         await cdn.close()
-        await node.service.close()
+        await node.parts.close()
 
 
 @pytest.fixture
@@ -86,7 +94,7 @@ async def harness(settings: Settings, request: pytest.FixtureRequest) -> AsyncIt
         nodes = balanced_nodes(settings, request.getfixturevalue("postgres_server"))
     else:
         nodes = one_node(settings)
-    async with nodes as (service, uploads, api, cdn, used):
-        await service.registry.create_app(OPEN_APP)
-        await service.registry.create_app(SECURE_APP)
-        yield Harness(service, uploads, api, cdn, used, OPEN_APP, SECURE_APP)
+    async with nodes as (parts, api, cdn, used):
+        await parts.registry.create_app(OPEN_APP)
+        await parts.registry.create_app(SECURE_APP)
+        yield Harness(parts, api, cdn, used, OPEN_APP, SECURE_APP)

@@ -45,7 +45,7 @@ async def test_an_origin_list_allows_only_those(harness: Harness) -> None:
 
     from stowage.http.app import api_app
 
-    client = TestClient(TestServer(api_app(harness.service)))
+    client = TestClient(TestServer(api_app(harness.parts)))
     await client.start_server()
     try:
         ok = await client.get("/healthz", headers={"Origin": "https://ok.example.com"})

@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
+from stowage.assembly import assemble
 from stowage.config import Settings
-from stowage.http.app import api_app, build_service
+from stowage.http.app import api_app
 from stowage.registry import build_registry
 from stowage.registry.base import App
 
@@ -54,12 +55,12 @@ async def test_misconfigured_storage_is_skipped_at_start_and_503_on_use(
 ) -> None:
     settings = Settings(data_dir=tmp_path / "data", access_log=False)
     await _rows(settings)
-    service = build_service(settings)
+    parts = assemble(settings)
     with caplog.at_level(logging.WARNING, logger="stowage.core"):
-        await service.start()  # start-up recovery builds every app's providers
+        await parts.start()  # start-up recovery builds every app's providers
     reported = [r.getMessage() for r in caplog.records if BROKEN.api_key in r.getMessage()]
     assert any(provider in m and field in m for m in reported), reported
-    client = TestClient(TestServer(api_app(service)))
+    client = TestClient(TestServer(api_app(parts)))
     await client.start_server()
     try:
         status, body = await _store(client, BROKEN, provider)
@@ -73,4 +74,4 @@ async def test_misconfigured_storage_is_skipped_at_start_and_503_on_use(
             assert status == 200, body
     finally:
         await client.close()
-        await service.close()
+        await parts.close()

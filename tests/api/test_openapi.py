@@ -31,7 +31,7 @@ def _openapi_path(canonical: str) -> str:
 
 def _routes(harness: Harness) -> set[tuple[str, str, str]]:
     found = set()
-    for origin, app in (("api", api_app(harness.service)), ("cdn", cdn_app(harness.service))):
+    for origin, app in (("api", api_app(harness.parts)), ("cdn", cdn_app(harness.parts))):
         for route in app.router.routes():
             if route.method == "HEAD":
                 continue  # aiohttp adds HEAD to every GET; the document says so per operation

@@ -12,8 +12,9 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
+from stowage.assembly import assemble
 from stowage.config import Settings
-from stowage.http.app import api_app, build_service
+from stowage.http.app import api_app
 from stowage.registry.base import App
 from tests.api.harness import Harness
 
@@ -361,14 +362,15 @@ async def test_apps_sharing_one_default_store_never_meet(tmp_path: Path) -> None
         access_log=False,
         default_storage={"type": "local", "root": str(tmp_path / "shared")},
     )
-    service = build_service(settings)
-    await service.start()
+    parts = assemble(settings)
+
+    await parts.start()
     apps = [App(api_key=f"shared{i}".ljust(20, "0"), secret="s") for i in range(2)]
-    client = TestClient(TestServer(api_app(service)))
+    client = TestClient(TestServer(api_app(parts)))
     await client.start_server()
     try:
         for i, app in enumerate(apps):
-            await service.registry.create_app(app)
+            await parts.registry.create_app(app)
             resp = await client.post(
                 "/api/store/S3",
                 params={"key": app.api_key, "path": "same/name.txt"},
@@ -376,11 +378,11 @@ async def test_apps_sharing_one_default_store_never_meet(tmp_path: Path) -> None
             )
             assert (await resp.json())["key"] == "same/name.txt"
         for i, app in enumerate(apps):
-            (record,) = await service.registry.list_files(app.api_key)
+            (record,) = await parts.registry.list_files(app.api_key)
             body = await (await client.get(f"/api/file/{record.handle}")).read()
             assert body == f"app {i}".encode()
             on_disk = tmp_path / "shared" / "objects" / "default" / app.api_key / "same/name.txt"
             assert on_disk.read_bytes() == body
     finally:
         await client.close()
-        await service.close()
+        await parts.close()

@@ -14,7 +14,6 @@ import pytest
 import pyvips
 
 from stowage.config import MiB
-from stowage.http.transform import processor_for
 from tests.api.harness import Harness
 from tests.api.test_transform import decoded, get, picture, stored
 from tests.api.test_transform_rules import code_of, png_bomb
@@ -159,7 +158,7 @@ async def test_a_small_job_does_not_wait_behind_big_ones(harness: Harness) -> No
         asyncio.ensure_future(harness.cdn.get(f"/{SLOW}/{tiny}")),
         asyncio.ensure_future(harness.cdn.get(f"/{SLOW.replace('deg:45', 'deg:44')}/{tiny}")),
     ]
-    pool = processor_for(harness.service).pool
+    pool = harness.parts.processor.pool
     deadline = time.monotonic() + 20
     while not await busy_jobs(0.2) or pool.busy < 2:
         assert time.monotonic() < deadline and not any(b.done() for b in bigs), "no big job ran"

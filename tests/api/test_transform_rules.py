@@ -14,7 +14,6 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from stowage.http.transform import processor_for
 from stowage.processing.cache import PREFIX
 from stowage.storage.base import Lists
 from tests.api.harness import Harness
@@ -37,7 +36,7 @@ def png_bomb(width: int, height: int) -> bytes:
 
 async def derivative_files(harness: Harness) -> list[str]:
     """Every derivative in the store, whichever it is (local disk, or a shared bucket)."""
-    cache = processor_for(harness.service).cache
+    cache = harness.parts.processor.cache
     assert isinstance(cache.provider, Lists)
     return [key async for key in cache.provider.keys(cache.container, PREFIX + "/")]
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 
-from stowage.http.transform import processor_for
 from stowage.processing.cache import PREFIX
 from stowage.storage.base import Lists, LocalFiles
 from tests.api.harness import Harness
@@ -16,14 +15,14 @@ from tests.api.test_transform import decoded, get, picture, stored
 
 
 async def derivatives(harness: Harness) -> list[str] | None:
-    cache = processor_for(harness.service).cache
+    cache = harness.parts.processor.cache
     if not isinstance(cache.provider, Lists):
         return None
     return [k async for k in cache.provider.keys(cache.container, PREFIX + "/")]
 
 
 async def test_derivatives_in_the_default_store(harness: Harness, provider_name: str) -> None:
-    cache = processor_for(harness.service).cache
+    cache = harness.parts.processor.cache
     if provider_name != "local":
         assert not isinstance(cache.provider, LocalFiles) or provider_name == "dropbox"
     handle = await stored(harness, picture(400, 300))

@@ -56,7 +56,7 @@ async def test_recovery_adopts_an_intent_whose_bytes_are_stored(harness: Harness
     record = await _stored(harness, b"v1")
     assert await harness.service.registry.intend_overwrite(_intent(record, b"new bytes"))
     harness.object_path(harness.open_app, record.key).write_bytes(b"new bytes")
-    assert await harness.service.recovery.recover() >= 1
+    assert await harness.parts.recovery.recover() >= 1
     await _row_describes(harness, record.handle, b"new bytes", version=2)
 
 
@@ -74,7 +74,7 @@ async def test_recovery_drops_an_intent_whose_bytes_never_arrived(
         path.unlink()
     else:
         path.write_bytes(stored)
-    await harness.service.recovery.recover()
+    await harness.parts.recovery.recover()
     row = await harness.service.registry.get(record.handle)
     assert row == record
     assert await harness.service.registry.overwrite_intents(time.time() + 60) == []

@@ -139,6 +139,26 @@ async def test_turning_security_on_purges_the_apps_cached_files(
     assert status in (401, 403) and body != b"was public"
 
 
+async def test_deleting_an_app_purges_its_cached_files(
+    edge: Edge, http: aiohttp.ClientSession
+) -> None:
+    """``stowage apps delete`` goes through the change path: the app's files, cached
+    before, are no longer served by the cache once the command returns."""
+    from tests.edge.tier import new_app
+
+    key, _ = new_app(edge.env, edge.node.data_dir)
+    handles = [await store(http, edge.api, key, f"app file {n}".encode()) for n in range(2)]
+    for n, handle in enumerate(handles):
+        for _ in range(2):
+            assert (await get(http, f"{edge.cache.url}/{handle}"))[1] == f"app file {n}".encode()
+    assert origin_gets([edge.node], handles[0]) == 1  # the second read was a hit
+    edge.cli("apps", "delete", key, "--yes")
+    for n, handle in enumerate(handles):
+        status, body, _ = await get(http, f"{edge.cache.url}/{handle}")
+        assert status >= 400 and f"app file {n}".encode() not in body
+    assert origin_gets([edge.node], handles[0]) == 2  # asked of the origin again
+
+
 async def test_a_cache_that_is_down_during_a_write_gets_its_purge_later(
     edge: Edge, http: aiohttp.ClientSession
 ) -> None:

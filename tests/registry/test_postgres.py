@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from stowage import errors
+from stowage.assembly import assemble
 from stowage.config import Settings
 from stowage.core import overwrites
-from stowage.core.service import Stowage
-from stowage.registry import build_registry, migrate
+from stowage.registry import migrate
 from stowage.registry.base import App, FileRecord, WebhookDelivery
 from stowage.registry.postgres import PostgresRegistry
 from tests.servers.fx_postgres import PostgresServer
@@ -181,7 +181,7 @@ async def test_webhook_rows_are_claimed_by_one_worker(nodes: list[PostgresRegist
 async def test_start_up_recovery_spares_young_pending_rows(dsn: str, tmp_path: Path) -> None:
     await PostgresRegistry(dsn).upgrade()
     settings = Settings(data_dir=tmp_path, registry_url=dsn, pending_grace_seconds=600)
-    service = Stowage(settings, build_registry(settings))
+    service = assemble(settings)
     await service.start()
     try:
         await service.registry.create_app(App("app1", "secret"))
@@ -204,7 +204,7 @@ async def test_recovery_waits_for_an_overwrite_live_on_another_node(
     lock. B then commits and dies before its row update: A adopts the intent."""
     await PostgresRegistry(dsn).upgrade()
     settings = Settings(data_dir=tmp_path, registry_url=dsn)
-    service = Stowage(settings, build_registry(settings))
+    service = assemble(settings)
     writer = PostgresRegistry(dsn, pool_size=2, lock_pool_size=2)
     await service.start()
     await writer.open()
@@ -231,8 +231,7 @@ async def test_recovery_waits_for_an_overwrite_live_on_another_node(
 
 
 async def test_rate_limit_budget_is_shared_by_every_node(nodes: list[PostgresRegistry]) -> None:
-    from stowage.http.ratelimit import RateLimiter
-    from stowage.http.shared_limits import RegistryBuckets, shared_buckets
+    from stowage.core.ratelimits import RateLimiter, RegistryBuckets, shared_buckets
 
     stores = [shared_buckets(reg) for reg in nodes]
     assert all(isinstance(s, RegistryBuckets) for s in stores)

@@ -12,7 +12,7 @@ import pytest
 from aiohttp import web
 
 from stowage.config import Settings
-from stowage.http.ratelimit import MemoryBuckets, RateLimiter
+from stowage.core.ratelimits import MemoryBuckets, RateLimiter
 from tests.api.harness import Harness
 from tests.reliability.checks import TOTALS, assert_clean, expect_error
 

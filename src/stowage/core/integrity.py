@@ -10,15 +10,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from stowage import errors
-from stowage.config import Settings
 from stowage.core import examine, overwrites, reading
 from stowage.core.providers import Providers
-from stowage.registry import build_registry
 from stowage.registry.base import FileRecord, FileRows, Registry
 from stowage.storage.base import Inventories
 
@@ -149,20 +146,24 @@ def _remove(path: Path) -> int:
     return 1
 
 
-async def run_verify(settings: Settings, handles: list[str], echo: Callable[[str], None]) -> int:
-    """``stowage verify``: one line per file; returns how many are not ``ok``."""
+async def run_verify(
+    registry: Registry, providers: Providers, handles: list[str], echo: Callable[[str], None]
+) -> int:
+    """``stowage verify``: one line per file; returns how many are not ``ok``. The command
+    passes the parts of an assembly it opened without start-up recovery."""
     bad = 0
-    async with _offline(settings) as (registry, providers):
-        async for verdict in verify(registry, providers, handles):
-            bad += verdict.status not in (OK, UNRECORDED)
-            echo(f"{verdict.handle}  {verdict.status}  {verdict.detail}".rstrip())
+    async for verdict in verify(registry, providers, handles):
+        bad += verdict.status not in (OK, UNRECORDED)
+        echo(f"{verdict.handle}  {verdict.status}  {verdict.detail}".rstrip())
     return bad
 
 
-async def run_fsck(settings: Settings, repair: bool, echo: Callable[[str], None]) -> bool:
-    """``stowage fsck``: what is inconsistent (and, with ``repair``, removed); True if clean."""
-    async with _offline(settings) as (registry, providers):
-        report = await fsck(registry, providers, repair)
+async def run_fsck(
+    registry: Registry, providers: Providers, repair: bool, echo: Callable[[str], None]
+) -> bool:
+    """``stowage fsck``: what is inconsistent (and, with ``repair``, removed); True if clean.
+    No start-up recovery may run before it: recovery would hide what it reports."""
+    report = await fsck(registry, providers, repair)
     for handle in report.missing:
         echo(f"missing object  {handle}")
     for handle in report.unsettled:
@@ -175,17 +176,3 @@ async def run_fsck(settings: Settings, repair: bool, echo: Callable[[str], None]
         echo(f"repaired {report.repaired}")
     echo("clean" if report.clean else "inconsistent")
     return report.clean
-
-
-@asynccontextmanager
-async def _offline(settings: Settings) -> AsyncIterator[tuple[Registry, Providers]]:
-    """The registry and storage without the service: no start-up recovery, so fsck
-    reports what recovery would hide."""
-    registry = build_registry(settings)
-    providers = Providers(settings, registry)
-    await registry.open()
-    try:
-        yield registry, providers
-    finally:
-        await providers.close()
-        await registry.close()

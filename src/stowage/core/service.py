@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,7 +16,6 @@ from stowage import errors
 from stowage.config import Settings
 from stowage.core import (
     events,
-    examine,
     filetypes,
     headersafe,
     integrity,
@@ -27,12 +25,11 @@ from stowage.core import (
     reading,
 )
 from stowage.core.conditions import Conditions
+from stowage.core.events import Change, Changes
 from stowage.core.fetch import Fetcher
-from stowage.core.janitor import Janitor
 from stowage.core.overwrites import Overwrite
 from stowage.core.providers import Providers
 from stowage.core.reading import Download
-from stowage.core.recovery import Recovery
 from stowage.core.security import Credentials, Policy, Target, authorize, check_size
 from stowage.core.sources import Prepared, Source, prepare
 from stowage.registry.base import App, FileRecord, Registry
@@ -54,48 +51,21 @@ class StoreParams:
 
 
 class Stowage:
-    def __init__(self, settings: Settings, registry: Registry) -> None:
+    """The file operations, on parts built once by ``stowage/assembly.py``."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        registry: Registry,
+        providers: Providers,
+        fetcher: Fetcher,
+        changes: Changes,
+    ) -> None:
         self.settings = settings
         self.registry = registry
-        self.fetcher = Fetcher(
-            allow_private=settings.fetch_allow_private,
-            connect_timeout=settings.fetch_connect_timeout,
-            read_timeout=settings.fetch_read_timeout,
-            total_timeout=settings.fetch_total_timeout,
-            max_redirects=settings.fetch_max_redirects,
-            max_bytes=settings.fetch_max_bytes,
-            max_concurrent=settings.fetch_max_concurrent,
-        )
-        self.providers = Providers(settings, registry)
-        self.events: events.EventSink = events.NullSink()
-        self.recovery = Recovery(settings, registry, self.providers)
-        self.janitor = Janitor(settings, registry, self.recovery.clean_up)
-        self.draining = False  # set on SIGTERM: /readyz fails while requests drain
-        # Called with (old row, new row or None) after an overwrite or a delete has
-        # committed (the processing engine drops the old version's derivatives).
-        self.on_change: list[Callable[[FileRecord, FileRecord | None], None]] = []
-
-    # -- lifecycle -------------------------------------------------------------
-    async def start(self, recover: bool = True) -> None:
-        """``recover=False`` for worker processes: their parent recovered before forking."""
-        await self.registry.open()
-        if recover:
-            await self.recovery.recover()
-        self.janitor.start()
-        await self.events.start()
-
-    async def close(self) -> None:
-        await self.janitor.close()
-        await self.events.close()
-        await self.fetcher.close()
-        await self.providers.close()
-        await self.registry.close()
-
-    async def ready(self) -> None:
-        """Readiness: raises a ``StowageError`` when this node should get no traffic."""
-        if self.draining:
-            raise errors.ShuttingDown()
-        await self.registry.ping()
+        self.providers = providers
+        self.fetcher = fetcher
+        self.changes = changes
 
     # -- access ----------------------------------------------------------------
     def _authorize(
@@ -176,7 +146,7 @@ class Stowage:
             access=params.access,
         )
         record = await self._write_new(provider, record, prepared, policy)
-        await self.events.publish(app, events.STORE, record, {})
+        await self._committed(Change(events.STORE, app, record))
         return record
 
     async def _write_new(
@@ -295,9 +265,7 @@ class Stowage:
                 self.providers,
                 Overwrite(provider, current, prepared, policy, mimetype or current.mimetype),
             )
-        for hook in self.on_change:
-            hook(current, updated)
-        await self.events.publish(app, events.OVERWRITE, updated, {})
+        await self._committed(Change(events.OVERWRITE, app, updated, previous=current))
         return updated
 
     # -- remove ----------------------------------------------------------------
@@ -317,10 +285,15 @@ class Stowage:
                     log.warning("object of handle %s was already missing", handle)
             if not await self.registry.delete(handle):
                 raise errors.HandleNotFound(handle=handle)
-        for hook in self.on_change:
-            hook(current, None)
-        await self.events.publish(app, events.DELETE, current, {"skip_storage": skip_storage})
+        extra = {"skip_storage": skip_storage}
+        await self._committed(Change(events.DELETE, app, current, extra=extra))
         return current
+
+    async def _committed(self, change: Change) -> None:
+        """After the registry change, before the answer: the caches first (a read after
+        the answer never gets the old bytes from one), then every sink."""
+        await self.changes.purge(change)
+        await self.changes.publish(change)
 
     # -- read ------------------------------------------------------------------
     async def download(
@@ -352,46 +325,7 @@ class Stowage:
         else:
             self._authorize(app, creds, "stat", Target(handle=handle), app.security)
         provider = self.providers.provider_for(app, record.provider)
-        wanted = metadata.wanted(selectors)
-        hashes = [h for h in examine.HASHES if h in wanted]
-        opened = (
-            await reading.open_current(provider, record.container, record.key) if hashes else None
-        )
-        info = opened.info if opened else await provider.stat(record.container, record.key)
-        fields = metadata.record_fields(record, info)
-        out = {name: fields[name] for name in wanted if name in fields}
-        if opened:  # the hashes of the version whose size is reported
-            out.update(await examine.hash_stream(opened.chunks, hashes))
-        if "exif" in wanted:
-            out["exif"] = await self._exif(provider, record)
-        return out
-
-    async def _exif(self, provider: Provider, record: FileRecord) -> dict[str, Any]:
-        local = (
-            provider.local_path(record.container, record.key)
-            if isinstance(provider, LocalFiles)
-            else None
-        )
-        return await examine.read_exif(
-            reading.whole(provider, record.container, record.key, self._exif_span),
-            local,
-            max_bytes=self.settings.exif_max_bytes,
-            max_pixels=self.settings.exif_max_pixels,
-            timeout=self.settings.exif_timeout,
-            spool_dir=self.settings.data_dir / "tmp",
-        )
-
-    def _exif_span(self, size: int) -> tuple[int, int]:
-        return 0, min(size, self.settings.exif_max_bytes) - 1
-
-    # -- URLs ------------------------------------------------------------------
-    def file_url(self, record: FileRecord) -> str:
-        if self.settings.store_link == "api":
-            return self.api_file_url(record.handle)
-        return f"{self.settings.cdn_url()}/{record.handle}"
-
-    def api_file_url(self, handle: str) -> str:
-        return f"{self.settings.api_url()}/file/{handle}"
+        return await metadata.read(self.settings, provider, record, selectors)
 
 
 async def _quietly(awaitable: Any) -> None:

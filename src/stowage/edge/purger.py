@@ -1,10 +1,14 @@
-"""Purges every configured cache before a write answers; queues what is not acknowledged.
+"""The edge on the change path (``core/events.py``): a write's purge step, and a sink.
 
-The purge requests to all caches go out at once, each bounded by ``edge_purge_timeout``,
-so a write waits for the slowest cache or the timeout, never longer. A cache that did
-not answer in time (down, overloaded, unreachable) gets a row per tag in the registry's
-purge queue; ``worker.py`` sends those until they are acknowledged. Until then that cache
-may serve the old content, at most for ``edge_ttl`` seconds.
+``purge(change)`` is the write's own step before it answers: the purge requests to all
+cache targets go out at once, each bounded by ``edge_purge_timeout``, so a write waits
+for the slowest cache or the timeout, never longer. A cache that did not answer in time
+(down, overloaded, unreachable) gets a row per tag in the registry's purge queue;
+``worker.py`` sends those until they are acknowledged. Until then that cache may serve
+the old content, at most for ``edge_ttl`` seconds.
+
+``publish(change)``, as every sink, never waits on the network: it schedules the echo,
+the same purge sent again ``ECHO_DELAY`` later.
 """
 
 from __future__ import annotations
@@ -16,9 +20,10 @@ import time
 from collections.abc import Sequence
 
 from stowage.config import Settings
+from stowage.core.events import Change
 from stowage.edge import metrics
-from stowage.edge.base import NullPurger, Purger
-from stowage.edge.wire import CacheLink
+from stowage.edge.base import CacheTarget, NullPurger, stale_tags
+from stowage.edge.targets import build_targets
 from stowage.edge.worker import RetryWorker
 from stowage.registry.base import EdgePurge, PurgeQueue
 
@@ -30,21 +35,33 @@ ECHO_DELAY = 2.0
 
 
 class EdgePurger:
-    def __init__(self, settings: Settings, queue: PurgeQueue) -> None:
-        self.caches = list(dict.fromkeys(settings.edge_cache_urls))
+    def __init__(
+        self, settings: Settings, queue: PurgeQueue, targets: Sequence[CacheTarget]
+    ) -> None:
+        self.targets = {target.name: target for target in targets}
+        self.caches = list(self.targets)
         self.timeout = settings.edge_purge_timeout
         self.retry_delay = settings.edge_purge_retry_delay
         self.queue = queue
-        self.links = {cache: CacheLink(cache) for cache in self.caches}
         self.worker = RetryWorker(queue, self.send, settings)
         self._task: asyncio.Task[None] | None = None
         self._echoes: set[asyncio.Task[None]] = set()
         self._timers: set[asyncio.TimerHandle] = set()
 
     async def send(self, cache: str, tags: Sequence[str], timeout: float) -> str | None:
-        return await self.links[cache].purge(tags, timeout)
+        return await self.targets[cache].purge(tags, timeout)
 
-    async def purge(self, tags: Sequence[str]) -> None:
+    async def purge(self, change: Change) -> None:
+        """The write's purge step: returns when every cache acknowledged or timed out."""
+        await self.purge_tags(stale_tags(change))
+
+    async def publish(self, change: Change) -> None:
+        """As a sink: the echo of the purge, later, in the background."""
+        tags = stale_tags(change)
+        if tags:
+            self._echo_later(tags)
+
+    async def purge_tags(self, tags: Sequence[str]) -> None:
         if not tags:
             return
         started = time.perf_counter()
@@ -56,7 +73,6 @@ class EdgePurger:
             )
         metrics.PURGE_SECONDS.observe(time.perf_counter() - started)
         await self._settle(outcomes, tags)
-        self._echo_later(list(tags))
 
     async def _settle(self, outcomes: list[str | None], tags: Sequence[str]) -> None:
         failed = [(cache, why) for cache, why in zip(self.caches, outcomes, strict=True) if why]
@@ -103,8 +119,8 @@ class EdgePurger:
         self.worker.wake_later(self.retry_delay)
 
     async def start(self) -> None:
-        for link in self.links.values():
-            link.warm()
+        for target in self.targets.values():
+            target.warm()
         if self._task is None:
             self._task = asyncio.create_task(self.worker.run(), name="edge-purge-worker")
 
@@ -120,28 +136,15 @@ class EdgePurger:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
-        for link in self.links.values():
-            await link.close()
+        for target in self.targets.values():
+            await target.close()
 
 
-def build_purger(settings: Settings, registry: PurgeQueue) -> Purger:
+def build_purger(settings: Settings, registry: PurgeQueue) -> EdgePurger | NullPurger:
     """An ``EdgePurger`` when caches are configured, else one that does nothing."""
     bypass = settings.edge_bypass_url
     if bypass and not bypass.startswith(("http://", "https://")):
         raise ValueError(f"edge_bypass_url: not an http(s) URL: {bypass!r}")
     if not settings.edge_cache_urls:
         return NullPurger()
-    for url in settings.edge_cache_urls:
-        if not url.startswith(("http://", "https://")):
-            raise ValueError(f"edge_cache_urls: not an http(s) URL: {url!r}")
-    return EdgePurger(settings, registry)
-
-
-async def purge_once(settings: Settings, registry: PurgeQueue, tags: Sequence[str]) -> None:
-    """For a process that serves nothing (the command line): purge now, queue what the
-    caches do not acknowledge for the nodes' workers."""
-    purger = build_purger(settings, registry)
-    try:
-        await purger.purge(tags)
-    finally:
-        await purger.close()
+    return EdgePurger(settings, registry, build_targets(settings))

@@ -1,4 +1,5 @@
-"""Keep-alive connections to one cache's admin listener, for ``PURGE`` and nothing else.
+"""Varnish as a cache target (``base.CacheTarget``): keep-alive connections to one cache's
+admin listener, for ``PURGE`` and nothing else.
 
 A purge is a 60-byte request and a 200 with a short body, sent while a write waits. A
 general HTTP client costs more Python than the exchange itself (aiohttp: about 0.15 ms
@@ -42,6 +43,10 @@ class CacheLink:
         self._head = f"PURGE {target} HTTP/1.1\r\nHost: {host_header}\r\n".encode()
         self._idle: list[Conn] = []
         self._warming: asyncio.Task[None] | None = None
+
+    @property
+    def name(self) -> str:
+        return self.url
 
     async def purge(self, tags: Sequence[str], timeout: float) -> str | None:
         """Never raises: returns why the cache did not acknowledge, or None."""

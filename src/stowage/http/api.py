@@ -9,25 +9,22 @@ from aiohttp import web
 from stowage import booleans
 from stowage.core import digests
 from stowage.core.conditions import Conditions
+from stowage.core.links import Links
 from stowage.core.reading import Download
 from stowage.core.security import Credentials
-from stowage.core.service import StoreParams, Stowage
+from stowage.core.service import StoreParams
 from stowage.core.sources import Source
 from stowage.http import inputs
 from stowage.http.cdnpath import CdnPath
 from stowage.http.edge import edge_bypass
-from stowage.http.keys import SERVICE
+from stowage.http.keys import PARTS
 from stowage.http.responses import file_headers, send_file
 from stowage.registry.base import FileRecord
 
 
-def _service(request: web.Request) -> Stowage:
-    return request.app[SERVICE]
-
-
-def store_result(service: Stowage, record: FileRecord) -> dict[str, Any]:
+def store_result(links: Links, record: FileRecord) -> dict[str, Any]:
     return {
-        "url": service.file_url(record),
+        "url": links.file_url(record),
         "handle": record.handle,
         "size": record.size,
         "type": record.mimetype,
@@ -64,30 +61,30 @@ def _conditions(request: web.Request) -> Conditions:
 
 
 async def store_handler(request: web.Request) -> web.Response:
-    service = _service(request)
+    parts = request.app[PARTS]
     params = _store_params(request)
-    body = await inputs.source(request, service.settings, encoded=params.base64decode)
+    body = await inputs.source(request, parts.settings, encoded=params.base64decode)
     source = _checked(request, body)
-    record = await service.store(
+    record = await parts.service.store(
         request.query.get("key"),
         request.match_info["provider"],
         source,
         params,
         inputs.credentials(request),
     )
-    return web.json_response(store_result(service, record))
+    return web.json_response(store_result(parts.links, record))
 
 
 async def copy_handler(request: web.Request) -> web.Response:
-    service = _service(request)
-    record = await service.copy(
+    parts = request.app[PARTS]
+    record = await parts.service.copy(
         request.query.get("key"),
         request.match_info["provider"],
         request.match_info["handle"],
         _store_params(request),
         inputs.credentials(request),
     )
-    return web.json_response(store_result(service, record))
+    return web.json_response(store_result(parts.links, record))
 
 
 async def download_handler(request: web.Request) -> web.StreamResponse:
@@ -97,14 +94,14 @@ async def download_handler(request: web.Request) -> web.StreamResponse:
 async def download(
     request: web.Request, *, cdn: bool, handle: str | None = None, path: CdnPath | None = None
 ) -> web.StreamResponse:
-    service = _service(request)
-    plan = await service.download(
+    parts = request.app[PARTS]
+    plan = await parts.service.download(
         handle or request.match_info["handle"],
         request_credentials(request, path),
         (path.api_key if path else None) or request.query.get("key"),
         verify=inputs.flag(request, "verify"),
     )
-    if cdn and (moved := edge_bypass(service.settings, request, plan.info.size)):
+    if cdn and (moved := edge_bypass(parts.settings, request, plan.info.size)):
         return moved
     cache = inputs.flag(request, "cache", default=True)
     if path is not None and path.cache is not None:
@@ -113,18 +110,18 @@ async def download(
     max_age = path.max_age if path else None
 
     def headers(opened: Download) -> dict[str, str]:  # for the version actually opened
-        return file_headers(opened, service.settings, dl=dl, cache=cache, cdn=cdn, max_age=max_age)
+        return file_headers(opened, parts.settings, dl=dl, cache=cache, cdn=cdn, max_age=max_age)
 
-    return await send_file(request, plan, headers, service.registry)
+    return await send_file(request, plan, headers, parts.registry)
 
 
 async def overwrite_handler(request: web.Request) -> web.Response:
-    service = _service(request)
+    parts = request.app[PARTS]
     base64decode = inputs.flag(request, "base64decode")
     creds = inputs.credentials(request)
-    body = await inputs.source(request, service.settings, encoded=base64decode)
+    body = await inputs.source(request, parts.settings, encoded=base64decode)
     source = _checked(request, body)
-    record = await service.overwrite(
+    record = await parts.service.overwrite(
         request.match_info["handle"],
         source,
         base64decode,
@@ -134,7 +131,7 @@ async def overwrite_handler(request: web.Request) -> web.Response:
     )
     return web.json_response(
         {
-            "url": service.file_url(record),
+            "url": parts.links.file_url(record),
             "handle": record.handle,
             "mimetype": record.mimetype,
             "isWriteable": not record.cloud,
@@ -145,7 +142,7 @@ async def overwrite_handler(request: web.Request) -> web.Response:
 
 
 async def remove_handler(request: web.Request) -> web.Response:
-    service = _service(request)
+    service = request.app[PARTS].service
     skip = inputs.flag(request, "skip_storage")
     record = await service.remove(
         request.match_info["handle"],
@@ -162,7 +159,7 @@ async def remove_handler(request: web.Request) -> web.Response:
 async def metadata_handler(
     request: web.Request, handle: str | None = None, path: CdnPath | None = None
 ) -> web.Response:
-    service = _service(request)
+    service = request.app[PARTS].service
     selectors = {name for name in request.query if inputs.flag_value(request, name)}
     api_key = request.query.get("key")
     if booleans.is_word(api_key):
@@ -191,5 +188,5 @@ async def healthz(request: web.Request) -> web.Response:
 async def readyz(request: web.Request) -> web.Response:
     """Readiness for a load balancer: the registry answers with the schema this node knows,
     and the node is not draining. Failures are 503 error bodies."""
-    await _service(request).ready()
+    await request.app[PARTS].ready()
     return web.json_response({"status": "ready"})

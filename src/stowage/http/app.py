@@ -1,33 +1,27 @@
-"""Assembles the API and CDN applications and serves them."""
+"""The API and CDN applications, on one assembly (``stowage/assembly.py``), served."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import signal
-import weakref
 
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
 from aiohttp.typedefs import Middleware
 from aiohttp.web import BaseRequest, StreamResponse
 
+from stowage.assembly import Assembly, assemble
 from stowage.config import Settings
-from stowage.core.service import Stowage
-from stowage.core.uploads import Uploads
-from stowage.core.webhooks import Webhooks
-from stowage.edge import PurgingSink, build_purger
-from stowage.http import observe, transform
+from stowage.http import observe
 from stowage.http.cors import cors_middleware
 from stowage.http.drain import Drain
 from stowage.http.errors import error_middleware, use_json_expect_handler
-from stowage.http.keys import SERVICE, UPLOADS
+from stowage.http.keys import PARTS
 from stowage.http.protocol import JsonAppRunner
-from stowage.http.ratelimit import RateLimiter, limit_middleware
+from stowage.http.ratelimit import limit_middleware
 from stowage.http.routes import add_api_routes, add_cdn_routes
-from stowage.http.shared_limits import shared_buckets
 from stowage.http.strict import strict_headers_middleware
-from stowage.registry import build_registry
 
 log = logging.getLogger("stowage")
 
@@ -62,72 +56,43 @@ class AccessLogger(AbstractAccessLogger):
         return True
 
 
-def build_service(settings: Settings) -> Stowage:
-    service = Stowage(settings, build_registry(settings))
-    webhooks = Webhooks(settings, service.registry, service.file_url)
-    service.events = PurgingSink(webhooks, build_purger(settings, service.registry))
-    return service
-
-
-_LIMITERS: weakref.WeakKeyDictionary[Stowage, RateLimiter] = weakref.WeakKeyDictionary()
-
-
-def _limits(service: Stowage) -> Middleware:
-    """One limiter per service: the API and CDN origins share its buckets."""
-    if service not in _LIMITERS:
-        store = shared_buckets(service.registry)  # PostgreSQL: one budget for all nodes
-        _LIMITERS[service] = RateLimiter(service.settings, store)
-    return limit_middleware(_LIMITERS[service])
-
-
 def _middlewares(error: Middleware, *inner: Middleware) -> list[Middleware]:
     """Request ids and metrics outside the error middleware, provider errors inside it."""
     return [observe.observe_middleware, error, observe.provider_errors_middleware, *inner]
 
 
-def api_app(service: Stowage) -> web.Application:
+def api_app(parts: Assembly) -> web.Application:
+    """The API origin. Its parts run (workers, uploads' sweeper, the job pool) from
+    ``Assembly.start`` to ``Assembly.close``, whoever calls them (``serve``, a test)."""
     app = web.Application(
         middlewares=[
-            cors_middleware(service.settings.cors_origins),
-            *_middlewares(error_middleware, strict_headers_middleware, _limits(service)),
+            cors_middleware(parts.settings.cors_origins),
+            *_middlewares(error_middleware, strict_headers_middleware, _limits(parts)),
         ],
         client_max_size=1024**2,
     )
-    app[SERVICE] = service
-    app[UPLOADS] = _uploads(app, service)
+    app[PARTS] = parts
     add_api_routes(app)
-    transform.install(app)
     observe.install(app)
     use_json_expect_handler(app)
     return app
 
 
-def _uploads(app: web.Application, service: Stowage) -> Uploads:
-    """Resumable uploads, built on the service's store path; they run (their sweeper, their
-    assemblies) while the API application does."""
-    uploads = Uploads(service.settings, service.registry, service.providers, service.store)
-
-    async def start(_: web.Application) -> None:
-        uploads.start_sweeper()
-
-    async def close(_: web.Application) -> None:
-        await uploads.close()
-
-    app.on_startup.append(start)
-    app.on_cleanup.append(close)
-    return uploads
-
-
-def cdn_app(service: Stowage) -> web.Application:
+def cdn_app(parts: Assembly) -> web.Application:
     app = web.Application(
-        middlewares=_middlewares(error_middleware, strict_headers_middleware, _limits(service)),
+        middlewares=_middlewares(error_middleware, strict_headers_middleware, _limits(parts)),
         client_max_size=1024**2,
     )
-    app[SERVICE] = service
+    app[PARTS] = parts
     add_cdn_routes(app)
     observe.install(app)
     use_json_expect_handler(app)
     return app
+
+
+def _limits(parts: Assembly) -> Middleware:
+    """The assembly's one limiter: the API and CDN origins share its buckets."""
+    return limit_middleware(parts.limiter)
 
 
 async def serve(
@@ -137,17 +102,17 @@ async def serve(
     recover: bool = True,
     reuse_port: bool = False,
 ) -> None:
-    service = build_service(settings)
-    await service.start(recover=recover)
+    parts = assemble(settings)
+    await parts.start(recover=recover)
     runners: list[web.AppRunner] = []
     drain = Drain()
     access_logger = logging.getLogger("aiohttp.access" if settings.access_log else "stowage.nolog")
     access_logger.disabled = not settings.access_log
     access = {"access_log_class": AccessLogger, "access_log": access_logger}
     try:
-        origins = [(api_app(service), settings.port)]
+        origins = [(api_app(parts), settings.port)]
         if settings.cdn_port:
-            origins.append((cdn_app(service), settings.cdn_port))
+            origins.append((cdn_app(parts), settings.cdn_port))
         for app, port in origins:
             app.middlewares.append(drain.middleware)
             runner = JsonAppRunner(
@@ -167,9 +132,9 @@ async def serve(
         await _until_stopped(ready)
     finally:
         # Drain: /readyz fails, listeners close, in-flight requests get shutdown_timeout.
-        service.draining = True
+        parts.draining = True
         await drain.stop(runners, settings.shutdown_timeout)
-        await service.close()
+        await parts.close()
 
 
 async def _until_stopped(ready: asyncio.Event | None) -> None:

@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 from aiohttp import web
 
 from stowage import errors
-from stowage.http.keys import SERVICE
+from stowage.http.keys import PARTS
 
 CONSOLE = Path(__file__).parent / "static" / "console"
 TYPES = {".html": "text/html", ".js": "application/javascript", ".css": "text/css"}
@@ -25,7 +25,7 @@ _ORIGIN = re.compile(r"https?://[A-Za-z0-9.\-\[\]:]+")
 def _csp(request: web.Request) -> str:
     """The thumbnails and previews come from the CDN origin (transformation URLs), which
     is another origin than the console's: allow it for images only."""
-    parts = urlsplit(request.app[SERVICE].settings.cdn_url())
+    parts = urlsplit(request.app[PARTS].settings.cdn_url())
     origin = f"{parts.scheme}://{parts.netloc}"
     if not _ORIGIN.fullmatch(origin):
         return CSP

@@ -12,7 +12,7 @@ from aiohttp import web
 
 from stowage import errors
 from stowage.http import openapi
-from stowage.http.keys import SERVICE
+from stowage.http.keys import PARTS
 
 STATIC = Path(__file__).parent / "static"
 SWAGGER = STATIC / "vendor" / "swagger-ui"
@@ -28,7 +28,7 @@ PAGE_CSP = (
 
 
 async def openapi_json(request: web.Request) -> web.Response:
-    doc = openapi.document(request.app[SERVICE].settings)
+    doc = openapi.document(request.app[PARTS].settings)
     return web.json_response(doc, headers={"Access-Control-Allow-Origin": "*"})
 
 

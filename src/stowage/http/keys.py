@@ -1,11 +1,10 @@
-"""What the API and CDN applications hold for their handlers (set up in ``http/app.py``)."""
+"""What the API and CDN applications hold for their handlers (set up in ``http/app.py``):
+the assembly (``stowage/assembly.py``), from which each handler takes the parts it uses."""
 
 from __future__ import annotations
 
 from aiohttp import web
 
-from stowage.core.service import Stowage
-from stowage.core.uploads import Uploads
+from stowage.assembly import Assembly
 
-SERVICE: web.AppKey[Stowage] = web.AppKey("service", Stowage)
-UPLOADS: web.AppKey[Uploads] = web.AppKey("uploads", Uploads)
+PARTS: web.AppKey[Assembly] = web.AppKey("parts", Assembly)

@@ -6,15 +6,15 @@ from aiohttp import web
 
 from stowage.core import listing
 from stowage.http import inputs
-from stowage.http.keys import SERVICE
+from stowage.http.keys import PARTS
 
 
 async def list_handler(request: web.Request) -> web.Response:
     q = request.query
-    service = request.app[SERVICE]
+    parts = request.app[PARTS]
     page = await listing.list_files(
-        service.registry,
-        service.providers,
+        parts.registry,
+        parts.providers,
         q.get("key"),
         inputs.credentials(request),
         q.get("after"),

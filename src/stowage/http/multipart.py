@@ -18,7 +18,7 @@ from stowage.core.security import Credentials
 from stowage.core.uploads import StartParams, location_url
 from stowage.http import inputs, strict
 from stowage.http.api import store_result
-from stowage.http.keys import SERVICE, UPLOADS
+from stowage.http.keys import PARTS
 
 _INTEGER = re.compile(r"-?[0-9]{1,18}")
 
@@ -98,7 +98,7 @@ def _php_parts(text: str) -> list[dict[str, str]]:
 
 
 async def start_handler(request: web.Request) -> web.Response:
-    service = request.app[SERVICE]
+    parts = request.app[PARTS]
     f = await fields(request)
     params = StartParams(
         filename=f.text("filename"),
@@ -109,12 +109,12 @@ async def start_handler(request: web.Request) -> web.Response:
         container=f.store("container"),
         access=f.store("access"),
     )
-    session = await request.app[UPLOADS].start(f.text("apikey"), params, f.credentials(request))
+    session = await parts.uploads.start(f.text("apikey"), params, f.credentials(request))
     answer = {
         "uri": f"/{session.upload_id}",
         "region": "stowage",
         "upload_id": session.upload_id,
-        "location_url": location_url(service.settings),
+        "location_url": location_url(parts.settings),
     }
     if truthy(f.get("fii"), "fii"):
         answer["upload_type"] = "intelligent_ingestion"
@@ -122,9 +122,9 @@ async def start_handler(request: web.Request) -> web.Response:
 
 
 async def upload_handler(request: web.Request) -> web.Response:
-    service = request.app[SERVICE]
+    parts = request.app[PARTS]
     f = await fields(request)
-    target = await request.app[UPLOADS].part_url(
+    target = await parts.uploads.part_url(
         _upload_id(f),
         f.text("apikey"),
         part=f.integer("part"),
@@ -137,13 +137,13 @@ async def upload_handler(request: web.Request) -> web.Response:
         {
             "url": target.url,
             "headers": target.headers,
-            "location_url": location_url(service.settings),
+            "location_url": location_url(parts.settings),
         }
     )
 
 
 async def part_handler(request: web.Request) -> web.Response:
-    service = request.app[SERVICE]
+    parts = request.app[PARTS]
     try:
         part = int(request.match_info["part"])
     except ValueError as exc:
@@ -152,27 +152,27 @@ async def part_handler(request: web.Request) -> web.Response:
     size = request.query.get("size", "")
     if declared is not None and _INTEGER.fullmatch(size) and declared != int(size):
         raise errors.PartSizeMismatch(expected=int(size), received=declared)
-    piece = await request.app[UPLOADS].put_part(
+    piece = await parts.uploads.put_part(
         request.match_info["upload_id"],
         part,
         dict(request.query),
-        await inputs.body_chunks(request, service.settings),
+        await inputs.body_chunks(request, parts.settings),
     )
     return web.Response(status=200, headers={"ETag": f'"{piece.etag}"'})
 
 
 async def commit_handler(request: web.Request) -> web.Response:
     f = await fields(request)
-    await request.app[UPLOADS].commit(
+    await request.app[PARTS].uploads.commit(
         _upload_id(f), f.text("apikey"), f.integer("part"), f.credentials(request)
     )
     return web.json_response({})
 
 
 async def complete_handler(request: web.Request) -> web.Response:
-    service = request.app[SERVICE]
+    parts = request.app[PARTS]
     f = await fields(request)
-    record = await request.app[UPLOADS].complete(
+    record = await parts.uploads.complete(
         _upload_id(f), f.text("apikey"), listed_parts(f.get("parts")), f.credentials(request)
     )
     if record is None:
@@ -180,7 +180,7 @@ async def complete_handler(request: web.Request) -> web.Response:
     tags = f.get("upload_tags")
     return web.json_response(
         {
-            **store_result(service, record),
+            **store_result(parts.links, record),
             "mimetype": record.mimetype,
             "status": "Stored",
             "upload_tags": tags if isinstance(tags, dict) else None,

@@ -17,7 +17,7 @@ from aiohttp import web
 
 from stowage import errors
 from stowage.edge import metrics as edge_metrics
-from stowage.http.keys import SERVICE
+from stowage.http.keys import PARTS
 from stowage.observe import metrics
 from stowage.observe.logs import request_id
 from stowage.registry.base import QueueDepth
@@ -171,7 +171,7 @@ REGISTRY.metrics.extend(edge_metrics.ALL)
 
 
 async def metrics_handler(request: web.Request) -> web.Response:
-    await _webhook_depth(request.app[SERVICE].registry)
+    await _webhook_depth(request.app[PARTS].registry)
     return web.Response(
         body=REGISTRY.render(),
         headers={"Content-Type": metrics.CONTENT_TYPE, "Cache-Control": "no-store"},

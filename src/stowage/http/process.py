@@ -18,19 +18,19 @@ from stowage.core.sources import Source
 from stowage.core.uploads import provider_for_location
 from stowage.http import strict
 from stowage.http.api import store_result
-from stowage.http.keys import SERVICE
+from stowage.http.keys import PARTS
 from stowage.http.multipart import truthy
 
 SUPPORTED = ("store", "security")
 
 
 async def process_handler(request: web.Request) -> web.Response:
-    service = request.app[SERVICE]
+    parts = request.app[PARTS]
     body = await _body(request)
     url = _source(body.get("sources"))
     store, security = _tasks(body.get("tasks"))
     creds = Credentials(_text(security.get("policy")), _text(security.get("signature")))
-    record = await service.store(
+    record = await parts.service.store(
         _text(body.get("apikey") or body.get("apiKey")),
         provider_for_location(_text(store.get("location"))),
         Source(url=url),
@@ -46,7 +46,7 @@ async def process_handler(request: web.Request) -> web.Response:
     tags = body.get("upload_tags")
     return web.json_response(
         {
-            **store_result(service, record),
+            **store_result(parts.links, record),
             "mimetype": record.mimetype,
             "status": "Stored",
             "upload_tags": tags if isinstance(tags, dict) else None,
@@ -57,9 +57,7 @@ async def process_handler(request: web.Request) -> web.Response:
 async def redirect_to_api(request: web.Request) -> web.Response:
     """The CDN origin stays read-only: python's SDK posts here, so send it to the API
     origin, keeping method and body (308)."""
-    service = request.app[SERVICE]
-    root = service.settings.api_url().removesuffix("/api")
-    raise web.HTTPPermanentRedirect(f"{root}/process")
+    raise web.HTTPPermanentRedirect(request.app[PARTS].links.process_url())
 
 
 async def _body(request: web.Request) -> dict[str, Any]:

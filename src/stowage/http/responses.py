@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import email.utils
+import hashlib
 import pathlib
 import re
 from collections.abc import Callable
@@ -37,9 +38,21 @@ class StoredFileResponse(LoopFileResponse):
     unknown unit or several ranges with an empty 416)."""
 
     canonical: web.BaseRequest | None = None
+    #: The ETag that names this content; aiohttp's own (mtime and size) otherwise. With it
+    #: the conditionals are judged in ``send_file``, and aiohttp sees none.
+    content_etag: str | None = None
 
     async def prepare(self, request: web.BaseRequest) -> AbstractStreamWriter | None:
         return await super().prepare(self.canonical or request)
+
+    @property
+    def etag(self) -> Any:
+        return web.StreamResponse.etag.fget(self)  # type: ignore[attr-defined]
+
+    @etag.setter
+    def etag(self, value: Any) -> None:
+        # aiohttp sets its mtime-size tag just before the headers leave: keep ours.
+        web.StreamResponse.etag.fset(self, self.content_etag or value)  # type: ignore[attr-defined]
 
     def _get_file_path_stat_encoding(
         self, accept_encoding: str
@@ -135,14 +148,30 @@ def parse_range(header: str | None, size: int) -> tuple[int, int] | None:
     return start, end
 
 
-def _canonical_range(request: web.Request, size: int) -> web.BaseRequest | None:
+def _canonical_range(
+    request: web.Request, size: int, tag: str | None = None
+) -> web.BaseRequest | None:
+    """The request as aiohttp must see it: its Range judged already, and without the
+    conditionals when the ETag is ours, ``tag`` (aiohttp would compare them with its
+    own); an If-Range naming another tag asks for the whole file."""
     header = request.headers.get("Range")
+    wish = "If-Range" in request.headers
+    if tag is not None and any(h in request.headers for h in _CONDITIONALS):
+        if_range = request.headers.get("If-Range")
+        if if_range is not None and not _etag_matches(if_range, tag):
+            header = None
+        headers = request.headers.copy()
+        for name in _CONDITIONALS:
+            headers.popall(name, None)
+        if header is None:
+            headers.popall("Range", None)
+        request = request.clone(headers=headers)
     if header is None:
-        return None
+        return request if tag is not None else None
     try:
         span = parse_range(header, size)
     except errors.RangeNotSatisfiable:
-        if "If-Range" not in request.headers:
+        if not wish:
             raise
         span = None  # a range sent with If-Range is only a wish; the whole file answers it
     headers = request.headers.copy()
@@ -150,6 +179,17 @@ def _canonical_range(request: web.Request, size: int) -> web.BaseRequest | None:
     if span is not None:
         headers["Range"] = f"bytes={span[0]}-{span[1]}"
     return request.clone(headers=headers)
+
+
+#: Judged here for derivatives: If-None-Match (304, in send_file); If-Match and
+#: If-Unmodified-Since need no answer for an object that never changes under its URL.
+_CONDITIONALS = (
+    "If-None-Match",
+    "If-Match",
+    "If-Modified-Since",
+    "If-Unmodified-Since",
+    "If-Range",
+)
 
 
 def _unsatisfiable(size: int) -> errors.RangeNotSatisfiable:
@@ -176,15 +216,27 @@ async def send_file(
     (derivatives: immutable objects with no row of their own)."""
     if PIPED_HEADER in request.headers:  # the edge cache passes this answer on untouched
         headers_for = _without_edge_headers(headers_for)
+    tag = None if registry is not None else derivative_etag(plan)
     if plan.local_path is not None:
         # The same Range rules as streamed providers: aiohttp's own answer `bytes=-0` with a
         # 206, a multi-range or `Bytes=` with an empty 416; it sees only a canonical range.
         # aiohttp fstats the file it opened: length and ETag describe the bytes it sends.
         headers = headers_for(plan)
+        if tag is not None and _etag_matches(request.headers.get("If-None-Match"), tag):
+            return web.Response(status=304, headers={**headers, "ETag": f'"{tag}"'})
         response = StoredFileResponse(plan.local_path, chunk_size=256 * 1024, headers=headers)
-        response.canonical = _canonical_range(request, plan.info.size)
+        response.content_etag = tag
+        response.canonical = _canonical_range(request, plan.info.size, tag)
         return response
-    return await _stream(request, plan, headers_for, registry)
+    return await _stream(request, plan, headers_for, registry, tag)
+
+
+def derivative_etag(plan: Download) -> str:
+    """A derivative's ETag: its cache key names the source's version and content hash and
+    the normalised chain (and the format), so it names these bytes and no other
+    derivative's. (A stored file's cache mtime and size do not: results of one size made
+    at once shared a tag, and If-None-Match with one answered 304 for another URL.)"""
+    return hashlib.sha256(plan.record.key.encode()).hexdigest()[:32]
 
 
 async def _stream(
@@ -192,11 +244,13 @@ async def _stream(
     plan: Download,
     headers_for: Callable[[Download], dict[str, str]],
     registry: Registry | None,
+    tag: str | None = None,
 ) -> web.StreamResponse:
-    if "If-None-Match" in request.headers:  # a conditional read asks the store first
+    if "If-None-Match" in request.headers and tag is None:  # asks the store first
         plan = await reading.stated(plan)
-    if _etag_matches(request.headers.get("If-None-Match"), plan.info.etag.strip('"')):
-        return web.Response(status=304, headers=_version_headers(headers_for(plan), plan))
+    current = tag or plan.info.etag.strip('"')
+    if _etag_matches(request.headers.get("If-None-Match"), current):
+        return web.Response(status=304, headers=_version_headers(headers_for(plan), plan, tag))
     range_header = request.headers.get("Range")
 
     # Opened (first chunk read) before any header is sent: they describe these bytes, and a
@@ -216,7 +270,7 @@ async def _stream(
         plan, opened = await reading.open_download(registry, plan, ranged, body=body)
     info, span = plan.info, opened.span
     response = web.StreamResponse(
-        status=206 if span else 200, headers=_version_headers(headers_for(plan), plan)
+        status=206 if span else 200, headers=_version_headers(headers_for(plan), plan, tag)
     )
     start, end = span or (0, info.size - 1)
     if span:
@@ -238,8 +292,10 @@ def _without_edge_headers(
     return lambda plan: without_edge_headers(headers_for(plan))
 
 
-def _version_headers(headers: dict[str, str], plan: Download) -> dict[str, str]:
-    etag = plan.info.etag.strip('"')
+def _version_headers(
+    headers: dict[str, str], plan: Download, tag: str | None = None
+) -> dict[str, str]:
+    etag = tag or plan.info.etag.strip('"')
     return {**headers, "ETag": f'"{etag}"', "Last-Modified": _http_date(plan.info.modified)}
 
 

@@ -12,23 +12,24 @@ or 308, which keep the method (python's ``Transformation.store()`` POSTs to the 
 
 from __future__ import annotations
 
-import weakref
+import contextlib
 
 from aiohttp import web
 
 from stowage import errors
+from stowage.assembly import Assembly
 from stowage.core.reading import Download
-from stowage.core.service import Stowage
 from stowage.edge.headers import TAG_HEADER
 from stowage.http import cdnpath, inputs, observe
 from stowage.http.api import request_credentials, store_result
 from stowage.http.cdnpath import CdnPath
-from stowage.http.keys import SERVICE
+from stowage.http.keys import PARTS
 from stowage.http.responses import SANDBOX_CSP, file_headers, send_file
 from stowage.processing import grammar, metrics
-from stowage.processing.service import Core, Processor, Spooled
+from stowage.processing.cache import fresh
+from stowage.processing.grammar import negotiated
+from stowage.processing.service import Processor, Spooled
 
-_PROCESSORS: weakref.WeakKeyDictionary[Stowage, Processor] = weakref.WeakKeyDictionary()
 _CHUNK = 256 * 1024
 URL_MAX_AGE = 3600  # an external URL's result is not kept here; clients may keep it an hour
 for _metric in metrics.ALL:
@@ -36,42 +37,34 @@ for _metric in metrics.ALL:
         observe.REGISTRY.metrics.append(_metric)
 
 
-def processor_for(service: Stowage) -> Processor:
-    """One processor per service (its job pool, its single-flight table), shared by the
-    API and CDN origins; it hears of overwrites and deletes to drop old derivatives."""
-    if service not in _PROCESSORS:
-        core = Core(
-            service.settings, service.registry, service.providers, service.fetcher, service.store
-        )
-        processor = Processor(core)
-        service.on_change.append(processor.forget)
-        _PROCESSORS[service] = processor
-    return _PROCESSORS[service]
-
-
 async def transform(request: web.Request, path: CdnPath, *, cdn: bool) -> web.StreamResponse:
-    service = request.app[SERVICE]
-    processor = processor_for(service)
+    parts = request.app[PARTS]
+    processor = parts.processor
     creds = request_credentials(request, path)
     api_key = path.api_key or request.query.get("key")
+    # auto_image: the format the client's Accept takes becomes part of the chain.
+    path.tasks, varies = negotiated(path.tasks, request.headers.get("Accept"))
     if path.url is not None:
-        return await _external(request, processor, path, api_key)
+        return await _external(request, processor, path, api_key, varies)
     if path.store is not None:
         if cdn:
-            _to_process_address(request, service)
+            _to_process_address(request, parts)
         record = await processor.store(path.handle, path.tasks, creds, api_key)
-        return web.json_response(store_result(service, record))
+        return web.json_response(store_result(parts.links, record))
     if _is_zip(path):  # zip/H (filestack-python's Filelink.zip()) or zip/[h1,h2]
         return await _send_zip(request, processor, path, api_key)
-    made = await processor.derivative(path.handle, path.tasks, creds, api_key, path.handles)
-    plan = Download(made.record, made.info, made.provider, made.local_path, made.app)
     dl, cache = inputs.flag(request, "dl"), _cache(request, path)
+    with contextlib.nullcontext() if cache else fresh():  # cache=false: a new render
+        made = await processor.derivative(path.handle, path.tasks, creds, api_key, path.handles)
+    plan = Download(made.record, made.info, made.provider, made.local_path, made.app)
 
     def headers(opened: Download) -> dict[str, str]:
         found = file_headers(
-            opened, service.settings, dl=dl, cache=cache, cdn=cdn, max_age=path.max_age
+            opened, parts.settings, dl=dl, cache=cache, cdn=cdn, max_age=path.max_age
         )
         found.setdefault(TAG_HEADER, path.handle)  # the edge cache purges derivatives with it
+        if varies:
+            found["Vary"] = _vary(found.get("Vary"))
         return found
 
     # A derivative's key is never rewritten with other bytes: no row version to keep to.
@@ -84,28 +77,27 @@ async def process_handler(request: web.Request) -> web.StreamResponse:
     return await transform(request, cdnpath.parse(raw), cdn=False)
 
 
-def _to_process_address(request: web.Request, service: Stowage) -> None:
-    root = service.settings.api_url().removesuffix("/api")
-    target = f"{root}/process{request.raw_path}"
+def _to_process_address(request: web.Request, parts: Assembly) -> None:
+    target = parts.links.process_url(request.raw_path)
     if request.method in ("GET", "HEAD"):
         raise web.HTTPTemporaryRedirect(target)
     raise web.HTTPPermanentRedirect(target)
 
 
 async def _external(
-    request: web.Request, processor: Processor, path: CdnPath, api_key: str | None
+    request: web.Request, processor: Processor, path: CdnPath, api_key: str | None, varies: bool
 ) -> web.StreamResponse:
     assert path.url is not None
     creds = request_credentials(request, path)
     result = await processor.from_url(api_key, path.url, path.tasks, creds)
     try:
-        return await _send_spooled(request, result, _cache(request, path), path)
+        return await _send_spooled(request, result, _cache(request, path), path, varies)
     finally:
         result.path.unlink(missing_ok=True)
 
 
 async def _send_spooled(
-    request: web.Request, result: Spooled, cache: bool, path: CdnPath
+    request: web.Request, result: Spooled, cache: bool, path: CdnPath, varies: bool
 ) -> web.StreamResponse:
     scope = "private" if result.private else "public"
     control = f"{scope}, max-age={path.max_age or URL_MAX_AGE}" if cache else "no-store"
@@ -115,6 +107,7 @@ async def _send_spooled(
             "X-Content-Type-Options": "nosniff",
             "Content-Security-Policy": SANDBOX_CSP,
             "Cache-Control": control,
+            **({"Vary": "Accept"} if varies else {}),
         }
     )
     response.content_length = result.path.stat().st_size
@@ -156,17 +149,10 @@ async def _send_zip(
     return response
 
 
+def _vary(current: str | None) -> str:
+    names = [v.strip() for v in (current or "").split(",") if v.strip()]
+    return ", ".join([*names, "Accept"] if "accept" not in map(str.lower, names) else names)
+
+
 def _cache(request: web.Request, path: CdnPath) -> bool:
     return inputs.flag(request, "cache", default=True) and path.cache is not False
-
-
-async def _close(app: web.Application) -> None:
-    processor = _PROCESSORS.get(app[SERVICE])
-    if processor is not None:
-        await processor.close()
-
-
-def install(app: web.Application) -> None:
-    """The engine runs while the API application does (its routes: ``http/routes.py``)."""
-    processor_for(app[SERVICE])
-    app.on_cleanup.append(_close)

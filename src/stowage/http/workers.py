@@ -24,8 +24,9 @@ from collections.abc import Callable, Coroutine
 from types import FrameType
 from typing import Any
 
+from stowage.assembly import assemble
 from stowage.config import Settings
-from stowage.http.app import build_service, serve
+from stowage.http.app import serve
 from stowage.observe import multiproc
 
 log = logging.getLogger("stowage")
@@ -38,12 +39,12 @@ def worker_count(settings: Settings) -> int:
 
 
 async def recover_once(settings: Settings) -> int:
-    service = build_service(settings)
-    await service.registry.open()
+    parts = assemble(settings)
+    await parts.open()
     try:
-        return await service.recovery.recover()
+        return await parts.recovery.recover()
     finally:
-        await service.close()
+        await parts.close()
 
 
 def serve_workers(settings: Settings, run: Runner) -> int:

@@ -78,6 +78,8 @@ class Limits:
     max_total_pixels: int = 400_000_000  # of all the frames decoded
     max_cost: float = math.inf  # estimated seconds of work (cost.py); beyond: refused
     big_cost: float = math.inf  # estimated seconds beyond which a job is a big one
+    #: The largest result in bytes (``processing_max_output_bytes``): the save stops there.
+    max_output_bytes: int = 100 * 1024 * 1024
 
 
 @dataclass

@@ -8,15 +8,19 @@ background (``purge``). Derivatives have no handle and no row: they are never fi
 never in listings.
 
 Concurrent first requests for one derivative on a node compute it once (``once``).
+Within ``fresh()`` (the ``cache=false`` task) the first lookup of each key misses, so the
+derivative is rendered anew and replaces the stored one, as the hosted service's
+documentation says of ``cache=false``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import hashlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -28,6 +32,21 @@ PREFIX = ".stowage-derivatives"
 CHUNK = 256 * 1024
 log = logging.getLogger("stowage.processing")
 T = TypeVar("T")
+#: Inside ``fresh()``: the keys looked up once already (the second lookup, after the
+#: render, must see the new object).
+_FRESH: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar(
+    "stowage_fresh_render", default=None
+)
+
+
+@contextlib.contextmanager
+def fresh() -> Iterator[None]:
+    """Derivatives asked for inside are rendered anew, not served from the cache."""
+    token = _FRESH.set(set())
+    try:
+        yield
+    finally:
+        _FRESH.reset(token)
 
 
 def version_of(record: FileRecord) -> str:
@@ -46,6 +65,10 @@ class DerivativeCache:
         return f"{_folder(record)}{version_of(record)}/{digest}.{extension}"
 
     async def stat(self, key: str) -> ObjectInfo | None:
+        looked = _FRESH.get()
+        if looked is not None and key not in looked:
+            looked.add(key)
+            return None  # cache=false: a miss, whatever is stored
         try:
             return await self.provider.stat(self.container, key)
         except errors.StorageNotFound:

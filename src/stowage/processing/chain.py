@@ -22,6 +22,7 @@ MAX_TASKS = 32
 SUPPORTED = catalogue.SUPPORTED
 _OUTPUTS = {
     "jpg": Output("jpeg", "image/jpeg", "jpg"),
+    "pjpg": Output("jpeg", "image/jpeg", "jpg"),  # saved progressive (vips.save_options)
     "png": Output("png", "image/png", "png"),
     "webp": Output("webp", "image/webp", "webp"),
     "avif": Output("avif", "image/avif", "avif"),
@@ -64,7 +65,12 @@ def _parse(segments: tuple[str, ...]) -> Chain:
 
 
 def _format(tasks: tuple[Task, ...]) -> str | None:
-    formats = [t.get("format") for t in tasks if t.name == "output" and t.get("format")]
+    """The last format asked for: ``output=format:X`` or the ``pjpg`` task."""
+    formats = [
+        "pjpg" if t.name == "pjpg" else t.get("format")
+        for t in tasks
+        if t.name == "pjpg" or (t.name == "output" and t.get("format"))
+    ]
     return str(formats[-1]).replace("jpeg", "jpg") if formats else None
 
 

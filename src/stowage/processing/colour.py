@@ -46,18 +46,18 @@ TASKS: tuple[TaskSpec, ...] = (
     TaskSpec("monochrome", op=monochrome, doc="greyscale"),
     TaskSpec(
         "blackwhite",
-        (Param("threshold", integer(0, 100), (), 50),),
+        (Param("threshold", integer(0, 100), ("t",), 50),),
         op=blackwhite,
         doc="pure black and white",
     ),
-    TaskSpec("sepia", (Param("tone", integer(0, 100), (), 80),), op=sepia, doc="sepia"),
+    TaskSpec("sepia", (Param("tone", integer(0, 100), ("t",), 80),), op=sepia, doc="sepia"),
     TaskSpec("negative", op=negative, doc="inverted colors (alpha kept)"),
     TaskSpec(
         "modulate",
         (
-            Param("brightness", integer(0, 10_000), (), 100),
-            Param("hue", integer(0, 359), (), 0),
-            Param("saturation", integer(0, 10_000), (), 100),
+            Param("brightness", integer(0, 10_000), ("b",), 100),
+            Param("hue", integer(0, 359), ("h",), 0),
+            Param("saturation", integer(0, 10_000), ("s",), 100),
         ),
         op=modulate,
         doc="brightness, saturation, hue in LCh",

@@ -8,15 +8,17 @@ from stowage.processing.base import Task
 from stowage.processing.params import integer, number
 from stowage.processing.table import Param, TaskSpec
 
-AMOUNT = number(0.1, 20)
+AMOUNT = number(0, 20)  # 0: the image unchanged, as the hosted service answers it
 
 
 def blur(image: pyvips.Image, task: Task) -> pyvips.Image:
-    return image.gaussblur(float(task.get("amount", 2)))  # type: ignore[arg-type]
+    amount = float(task.get("amount", 2))  # type: ignore[arg-type]
+    return image if amount == 0 else image.gaussblur(amount)
 
 
 def sharpen(image: pyvips.Image, task: Task) -> pyvips.Image:
-    return image.sharpen(sigma=float(task.get("amount", 2)) / 2)  # type: ignore[arg-type]
+    amount = float(task.get("amount", 2))  # type: ignore[arg-type]
+    return image if amount == 0 else image.sharpen(sigma=amount / 2)
 
 
 def pixelate(image: pyvips.Image, task: Task) -> pyvips.Image:
@@ -30,11 +32,11 @@ def pixelate(image: pyvips.Image, task: Task) -> pyvips.Image:
 
 
 TASKS: tuple[TaskSpec, ...] = (
-    TaskSpec("blur", (Param("amount", AMOUNT, (), 2),), op=blur, doc="gaussian blur"),
-    TaskSpec("sharpen", (Param("amount", AMOUNT, (), 2),), op=sharpen, doc="unsharp mask"),
+    TaskSpec("blur", (Param("amount", AMOUNT, ("a",), 2),), op=blur, doc="gaussian blur"),
+    TaskSpec("sharpen", (Param("amount", AMOUNT, ("a",), 2),), op=sharpen, doc="unsharp mask"),
     TaskSpec(
         "pixelate",
-        (Param("amount", integer(2, 100), (), 2),),
+        (Param("amount", integer(2, 100), ("a",), 2),),
         op=pixelate,
         doc="blocks of amount x amount pixels",
     ),

@@ -137,8 +137,8 @@ TASKS: tuple[TaskSpec, ...] = (
         "rotate",
         (
             Param("deg", either(integer(0, 359), choice("exif")), ("d",), 0),
-            Param("exif", boolean),
-            Param("background", color, (), "white"),
+            Param("exif", boolean, ("e",)),
+            Param("background", color, ("b",), "white"),
         ),
         op=rotate,
         random_access=True,

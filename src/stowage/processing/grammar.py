@@ -22,6 +22,7 @@ from urllib.parse import unquote
 from stowage import errors
 from stowage.processing import catalogue
 from stowage.processing.base import Task, Value
+from stowage.processing.params import Text
 from stowage.processing.table import TaskSpec
 
 _INT = re.compile(r"-?[0-9]{1,12}")
@@ -142,7 +143,8 @@ def parse_task(segment: str) -> Task:
         if param is None:
             raise bad(spec.name, key, f"unknown option; {spec.name} takes {_names(spec)}")
         try:
-            options[param.name] = param.check(value(raw))
+            literal = isinstance(param.check, Text)  # text as sent: "FALSE", "007"
+            options[param.name] = param.check(value(raw, literal=literal))
         except ValueError as exc:
             raise bad(spec.name, param.name, str(exc)) from exc
     needed = spec.needs_one_of
@@ -171,14 +173,18 @@ def pairs(body: str, spec: TaskSpec) -> list[tuple[str, str]]:
     return found
 
 
-def value(raw: str, depth: int = 0) -> Value:
+def value(raw: str, depth: int = 0, *, literal: bool = False) -> Value:
+    """A parsed value: a list, quoted text, or (unless ``literal``) a boolean or number."""
     if raw.startswith("[") and raw.endswith("]"):
         if depth >= MAX_NESTING:
             raise ValueError(f"lists nest at most {MAX_NESTING} deep")
         inner = raw[1:-1].strip()
-        return tuple(value(v.strip(), depth + 1) for v in split(inner, ",")) if inner else ()
+        items = split(inner, ",") if inner else []
+        return tuple(value(v.strip(), depth + 1, literal=literal) for v in items)
     if len(raw) >= 2 and raw.startswith('"') and raw.endswith('"'):
         return raw[1:-1]
+    if literal:
+        return raw
     if raw.lower() in ("true", "false"):
         return raw.lower() == "true"
     if _INT.fullmatch(raw) and str(int(raw)) == raw:  # "000000" stays text: a hex color
@@ -222,3 +228,44 @@ def _names(spec: TaskSpec) -> str:
 
 def _text(value: Value | None) -> str | None:
     return None if value is None else str(value)
+
+
+#: ``auto_image``'s choices, best first: what a client's Accept must name to get each.
+AUTO_FORMATS = (("image/avif", "avif"), ("image/webp", "webp"))
+
+
+def negotiated(tasks: list[str], accept: str | None) -> tuple[list[str], bool]:
+    """``tasks`` with each ``auto_image`` replaced by the format the client's ``Accept``
+    takes (``output=format:avif`` or ``webp``), or removed (the input's format). The
+    format so becomes part of the chain, hence of the derivative's cache key. Also says
+    whether the answer varies with ``Accept``."""
+    if not any(catalogue.spec(t.partition("=")[0]) is _AUTO for t in tasks):
+        return tasks, False
+    wanted = accepted_format(accept)
+    replaced = [] if wanted is None else [f"output=format:{wanted}"]
+    found: list[str] = []
+    for task in tasks:
+        found.extend(replaced if catalogue.spec(task.partition("=")[0]) is _AUTO else [task])
+    return found, True
+
+
+def accepted_format(accept: str | None) -> str | None:
+    """The best of ``AUTO_FORMATS`` an Accept header names with a q above 0."""
+    named: set[str] = set()
+    for item in (accept or "").lower().split(",")[:64]:
+        kind, _, params = item.strip().partition(";")
+        q = params.replace(" ", "").partition("q=")[2]
+        if q and _is_zero(q):
+            continue
+        named.add(kind.strip())
+    return next((fmt for mimetype, fmt in AUTO_FORMATS if mimetype in named), None)
+
+
+def _is_zero(q: str) -> bool:
+    try:
+        return float(q.split(";")[0]) <= 0
+    except ValueError:
+        return False
+
+
+_AUTO = catalogue.TABLE["auto_image"]

@@ -8,22 +8,29 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from stowage.processing.base import Value
+from stowage.processing.colornames import RGB
 
 Convert = Callable[[Value], Value]
 _HEX = re.compile(r"(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})")
-COLOR_NAMES = {
-    "white": (255, 255, 255, 255),
-    "black": (0, 0, 0, 255),
+#: name -> red, green, blue, alpha: the CSS names, gray0..gray100, and transparent/none.
+COLOR_NAMES: dict[str, tuple[int, int, int, int]] = {
+    **{name: (*rgb, 255) for name, rgb in RGB.items()},
     "transparent": (0, 0, 0, 0),
-    "red": (255, 0, 0, 255),
-    "green": (0, 128, 0, 255),
-    "blue": (0, 0, 255, 255),
-    "gray": (128, 128, 128, 255),
-    "grey": (128, 128, 128, 255),
-    "yellow": (255, 255, 0, 255),
+    "none": (0, 0, 0, 0),
 }
 ALIGNS = ("center", "top", "bottom", "left", "right", "faces")
-FORMATS = ("jpg", "jpeg", "png", "webp", "avif", "gif", "tiff")
+#: Image formats a result may be saved in; ``pjpg`` is a progressive JPEG.
+FORMATS = ("jpg", "jpeg", "pjpg", "png", "webp", "avif", "gif", "tiff")
+_WHOLE = re.compile(r"-?[0-9]{1,12}")
+_DECIMAL = re.compile(r"-?[0-9]{0,12}(?:\.[0-9]{1,12})?")
+
+
+def _quoted_number(value: Value, pattern: re.Pattern[str]) -> Value:
+    """A number sent in quotes (``width:"300"``) is the number."""
+    if isinstance(value, str) and pattern.fullmatch(value.strip()) and value.strip("-. "):
+        text = value.strip()
+        return int(text) if _WHOLE.fullmatch(text) else float(text)
+    return value
 
 
 @dataclass(frozen=True)
@@ -34,6 +41,7 @@ class Integer:
     high: int
 
     def __call__(self, value: Value) -> Value:
+        value = _quoted_number(value, _WHOLE)
         if isinstance(value, bool) or not isinstance(value, int):
             raise ValueError(f"must be a whole number from {self.low} to {self.high}")
         if not self.low <= value <= self.high:
@@ -49,6 +57,7 @@ class Number:
     high: float
 
     def __call__(self, value: Value) -> Value:
+        value = _quoted_number(value, _DECIMAL)
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ValueError(f"must be a number from {self.low} to {self.high}")
         if not self.low <= value <= self.high:
@@ -106,15 +115,25 @@ def boolean(value: Value) -> Value:
     return value
 
 
-def text(value: Value) -> Value:
-    if isinstance(value, tuple) or len(str(value)) > 1024:
-        raise ValueError("must be a short text")
-    return str(value)
+@dataclass(frozen=True)
+class Text:
+    """Text as sent, at most ``longest`` characters. The grammar hands a text parameter
+    its value unread (``"FALSE"`` and ``"007"`` stay text, not a boolean or a number)."""
+
+    longest: int
+    many: bool = False  # a list of texts (at most 32) or one
+
+    def __call__(self, value: Value) -> Value:
+        if self.many:
+            items = value if isinstance(value, tuple) else (value,)
+            return tuple(Text(self.longest)(v) for v in items[:32])
+        if isinstance(value, tuple) or len(str(value)) > self.longest:
+            raise ValueError(f"must be a text of at most {self.longest} characters")
+        return str(value)
 
 
-def texts(value: Value) -> Value:
-    items = value if isinstance(value, tuple) else (value,)
-    return tuple(text(v) for v in items[:32])
+text = Text(1024)
+texts = Text(1024, many=True)
 
 
 def color(value: Value) -> Value:

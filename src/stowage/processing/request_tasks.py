@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from stowage import booleans
 from stowage.processing.base import Value
-from stowage.processing.params import boolean, choice, text, texts
+from stowage.processing.params import Text, boolean, choice, text, texts
 from stowage.processing.table import Kind, Param, TaskSpec
 from stowage.storage import API_PROVIDERS
 
@@ -35,11 +35,8 @@ def seconds(value: Value) -> Value:
     return value
 
 
-def token(value: Value) -> Value:
-    """A policy or a signature: text, as sent (base64 may hold "/", "+" and "=")."""
-    if isinstance(value, tuple) or len(str(value)) > 8192:
-        raise ValueError("must be a token of at most 8192 characters")
-    return str(value)
+#: A policy or a signature: text, as sent (base64 may hold "/", "+" and "=").
+token = Text(8192)
 
 
 #: store's location: the File API's provider names, lower-cased as the SDKs send them.
@@ -62,14 +59,14 @@ TASKS: tuple[TaskSpec, ...] = (
     TaskSpec(
         "store",
         (
-            Param("filename", text),
-            Param("location", choice(*LOCATIONS), (), "s3"),
-            Param("path", text),
-            Param("container", text),
-            Param("region", text),
-            Param("access", choice("public", "private"), (), "private"),
-            Param("base64decode", boolean),
-            Param("workflows", texts),
+            Param("filename", text, ("f",)),
+            Param("location", choice(*LOCATIONS), ("l",), "s3"),
+            Param("path", text, ("p",)),
+            Param("container", text, ("c",)),
+            Param("region", text, ("r",)),
+            Param("access", choice("public", "private"), ("a",), "private"),
+            Param("base64decode", boolean, ("b",)),
+            Param("workflows", texts, ("w",)),
         ),
         kind=Kind.REQUEST,
         doc="the result becomes a new file of the same app",

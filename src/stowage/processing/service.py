@@ -19,7 +19,8 @@ from pathlib import Path
 
 from stowage import errors
 from stowage.config import Settings
-from stowage.core import names
+from stowage.core import events, names
+from stowage.core.events import Change
 from stowage.core.fetch import Fetcher
 from stowage.core.providers import Providers
 from stowage.core.security import Credentials, Target, authorize
@@ -81,6 +82,7 @@ class Processor:
             max_total_pixels=settings.processing_max_total_pixels,
             max_cost=settings.processing_max_job_cost,
             big_cost=settings.processing_big_job_cost,
+            max_output_bytes=settings.processing_max_output_bytes,
         )
         self.pool = JobPool(
             settings.processing_jobs,
@@ -171,8 +173,13 @@ class Processor:
                 raise
         return Spooled(dest, output, private=app.security)
 
-    def forget(self, old: FileRecord, current: FileRecord | None) -> None:
-        self.cache.forget(old, current)
+    async def publish(self, change: Change) -> None:
+        """As a change sink: an overwrite or a delete drops the old version's derivatives
+        (in the background)."""
+        if change.action == events.OVERWRITE and change.previous and change.record:
+            self.cache.forget(change.previous, change.record)
+        elif change.action == events.DELETE and change.record:
+            self.cache.forget(change.record, None)
 
     async def close(self) -> None:
         await self.cache.close()

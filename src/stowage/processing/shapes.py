@@ -34,6 +34,8 @@ def rounded_corners(image: pyvips.Image, task: Task) -> pyvips.Image:
 
 def border(image: pyvips.Image, task: Task) -> pyvips.Image:
     width = int(task.get("width", 2))  # type: ignore[arg-type]
+    if width == 0:
+        return image
     colour = str(task.get("color", "black"))
     if rgba(colour)[3] < 255:
         image = ops.with_alpha(image)
@@ -50,7 +52,7 @@ def border(image: pyvips.Image, task: Task) -> pyvips.Image:
 TASKS: tuple[TaskSpec, ...] = (
     TaskSpec(
         "circle",
-        (Param("background", color),),
+        (Param("background", color, ("b",)),),
         op=circle,
         random_access=True,
         doc="an ellipse inscribed in the image",
@@ -58,8 +60,8 @@ TASKS: tuple[TaskSpec, ...] = (
     TaskSpec(
         "rounded_corners",
         (
-            Param("radius", either(integer(1, 10_000), choice("max")), (), 10),
-            Param("blur", number(0, 20), (), 0.3),
+            Param("radius", either(integer(1, 10_000), choice("max")), ("r",), 10),
+            Param("blur", number(0, 20), ("b",), 0.3),
             Param("background", color),
         ),
         op=rounded_corners,
@@ -70,9 +72,9 @@ TASKS: tuple[TaskSpec, ...] = (
     TaskSpec(
         "border",
         (
-            Param("width", integer(1, 1000), (), 2),
-            Param("color", color, (), "black"),
-            Param("background", color),
+            Param("width", integer(0, 1000), ("w",), 2),  # 0: no frame, as hosted
+            Param("color", color, ("c",), "black"),
+            Param("background", color, ("b",)),
         ),
         op=border,
         doc="a frame around the image",

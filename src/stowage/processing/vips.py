@@ -24,14 +24,7 @@ from stowage.processing.geometry import Scaler
 from stowage.processing.table import Kind
 
 pyvips.cache_set_max(0)  # libvips' operation cache would keep decoded images between jobs
-_SAVERS = {
-    "jpeg": "jpegsave",
-    "png": "pngsave",
-    "webp": "webpsave",
-    "avif": "heifsave",
-    "gif": "gifsave",
-    "tiff": "tiffsave",
-}
+_SUFFIXES = {"jpeg": ".jpg", "png": ".png", "webp": ".webp", "avif": ".avif", "gif": ".gif"}
 
 
 class VipsEngine:
@@ -81,9 +74,48 @@ class VipsEngine:
             )
         image = _prepared(image, chain, output)
         _stop_at(image, deadline)
-        saver = getattr(image, _SAVERS[output.format])
-        saver(str(dest), **save_options(chain, output))
+        _save(image, output, dest, save_options(chain, output), limits.max_output_bytes)
         return Rendered(output, width, height)
+
+
+def _save(
+    image: pyvips.Image, output: Output, dest: Path, options: dict[str, Any], cap: int
+) -> None:
+    """Saved through a target that counts the bytes: past ``cap`` the write fails, libvips
+    stops, and the result is refused, so an oversized result (a tiled 10000x10000 TIFF
+    flipped: 300 MB) never fills the disk. TIFF needs a seekable file (to a target libvips
+    would hold it whole in memory): it is saved to its file and measured after."""
+    if output.format == "tiff":
+        image.tiffsave(str(dest), **options)
+        if dest.stat().st_size > cap:
+            dest.unlink(missing_ok=True)
+            raise _too_many_bytes(cap)
+        return
+    written = 0
+    with dest.open("wb") as handle:
+
+        def on_write(chunk: bytes) -> int:
+            nonlocal written
+            written += len(chunk)
+            if written > cap:
+                return -1  # libvips sees a failed write and stops
+            handle.write(chunk)
+            return len(chunk)
+
+        target = pyvips.TargetCustom()
+        target.on_write(on_write)
+        try:
+            image.write_to_target(target, _SUFFIXES[output.format], **options)
+        except pyvips.Error as exc:
+            if written > cap:
+                handle.close()
+                dest.unlink(missing_ok=True)
+                raise _too_many_bytes(cap) from exc
+            raise
+
+
+def _too_many_bytes(cap: int) -> errors.ImageTooLarge:
+    return errors.ImageTooLarge(f"the result would be over {cap} bytes", max_bytes=cap)
 
 
 def _composed(opened: frames.Opened, chain: Chain, limits: Limits) -> pyvips.Image | None:
@@ -120,7 +152,8 @@ def _pipeline(source: Path, header: pyvips.Image, chain: Chain, limit: int) -> p
     todo = [t for t in chain.tasks if catalogue.TABLE[t.name].kind is Kind.IMAGE]
     load_op = catalogue.TABLE[todo[0].name].load_op if todo else None
     if load_op is not None:
-        made = load_op(_from_file(source, header), todo.pop(0), header.width, header.height)
+        scale = _from_file(source, header)
+        made = load_op(scale, todo.pop(0), header.width, header.height)
         image = _grown(header, made, limit)
     return _steps(ops.srgb(image), todo, limit)
 
@@ -150,16 +183,20 @@ def _grown(before: pyvips.Image, after: pyvips.Image, limit: int) -> pyvips.Imag
 
 
 def _from_file(source: Path, header: pyvips.Image) -> Scaler:
+    # ``source`` holds the header's load options in its name (``frames.Opened.name``):
+    # thumbnail and the shrunk load read the page whose header was checked.
+    named = str(source)
+
     def scale(width: int, height: int, size: str) -> pyvips.Image:
         # Lazy: this reads headers only, and gives the size libvips' thumbnail would make.
         full = pyvips.Image.thumbnail(
-            str(source), width, height=height, size=size, no_rotate=True, fail_on="error"
+            named, width, height=height, size=size, no_rotate=True, fail_on="error"
         )
         shrink = _jpeg_shrink(header, full.width, full.height)
         if shrink == 1:
             return full
         small = pyvips.Image.new_from_file(
-            str(source), shrink=shrink, access="sequential", fail_on="error"
+            named, shrink=shrink, access="sequential", fail_on="error"
         )
         return small.thumbnail_image(full.width, height=full.height, size="force", no_rotate=True)
 
@@ -194,9 +231,11 @@ def save_options(chain: Chain, output: Output) -> dict[str, Any]:
     settings = _merged(chain, "output")
     options: dict[str, Any] = {}
     quality = next((t.get("value") for t in reversed(chain.tasks) if t.name == "quality"), None)
-    quality = settings.get("quality", quality)
+    quality = settings.get("quality", _merged(chain, "pjpg").get("quality", quality))
     if isinstance(quality, int) and output.format in ("jpeg", "webp", "avif", "heif"):
-        options["Q"] = quality
+        options["Q"] = max(1, quality)
+    if chain.output_format == "pjpg":
+        options["interlace"] = True  # a progressive JPEG
     compress = settings.get("compress") or any(t.name == "compress" for t in chain.tasks)
     if compress and output.format == "jpeg":
         options["optimize_coding"] = True

@@ -1,4 +1,4 @@
-"""The event sink the core publishes to: enqueue, wake the worker, return."""
+"""Webhooks as a change sink (``core/events.py``): enqueue, wake the worker, return."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ import logging
 import secrets
 import time
 from collections.abc import Callable
-from typing import Any
 
 from stowage.config import Settings
+from stowage.core import events
+from stowage.core.events import Change
 from stowage.core.webhooks.payload import event_body
 from stowage.core.webhooks.worker import Worker
 from stowage.registry.base import App, FileRecord, Registry, WebhookDelivery
@@ -27,10 +28,10 @@ class Webhooks:
         self.worker = Worker(settings, registry)
         self._task: asyncio.Task[None] | None = None
 
-    async def publish(
-        self, app: App, action: str, record: FileRecord, extra: dict[str, Any]
-    ) -> None:
-        if not app.webhooks:
+    async def publish(self, change: Change) -> None:
+        """File changes only: the Filestack webhooks have no event for an app's."""
+        app, action, record = change.app, change.action, change.record
+        if not app.webhooks or record is None or action not in events.FILE_ACTIONS:
             return
         try:
             await self.registry.enqueue_webhooks(self._deliveries(app, action, record))

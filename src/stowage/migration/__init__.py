@@ -1,0 +1,1 @@
+"""Moving files in (import), between backends (migrate), and backups (docs/operations.md)."""

@@ -1,0 +1,68 @@
+"""auto_image through the shipped VCL and a real Varnish: the cache keeps one copy per
+format class (AVIF, WebP, other), whatever the browsers' Accept strings, and a purge
+removes every one of them."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import aiohttp
+import pytest
+import pyvips
+
+from tests.edge.helpers import get, overwrite, store
+from tests.edge.tier import Edge, origin_gets
+
+CLASSES = {
+    "image/avif": [
+        "image/avif,image/webp,image/apng,image/svg+xml,image/*,*/*;q=0.8",
+        "image/avif,image/webp,*/*",
+        "image/avif",
+    ],
+    "image/webp": [
+        "image/webp,image/png,image/svg+xml,image/*;q=0.8,*/*;q=0.5",
+        "image/avif;q=0,image/webp",
+        "image/webp,*/*",
+    ],
+    "image/png": ["image/png,image/*;q=0.8,*/*;q=0.5", "*/*", "text/html"],
+}
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession() as session:
+        yield session
+
+
+def png(width: int, height: int) -> bytes:
+    xy = pyvips.Image.xyz(width, height)
+    image = (xy[0] % 256).bandjoin([xy[1] % 256, 60]).cast("uchar")
+    data: bytes = image.write_to_buffer(".png")
+    return data
+
+
+async def fetch_all(http: aiohttp.ClientSession, url: str) -> set[tuple[int, int]]:
+    sizes: set[tuple[int, int]] = set()
+    for mimetype, accepts in CLASSES.items():
+        for accept in accepts:
+            status, body, headers = await get(http, url, headers={"Accept": accept})
+            assert status == 200, body[:300]
+            assert headers["Content-Type"] == mimetype, accept
+            assert "Accept" in headers["Vary"]
+            image = pyvips.Image.new_from_buffer(body, "")
+            sizes.add((image.width, image.height))
+    return sizes
+
+
+async def test_one_copy_per_format_class_and_purges_remove_them_all(
+    edge: Edge, http: aiohttp.ClientSession
+) -> None:
+    handle = await store(http, edge.api, edge.key, png(40, 30))
+    url = f"{edge.cache.url}/auto_image/{handle}"
+    assert await fetch_all(http, url) == {(40, 30)}
+    assert origin_gets([edge.node], handle) == 3  # nine requests, three classes
+    assert await fetch_all(http, url) == {(40, 30)}
+    assert origin_gets([edge.node], handle) == 3  # all hits now
+    await overwrite(http, edge.api, handle, edge.secret, png(20, 10))
+    assert await fetch_all(http, url) == {(20, 10)}  # no class kept the old picture
+    assert origin_gets([edge.node], handle) == 6
