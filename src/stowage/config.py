@@ -201,6 +201,43 @@ class Settings:
         2 * GiB,
         "Address space a job process may use, in bytes (422 IMAGE_TOO_LARGE beyond); 0: no limit.",
     )
+    processing_max_frames: int = _setting(
+        1000,
+        "Most frames a transformation decodes: an animation's (kept as one when the result "
+        "is a GIF or WebP), or a GIF's frames up to the page asked for (422 IMAGE_TOO_LARGE "
+        "beyond).",
+    )
+    processing_max_total_pixels: int = _setting(
+        200_000_000,
+        "Most pixels of all the frames a transformation decodes or makes (frames x width x "
+        "height; 422 IMAGE_TOO_LARGE beyond). One frame is held to "
+        "processing_max_input_pixels.",
+    )
+    processing_max_job_cost: float = _setting(
+        8.0,
+        "Most work a transformation may need, as seconds of one core estimated from the "
+        "header and the tasks before it runs (422 PROCESSING_TOO_COSTLY beyond).",
+    )
+    processing_big_job_cost: float = _setting(
+        1.0,
+        "Estimated seconds of work beyond which a transformation is a big job: big jobs run "
+        "in at most processing_jobs - processing_small_job_slots slots at once.",
+    )
+    processing_small_job_slots: int = _setting(
+        1,
+        "Job slots big jobs never take, so that small ones do not wait behind them (with "
+        "one job slot, big jobs take it too).",
+    )
+    processing_max_sources: int = _setting(
+        16,
+        "Most files one transformation reads (watermark, collage, animate, zip), the main "
+        "one included (400 INVALID_PARAMETER beyond).",
+    )
+    processing_max_sources_bytes: int = _setting(
+        200 * MiB,
+        "Most bytes of all the files one transformation reads, from their rows before any is "
+        "read (413 PAYLOAD_TOO_LARGE beyond).",
+    )
     processing_queue: int = _setting(
         16,
         "Transformations that may wait for a free job slot; beyond, 503 PROCESSING_BUSY with "

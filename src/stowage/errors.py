@@ -235,6 +235,11 @@ class ProcessingTimeout(Unprocessable):
     code, default_message = "PROCESSING_TIMEOUT", "the transformation took longer than allowed"
 
 
+class ProcessingTooCostly(Unprocessable):
+    code = "PROCESSING_TOO_COSTLY"
+    default_message = "the transformation would take more work than allowed"
+
+
 class PayloadTooSmall(Unprocessable):
     code, default_message = "PAYLOAD_TOO_SMALL", "the file is smaller than the policy allows"
 

@@ -11,11 +11,12 @@ import signal
 import time
 
 import pytest
+import pyvips
 
 from stowage.config import MiB
 from tests.api.harness import Harness
 from tests.api.test_transform import decoded, get, picture, stored
-from tests.api.test_transform_rules import code_of
+from tests.api.test_transform_rules import code_of, png_bomb
 from tests.servers.procs import command_line, cpu_ticks, descendants
 
 # A 10-pixel result of a 2800x2800 upscale, rotated (3960x3960) and blurred: one tile of
@@ -38,7 +39,14 @@ async def busy_jobs(seconds: float = 0.5) -> list[int]:
     return [pid for pid, ticks in before.items() if cpu_ticks(pid) > ticks]
 
 
-@pytest.mark.settings(processing_job_seconds=1, processing_jobs=1)
+# SLOW's estimated cost (processing/cost.py) is far above the default limit: the tests of
+# the deadline and of a dying process lift that limit.
+UNLIMITED = 1e9
+
+
+@pytest.mark.settings(
+    processing_job_seconds=1, processing_jobs=1, processing_max_job_cost=UNLIMITED
+)
 async def test_a_job_past_its_deadline_is_stopped_and_its_slot_freed(harness: Harness) -> None:
     handle = await stored(harness, picture(2, 2, ".png"), "tiny.png")
     started = time.monotonic()
@@ -52,6 +60,7 @@ async def test_a_job_past_its_deadline_is_stopped_and_its_slot_freed(harness: Ha
     assert time.monotonic() - started < 8  # the slot was free, not held by the slow job
 
 
+@pytest.mark.settings(processing_max_job_cost=UNLIMITED)
 async def test_a_job_process_that_dies_is_a_422_and_is_replaced(harness: Harness) -> None:
     handle = await stored(harness, picture(2, 2, ".png"), "tiny.png")
     slow = asyncio.ensure_future(harness.cdn.get(f"/{SLOW}/{handle}"))
@@ -100,3 +109,67 @@ async def test_a_job_needing_more_memory_than_allowed_is_refused(harness: Harnes
     assert (await harness.api.get("/healthz")).status == 200
     _, body = await get(harness, f"/resize=width:30/{small}")  # its process still serves
     assert decoded(body).width == 30
+
+
+@pytest.mark.parametrize(
+    ("size", "chain"),
+    [
+        (7000, "rotate=deg:45/blur=amount:20/resize=width:10"),
+        (2500, "resize=width:10000,height:10000,fit:scale/blur=amount:20/resize=width:10"),
+        (2, SLOW),
+    ],
+)
+async def test_a_chain_too_costly_is_refused_before_it_runs(
+    harness: Harness, size: int, chain: str
+) -> None:
+    handle = await stored(harness, png_bomb(size, size), "big.png")
+    started = time.monotonic()
+    resp = await harness.cdn.get(f"/{chain}/{handle}")
+    assert resp.status == 422 and await code_of(resp) == "PROCESSING_TOO_COSTLY"
+    details = (await resp.json())["error"]["details"]
+    assert details["estimated_seconds"] > details["max_seconds"] == 8.0
+    assert time.monotonic() - started < 3  # from the header: nothing was decoded
+
+
+async def test_a_gif_page_past_the_frame_limit_is_refused_at_once(harness: Harness) -> None:
+    noise = pyvips.Image.gaussnoise(8, 80_000, sigma=80).cast("uchar")
+    strip = noise.bandjoin([noise, noise]).copy()
+    strip.set_type(pyvips.GValue.gint_type, "page-height", 8)
+    handle = await stored(harness, strip.gifsave_buffer(), "many.gif")  # 10,000 frames
+    started = time.monotonic()
+    resp = await harness.cdn.get(f"/output=page:10000,format:png/{handle}")
+    assert resp.status == 422 and await code_of(resp) == "IMAGE_TOO_LARGE"
+    assert "frames" in (await resp.json())["error"]["message"]
+    assert time.monotonic() - started < 3
+    _, body = await get(harness, f"/output=page:3,format:png/{handle}")  # a near one is fine
+    assert (decoded(body).width, decoded(body).height) == (8, 8)
+
+
+@pytest.mark.settings(
+    processing_jobs=2,
+    processing_small_job_slots=1,
+    processing_max_job_cost=UNLIMITED,
+    processing_job_seconds=20,
+)
+async def test_a_small_job_does_not_wait_behind_big_ones(harness: Harness) -> None:
+    tiny = await stored(harness, picture(2, 2, ".png"), "tiny.png")
+    small = await stored(harness, picture(320, 240), "small.jpg")
+    bigs = [
+        asyncio.ensure_future(harness.cdn.get(f"/{SLOW}/{tiny}")),
+        asyncio.ensure_future(harness.cdn.get(f"/{SLOW.replace('deg:45', 'deg:44')}/{tiny}")),
+    ]
+    pool = harness.parts.processor.pool
+    deadline = time.monotonic() + 20
+    while not await busy_jobs(0.2) or pool.busy < 2:
+        assert time.monotonic() < deadline and not any(b.done() for b in bigs), "no big job ran"
+    await asyncio.sleep(1.5)  # time for the second to start too, had it a slot to take
+    assert await busy_jobs()
+    try:
+        started = time.monotonic()
+        _, body = await get(harness, f"/resize=width:100/{small}")
+        assert decoded(body).width == 100
+        assert time.monotonic() - started < 2
+        assert not any(b.done() for b in bigs)  # they were still running or waiting
+    finally:
+        for big in bigs:
+            big.cancel()

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from stowage import booleans, errors
 from stowage.processing import (
     catalogue,
+    composite,
     effects,
     effects_regions,
     facetasks,
@@ -32,6 +33,8 @@ SPECS = sorted(
 PARAMS = [(spec, param) for spec in SPECS for param in spec.params]
 WORDS = st.text(string.ascii_lowercase, min_size=1, max_size=12)
 PLAIN = st.text(string.ascii_letters + string.digits + "._-", min_size=1, max_size=40)
+HANDLES = st.text(string.ascii_letters + string.digits + "_", min_size=20, max_size=20)
+SHORT = st.text(string.ascii_letters, min_size=1, max_size=19)  # no handle: too short
 
 
 def decimals(low: float, high: float) -> st.SearchStrategy[Value]:
@@ -81,6 +84,10 @@ def inside(check: object) -> st.SearchStrategy[Value]:
         | st.lists(
             st.sampled_from(subjects.METADATA_FIELDS), min_size=1, max_size=4, unique=True
         ).map(tuple),
+        composite.position: st.sampled_from(composite.POSITIONS)
+        | st.lists(st.sampled_from(composite.POSITIONS), min_size=2, max_size=2).map(tuple),
+        composite.handle: HANDLES,
+        composite.handles: HANDLES | st.lists(HANDLES, min_size=1, max_size=4).map(tuple),
     }
     assert check in known, f"no generator for the check {check!r}: add it here"
     return known[check]
@@ -133,6 +140,10 @@ def outside(check: object) -> st.SearchStrategy[Value]:
         | st.lists(st.integers(facetasks.MAX_FACES + 1, 10**6), min_size=1, max_size=3).map(tuple),
         subjects.metadata_fields: WORDS.filter(lambda w: w not in subjects.METADATA_FIELDS)
         | st.sampled_from(subjects.METADATA_FIELDS).map(lambda name: (name, name)),
+        composite.position: WORDS.filter(lambda w: w not in composite.POSITIONS)
+        | st.lists(st.sampled_from(composite.POSITIONS), min_size=3, max_size=4).map(tuple),
+        composite.handle: SHORT | st.lists(HANDLES, min_size=2, max_size=3).map(tuple),
+        composite.handles: SHORT | st.just(()) | st.lists(SHORT, min_size=2, max_size=3).map(tuple),
     }
     assert check in known, f"no generator for the check {check!r}: add it here"
     return known[check]

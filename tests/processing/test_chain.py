@@ -57,7 +57,7 @@ def test_output_format_and_default() -> None:
 
 def test_unsupported_task_lists_the_supported() -> None:
     with pytest.raises(errors.UnsupportedTask) as caught:
-        chain.parse(["watermark=file:abc"])
+        chain.parse(["nonesuch=file:abc"])
     assert caught.value.status == 400
     assert "resize" in caught.value.details["supported"]
 

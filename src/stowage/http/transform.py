@@ -16,6 +16,7 @@ import contextlib
 
 from aiohttp import web
 
+from stowage import errors
 from stowage.assembly import Assembly
 from stowage.core.reading import Download
 from stowage.edge.headers import TAG_HEADER
@@ -24,7 +25,7 @@ from stowage.http.api import request_credentials, store_result
 from stowage.http.cdnpath import CdnPath
 from stowage.http.keys import PARTS
 from stowage.http.responses import SANDBOX_CSP, file_headers, send_file
-from stowage.processing import metrics
+from stowage.processing import grammar, metrics
 from stowage.processing.cache import fresh
 from stowage.processing.grammar import negotiated
 from stowage.processing.service import Processor, Spooled
@@ -50,9 +51,11 @@ async def transform(request: web.Request, path: CdnPath, *, cdn: bool) -> web.St
             _to_process_address(request, parts)
         record = await processor.store(path.handle, path.tasks, creds, api_key)
         return web.json_response(store_result(parts.links, record))
+    if _is_zip(path):  # zip/H (filestack-python's Filelink.zip()) or zip/[h1,h2]
+        return await _send_zip(request, processor, path, api_key)
     dl, cache = inputs.flag(request, "dl"), _cache(request, path)
     with contextlib.nullcontext() if cache else fresh():  # cache=false: a new render
-        made = await processor.derivative(path.handle, path.tasks, creds, api_key)
+        made = await processor.derivative(path.handle, path.tasks, creds, api_key, path.handles)
     plan = Download(made.record, made.info, made.provider, made.local_path, made.app)
 
     def headers(opened: Download) -> dict[str, str]:
@@ -113,6 +116,35 @@ async def _send_spooled(
         with result.path.open("rb") as handle:
             while chunk := handle.read(_CHUNK):
                 await response.write(chunk)
+    await response.write_eof()
+    return response
+
+
+def _is_zip(path: CdnPath) -> bool:
+    names = [grammar.parse_task(task).name for task in path.tasks]
+    if "zip" in names and names != ["zip"]:
+        raise errors.InvalidParameter("zip takes no other tasks", parameter="zip")
+    return names == ["zip"]
+
+
+async def _send_zip(
+    request: web.Request, processor: Processor, path: CdnPath, api_key: str | None
+) -> web.StreamResponse:
+    """``zip/[h1,h2]``: every file authorised first, then the archive as it is made."""
+    creds = request_credentials(request, path)
+    chunks = await processor.archive_of(path.sources, creds, api_key)
+    response = web.StreamResponse(
+        headers={
+            "Content-Type": "application/zip",
+            "Content-Disposition": 'attachment; filename="files.zip"',
+            "X-Content-Type-Options": "nosniff",
+            "Cache-Control": "private, no-store",
+        }
+    )
+    await response.prepare(request)
+    if request.method != "HEAD":
+        async for chunk in chunks:
+            await response.write(chunk)
     await response.write_eof()
     return response
 

@@ -19,6 +19,7 @@ Contract of ``Engine.render`` (checked by ``tests/processing/test_engine.py``):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -69,10 +70,14 @@ class Chain:
 
 @dataclass(frozen=True)
 class Limits:
-    max_input_pixels: int
+    max_input_pixels: int  # of the page or frame decoded
     max_input_bytes: int
     max_output_dimension: int
     seconds: float
+    max_frames: int = 1000  # frames decoded (an animation's, or up to a GIF page)
+    max_total_pixels: int = 400_000_000  # of all the frames decoded
+    max_cost: float = math.inf  # estimated seconds of work (cost.py); beyond: refused
+    big_cost: float = math.inf  # estimated seconds beyond which a job is a big one
     #: The largest result in bytes (``processing_max_output_bytes``): the save stops there.
     max_output_bytes: int = 100 * 1024 * 1024
 
@@ -100,9 +105,17 @@ class Job:
     output: Output
     dest: Path
     limits: Limits
+    #: Other sources the chain reads (watermark, collage, animate): handle and path, in
+    #: the URL's order, each authorised and read by the service like ``source``.
+    sources: tuple[tuple[str, Path], ...] = ()
 
     def render_with(self, engine: Engine) -> Rendered:
         return engine.render(self.source, self.chain, self.output, self.dest, self.limits)
+
+
+class BigJob(Exception):
+    """Not an answer: the job's estimated cost is above ``Limits.big_cost``; the pool runs
+    it again in a slot for big jobs (``pool.py``) with that limit lifted."""
 
 
 def _text(value: Value) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from stowage.processing import (
     colour,
+    composite,
     effects,
     effects_ascii,
     effects_regions,
@@ -35,6 +36,7 @@ MODULES: tuple[tuple[TaskSpec, ...], ...] = (
     effects_restore.TASKS,
     effects_ascii.TASKS,
     facetasks.TASKS + subjects.TASKS,
+    composite.TASKS,
 )
 
 

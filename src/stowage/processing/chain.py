@@ -16,7 +16,7 @@ import functools
 from stowage import errors
 from stowage.processing import catalogue, grammar
 from stowage.processing.base import Chain, Output, Task
-from stowage.processing.table import Kind
+from stowage.processing.table import Answer, Kind
 
 MAX_TASKS = 32
 SUPPORTED = catalogue.SUPPORTED
@@ -74,8 +74,20 @@ def _format(tasks: tuple[Task, ...]) -> str | None:
     return str(formats[-1]).replace("jpeg", "jpg") if formats else None
 
 
+def answer_of(chain: Chain) -> Answer | None:
+    """The declared answer of the chain's last task, when that task answers text."""
+    if not chain.tasks:
+        return None
+    last = chain.tasks[-1]
+    found = catalogue.TABLE[last.name].answer
+    return found if found is not None and found.when(last) else None
+
+
 def output_for(chain: Chain, input_mimetype: str) -> Output:
     if chain.wants_size:
         return JSON
+    answer = answer_of(chain)
+    if answer is not None:
+        return answer.output
     fmt = chain.output_format or _BY_MIMETYPE.get(input_mimetype.split(";")[0].lower(), "png")
     return _OUTPUTS[fmt]

@@ -27,7 +27,7 @@ from stowage.processing import params
 from stowage.processing.base import Output, Task
 from stowage.processing.effects import whole
 from stowage.processing.ops import srgb
-from stowage.processing.table import Kind, Param, TaskSpec
+from stowage.processing.table import Answer, Kind, Param, TaskSpec
 
 OUTPUT = Output("html", "text/html; charset=utf-8", "html")
 #: From the most ink to the least: a dark pixel is a dense character on a light page.
@@ -93,7 +93,6 @@ def render_ascii(image: pyvips.Image, task: Task) -> str:
 #: Tasks whose answer is not an image, by name: the renderer the engine calls with the
 #: chain's image (the tasks before this one applied) in place of saving an image, and
 #: the answer's type. The text is saved as UTF-8 in place of the image.
-ANSWERS: dict[str, tuple[Renderer, Output]] = {"ascii": (render_ascii, OUTPUT)}
 
 TASKS: tuple[TaskSpec, ...] = (
     TaskSpec(
@@ -105,7 +104,13 @@ TASKS: tuple[TaskSpec, ...] = (
             Param("size", params.integer(10, 100), default=100),
             Param("reverse", params.boolean, default=False),
         ),
-        kind=Kind.ANSWER,  # rendered by ANSWERS["ascii"]
+        kind=Kind.ANSWER,
+        answer=Answer(render_ascii, OUTPUT),
         doc="an HTML page of characters: size columns, in one color or the image's",
     ),
 )
+
+#: The answers declared above, by task name: renderer and type.
+ANSWERS: dict[str, tuple[Renderer, Output]] = {
+    s.name: (s.answer.render, s.answer.output) for s in TASKS if s.answer
+}

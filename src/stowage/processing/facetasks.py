@@ -21,7 +21,7 @@ from stowage.processing import faces
 from stowage.processing.base import Output, Task, Value
 from stowage.processing.faces import Box
 from stowage.processing.params import boolean, choice, color, integer, number, rgba
-from stowage.processing.table import Param, TaskSpec
+from stowage.processing.table import Answer, Param, TaskSpec
 
 #: An answer's renderer: the image at the task's step -> the answer's text (as the
 #: effects' ``ANSWERS``: the engine saves that text in place of an image).
@@ -215,6 +215,7 @@ TASKS: tuple[TaskSpec, ...] = (
         op=detect_faces,
         random_access=True,
         doc="outlines the faces found; export:true answers their boxes as JSON",
+        answer=Answer(exported_faces, JSON, when=lambda task: task.get("export") is True),
     ),
     TaskSpec(
         "crop_faces",
@@ -256,12 +257,13 @@ TASKS: tuple[TaskSpec, ...] = (
         doc="blurs the selected faces",
     ),
 )
-#: Answers that are no image, by task name: the renderer and the answer's type. Only
-#: with ``export:true`` does ``detect_faces`` answer (``answers(task)``); without it it is
-#: an image task like any.
-ANSWERS: dict[str, tuple[Renderer, Output]] = {"detect_faces": (exported_faces, JSON)}
+#: The answers declared above, by task name: renderer and type.
+ANSWERS: dict[str, tuple[Renderer, Output]] = {
+    s.name: (s.answer.render, s.answer.output) for s in TASKS if s.answer
+}
 
 
 def answers(task: Task) -> bool:
     """Whether ``task``, last in a chain, answers JSON rather than an image."""
-    return task.name == "detect_faces" and task.get("export") is True
+    found = next((s for s in TASKS if s.name == task.name), None)
+    return bool(found and found.answer and found.answer.when(task))

@@ -18,4 +18,8 @@ REFUSALS = metrics.Counter(
     "stowage_processing_refusals_total",
     "Transformations refused before or while running, by error code (limits, busy pool).",
 )
-ALL = (JOBS, CACHE, SECONDS, REFUSALS)
+BIG_JOBS = metrics.Counter(
+    "stowage_processing_big_jobs_total",
+    "Transformations whose estimated cost made them big jobs (run in fewer slots).",
+)
+ALL = (JOBS, CACHE, SECONDS, REFUSALS, BIG_JOBS)

@@ -1,7 +1,9 @@
 """A bounded pool of transformation jobs, each run in a job process (``worker.py``).
 
 At most ``jobs`` run at once and at most ``queue`` more wait; any request beyond is
-refused at once with 503 and ``Retry-After`` rather than queued without bound.
+refused at once with 503 and ``Retry-After`` rather than queued without bound. A job
+whose estimated cost (``cost.py``) makes it a big one is run in at most ``jobs -
+small_slots`` slots at once, so that small jobs always find a slot a big one cannot take.
 
 Why processes and not threads: libvips checks whether it should stop only between tiles
 of the result, so a chain whose small result depends on a large, slow intermediate (an
@@ -16,13 +18,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import math
 import os
 import pickle
 import sys
 
 from stowage import errors
 from stowage.processing import metrics
-from stowage.processing.base import Job, Rendered
+from stowage.processing.base import BigJob, Job, Rendered
 from stowage.processing.worker import LENGTH, frame
 
 RETRY_AFTER_SECONDS = 1
@@ -30,12 +34,17 @@ _GRACE_SECONDS = 2.0  # past the engine's own deadline, before its process is ki
 
 
 class JobPool:
-    def __init__(self, jobs: int, queue: int, seconds: float, memory: int) -> None:
+    def __init__(
+        self, jobs: int, queue: int, seconds: float, memory: int, small_slots: int = 0
+    ) -> None:
         self.jobs = jobs if jobs > 0 else (os.cpu_count() or 1)
         self._limit = self.jobs + max(0, queue)
         self._seconds = seconds
         self._admitted = 0
         self._slots = asyncio.Semaphore(self.jobs)
+        # Big jobs (base.BigJob) run in at most this many slots at once: the others are
+        # kept for small jobs, which then never wait behind big ones.
+        self._big = asyncio.Semaphore(max(1, self.jobs - max(0, small_slots)))
         # libvips' threads per job: one each when the pool already runs a job per core.
         threads = max(1, (os.cpu_count() or 1) // self.jobs)
         self._argv = [sys.executable, "-m", "stowage.processing.worker", str(threads), str(memory)]
@@ -50,8 +59,17 @@ class JobPool:
             raise busy
         self._admitted += 1
         try:
-            async with self._slots:
-                return await self._render(job)
+            try:
+                async with self._slots:
+                    return await self._render(job)
+            except BigJob:
+                pass  # its header said so in milliseconds; it waits for a big job's slot
+            metrics.BIG_JOBS.inc()
+            big = dataclasses.replace(
+                job, limits=dataclasses.replace(job.limits, big_cost=math.inf)
+            )
+            async with self._big, self._slots:
+                return await self._render(big)
         finally:
             self._admitted -= 1
 
@@ -62,8 +80,8 @@ class JobPool:
         except _Ended:
             self._all.discard(process)  # already gone
             raise
-        except errors.StowageError:
-            self._idle.append(process)  # the job was refused; its process is fine
+        except (errors.StowageError, BigJob):
+            self._idle.append(process)  # the job was refused or deferred; its process is fine
             raise
         except BaseException as exc:  # past the deadline, or the server stopping
             await self._stop(process)
@@ -124,7 +142,7 @@ class _Process:
         if kind == "ok":
             assert isinstance(value, Rendered)
             return value
-        assert isinstance(value, errors.StowageError)
+        assert isinstance(value, errors.StowageError | BigJob)
         raise value
 
     async def kill(self) -> None:

@@ -9,6 +9,7 @@ the store operation itself); a URL source must match the policy's ``url`` patter
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import tempfile
 import time
@@ -26,10 +27,10 @@ from stowage.core.security import Credentials, Target, authorize, record_for
 from stowage.core.service import StoreParams
 from stowage.core.sources import Source
 from stowage.core.uploads import Store, provider_for_location
+from stowage.processing import archive, metrics
 from stowage.processing import chain as chains
-from stowage.processing import metrics
 from stowage.processing.base import Chain, Job, Limits, Output
-from stowage.processing.cache import DerivativeCache
+from stowage.processing.cache import DerivativeCache, version_of
 from stowage.processing.pool import JobPool
 from stowage.registry.base import App, FileRecord, FileRows
 from stowage.storage import build_provider
@@ -77,6 +78,10 @@ class Processor:
             max_input_bytes=settings.processing_max_input_bytes,
             max_output_dimension=settings.processing_max_output_dimension,
             seconds=settings.processing_job_seconds,
+            max_frames=settings.processing_max_frames,
+            max_total_pixels=settings.processing_max_total_pixels,
+            max_cost=settings.processing_max_job_cost,
+            big_cost=settings.processing_big_job_cost,
             max_output_bytes=settings.processing_max_output_bytes,
         )
         self.pool = JobPool(
@@ -84,17 +89,39 @@ class Processor:
             settings.processing_queue,
             settings.processing_job_seconds,
             settings.processing_job_memory,
+            settings.processing_small_job_slots,
         )
         self.cache = DerivativeCache(_cache_store(core))
         self.spool = settings.data_dir / "tmp"
         _sweep_spool(self.spool)
 
     async def derivative(
-        self, handle: str, segments: list[str], creds: Credentials, api_key: str | None
+        self,
+        handle: str,
+        segments: list[str],
+        creds: Credentials,
+        api_key: str | None,
+        handles: tuple[str, ...] = (),
     ) -> Derivative:
+        """``handles``: a ``[h1,h2]`` source list (animate, collage), when ``handle`` is ""."""
         chain = chains.parse(segments)
-        record, app = await self._authorized(handle, creds, api_key)
-        return await self._derivative(record, app, chain)
+        record, app = await self._authorized(handle or _first(handles), creds, api_key)
+        others = await self._others(chain, () if handle else handles, record, creds, api_key)
+        return await self._derivative(record, app, chain, others)
+
+    async def archive_of(
+        self, handles: tuple[str, ...], creds: Credentials, api_key: str | None
+    ) -> AsyncIterator[bytes]:
+        """``zip/[h1,h2]``: every file authorised and within the limits before the first
+        byte; then the archive, streamed (``archive.py``)."""
+        first, _ = await self._authorized(_first(handles), creds, api_key)
+        others = await self._others(chains.parse([]), handles, first, creds, api_key)
+        named = archive.names([r.filename for _, r, _ in others], [h for h, _, _ in others])
+        entries = [
+            (name, self._opener(app, row))
+            for name, (_, row, app) in zip(named, others, strict=True)
+        ]
+        return archive.stream(entries)
 
     async def store(
         self, handle: str, segments: list[str], creds: Credentials, api_key: str | None
@@ -104,7 +131,8 @@ class Processor:
         if chain.store is None:
             raise errors.InvalidParameter("the chain has no store task", parameter="store")
         record, app = await self._authorized(handle, creds, api_key)
-        made = await self._derivative(record, app, chain)
+        others = await self._others(chain, (), record, creds, api_key)
+        made = await self._derivative(record, app, chain, others)
         task = chain.store
         stem = record.filename.rsplit(".", 1)[0] or "file"
         filename = str(task.get("filename") or f"{stem}.{made.record.filename.rsplit('.')[-1]}")
@@ -172,13 +200,51 @@ class Processor:
             app.secret, creds, "convert", target, required=app.security, now=time.time(), skew=skew
         )
 
-    async def _derivative(self, record: FileRecord, app: App, chain: Chain) -> Derivative:
-        output = chains.output_for(chain, record.mimetype)
-        key = self.cache.key(record, chain.key(), output.extension)
+    async def _others(
+        self,
+        chain: Chain,
+        listed: tuple[str, ...],
+        record: FileRecord,
+        creds: Credentials,
+        api_key: str | None,
+    ) -> tuple[Other, ...]:
+        """The other sources a chain reads, each authorised like the main one; their
+        number and, with the main one's, their bytes are limited."""
+        wanted = list(dict.fromkeys([*listed, *_named_sources(chain)]))
+        settings = self.core.settings
+        if len({*wanted, record.handle}) > settings.processing_max_sources:
+            raise errors.InvalidParameter(
+                f"at most {settings.processing_max_sources} sources in one transformation",
+                parameter="sources",
+            )
+        found: list[Other] = []
+        total = record.size
+        for handle in wanted:
+            other, app = await self._authorized(handle, creds, api_key)
+            total += other.size if handle != record.handle else 0
+            found.append((handle, other, app))
+        if total > settings.processing_max_sources_bytes:
+            metrics.REFUSALS.inc(code=errors.PayloadTooLarge.code)
+            raise errors.PayloadTooLarge(
+                f"the sources hold {total} bytes; at most {settings.processing_max_sources_bytes}",
+                max_bytes=settings.processing_max_sources_bytes,
+            )
+        return tuple(found)
+
+    def _opener(self, app: App, record: FileRecord) -> archive.Opener:
+        provider = self.core.providers.provider_for(app, record.provider)
+        return lambda: provider.open(record.container, record.key)
+
+    async def _derivative(
+        self, record: FileRecord, app: App, chain: Chain, others: tuple[Other, ...] = ()
+    ) -> Derivative:
+        output = _animated_output(chain) or chains.output_for(chain, record.mimetype)
+        versions = "".join(f"|{h}@{version_of(r)}" for h, r, _ in others)
+        key = self.cache.key(record, chain.key() + versions, output.extension)
         info = await self.cache.stat(key)
         metrics.CACHE.inc(result="hit" if info is not None else "miss")
         if info is None:
-            await self.cache.once(key, lambda: self._make(record, app, chain, output, key))
+            await self.cache.once(key, lambda: self._make(record, app, chain, output, key, others))
             info = await self.cache.stat(key)  # what a write returns is not that of every store
             if info is None:
                 raise errors.StorageNotFound("the derivative vanished after it was written")
@@ -192,21 +258,40 @@ class Processor:
         return Derivative(shown, info, self.cache.provider, self.cache.local_path(key), app, key)
 
     async def _make(
-        self, record: FileRecord, app: App, chain: Chain, output: Output, key: str
+        self,
+        record: FileRecord,
+        app: App,
+        chain: Chain,
+        output: Output,
+        key: str,
+        others: tuple[Other, ...] = (),
     ) -> ObjectInfo:
-        if record.size > self.limits.max_input_bytes:
-            metrics.REFUSALS.inc(code=errors.PayloadTooLarge.code)
-            raise errors.PayloadTooLarge(max_bytes=self.limits.max_input_bytes)
+        for row in (record, *(r for _, r, _ in others)):
+            if row.size > self.limits.max_input_bytes:
+                metrics.REFUSALS.inc(code=errors.PayloadTooLarge.code)
+                raise errors.PayloadTooLarge(max_bytes=self.limits.max_input_bytes)
         provider = self.core.providers.provider_for(app, record.provider)
         with self._spooled("." + output.extension) as dest:
-            async with self._source(provider, record) as source:
-                await self._run(source, chain, output, dest)
+            async with contextlib.AsyncExitStack() as stack:
+                source = await stack.enter_async_context(self._source(provider, record))
+                paths = []
+                for handle, row, owner in others:
+                    read = self.core.providers.provider_for(owner, row.provider)
+                    paths.append((handle, await stack.enter_async_context(self._source(read, row))))
+                await self._run(source, chain, output, dest, tuple(paths))
             return await self.cache.put(key, dest, output.mimetype)
 
-    async def _run(self, source: Path, chain: Chain, output: Output, dest: Path) -> None:
+    async def _run(
+        self,
+        source: Path,
+        chain: Chain,
+        output: Output,
+        dest: Path,
+        sources: tuple[tuple[str, Path], ...] = (),
+    ) -> None:
         started = time.monotonic()
         try:
-            await self.pool.run(Job(source, chain, output, dest, self.limits))
+            await self.pool.run(Job(source, chain, output, dest, self.limits, sources))
         except errors.StowageError as exc:
             metrics.JOBS.inc(outcome=exc.code)
             if exc.status != 503:
@@ -286,6 +371,30 @@ async def _save(chunks: AsyncIterator[bytes], path: Path, max_bytes: int) -> Non
         close = getattr(chunks, "aclose", None)
         if close is not None:
             await close()
+
+
+Other = tuple[str, FileRecord, App]  # another source: its handle, row and app
+
+
+def _first(handles: tuple[str, ...]) -> str:
+    return handles[0] if handles else ""
+
+
+def _named_sources(chain: Chain) -> list[str]:
+    """Handles the chain's tasks name: watermark's file, collage's files."""
+    named: list[str] = []
+    for task in chain.tasks:
+        value = task.get("file") if task.name == "watermark" else task.get("files")
+        if task.name in ("watermark", "collage") and value is not None:
+            named += [str(v) for v in value] if isinstance(value, tuple) else [str(value)]
+    return named
+
+
+def _animated_output(chain: Chain) -> Output | None:
+    """``animate`` makes a GIF unless the chain asks for WebP."""
+    if not any(t.name == "animate" for t in chain.tasks) or chain.output_format == "webp":
+        return None
+    return chains.output_for(dataclasses.replace(chain, output_format="gif"), "image/gif")
 
 
 def _text(value: object) -> str | None:

@@ -17,7 +17,7 @@ from stowage.processing import faces
 from stowage.processing.base import Output, Task, Value
 from stowage.processing.facetasks import JSON, Renderer
 from stowage.processing.params import boolean, choice, color, integer, text
-from stowage.processing.table import Kind, Param, TaskSpec
+from stowage.processing.table import Answer, Kind, Param, TaskSpec
 
 #: The fields ``metadata=params:[...]`` may name (filestack-js 4.3.8's schema).
 METADATA_FIELDS = (
@@ -136,6 +136,7 @@ TASKS: tuple[TaskSpec, ...] = (
         (Param("params", metadata_fields, ("p",)),),
         kind=Kind.ANSWER,
         doc="answers JSON facts about the file and the image at this step",
+        answer=Answer(lambda image, task: metadata_text(image, task), JSON),
     ),
 )
 
@@ -146,5 +147,7 @@ def metadata_text(image: pyvips.Image, task: Task) -> str:
     return json.dumps(metadata_answer(image, task))
 
 
-#: Answers that are no image (as facetasks.ANSWERS): the renderer and the answer's type.
-ANSWERS: dict[str, tuple[Renderer, Output]] = {"metadata": (metadata_text, JSON)}
+#: The answers declared above, by task name: renderer and type.
+ANSWERS: dict[str, tuple[Renderer, Output]] = {
+    s.name: (s.answer.render, s.answer.output) for s in TASKS if s.answer
+}

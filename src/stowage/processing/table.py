@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from stowage.processing.base import Task, Value
+from stowage.processing.base import Output, Task, Value
 from stowage.processing.params import Convert
 
 #: An operation on pixels: ``(pyvips.Image, Task) -> pyvips.Image``, lazy (nothing is
@@ -26,6 +26,21 @@ Op = Callable[[Any, Task], Any]
 #: height) -> pyvips.Image`` where ``scale(width, height, size_mode)`` asks the decoder
 #: for a smaller image (``geometry.resize_with``).
 LoadOp = Callable[[Any, Task, int, int], Any]
+
+
+def _always(task: Task) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A task whose result is no image but text (HTML, JSON): ``render`` turns the image
+    at that step of the chain into it; ``when`` says whether the task, last in a chain,
+    answers (``detect_faces`` does only with ``export:true``)."""
+
+    render: Callable[[Any, Task], str]  # (pyvips.Image, Task) -> the answer's text
+    output: Output
+    when: Callable[[Task], bool] = _always
 
 
 class Kind(enum.Enum):
@@ -54,6 +69,7 @@ class TaskSpec:
     needs_one_of: tuple[str, ...] = ()  # at least one of these parameters is given
     random_access: bool = False  # its libvips operation reads out of order
     doc: str = ""  # one line for docs/transformations.md
+    answer: Answer | None = None  # its result is text, not an image (when it is last)
     load_op: LoadOp | None = None  # shrinks on load when first in a chain
     bare: str | None = None  # the parameter a value without a name sets: cache=false
 

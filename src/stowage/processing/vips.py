@@ -10,6 +10,7 @@ whole for a thumbnail.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -18,12 +19,12 @@ from typing import Any
 import pyvips
 
 from stowage import errors
-from stowage.processing import catalogue, ops
+from stowage.processing import catalogue, composite, cost, effects_restore, frames, ops
+from stowage.processing import chain as chains
 from stowage.processing.base import Chain, Limits, Output, Rendered, Task
 from stowage.processing.geometry import Scaler
 from stowage.processing.table import Kind
 
-RASTER_LOADERS = {"jpeg", "png", "webp", "gif", "nsgif", "tiff", "heif", "jxl", "jp2k"}
 pyvips.cache_set_max(0)  # libvips' operation cache would keep decoded images between jobs
 _SUFFIXES = {"jpeg": ".jpg", "png": ".png", "webp": ".webp", "avif": ".avif", "gif": ".gif"}
 
@@ -40,7 +41,8 @@ class VipsEngine:
     ) -> Rendered:
         deadline = time.monotonic() + limits.seconds
         try:
-            return self._render(source, chain, output, dest, limits, deadline)
+            with effects_restore.output_limit(limits.max_output_dimension):
+                return self._render(source, chain, output, dest, limits, deadline)
         except pyvips.Error as exc:
             if time.monotonic() >= deadline:
                 raise errors.ProcessingTimeout(seconds=limits.seconds) from exc
@@ -55,21 +57,34 @@ class VipsEngine:
         limits: Limits,
         deadline: float,
     ) -> Rendered:
-        header = _open(source, chain, limits)
+        frames.check_raster(source)
+        random = any(catalogue.TABLE[t.name].random_access for t in chain.tasks)
+        access = "random" if random else "sequential"
+        opened = frames.open_source(str(source), chain, output, limits, access)
+        header = opened.image
         if chain.wants_size and len(chain.tasks) == 1:
-            return _write_size(dest, output, header.width, header.height)
-        image = _pipeline(source, header, chain, limits.max_output_dimension)
+            return _write_size(dest, output, header.width, opened.frame_height)
+        cost.check(cost.estimate(opened, chain, header.width, output.format), limits)
+        answer, last = chains.answer_of(chain), chain.tasks[-1:]
+        if answer is not None:  # the steps before the answering task, then its text
+            chain = dataclasses.replace(chain, tasks=chain.tasks[:-1])
+        image = _composed(opened, chain, limits) or _animated(opened, chain, limits)
+        image = image or _pipeline(Path(opened.name), header, chain, limits.max_output_dimension)
+        width, height = frames.frame_size(image)
         if chain.wants_size:
-            return _write_size(dest, output, image.width, image.height)
+            return _write_size(dest, output, width, height)
+        if answer is not None:
+            dest.write_text(answer.render(image, last[0]), encoding="utf-8")
+            return Rendered(output, width, height)
         limit = limits.max_output_dimension
-        if image.width > limit or image.height > limit:
+        if width > limit or height > limit:
             raise errors.ImageTooLarge(
-                f"the result would be {image.width}x{image.height}; at most {limit} a side"
+                f"the result would be {width}x{height}; at most {limit} a side"
             )
         image = _prepared(image, chain, output)
         _stop_at(image, deadline)
         _save(image, output, dest, save_options(chain, output), limits.max_output_bytes)
-        return Rendered(output, image.width, image.height)
+        return Rendered(output, width, height)
 
 
 def _save(
@@ -112,43 +127,31 @@ def _too_many_bytes(cap: int) -> errors.ImageTooLarge:
     return errors.ImageTooLarge(f"the result would be over {cap} bytes", max_bytes=cap)
 
 
-def _open(source: Path, chain: Chain, limits: Limits) -> pyvips.Image:
-    """The image's header only: libvips decodes nothing until pixels are asked for."""
-    _check_raster(source)
-    random = any(catalogue.TABLE[t.name].random_access for t in chain.tasks)
-    access = "random" if random else "sequential"
-    options: dict[str, Any] = {"access": access, "fail_on": "error", **_page(chain)}
-    try:
-        header = pyvips.Image.new_from_file(str(source), **options)
-    except pyvips.Error as exc:
-        if "not a known" in str(exc) or "unsupported" in str(exc).lower():
-            raise errors.NotAnImage() from exc
-        raise errors.InvalidImage(f"the image cannot be read: {_reason(exc)}") from exc
-    pixels = header.width * header.height
-    if pixels > limits.max_input_pixels:
+def _composed(opened: frames.Opened, chain: Chain, limits: Limits) -> pyvips.Image | None:
+    """A collage or an animation of several sources; the image tasks after it run on its
+    result (on each frame of an animation)."""
+    made = [t for t in chain.tasks if t.name in composite.BUILT]
+    if not made:
+        return None
+    todo = [t for t in chain.tasks if catalogue.TABLE[t.name].kind is Kind.IMAGE]
+    limit = limits.max_output_dimension
+    first = opened.image.extract_area(0, 0, opened.image.width, opened.frame_height)
+    return composite.build(made[0], first, lambda i: _steps(ops.srgb(i), todo, limit))
+
+
+def _animated(opened: frames.Opened, chain: Chain, limits: Limits) -> pyvips.Image | None:
+    """An animation kept as one: the chain on each frame (shrink-on-load does not apply)."""
+    if opened.frames == 1:
+        return None
+    todo = [t for t in chain.tasks if catalogue.TABLE[t.name].kind is Kind.IMAGE]
+    limit = limits.max_output_dimension
+    strip = frames.each_frame(opened, opened.image, lambda f: _steps(ops.srgb(f), todo, limit))
+    total = strip.width * strip.height
+    if total > limits.max_total_pixels:
         raise errors.ImageTooLarge(
-            f"the image has {pixels} pixels; at most {limits.max_input_pixels}",
-            max_pixels=limits.max_input_pixels,
+            f"the result's frames would have {total} pixels; at most {limits.max_total_pixels}"
         )
-    return header
-
-
-def _page(chain: Chain) -> dict[str, int]:
-    """The page (or frame) ``output=page:N`` asks for, as libvips' load option. Every load
-    of the source takes it: the page decoded is the page whose size was checked."""
-    page = next((t.get("page") for t in chain.tasks if t.name == "output" and t.get("page")), None)
-    return {"page": page - 1} if isinstance(page, int) else {}
-
-
-def _check_raster(source: Path) -> None:
-    """Only raster formats, chosen by content before anything is parsed: vector and
-    document loaders (SVG, PDF) can follow references to other files, and libvips' own
-    formats (``.v``, matrix, CSV) are no images users upload."""
-    found = pyvips.vips_lib.vips_foreign_find_load(str(source).encode())
-    name = "" if found == pyvips.ffi.NULL else pyvips.ffi.string(found).decode()
-    loader = name.removeprefix("VipsForeignLoad").removesuffix("File").lower()
-    if loader not in RASTER_LOADERS:
-        raise errors.NotAnImage()
+    return strip
 
 
 def _pipeline(source: Path, header: pyvips.Image, chain: Chain, limit: int) -> pyvips.Image:
@@ -158,10 +161,13 @@ def _pipeline(source: Path, header: pyvips.Image, chain: Chain, limit: int) -> p
     todo = [t for t in chain.tasks if catalogue.TABLE[t.name].kind is Kind.IMAGE]
     load_op = catalogue.TABLE[todo[0].name].load_op if todo else None
     if load_op is not None:
-        scale = _from_file(source, header, _page(chain))
+        scale = _from_file(source, header)
         made = load_op(scale, todo.pop(0), header.width, header.height)
         image = _grown(header, made, limit)
-    image = ops.srgb(image)
+    return _steps(ops.srgb(image), todo, limit)
+
+
+def _steps(image: pyvips.Image, todo: list[Task], limit: int) -> pyvips.Image:
     for task in todo:
         image = _grown(image, _op(task)(image, task), limit)
     return image
@@ -185,10 +191,10 @@ def _grown(before: pyvips.Image, after: pyvips.Image, limit: int) -> pyvips.Imag
     return after
 
 
-def _from_file(source: Path, header: pyvips.Image, page: dict[str, int]) -> Scaler:
-    # thumbnail takes load options in the file name: the same page as the header's.
-    options = ",".join(f"{k}={v}" for k, v in page.items())
-    named = f"{source}[{options}]" if options else str(source)
+def _from_file(source: Path, header: pyvips.Image) -> Scaler:
+    # ``source`` holds the header's load options in its name (``frames.Opened.name``):
+    # thumbnail and the shrunk load read the page whose header was checked.
+    named = str(source)
 
     def scale(width: int, height: int, size: str) -> pyvips.Image:
         # Lazy: this reads headers only, and gives the size libvips' thumbnail would make.
@@ -199,7 +205,7 @@ def _from_file(source: Path, header: pyvips.Image, page: dict[str, int]) -> Scal
         if shrink == 1:
             return full
         small = pyvips.Image.new_from_file(
-            str(source), shrink=shrink, access="sequential", fail_on="error", **page
+            named, shrink=shrink, access="sequential", fail_on="error"
         )
         return small.thumbnail_image(full.width, height=full.height, size="force", no_rotate=True)
 

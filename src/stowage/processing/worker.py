@@ -22,7 +22,8 @@ import sys
 from typing import IO, Any
 
 from stowage import errors
-from stowage.processing.base import Job
+from stowage.processing import composite
+from stowage.processing.base import BigJob, Job
 from stowage.processing.vips import VipsEngine
 
 _PR_SET_PDEATHSIG = 1
@@ -46,8 +47,9 @@ def serve(engine: VipsEngine, jobs: IO[bytes], replies: IO[bytes]) -> None:
     while (job := read_frame(jobs)) is not None:
         assert isinstance(job, Job)
         try:
-            reply: tuple[str, object] = ("ok", job.render_with(engine))
-        except errors.StowageError as exc:
+            with composite.using(job.sources, job.limits):
+                reply: tuple[str, object] = ("ok", job.render_with(engine))
+        except (errors.StowageError, BigJob) as exc:
             reply = ("error", exc)
         except MemoryError:
             reply = ("error", errors.ImageTooLarge("the transformation needs too much memory"))

@@ -1,0 +1,277 @@
+"""Tasks that read several sources: ``watermark`` (a second stored image over the
+first), ``collage`` (the source and other images in a grid), ``animate`` (images as the
+frames of a GIF or WebP) and ``zip`` (the stored files in one archive, made by
+``archive.py`` without the engine).
+
+The service authorises and reads every source named in the URL before the job starts
+and sends their paths with it (``Job.sources``: handle and path, in the URL's order);
+the job process makes them known to these operations for the job's length
+(``using``), so that an operation keeps the table's ``(image, task)`` shape. Each extra
+source is checked like the main one: raster formats only, and the page decoded held to
+``Limits.max_input_pixels``; the result of a collage or an animation to the output and
+frame limits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyvips
+
+from stowage import errors
+from stowage.core import names
+from stowage.processing import frames, ops
+from stowage.processing.base import Limits, Task, Value
+from stowage.processing.params import boolean, choice, color, integer, rgba
+from stowage.processing.table import Kind, Param, TaskSpec
+
+#: filestack-js' positionDef; ``faces`` places as ``center`` here (no detector in this
+#: module), a pair is [vertical, horizontal].
+MAX_FILES = 32  # a collage's files (processing_max_sources limits them further)
+POSITIONS = ("top", "middle", "bottom", "left", "center", "right", "faces")
+
+
+@dataclass
+class Sources:
+    paths: tuple[tuple[str, Path], ...]  # handle and path, in the URL's order
+    limits: Limits
+    _opened: dict[Path, pyvips.Image] = field(default_factory=dict)
+
+    def path(self, handle: str) -> Path:
+        for name, path in self.paths:
+            if name == handle:
+                return path
+        raise errors.InvalidParameter(f"source {handle[:64]!r} was not read", parameter="file")
+
+    def image(self, path: Path) -> pyvips.Image:
+        """An extra source, opened once for the job (a watermark on each frame of an
+        animation too); the pixels of all of them are held to the total-pixel limit."""
+        if path not in self._opened:
+            self._opened[path] = opened(path, self.limits)
+            total = sum(int(i.width) * int(i.height) for i in self._opened.values())
+            if total > self.limits.max_total_pixels:
+                raise errors.ImageTooLarge(
+                    f"the sources have {total} pixels in all; at most "
+                    f"{self.limits.max_total_pixels}",
+                    max_total_pixels=self.limits.max_total_pixels,
+                )
+        return self._opened[path]
+
+
+_CURRENT: ContextVar[Sources | None] = ContextVar("sources", default=None)
+
+
+@contextlib.contextmanager
+def using(paths: tuple[tuple[str, Path], ...], limits: Limits) -> Iterator[None]:
+    token = _CURRENT.set(Sources(paths, limits))
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)
+
+
+def _sources() -> Sources:
+    found = _CURRENT.get()
+    if found is None:
+        raise errors.InvalidParameter("this task needs its sources read with it")
+    return found
+
+
+def opened(path: Path, limits: Limits) -> pyvips.Image:
+    """An extra source, its first page, checked as the main one is: raster, not too big."""
+    frames.check_raster(path)
+    image = frames.load(str(path), {"access": "sequential", "fail_on": "error"})
+    if image.width * image.height > limits.max_input_pixels:
+        raise errors.ImageTooLarge(
+            f"a source has {image.width * image.height} pixels; at most {limits.max_input_pixels}",
+            max_pixels=limits.max_input_pixels,
+        )
+    return ops.with_alpha(_rgb(image))
+
+
+def _rgb(image: pyvips.Image) -> pyvips.Image:
+    image = ops.srgb(image)
+    if image.bands < 3:  # grey, with or without alpha
+        grey = image[0]
+        image = grey.bandjoin([grey, grey, *([image[1]] if image.bands == 2 else [])])
+    return image.copy(interpretation="srgb")
+
+
+# -- watermark ----------------------------------------------------------------------------
+def watermark(image: pyvips.Image, task: Task) -> pyvips.Image:
+    sources = _sources()
+    mark = sources.image(sources.path(str(task.get("file"))))
+    size = int(task.get("size", 100))  # type: ignore[arg-type]
+    if size != 100:
+        scale = size / 100
+        mark = mark.resize(scale) if scale * max(mark.width, mark.height) >= 1 else mark
+    x, y = _placed(
+        task.get("position", "center"), image.width - mark.width, image.height - mark.height
+    )
+    base = ops.with_alpha(_rgb(image))
+    made = base.composite2(mark, "over", x=x, y=y).cast("uchar")
+    return made if image.hasalpha() else made.extract_band(0, n=3)
+
+
+def _placed(position: object, spare_w: int, spare_h: int) -> tuple[int, int]:
+    names = set(position) if isinstance(position, tuple) else {str(position)}
+    left = 0 if "left" in names else spare_w if "right" in names else spare_w // 2
+    top = 0 if "top" in names else spare_h if "bottom" in names else spare_h // 2
+    return left, top
+
+
+def position(value: Value) -> Value:
+    """``top``, ``middle``, ``bottom``, ``left``, ``center``, ``right``, or a pair."""
+    items = value if isinstance(value, tuple) else (value,)
+    if not 1 <= len(items) <= 2:
+        raise ValueError(f"must be one or two of {', '.join(POSITIONS)}")
+    checked = tuple(choice(*POSITIONS)(v) for v in items)
+    return checked[0] if len(checked) == 1 else checked
+
+
+def handle(value: Value) -> Value:
+    """A stored file's handle (20 letters, digits, ``_`` or ``-``)."""
+    if not isinstance(value, str) or not names.is_handle(value):
+        raise ValueError("must be a file handle")
+    return value
+
+
+def handles(value: Value) -> Value:
+    """One handle or a list of them, ``[h1,h2]``."""
+    items = value if isinstance(value, tuple) else (value,)
+    if not 1 <= len(items) <= MAX_FILES:
+        raise ValueError(f"must be 1 to {MAX_FILES} file handles")
+    return tuple(handle(item) for item in items)
+
+
+# -- collage and animate ------------------------------------------------------------------
+def build(task: Task, first: pyvips.Image, apply: Callable[[Any], Any]) -> Any:
+    """The image a ``collage`` or ``animate`` task makes of the sources; ``apply`` runs
+    the chain's image tasks on it (on each frame of an animation)."""
+    return _BUILDERS[task.name](first, task, apply)
+
+
+def _collage(first: pyvips.Image, task: Task, apply: Callable[[Any], Any]) -> pyvips.Image:
+    sources = _sources()
+    images = [ops.with_alpha(_rgb(first))]
+    images += [sources.image(sources.path(str(h))) for h in _handles(task)]
+    if task.get("autorotate") is True:
+        images = [image.autorot() for image in images]
+    width, height = int(task.get("width", 0)), int(task.get("height", 0))  # type: ignore[arg-type]
+    if not width or not height:
+        raise errors.InvalidParameter("collage needs width and height", parameter="collage.width")
+    margin = int(task.get("margin", 10))  # type: ignore[arg-type]
+    columns = math.ceil(math.sqrt(len(images)))
+    rows = math.ceil(len(images) / columns)
+    cell_w, cell_h = (
+        (width - margin * (columns + 1)) // columns,
+        (height - margin * (rows + 1)) // rows,
+    )
+    if cell_w < 1 or cell_h < 1:
+        raise errors.InvalidParameter(
+            "collage: the margins leave no room", parameter="collage.margin"
+        )
+    crop = "centre" if task.get("fit") == "crop" else "none"
+    canvas = pyvips.Image.black(width, height).new_from_image(
+        list(rgba(str(task.get("color", "white"))))
+    )
+    canvas = canvas.copy(interpretation="srgb")
+    for index, image in enumerate(images):
+        cell = image.thumbnail_image(cell_w, height=cell_h, crop=crop, size="both")
+        column, row = index % columns, index // columns
+        x = margin + column * (cell_w + margin) + (cell_w - cell.width) // 2
+        y = margin + row * (cell_h + margin) + (cell_h - cell.height) // 2
+        canvas = canvas.composite2(cell, "over", x=x, y=y)
+    return apply(canvas.cast("uchar"))
+
+
+def _animate(first: pyvips.Image, task: Task, apply: Callable[[Any], Any]) -> pyvips.Image:
+    sources = _sources()
+    images = [sources.image(path) for _, path in sources.paths] or [_rgb(first)]
+    width = int(task.get("width", 0)) or images[0].width  # type: ignore[arg-type]
+    height = int(task.get("height", 0)) or round(images[0].height * width / images[0].width)  # type: ignore[arg-type]
+    total = width * height * len(images)
+    if total > sources.limits.max_total_pixels:
+        raise errors.ImageTooLarge(
+            f"the frames would have {total} pixels; at most {sources.limits.max_total_pixels}"
+        )
+    background = list(rgba(str(task.get("background", "transparent"))))
+    made = [apply(_framed(image, task, width, height, background)) for image in images]
+    strip = pyvips.Image.arrayjoin(made, across=1).copy()
+    strip.set_type(pyvips.GValue.gint_type, "page-height", made[0].height)
+    delay = int(task.get("delay", 1000))  # type: ignore[arg-type]
+    strip.set_type(pyvips.GValue.array_int_type, "delay", [delay] * len(made))
+    strip.set_type(pyvips.GValue.gint_type, "loop", int(task.get("loop", 0)))  # type: ignore[arg-type]
+    return strip
+
+
+def _framed(
+    image: pyvips.Image, task: Task, width: int, height: int, background: list[int]
+) -> pyvips.Image:
+    """One frame of ``width`` x ``height``: every frame of an animation is one size."""
+    fit = task.get("fit", "clip")
+    if fit == "scale":
+        return image.thumbnail_image(width, height=height, size="force")
+    crop = "centre" if fit == "crop" else "none"
+    small = ops.with_alpha(image.thumbnail_image(width, height=height, crop=crop))
+    x, y = _placed(task.get("align", "center"), width - small.width, height - small.height)
+    return small.embed(x, y, width, height, extend="background", background=background)
+
+
+def _handles(task: Task) -> tuple[str, ...]:
+    files = task.get("files", ())
+    return tuple(str(f) for f in files) if isinstance(files, tuple) else (str(files),)
+
+
+_BUILDERS = {"collage": _collage, "animate": _animate}
+BUILT = frozenset(_BUILDERS)
+
+TASKS: tuple[TaskSpec, ...] = (
+    TaskSpec(
+        "watermark",
+        (
+            Param("file", handle),
+            Param("size", integer(1, 500), (), 100),
+            Param("position", position, (), "center"),
+        ),
+        op=watermark,
+        needs_one_of=("file",),
+        doc="another stored image over this one (size: % of its own size)",
+    ),
+    TaskSpec(
+        "collage",
+        (
+            Param("files", handles),
+            Param("margin", integer(1, 100), (), 10),
+            Param("width", integer(1, 10_000)),
+            Param("height", integer(1, 10_000)),
+            Param("color", color, (), "white"),
+            Param("fit", choice("auto", "crop"), (), "auto"),
+            Param("autorotate", boolean, (), False),
+        ),
+        kind=Kind.FILES,
+        needs_one_of=("files",),
+        doc="this image and the files in a grid of width x height",
+    ),
+    TaskSpec(
+        "animate",
+        (
+            Param("delay", integer(0, 10_000), (), 1000),
+            Param("loop", integer(0, 1000), (), 0),
+            Param("width", integer(1, 1800)),
+            Param("height", integer(1, 1800)),
+            Param("fit", choice("clip", "scale", "crop"), (), "clip"),
+            Param("align", position, (), "center"),
+            Param("background", color, (), "transparent"),
+        ),
+        kind=Kind.FILES,
+        doc="the listed images as the frames of a GIF or WebP (delay in ms)",
+    ),
+    TaskSpec("zip", kind=Kind.FILES, doc="the listed files in one zip archive"),
+)

@@ -1,0 +1,169 @@
+"""What a chain will cost, estimated from the header and the tasks before any pixel is
+decoded, in seconds of one core.
+
+Without it a chain's cost was bounded only by the job's deadline: a 45-degree rotation
+of a 7000x7000 PNG, then a blur of radius 20, held a job slot for 30 s. The estimate
+follows the image's size through the chain (a resize, a crop, a rotation, a border
+change it) and adds, for each step, the megapixels it makes times that step's rate
+(seconds a megapixel, measured with libvips 8.18 on one core of the 2-core machine the
+tests run on; the estimate is meant to be within a factor of two, not exact).
+
+libvips computes the result in tiles and asks each step for the area its tile needs: a
+blur needs a margin of about three times its radius around the tile, so every step
+before a blur is computed again for the overlapping margins. A step's cost is therefore
+multiplied by ``(1 + 2 * margin / TILE) ** 2`` for each later step with a margin: an
+upscale followed by a large blur costs several times the sum of the two alone. A
+rotation by other than a right angle is worse (``_amplification``).
+
+A job whose estimate is above ``Limits.max_cost`` is refused (422 PROCESSING_TOO_COSTLY);
+one above ``Limits.big_cost`` is a big job, which the pool runs in fewer slots than it
+has, so that small jobs never wait behind big ones (``pool.py``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Protocol
+
+from stowage import errors
+from stowage.processing import catalogue
+from stowage.processing.base import BigJob, Chain, Limits, Task
+from stowage.processing.table import Kind
+
+TILE = 128  # libvips' tile side for most operations
+DECODE = 0.015  # seconds a megapixel decoded
+#: Seconds a megapixel made, per task; tasks not named here cost ``OTHER``.
+RATES = {
+    "resize": 0.026,  # and SHRINK for what it reads
+    "crop": 0.002,
+    "rotate": 0.024,
+    "flip": 0.013,
+    "flop": 0.013,
+    "blur": 0.02,
+    "sharpen": 0.052,
+    "monochrome": 0.012,
+    "blackwhite": 0.015,
+    "negative": 0.01,
+    "sepia": 0.03,
+    "modulate": 0.045,
+    "pixelate": 0.015,
+    "border": 0.01,
+}
+OTHER = 0.05
+SHRINK = 0.01  # seconds a megapixel a resize reads
+#: Seconds a megapixel of the result costs to save (GIF: a palette for every frame).
+SAVE = {"jpeg": 0.01, "png": 0.03, "webp": 0.16, "gif": 0.5, "avif": 0.5, "tiff": 0.01}
+ROTATED_STRIP = 32  # rows of a rotated result computed from one bounding box
+
+
+class Header(Protocol):
+    """What the estimate reads of an opened source (``frames.Opened``)."""
+
+    @property
+    def frames(self) -> int: ...
+    @property
+    def decoded_frames(self) -> int: ...
+    @property
+    def frame_height(self) -> int: ...
+    @property
+    def frame_pixels(self) -> int: ...
+
+
+def estimate(opened: Header, chain: Chain, width: int, fmt: str = "png") -> float:
+    """Seconds of one core the chain is expected to take on this source, saved as
+    ``fmt`` (libvips' saver name: jpeg, png, webp, gif, ...)."""
+    steps: list[tuple[float, float]] = []  # (seconds, amplification of earlier steps)
+    w, h = width, opened.frame_height
+    for task in chain.tasks:
+        if catalogue.TABLE[task.name].kind not in (Kind.IMAGE, Kind.FILES):
+            continue  # save options, answers, request tasks: no pixels of their own
+        before = w * h
+        w, h = size_after(task, w, h)
+        made = RATES.get(task.name, OTHER) * w * h
+        if task.name == "resize":
+            made += SHRINK * before
+        steps.append((made * opened.frames / 1e6, _amplification(task, h)))
+    total, amplified = 0.0, 1.0
+    for seconds, amplification in reversed(steps):
+        total += seconds * amplified
+        amplified *= amplification
+    # The decoded source is read once: sequentially, or kept whole for random access.
+    total += DECODE * opened.frame_pixels * opened.decoded_frames / 1e6
+    return total + SAVE.get(fmt, OTHER) * w * h * opened.frames / 1e6
+
+
+def check(seconds: float, limits: Limits) -> None:
+    if seconds > limits.max_cost:
+        raise errors.ProcessingTooCostly(
+            f"the transformation would take about {seconds:.0f} s of work; "
+            f"at most {limits.max_cost:g} s is allowed",
+            estimated_seconds=round(seconds, 1),
+            max_seconds=limits.max_cost,
+        )
+    if seconds > limits.big_cost:
+        raise BigJob(seconds)
+
+
+def size_after(task: Task, width: int, height: int) -> tuple[int, int]:
+    """The size a task makes of a ``width`` x ``height`` image (as the engine does, or a
+    little more: the estimate may be high, not low)."""
+    if task.name == "resize":
+        return _resized(task, width, height)
+    if task.name == "crop":
+        dim = task.get("dim")
+        if isinstance(dim, tuple) and len(dim) == 4:
+            x, y, w, h = (int(v) for v in dim)  # type: ignore[arg-type]
+            return max(1, min(w, width - x)), max(1, min(h, height - y))
+    if task.name == "rotate":
+        deg = task.get("deg", 0)
+        if isinstance(deg, int) and deg % 90:
+            rad = math.radians(deg)
+            cos, sin = abs(math.cos(rad)), abs(math.sin(rad))
+            return math.ceil(width * cos + height * sin), math.ceil(width * sin + height * cos)
+        if isinstance(deg, int) and deg % 180 == 90:
+            return height, width
+    if task.name in ("collage", "animate"):  # a canvas of the size asked for
+        wide, tall = task.get("width"), task.get("height")
+        return (
+            wide if isinstance(wide, int) else width,
+            tall if isinstance(tall, int) else height,
+        )
+    if task.name == "border":
+        side = task.get("width", 2)
+        grow = 2 * int(side) if isinstance(side, int) else 0
+        return width + grow, height + grow
+    return width, height
+
+
+def _resized(task: Task, width: int, height: int) -> tuple[int, int]:
+    want_w, want_h = task.get("width"), task.get("height")
+    fit = task.get("fit", "clip")
+    scales = [
+        int(want) / have
+        for want, have in ((want_w, width), (want_h, height))
+        if isinstance(want, int)
+    ]
+    if not scales:
+        return width, height
+    if fit in ("scale", "crop") and isinstance(want_w, int) and isinstance(want_h, int):
+        return want_w, want_h
+    scale = min(scales)
+    if fit == "max":
+        scale = min(scale, 1.0)
+    return max(1, round(width * scale)), max(1, round(height * scale))
+
+
+def _amplification(task: Task, height: int) -> float:
+    """How many times the steps before ``task`` are computed for it: a blur reads a
+    margin of three times its radius around each tile; a rotation by other than a right
+    angle reads, for each strip of its result, the input's whole bounding box of it
+    (fitted on a 2800-px upscale rotated by 45 degrees and shrunk: 18 s of CPU)."""
+    if task.name in ("blur", "sharpen"):
+        amount = task.get("amount", 2)
+        radius = float(amount) if isinstance(amount, int | float) else 2.0
+        margin = 3 * (radius if task.name == "blur" else radius / 2)
+        return (1 + 2 * margin / TILE) ** 2
+    deg = task.get("deg", 0)
+    if task.name == "rotate" and isinstance(deg, int) and deg % 90:
+        return max(1.0, height / ROTATED_STRIP)
+    return 1.0

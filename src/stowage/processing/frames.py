@@ -1,0 +1,173 @@
+"""Pages and frames: which part of a source is decoded, checked from its own header, and
+how an animation goes through a chain frame by frame.
+
+One rule for every chain: the source is opened once with the load options of what will
+be decoded (``page=N`` for ``output=page:N``, ``n=-1`` for all the frames of an
+animation kept as one), the limits are checked on that header, and every later open of
+the file (shrink-on-load) uses the same options through ``Opened.name``. Before, the
+header of page 2 was checked while shrink-on-load decoded page 1.
+
+An animation is kept when the source has several frames, its loader is GIF or WebP and
+the result is a GIF or WebP; any other result (JPEG, PNG, ...) is the first frame.
+libvips holds an animation as one tall strip of frames (``page-height`` says how tall
+each is): a chain applied to the strip would flip the frame order or resize the strip
+as one image, so it is applied to each frame and the frames are joined again, with their
+delays and loop count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyvips
+
+from stowage import errors
+from stowage.processing.base import Chain, Limits, Output
+
+ANIMATED_LOADERS = {"gifload", "webpload"}
+ANIMATED_OUTPUTS = {"gif", "webp"}
+#: Loaders that decode every frame before the one asked for (a frame is drawn over the
+#: previous ones): page N costs N frames of decoding.
+SEQUENTIAL_FRAMES = {"gifload", "webpload"}
+
+
+@dataclass(frozen=True)
+class Opened:
+    image: pyvips.Image  # the header of what is decoded: one page, or the strip of frames
+    name: str  # the source as libvips opens it again, with the same load options
+    frames: int  # frames in ``image``: 1 unless an animation is kept
+    frame_height: int
+    decoded_frames: int  # frames the decoder goes through to give ``image``
+
+    @property
+    def frame_pixels(self) -> int:
+        return int(self.image.width) * self.frame_height
+
+
+def open_source(source: str, chain: Chain, output: Output, limits: Limits, access: str) -> Opened:
+    """The header of the page or frames the chain decodes, checked against ``limits``."""
+    base: dict[str, Any] = {"access": access, "fail_on": "error"}
+    first = load(source, base)
+    pages = _pages(first)
+    page = _page(chain)
+    loader = str(first.get("vips-loader"))
+    if page is not None:
+        if page > pages:
+            raise errors.InvalidParameter(
+                f"output page {page}: the image has {pages}", parameter="output.page"
+            )
+        options = {"page": page - 1} if pages > 1 else {}
+    elif pages > 1 and loader in ANIMATED_LOADERS and output.format in ANIMATED_OUTPUTS:
+        options = {"n": -1}
+    else:
+        options = {}
+    image = load(source, {**base, **options}) if options else first
+    frames = pages if options.get("n") == -1 else 1
+    height = _frame_height(image, frames)
+    decoded = (page or 1) if loader in SEQUENTIAL_FRAMES else 1
+    opened = Opened(image, _with_options(source, options), frames, height, max(decoded, frames))
+    _check(opened, limits)
+    return opened
+
+
+def each_frame(opened: Opened, image: pyvips.Image, apply: Callable[[Any], Any]) -> Any:
+    """``apply`` on every frame of the strip ``image``, the results joined as a strip."""
+    if opened.frames == 1:
+        return apply(image)
+    height = opened.frame_height
+    done = [
+        apply(image.extract_area(0, index * height, image.width, height))
+        for index in range(opened.frames)
+    ]
+    strip = pyvips.Image.arrayjoin(done, across=1).copy()
+    strip.set_type(pyvips.GValue.gint_type, "page-height", done[0].height)
+    for name in ("delay", "loop"):
+        if opened.image.get_typeof(name):
+            strip.set_type(opened.image.get_typeof(name), name, opened.image.get(name))
+    return strip
+
+
+def frame_size(image: pyvips.Image) -> tuple[int, int]:
+    """Width and height of one frame of a strip (of the image when it has one frame)."""
+    height = int(image.height)
+    if image.get_typeof("page-height"):
+        page = int(image.get("page-height"))
+        if 0 < page <= height and height % page == 0:
+            height = page
+    return int(image.width), height
+
+
+def _check(opened: Opened, limits: Limits) -> None:
+    if opened.decoded_frames > limits.max_frames:
+        raise errors.ImageTooLarge(
+            f"the chain decodes {opened.decoded_frames} frames; at most {limits.max_frames}",
+            max_frames=limits.max_frames,
+        )
+    pixels = opened.frame_pixels
+    if pixels > limits.max_input_pixels:
+        raise errors.ImageTooLarge(
+            f"the image has {pixels} pixels; at most {limits.max_input_pixels}",
+            max_pixels=limits.max_input_pixels,
+        )
+    total = pixels * opened.decoded_frames
+    if total > limits.max_total_pixels:
+        raise errors.ImageTooLarge(
+            f"the frames decoded have {total} pixels in all; at most {limits.max_total_pixels}",
+            max_total_pixels=limits.max_total_pixels,
+        )
+
+
+RASTER_LOADERS = {"jpeg", "png", "webp", "gif", "nsgif", "tiff", "heif", "jxl", "jp2k"}
+
+
+def check_raster(source: Path) -> None:
+    """Only raster formats, chosen by content before anything is parsed: vector and
+    document loaders (SVG, PDF) can follow references to other files, and libvips' own
+    formats (``.v``, matrix, CSV) are no images users upload."""
+    found = pyvips.vips_lib.vips_foreign_find_load(str(source).encode())
+    name = "" if found == pyvips.ffi.NULL else pyvips.ffi.string(found).decode()
+    loader = name.removeprefix("VipsForeignLoad").removesuffix("File").lower()
+    if loader not in RASTER_LOADERS:
+        raise errors.NotAnImage()
+
+
+def load(source: str, options: dict[str, Any]) -> pyvips.Image:
+    try:
+        return pyvips.Image.new_from_file(source, **options)
+    except pyvips.Error as exc:
+        if "not a known" in str(exc) or "unsupported" in str(exc).lower():
+            raise errors.NotAnImage() from exc
+        raise errors.InvalidImage(f"the image cannot be read: {_reason(exc)}") from exc
+
+
+def _pages(header: pyvips.Image) -> int:
+    if not header.get_typeof("n-pages"):
+        return 1
+    return max(1, int(header.get("n-pages")))
+
+
+def _page(chain: Chain) -> int | None:
+    pages = [t.get("page") for t in chain.tasks if t.name == "output" and t.get("page")]
+    return pages[-1] if pages and isinstance(pages[-1], int) else None
+
+
+def _frame_height(image: pyvips.Image, frames: int) -> int:
+    if frames == 1:
+        return int(image.height)
+    _, height = frame_size(image)
+    if height * frames != image.height:
+        raise errors.InvalidImage("the animation's frames are not all one size")
+    return height
+
+
+def _with_options(source: str, options: dict[str, Any]) -> str:
+    if not options:
+        return source
+    return source + "[" + ",".join(f"{k}={v}" for k, v in options.items()) + "]"
+
+
+def _reason(exc: pyvips.Error) -> str:
+    return str(exc.message if hasattr(exc, "message") else exc).strip().splitlines()[0][:200]

@@ -1,0 +1,137 @@
+"""Transformations of several stored files (processing/composite.py, archive.py): each
+source authorised like the main one, their number and bytes limited, the results right
+where it matters (pixels, frames, archive entries)."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+import pytest
+import pyvips
+
+from stowage.config import MiB
+from tests.api.harness import Harness
+from tests.api.test_transform import decoded, get, stored
+from tests.api.test_transform_rules import code_of
+
+pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
+
+
+def plain(width: int, height: int, colour: list[int], fmt: str = ".png") -> bytes:
+    image = pyvips.Image.black(width, height).new_from_image(colour).cast("uchar")
+    data: bytes = image.write_to_buffer(fmt)
+    return data
+
+
+def colour(image: pyvips.Image, x: int, y: int) -> tuple[int, ...]:
+    return tuple(round(v) for v in image(x, y)[:3])
+
+
+async def test_watermark_composites_the_second_file(harness: Harness) -> None:
+    base = await stored(harness, plain(200, 100, [255, 0, 0]), "base.png")
+    mark = await stored(harness, plain(40, 20, [0, 0, 255]), "mark.png")
+    _, body = await get(harness, f"/watermark=file:{mark},position:[bottom,right]/{base}")
+    image = decoded(body)
+    assert (image.width, image.height) == (200, 100)
+    assert colour(image, 190, 95) == (0, 0, 255) and colour(image, 10, 10) == (255, 0, 0)
+    _, body = await get(harness, f"/watermark=file:{mark},size:200,position:top/{base}")
+    assert colour(decoded(body), 100, 30) == (0, 0, 255)  # 80x40, centred at the top
+    assert colour(decoded(body), 100, 45) == (255, 0, 0)
+
+
+async def test_each_source_is_authorised(harness: Harness) -> None:
+    app = harness.secure_app
+    base = await stored(harness, plain(50, 50, [255, 0, 0]), "a.png", app=app)
+    mark = await stored(harness, plain(10, 10, [0, 0, 255]), "m.png", app=app)
+    only_base = harness.policy(app, call=["convert"], handle=base)
+    url = f"/{app.api_key}/watermark=file:{mark}/{base}"
+    resp = await harness.cdn.get(url, params=only_base)
+    assert resp.status == 403 and await code_of(resp) == "POLICY_DENIED"
+    resp = await harness.cdn.get(f"/{app.api_key}/animate/[{base},{mark}]", params=only_base)
+    assert resp.status == 403
+    resp = await harness.cdn.get(f"/{app.api_key}/zip/[{base},{mark}]", params=only_base)
+    assert resp.status == 403
+    both = harness.policy(app, call=["convert"])
+    _, body = await get(harness, url, params=both)
+    assert colour(decoded(body), 25, 25) == (0, 0, 255)
+    missing = await harness.cdn.get(f"/watermark=file:nosuchhandle00000000/{base}")
+    assert missing.status in (401, 404)
+
+
+async def test_animate_makes_a_gif_of_the_listed_files(harness: Harness) -> None:
+    colours = ([255, 0, 0], [0, 0, 255], [0, 255, 0])
+    handles = [
+        await stored(harness, plain(60, 40, c, ".jpg"), f"{i}.jpg") for i, c in enumerate(colours)
+    ]
+    resp, body = await get(harness, f"/animate=delay:300,loop:1,width:30/[{','.join(handles)}]")
+    assert resp.headers["Content-Type"] == "image/gif"
+    strip = pyvips.Image.new_from_buffer(body, "", n=-1)
+    assert strip.get("n-pages") == 3 and strip.get("page-height") == 20
+    assert strip.get("delay") == [300, 300, 300]
+    for index, want in enumerate(colours):
+        got = colour(strip, 15, index * 20 + 10)
+        assert all(abs(a - b) < 30 for a, b in zip(got, want, strict=True)), (index, got)
+
+
+async def test_collage_of_the_source_and_files(harness: Harness) -> None:
+    base = await stored(harness, plain(100, 100, [255, 0, 0]), "a.png")
+    other = await stored(harness, plain(100, 100, [0, 0, 255]), "b.png")
+    _, body = await get(harness, f"/collage=files:[{other}],width:210,height:110,margin:10/{base}")
+    image = decoded(body)
+    assert (image.width, image.height) == (210, 110)
+    assert colour(image, 55, 55) == (255, 0, 0) and colour(image, 155, 55) == (0, 0, 255)
+
+
+async def test_zip_streams_the_files_with_safe_unique_names(harness: Harness) -> None:
+    first, second = plain(30, 30, [1, 2, 3]), b"hello, world\n" * 1000
+    a = await stored(harness, first, "same.png")
+    b = await stored(harness, second, "../../etc/same.png")
+    c = await stored(harness, b"x", "same.png")
+    resp, body = await get(harness, f"/zip/[{a},{b},{c}]")
+    assert resp.headers["Content-Type"] == "application/zip"
+    archive = zipfile.ZipFile(io.BytesIO(body))
+    assert archive.namelist() == ["same.png", "same (2).png", "same (3).png"]
+    assert archive.read("same.png") == first and archive.read("same (2).png") == second
+    assert archive.testzip() is None
+    _, body = await get(harness, f"/zip/{b}")  # filestack-python's Filelink.zip()
+    assert zipfile.ZipFile(io.BytesIO(body)).read("same.png") == second
+    resp = await harness.cdn.get(f"/resize=width:10/zip/[{a},{b}]")
+    assert resp.status == 400 and await code_of(resp) == "INVALID_PARAMETER"
+
+
+@pytest.mark.settings(processing_max_sources=3, processing_max_sources_bytes=MiB)
+async def test_sources_are_limited_in_number_and_bytes(harness: Harness) -> None:
+    small = [await stored(harness, plain(10, 10, [0, 0, 0]), f"{i}.png") for i in range(4)]
+    resp = await harness.cdn.get(f"/zip/[{','.join(small)}]")
+    assert resp.status == 400 and await code_of(resp) == "INVALID_PARAMETER"
+    big = await stored(harness, b"\0" * (MiB + 1), "big.bin")
+    resp = await harness.cdn.get(f"/zip/[{small[0]},{big}]")
+    assert resp.status == 413 and await code_of(resp) == "PAYLOAD_TOO_LARGE"
+    _, body = await get(harness, f"/zip/[{','.join(small[:3])}]")
+    assert len(zipfile.ZipFile(io.BytesIO(body)).namelist()) == 3
+
+
+async def test_the_python_sdk_urls_work(harness: Harness) -> None:
+    """The paths filestack-python 4.0.0 builds for these tasks, sent to this CDN."""
+    import filestack
+
+    base = await stored(harness, plain(100, 100, [255, 0, 0]), "a.png")
+    other = await stored(harness, plain(100, 100, [0, 0, 255]), "b.png")
+    link = filestack.Filelink(base)
+    built = [
+        link.watermark(file=other, size=20, position=["bottom", "right"]).url,
+        link.collage(files=[other], width=210, height=110, margin=5, color="red", fit="crop").url,
+        link.animate(delay=200, loop=1, width=30, align="center", background="white").url,
+        link.zip().url,
+    ]
+    answers = []
+    for url in built:
+        path = "/" + url.split("/", 3)[3]
+        resp, body = await get(harness, path)
+        answers.append((resp.headers["Content-Type"], body))
+    assert colour(decoded(answers[0][1]), 95, 95) == (0, 0, 255)
+    assert (decoded(answers[1][1]).width, decoded(answers[1][1]).height) == (210, 110)
+    assert answers[2][0] == "image/gif" and decoded(answers[2][1]).width == 30
+    assert answers[3][0] == "application/zip"
+    assert zipfile.ZipFile(io.BytesIO(answers[3][1])).namelist() == ["a.png"]

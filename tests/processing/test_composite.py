@@ -1,0 +1,183 @@
+"""Tasks that read several sources (processing/composite.py), rendered by the engine as a
+job process does: the extra sources' paths made known for the job."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import pyvips
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from stowage import errors
+from stowage.processing import chain, composite
+from stowage.processing.base import Limits
+from stowage.processing.vips import VipsEngine
+
+LIMITS = Limits(50_000_000, 10**9, 4000, 20, max_total_pixels=5_000_000)
+RED, BLUE, GREEN = (255, 0, 0), (0, 0, 255), (0, 255, 0)
+
+
+def plain(path: Path, width: int, height: int, colour: tuple[int, int, int]) -> Path:
+    pyvips.Image.black(width, height).new_from_image(list(colour)).cast("uchar").write_to_file(
+        str(path)
+    )
+    return path
+
+
+def render(
+    tmp: Path,
+    source: Path,
+    segments: list[str],
+    sources: tuple[tuple[str, Path], ...],
+    mimetype: str = "image/png",
+    limits: Limits = LIMITS,
+) -> pyvips.Image:
+    parsed = chain.parse(segments)
+    output = chain.output_for(parsed, mimetype)
+    dest = tmp / f"out.{output.extension}"
+    with composite.using(sources, limits):
+        VipsEngine().render(source, parsed, output, dest, limits)
+    animated = output.format in ("gif", "webp")
+    return pyvips.Image.new_from_file(str(dest), **({"n": -1} if animated else {}))
+
+
+def colour(image: pyvips.Image, x: int, y: int) -> tuple[int, ...]:
+    return tuple(round(v) for v in image(x, y)[:3])
+
+
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    size=st.integers(10, 200),
+    vertical=st.sampled_from(["top", "middle", "bottom"]),
+    horizontal=st.sampled_from(["left", "center", "right"]),
+)
+def test_watermark_is_placed_and_sized(
+    tmp_path: Path, size: int, vertical: str, horizontal: str
+) -> None:
+    base = plain(tmp_path / "base.png", 200, 100, RED)
+    mark = plain(tmp_path / "mark.png", 40, 20, BLUE)
+    out = render(
+        tmp_path,
+        base,
+        [f"watermark=file:MARK0000000000000000,size:{size},position:[{vertical},{horizontal}]"],
+        (("MARK0000000000000000", mark),),
+    )
+    assert (out.width, out.height) == (200, 100)
+    w, h = round(40 * size / 100), round(20 * size / 100)
+    x = {"left": 0, "center": (200 - w) // 2, "right": 200 - w}[horizontal]
+    y = {"top": 0, "middle": (100 - h) // 2, "bottom": 100 - h}[vertical]
+    if w > 2 and h > 2 and w < 200 and h < 100:
+        assert colour(out, x + w // 2, y + h // 2) == BLUE
+        outside = (x + w + 1, y) if x + w + 1 < 200 else (x - 2, y)
+        assert colour(out, *outside) == RED
+
+
+def test_watermark_of_a_source_not_read_is_refused(tmp_path: Path) -> None:
+    base = plain(tmp_path / "base.png", 20, 20, RED)
+    with pytest.raises(errors.InvalidParameter):
+        render(tmp_path, base, ["watermark=file:OTHER000000000000000"], ())
+
+
+def test_an_extra_source_is_held_to_the_limits(tmp_path: Path) -> None:
+    from tests.api.test_transform_rules import png_bomb
+
+    base = plain(tmp_path / "base.png", 20, 20, RED)
+    bomb = tmp_path / "bomb.png"
+    bomb.write_bytes(png_bomb(60_000, 60_000))
+    with pytest.raises(errors.ImageTooLarge):
+        render(
+            tmp_path,
+            base,
+            ["watermark=file:B0000000000000000000"],
+            (("B0000000000000000000", bomb),),
+        )
+    text = tmp_path / "t.svg"
+    text.write_text('<svg xmlns="http://www.w3.org/2000/svg" width="9" height="9"/>')
+    with pytest.raises(errors.NotAnImage):
+        render(
+            tmp_path,
+            base,
+            ["watermark=file:S0000000000000000000"],
+            (("S0000000000000000000", text),),
+        )
+
+
+def test_collage_lays_out_every_image(tmp_path: Path) -> None:
+    base = plain(tmp_path / "a.png", 100, 100, RED)
+    b = plain(tmp_path / "b.png", 100, 100, BLUE)
+    c = plain(tmp_path / "c.png", 100, 100, GREEN)
+    out = render(
+        tmp_path,
+        base,
+        [
+            "collage=files:[B0000000000000000000,C0000000000000000000],width:430,height:430,margin:10"
+        ],
+        (("B0000000000000000000", b), ("C0000000000000000000", c)),
+    )
+    assert (out.width, out.height) == (430, 430)
+    # a 2x2 grid of 200-px cells, 10 px apart: the base, then B, then C on the next row
+    assert colour(out, 110, 110) == RED
+    assert colour(out, 320, 110) == BLUE
+    assert colour(out, 110, 320) == GREEN
+    assert colour(out, 320, 320) == (255, 255, 255)
+    assert colour(out, 5, 5) == (255, 255, 255)
+
+
+@pytest.mark.parametrize("fmt", ["gif", "webp"])
+def test_animate_makes_frames_of_the_sources(tmp_path: Path, fmt: str) -> None:
+    paths = tuple(
+        (name, plain(tmp_path / f"{name}.png", 60, 40, c))
+        for name, c in (("R", RED), ("B", BLUE), ("G", GREEN))
+    )
+    out = render(
+        tmp_path,
+        paths[0][1],
+        ["animate=delay:250,loop:2,width:30", f"output=format:{fmt}"],
+        paths,
+    )
+    assert out.get("page-height") == 20 and out.height == 60
+    assert out.get("delay") == [250, 250, 250] and out.get("loop") == 2
+    for index, want in enumerate((RED, BLUE, GREEN)):
+        got = colour(out, 15, index * 20 + 10)
+        assert all(abs(a - b) < 24 for a, b in zip(got, want, strict=True)), (index, got)
+
+
+def test_animate_is_held_to_the_total_pixels(tmp_path: Path) -> None:
+    paths = tuple((str(i), plain(tmp_path / f"{i}.png", 100, 100, RED)) for i in range(5))
+    small = Limits(50_000_000, 10**9, 4000, 20, max_total_pixels=49_999)
+    with pytest.raises(errors.ImageTooLarge):
+        render(tmp_path, paths[0][1], ["animate", "output=format:gif"], paths, limits=small)
+
+
+def test_the_sources_pixels_are_held_to_the_total(tmp_path: Path) -> None:
+    base = plain(tmp_path / "base.png", 20, 20, RED)
+    others = tuple((f"{i:020d}", plain(tmp_path / f"{i}.png", 100, 100, BLUE)) for i in range(3))
+    files = ",".join(name for name, _ in others)
+    segments = [f"collage=files:[{files}],width:300,height:300"]
+    roomy = Limits(50_000_000, 10**9, 4000, 20, max_total_pixels=30_000)
+    assert render(tmp_path, base, segments, others, limits=roomy).width == 300
+    tight = Limits(50_000_000, 10**9, 4000, 20, max_total_pixels=29_999)
+    with pytest.raises(errors.ImageTooLarge, match="sources"):
+        render(tmp_path, base, segments, others, limits=tight)
+
+
+def test_a_collage_of_an_animation_takes_its_first_frame(tmp_path: Path) -> None:
+    from tests.processing.test_frames import COLOURS, animation
+
+    base = animation(tmp_path / "a.gif", 40, 40, 3)
+    other = plain(tmp_path / "b.png", 40, 40, BLUE)
+    handle = "B" * 20
+    out = render(
+        tmp_path,
+        base,
+        [f"collage=files:[{handle}],width:100,height:50,margin:5"],
+        ((handle, other),),
+        mimetype="image/gif",
+    )
+    assert (out.width, out.height) == (100, 50)  # one frame, not the strip of three
+    got = colour(out, 40, 25)
+    assert all(abs(a - b) < 40 for a, b in zip(got, COLOURS[0], strict=True)), got

@@ -1,0 +1,81 @@
+"""A chain's cost estimated from the header (processing/cost.py): near the CPU time it
+really takes, above the limit for the hostile chains, below the big-job line for
+ordinary ones."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+import pyvips
+
+from stowage.config import Settings
+from stowage.processing import chain, cost, frames
+from stowage.processing.base import Limits
+from stowage.processing.vips import VipsEngine
+
+DEFAULTS = Settings()
+LIMITS = Limits(10**9, 10**10, 10_000, 120, max_frames=10**5, max_total_pixels=10**10)
+
+
+def opened_for(source: Path, segments: list[str], mimetype: str) -> tuple[frames.Opened, float]:
+    parsed = chain.parse(segments)
+    output = chain.output_for(parsed, mimetype)
+    found = frames.open_source(str(source), parsed, output, LIMITS, "random")
+    return found, cost.estimate(found, parsed, found.image.width, output.format)
+
+
+def pattern(path: Path, width: int, height: int) -> Path:
+    xy = pyvips.Image.xyz(width, height)
+    (xy[0] % 256).bandjoin([xy[1] % 256, 90]).cast("uchar").write_to_file(str(path))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("size", "segments"),
+    [
+        (7000, ["rotate=deg:45", "blur=amount:20", "resize=width:10"]),
+        (2500, ["resize=width:10000,height:10000,fit:scale", "blur=amount:20", "resize=width:10"]),
+        (2, ["resize=width:2800,height:2800,fit:scale", "rotate=deg:45", "resize=width:10"]),
+    ],
+)
+def test_hostile_chains_are_estimated_past_the_limit(
+    tmp_path: Path, size: int, segments: list[str]
+) -> None:
+    from tests.api.test_transform_rules import png_bomb
+
+    source = tmp_path / "s.png"
+    source.write_bytes(png_bomb(size, size))
+    _, seconds = opened_for(source, segments, "image/png")
+    assert seconds > DEFAULTS.processing_max_job_cost
+
+
+def test_a_thumbnail_of_a_photo_is_a_small_job(tmp_path: Path) -> None:
+    xy = pyvips.Image.xyz(4000, 3000)
+    photo = tmp_path / "p.jpg"
+    (xy[0] % 256).bandjoin([xy[1] % 256, 90]).cast("uchar").jpegsave(str(photo))
+    _, seconds = opened_for(photo, ["resize=width:300", "output=format:webp"], "image/jpeg")
+    assert seconds < DEFAULTS.processing_big_job_cost
+
+
+@pytest.mark.parametrize(
+    ("size", "segments"),
+    [
+        (2000, ["rotate=deg:45", "blur=amount:20", "resize=width:10"]),
+        (800, ["resize=width:3000,height:3000,fit:scale", "blur=amount:20", "resize=width:10"]),
+        (3000, ["sharpen=amount:4", "modulate=brightness:120"]),
+    ],
+)
+def test_the_estimate_is_near_the_cpu_time(tmp_path: Path, size: int, segments: list[str]) -> None:
+    """Within a factor of three of the CPU time on one libvips thread (the job processes'
+    setting), so that refusing at 8 s does not refuse what takes 2."""
+    source = pattern(tmp_path / "s.png", size, size)
+    _, seconds = opened_for(source, segments, "image/png")
+    parsed = chain.parse(segments)
+    output = chain.output_for(parsed, "image/png")
+    started = time.process_time()
+    VipsEngine(threads_per_job=1).render(source, parsed, output, tmp_path / "o.png", LIMITS)
+    spent = time.process_time() - started
+    print(f"{segments} on {size}: estimated {seconds:.2f} s, took {spent:.2f} s of CPU")
+    assert spent / 3 < seconds < spent * 3
