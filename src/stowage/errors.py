@@ -87,6 +87,11 @@ class UnsupportedTask(BadRequest):
     code, default_message = "UNSUPPORTED_TASK", "this transformation task is not supported"
 
 
+class TaskNotAvailable(BadRequest):
+    code = "TASK_NOT_AVAILABLE"
+    default_message = "this task of the hosted service is not run by this server"
+
+
 class InvalidParts(BadRequest):
     code, default_message = "INVALID_PARTS", "the upload's parts do not make up the file"
 

@@ -13,6 +13,7 @@ or 308, which keep the method (python's ``Transformation.store()`` POSTs to the 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 
 from aiohttp import web
 
@@ -21,7 +22,7 @@ from stowage.assembly import Assembly
 from stowage.core.reading import Download
 from stowage.edge.headers import TAG_HEADER
 from stowage.http import cdnpath, inputs, observe
-from stowage.http.api import request_credentials, store_result
+from stowage.http.api import download, request_credentials, store_result
 from stowage.http.cdnpath import CdnPath
 from stowage.http.keys import PARTS
 from stowage.http.responses import SANDBOX_CSP, file_headers, send_file
@@ -54,8 +55,13 @@ async def transform(request: web.Request, path: CdnPath, *, cdn: bool) -> web.St
     if _is_zip(path):  # zip/H (filestack-python's Filelink.zip()) or zip/[h1,h2]
         return await _send_zip(request, processor, path, api_key)
     dl, cache = inputs.flag(request, "dl"), _cache(request, path)
-    with contextlib.nullcontext() if cache else fresh():  # cache=false: a new render
-        made = await processor.derivative(path.handle, path.tasks, creds, api_key, path.handles)
+    try:
+        with contextlib.nullcontext() if cache else fresh():  # cache=false: a new render
+            made = await processor.derivative(path.handle, path.tasks, creds, api_key, path.handles)
+    except errors.StowageError as exc:
+        if (backup := _fallback(path, exc)) is None:
+            raise
+        return await download(request, cdn=cdn, handle=backup.handle, path=backup)
     plan = Download(made.record, made.info, made.provider, made.local_path, made.app)
 
     def headers(opened: Download) -> dict[str, str]:
@@ -147,6 +153,24 @@ async def _send_zip(
             await response.write(chunk)
     await response.write_eof()
     return response
+
+
+#: Failures a fallback file stands in for: the source or its transformation, never the
+#: request's credentials, its rate or a busy server (those answer as they are).
+_NO_FALLBACK = frozenset({401, 403, 429, 503})
+
+
+def _fallback(path: CdnPath, failure: errors.StowageError) -> CdnPath | None:
+    """``fallback=handle:H,cache:N``: the stored file H, read with the request's
+    credentials, kept N seconds by caches, in place of a failed transformation."""
+    tasks = [grammar.parse_task(task) for task in path.tasks]
+    found = next((task for task in tasks if task.name == "fallback"), None)
+    if found is None or failure.status in _NO_FALLBACK:
+        return None
+    seconds = found.get("cache", 300)
+    max_age = seconds if isinstance(seconds, int) else 300
+    handle = str(found.get("handle"))
+    return dataclasses.replace(path, handle=handle, max_age=max_age, tasks=[], handles=())
 
 
 def _vary(current: str | None) -> str:

@@ -8,6 +8,7 @@ answering to one spelling, and every image task has its operation.
 from __future__ import annotations
 
 from stowage.processing import (
+    classifiers,
     colour,
     composite,
     effects,
@@ -17,6 +18,7 @@ from stowage.processing import (
     facetasks,
     filters,
     geometry,
+    minify,
     outputs,
     request_tasks,
     shapes,
@@ -37,6 +39,7 @@ MODULES: tuple[tuple[TaskSpec, ...], ...] = (
     effects_ascii.TASKS,
     facetasks.TASKS + subjects.TASKS,
     composite.TASKS,
+    minify.TASKS + classifiers.TASKS,
 )
 
 
