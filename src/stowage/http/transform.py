@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
+from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
@@ -21,7 +23,7 @@ from stowage import errors
 from stowage.assembly import Assembly
 from stowage.core.reading import Download
 from stowage.edge.headers import TAG_HEADER
-from stowage.http import cdnpath, inputs, observe
+from stowage.http import cdnpath, inputs, observe, ratelimit
 from stowage.http.api import download, request_credentials, store_result
 from stowage.http.cdnpath import CdnPath
 from stowage.http.keys import PARTS
@@ -30,6 +32,7 @@ from stowage.processing import grammar, metrics
 from stowage.processing.cache import fresh
 from stowage.processing.grammar import negotiated
 from stowage.processing.service import Processor, Spooled
+from stowage.registry.base import App
 
 _CHUNK = 256 * 1024
 URL_MAX_AGE = 3600  # an external URL's result is not kept here; clients may keep it an hour
@@ -57,7 +60,10 @@ async def transform(request: web.Request, path: CdnPath, *, cdn: bool) -> web.St
     dl, cache = inputs.flag(request, "dl"), _cache(request, path)
     try:
         with contextlib.nullcontext() if cache else fresh():  # cache=false: a new render
-            made = await processor.derivative(path.handle, path.tasks, creds, api_key, path.handles)
+            charge = None if cache else _charger(request)  # a new render costs the app
+            made = await processor.derivative(
+                path.handle, path.tasks, creds, api_key, path.handles, charge
+            )
     except errors.StowageError as exc:
         if (backup := _fallback(path, exc)) is None:
             raise
@@ -171,6 +177,22 @@ def _fallback(path: CdnPath, failure: errors.StowageError) -> CdnPath | None:
     max_age = seconds if isinstance(seconds, int) else 300
     handle = str(found.get("handle"))
     return dataclasses.replace(path, handle=handle, max_age=max_age, tasks=[], handles=())
+
+
+def _charger(request: web.Request) -> Callable[[App], Awaitable[None]]:
+    """cache=false renders anew every time: the request counts against its app's rate
+    limit, once (the middleware has charged it already when ``?key=`` named the app)."""
+
+    async def charge(app: App) -> None:
+        if request.query.get("key") == app.api_key:
+            return
+        decision = await request.app[PARTS].limiter.charge_app(app.api_key)
+        if decision is not None and not decision.allowed:
+            refused = errors.RateLimited(retry_after=math.ceil(decision.retry_after))
+            refused.headers.update(ratelimit.headers(decision))
+            raise refused
+
+    return charge
 
 
 def _vary(current: str | None) -> str:

@@ -13,7 +13,7 @@ import dataclasses
 import os
 import tempfile
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -102,10 +102,14 @@ class Processor:
         creds: Credentials,
         api_key: str | None,
         handles: tuple[str, ...] = (),
+        before: Callable[[App], Awaitable[None]] | None = None,
     ) -> Derivative:
-        """``handles``: a ``[h1,h2]`` source list (animate, collage), when ``handle`` is ""."""
+        """``handles``: a ``[h1,h2]`` source list (animate, collage), when ``handle`` is "";
+        ``before``: called with the file's app once it is authorised (a rate charge)."""
         chain = chains.parse(segments)
         record, app = await self._authorized(handle or _first(handles), creds, api_key)
+        if before is not None:
+            await before(app)
         others = await self._others(chain, () if handle else handles, record, creds, api_key)
         return await self._derivative(record, app, chain, others)
 
