@@ -48,6 +48,11 @@ async def transform(request: web.Request, path: CdnPath, *, cdn: bool) -> web.St
     api_key = path.api_key or request.query.get("key")
     # auto_image: the format the client's Accept takes becomes part of the chain.
     path.tasks, varies = negotiated(path.tasks, request.headers.get("Accept"))
+    if path.url is not None and path.store is not None:  # /<APIKEY>/[tasks/]store/<URL>
+        if cdn:
+            _to_process_address(request, parts)
+        record = await processor.store_url(api_key, path.url, path.tasks, creds)
+        return web.json_response(store_result(parts.links, record))
     if path.url is not None:
         return await _external(request, processor, path, api_key, varies)
     if path.store is not None:
