@@ -42,7 +42,7 @@ async def origin() -> AsyncIterator[Origin]:
         return web.Response(body=site.body, content_type="image/png", headers=headers)
 
     app = web.Application()
-    app.router.add_get("/pic.png", image)
+    app.router.add_get("/{name}", image)
     server = TestServer(app)
     await server.start_server()
     site.url = str(server.make_url("/pic.png"))
@@ -128,3 +128,17 @@ async def test_loopback_urls_are_refused_when_private_fetches_are_off(
         assert resp.status == 403, path
         assert (await resp.json())["error"]["code"] == "URL_FORBIDDEN"
     assert origin.asked == []
+
+
+async def test_kept_copies_are_bounded_and_leave_no_reads(
+    harness: Harness, origin: Origin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from stowage.processing import urlsources
+
+    monkeypatch.setattr(urlsources, "MAX_ENTRIES", 2)
+    key = harness.open_app.api_key
+    for n in range(4):  # four URLs: four sources
+        await get(harness, f"/{key}/flip/{origin.url.replace('pic.png', f'pic{n}.png')}")
+    folder = harness.settings.data_dir / "url-sources"
+    assert len(list(folder.glob("*.src"))) == 2
+    assert not list(folder.glob("read-*"))  # every job's own link is removed after it

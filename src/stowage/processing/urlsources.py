@@ -17,6 +17,7 @@ import json
 import os
 import secrets
 import tempfile
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,23 +43,30 @@ class UrlSources:
         self.fetcher = fetcher
         self.save = save  # streams to a file, refusing more than max_bytes
         self.max_bytes = max_bytes
+        _sweep(folder)
 
     @contextlib.asynccontextmanager
     async def opened(self, url: str) -> AsyncIterator[Held]:
         self.folder.mkdir(parents=True, exist_ok=True)
         name = hashlib.sha256(url.encode()).hexdigest()
         body, meta = self.folder / f"{name}.src", self.folder / f"{name}.json"
-        kept = _read_meta(meta, url) if body.exists() else None
-        fetched = await self.fetcher.open(url, _validators(kept))
-        # The job reads its own name for the copy (a hard link: no bytes copied), which a
-        # newer copy renamed over ``body`` meanwhile does not change under it.
+        # The job reads its own name for the copy (a hard link: no bytes copied), taken
+        # before the fetch: a newer copy renamed over ``body``, or an eviction, meanwhile
+        # does not change or remove it.
         mine = self.folder / f"read-{secrets.token_hex(12)}"
         try:
+            # Validators before the copy (the writer replaces the copy first): an older
+            # pair read with a newer copy only costs a whole fetch, never a stale copy.
+            kept = _read_meta(meta, url)
+            kept = kept if _pinned(body, mine) else None
+            fetched = await self.fetcher.open(url, _validators(kept))
             if fetched.not_modified and kept is not None:
                 await _close(fetched.chunks)
-                os.link(body, mine)
+                with contextlib.suppress(OSError):
+                    os.utime(mine)  # the same inode as the kept copy: recently used
                 yield Held(mine, kept.get("content_type", ""), reused=True)
                 return
+            mine.unlink(missing_ok=True)  # the pinned copy is stale: never written into
             await self.save(fetched.chunks, mine, self.max_bytes)
             content_type = (fetched.content_type or "").lower()
             if fetched.etag or fetched.last_modified:
@@ -78,6 +86,26 @@ class UrlSources:
             with contextlib.suppress(OSError):
                 old.unlink()
                 old.with_suffix(".json").unlink()
+
+
+def _sweep(folder: Path) -> None:
+    """Links and half-written files a crashed process left; old ones only (by ctime,
+    which a new link sets, unlike mtime): another
+    worker process of this node may be using a young one."""
+    stale = time.time() - 3600
+    for pattern in ("read-*", "*.new-*", "meta-*"):
+        for path in folder.glob(pattern) if folder.is_dir() else []:
+            with contextlib.suppress(OSError):
+                if path.stat().st_ctime < stale:  # a link made now changes ctime
+                    path.unlink()
+
+
+def _pinned(body: Path, mine: Path) -> bool:
+    try:
+        os.link(body, mine)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def _keep(copy: Path, body: Path) -> None:
