@@ -90,8 +90,8 @@ class UrlSources:
 
 def _sweep(folder: Path) -> None:
     """Links and half-written files a crashed process left; old ones only (by ctime,
-    which a new link sets, unlike mtime): another
-    worker process of this node may be using a young one."""
+    which a new link sets, unlike mtime): another worker process of this node may be
+    using a young one."""
     stale = time.time() - 3600
     for pattern in ("read-*", "*.new-*", "meta-*"):
         for path in folder.glob(pattern) if folder.is_dir() else []:
