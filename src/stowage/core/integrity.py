@@ -19,7 +19,7 @@ from stowage.config import Settings
 from stowage.core import examine, overwrites, reading
 from stowage.core.providers import Providers
 from stowage.registry import build_registry
-from stowage.registry.base import FileRecord, FileRows, Registry
+from stowage.registry.base import FileRecord, FileRows, OverwriteRows, Registry
 from stowage.storage.base import Inventories
 
 OK, CORRUPT, MISSING, UNRECORDED, UNREADABLE = "ok", "corrupt", "missing", "unrecorded", "error"
@@ -81,7 +81,7 @@ async def check(files: FileRows, providers: Providers, record: FileRecord) -> No
 
 
 async def verify(
-    registry: Registry, providers: Providers, handles: list[str]
+    registry: FileRows, providers: Providers, handles: list[str]
 ) -> AsyncIterator[Verdict]:
     """Every stored file, or the ones named."""
     if not handles:
@@ -96,7 +96,7 @@ async def verify(
             yield await verify_record(registry, providers, found)
 
 
-async def fsck(registry: Registry, providers: Providers, repair: bool = False) -> FsckReport:
+async def fsck(registry: OverwriteRows, providers: Providers, repair: bool = False) -> FsckReport:
     report = FsckReport()
     await _unsettled(registry, providers, report, repair)  # first: settling changes rows below
     owned: set[Path] = set()
@@ -118,7 +118,7 @@ async def fsck(registry: Registry, providers: Providers, repair: bool = False) -
 
 
 async def _unsettled(
-    registry: Registry, providers: Providers, report: FsckReport, repair: bool
+    registry: OverwriteRows, providers: Providers, report: FsckReport, repair: bool
 ) -> None:
     now = time.time()
     report.unsettled = [i.handle for i in await registry.overwrite_intents(now)]

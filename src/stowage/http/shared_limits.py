@@ -4,7 +4,7 @@ budget per app and per address instead of one each."""
 from __future__ import annotations
 
 from stowage.http.ratelimit import CounterStore, Decision
-from stowage.registry.base import Registry, SharedLimits
+from stowage.registry.base import SharedLimits
 
 
 class RegistryBuckets:
@@ -23,6 +23,6 @@ class RegistryBuckets:
         )
 
 
-def shared_buckets(registry: Registry) -> CounterStore | None:
+def shared_buckets(registry: object) -> CounterStore | None:
     """The registry's buckets when it has them (PostgreSQL); None: in-process buckets."""
     return RegistryBuckets(registry) if isinstance(registry, SharedLimits) else None
