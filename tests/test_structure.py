@@ -12,6 +12,7 @@ inside functions and under ``TYPE_CHECKING`` count the same as any other):
     core                       the operations
     storage, registry          where bytes and rows live (never each other)
     config, observe            settings; logs and metrics
+    values                     the one coercion engine of settings; providers' typed settings
     booleans                   the one parser of boolean words
     errors                     the one error hierarchy
 """
@@ -30,18 +31,19 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 LAYERS: dict[str, int] = {
     "errors": 0,
     "booleans": 1,
-    "config": 2,
-    "observe": 2,
-    "storage": 3,
-    "registry": 3,
-    "core": 4,
-    "edge": 5,
-    "processing": 5,
-    "http": 6,
-    "client": 6,
-    "cli": 7,
-    "docs": 8,
-    "__main__": 8,
+    "values": 2,
+    "config": 3,
+    "observe": 3,
+    "storage": 4,
+    "registry": 4,
+    "core": 5,
+    "edge": 6,
+    "processing": 6,
+    "http": 7,
+    "client": 7,
+    "cli": 8,
+    "docs": 9,
+    "__main__": 9,
 }
 
 

@@ -10,31 +10,39 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import tomllib
+import typing
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from stowage import booleans
-from stowage.errors import StowageError
+from stowage.values import coerce
+from stowage.values import fields as value_fields
+from stowage.values.storage import LocalSettings, ProviderSettings
 
 GiB = 1024**3
 MiB = 1024**2
 
 
-def _setting(default: Any, help: str) -> Any:
+def _setting(default: Any, help: str, form: coerce.Form | None = None) -> Any:
+    """A setting: its default, its help text and, when its type alone does not say it, the
+    form its values take (a size, a duration, a range, a choice, a URL)."""
+    metadata = {"help": help, "form": form}
     if isinstance(default, dict | list):
-        return field(
-            default_factory=lambda: json.loads(json.dumps(default)), metadata={"help": help}
-        )
-    return field(default=default, metadata={"help": help})
+        return field(default_factory=lambda: json.loads(json.dumps(default)), metadata=metadata)
+    return field(default=default, metadata=metadata)
 
 
 @dataclass
 class Settings:
     host: str = _setting("127.0.0.1", "Address the API and CDN listeners bind to.")
-    port: int = _setting(8080, "Port of the API origin (serves /api/...).")
-    cdn_port: int = _setting(8081, "Port of the CDN origin (serves /<handle>); 0 disables it.")
+    port: int = _setting(
+        8080, "Port of the API origin (serves /api/...).", form=coerce.integer(0, 65535)
+    )
+    cdn_port: int = _setting(
+        8081,
+        "Port of the CDN origin (serves /<handle>); 0 disables it.",
+        form=coerce.integer(0, 65535),
+    )
     data_dir: Path = _setting(
         Path("data"), "Folder for the SQLite registry and the default local storage."
     )
@@ -42,43 +50,55 @@ class Settings:
         "",
         "Public API root used in links, e.g. https://files.example.com/api. "
         "Default: http://<host>:<port>/api.",
+        form=coerce.url(),
     )
     cdn_public_url: str = _setting(
-        "", "Public CDN root used in links. Default: http://<host>:<cdn_port>."
+        "", "Public CDN root used in links. Default: http://<host>:<cdn_port>.", form=coerce.url()
     )
     store_link: str = _setting(
-        "cdn", "Which link store returns as `url`: `cdn` (CDN link) or `api` (API file link)."
+        "cdn",
+        "Which link store returns as `url`: `cdn` (CDN link) or `api` (API file link).",
+        form=coerce.choice("cdn", "api"),
     )
-    default_storage: dict[str, Any] = _setting(
-        {"type": "local"},
-        "Storage behind the `S3` provider for apps without their own S3 bucket "
-        "(JSON). Default: local disk under data_dir/storage/<api key>.",
+    default_storage: ProviderSettings = _setting(
+        LocalSettings(),
+        "Storage behind the `S3` provider for apps without their own S3 bucket: a table "
+        "with its `type` and that provider's keys (JSON in the environment). Default: local "
+        "disk under data_dir/storage/<api key>.",
     )
     registry_url: str = _setting(
         "",
         "Where apps and handles live. Empty: SQLite at data_dir/stowage.db (one node). "
         "`postgresql://user:password@host:5432/db`: PostgreSQL, shared by many nodes "
         "(create the schema with `stowage db upgrade`).",
+        form=coerce.url("postgresql", "postgres"),
     )
     registry_pool_size: int = _setting(
-        10, "PostgreSQL connections per node for queries (as many again for handle locks)."
+        10,
+        "PostgreSQL connections per node for queries (as many again for handle locks).",
+        form=coerce.integer(1),
     )
     pending_grace_seconds: float = _setting(
         6 * 3600.0,
         "PostgreSQL only: a store still pending after this long is taken as abandoned by a "
         "crashed node and cleaned up at start-up. Keep it above your longest upload.",
+        form=coerce.duration(),
     )
     shutdown_timeout: float = _setting(
         60.0,
         "On SIGTERM, seconds in-flight requests get to finish (no new connections are "
         "accepted, /readyz answers 503) before they are cut.",
+        form=coerce.duration(),
     )
     max_upload_bytes: int = _setting(
         10 * GiB,
         "Largest file accepted by store and overwrite (413 beyond, checked while streaming).",
+        form=coerce.size(1),
     )
     body_idle_timeout: float = _setting(
-        60.0, "Seconds a request body may stall before the upload is aborted (408)."
+        60.0,
+        "Seconds a request body may stall before the upload is aborted (408).",
+        form=coerce.duration(),
     )
     idle_timeout: float = _setting(
         75.0,
@@ -88,56 +108,86 @@ class Settings:
         "a request being answered is never cut by it. Keep it above a reverse proxy's "
         "upstream keep-alive timeout (nginx: 60 s), so the proxy closes idle pooled "
         "connections first.",
+        form=coerce.duration(),
     )
     rate_limit_app: float = _setting(
         10000.0,
         "Requests per second one API key may make, sustained (429 with Retry-After beyond); "
         "0 disables. Bursts of rate_limit_burst seconds' worth pass.",
+        form=coerce.number(0),
     )
     rate_limit_ip: float = _setting(
-        10000.0, "Requests per second one client address may make, sustained; 0 disables."
+        10000.0,
+        "Requests per second one client address may make, sustained; 0 disables.",
+        form=coerce.number(0),
     )
     rate_limit_burst: float = _setting(
-        10.0, "Seconds of requests a client may send at once above the sustained rate."
+        10.0,
+        "Seconds of requests a client may send at once above the sustained rate.",
+        form=coerce.number(0),
     )
     verify_downloads: bool = _setting(
         False,
         "Re-hash every file against the SHA-256 recorded at write time before serving it "
         "(500 INTEGRITY_ERROR when they differ). Per request: `verify=true`.",
     )
-    fetch_max_bytes: int = _setting(2 * GiB, "Largest file fetched from a url (413 beyond).")
-    fetch_connect_timeout: float = _setting(10.0, "Connect timeout of url fetches, seconds.")
-    fetch_read_timeout: float = _setting(
-        30.0, "Seconds a url source may send nothing before the fetch is aborted."
+    fetch_max_bytes: int = _setting(
+        2 * GiB, "Largest file fetched from a url (413 beyond).", form=coerce.size(1)
     )
-    fetch_total_timeout: float = _setting(900.0, "Upper bound on a whole url fetch, seconds.")
-    fetch_max_redirects: int = _setting(5, "Redirects followed by a url fetch.")
-    fetch_max_concurrent: int = _setting(16, "Url fetches running at once; more wait.")
+    fetch_connect_timeout: float = _setting(
+        10.0, "Connect timeout of url fetches, seconds.", form=coerce.duration()
+    )
+    fetch_read_timeout: float = _setting(
+        30.0,
+        "Seconds a url source may send nothing before the fetch is aborted.",
+        form=coerce.duration(),
+    )
+    fetch_total_timeout: float = _setting(
+        900.0, "Upper bound on a whole url fetch, seconds.", form=coerce.duration()
+    )
+    fetch_max_redirects: int = _setting(
+        5, "Redirects followed by a url fetch.", form=coerce.integer(0)
+    )
+    fetch_max_concurrent: int = _setting(
+        16, "Url fetches running at once; more wait.", form=coerce.integer(1)
+    )
     fetch_allow_private: bool = _setting(
         False,
         "Allow url fetches to loopback/private/link-local addresses. Off by default; "
         "only for tests and trusted networks.",
     )
     webhook_max_attempts: int = _setting(
-        6, "Attempts per webhook delivery (the first included) before it is marked failed."
+        6,
+        "Attempts per webhook delivery (the first included) before it is marked failed.",
+        form=coerce.integer(1),
     )
     webhook_retry_base_delay: float = _setting(
         30.0,
         "Seconds before the first webhook retry; each further retry waits twice as long "
         "(30 s, 1 min, 2 min, 4 min, 8 min with the defaults).",
+        form=coerce.duration(),
     )
-    webhook_retry_max_delay: float = _setting(3600.0, "Longest wait between webhook retries.")
+    webhook_retry_max_delay: float = _setting(
+        3600.0, "Longest wait between webhook retries.", form=coerce.duration()
+    )
     webhook_timeout: float = _setting(
-        10.0, "Seconds a webhook receiver has to answer one delivery (connect included)."
+        10.0,
+        "Seconds a webhook receiver has to answer one delivery (connect included).",
+        form=coerce.duration(),
     )
-    webhook_concurrency: int = _setting(8, "Webhook deliveries in flight at once per node.")
+    webhook_concurrency: int = _setting(
+        8, "Webhook deliveries in flight at once per node.", form=coerce.integer(1)
+    )
     webhook_poll_interval: float = _setting(
         2.0,
         "Seconds between looks at the delivery queue for work enqueued by other nodes "
         "(this node's events wake the worker at once).",
+        form=coerce.duration(),
     )
     webhook_log_retention: float = _setting(
-        7 * 86400.0, "Seconds finished webhook deliveries stay in the delivery log."
+        7 * 86400.0,
+        "Seconds finished webhook deliveries stay in the delivery log.",
+        form=coerce.duration(),
     )
     webhook_allow_private: bool = _setting(
         False,
@@ -148,11 +198,13 @@ class Settings:
         86_400,
         "Seconds after its start an unfinished multipart upload (/multipart/start) is "
         "abandoned: its parts and session are removed by a background sweep.",
+        form=coerce.duration(whole=True),
     )
     upload_complete_wait: float = _setting(
         25.0,
         "Seconds /multipart/complete waits for the parts to be assembled before answering "
         "202 (the SDKs then ask again); assembly carries on in the background.",
+        form=coerce.duration(),
     )
     upload_parts_dir: str = _setting(
         "",
@@ -163,43 +215,58 @@ class Settings:
         "filesystem all nodes mount).",
     )
     policy_clock_skew: int = _setting(
-        0, "Seconds a policy is still accepted after its expiry (clock skew allowance)."
+        0,
+        "Seconds a policy is still accepted after its expiry (clock skew allowance).",
+        form=coerce.duration(whole=True),
     )
     exif_max_bytes: int = _setting(
-        64 * MiB, "At most this many leading bytes of a file are read to find its EXIF."
+        64 * MiB,
+        "At most this many leading bytes of a file are read to find its EXIF.",
+        form=coerce.size(1),
     )
     exif_max_pixels: int = _setting(
-        100_000_000, "Images with more pixels are refused by the EXIF reader (422)."
+        100_000_000,
+        "Images with more pixels are refused by the EXIF reader (422).",
+        form=coerce.integer(1),
     )
-    exif_timeout: float = _setting(5.0, "Seconds the EXIF reader may take (422 beyond).")
+    exif_timeout: float = _setting(
+        5.0, "Seconds the EXIF reader may take (422 beyond).", form=coerce.duration()
+    )
     processing_max_input_pixels: int = _setting(
         100_000_000,
         "Transformations refuse images with more pixels than this (422 IMAGE_TOO_LARGE), "
         "read from the image header before anything is decoded (decompression bombs).",
+        form=coerce.integer(1),
     )
     processing_max_input_bytes: int = _setting(
-        200 * MiB, "Largest file a transformation reads (413 beyond)."
+        200 * MiB, "Largest file a transformation reads (413 beyond).", form=coerce.size(1)
     )
     processing_max_output_dimension: int = _setting(
         10_000,
         "Largest width or height a transformation may produce (422 IMAGE_TOO_LARGE beyond).",
+        form=coerce.integer(1),
     )
     processing_job_seconds: float = _setting(
-        30.0, "Seconds one transformation may run before it is stopped (422 PROCESSING_TIMEOUT)."
+        30.0,
+        "Seconds one transformation may run before it is stopped (422 PROCESSING_TIMEOUT).",
+        form=coerce.duration(),
     )
     processing_jobs: int = _setting(
         0,
         "Transformations running at once on a node, each in a job process of its own; "
         "0: one per CPU core.",
+        form=coerce.integer(0),
     )
     processing_job_memory: int = _setting(
         2 * GiB,
         "Address space a job process may use, in bytes (422 IMAGE_TOO_LARGE beyond); 0: no limit.",
+        form=coerce.size(0),
     )
     processing_queue: int = _setting(
         16,
         "Transformations that may wait for a free job slot; beyond, 503 PROCESSING_BUSY with "
         "Retry-After (no unbounded queue).",
+        form=coerce.integer(0),
     )
     cors_origins: str = _setting(
         "*",
@@ -215,6 +282,7 @@ class Settings:
         "Cache-Control max-age browsers get for CDN responses of apps without security. "
         "0 (default): `public, no-cache`, revalidated by ETag on each use, since an "
         "overwrite keeps the URL and a browser cannot be purged.",
+        form=coerce.duration(whole=True),
     )
     edge_cache_urls: list[str] = _setting(
         [],
@@ -222,25 +290,30 @@ class Settings:
         "the CDN origin, comma-separated or a TOML list, e.g. `http://10.0.0.5:6081`. Every "
         "write that changes a handle's CDN answer purges its tag on each before it answers. "
         "Empty (default): no edge cache; CDN responses tell caches not to store them.",
+        form=coerce.urls(),
     )
     edge_purge_timeout: float = _setting(
         0.25,
         "Seconds a cache has to acknowledge a purge before the write answers anyway and the "
         "purge is queued in the registry and retried.",
+        form=coerce.duration(),
     )
     edge_purge_retry_delay: float = _setting(
         1.0,
         "Seconds before a queued purge is retried (doubling per attempt, at most 60 s); also "
         "how often a node looks at the queue for purges other nodes could not send.",
+        form=coerce.duration(),
     )
     edge_ttl: int = _setting(
         86_400,
         "Longest time (seconds) an edge cache keeps a file: a purge lost for good (a cache "
         "unreachable longer than that) heals within it.",
+        form=coerce.duration(whole=True),
     )
     edge_max_object_bytes: int = _setting(
         32 * MiB,
         "Larger files are streamed through the edge cache without being stored in it.",
+        form=coerce.size(0),
     )
     edge_bypass_url: str = _setting(
         "",
@@ -248,18 +321,25 @@ class Settings:
         "a file larger than edge_max_object_bytes asked through an edge cache is answered "
         "`307` to this URL (same path and query), so its bytes skip the cache. Empty "
         "(default): such files are piped through the cache.",
+        form=coerce.url(),
     )
     workers: int = _setting(
         1,
         "Worker processes serving the API and CDN ports (SO_REUSEPORT); 0: one per CPU core. "
         "Start-up recovery runs once, in the parent, before any worker accepts a request.",
+        form=coerce.integer(0),
     )
     access_log: bool = _setting(True, "Write an access log line per request (no query strings).")
-    log_level: str = _setting("INFO", "Log level: DEBUG, INFO, WARNING, ERROR.")
+    log_level: str = _setting(
+        "INFO",
+        "Log level: DEBUG, INFO, WARNING, ERROR.",
+        form=coerce.choice("DEBUG", "INFO", "WARNING", "ERROR"),
+    )
     log_format: str = _setting(
         "text",
         "Log lines as `text` or `json` (one object per line with `request_id`; the access "
         "log adds method, path without query, status and duration_ms).",
+        form=coerce.choice("text", "json"),
     )
 
     @property
@@ -281,44 +361,50 @@ class Settings:
     def cdn_url(self) -> str:
         return (self.cdn_public_url or f"http://{self.host}:{self.cdn_port}").rstrip("/")
 
+    def __post_init__(self) -> None:
+        # Every value through the coercion engine, however the settings were made: a bad
+        # one is refused here, at start-up, naming the setting and the form it takes.
+        for f in fields(self):
+            setattr(self, f.name, value_fields.checked(f, _HINTS[f.name], getattr(self, f.name)))
+
 
 def setting_fields() -> list[dataclasses.Field[Any]]:
     return list(fields(Settings))
 
 
+#: Capability groups: in a TOML file, a table ``[processing]`` holds the ``processing_*``
+#: settings without their prefix (``job_seconds = 10``); the flat names work as well.
+GROUPS: dict[str, str] = {
+    "registry": "registry_",
+    "rate_limit": "rate_limit_",
+    "fetch": "fetch_",
+    "webhooks": "webhook_",
+    "uploads": "upload_",
+    "exif": "exif_",
+    "processing": "processing_",
+    "edge": "edge_",
+    "log": "log_",
+}
+
+
 def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
-    values: dict[str, Any] = {}
+    """Settings from every source, each value checked (``Invalid`` names the first bad one)."""
     config_file = config_file or _env_path("STOWAGE_CONFIG")
-    if config_file is not None:
-        with open(config_file, "rb") as handle:
-            values.update(tomllib.load(handle))
-    for f in fields(Settings):
-        env = os.environ.get(f"STOWAGE_{f.name.upper()}")
-        if env is not None:
-            values[f.name] = env
-    values.update({k: v for k, v in overrides.items() if v is not None})
-    unknown = set(values) - {f.name for f in fields(Settings)}
-    if unknown:
-        raise ValueError(f"unknown settings: {', '.join(sorted(unknown))}")
-    return Settings(**{name: _coerce(name, value) for name, value in values.items()})
+    return value_fields.load(Settings, config_file, overrides, GROUPS, "STOWAGE_")
 
 
-def _coerce(name: str, value: Any) -> Any:
-    kind = type(getattr(Settings(), name))
-    if kind is bool and isinstance(value, str):
-        try:
-            return booleans.parse(value, name)
-        except StowageError as exc:
-            raise ValueError(exc.message) from exc
-    if kind is dict and isinstance(value, str):
-        return json.loads(value)
-    if kind is list and isinstance(value, str):  # comma-separated in the environment
-        return [item.strip() for item in value.split(",") if item.strip()]
-    if issubclass(kind, Path):
-        return Path(value)
-    return kind(value)
+def group_of(name: str) -> str:
+    """The capability group of a setting, "" for the service's general ones."""
+    return next((g for g, prefix in GROUPS.items() if name.startswith(prefix)), "")
+
+
+def form_of(f: dataclasses.Field[Any]) -> coerce.Form | None:
+    return value_fields.form_of(f, _HINTS[f.name])
 
 
 def _env_path(name: str) -> Path | None:
     value = os.environ.get(name)
     return Path(value) if value else None
+
+
+_HINTS = typing.get_type_hints(Settings)
