@@ -228,6 +228,7 @@ class QueueBase(Generic[J]):
         error: str,
         outcome: dict[str, Any],
     ) -> bool:
+        self.sql.check(outcome)
         mine = (job_id, worker, self.spec.leased)
         if at is None and not self.spec.keep_finished:
             return await self._execute(self.sql.delete, mine) > 0
@@ -261,11 +262,13 @@ class Statements:
         self.depth = f"SELECT count(*) FROM {t} WHERE status IN ('pending', {{p}})"
         self.prune = f"DELETE FROM {t} WHERE status IN ({{p}}, 'failed') AND updated < {{p}}"
 
-    def end(self, outcome: Mapping[str, Any], retry: bool) -> str:
-        """UPDATE ending a claim: status, [next_attempt,] last_error, updated, outcome."""
+    def check(self, outcome: Mapping[str, Any]) -> None:
         unknown = set(outcome) - set(self.spec.outcome)
         if unknown:
             raise ValueError(f"not an outcome column of {self.spec.table}: {sorted(unknown)}")
+
+    def end(self, outcome: Mapping[str, Any], retry: bool) -> str:
+        """UPDATE ending a claim: status, [next_attempt,] last_error, updated, outcome."""
         sets = ["status = {p}", *(["next_attempt = {p}"] if retry else [])]
         sets += ["last_error = {p}", "updated = {p}", *(f"{c} = {{p}}" for c in outcome)]
         return (
