@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stowage import booleans, errors
-from stowage.processing import catalogue, grammar, params, request_tasks
+from stowage.processing import catalogue, documents, grammar, params, request_tasks
 from stowage.processing.base import Value, _text
 from stowage.processing.params import Choice, Either, Integer, Number
 from stowage.processing.table import Kind, Param, TaskSpec
@@ -23,6 +23,12 @@ SPECS = sorted(
 PARAMS = [(spec, param) for spec in SPECS for param in spec.params]
 WORDS = st.text(string.ascii_lowercase, min_size=1, max_size=12)
 PLAIN = st.text(string.ascii_letters + string.digits + "._-", min_size=1, max_size=40)
+PAGE_RANGE = (
+    st.integers(1, 9999)
+    | st.integers(1, 999).map(lambda n: f"{n}-")
+    | st.integers(1, 999).map(lambda n: f"-{n}")
+    | st.tuples(st.integers(1, 99), st.integers(0, 99)).map(lambda p: f"{p[0]}-{sum(p)}")
+)
 
 
 def decimals(low: float, high: float) -> st.SearchStrategy[Value]:
@@ -53,6 +59,7 @@ def inside(check: object) -> st.SearchStrategy[Value]:
         ),
         params.align: st.sampled_from(params.ALIGNS)
         | st.lists(st.sampled_from(params.ALIGNS), min_size=2, max_size=2).map(tuple),
+        documents.page_ranges: st.lists(PAGE_RANGE, min_size=1, max_size=5).map(tuple),
     }
     assert check in known, f"no generator for the check {check!r}: add it here"
     return known[check]
@@ -85,6 +92,9 @@ def outside(check: object) -> st.SearchStrategy[Value]:
         | st.tuples(st.integers(-99, -1), st.integers(0, 9), st.integers(1, 9), st.integers(1, 9)),
         params.align: WORDS.filter(lambda w: w not in params.ALIGNS)
         | st.lists(st.sampled_from(params.ALIGNS), min_size=3, max_size=4).map(tuple),
+        documents.page_ranges: st.just(0)
+        | st.sampled_from(["x", "0-2", "3-1", "1-2-3", "--"])
+        | st.just(((1,),)),
     }
     assert check in known, f"no generator for the check {check!r}: add it here"
     return known[check]

@@ -7,7 +7,15 @@ answering to one spelling, and every image task has its operation.
 
 from __future__ import annotations
 
-from stowage.processing import colour, filters, geometry, outputs, request_tasks, shapes
+from stowage.processing import (
+    colour,
+    documents,
+    filters,
+    geometry,
+    outputs,
+    request_tasks,
+    shapes,
+)
 from stowage.processing.table import Kind, TaskSpec
 
 MODULES: tuple[tuple[TaskSpec, ...], ...] = (
@@ -17,6 +25,7 @@ MODULES: tuple[tuple[TaskSpec, ...], ...] = (
     shapes.TASKS,
     outputs.TASKS,
     request_tasks.TASKS,
+    documents.TASKS,
 )
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 
 from stowage import errors
-from stowage.processing import catalogue, grammar
+from stowage.processing import catalogue, documents, grammar
 from stowage.processing.base import Chain, Output, Task
 from stowage.processing.table import Kind
 
@@ -71,5 +71,8 @@ def _format(tasks: tuple[Task, ...]) -> str | None:
 def output_for(chain: Chain, input_mimetype: str) -> Output:
     if chain.wants_size:
         return JSON
+    document = documents.output_of(chain)  # pdfinfo, pdfconvert
+    if document is not None:
+        return document
     fmt = chain.output_format or _BY_MIMETYPE.get(input_mimetype.split(";")[0].lower(), "png")
     return _OUTPUTS[fmt]

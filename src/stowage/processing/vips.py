@@ -18,7 +18,7 @@ from typing import Any
 import pyvips
 
 from stowage import errors
-from stowage.processing import catalogue, ops
+from stowage.processing import catalogue, ops, pdf
 from stowage.processing.base import Chain, Limits, Output, Rendered, Task
 from stowage.processing.geometry import Scaler
 from stowage.processing.table import Kind
@@ -47,7 +47,10 @@ class VipsEngine:
     ) -> Rendered:
         deadline = time.monotonic() + limits.seconds
         try:
-            return self._render(source, chain, output, dest, limits, deadline)
+            with pdf.opened(source, chain, output, dest, limits) as opened:  # PDF sources
+                if isinstance(opened, Rendered):
+                    return opened
+                return self._render(opened.source, opened.chain, output, dest, limits, deadline)
         except pyvips.Error as exc:
             if time.monotonic() >= deadline:
                 raise errors.ProcessingTimeout(seconds=limits.seconds) from exc
