@@ -70,6 +70,20 @@ async def test_the_default_is_page_one_at_72_dpi_as_png(harness: Harness) -> Non
     }
 
 
+async def test_a_resize_after_the_page_gives_its_exact_size(harness: Harness) -> None:
+    handle = await pdf_handle(harness)
+    for chain, size in (
+        ("resize=width:300", (300, 388)),
+        ("resize=width:300,height:300", (232, 300)),
+        ("resize=width:100,height:100,fit:crop", (100, 100)),
+        ("resize=width:2000,fit:max", (612, 792)),  # never enlarged past the page at 72 DPI
+        ("output=format:png,density:144/resize=width:1000,fit:max", (1000, 1294)),
+    ):
+        _, body = await get(harness, f"/{chain}/{handle}")
+        assert (decoded(body).width, decoded(body).height) == size, chain
+        assert near(colour_at(body, size[0] // 2, size[1] // 2), pdfs.RED), chain
+
+
 async def test_the_thumbnail_chain_of_an_uploaded_pdf(harness: Harness) -> None:
     handle = await pdf_handle(harness)
     chain = "output=format:png,density:15,compress:true/resize=height:36"

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pypdfium2 as pdfium
+import pypdfium2.raw as pdfium_c
 import pyvips
 
 from stowage import errors
@@ -79,7 +79,7 @@ def opened(
     try:
         page, density = _asked_page(chain)
         with _document(source) as pdf:
-            _render_page(pdf, page, density, limits, raster)
+            _render_page(pdf, page, density, limits, raster, chain)
         yield Raster(raster, _without_page(chain))
     finally:
         raster.unlink(missing_ok=True)
@@ -137,39 +137,58 @@ def page_box(pdf: pdfium.PdfDocument, number: int) -> tuple[float, float]:
     return float(width), float(height)
 
 
-def pixels(box: tuple[float, float], density: int, limits: Limits) -> tuple[int, int]:
-    """The page's size in pixels at ``density``, refused past the limits."""
-    scale = density / POINTS_PER_INCH
-    width, height = (max(1, math.ceil(side * scale - 1e-6)) for side in box)
+def pixels(box: tuple[float, float], scale: float, limits: Limits) -> tuple[int, int]:
+    """The page's size in pixels at ``scale`` pixels per point, refused past the
+    limits."""
+    width, height = (max(1, round(side * scale)) for side in box)
     limit = limits.max_output_dimension
     if width > limit or height > limit or width * height > limits.max_input_pixels:
         raise errors.ImageTooLarge(
-            f"the page would be {width}x{height} pixels at {density} DPI; at most {limit} "
-            f"a side and {limits.max_input_pixels} pixels",
+            f"the page would be {width}x{height} pixels at {scale * POINTS_PER_INCH:g} DPI; "
+            f"at most {limit} a side and {limits.max_input_pixels} pixels",
             max_pixels=limits.max_input_pixels,
         )
     return width, height
 
 
+def drawn_scale(chain: Chain, box: tuple[float, float], density: int) -> float:
+    """Pixels per point to draw at: the density's, or less when the first image task is
+    a resize that needs less (drawing at the size asked for, as shrink-on-load does for
+    a JPEG: a 300-px thumbnail of a page is drawn at 300 px, not at 72 DPI and then
+    reduced). ``fit:max`` (never enlarges) depends on the drawn size: left as asked."""
+    scale = density / POINTS_PER_INCH
+    tasks = [t for t in chain.tasks if t.name not in ("output", "quality", "compress")]
+    first = tasks[0] if tasks else None
+    if first is None or first.name != "resize" or first.get("fit") == "max":
+        return scale
+    needs = [
+        float(size) / side
+        for size, side in ((first.get("width"), box[0]), (first.get("height"), box[1]))
+        if isinstance(size, int)
+    ]
+    return min(scale, max(needs)) if needs else scale
+
+
 def _render_page(
-    pdf: pdfium.PdfDocument, number: int, density: int, limits: Limits, raster: Path
+    pdf: pdfium.PdfDocument, number: int, density: int, limits: Limits, raster: Path, chain: Chain
 ) -> None:
-    width, height = pixels(page_box(pdf, number), density, limits)
+    box = page_box(pdf, number)
+    pixels(box, density / POINTS_PER_INCH, limits)  # what was asked is within the limits
+    width, height = pixels(box, drawn_scale(chain, box, density), limits)
     page = pdf[number - 1]
     try:
-        bitmap = page.render(
-            scale=density / POINTS_PER_INCH,
-            may_draw_forms=False,
-            rev_byteorder=True,  # RGBx, as libvips reads it
-            prefer_bgrx=True,  # four bytes a pixel: rows without padding
-            fill_color=(255, 255, 255, 255),
+        # Drawn into exactly width x height (rounded, not PDFium's rounding up), so that
+        # the page's aspect survives a small size: the resize that follows finds it.
+        bitmap = pdfium.PdfBitmap.new_native(
+            width, height, format=pdfium_c.FPDFBitmap_BGRx, rev_byteorder=True
         )
-    except pdfium.PdfiumError as exc:
-        raise errors.InvalidDocument(f"page {number} cannot be drawn: {_reason(exc)}") from exc
+        bitmap.fill_rect((255, 255, 255, 255), 0, 0, width, height)
+        flags = pdfium_c.FPDF_ANNOT | pdfium_c.FPDF_REVERSE_BYTE_ORDER
+        pdfium_c.FPDF_RenderPageBitmap(bitmap, page, 0, 0, width, height, 0, flags)
     finally:
         page.close()
-    if (bitmap.width, bitmap.height) != (width, height) or bitmap.stride != width * 4:
-        raise errors.InvalidDocument(f"page {number} was drawn at an unexpected size")
+    if bitmap.stride != width * 4:
+        raise errors.InvalidDocument(f"page {number} was drawn with unexpected rows")
     image = pyvips.Image.new_from_memory(bitmap.buffer, width, height, 4, "uchar")
     dpmm = density / 25.4
     image = image.extract_band(0, n=3).copy(interpretation="srgb", xres=dpmm, yres=dpmm)
