@@ -164,7 +164,7 @@ def documents(ctx: Context) -> list[Row]:
 def main() -> None:
     """The scenario alone, against a Stowage of its own."""
     tmp = Path(tempfile.mkdtemp(prefix="bench-documents-"))
-    stowage = Stowage(tmp, 1)
+    stowage = Stowage(tmp, os.cpu_count() or 2)  # as scripts/bench runs it
     try:
         stowage.start()
         ctx = Context(tmp, Sizes.quick(), stowage, None, None)  # type: ignore[arg-type]
