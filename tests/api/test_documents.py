@@ -238,3 +238,26 @@ async def test_an_endless_page_is_stopped_at_the_deadline(harness: Harness) -> N
     assert time.monotonic() - started < 8  # 1 s, the pool's grace, a process start
     _, body = await get(harness, f"/output=format:png,page:2/{await pdf_handle(harness)}")
     assert decoded(body).width == 300  # the slot and the server go on
+
+
+async def test_the_urls_the_sdks_build(harness: Harness) -> None:
+    """filestack-python's Filelink builds these; filestack-js 4.3.8's client.transform
+    builds the same tasks after the API key (its output checked by hand, written here)."""
+    from filestack import Filelink
+
+    handle = await pdf_handle(harness)
+    key = harness.open_app.api_key
+    link = Filelink(handle)
+    info = link.pdf_info().url.split("filestackcontent.com", 1)[1]
+    resp, _ = await get(harness, info)
+    assert (await resp.json())["pages"] == 3
+    made = link.pdf_convert(pages=[3, "1-2"], pageformat="letter", pageorientation="portrait")
+    _, body = await get(harness, made.url.split("filestackcontent.com", 1)[1])
+    assert [size for size, _ in pdf_pages(body)] == [(612, 792)] * 3
+    js = [
+        f"/{key}/pdfconvert=pages:[1,2-3],pageformat:a4,pageorientation:landscape/{handle}",
+        f"/{key}/output=format:png,density:15,compress:true/resize=height:36/{handle}",
+        f"/{key}/pdfinfo/{handle}",
+    ]
+    for path in js:
+        await get(harness, path)
