@@ -261,3 +261,15 @@ async def test_the_urls_the_sdks_build(harness: Harness) -> None:
     ]
     for path in js:
         await get(harness, path)
+
+
+async def test_pdfconvert_can_be_stored(harness: Harness) -> None:
+    handle = await pdf_handle(harness, name="report.pdf")
+    resp = await harness.api.post(f"/process/pdfconvert=pages:[2]/store/{handle}")
+    assert resp.status == 200, await resp.text()
+    made = await resp.json()
+    assert made["type"] == "application/pdf" and made["filename"] == "report.pdf"
+    _, body = await get(harness, f"/{made['handle']}")
+    assert [size for size, _ in pdf_pages(body)] == [(300, 200)]
+    resp = await harness.api.post(f"/process/pdfinfo/store/{handle}")
+    assert resp.status == 400 and await code_of(resp) == "INVALID_PARAMETER"

@@ -67,6 +67,7 @@ TASKS: tuple[TaskSpec, ...] = (
     ),
 )
 ANSWERS = {"pdfinfo": INFO, "pdfconvert": PDF}
+FILES = frozenset({"pdfconvert"})  # answer tasks whose result is a file: may be stored
 
 
 def output_of(chain: Chain) -> Output | None:
