@@ -273,3 +273,25 @@ async def test_pdfconvert_can_be_stored(harness: Harness) -> None:
     assert [size for size, _ in pdf_pages(body)] == [(300, 200)]
     resp = await harness.api.post(f"/process/pdfinfo/store/{handle}")
     assert resp.status == 400 and await code_of(resp) == "INVALID_PARAMETER"
+
+
+async def test_an_overwritten_pdf_gets_new_pages_and_a_deleted_one_none(
+    harness: Harness,
+) -> None:
+    app = harness.open_app
+    handle = await pdf_handle(harness)
+    resp, _ = await get(harness, f"/pdfinfo/{handle}")
+    assert (await resp.json())["pages"] == 3
+    _, body = await get(harness, f"/output=format:png,page:1/{handle}")
+    assert near(colour_at(body, 5, 5), pdfs.RED)
+    params = harness.policy(app, call=["write"], handle=handle)
+    new = pdfs.coloured([pdfs.LETTER], [pdfs.BLUE])
+    resp = await harness.api.post(f"/api/file/{handle}", params=params, data=new)
+    assert resp.status == 200, await resp.text()
+    resp, _ = await get(harness, f"/pdfinfo/{handle}")
+    assert (await resp.json())["pages"] == 1  # not the cached answer of the old version
+    _, body = await get(harness, f"/output=format:png,page:1/{handle}")
+    assert near(colour_at(body, 5, 5), pdfs.BLUE)
+    params = harness.policy(app, call=["remove"], handle=handle)
+    assert (await harness.api.delete(f"/api/file/{handle}", params=params)).status == 200
+    assert (await harness.cdn.get(f"/pdfinfo/{handle}")).status == 404
