@@ -5,13 +5,16 @@ ranges (generated)."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+import pyvips
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stowage import errors
 from stowage.processing import chain as chains
 from stowage.processing import documents, pdf
 from stowage.processing.base import Limits
+from stowage.processing.vips import VipsEngine
+from tests.processing import pdfs
 
 LIMITS = Limits(100_000_000, 1 << 30, 10_000, 30)
 LETTER = (612.0, 792.0)
@@ -69,3 +72,35 @@ def test_open_ended_ranges() -> None:
     for bad in ("0", "4-2", "a", "1-2-3", 1.5, True):
         with pytest.raises(ValueError):
             documents.page_ranges((bad,))
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.tuples(st.integers(36, 3000), st.integers(36, 3000)),
+    st.integers(1, 300),
+    st.sampled_from([pdfs.RED, pdfs.GREEN, pdfs.BLUE]),
+)
+def test_any_page_box_at_any_density_is_its_size_or_refused(
+    tmp_path_factory: pytest.TempPathFactory,
+    box: tuple[int, int],
+    density: int,
+    colour: pdfs.Colour,
+) -> None:
+    """A generated one-page PDF drawn through the engine: the image is the box at the
+    density, in the page's colour, or IMAGE_TOO_LARGE when that passes the limits."""
+    folder = tmp_path_factory.mktemp("pdf")
+    source = folder / "p.pdf"
+    source.write_bytes(pdfs.coloured([(float(box[0]), float(box[1]))], [colour]))
+    limits = Limits(4_000_000, 1 << 30, 4000, 30)
+    chain = chains.parse([f"output=format:png,density:{density}"])
+    dest = folder / "p.png"
+    size = tuple(max(1, round(side * density / 72)) for side in box)
+    if max(size) > 4000 or size[0] * size[1] > 4_000_000:
+        with pytest.raises(errors.ImageTooLarge):
+            VipsEngine().render(source, chain, chains.output_for(chain, ""), dest, limits)
+        return
+    VipsEngine().render(source, chain, chains.output_for(chain, ""), dest, limits)
+    image = pyvips.Image.new_from_file(str(dest))
+    assert (image.width, image.height) == size
+    centre = image.getpoint(image.width // 2, image.height // 2)
+    assert [round(v / 255) for v in centre[:3]] == list(colour)
