@@ -11,6 +11,7 @@ from stowage.processing import (
     classifiers,
     colour,
     composite,
+    documents,
     effects,
     effects_ascii,
     effects_regions,
@@ -39,6 +40,7 @@ MODULES: tuple[tuple[TaskSpec, ...], ...] = (
     effects_ascii.TASKS,
     facetasks.TASKS + subjects.TASKS,
     composite.TASKS,
+    documents.TASKS,
     minify.TASKS + classifiers.TASKS,
 )
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 
 from stowage import errors
-from stowage.processing import catalogue, grammar
+from stowage.processing import catalogue, documents, grammar
 from stowage.processing.base import Chain, Output, Task
 from stowage.processing.table import Answer, Kind
 
@@ -62,7 +62,7 @@ def _parse(segments: tuple[str, ...]) -> Chain:
     texts = [t.name for t in image if catalogue.TABLE[t.name].kind is Kind.TEXT]
     if texts and len(image) > 1:
         raise errors.InvalidParameter(f"{texts[0]} takes no other task", parameter=texts[0])
-    if store and answers:
+    if store and answers and answers[0] not in documents.FILES:  # pdfconvert makes a file
         raise errors.InvalidParameter(f"{answers[0]} answers JSON; it cannot be stored")
     return Chain(image, store[0] if store else None, _format(image))
 
@@ -92,5 +92,8 @@ def output_for(chain: Chain, input_mimetype: str) -> Output:
     answer = answer_of(chain)
     if answer is not None:
         return answer.output
+    document = documents.output_of(chain)  # pdfinfo, pdfconvert
+    if document is not None:
+        return document
     fmt = chain.output_format or _BY_MIMETYPE.get(input_mimetype.split(";")[0].lower(), "png")
     return _OUTPUTS[fmt]
