@@ -4,6 +4,8 @@ revalidated with its validators."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
@@ -33,6 +35,8 @@ async def origin() -> AsyncIterator[Origin]:
     site = Origin("", picture(300, 150, ".png"))
 
     async def image(request: web.Request) -> web.Response:
+        if request.match_info["name"] == "slow.png":  # answers after the fetch's deadline
+            await asyncio.sleep(5)
         asked = request.headers.get("If-None-Match")
         site.asked.append(asked)
         if site.validators and asked == site.etag:
@@ -142,3 +146,14 @@ async def test_kept_copies_are_bounded_and_leave_no_reads(
     folder = harness.settings.data_dir / "url-sources"
     assert len(list(folder.glob("*.src"))) == 2
     assert not list(folder.glob("read-*"))  # every job's own link is removed after it
+
+
+@pytest.mark.settings(fetch_read_timeout=0.5, fetch_total_timeout=1.0)
+async def test_a_slow_origin_is_given_up_at_the_fetch_deadline(
+    harness: Harness, origin: Origin
+) -> None:
+    slow = origin.url.replace("pic.png", "slow.png")
+    started = time.monotonic()
+    resp = await harness.cdn.get(f"/{harness.open_app.api_key}/flip/{slow}")
+    assert resp.status == 504 and (await resp.json())["error"]["code"] == "UPSTREAM_TIMEOUT"
+    assert time.monotonic() - started < 4
