@@ -15,6 +15,7 @@ from aiohttp.test_utils import TestServer
 
 from tests.api.harness import Harness
 from tests.api.test_transform import decoded, get, picture
+from tests.servers.ports import free_port
 
 
 @dataclass
@@ -157,3 +158,17 @@ async def test_a_slow_origin_is_given_up_at_the_fetch_deadline(
     resp = await harness.cdn.get(f"/{harness.open_app.api_key}/flip/{slow}")
     assert resp.status == 504 and (await resp.json())["error"]["code"] == "UPSTREAM_TIMEOUT"
     assert time.monotonic() - started < 4
+
+
+async def test_fallback_stands_in_for_a_url_that_fails(harness: Harness, origin: Origin) -> None:
+    backup_bytes = picture(20, 10, ".png")
+    stored = await harness.store(backup_bytes, filename="backup.png")
+    key, backup = harness.open_app.api_key, stored["handle"]
+    gone = f"http://127.0.0.1:{free_port()}/x.png"  # nothing listens there
+    resp, body = await get(harness, f"/{key}/fallback=handle:{backup},cache:30/flip/{gone}")
+    assert body == backup_bytes and "max-age=30" in resp.headers["Cache-Control"]
+    origin.body = b"not an image"
+    _, body = await get(harness, f"/{key}/fallback=handle:{backup}/flip/{origin.url}")
+    assert body == backup_bytes
+    resp = await harness.cdn.get(f"/{key}/flip/{origin.url}")
+    assert resp.status in (415, 422)  # without fallback the failure answers

@@ -54,7 +54,7 @@ async def transform(request: web.Request, path: CdnPath, *, cdn: bool) -> web.St
         record = await processor.store_url(api_key, path.url, path.tasks, creds)
         return web.json_response(store_result(parts.links, record))
     if path.url is not None:
-        return await _external(request, processor, path, api_key, varies)
+        return await _external(request, processor, path, api_key, varies, cdn)
     if path.store is not None:
         if cdn:
             _to_process_address(request, parts)
@@ -102,11 +102,21 @@ def _to_process_address(request: web.Request, parts: Assembly) -> None:
 
 
 async def _external(
-    request: web.Request, processor: Processor, path: CdnPath, api_key: str | None, varies: bool
+    request: web.Request,
+    processor: Processor,
+    path: CdnPath,
+    api_key: str | None,
+    varies: bool,
+    cdn: bool,
 ) -> web.StreamResponse:
     assert path.url is not None
     creds = request_credentials(request, path)
-    result = await processor.from_url(api_key, path.url, path.tasks, creds)
+    try:
+        result = await processor.from_url(api_key, path.url, path.tasks, creds)
+    except errors.StowageError as exc:  # an origin down or not an image: the fallback
+        if (backup := _fallback(path, exc)) is None:
+            raise
+        return await download(request, cdn=cdn, handle=backup.handle, path=backup)
     try:
         return await _send_spooled(request, result, _cache(request, path), path, varies)
     finally:
@@ -181,7 +191,7 @@ def _fallback(path: CdnPath, failure: errors.StowageError) -> CdnPath | None:
     seconds = found.get("cache", 300)
     max_age = seconds if isinstance(seconds, int) else 300
     handle = str(found.get("handle"))
-    return dataclasses.replace(path, handle=handle, max_age=max_age, tasks=[], handles=())
+    return dataclasses.replace(path, handle=handle, max_age=max_age, tasks=[], handles=(), url=None)
 
 
 def _charger(request: web.Request) -> Callable[[App], Awaitable[None]]:
