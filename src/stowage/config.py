@@ -46,6 +46,13 @@ class Settings:
     cdn_public_url: str = _setting(
         "", "Public CDN root used in links. Default: http://<host>:<cdn_port>."
     )
+    cname: str = _setting(
+        "",
+        "Your domain for the Filestack SDKs' `cname` option (e.g. example.com; a port may "
+        "follow): the API port then also answers upload., www., process. and cloud.<cname> "
+        "as the API and cdn.<cname> as the CDN, routed by Host; the public URLs default to "
+        "https://www.<cname>/api and https://cdn.<cname>. Empty: no host routing.",
+    )
     store_link: str = _setting(
         "cdn", "Which link store returns as `url`: `cdn` (CDN link) or `api` (API file link)."
     )
@@ -326,10 +333,17 @@ class Settings:
         return self.registry_url.startswith(("postgresql://", "postgres://"))
 
     def api_url(self) -> str:
-        return (self.api_public_url or f"http://{self.host}:{self.port}/api").rstrip("/")
+        default = f"https://www.{self.cname}/api" if self.cname else ""
+        root = self.api_public_url or default or f"http://{self.host}:{self.port}/api"
+        return root.rstrip("/")
 
     def cdn_url(self) -> str:
-        return (self.cdn_public_url or f"http://{self.host}:{self.cdn_port}").rstrip("/")
+        default = f"https://cdn.{self.cname}" if self.cname else ""
+        return (self.cdn_public_url or default or f"http://{self.host}:{self.cdn_port}").rstrip("/")
+
+    def cname_domain(self) -> str:
+        """``cname`` without a port (the SDKs keep the port in the hosts they build)."""
+        return self.cname.strip().rstrip(".").lower().partition(":")[0]
 
 
 def setting_fields() -> list[dataclasses.Field[Any]]:

@@ -73,9 +73,26 @@ def api_app(parts: Assembly) -> web.Application:
     )
     app[PARTS] = parts
     add_api_routes(app)
+    add_cname_hosts(app, parts)
     observe.install(app)
     use_json_expect_handler(app)
     return app
+
+
+def add_cname_hosts(app: web.Application, parts: Assembly) -> None:
+    """With ``cname`` set, the API origin also answers the Filestack hosts of that domain
+    (docs/decisions.md, "The SDKs' cname hosts"): upload., www., process. and cloud. fall
+    through to the API routes; cdn.<cname> gets the CDN's routes, matched by Host before
+    any path. Those run under the API origin's middlewares (one rate limit, one error
+    answer), so the sub-application has none of its own."""
+    domain = parts.settings.cname_domain()
+    if not domain:
+        return
+    cdn = web.Application(client_max_size=1024**2)
+    cdn[PARTS] = parts
+    add_cdn_routes(cdn)
+    use_json_expect_handler(cdn)
+    app.add_domain(f"cdn.{domain}", cdn)
 
 
 def cdn_app(parts: Assembly) -> web.Application:

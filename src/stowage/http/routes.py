@@ -4,7 +4,18 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from stowage.http import api, cdn, console, docs, listing, multipart, observe, process, transform
+from stowage.http import (
+    api,
+    cdn,
+    cloud,
+    console,
+    docs,
+    listing,
+    multipart,
+    observe,
+    process,
+    transform,
+)
 
 
 def add_api_routes(app: web.Application) -> None:
@@ -32,6 +43,10 @@ def add_api_routes(app: web.Application) -> None:
     router.add_post("/multipart/commit", multipart.commit_handler)
     router.add_post("/multipart/complete", multipart.complete_handler)
     router.add_post("/process", process.process_handler)
+    router.add_post("/prefetch", cloud.prefetch_handler)  # filestack-js's picker, at start
+    for path in ("/folder/list", "/store/", "/metadata", "/auth/logout"):  # cloudApiUrl
+        router.add_post(path, cloud.cloud_drive_handler)
+    router.add_post("/recording/{kind}/{step}", cloud.cloud_drive_handler)
     router.add_get("/process/{tail:.+}", transform.process_handler)  # transformation chains
     router.add_post("/process/{tail:.+}", transform.process_handler)
 

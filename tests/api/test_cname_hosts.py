@@ -1,0 +1,97 @@
+"""Issue 25 on one API listener, in process: the cname hosts routed by ``Host``, the
+picker's ``/prefetch`` and the cloud-drive calls (the SDKs themselves, over TLS:
+tests/sdk/test_cname.py)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.api.harness import OPEN_APP, Harness
+
+
+@pytest.fixture
+async def hosts(harness: Harness) -> AsyncIterator[TestClient]:  # type: ignore[type-arg]
+    from stowage.http.app import api_app
+
+    harness.settings.cname = "example.com"
+    client = TestClient(TestServer(api_app(harness.parts)))
+    await client.start_server()
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+async def test_cdn_host_serves_the_cdn_and_the_others_the_api(
+    harness: Harness,
+    hosts: TestClient,  # type: ignore[type-arg]
+) -> None:
+    stored = await harness.store(b"through the cname hosts")
+    handle = stored["handle"]
+    assert stored["url"] == f"https://cdn.example.com/{handle}"  # the public URL follows
+    cdn = await hosts.get(f"/{handle}", headers={"Host": "cdn.example.com"})
+    assert cdn.status == 200 and await cdn.read() == b"through the cname hosts"
+    refused = await hosts.delete(f"/{handle}", headers={"Host": "CDN.Example.com:8443"})
+    assert refused.status == 400  # the CDN's refusal of writes, whatever the case and port
+    for name in ("www", "upload", "process", "cloud", "127.0.0.1"):
+        api = await hosts.get(f"/api/file/{handle}", headers={"Host": f"{name}.example.com"})
+        assert api.status == 200, name
+        not_cdn = await hosts.get(f"/{handle}", headers={"Host": f"{name}.example.com"})
+        assert not_cdn.status == 404, name
+
+
+async def test_prefetch_answers_a_known_key_and_changes_no_option(
+    hosts: TestClient,  # type: ignore[type-arg]
+) -> None:
+    body = {"apikey": OPEN_APP.api_key, "settings": ["inapp_browser"], "picker_config": {}}
+    resp = await hosts.post("/prefetch", json=body, headers={"Host": "upload.example.com"})
+    assert resp.status == 200
+    answer = await resp.json()
+    assert answer["blocked"] is False and "updated_config" not in answer
+    assert all(isinstance(v, bool) for v in answer["permissions"].values())
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "code"),
+    [
+        ({"apikey": "nosuchkey00000000000"}, 400, "UNKNOWN_API_KEY"),
+        ({}, 401, "AUTH_REQUIRED"),
+        ({"apikey": 5}, 400, "INVALID_PARAMETER"),
+        ([1, 2], 400, "INVALID_JSON"),
+    ],
+)
+async def test_prefetch_refuses_client_mistakes(
+    hosts: TestClient,  # type: ignore[type-arg]
+    body: object,
+    status: int,
+    code: str,
+) -> None:
+    resp = await hosts.post("/prefetch", json=body)
+    assert resp.status == status
+    assert (await resp.json())["error"]["code"] == code
+
+
+@settings(  # the client holds nothing between requests
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    path=st.sampled_from(["/folder/list", "/store/", "/metadata", "/auth/logout"])
+    | st.builds(
+        "/recording/{}/{}".format,
+        st.from_regex(r"[a-z]{1,8}", fullmatch=True),
+        st.sampled_from(["init", "start", "stop"]),
+    )
+)
+async def test_cloud_drive_calls_answer_one_clear_error(
+    hosts: TestClient,  # type: ignore[type-arg]
+    path: str,
+) -> None:
+    resp = await hosts.post(path, json={"apikey": OPEN_APP.api_key})
+    assert resp.status == 501
+    error = (await resp.json())["error"]
+    assert error["code"] == "CLOUD_DRIVE_UNAVAILABLE" and path in error["message"]
