@@ -95,3 +95,21 @@ async def test_cloud_drive_calls_answer_one_clear_error(
     assert resp.status == 501
     error = (await resp.json())["error"]
     assert error["code"] == "CLOUD_DRIVE_UNAVAILABLE" and path in error["message"]
+
+
+async def test_static_host_serves_the_picker_module_of_the_sdks_version(
+    hosts: TestClient,  # type: ignore[type-arg]
+) -> None:
+    from stowage.http.picker import MODULE
+
+    assert MODULE.is_file(), "the picker module is not built: run scripts/vendor-web"
+    url = "/picker/4.5.2/picker.js"  # filestack-js 4.3.8's config.urls.pickerUrl
+    resp = await hosts.get(url, headers={"Host": "static.example.com", "Origin": "https://a.b"})
+    assert resp.status == 200
+    assert resp.headers["Content-Type"].startswith("application/javascript")
+    assert resp.headers["Access-Control-Allow-Origin"] == "*"  # loaded with crossorigin
+    assert b"fs-loader-picker" in await resp.read()  # registers with the SDK's loader
+    other = await hosts.get("/picker/1.0.0/picker.js", headers={"Host": "static.example.com"})
+    assert other.status == 404 and (await other.json())["error"]["code"] == "NOT_FOUND"
+    elsewhere = await hosts.get(url, headers={"Host": "www.example.com"})
+    assert elsewhere.status == 404  # only the static host has it

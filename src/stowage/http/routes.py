@@ -13,6 +13,7 @@ from stowage.http import (
     listing,
     multipart,
     observe,
+    picker,
     process,
     transform,
 )
@@ -59,3 +60,8 @@ def add_cdn_routes(app: web.Application) -> None:
     router.add_post("/{handle}/remove", cdn.cdn_refuse_write)
     router.add_post("/{tasks:.+}/{handle}", cdn.cdn_post_chain)  # store task: to the API origin
     router.add_get("/{tail:.+}", cdn.cdn_get)  # last: it matches every path
+
+
+def add_static_routes(app: web.Application) -> None:
+    """static.<cname>: the picker module filestack-js loads."""
+    app.router.add_get("/picker/{version}/picker.js", picker.picker_module)
