@@ -85,8 +85,8 @@ def test_bad_storage_json_is_a_usage_error(tmp_path: Path) -> None:
     "storage, field",
     [
         ('{"rackspace": {"type": "rackspace", "identity_url": "http://127.0.0.1:1/v2.0", '
-         '"username": "u", "api_key": "k", "container": "c", "segment_size": "1GiB"}}',
-         "'segment_size' must be an integer"),
+         '"username": "u", "api_key": "k", "container": "c", "segment_size": "a lot"}}',
+         "'segment_size' must be a size"),
         ('{"gcs": {"type": "gcs"}}', "'bucket' is required"),
         ('{"S3": {"type": "s3", "bucket": "b", "endpoint": "http://127.0.0.1:1"}}',
          "'endpoint' is not a setting"),

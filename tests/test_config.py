@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from stowage.config import load_settings
+from stowage.storage.settings import LocalSettings
 
 
 def test_sources_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -21,7 +22,7 @@ def test_sources_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     assert settings.host == "0.0.0.0"  # option
     assert settings.store_link == "api" and settings.max_upload_bytes == 5
     assert settings.fetch_allow_private is True
-    assert settings.default_storage == {"type": "local", "root": "/srv/x"}
+    assert settings.default_storage == LocalSettings(root="/srv/x")
     assert settings.api_url() == "http://0.0.0.0:9000/api"
 
 

@@ -13,6 +13,7 @@ inside functions and under ``TYPE_CHECKING`` count the same as any other):
     core                       the operations
     storage, registry          where bytes and rows live (never each other)
     config, observe            settings; logs and metrics
+    values                     the one coercion engine of settings; providers' typed settings
     booleans                   the one parser of boolean words
     errors                     the one error hierarchy
 """
@@ -31,20 +32,21 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 LAYERS: dict[str, int] = {
     "errors": 0,
     "booleans": 1,
-    "config": 2,
-    "observe": 2,
-    "storage": 3,
-    "registry": 3,
-    "core": 4,
-    "edge": 5,
-    "processing": 5,
-    "assembly": 6,
-    "http": 7,
-    "client": 7,
-    "migration": 7,  # import, migrate, backup: built by the assembly, beside http
-    "cli": 8,
-    "docs": 9,
-    "__main__": 9,
+    "values": 2,
+    "config": 3,
+    "observe": 3,
+    "storage": 4,
+    "registry": 4,
+    "core": 5,
+    "edge": 6,
+    "processing": 6,
+    "assembly": 7,
+    "http": 8,
+    "client": 8,
+    "migration": 8,  # import, migrate, backup: built by the assembly, beside http
+    "cli": 9,
+    "docs": 10,
+    "__main__": 10,
 }
 
 
@@ -215,3 +217,29 @@ def test_the_parts_are_built_in_one_place() -> None:
     assert {m: found for m, found in builders.items() if found} == {}
     weak_tables = [m for m, p in MODULES.items() if "WeakKeyDictionary" in p.read_text()]
     assert weak_tables == []
+
+
+MAX_MODULE_LINES = 450
+MAX_CLASS_LINES = 300
+
+
+def _too_long(modules: dict[str, Path]) -> list[str]:
+    found = []
+    for name, path in modules.items():
+        text = path.read_text()
+        if len(text.splitlines()) > MAX_MODULE_LINES:
+            found.append(f"{name}: {len(text.splitlines())} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ClassDef) and node.end_lineno is not None:
+                length = node.end_lineno - node.lineno + 1
+                if length > MAX_CLASS_LINES:
+                    found.append(f"{name}.{node.name}: a class of {length} lines")
+    return found
+
+
+def test_modules_and_classes_stay_short(tmp_path: Path) -> None:
+    """No module over 450 lines, no class over 300 (issue 22): a reader sees a module whole."""
+    assert _too_long(MODULES) == []
+    long_class = "class Big:\n" + "    x = 1\n" * MAX_CLASS_LINES
+    (tmp_path / "big.py").write_text(long_class + "\n" * MAX_MODULE_LINES)
+    assert len(_too_long({"big": tmp_path / "big.py"})) == 2  # the check itself bites

@@ -40,8 +40,8 @@ def main(ctx: click.Context, config: Path | None, data_dir: Path | None) -> None
 def _settings(ctx: click.Context, **overrides: Any) -> Settings:
     try:
         return load_settings(ctx.obj["config"], data_dir=ctx.obj["data_dir"], **overrides)
-    except (ValueError, OSError) as exc:
-        raise click.UsageError(str(exc)) from exc
+    except (ValueError, OSError) as exc:  # one line naming the setting: "Error: setting ..."
+        raise click.ClickException(str(exc)) from exc
 
 
 def _with_parts(settings: Settings, job: Callable[[Assembly], Awaitable[T]]) -> T:

@@ -12,36 +12,70 @@ from pathlib import Path
 
 import click
 
+from stowage import booleans
 from stowage.cli import main as cli_main
-from stowage.config import Settings, setting_fields
+from stowage.config import GROUPS, Settings, form_of, group_of, setting_fields
+from stowage.values.storage import ProviderSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def configuration_markdown() -> str:
-    defaults = Settings()
     lines = [
         "# Configuration reference",
         "",
         "Generated from `src/stowage/config.py` by `python -m stowage.docs`; do not edit by hand.",
         "",
         "Every setting can be given, later sources winning: as its default; in a TOML file",
-        "(`stowage --config FILE` or `STOWAGE_CONFIG=FILE`, keys as named below); as an",
-        "environment variable `STOWAGE_<NAME>` (upper case; JSON for tables); and, for",
-        "`host`, `port`, `cdn_port`, `api_public_url`, `cdn_public_url` and `data_dir`, as a",
-        "command-line option of `stowage serve` / `stowage`.",
+        "(`stowage --config FILE` or `STOWAGE_CONFIG=FILE`); as an environment variable",
+        "`STOWAGE_<NAME>` (upper case; JSON for tables); and, for `host`, `port`, `cdn_port`,",
+        "`api_public_url`, `cdn_public_url` and `data_dir`, as a command-line option of",
+        "`stowage serve` / `stowage`.",
         "",
-        "| setting | environment | default | meaning |",
+        "In a TOML file a setting of a capability goes in its table without the prefix, or",
+        "at the top level by its full name; both spellings mean the same:",
+        "",
+        "```toml",
+        "[processing]",
+        "job_seconds = 10       # the same as: processing_job_seconds = 10",
+        "",
+        "[edge]",
+        'cache_urls = ["http://10.0.0.5:6081"]',
+        "```",
+        "",
+        "Every value is checked when the settings load: a bad one stops `stowage serve` with",
+        "one line naming the setting and what it expects. Sizes may be written with a unit",
+        "(`512KiB`, `8MiB`, `10GB`), durations too (`250ms`, `30s`, `5m`, `2h`, `7d`), and",
+        f"booleans as {', '.join(f'`{w}`' for w in booleans.WORDS)}.",
+    ]
+    for group in ["", *GROUPS]:
+        lines += _group_table(group)
+    lines += STORAGE_KEYS
+    return "\n".join(lines) + "\n"
+
+
+def _group_table(group: str) -> list[str]:
+    defaults = Settings()
+    title = f"`[{group}]`" if group else "The service"
+    lines = [
+        "",
+        f"## {title}",
+        "",
+        "| setting | default | expects | meaning |",
         "|---|---|---|---|",
     ]
     for f in setting_fields():
+        if group_of(f.name) != group:
+            continue
         default = getattr(defaults, f.name)
+        if isinstance(default, ProviderSettings):
+            default = {"type": default.kind}
         shown = json.dumps(default) if isinstance(default, dict) else str(default)
-        lines.append(
-            f"| `{f.name}` | `STOWAGE_{f.name.upper()}` | `{shown}` | {f.metadata['help']} |"
-        )
-    lines += STORAGE_KEYS
-    return "\n".join(lines) + "\n"
+        form = form_of(f)
+        expects = form.expected() if form else "a storage table (see below)"
+        name = f"`{f.name}`" + (f" (`{f.name.removeprefix(GROUPS[group])}`)" if group else "")
+        lines.append(f"| {name} | `{shown}` | {expects} | {f.metadata['help']} |")
+    return lines
 
 
 # Keys inside a storage's own table (``default_storage`` or an app's storage), not settings

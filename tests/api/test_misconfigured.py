@@ -25,9 +25,14 @@ RACKSPACE = {
     "username": "u",
     "api_key": "k",
     "container": "c",
-    "segment_size": "1GiB",
+    "segment_size": "a lot",
 }
-GCS = {"type": "gcs", "bucket": "b", "anonymous": True, "chunk_size": "8MiB"}
+GCS = {
+    "type": "gcs",
+    "bucket": "b",
+    "anonymous": True,
+    "chunk_size": "8MB",
+}  # not a multiple of 256 KiB
 BROKEN = App(
     api_key="brokenappkey00000001", secret="s", storage={"rackspace": RACKSPACE, "gcs": GCS}
 )

@@ -343,7 +343,7 @@ async def test_silent_endpoint_times_out(tmp_path: Path) -> None:
         {"bucket": ""},
         {"secret_access_key": None},
         {"part_size": 1024},
-        {"part_size": "8MiB"},
+        {"part_size": "8 parsecs"},
         {"addressing_style": "sideways"},
         {"endpoint_url": "127.0.0.1:9000"},
         {"endpoint": "http://127.0.0.1:9000"},

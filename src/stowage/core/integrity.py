@@ -16,7 +16,7 @@ from pathlib import Path
 from stowage import errors
 from stowage.core import examine, overwrites, reading
 from stowage.core.providers import Providers
-from stowage.registry.base import FileRecord, FileRows, Registry
+from stowage.registry.base import FileRecord, FileRows, OverwriteRows, Registry
 from stowage.storage.base import Inventories
 
 OK, CORRUPT, MISSING, UNRECORDED, UNREADABLE = "ok", "corrupt", "missing", "unrecorded", "error"
@@ -78,7 +78,7 @@ async def check(files: FileRows, providers: Providers, record: FileRecord) -> No
 
 
 async def verify(
-    registry: Registry, providers: Providers, handles: list[str]
+    registry: FileRows, providers: Providers, handles: list[str]
 ) -> AsyncIterator[Verdict]:
     """Every stored file, or the ones named."""
     if not handles:
@@ -93,7 +93,7 @@ async def verify(
             yield await verify_record(registry, providers, found)
 
 
-async def fsck(registry: Registry, providers: Providers, repair: bool = False) -> FsckReport:
+async def fsck(registry: OverwriteRows, providers: Providers, repair: bool = False) -> FsckReport:
     report = FsckReport()
     await _unsettled(registry, providers, report, repair)  # first: settling changes rows below
     owned: set[Path] = set()
@@ -115,7 +115,7 @@ async def fsck(registry: Registry, providers: Providers, repair: bool = False) -
 
 
 async def _unsettled(
-    registry: Registry, providers: Providers, report: FsckReport, repair: bool
+    registry: OverwriteRows, providers: Providers, report: FsckReport, repair: bool
 ) -> None:
     now = time.time()
     report.unsettled = [i.handle for i in await registry.overwrite_intents(now)]

@@ -14,14 +14,14 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from stowage.config import Settings
-from stowage.registry.base import Registry
+from stowage.registry.base import Locks
 
 log = logging.getLogger("stowage.core")
 
 
 class Janitor:
     def __init__(
-        self, settings: Settings, registry: Registry, clean: Callable[[], Awaitable[int]]
+        self, settings: Settings, registry: Locks, clean: Callable[[], Awaitable[int]]
     ) -> None:
         self.settings = settings
         self.registry = registry

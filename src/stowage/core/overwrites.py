@@ -23,7 +23,7 @@ from stowage.core import examine, reading, streams
 from stowage.core.providers import Providers
 from stowage.core.security import Policy, check_size
 from stowage.core.sources import Prepared
-from stowage.registry.base import FileRecord, OverwriteIntent, Registry
+from stowage.registry.base import FileRecord, OverwriteIntent, OverwriteRows
 from stowage.storage.base import Provider, WriteOptions
 
 log = logging.getLogger("stowage.core")
@@ -44,7 +44,7 @@ class Overwrite:
     mimetype: str
 
 
-async def write_over(registry: Registry, providers: Providers, job: Overwrite) -> FileRecord:
+async def write_over(registry: OverwriteRows, providers: Providers, job: Overwrite) -> FileRecord:
     """Commits the new bytes, then the row; the caller holds the handle's lock. The
     intent is recorded when the body has ended, before the provider commits: a crash
     between commit and row update is settled later."""
@@ -81,7 +81,7 @@ async def write_over(registry: Registry, providers: Providers, job: Overwrite) -
 
 
 async def _settle_quietly(
-    registry: Registry, providers: Providers, intent: OverwriteIntent
+    registry: OverwriteRows, providers: Providers, intent: OverwriteIntent
 ) -> None:
     # Any failure: the clean-up must not replace the error that made it necessary.
     try:
@@ -97,7 +97,7 @@ def intent_for(record: FileRecord) -> OverwriteIntent:
     )
 
 
-async def settle_all(registry: Registry, providers: Providers, older_than: float) -> int:
+async def settle_all(registry: OverwriteRows, providers: Providers, older_than: float) -> int:
     """Settles the intents recorded before ``older_than``; returns how many it settled."""
     settled = 0
     for intent in await registry.overwrite_intents(older_than):
@@ -105,7 +105,9 @@ async def settle_all(registry: Registry, providers: Providers, older_than: float
     return settled
 
 
-async def _settle_locked(registry: Registry, providers: Providers, intent: OverwriteIntent) -> str:
+async def _settle_locked(
+    registry: OverwriteRows, providers: Providers, intent: OverwriteIntent
+) -> str:
     # Under the handle's lock, an overwrite still running (another worker or node) ends
     # first and its row update drops its own intent: only a dead writer's is judged.
     async with contextlib.AsyncExitStack() as stack:
@@ -117,7 +119,7 @@ async def _settle_locked(registry: Registry, providers: Providers, intent: Overw
         return await settle(registry, providers, intent)
 
 
-async def settle(registry: Registry, providers: Providers, intent: OverwriteIntent) -> str:
+async def settle(registry: OverwriteRows, providers: Providers, intent: OverwriteIntent) -> str:
     """Adopts or drops one intent; the caller holds its handle's lock. KEPT when storage
     cannot answer now: the next recovery (or janitor pass) tries again."""
     record = await registry.get(intent.handle)

@@ -8,9 +8,12 @@ provider cannot be used gets ``STORAGE_MISCONFIGURED`` for that provider alone.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from stowage import errors
@@ -19,6 +22,7 @@ from stowage.registry.base import App, AppRows
 from stowage.storage import API_PROVIDERS, build_provider
 from stowage.storage.base import Provider
 from stowage.storage.prefixed import prefixed
+from stowage.storage.settings import LocalSettings, ProviderSettings
 
 log = logging.getLogger("stowage.core")
 
@@ -60,30 +64,34 @@ class Providers:
     def default_provider(self, app: App) -> Provider:
         """The service's own storage: a folder per app on the default local disk; in a store
         shared by all apps (a bucket), a key prefix per app, so apps never see each other."""
-        config = dict(self.settings.default_storage)
-        if config.get("type") == "local" and "root" not in config:
-            config["root"] = str(self.settings.data_dir / "storage" / app.api_key)
-            return self._cached("", app.api_key, config)
-        return prefixed(self._cached("", "default", config), app.api_key)
+        default = self.settings.default_storage
+        if isinstance(default, LocalSettings) and default.root is None:
+            own = dataclasses.replace(default, root=str(self._local_root / app.api_key))
+            return self._cached("", app.api_key, own)
+        return prefixed(self._cached("", "default", default), app.api_key)
 
     def shared_default_store(self) -> Provider | None:
         """The default storage as one store for all apps (no app prefix), or None when it is
         local disk, which only a shared mount would make common to several nodes."""
-        config = dict(self.settings.default_storage)
-        if config.get("type") == "local":
+        default = self.settings.default_storage
+        if isinstance(default, LocalSettings):
             return None
-        return self._cached("", "default", config)
+        return self._cached("", "default", default)
 
     def local_defaults(self) -> list[Provider]:
         """The default local disk of every app that has stored there."""
-        root = self.settings.data_dir / "storage"
-        if self.settings.default_storage.get("type") != "local" or not root.exists():
+        root = self._local_root
+        if not isinstance(self.settings.default_storage, LocalSettings) or not root.exists():
             return []
         return [
             self.default_provider(App(api_key=p.name, secret=""))
             for p in sorted(root.iterdir())
             if p.is_dir()
         ]
+
+    @property
+    def _local_root(self) -> Path:
+        return self.settings.data_dir / "storage"
 
     async def configured(self) -> list[Provider]:
         """Every provider the apps configure; a misconfigured one is reported and skipped,
@@ -102,11 +110,19 @@ class Providers:
                     )
         return found
 
-    def _cached(self, scope: str, name: str, config: dict[str, Any]) -> Provider:
-        fingerprint = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
-        key = (scope, name, fingerprint)
+    def _cached(
+        self, scope: str, name: str, config: ProviderSettings | Mapping[str, Any]
+    ) -> Provider:
+        key = (scope, name, _fingerprint(config))
         provider = self._providers.get(key)
-        if provider is None:
+        if provider is None:  # an app's table is parsed here, once, into typed settings
             provider = build_provider(config, self.settings.data_dir)
             self._providers[key] = provider
         return provider
+
+
+def _fingerprint(config: ProviderSettings | Mapping[str, Any]) -> str:
+    """Equal for equal settings, secrets included (a changed credential is a new provider)."""
+    if isinstance(config, ProviderSettings):
+        config = {"type": config.kind, **dataclasses.asdict(config)}
+    return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TypeVar, cast
 
 from stowage import errors
-from stowage.registry.base import App, FileRecord, Registry
+from stowage.registry.base import App, FileRecord, FileRows
 from stowage.storage.base import Chunks, LocalFiles, ObjectInfo, Provider, open_whole, pin_of
 
 MAX_ATTEMPTS = 5
@@ -128,7 +128,7 @@ async def whole(provider: Provider, container: str, key: str, span: Span | None 
 
 
 async def open_download(
-    registry: Registry, plan: D, span: Span | None, body: bool
+    registry: FileRows, plan: D, span: Span | None, body: bool
 ) -> tuple[D, Opened]:
     """Opens the bytes a download will send (``span`` None: the whole file), and returns the
     plan with the row and object info that describe them (both may be newer than the plan's)."""
@@ -193,7 +193,7 @@ async def _back_off(attempt: int) -> None:
     await asyncio.sleep(random.uniform(0, BACKOFF * 2**attempt))
 
 
-async def _row(registry: Registry, record: FileRecord) -> FileRecord:
+async def _row(registry: FileRows, record: FileRecord) -> FileRecord:
     fresh = await registry.get(record.handle)
     if fresh is None:
         raise errors.HandleNotFound(handle=record.handle)

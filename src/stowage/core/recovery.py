@@ -16,7 +16,7 @@ from stowage import errors
 from stowage.config import Settings
 from stowage.core import overwrites
 from stowage.core.providers import Providers
-from stowage.registry.base import Registry
+from stowage.registry.base import RecoveryRows
 from stowage.storage.base import Recovers
 
 log = logging.getLogger("stowage.core")
@@ -24,7 +24,7 @@ SWEEP_TIMEOUT = 30.0
 
 
 class Recovery:
-    def __init__(self, settings: Settings, registry: Registry, providers: Providers) -> None:
+    def __init__(self, settings: Settings, registry: RecoveryRows, providers: Providers) -> None:
         self.settings = settings
         self.registry = registry
         self.providers = providers

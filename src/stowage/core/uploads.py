@@ -32,7 +32,7 @@ from stowage.core.providers import Providers
 from stowage.core.security import Credentials, Policy, Target, authorize, check_size
 from stowage.core.service import StoreParams
 from stowage.core.sources import Source
-from stowage.registry.base import App, FileRecord, Registry, UploadPart, UploadSession
+from stowage.registry.base import App, FileRecord, UploadPart, UploadSession, UploadStore
 from stowage.storage import API_PROVIDERS
 from stowage.storage.base import Lists
 
@@ -72,7 +72,7 @@ class Store(Protocol):
 
 class Uploads:
     def __init__(
-        self, settings: Settings, registry: Registry, providers: Providers, store: Store
+        self, settings: Settings, registry: UploadStore, providers: Providers, store: Store
     ) -> None:
         self.settings = settings
         self.registry = registry

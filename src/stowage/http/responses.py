@@ -21,7 +21,7 @@ from stowage.core.filetypes import is_active
 from stowage.core.reading import Download
 from stowage.edge.headers import PIPED_HEADER, origin_headers, without_edge_headers
 from stowage.http.sendfile import LoopFileResponse
-from stowage.registry.base import Registry
+from stowage.registry.base import FileRows
 
 _RANGE = re.compile(r"([0-9]*)-([0-9]*)")  # [0-9]: \d takes any script's digits
 _MAX_DIGITS = 30  # int() refuses over 4300 digits; anything this long is past any size
@@ -209,7 +209,7 @@ async def send_file(
     request: web.Request,
     plan: Download,
     headers_for: Callable[[Download], dict[str, str]],
-    registry: Registry | None,
+    registry: FileRows | None,
 ) -> web.StreamResponse:
     """Sends a download. With ``registry`` the bytes are those of the handle's row version
     or a newer one (re-read on a race); without it, the object at the plan's key as it is
@@ -243,7 +243,7 @@ async def _stream(
     request: web.Request,
     plan: Download,
     headers_for: Callable[[Download], dict[str, str]],
-    registry: Registry | None,
+    registry: FileRows | None,
     tag: str | None = None,
 ) -> web.StreamResponse:
     if "If-None-Match" in request.headers and tag is None:  # asks the store first

@@ -22,7 +22,9 @@ PostgreSQL later). Contract (``tests/registry/test_contract.py``):
   ``version - 1``; True when the row was changed.
 - ``ping`` answers readiness: the store answers and its schema is the current one.
 
-Webhook deliveries (``WebhookDelivery``; contract in ``tests/registry/test_webhooks.py``):
+Webhook deliveries (``WebhookDelivery``; contract in ``tests/registry/test_webhooks.py``)
+and edge purges (``EdgePurge``) are lease-based queues (``queue.py``, declared in
+``queues.py``); each backend implements the queue once:
 
 - ``enqueue_webhooks`` inserts rows (status ``pending``) and returns them with their ids.
 - ``claim_webhooks`` atomically takes up to ``limit`` rows that are ``pending`` and due
@@ -254,6 +256,9 @@ class WebhookRows(Protocol):
         self, api_key: str | None = None, limit: int = 50
     ) -> list[WebhookDelivery]: ...
     async def prune_webhooks(self, before: float) -> int: ...
+    async def webhook_queue_depth(self) -> int:
+        """Deliveries waiting or being delivered (the ``/metrics`` gauge)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -289,6 +294,23 @@ class PurgeQueue(Protocol):
         self, purge_id: int, worker: str, *, done: bool, next_attempt: float, error: str = ""
     ) -> bool: ...
     async def purge_queue_depth(self) -> int: ...
+
+
+# What a consumer that needs several concerns takes (the registry object satisfies each).
+class OverwriteRows(FileRows, IntentRows, Locks, Protocol):
+    """Overwrites and their settling (``core/overwrites.py``, integrity)."""
+
+
+class RecoveryRows(AppRows, OverwriteRows, Protocol):
+    """Start-up recovery: abandoned stores of apps, unsettled overwrites."""
+
+
+class UploadStore(UploadRows, FileRows, Locks, Protocol):
+    """Multipart uploads: sessions, the file they become, the sweep's exclusive job."""
+
+
+class WebhookStore(WebhookRows, AppRows, Protocol):
+    """The delivery worker: the queue and the app whose secret signs a delivery."""
 
 
 class Registry(AppRows, FileRows, IntentRows, Locks, UploadRows, WebhookRows, PurgeQueue, Protocol):

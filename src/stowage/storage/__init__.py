@@ -1,6 +1,7 @@
 """Storage providers and the one place that builds them from configuration.
 
-Each provider is one module exposing ``from_config(config, data_dir)``; its SDK
+Each provider is one module exposing ``build(settings, data_dir)`` (its typed settings,
+``storage/settings.py``) and ``from_config(config, data_dir)``; its SDK
 is imported only there and installed as an extra (``pip install stowage[s3]``).
 """
 
@@ -14,6 +15,7 @@ from typing import Any
 from stowage import errors
 from stowage.storage import settings
 from stowage.storage.base import Provider
+from stowage.storage.settings import ProviderSettings
 
 #: Provider type name -> module implementing it.
 MODULES: dict[str, str] = {
@@ -49,9 +51,11 @@ def check_app_storage(storage: Mapping[str, Any]) -> None:
         settings.check(config)
 
 
-def build_provider(config: Mapping[str, Any], data_dir: Path) -> Provider:
-    settings.check(config)  # before any SDK is imported
-    kind = str(config["type"])
+def build_provider(config: ProviderSettings | Mapping[str, Any], data_dir: Path) -> Provider:
+    """The provider of typed settings (parsed once, when the settings or the app's row were
+    read), or of a configuration table, parsed here before any SDK is imported."""
+    typed = config if isinstance(config, ProviderSettings) else settings.check(config)
+    kind = typed.kind
     module_name = MODULES[kind]
     try:
         module = importlib.import_module(module_name)
@@ -60,7 +64,7 @@ def build_provider(config: Mapping[str, Any], data_dir: Path) -> Provider:
             f"storage type {kind!r} needs its extra: pip install 'stowage[{kind}]'"
         ) from exc
     try:
-        provider: Provider = module.from_config(config, data_dir)
+        provider: Provider = module.build(typed, data_dir)
     except (ValueError, TypeError) as exc:  # an SDK refusing a value the settings let by
         raise errors.StorageMisconfigured(
             f"{kind} storage: unusable settings ({type(exc).__name__})"

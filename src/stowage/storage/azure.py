@@ -211,7 +211,11 @@ class _Stager:
 
 
 def from_config(config: Mapping[str, Any], data_dir: Path) -> AzureProvider:
-    settings = parse(AzureSettings, config)
+    """The provider of a configuration table (``build`` takes settings already parsed)."""
+    return build(parse(AzureSettings, config), data_dir)
+
+
+def build(settings: AzureSettings, data_dir: Path) -> AzureProvider:
     options: dict[str, Any] = {
         "retry_policy": _Backoff(
             initial_backoff=settings.retry_backoff,  # type: ignore[arg-type]

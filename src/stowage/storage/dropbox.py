@@ -177,7 +177,11 @@ class DropboxProvider:
 
 
 def from_config(config: Mapping[str, Any], data_dir: Path) -> DropboxProvider:
-    settings = parse(DropboxSettings, config)
+    """The provider of a configuration table (``build`` takes settings already parsed)."""
+    return build(parse(DropboxSettings, config), data_dir)
+
+
+def build(settings: DropboxSettings, data_dir: Path) -> DropboxProvider:
     session = None
     if settings.ca_certs:
         session = dropbox.create_session(ca_certs=settings.ca_certs)

@@ -318,7 +318,11 @@ class _Upload:
 
 
 def from_config(config: Mapping[str, Any], data_dir: Path) -> GcsProvider:
-    settings = parse(GcsSettings, config)
+    """The provider of a configuration table (``build`` takes settings already parsed)."""
+    return build(parse(GcsSettings, config), data_dir)
+
+
+def build(settings: GcsSettings, data_dir: Path) -> GcsProvider:
     return GcsProvider(
         settings.bucket,
         tokens=None if settings.anonymous else _Tokens(_credentials(settings.credentials)),

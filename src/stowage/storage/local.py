@@ -138,7 +138,11 @@ class LocalProvider:
 
 
 def from_config(config: Mapping[str, Any], data_dir: Path) -> LocalProvider:
-    settings = parse(LocalSettings, config)
+    """The provider of a configuration table (``build`` takes settings already parsed)."""
+    return build(parse(LocalSettings, config), data_dir)
+
+
+def build(settings: LocalSettings, data_dir: Path) -> LocalProvider:
     return LocalProvider(Path(settings.root or data_dir), settings.container)
 
 

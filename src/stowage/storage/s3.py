@@ -262,7 +262,11 @@ class S3Provider:
 
 
 def from_config(config: Mapping[str, Any], data_dir: Path) -> S3Provider:
-    settings = parse(S3Settings, config)
+    """The provider of a configuration table (``build`` takes settings already parsed)."""
+    return build(parse(S3Settings, config), data_dir)
+
+
+def build(settings: S3Settings, data_dir: Path) -> S3Provider:
     return S3Provider(
         settings.bucket,
         endpoint_url=settings.endpoint_url,

@@ -14,14 +14,14 @@ from stowage.core import events
 from stowage.core.events import Change
 from stowage.core.webhooks.payload import event_body
 from stowage.core.webhooks.worker import Worker
-from stowage.registry.base import App, FileRecord, Registry, WebhookDelivery
+from stowage.registry.base import App, FileRecord, WebhookDelivery, WebhookStore
 
 log = logging.getLogger("stowage.webhooks")
 
 
 class Webhooks:
     def __init__(
-        self, settings: Settings, registry: Registry, link: Callable[[FileRecord], str]
+        self, settings: Settings, registry: WebhookStore, link: Callable[[FileRecord], str]
     ) -> None:
         self.registry = registry
         self.link = link

@@ -24,9 +24,10 @@ from stowage.registry.base import (
     WEBHOOK_DELIVERED,
     WEBHOOK_FAILED,
     WEBHOOK_PENDING,
-    Registry,
     WebhookDelivery,
+    WebhookStore,
 )
+from stowage.registry.queue import Backoff
 
 log = logging.getLogger("stowage.webhooks")
 PRUNE_EVERY = 3600.0
@@ -34,12 +35,13 @@ PRUNE_EVERY = 3600.0
 
 def backoff(settings: Settings, attempts: int) -> float:
     """Seconds to wait after the ``attempts``-th failed attempt."""
-    delay = settings.webhook_retry_base_delay * 2 ** max(attempts - 1, 0)
-    return float(min(delay, settings.webhook_retry_max_delay))
+    return Backoff(settings.webhook_retry_base_delay, settings.webhook_retry_max_delay).delay(
+        attempts
+    )
 
 
 class Worker:
-    def __init__(self, settings: Settings, registry: Registry) -> None:
+    def __init__(self, settings: Settings, registry: WebhookStore) -> None:
         self.settings = settings
         self.registry = registry
         self.name = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"

@@ -29,6 +29,6 @@ containers public (CDN), not single objects. Each write may hold up to
 """
 
 from stowage.storage.rackspace.auth import parse_access
-from stowage.storage.rackspace.provider import RackspaceProvider, from_config
+from stowage.storage.rackspace.provider import RackspaceProvider, build, from_config
 
-__all__ = ["RackspaceProvider", "from_config", "parse_access"]
+__all__ = ["RackspaceProvider", "build", "from_config", "parse_access"]

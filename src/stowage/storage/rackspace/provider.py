@@ -179,4 +179,9 @@ class RackspaceProvider:
 
 
 def from_config(config: Mapping[str, Any], data_dir: Path) -> RackspaceProvider:
-    return RackspaceProvider(parse(RackspaceSettings, config))
+    """The provider of a configuration table (``build`` takes settings already parsed)."""
+    return build(parse(RackspaceSettings, config), data_dir)
+
+
+def build(settings: RackspaceSettings, data_dir: Path) -> RackspaceProvider:
+    return RackspaceProvider(settings)

@@ -1,4 +1,4 @@
-"""SQL of multipart upload sessions and their parts in the SQLite registry.
+"""Multipart upload sessions and their parts (``UploadRows``) in the SQLite registry.
 
 Writes run on the registry's writer thread; each function is one transaction.
 """
@@ -10,6 +10,7 @@ from dataclasses import astuple
 from typing import Any
 
 from stowage.registry.base import UploadPart, UploadSession
+from stowage.registry.sqlite.db import SQLiteDB
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS uploads (
@@ -44,6 +45,32 @@ _SESSION = (
     "part_key, created, state, handle"
 )
 _PART = 'upload_id, part, "offset", size, md5, etag'
+
+
+class SQLiteUploads:
+    def __init__(self, db: SQLiteDB) -> None:
+        self.db = db
+
+    async def create_upload(self, session: UploadSession) -> None:
+        await self.db.write(lambda conn: create(conn, session))
+
+    async def get_upload(self, upload_id: str) -> UploadSession | None:
+        return get(self.db.reader, upload_id)
+
+    async def put_upload_part(self, part: UploadPart) -> None:
+        await self.db.write(lambda conn: put_part(conn, part))
+
+    async def upload_parts(self, upload_id: str) -> list[UploadPart]:
+        return parts(self.db.reader, upload_id)
+
+    async def finish_upload(self, upload_id: str, handle: str) -> bool:
+        return await self.db.write(lambda conn: finish(conn, upload_id, handle))
+
+    async def delete_upload(self, upload_id: str) -> None:
+        await self.db.write(lambda conn: delete(conn, upload_id))
+
+    async def expired_uploads(self, created_before: float) -> list[UploadSession]:
+        return expired(self.db.reader, created_before)
 
 
 def create(conn: sqlite3.Connection, session: UploadSession) -> None:

@@ -1,4 +1,4 @@
-"""SQL of multipart upload sessions and their parts in the PostgreSQL registry.
+"""Multipart upload sessions and their parts (``UploadRows``) in the PostgreSQL registry.
 
 Parts may arrive at any node and the upload may be completed by any node: every piece
 is a row, and ``finish`` is one conditional update (``state = 'open'``), so exactly one
@@ -12,12 +12,39 @@ from dataclasses import astuple
 import asyncpg
 
 from stowage.registry.base import UploadPart, UploadSession
+from stowage.registry.postgres.store import PostgresStore
 
 _SESSION = (
     "upload_id, api_key, provider, filename, mimetype, size, path, container, access, "
     "part_key, created, state, handle"
 )
 _PART = 'upload_id, part, "offset", size, md5, etag'
+
+
+class PostgresUploads:
+    def __init__(self, store: PostgresStore) -> None:
+        self.store = store
+
+    async def create_upload(self, session: UploadSession) -> None:
+        await create(self.store.pool, session)
+
+    async def get_upload(self, upload_id: str) -> UploadSession | None:
+        return await get(self.store.pool, upload_id)
+
+    async def put_upload_part(self, part: UploadPart) -> None:
+        await put_part(self.store.pool, part)
+
+    async def upload_parts(self, upload_id: str) -> list[UploadPart]:
+        return await parts(self.store.pool, upload_id)
+
+    async def finish_upload(self, upload_id: str, handle: str) -> bool:
+        return await finish(self.store.pool, upload_id, handle)
+
+    async def delete_upload(self, upload_id: str) -> None:
+        await delete(self.store.pool, upload_id)
+
+    async def expired_uploads(self, created_before: float) -> list[UploadSession]:
+        return await expired(self.store.pool, created_before)
 
 
 def _marks(count: int) -> str:

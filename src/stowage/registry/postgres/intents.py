@@ -1,4 +1,4 @@
-"""SQL of overwrite intents (``OverwriteIntent``) in the PostgreSQL registry.
+"""Overwrite intents (``IntentRows``) in the PostgreSQL registry.
 
 Every rule is a condition in the statement, so nodes racing on one handle cannot break
 it: an intent is recorded only while the row is at the version the overwrite started
@@ -12,9 +12,24 @@ from dataclasses import astuple
 import asyncpg
 
 from stowage.registry.base import OverwriteIntent
+from stowage.registry.postgres.store import PostgresStore
 
 _COLUMNS = "handle, version, size, sha256, mimetype, created"
 _SAME = "handle = $1 AND version = $2 AND size = $3 AND sha256 = $4"
+
+
+class PostgresIntents:
+    def __init__(self, store: PostgresStore) -> None:
+        self.store = store
+
+    async def intend_overwrite(self, intent: OverwriteIntent) -> bool:
+        return await intend(self.store.pool, intent)
+
+    async def overwrite_intents(self, older_than: float) -> list[OverwriteIntent]:
+        return await listed(self.store.pool, older_than)
+
+    async def settle_overwrite(self, intent: OverwriteIntent, adopt: bool) -> bool:
+        return await settle(self.store.pool, intent, adopt)
 
 
 async def intend(pool: asyncpg.Pool, intent: OverwriteIntent) -> bool:

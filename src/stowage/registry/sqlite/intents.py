@@ -1,4 +1,4 @@
-"""SQL of overwrite intents (``OverwriteIntent``) in the SQLite registry.
+"""Overwrite intents (``IntentRows``) in the SQLite registry.
 
 Writes run on the registry's writer thread; each function is one transaction.
 """
@@ -8,11 +8,9 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 from dataclasses import asdict
-from typing import TypeVar
 
 from stowage.registry.base import OverwriteIntent
-
-T = TypeVar("T")
+from stowage.registry.sqlite.db import SQLiteDB, transaction
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS overwrite_intents (
@@ -27,6 +25,20 @@ CREATE TABLE IF NOT EXISTS overwrite_intents (
 
 _COLUMNS = "handle, version, size, sha256, mimetype, created"
 _SAME = "handle = :handle AND version = :version AND size = :size AND sha256 = :sha256"
+
+
+class SQLiteIntents:
+    def __init__(self, db: SQLiteDB) -> None:
+        self.db = db
+
+    async def intend_overwrite(self, intent: OverwriteIntent) -> bool:
+        return await self.db.write(lambda conn: intend(conn, intent))
+
+    async def overwrite_intents(self, older_than: float) -> list[OverwriteIntent]:
+        return listed(self.db.reader, older_than)
+
+    async def settle_overwrite(self, intent: OverwriteIntent, adopt: bool) -> bool:
+        return await self.db.write(lambda conn: settle(conn, intent, adopt))
 
 
 def intend(conn: sqlite3.Connection, intent: OverwriteIntent) -> bool:
@@ -82,14 +94,3 @@ def settle(conn: sqlite3.Connection, intent: OverwriteIntent, adopt: bool) -> bo
         return cursor.rowcount > 0
 
     return transaction(conn, run)
-
-
-def transaction(conn: sqlite3.Connection, body: Callable[[], T]) -> T:
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        result = body()
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    return result

@@ -1,0 +1,99 @@
+"""The processing engine's settings (``processing_*``): limits, jobs and their costs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from stowage.config.base import GiB, MiB
+from stowage.config.base import setting as _setting
+from stowage.values import coerce
+
+
+@dataclass
+class ProcessingSettings:
+    processing_max_input_pixels: int = _setting(
+        100_000_000,
+        "Transformations refuse images with more pixels than this (422 IMAGE_TOO_LARGE), "
+        "read from the image header before anything is decoded (decompression bombs).",
+        form=coerce.integer(1),
+    )
+    processing_max_input_bytes: int = _setting(
+        200 * MiB, "Largest file a transformation reads (413 beyond).", form=coerce.size(1)
+    )
+    processing_max_output_dimension: int = _setting(
+        10_000,
+        "Largest width or height a transformation may produce (422 IMAGE_TOO_LARGE beyond).",
+        form=coerce.integer(1),
+    )
+    processing_max_output_bytes: int = _setting(
+        100 * MiB,
+        "Largest result a transformation may produce, in bytes (422 IMAGE_TOO_LARGE beyond: "
+        "the save stops there, so an oversized result never fills the disk).",
+        form=coerce.size(1),
+    )
+    processing_job_seconds: float = _setting(
+        30.0,
+        "Seconds one transformation may run before it is stopped (422 PROCESSING_TIMEOUT).",
+        form=coerce.duration(),
+    )
+    processing_jobs: int = _setting(
+        0,
+        "Transformations running at once on a node, each in a job process of its own; "
+        "0: one per CPU core.",
+        form=coerce.integer(0),
+    )
+    processing_job_memory: int = _setting(
+        2 * GiB,
+        "Address space a job process may use, in bytes (422 IMAGE_TOO_LARGE beyond); 0: no limit.",
+        form=coerce.size(0),
+    )
+    processing_max_frames: int = _setting(
+        1000,
+        "Most frames a transformation decodes: an animation's (kept as one when the result "
+        "is a GIF or WebP), or a GIF's frames up to the page asked for (422 IMAGE_TOO_LARGE "
+        "beyond).",
+        form=coerce.integer(1),
+    )
+    processing_max_total_pixels: int = _setting(
+        200_000_000,
+        "Most pixels of all the frames a transformation decodes or makes (frames x width x "
+        "height; 422 IMAGE_TOO_LARGE beyond). One frame is held to "
+        "processing_max_input_pixels.",
+        form=coerce.integer(1),
+    )
+    processing_max_job_cost: float = _setting(
+        8.0,
+        "Most work a transformation may need, as seconds of one core estimated from the "
+        "header and the tasks before it runs (422 PROCESSING_TOO_COSTLY beyond).",
+        form=coerce.number(0),
+    )
+    processing_big_job_cost: float = _setting(
+        1.0,
+        "Estimated seconds of work beyond which a transformation is a big job: big jobs run "
+        "in at most processing_jobs - processing_small_job_slots slots at once.",
+        form=coerce.number(0),
+    )
+    processing_small_job_slots: int = _setting(
+        1,
+        "Job slots big jobs never take, so that small ones do not wait behind them (with "
+        "one job slot, big jobs take it too).",
+        form=coerce.integer(0),
+    )
+    processing_max_sources: int = _setting(
+        16,
+        "Most files one transformation reads (watermark, collage, animate, zip), the main "
+        "one included (400 INVALID_PARAMETER beyond).",
+        form=coerce.integer(1, 1000),
+    )
+    processing_max_sources_bytes: int = _setting(
+        200 * MiB,
+        "Most bytes of all the files one transformation reads, from their rows before any is "
+        "read (413 PAYLOAD_TOO_LARGE beyond).",
+        form=coerce.size(1),
+    )
+    processing_queue: int = _setting(
+        16,
+        "Transformations that may wait for a free job slot; beyond, 503 PROCESSING_BUSY with "
+        "Retry-After (no unbounded queue).",
+        form=coerce.integer(0),
+    )

@@ -1,0 +1,121 @@
+"""The declared queues, and the registry concerns built on them.
+
+Both are ``LeaseQueue``s (``queue.py``); this module says what is particular to each:
+webhook deliveries stay as a log once finished and show their states as ``delivering``
+and ``delivered``; an edge purge is deleted once acknowledged, and a purge already
+waiting for the same cache and tag makes a new one redundant.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+
+from stowage.registry.base import (
+    WEBHOOK_DELIVERED,
+    WEBHOOK_DELIVERING,
+    WEBHOOK_FAILED,
+    WEBHOOK_PENDING,
+    EdgePurge,
+    WebhookDelivery,
+)
+from stowage.registry.queue import LeaseQueue, QueueSpec
+
+WEBHOOKS = QueueSpec(
+    table="webhook_deliveries",
+    job=WebhookDelivery,
+    payload=("event_id", "api_key", "url", "action", "handle", "body"),
+    outcome=("response_code",),
+    keep_finished=True,
+    leased=WEBHOOK_DELIVERING,
+    done=WEBHOOK_DELIVERED,
+    indexes={"webhook_due": ("status", "next_attempt"), "webhook_by_app": ("api_key", "id")},
+)
+
+PURGES = QueueSpec(
+    table="edge_purges",
+    job=EdgePurge,
+    payload=("cache", "tag"),
+    one_waiting_per=("cache", "tag"),
+    indexes={
+        "edge_purges_due": ("next_attempt",),
+        "edge_purges_by_tag": ("cache", "tag"),
+        "edge_purges_waiting": ("status", "next_attempt"),
+    },
+)
+
+#: Lists deliveries newest first, of one app or all: (api_key, limit) -> deliveries.
+WebhookLog = Callable[[str | None, int], Awaitable[list[WebhookDelivery]]]
+
+
+class WebhookDeliveries:
+    """``WebhookRows`` on a queue of ``WEBHOOKS`` and a backend's log query."""
+
+    def __init__(self, queue: LeaseQueue[WebhookDelivery], log: WebhookLog) -> None:
+        self.queue = queue
+        self._log = log
+
+    async def enqueue_webhooks(self, deliveries: list[WebhookDelivery]) -> list[WebhookDelivery]:
+        return await self.queue.put(deliveries)
+
+    async def claim_webhooks(
+        self, worker: str, now: float, lease: float, limit: int
+    ) -> list[WebhookDelivery]:
+        return await self.queue.claim(worker, now, lease, limit)
+
+    async def finish_webhook(
+        self,
+        delivery_id: int,
+        worker: str,
+        status: str,
+        *,
+        now: float,
+        next_attempt: float = 0.0,
+        response_code: int | None = None,
+        error: str = "",
+    ) -> bool:
+        q, outcome = self.queue, {"response_code": response_code}
+        if status == WEBHOOK_DELIVERED:
+            return await q.complete(delivery_id, worker, now, error=error, **outcome)
+        if status == WEBHOOK_FAILED:
+            return await q.give_up(delivery_id, worker, now, error=error, **outcome)
+        if status == WEBHOOK_PENDING:
+            return await q.retry(delivery_id, worker, now, next_attempt, error=error, **outcome)
+        raise ValueError(f"not a final or retry state: {status}")
+
+    async def webhook_log(
+        self, api_key: str | None = None, limit: int = 50
+    ) -> list[WebhookDelivery]:
+        return await self._log(api_key, limit)
+
+    async def prune_webhooks(self, before: float) -> int:
+        return await self.queue.prune(before)
+
+    async def webhook_queue_depth(self) -> int:
+        return await self.queue.depth()
+
+
+class EdgePurges:
+    """``PurgeQueue`` on a queue of ``PURGES``."""
+
+    def __init__(self, queue: LeaseQueue[EdgePurge]) -> None:
+        self.queue = queue
+
+    async def enqueue_purges(self, purges: list[EdgePurge]) -> None:
+        await self.queue.put(purges)
+
+    async def claim_purges(
+        self, worker: str, now: float, lease: float, limit: int
+    ) -> list[EdgePurge]:
+        return await self.queue.claim(worker, now, lease, limit)
+
+    async def finish_purge(
+        self, purge_id: int, worker: str, *, done: bool, next_attempt: float, error: str = ""
+    ) -> bool:
+        now = time.time()
+        if done:
+            return await self.queue.complete(purge_id, worker, now)
+        return await self.queue.retry(purge_id, worker, now, next_attempt, error=error)
+
+    async def purge_queue_depth(self) -> int:
+        return await self.queue.depth()
