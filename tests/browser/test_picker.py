@@ -32,6 +32,7 @@ from tests.sdk.stack import NODE_MODULES, QuietHandler
 
 PAGE = Path(__file__).parent / "picker" / "index.html"
 SDK = NODE_MODULES / "filestack-js" / "build" / "browser" / "filestack.umd.js"
+REMOTE = b"a file the picker was given a link to\n"
 
 
 @pytest.fixture(scope="module")
@@ -45,6 +46,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     root = tmp_path_factory.mktemp("site")
     shutil.copy(PAGE, root / "index.html")
     shutil.copy(SDK, root / "filestack.umd.js")
+    (root / "remote.txt").write_bytes(REMOTE)  # for the picker's URL source
     httpd = http.server.ThreadingHTTPServer(
         ("127.0.0.1", 0), partial(QuietHandler, directory=str(root))
     )
@@ -165,4 +167,22 @@ def test_inline_in_a_container_with_limits(chromium: Browser, site: str, front: 
     page.evaluate("window.picker.close()")
     expect(inline).to_have_count(0)
     assert _events(page)[-1] == ["close"]
+    page.close()
+
+
+def test_a_link_stored_in_the_background(chromium: Browser, site: str, front: Front) -> None:
+    page = _page(chromium, site, front)
+    page.evaluate("openPicker({fromSources: ['url'], uploadInBackground: true})")
+    page.get_by_role("tab", name="Link (URL)").click()
+    page.locator("form.stowage-url input[name=url]").fill(f"{site}/remote.txt")
+    page.locator("form.stowage-url button").click()
+    page.wait_for_function("window.done !== null", timeout=30_000)  # no upload button
+    done = page.evaluate("window.done")
+    assert done["filesFailed"] == []
+    (meta,) = done["filesUploaded"]
+    assert (meta["filename"], meta["source"]) == ("remote.txt", "url")
+    assert meta["originalPath"] == f"{site}/remote.txt" and meta["size"] == len(REMOTE)
+    assert meta["url"] == f"https://cdn.{front.cname}/{meta['handle']}"
+    assert _fetch(front, meta["url"]) == REMOTE  # Stowage fetched it, not the browser
+    assert ["selected", "remote.txt", "url"] in _events(page)
     page.close()
