@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pyvips
 from playwright.sync_api import Browser, Page, Playwright, expect
 
 from tests.browser.conftest import CHROMIUM, FLAGS
@@ -185,4 +186,30 @@ def test_a_link_stored_in_the_background(chromium: Browser, site: str, front: Fr
     assert meta["url"] == f"https://cdn.{front.cname}/{meta['handle']}"
     assert _fetch(front, meta["url"]) == REMOTE  # Stowage fetched it, not the browser
     assert ["selected", "remote.txt", "url"] in _events(page)
+    page.close()
+
+
+def test_an_image_cropped_to_the_aspect_ratio_before_upload(
+    chromium: Browser, site: str, front: Front
+) -> None:
+    page = _page(chromium, site, front)
+    page.evaluate(
+        "openPicker({accept: ['image/*'], transformations: {crop: {aspectRatio: 1, force: true}}})"
+    )
+    wide = pyvips.Image.black(300, 120).draw_rect([250, 90, 20], 20, 20, 100, 60, fill=True)
+    page.locator("input.uppy-Dashboard-input").first.set_input_files(
+        files=[
+            {"name": "wide.png", "mimeType": "image/png", "buffer": wide.write_to_buffer(".png")}
+        ]
+    )
+    save = page.locator(".uppy-DashboardContent-save")  # force: the editor opens by itself
+    expect(save).to_be_visible(timeout=10_000)
+    expect(page.locator(".cropper-crop-box")).to_be_visible()
+    save.click()
+    page.locator(".uppy-StatusBar-actionBtn--upload").click()
+    page.wait_for_function("window.done !== null", timeout=30_000)
+    (meta,) = page.evaluate("window.done")["filesUploaded"]
+    stored = pyvips.Image.new_from_buffer(_fetch(front, meta["url"]), "")
+    assert abs(stored.width - stored.height) <= 1, (stored.width, stored.height)
+    assert stored.height <= 120 and meta["filename"] == "wide.png"
     page.close()

@@ -5,8 +5,10 @@
 // multipart protocol, with progress); a URL goes through client.storeURL.
 import Uppy from '@uppy/core';
 import Dashboard from '@uppy/dashboard';
+import ImageEditor from '@uppy/image-editor';
 import coreCss from '@uppy/core/css/style.min.css';
 import dashboardCss from '@uppy/dashboard/css/style.min.css';
+import editorCss from '@uppy/image-editor/css/style.min.css';
 import { UrlSource } from './url-source.js';
 import { hosted, selected } from './shape.js';
 
@@ -17,7 +19,7 @@ function injectCss() {
   if (document.getElementById('stowage-picker-css')) return;
   const style = document.createElement('style');
   style.id = 'stowage-picker-css';
-  style.textContent = coreCss + dashboardCss;
+  style.textContent = coreCss + dashboardCss + editorCss;
   document.head.appendChild(style);
 }
 
@@ -27,6 +29,28 @@ function target(options) {
   const el = typeof c === 'string' ? document.querySelector(c) || document.getElementById(c) : c;
   if (!el) throw new Error(`picker: container ${c} not found`);
   return el;
+}
+
+// transformations.crop: true (default), false, or {aspectRatio, force}; rotate: boolean.
+function cropping(options) {
+  const t = options.transformations || {};
+  if (options.disableTransformer || t.crop === false) return null;
+  const crop = typeof t.crop === 'object' && t.crop ? t.crop : {};
+  const ratio = typeof crop.aspectRatio === 'number' ? crop.aspectRatio : null;
+  const free = ratio === null;
+  return {
+    force: Boolean(crop.force || t.force),
+    editor: {
+      cropperOptions: ratio ? { aspectRatio: ratio, initialAspectRatio: ratio } : {},
+      actions: {
+        rotate: t.rotate !== false,
+        granularRotate: t.rotate !== false,
+        cropSquare: free,
+        cropWidescreen: free,
+        cropWidescreenVertical: free,
+      },
+    },
+  };
 }
 
 function call(fn, ...args) {
@@ -69,7 +93,9 @@ class Picker {
       restrictions: this.restrictions(),
     });
     const inline = o.displayMode === 'inline';
+    const crop = cropping(o);
     uppy.use(Dashboard, {
+      autoOpen: crop && crop.force ? 'imageEditor' : null,
       inline,
       target: target(o),
       proudlyDisplayPoweredByUppy: false,
@@ -79,6 +105,10 @@ class Picker {
       onRequestCloseModal: () => this.close(),
       height: inline ? 420 : undefined,
     });
+    if (crop) {
+      uppy.use(ImageEditor, crop.editor);
+      uppy.on('file-editor:complete', (file) => call(o.onFileCropped, selected(file)));
+    }
     if (sources.includes('url')) {
       uppy.use(UrlSource, { target: Dashboard });
     }
@@ -175,16 +205,20 @@ class Picker {
     call(this.options.onCancel, { filesUploaded: [], filesFailed: [] });
   }
 
-  // No crop editor yet: the files are added to the picker, which opens on them.
+  // The files are added to the picker, the first image opened in the crop editor.
+  // (URLs are added as links: Stowage fetches them, so they are not cropped.)
   async crop(files) {
     await this.open();
+    const ids = [];
     for (const item of files || []) {
       if (typeof item === 'string') {
-        this.uppy.addFile(UrlSource.fileFor(item));
+        ids.push(this.uppy.addFile(UrlSource.fileFor(item)));
       } else {
-        this.uppy.addFile({ name: item.name, type: item.type, data: item, source: LOCAL });
+        ids.push(this.uppy.addFile({ name: item.name, type: item.type, data: item, source: LOCAL }));
       }
     }
+    const image = ids.map((id) => this.uppy.getFile(id)).find((f) => f && /^image\//.test(f.type));
+    if (image && this.uppy.getPlugin('ImageEditor')) this.uppy.getPlugin('Dashboard').openFileEditor(image);
   }
 }
 
