@@ -213,3 +213,27 @@ def test_an_image_cropped_to_the_aspect_ratio_before_upload(
     assert abs(stored.width - stored.height) <= 1, (stored.width, stored.height)
     assert stored.height <= 120 and meta["filename"] == "wide.png"
     page.close()
+
+
+def test_a_failed_store_and_too_few_files(chromium: Browser, site: str, front: Front) -> None:
+    page = _page(chromium, site, front)
+    # The app has no Dropbox storage: the upload is refused and reported, not lost.
+    page.evaluate("openPicker({maxFiles: 2, minFiles: 2, storeTo: {location: 'dropbox'}})")
+    picked = page.locator("input.uppy-Dashboard-input").first
+    picked.set_input_files(files=[{"name": "one.txt", "mimeType": "text/plain", "buffer": b"1"}])
+    expect(page.locator(".uppy-Dashboard-Item")).to_have_count(1)
+    page.locator(".uppy-StatusBar-actionBtn--upload").click()
+    expect(page.locator(".uppy-Informer", has_text="at least 2").first).to_be_visible()
+    assert page.evaluate("window.done") is None  # minFiles held
+    page.locator(".uppy-DashboardContent-addMore").click()
+    picked.set_input_files(files=[{"name": "two.txt", "mimeType": "text/plain", "buffer": b"2"}])
+    expect(page.locator(".uppy-Dashboard-Item")).to_have_count(2)
+    page.locator(".uppy-StatusBar-actionBtn--upload").click()
+    page.wait_for_function("window.done !== null", timeout=60_000)
+    done = page.evaluate("window.done")
+    assert done["filesUploaded"] == []
+    assert sorted(f["filename"] for f in done["filesFailed"]) == ["one.txt", "two.txt"]
+    failed = [e for e in _events(page) if e[0] == "failed"]
+    assert len(failed) == 2 and all(e[2].startswith("Error: ") for e in failed), failed
+    expect(page.locator(".uppy-Dashboard-inner")).to_be_visible()  # stays open on failure
+    page.close()

@@ -53,6 +53,15 @@ function cropping(options) {
   };
 }
 
+// client.upload rejects with the SDK's own objects; the callbacks get an Error.
+function asError(err) {
+  if (err instanceof Error) return err;
+  const detail = err && (err.message || err.error || err.status);
+  const error = new Error(typeof detail === 'string' ? detail : `upload failed: ${JSON.stringify(err)}`);
+  error.details = err;
+  return error;
+}
+
 function call(fn, ...args) {
   try {
     if (typeof fn === 'function') fn(...args);
@@ -167,7 +176,8 @@ class Picker {
       uppy.emit('upload-success', uppy.getFile(file.id), { status: 200, body: stored, uploadURL: meta.url });
       done.filesUploaded.push(meta);
       call(o.onFileUploadFinished, meta);
-    } catch (err) {
+    } catch (raw) {
+      const err = asError(raw);
       const meta = selected(file);
       uppy.emit('upload-error', uppy.getFile(file.id), err);
       done.filesFailed.push(meta);
