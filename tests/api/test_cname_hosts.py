@@ -113,3 +113,33 @@ async def test_static_host_serves_the_picker_module_of_the_sdks_version(
     assert other.status == 404 and (await other.json())["error"]["code"] == "NOT_FOUND"
     elsewhere = await hosts.get(url, headers={"Host": "www.example.com"})
     assert elsewhere.status == 404  # only the static host has it
+
+
+_LABEL = st.from_regex(r"[a-z0-9]([a-z0-9-]{0,20}[a-z0-9])?", fullmatch=True)
+
+
+@given(
+    labels=st.lists(_LABEL, min_size=2, max_size=4),
+    port=st.none() | st.integers(1, 65535),
+)
+def test_a_domain_is_a_cname_and_its_port_is_kept_out_of_the_hosts(
+    labels: list[str], port: int | None
+) -> None:
+    from stowage.config import Settings
+
+    domain = ".".join(labels)
+    cname = domain if port is None else f"{domain}:{port}"
+    settings = Settings(cname=cname)
+    assert settings.cname_domain() == domain
+    assert settings.cdn_url() == f"https://cdn.{cname}"
+    assert settings.api_url() == f"https://www.{cname}/api"
+
+
+@pytest.mark.parametrize(
+    "bad", ["example", "a b.com", "-x.com", "x.com:", "https://x.com", "x.com/"]
+)
+def test_a_cname_that_is_no_domain_stops_the_settings(bad: str) -> None:
+    from stowage.config import Settings
+
+    with pytest.raises(ValueError, match="setting cname: expected a domain name"):
+        Settings(cname=bad)

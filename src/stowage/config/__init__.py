@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import typing
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -245,6 +246,13 @@ class Settings(ProcessingSettings, DeliverySettings):
         # one is refused here, at start-up, naming the setting and the form it takes.
         for f in fields(self):
             setattr(self, f.name, value_fields.checked(f, _HINTS[f.name], getattr(self, f.name)))
+        if self.cname and not _CNAME.fullmatch(self.cname):
+            raise coerce.Invalid("cname", "a domain name, optionally :port", self.cname)
+
+
+#: What the SDKs can put after ``upload.``: DNS labels, then an optional port.
+_LABEL = r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)"
+_CNAME = re.compile(rf"{_LABEL}(\.{_LABEL})+(:[0-9]{{1,5}})?")
 
 
 def setting_fields() -> list[dataclasses.Field[Any]]:
