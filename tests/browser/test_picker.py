@@ -212,6 +212,17 @@ def test_an_image_cropped_to_the_aspect_ratio_before_upload(
     stored = pyvips.Image.new_from_buffer(_fetch(front, meta["url"]), "")
     assert abs(stored.width - stored.height) <= 1, (stored.width, stored.height)
     assert stored.height <= 120 and meta["filename"] == "wide.png"
+    shown = page.evaluate(  # the page shows it through a transformation URL on cdn.<cname>
+        """(handle) => new Promise((ok, no) => {
+            const img = new Image();
+            img.onload = () => ok([img.naturalWidth, img.naturalHeight, img.src]);
+            img.onerror = () => no(new Error('not shown: ' + img.src));
+            img.src = client.transform(handle, { resize: { width: 50 } });
+            document.body.appendChild(img);
+        })""",
+        meta["handle"],
+    )
+    assert shown[:2] == [50, 50] and shown[2].startswith(f"https://cdn.{front.cname}/"), shown
     page.close()
 
 
