@@ -269,6 +269,10 @@ class NotSupported(StowageError):
     code, status, default_message = "NOT_SUPPORTED", 501, "not supported"
 
 
+class CloudDriveUnavailable(NotSupported):
+    code, default_message = "CLOUD_DRIVE_UNAVAILABLE", "cloud drives are not connected"
+
+
 # Upstream and storage failures: neutral errors that every provider maps its SDK errors to.
 class UpstreamError(StowageError):
     code, status, default_message = "UPSTREAM_ERROR", 502, "the url source failed"
