@@ -8,6 +8,7 @@ import hashlib
 import os
 from typing import Any
 
+import pytest
 from yarl import URL
 
 from stowage.core.security import encode_policy, sign
@@ -298,3 +299,35 @@ async def test_two_processes_completing_one_upload_store_one_file(harness: Harne
     files = await harness.service.registry.list_files(harness.open_app.api_key)
     assert [f.handle for f in files] == list(handles)
     assert await stored_bytes(harness, handles.pop()) == data
+
+
+async def test_a_completion_that_read_the_session_before_another_finished_answers_its_file(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race the test above may hit: a second process reads the session while it is
+    still open, the first finishes (and drops the parts) before the second selects them.
+    The second answers the first one's file, not 400 'part 1 was not uploaded'."""
+    from stowage.core.security import Credentials
+    from stowage.core.uploads import Uploads
+
+    data = os.urandom(2 * MiB)
+    started = await start(harness, data)
+    parts = [(n, await put_part(harness, started, n, c)) for n, c in enumerate(split(data, MiB), 1)]
+    registry = harness.service.registry
+    stale = await registry.get_upload(started["upload_id"])
+    first = await harness.uploads.complete(
+        started["upload_id"], harness.open_app.api_key, parts, Credentials()
+    )
+    assert first is not None
+    there = Uploads(harness.settings, registry, harness.service.providers, harness.service.store)
+    reads = iter([stale])
+    real = registry.get_upload
+
+    async def get_upload(upload_id: str) -> Any:
+        return next(reads, None) or await real(upload_id)
+
+    monkeypatch.setattr(registry, "get_upload", get_upload)
+    second = await there.complete(
+        started["upload_id"], harness.open_app.api_key, parts, Credentials()
+    )
+    assert second is not None and second.handle == first.handle

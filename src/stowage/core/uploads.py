@@ -229,7 +229,15 @@ class Uploads:
             return await self._finished(session)
         task = self._assembling.get(upload_id)
         if task is None:
-            task = await self._begin(session, listed, creds)
+            try:
+                task = await self._begin(session, listed, creds)
+            except errors.InvalidParts:
+                # Another worker or node finished this upload since the session was read
+                # (its parts are gone with it): that file is the answer.
+                done = await self._completed(upload_id)
+                if done is None:
+                    raise
+                return done
         try:
             return await asyncio.wait_for(asyncio.shield(task), self.settings.upload_complete_wait)
         except TimeoutError:
