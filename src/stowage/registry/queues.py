@@ -13,12 +13,12 @@ import time
 from collections.abc import Awaitable, Callable
 
 from stowage.registry.base import (
+    VIDEO_COMPLETED,
+    VIDEO_STARTED,
     WEBHOOK_DELIVERED,
     WEBHOOK_DELIVERING,
     WEBHOOK_FAILED,
     WEBHOOK_PENDING,
-    VIDEO_COMPLETED,
-    VIDEO_STARTED,
     EdgePurge,
     VideoJob,
     WebhookDelivery,
