@@ -21,6 +21,7 @@ from stowage.processing import (
     request_tasks,
     shapes,
     subjects,
+    video,
 )
 from stowage.processing.table import Kind, TaskSpec
 
@@ -37,6 +38,7 @@ MODULES: tuple[tuple[TaskSpec, ...], ...] = (
     effects_ascii.TASKS,
     facetasks.TASKS + subjects.TASKS,
     composite.TASKS,
+    video.TASKS,
 )
 
 
