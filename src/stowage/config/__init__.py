@@ -27,7 +27,8 @@ from stowage.values.storage import LocalSettings, ProviderSettings
 @dataclass
 class Settings(ProcessingSettings, VideoSettings, DeliverySettings):
     """Every setting: the general ones here, the capabilities' in their own modules
-    (``config/processing.py``, ``config/video.py``, ``config/delivery.py``); one flat set of names."""
+    (``config/processing.py``, ``config/video.py``, ``config/delivery.py``); one flat
+    set of names."""
 
     host: str = _setting("127.0.0.1", "Address the API and CDN listeners bind to.")
     port: int = _setting(
