@@ -27,7 +27,12 @@ from stowage.processing.video import Plan
 DEMUXERS = "mov,mp4,m4a,3gp,3g2,mj2,matroska,webm,avi,mp3,ogg,wav,flac,aac,mpegts,flv,asf,mpeg"
 _GUARD = ["-protocol_whitelist", "file", "-format_whitelist", DEMUXERS]
 #: A result of ours may also be a still (a thumbnail).
-_RESULT_GUARD = ["-protocol_whitelist", "file", "-format_whitelist", DEMUXERS + ",image2"]
+_RESULT_GUARD = [
+    "-protocol_whitelist",
+    "file",
+    "-format_whitelist",
+    DEMUXERS + ",image2,png_pipe,jpeg_pipe",
+]
 _TAIL = 4096  # bytes of stderr kept for a failure's reason
 
 
@@ -179,8 +184,9 @@ async def run(argv: list[str], limits: Limits, *, cwd: Path, seconds: float) -> 
             await asyncio.shield(proc.wait())
         raise
     if proc.returncode != 0:
-        reason = err.decode("utf-8", "replace").strip().splitlines()
-        shown = reason[-1] if reason else f"exit status {proc.returncode}"
+        # The last lines say why; the job folder's path is no business of the client's.
+        lines = err.decode("utf-8", "replace").replace(f"{cwd}/", "").strip().splitlines()
+        shown = "; ".join(lines[-2:]) if lines else f"exit status {proc.returncode}"
         raise MediaRefused(f"{argv[0]} refused the file: {shown[:300]}")
     return out
 
