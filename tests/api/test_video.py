@@ -244,3 +244,22 @@ async def test_a_reason_names_no_server_path(harness: Harness) -> None:
     assert failed["status"] == "failed"
     message = failed["message"]
     assert "Format not on whitelist" in message and str(harness.settings.data_dir) not in message
+
+
+async def test_an_app_with_security_needs_a_convert_policy(
+    harness: Harness, tmp_path: Path
+) -> None:
+    app = harness.secure_app
+    handle = str((await harness.store(clip(tmp_path / "c.mp4"), app=app))["handle"])
+    path = f"/{app.api_key}/video_convert=preset:thumbnail/{handle}"
+    assert (await harness.cdn.get(path)).status in (401, 403)
+    policy = harness.policy(app, call=["read"])
+    assert (await harness.cdn.get(path, params=policy)).status == 403
+    policy = harness.policy(app, call=["convert"])
+    deadline = time.monotonic() + 60
+    while (found := await (await harness.cdn.get(path, params=policy)).json())[
+        "status"
+    ] not in ENDED:
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.1)
+    assert found["status"] == "completed", found  # the worker stored it for the app

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import signal
 from dataclasses import dataclass
 from pathlib import Path
@@ -160,6 +161,9 @@ async def run(argv: list[str], limits: Limits, *, cwd: Path, seconds: float) -> 
     caps = [f"--fsize={limits.output_bytes}"]
     if limits.memory:
         caps.append(f"--as={limits.memory}")
+    for tool in ("prlimit", argv[0]):
+        if shutil.which(tool) is None:  # retried, then failed with this: the node's fault
+            raise RuntimeError(f"{tool} is not installed on this node (Debian: ffmpeg, util-linux)")
     proc = await asyncio.create_subprocess_exec(
         "prlimit",
         *caps,
