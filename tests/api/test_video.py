@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import socket
 import subprocess
 import time
@@ -263,3 +264,16 @@ async def test_an_app_with_security_needs_a_convert_policy(
         assert time.monotonic() < deadline
         await asyncio.sleep(0.1)
     assert found["status"] == "completed", found  # the worker stored it for the app
+
+
+async def test_a_stopped_process_job_folders_are_swept_when_old(harness: Harness) -> None:
+    folder = harness.settings.data_dir / "tmp" / "video"
+    old, young = folder / "old-job", folder / "young-job"
+    for path in (old, young):
+        path.mkdir(parents=True, exist_ok=True)
+        (path / "input").write_bytes(b"x")
+    os.utime(old, (0, 0))
+    video = harness.parts.video
+    await video.close()
+    video.start()
+    assert not old.exists() and young.exists()

@@ -156,7 +156,7 @@ async def convert(source: Path, dest: Path, plan: Plan, limits: Limits) -> None:
 
 
 async def run(argv: list[str], limits: Limits, *, cwd: Path, seconds: float) -> bytes:
-    """Runs ``argv`` under ``prlimit`` in its own session; killed at ``seconds``. Its
+    """Runs ``argv`` under ``prlimit`` and ``nice`` in its own session; killed at ``seconds``. Its
     stdout; ``MediaRefused`` with the end of its stderr when it fails."""
     caps = [f"--fsize={limits.output_bytes}"]
     if limits.memory:
@@ -168,6 +168,9 @@ async def run(argv: list[str], limits: Limits, *, cwd: Path, seconds: float) -> 
         "prlimit",
         *caps,
         "--",
+        "nice",  # below the server's own processes: requests stay answered during a job
+        "-n",
+        "10",
         *argv,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,

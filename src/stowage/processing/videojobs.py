@@ -111,6 +111,7 @@ class VideoJobs:
     # -- the worker ----------------------------------------------------------------------
     def start(self) -> None:
         if self.settings.video_jobs > 0 and self._runner is None:
+            _sweep(self.folder, time.time() - 2 * self.lease)
             self._runner = asyncio.get_running_loop().create_task(self._run())
 
     async def close(self) -> None:
@@ -296,6 +297,15 @@ def _fits(media: ffmpeg.Media, plan: video.Plan) -> None:
         raise MediaRefused(
             f"the offset {plan.seek:g} s is past the end of the file ({media.duration:g} s)"
         )
+
+
+def _sweep(folder: Path, before: float) -> None:
+    """Job folders a stopped process left. Only those older than any live lease: the
+    ``--workers`` processes of a node share the folder."""
+    for path in folder.iterdir() if folder.is_dir() else []:
+        with contextlib.suppress(OSError):
+            if path.stat().st_mtime < before:
+                shutil.rmtree(path, ignore_errors=True)
 
 
 def _app_creds(app: App) -> Credentials:
