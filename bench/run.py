@@ -23,7 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench import edge, peers, processing, s3, scenarios  # noqa: E402
+from bench import documents, edge, peers, processing, s3, scenarios  # noqa: E402
 from bench.scenarios import Context, Row, Sizes, ratio  # noqa: E402
 from bench.servers import BenchSwift, Nginx, Stowage  # noqa: E402
 
@@ -41,10 +41,11 @@ SCENARIOS: list[Callable[[Context], list[Row]]] = [
     edge.get_big_through,
     edge.purge_latency,
     processing.processing,
+    documents.documents,
 ]
-SCENARIO_IDS = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "1c", "2c", "10", "11")
+SCENARIO_IDS = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "1c", "2c", "10", "11", "12")
 # Names --only also takes, for the scenarios of later issues.
-ALIASES = {"processing": "11", "edge": "1c,2c,10"}
+ALIASES = {"processing": "11", "edge": "1c,2c,10", "documents": "12"}
 
 
 def run(

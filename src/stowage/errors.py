@@ -215,6 +215,10 @@ class NotAnImage(UnsupportedMediaType):
     code, default_message = "NOT_AN_IMAGE", "the file is not an image this service can transform"
 
 
+class NotAPdf(UnsupportedMediaType):
+    code, default_message = "NOT_A_PDF", "the task takes a PDF"
+
+
 class RangeNotSatisfiable(StowageError):
     code, status, default_message = "RANGE_NOT_SATISFIABLE", 416, "range not satisfiable"
 
@@ -229,6 +233,14 @@ class ImageTooLarge(Unprocessable):
 
 class InvalidImage(Unprocessable):
     code, default_message = "INVALID_IMAGE", "the image is truncated or corrupt"
+
+
+class InvalidDocument(Unprocessable):
+    code, default_message = "INVALID_DOCUMENT", "the document is truncated or corrupt"
+
+
+class DocumentTooLarge(Unprocessable):
+    code, default_message = "DOCUMENT_TOO_LARGE", "the document has more pages than allowed"
 
 
 class ProcessingTimeout(Unprocessable):

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-SCENARIOS = {"1", "2", "3", "4", "5", "6", "7", "8", "9", "1c", "2c", "10", "11"}
+SCENARIOS = {"1", "2", "3", "4", "5", "6", "7", "8", "9", "1c", "2c", "10", "11", "12"}
 
 
 def test_quick_benchmark_produces_every_scenario(tmp_path: Path) -> None:
@@ -43,5 +43,8 @@ def test_quick_benchmark_produces_every_scenario(tmp_path: Path) -> None:
     for row in (processing[0], processing[2], processing[3]):
         assert row["extra"]["engine"]["present"] is True, row
     assert processing[2]["reference"], processing[2]  # the plain GET of the same size
+    documents = [row for row in rows if row["id"] == "12"]
+    assert len(documents) == 2, documents  # the rate against pdftoppm, CPU per page
+    assert all(row["reference"] > 0 for row in documents), documents
     assert result["meta"]["quick"] is True
     assert "| 1 | GET 1 KiB by handle" in done.stdout  # the printed table

@@ -15,6 +15,7 @@ from stowage import booleans, errors
 from stowage.processing import (
     catalogue,
     composite,
+    documents,
     effects,
     effects_regions,
     facetasks,
@@ -35,6 +36,12 @@ WORDS = st.text(string.ascii_lowercase, min_size=1, max_size=12)
 PLAIN = st.text(string.ascii_letters + string.digits + "._-", min_size=1, max_size=40)
 HANDLES = st.text(string.ascii_letters + string.digits + "_", min_size=20, max_size=20)
 SHORT = st.text(string.ascii_letters, min_size=1, max_size=19)  # no handle: too short
+PAGE_RANGE = (
+    st.integers(1, 9999)
+    | st.integers(1, 999).map(lambda n: f"{n}-")
+    | st.integers(1, 999).map(lambda n: f"-{n}")
+    | st.tuples(st.integers(1, 99), st.integers(0, 99)).map(lambda p: f"{p[0]}-{sum(p)}")
+)
 
 
 def decimals(low: float, high: float) -> st.SearchStrategy[Value]:
@@ -88,6 +95,7 @@ def inside(check: object) -> st.SearchStrategy[Value]:
         | st.lists(st.sampled_from(composite.POSITIONS), min_size=2, max_size=2).map(tuple),
         composite.handle: HANDLES,
         composite.handles: HANDLES | st.lists(HANDLES, min_size=1, max_size=4).map(tuple),
+        documents.page_ranges: st.lists(PAGE_RANGE, min_size=1, max_size=5).map(tuple),
     }
     assert check in known, f"no generator for the check {check!r}: add it here"
     return known[check]
@@ -144,6 +152,9 @@ def outside(check: object) -> st.SearchStrategy[Value]:
         | st.lists(st.sampled_from(composite.POSITIONS), min_size=3, max_size=4).map(tuple),
         composite.handle: SHORT | st.lists(HANDLES, min_size=2, max_size=3).map(tuple),
         composite.handles: SHORT | st.just(()) | st.lists(SHORT, min_size=2, max_size=3).map(tuple),
+        documents.page_ranges: st.just(0)
+        | st.sampled_from(["x", "0-2", "3-1", "1-2-3", "--"])
+        | st.just(((1,),)),
     }
     assert check in known, f"no generator for the check {check!r}: add it here"
     return known[check]

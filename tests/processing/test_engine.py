@@ -64,13 +64,21 @@ def test_not_an_image(tmp_path: Path) -> None:
             b'href="/etc/hosts" width="9" height="9"/></svg>',
         ),
         ("a.csv", b"1,2,3\n4,5,6\n"),
-        ("a.pdf", b"%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n"),
     ],
 )
 def test_only_raster_formats(tmp_path: Path, name: str, content: bytes) -> None:
     source = tmp_path / name
     source.write_bytes(content)
     with pytest.raises(errors.NotAnImage):
+        render(tmp_path, source, "flip")
+
+
+def test_a_pdf_is_drawn_by_pdfium_never_by_a_libvips_loader(tmp_path: Path) -> None:
+    """A PDF goes to processing/pdf.py (PDFium): a broken one is an invalid document,
+    not something libvips' loaders are asked to read."""
+    source = tmp_path / "a.pdf"
+    source.write_bytes(b"%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n")
+    with pytest.raises(errors.InvalidDocument):
         render(tmp_path, source, "flip")
 
 

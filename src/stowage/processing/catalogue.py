@@ -10,6 +10,7 @@ from __future__ import annotations
 from stowage.processing import (
     colour,
     composite,
+    documents,
     effects,
     effects_ascii,
     effects_regions,
@@ -38,6 +39,7 @@ MODULES: tuple[tuple[TaskSpec, ...], ...] = (
     effects_ascii.TASKS,
     facetasks.TASKS + subjects.TASKS,
     composite.TASKS,
+    documents.TASKS,
     video.TASKS,
 )
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 
 from stowage import errors
-from stowage.processing import catalogue, grammar
+from stowage.processing import catalogue, documents, grammar
 from stowage.processing.base import Chain, Output, Task
 from stowage.processing.table import Answer, Kind
 
@@ -59,7 +59,7 @@ def _parse(segments: tuple[str, ...]) -> Chain:
     answers = [t.name for t in image if catalogue.TABLE[t.name].kind is Kind.ANSWER]
     if answers and (len(answers) > 1 or image[-1].name != answers[0]):
         raise errors.InvalidParameter(f"{answers[0]} must be the last task", parameter=answers[0])
-    if store and answers:
+    if store and answers and answers[0] not in documents.FILES:  # pdfconvert makes a file
         raise errors.InvalidParameter(f"{answers[0]} answers JSON; it cannot be stored")
     return Chain(image, store[0] if store else None, _format(image))
 
@@ -89,5 +89,8 @@ def output_for(chain: Chain, input_mimetype: str) -> Output:
     answer = answer_of(chain)
     if answer is not None:
         return answer.output
+    document = documents.output_of(chain)  # pdfinfo, pdfconvert
+    if document is not None:
+        return document
     fmt = chain.output_format or _BY_MIMETYPE.get(input_mimetype.split(";")[0].lower(), "png")
     return _OUTPUTS[fmt]

@@ -19,7 +19,7 @@ from typing import Any
 import pyvips
 
 from stowage import errors
-from stowage.processing import catalogue, composite, cost, effects_restore, frames, ops
+from stowage.processing import catalogue, composite, cost, effects_restore, frames, ops, pdf
 from stowage.processing import chain as chains
 from stowage.processing.base import Chain, Limits, Output, Rendered, Task
 from stowage.processing.geometry import Scaler
@@ -41,8 +41,13 @@ class VipsEngine:
     ) -> Rendered:
         deadline = time.monotonic() + limits.seconds
         try:
-            with effects_restore.output_limit(limits.max_output_dimension):
-                return self._render(source, chain, output, dest, limits, deadline)
+            with (
+                effects_restore.output_limit(limits.max_output_dimension),
+                pdf.opened(source, chain, output, dest, limits) as opened,  # PDF sources
+            ):
+                if isinstance(opened, Rendered):
+                    return opened
+                return self._render(opened.source, opened.chain, output, dest, limits, deadline)
         except pyvips.Error as exc:
             if time.monotonic() >= deadline:
                 raise errors.ProcessingTimeout(seconds=limits.seconds) from exc

@@ -1,0 +1,75 @@
+"""Document tasks of the task table (``pdfinfo``, ``pdfconvert``) and what their
+results are. Declarations only: the work is done by ``pdf`` in the job process, so the
+URL grammar, which reads this table, never loads PDFium.
+
+A PDF source given to image tasks (``output=format:png,page:2,density:150/resize=...``)
+needs no task of its own: ``pdf`` renders the page asked for, and the image tasks go on
+from it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from stowage.processing.base import Chain, Output, Value
+from stowage.processing.params import boolean, choice
+from stowage.processing.table import Kind, Param, TaskSpec
+
+PAGE_FORMATS = ("a2", "a3", "a4", "a5", "b4", "b5", "letter", "legal", "tabloid")
+PDF = Output("pdf", "application/pdf", "pdf")
+INFO = Output("json", "application/json", "json")
+_RANGE = re.compile(r"([0-9]{1,6})?(-)?([0-9]{1,6})?")
+MAX_RANGES = 256
+
+
+def page_ranges(value: Value) -> Value:
+    """``pages``: page numbers and ranges, as the SDK schema allows them: ``[1,3]``,
+    ``["1-3","5"]``, ``"2-"`` (to the end), ``"-2"`` (the first two). Kept as text
+    ranges ``"first-last"`` (``last`` empty: to the end), read by ``pdf.pages``."""
+    items = value if isinstance(value, tuple) else (value,)
+    if not 1 <= len(items) <= MAX_RANGES:
+        raise ValueError(f"must be 1 to {MAX_RANGES} page numbers or ranges")
+    return tuple(_one_range(item) for item in items)
+
+
+def _one_range(item: Value) -> str:
+    if isinstance(item, bool | tuple | float):
+        raise ValueError('must be page numbers or ranges such as 1, "2-4", "5-", "-3"')
+    match = _RANGE.fullmatch(str(item).strip())
+    if match is None or not (match.group(1) or match.group(3)):
+        raise ValueError('must be page numbers or ranges such as 1, "2-4", "5-", "-3"')
+    first, dash, last = match.groups()
+    first = first or "1"
+    last = last or ("" if dash else first)
+    if int(first) < 1 or (last and int(last) < int(first)):
+        raise ValueError(f"{item!r} is not a range of pages from 1")
+    return f"{int(first)}-{int(last) if last else ''}"
+
+
+TASKS: tuple[TaskSpec, ...] = (
+    TaskSpec(
+        "pdfinfo",
+        (Param("colorinfo", boolean),),
+        kind=Kind.ANSWER,
+        doc="a PDF's page count and page sizes, as JSON",
+    ),
+    TaskSpec(
+        "pdfconvert",
+        (
+            Param("pages", page_ranges),
+            Param("pageorientation", choice("portrait", "landscape")),
+            Param("pageformat", choice(*PAGE_FORMATS)),
+            Param("metadata", boolean),
+        ),
+        kind=Kind.ANSWER,
+        needs_one_of=("pages", "pageorientation", "pageformat"),
+        doc="a new PDF of the chosen pages, turned or fitted to a paper size",
+    ),
+)
+ANSWERS = {"pdfinfo": INFO, "pdfconvert": PDF}
+FILES = frozenset({"pdfconvert"})  # answer tasks whose result is a file: may be stored
+
+
+def output_of(chain: Chain) -> Output | None:
+    """The result of a chain ending in a document task, else None."""
+    return ANSWERS.get(chain.tasks[-1].name) if chain.tasks else None
