@@ -113,3 +113,22 @@ async def test_a_stopped_nodes_job_is_taken_over(nodes: Any, tmp_path: Path) -> 
     b.video.start()
     done = await until_ended(cdn_a, task, handle)
     assert done["status"] == "completed" and done["uuid"] == first["uuid"]
+
+
+async def test_a_node_that_stops_gives_its_job_back_at_once(nodes: Any, tmp_path: Path) -> None:
+    a, cdn_a, b, _ = nodes
+    handle = await store_clip(a, tmp_path)
+    blocked = asyncio.Event()
+
+    async def never(*_args: Any, **_kw: Any) -> None:
+        blocked.set()
+        await asyncio.sleep(3600)
+
+    b.video.store = never  # B's job hangs in its store step, then B stops
+    task = "video_convert=preset:thumbnail"
+    first = await ask(cdn_a, task, handle)
+    await asyncio.wait_for(blocked.wait(), 30)
+    assert (await ask(cdn_a, task, handle))["status"] == "started"
+    await b.video.close()
+    again = await ask(cdn_a, task, handle)
+    assert again["status"] == "pending" and again["uuid"] == first["uuid"]  # not leased

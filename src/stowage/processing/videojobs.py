@@ -151,6 +151,12 @@ class VideoJobs:
         folder = self.folder / job.uuid
         try:
             result = await self._convert(job, folder)
+        except asyncio.CancelledError:  # the node stops: the job is due again at once
+            now = time.time()
+            await self.rows.finish_video(
+                job.id, self.name, now=now, error="its node stopped", retry_at=now
+            )
+            raise
         except MediaRefused as exc:
             await self._fail(job, str(exc), final=True)
         except errors.StowageError as exc:
