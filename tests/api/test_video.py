@@ -277,3 +277,11 @@ async def test_a_stopped_process_job_folders_are_swept_when_old(harness: Harness
     await video.close()
     video.start()
     assert not old.exists() and young.exists()
+
+
+async def test_metrics_count_the_jobs(harness: Harness, tmp_path: Path) -> None:
+    handle = await stored(harness, clip(tmp_path / "c.mp4"))
+    await finished(harness, url(harness, "video_convert=preset:thumbnail,width:32", handle))
+    text = await harness.metrics()
+    assert 'stowage_video_jobs_total{outcome="completed"}' in text
+    assert "stowage_video_job_seconds_count" in text

@@ -38,7 +38,7 @@ from stowage.core.service import StoreParams
 from stowage.core.sources import Source
 from stowage.core.uploads import Store, provider_for_location
 from stowage.processing import chain as chains
-from stowage.processing import ffmpeg, grammar, video
+from stowage.processing import ffmpeg, grammar, metrics, video
 from stowage.processing.base import Task
 from stowage.processing.ffmpeg import Limits, MediaRefused
 from stowage.registry.base import (
@@ -148,7 +148,7 @@ class VideoJobs:
         self._wake.set()  # a slot is free
 
     async def run_job(self, job: VideoJob) -> None:
-        folder = self.folder / job.uuid
+        folder, started = self.folder / job.uuid, time.monotonic()
         try:
             result = await self._convert(job, folder)
         except asyncio.CancelledError:  # the node stops: the job is due again at once
@@ -156,6 +156,7 @@ class VideoJobs:
             await self.rows.finish_video(
                 job.id, self.name, now=now, error="its node stopped", retry_at=now
             )
+            metrics.VIDEO_JOBS.inc(outcome="returned")
             raise
         except MediaRefused as exc:
             await self._fail(job, str(exc), final=True)
@@ -166,10 +167,12 @@ class VideoJobs:
             await self._fail(job, f"{type(exc).__name__}: {exc}", final=False)
         else:
             text = json.dumps(result, separators=(",", ":"))
-            if not await self.rows.finish_video(job.id, self.name, now=time.time(), result=text):
-                # The source changed meanwhile (the job was dropped) or the lease was lost.
+            if await self.rows.finish_video(job.id, self.name, now=time.time(), result=text):
+                metrics.VIDEO_JOBS.inc(outcome="completed")
+            else:  # the source changed meanwhile (the job was dropped) or the lease was lost
                 await self._remove(result["handle"], job.api_key)
         finally:
+            metrics.VIDEO_SECONDS.observe(time.monotonic() - started)
             shutil.rmtree(folder, ignore_errors=True)
 
     async def _fail(self, job: VideoJob, reason: str, *, final: bool) -> None:
@@ -180,6 +183,7 @@ class VideoJobs:
         await self.rows.finish_video(
             job.id, self.name, now=time.time(), error=reason[:1000], retry_at=retry_at
         )
+        metrics.VIDEO_JOBS.inc(outcome="failed" if retry_at is None else "retry")
 
     async def _convert(self, job: VideoJob, folder: Path) -> dict[str, Any]:
         record = await self.files.get(job.handle)
