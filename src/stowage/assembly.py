@@ -104,7 +104,14 @@ def assemble(settings: Settings) -> Assembly:
     processor = Processor(Core(settings, registry, providers, fetcher, service.store))
     changes.add(processor)  # built on the service's store, so added last
     video = VideoJobs(
-        settings, registry, registry, providers, service.store, _remover(service), links.file_url
+        settings,
+        registry,
+        registry,
+        providers,
+        service.store,
+        _remover(service),
+        links.file_url,
+        webhooks.announce,
     )
     changes.add(video)
     recovery = Recovery(settings, registry, providers)

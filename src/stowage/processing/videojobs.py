@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import hashlib
 import json
 import logging
@@ -57,6 +58,9 @@ _CHUNK = 1024 * 1024
 UrlOf = Callable[[FileRecord], str]
 #: Removes a stored result: (handle, api_key, creds).
 Remove = Callable[[str, str, Credentials], Awaitable[Any]]
+#: Sends an app's webhooks an event: (app, action, handle, text); never raises.
+Announce = Callable[[App, str, str, dict[str, Any]], Awaitable[None]]
+CONVERSION_EVENT = "fp.converse"  # the hosted service's conversion event
 
 
 def is_video(segments: list[str]) -> bool:
@@ -74,9 +78,10 @@ class VideoJobs:
         store: Store,
         remove: Remove,
         url_of: UrlOf,
+        announce: Announce,
     ) -> None:
         self.settings, self.rows, self.files, self.providers = settings, rows, files, providers
-        self.store, self.remove, self.url_of = store, remove, url_of
+        self.store, self.remove, self.url_of, self.announce = store, remove, url_of, announce
         self.limits = Limits.of(settings)
         self.folder = settings.data_dir / "tmp" / "video"
         self.name = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
@@ -169,6 +174,7 @@ class VideoJobs:
             text = json.dumps(result, separators=(",", ":"))
             if await self.rows.finish_video(job.id, self.name, now=time.time(), result=text):
                 metrics.VIDEO_JOBS.inc(outcome="completed")
+                await self._announce(job, status=VIDEO_COMPLETED, result=text)
             else:  # the source changed meanwhile (the job was dropped) or the lease was lost
                 await self._remove(result["handle"], job.api_key)
         finally:
@@ -184,6 +190,24 @@ class VideoJobs:
             job.id, self.name, now=time.time(), error=reason[:1000], retry_at=retry_at
         )
         metrics.VIDEO_JOBS.inc(outcome="failed" if retry_at is None else "retry")
+        if retry_at is None:
+            await self._announce(job, status=VIDEO_FAILED, error=reason[:1000])
+
+    async def _announce(
+        self, job: VideoJob, *, status: str, result: str | None = None, error: str = ""
+    ) -> None:
+        """``fp.converse`` to the app's webhooks: the conversion's address and its status
+        answer (as the URL gives it)."""
+        ended = dataclasses.replace(job, status=status, result=result, last_error=error)
+        text = {"url": f"/{job.chain}/{job.handle}", **answer(ended)}
+        if result:
+            made = json.loads(result)
+            text["link"] = {"url": made["url"], "handle": made["handle"], **made["result"]}
+        try:
+            app = await self.providers.app(job.api_key)
+        except errors.StowageError:
+            return  # the app is gone: nobody to tell
+        await self.announce(app, CONVERSION_EVENT, job.handle, text)
 
     async def _convert(self, job: VideoJob, folder: Path) -> dict[str, Any]:
         record = await self.files.get(job.handle)
