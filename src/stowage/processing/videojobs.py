@@ -38,8 +38,8 @@ from stowage.core.security import Credentials, Target, authorize, record_for
 from stowage.core.service import StoreParams
 from stowage.core.sources import Source
 from stowage.core.uploads import Store, provider_for_location
+from stowage.processing import catalogue, ffmpeg, grammar, metrics, video
 from stowage.processing import chain as chains
-from stowage.processing import ffmpeg, grammar, metrics, video
 from stowage.processing.base import Task
 from stowage.processing.ffmpeg import Limits, MediaRefused
 from stowage.registry.base import (
@@ -64,8 +64,13 @@ CONVERSION_EVENT = "fp.converse"  # the hosted service's conversion event
 
 
 def is_video(segments: list[str]) -> bool:
-    """Whether a path's tasks ask for a conversion (``video_convert`` or ``av_convert``)."""
-    return any(grammar.parse_task(s).name == video.NAME for s in segments)
+    """Whether a path's tasks ask for a conversion (``video_convert`` or ``av_convert``):
+    by the task's name alone, so that an image chain pays no second parse."""
+    return any(_named(s) is video.TASKS[0] for s in segments)
+
+
+def _named(segment: str) -> object:
+    return catalogue.spec(segment.partition("=")[0])
 
 
 class VideoJobs:
