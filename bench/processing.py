@@ -90,6 +90,11 @@ def processing(ctx: Context) -> list[Row]:
         rows = cold(ctx, thumbor, engine, urls, per_run)
         rows.append(warm(ctx, engine, handles[0]))
         rows.append(bomb(ctx, thumbor, engine, images.large(work / "large.jpg")))
+        if engine.present:  # issue 23: per task, and auto_image warm
+            from bench import processing_tasks  # imports this module: not at the top
+
+            rows += processing_tasks.tasks(ctx, thumbor, per_run)
+            rows.append(processing_tasks.warm_auto_image(ctx, handles[0]))
     finally:
         thumbor.stop()
     rows.append(floor(paths[1 : 1 + FLOOR_SOURCES], rows[1].reference))

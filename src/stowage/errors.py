@@ -87,6 +87,11 @@ class UnsupportedTask(BadRequest):
     code, default_message = "UNSUPPORTED_TASK", "this transformation task is not supported"
 
 
+class TaskNotAvailable(BadRequest):
+    code = "TASK_NOT_AVAILABLE"
+    default_message = "this task of the hosted service is not run by this server"
+
+
 class InvalidParts(BadRequest):
     code, default_message = "INVALID_PARTS", "the upload's parts do not make up the file"
 
@@ -262,6 +267,10 @@ class RateLimited(StowageError):
 
 class NotSupported(StowageError):
     code, status, default_message = "NOT_SUPPORTED", 501, "not supported"
+
+
+class CloudDriveUnavailable(NotSupported):
+    code, default_message = "CLOUD_DRIVE_UNAVAILABLE", "cloud drives are not connected"
 
 
 # Upstream and storage failures: neutral errors that every provider maps its SDK errors to.

@@ -18,6 +18,8 @@ DEPLOY = ROOT / "deploy"
         ("single/stowage.toml", "toml"),
         ("cluster/node.toml", "toml"),
         ("cluster/nginx.conf", "nginx"),
+        ("cname/nginx.conf", "nginx"),
+        ("cname/stowage.toml", "toml"),
     ],
 )
 def test_deployment_guide_shows_the_tested_file(path: str, lang: str) -> None:

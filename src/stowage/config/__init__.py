@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import typing
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -50,6 +51,14 @@ class Settings(ProcessingSettings, VideoSettings, DeliverySettings):
     )
     cdn_public_url: str = _setting(
         "", "Public CDN root used in links. Default: http://<host>:<cdn_port>.", form=coerce.url()
+    )
+    cname: str = _setting(
+        "",
+        "Your domain for the Filestack SDKs' `cname` option (e.g. example.com; a port may "
+        "follow): the API port then also answers upload., www., process. and cloud.<cname> "
+        "as the API, cdn.<cname> as the CDN and static.<cname> with the picker module, "
+        "routed by Host; the public URLs default to https://www.<cname>/api and "
+        "https://cdn.<cname>. Empty: no host routing.",
     )
     store_link: str = _setting(
         "cdn",
@@ -222,16 +231,30 @@ class Settings(ProcessingSettings, VideoSettings, DeliverySettings):
         return self.registry_url.startswith(("postgresql://", "postgres://"))
 
     def api_url(self) -> str:
-        return (self.api_public_url or f"http://{self.host}:{self.port}/api").rstrip("/")
+        default = f"https://www.{self.cname}/api" if self.cname else ""
+        root = self.api_public_url or default or f"http://{self.host}:{self.port}/api"
+        return root.rstrip("/")
 
     def cdn_url(self) -> str:
-        return (self.cdn_public_url or f"http://{self.host}:{self.cdn_port}").rstrip("/")
+        default = f"https://cdn.{self.cname}" if self.cname else ""
+        return (self.cdn_public_url or default or f"http://{self.host}:{self.cdn_port}").rstrip("/")
+
+    def cname_domain(self) -> str:
+        """``cname`` without a port (the SDKs keep the port in the hosts they build)."""
+        return self.cname.strip().rstrip(".").lower().partition(":")[0]
 
     def __post_init__(self) -> None:
         # Every value through the coercion engine, however the settings were made: a bad
         # one is refused here, at start-up, naming the setting and the form it takes.
         for f in fields(self):
             setattr(self, f.name, value_fields.checked(f, _HINTS[f.name], getattr(self, f.name)))
+        if self.cname and not _CNAME.fullmatch(self.cname):
+            raise coerce.Invalid("cname", "a domain name, optionally :port", self.cname)
+
+
+#: What the SDKs can put after ``upload.``: DNS labels, then an optional port.
+_LABEL = r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)"
+_CNAME = re.compile(rf"{_LABEL}(\.{_LABEL})+(:[0-9]{{1,5}})?")
 
 
 def setting_fields() -> list[dataclasses.Field[Any]]:

@@ -124,6 +124,10 @@ class Fetched:
     content_type: str | None
     filename: str | None
     length: int | None
+    #: The validators the origin sent, for a conditional fetch later (``validators``).
+    etag: str | None = None
+    last_modified: str | None = None
+    not_modified: bool = False  # a conditional fetch answered 304: no body
 
 
 class Fetcher:
@@ -160,11 +164,13 @@ class Fetcher:
     def check_url(self, url: str) -> URL:
         return check_url(url, self.allow_private)
 
-    async def open(self, url: str) -> Fetched:
-        """Start the fetch; the caller must consume ``chunks`` to the end or close it."""
+    async def open(self, url: str, validators: dict[str, str] | None = None) -> Fetched:
+        """Start the fetch; the caller must consume ``chunks`` to the end or close it.
+        ``validators``: ``If-None-Match`` / ``If-Modified-Since`` of a copy already held;
+        a 304 answers ``not_modified`` with no body."""
         await self._slots.acquire()
         try:
-            response = await self._follow(self.check_url(url))
+            response = await self._follow(self.check_url(url), validators or {})
         except BaseException:
             self._slots.release()
             raise
@@ -174,11 +180,14 @@ class Fetcher:
             content_type=response.headers.get("Content-Type"),
             filename=_filename(response),
             length=response.content_length,
+            etag=response.headers.get("ETag"),
+            last_modified=response.headers.get("Last-Modified"),
+            not_modified=response.status == 304,
         )
 
-    async def _follow(self, url: URL) -> aiohttp.ClientResponse:
+    async def _follow(self, url: URL, validators: dict[str, str]) -> aiohttp.ClientResponse:
         for _ in range(self.max_redirects + 1):
-            response = await self._request(url)
+            response = await self._request(url, validators)
             if response.status not in (301, 302, 303, 307, 308):
                 return self._accept(response)
             location = response.headers.get("Location", "")
@@ -190,11 +199,10 @@ class Fetcher:
             url = self.check_url(target)
         raise errors.UpstreamError("too many redirects")
 
-    async def _request(self, url: URL) -> aiohttp.ClientResponse:
+    async def _request(self, url: URL, validators: dict[str, str]) -> aiohttp.ClientResponse:
+        headers = {**validators, "Accept-Encoding": "identity"}
         try:
-            return await self._client().get(
-                url, allow_redirects=False, headers={"Accept-Encoding": "identity"}
-            )
+            return await self._client().get(url, allow_redirects=False, headers=headers)
         except errors.StowageError:
             raise
         except TimeoutError as exc:

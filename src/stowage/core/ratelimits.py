@@ -81,6 +81,15 @@ class RateLimiter:
             return max(refused, key=lambda d: d.retry_after)
         return min(decisions, key=lambda d: d.remaining)
 
+    async def charge_app(self, api_key: str) -> Decision | None:
+        """One request against the app's bucket alone: for a request whose app is known
+        only once its file is read (a CDN URL without ``?key=``)."""
+        s = self.settings
+        if s.rate_limit_app <= 0:
+            return None
+        burst = max(1.0, s.rate_limit_app * s.rate_limit_burst)
+        return await self.store.take(f"app:{api_key}", s.rate_limit_app, burst, time.monotonic())
+
 
 class RegistryBuckets:
     def __init__(self, limits: SharedLimits) -> None:

@@ -248,12 +248,12 @@ class Stowage:
         if record.cloud:
             raise errors.NotWriteable()
         provider = self.providers.provider_for(app, record.provider)
-        await conditions.check(provider, record.container, record.key)  # fail before reading
+        await conditions.check(provider, record.container, record.key, record)  # before reading
         prepared = await prepare(self.fetcher, source, base64decode, self._max_bytes(policy))
         mimetype = filetypes.choose(None, prepared.content_type, prepared.head, record.filename, "")
         async with self.registry.handle_lock(handle):
             current = await self._record(handle)
-            await conditions.check(provider, current.container, current.key)
+            await conditions.check(provider, current.container, current.key, current)
             updated = await overwrites.write_over(
                 self.registry,
                 self.providers,

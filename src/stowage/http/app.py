@@ -20,7 +20,7 @@ from stowage.http.errors import error_middleware, use_json_expect_handler
 from stowage.http.keys import PARTS
 from stowage.http.protocol import JsonAppRunner
 from stowage.http.ratelimit import limit_middleware
-from stowage.http.routes import add_api_routes, add_cdn_routes
+from stowage.http.routes import add_api_routes, add_cdn_routes, add_static_routes
 from stowage.http.strict import strict_headers_middleware
 
 log = logging.getLogger("stowage")
@@ -73,9 +73,29 @@ def api_app(parts: Assembly) -> web.Application:
     )
     app[PARTS] = parts
     add_api_routes(app)
+    add_cname_hosts(app, parts)
     observe.install(app)
     use_json_expect_handler(app)
     return app
+
+
+def add_cname_hosts(app: web.Application, parts: Assembly) -> None:
+    """With ``cname`` set, the API origin also answers the Filestack hosts of that domain
+    (docs/decisions.md, "The SDKs' cname hosts"): upload., www., process. and cloud. fall
+    through to the API routes; cdn.<cname> gets the CDN's routes and static.<cname> the
+    picker module, each matched by Host before any path. Those run under the API origin's
+    middlewares (one rate limit, one error answer), so the sub-applications have none."""
+    domain = parts.settings.cname_domain()
+    if not domain:
+        return
+    cdn = web.Application(client_max_size=1024**2)
+    cdn[PARTS] = parts
+    add_cdn_routes(cdn)
+    use_json_expect_handler(cdn)
+    app.add_domain(f"cdn.{domain}", cdn)
+    static = web.Application()
+    add_static_routes(static)
+    app.add_domain(f"static.{domain}", static)
 
 
 def cdn_app(parts: Assembly) -> web.Application:

@@ -22,6 +22,7 @@ from stowage.http.openapi_common import (
     ref,
 )
 from stowage.http.openapi_files import file_paths
+from stowage.http.openapi_picker import picker_paths
 from stowage.http.openapi_processing import processing_paths
 from stowage.http.openapi_schemas import schemas
 from stowage.http.openapi_uploads import upload_paths
@@ -149,6 +150,7 @@ def document(settings: Settings) -> Doc:
         "paths": {
             **file_paths(),
             **upload_paths(),
+            **picker_paths(),
             **_service_paths(),
             **_cdn_paths(cdn),
             **processing_paths(cdn),

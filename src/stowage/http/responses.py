@@ -17,6 +17,7 @@ from aiohttp.abc import AbstractStreamWriter
 from stowage import errors
 from stowage.config import Settings
 from stowage.core import headersafe, reading
+from stowage.core.conditions import content_etag
 from stowage.core.filetypes import is_active
 from stowage.core.reading import Download
 from stowage.edge.headers import PIPED_HEADER, origin_headers, without_edge_headers
@@ -216,19 +217,26 @@ async def send_file(
     (derivatives: immutable objects with no row of their own)."""
     if PIPED_HEADER in request.headers:  # the edge cache passes this answer on untouched
         headers_for = _without_edge_headers(headers_for)
-    tag = None if registry is not None else derivative_etag(plan)
+    tag = content_etag(plan.record) if registry is not None else derivative_etag(plan)
+    if registry is not None and not _if_match(request, tag):
+        raise errors.PreconditionFailed("If-Match: the file has changed", etag=tag)
     if plan.local_path is not None:
         # The same Range rules as streamed providers: aiohttp's own answer `bytes=-0` with a
         # 206, a multi-range or `Bytes=` with an empty 416; it sees only a canonical range.
-        # aiohttp fstats the file it opened: length and ETag describe the bytes it sends.
+        # aiohttp fstats the file it opened: the length describes the bytes it sends.
         headers = headers_for(plan)
-        if tag is not None and _etag_matches(request.headers.get("If-None-Match"), tag):
+        if _etag_matches(request.headers.get("If-None-Match"), tag):
             return web.Response(status=304, headers={**headers, "ETag": f'"{tag}"'})
         response = StoredFileResponse(plan.local_path, chunk_size=256 * 1024, headers=headers)
         response.content_etag = tag
         response.canonical = _canonical_range(request, plan.info.size, tag)
         return response
     return await _stream(request, plan, headers_for, registry, tag)
+
+
+def _if_match(request: web.Request, tag: str) -> bool:
+    header = request.headers.get("If-Match")
+    return header is None or _etag_matches(header, tag)
 
 
 def derivative_etag(plan: Download) -> str:
@@ -268,6 +276,7 @@ async def _stream(
         plan = dataclasses.replace(plan, info=opened.info)
     else:
         plan, opened = await reading.open_download(registry, plan, ranged, body=body)
+        tag = content_etag(plan.record)  # the row version actually read
     info, span = plan.info, opened.span
     response = web.StreamResponse(
         status=206 if span else 200, headers=_version_headers(headers_for(plan), plan, tag)

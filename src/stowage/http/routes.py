@@ -4,7 +4,19 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from stowage.http import api, cdn, console, docs, listing, multipart, observe, process, transform
+from stowage.http import (
+    api,
+    cdn,
+    cloud,
+    console,
+    docs,
+    listing,
+    multipart,
+    observe,
+    picker,
+    process,
+    transform,
+)
 
 
 def add_api_routes(app: web.Application) -> None:
@@ -32,6 +44,10 @@ def add_api_routes(app: web.Application) -> None:
     router.add_post("/multipart/commit", multipart.commit_handler)
     router.add_post("/multipart/complete", multipart.complete_handler)
     router.add_post("/process", process.process_handler)
+    router.add_post("/prefetch", cloud.prefetch_handler)  # filestack-js's picker, at start
+    for path in ("/folder/list", "/store/", "/metadata", "/auth/logout"):  # cloudApiUrl
+        router.add_post(path, cloud.cloud_drive_handler)
+    router.add_post("/recording/{kind}/{step}", cloud.cloud_drive_handler)
     router.add_get("/process/{tail:.+}", transform.process_handler)  # transformation chains
     router.add_post("/process/{tail:.+}", transform.process_handler)
 
@@ -44,3 +60,8 @@ def add_cdn_routes(app: web.Application) -> None:
     router.add_post("/{handle}/remove", cdn.cdn_refuse_write)
     router.add_post("/{tasks:.+}/{handle}", cdn.cdn_post_chain)  # store task: to the API origin
     router.add_get("/{tail:.+}", cdn.cdn_get)  # last: it matches every path
+
+
+def add_static_routes(app: web.Application) -> None:
+    """static.<cname>: the picker module filestack-js loads."""
+    app.router.add_get("/picker/{version}/picker.js", picker.picker_module)

@@ -13,6 +13,9 @@ or 308, which keep the method (python's ``Transformation.store()`` POSTs to the 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import math
+from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
@@ -21,8 +24,8 @@ from stowage.assembly import Assembly
 from stowage.core.reading import Download
 from stowage.core.security import Credentials
 from stowage.edge.headers import TAG_HEADER
-from stowage.http import cdnpath, inputs, observe
-from stowage.http.api import request_credentials, store_result
+from stowage.http import cdnpath, inputs, observe, ratelimit
+from stowage.http.api import download, request_credentials, store_result
 from stowage.http.cdnpath import CdnPath
 from stowage.http.keys import PARTS
 from stowage.http.responses import SANDBOX_CSP, file_headers, send_file
@@ -30,6 +33,7 @@ from stowage.processing import grammar, metrics, videojobs
 from stowage.processing.cache import fresh
 from stowage.processing.grammar import negotiated
 from stowage.processing.service import Processor, Spooled
+from stowage.registry.base import App
 
 _CHUNK = 256 * 1024
 URL_MAX_AGE = 3600  # an external URL's result is not kept here; clients may keep it an hour
@@ -47,8 +51,13 @@ async def transform(request: web.Request, path: CdnPath, *, cdn: bool) -> web.St
         return await _video(request, path, creds, api_key)
     # auto_image: the format the client's Accept takes becomes part of the chain.
     path.tasks, varies = negotiated(path.tasks, request.headers.get("Accept"))
+    if path.url is not None and path.store is not None:  # /<APIKEY>/[tasks/]store/<URL>
+        if cdn:
+            _to_process_address(request, parts)
+        record = await processor.store_url(api_key, path.url, path.tasks, creds)
+        return web.json_response(store_result(parts.links, record))
     if path.url is not None:
-        return await _external(request, processor, path, api_key, varies)
+        return await _external(request, processor, path, api_key, varies, cdn)
     if path.store is not None:
         if cdn:
             _to_process_address(request, parts)
@@ -57,8 +66,16 @@ async def transform(request: web.Request, path: CdnPath, *, cdn: bool) -> web.St
     if _is_zip(path):  # zip/H (filestack-python's Filelink.zip()) or zip/[h1,h2]
         return await _send_zip(request, processor, path, api_key)
     dl, cache = inputs.flag(request, "dl"), _cache(request, path)
-    with contextlib.nullcontext() if cache else fresh():  # cache=false: a new render
-        made = await processor.derivative(path.handle, path.tasks, creds, api_key, path.handles)
+    try:
+        with contextlib.nullcontext() if cache else fresh():  # cache=false: a new render
+            charge = None if cache else _charger(request)  # a new render costs the app
+            made = await processor.derivative(
+                path.handle, path.tasks, creds, api_key, path.handles, charge
+            )
+    except errors.StowageError as exc:
+        if (backup := _fallback(path, exc)) is None:
+            raise
+        return await download(request, cdn=cdn, handle=backup.handle, path=backup)
     plan = Download(made.record, made.info, made.provider, made.local_path, made.app)
 
     def headers(opened: Download) -> dict[str, str]:
@@ -101,11 +118,21 @@ def _to_process_address(request: web.Request, parts: Assembly) -> None:
 
 
 async def _external(
-    request: web.Request, processor: Processor, path: CdnPath, api_key: str | None, varies: bool
+    request: web.Request,
+    processor: Processor,
+    path: CdnPath,
+    api_key: str | None,
+    varies: bool,
+    cdn: bool,
 ) -> web.StreamResponse:
     assert path.url is not None
     creds = request_credentials(request, path)
-    result = await processor.from_url(api_key, path.url, path.tasks, creds)
+    try:
+        result = await processor.from_url(api_key, path.url, path.tasks, creds)
+    except errors.StowageError as exc:  # an origin down or not an image: the fallback
+        if (backup := _fallback(path, exc)) is None:
+            raise
+        return await download(request, cdn=cdn, handle=backup.handle, path=backup)
     try:
         return await _send_spooled(request, result, _cache(request, path), path, varies)
     finally:
@@ -163,6 +190,40 @@ async def _send_zip(
             await response.write(chunk)
     await response.write_eof()
     return response
+
+
+#: Failures a fallback file stands in for: the source or its transformation, never the
+#: request's credentials, its rate or a busy server (those answer as they are).
+_NO_FALLBACK = frozenset({401, 403, 429, 503})
+
+
+def _fallback(path: CdnPath, failure: errors.StowageError) -> CdnPath | None:
+    """``fallback=handle:H,cache:N``: the stored file H, read with the request's
+    credentials, kept N seconds by caches, in place of a failed transformation."""
+    tasks = [grammar.parse_task(task) for task in path.tasks]
+    found = next((task for task in tasks if task.name == "fallback"), None)
+    if found is None or failure.status in _NO_FALLBACK:
+        return None
+    seconds = found.get("cache", 300)
+    max_age = seconds if isinstance(seconds, int) else 300
+    handle = str(found.get("handle"))
+    return dataclasses.replace(path, handle=handle, max_age=max_age, tasks=[], handles=(), url=None)
+
+
+def _charger(request: web.Request) -> Callable[[App], Awaitable[None]]:
+    """cache=false renders anew every time: the request counts against its app's rate
+    limit, once (the middleware has charged it already when ``?key=`` named the app)."""
+
+    async def charge(app: App) -> None:
+        if request.query.get("key") == app.api_key:
+            return
+        decision = await request.app[PARTS].limiter.charge_app(app.api_key)
+        if decision is not None and not decision.allowed:
+            refused = errors.RateLimited(retry_after=math.ceil(decision.retry_after))
+            refused.headers.update(ratelimit.headers(decision))
+            raise refused
+
+    return charge
 
 
 def _vary(current: str | None) -> str:

@@ -8,6 +8,7 @@ answering to one spelling, and every image task has its operation.
 from __future__ import annotations
 
 from stowage.processing import (
+    classifiers,
     colour,
     composite,
     documents,
@@ -18,6 +19,7 @@ from stowage.processing import (
     facetasks,
     filters,
     geometry,
+    minify,
     outputs,
     request_tasks,
     shapes,
@@ -40,6 +42,7 @@ MODULES: tuple[tuple[TaskSpec, ...], ...] = (
     facetasks.TASKS + subjects.TASKS,
     composite.TASKS,
     documents.TASKS,
+    minify.TASKS + classifiers.TASKS,
     video.TASKS,
 )
 

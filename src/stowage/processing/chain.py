@@ -59,6 +59,9 @@ def _parse(segments: tuple[str, ...]) -> Chain:
     answers = [t.name for t in image if catalogue.TABLE[t.name].kind is Kind.ANSWER]
     if answers and (len(answers) > 1 or image[-1].name != answers[0]):
         raise errors.InvalidParameter(f"{answers[0]} must be the last task", parameter=answers[0])
+    texts = [t.name for t in image if catalogue.TABLE[t.name].kind is Kind.TEXT]
+    if texts and len(image) > 1:
+        raise errors.InvalidParameter(f"{texts[0]} takes no other task", parameter=texts[0])
     if store and answers and answers[0] not in documents.FILES:  # pdfconvert makes a file
         raise errors.InvalidParameter(f"{answers[0]} answers JSON; it cannot be stored")
     return Chain(image, store[0] if store else None, _format(image))

@@ -137,6 +137,8 @@ def parse_task(segment: str) -> Task:
             task=shown,
             supported=list(catalogue.SUPPORTED),
         )
+    if spec.unavailable:
+        raise errors.TaskNotAvailable(f"{spec.name}: {spec.unavailable}", task=spec.name)
     options: dict[str, Value] = {}
     for key, raw in pairs(body, spec):
         param = spec.param(key)

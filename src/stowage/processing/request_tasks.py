@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from stowage import booleans
 from stowage.processing.base import Value
-from stowage.processing.params import Text, boolean, choice, text, texts
+from stowage.processing.params import Text, boolean, choice, integer, text, texts
 from stowage.processing.table import Kind, Param, TaskSpec
 from stowage.storage import API_PROVIDERS
 
@@ -70,5 +70,12 @@ TASKS: tuple[TaskSpec, ...] = (
         ),
         kind=Kind.REQUEST,
         doc="the result becomes a new file of the same app",
+    ),
+    TaskSpec(
+        "fallback",
+        (Param("handle", text), Param("cache", integer(1, YEAR), (), 300)),
+        kind=Kind.REQUEST,
+        needs_one_of=("handle",),
+        doc="when the transformation fails, the file `handle` is served, kept `cache` s",
     ),
 )

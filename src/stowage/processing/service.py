@@ -13,7 +13,7 @@ import dataclasses
 import os
 import tempfile
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,9 +29,10 @@ from stowage.core.sources import Source
 from stowage.core.uploads import Store, provider_for_location
 from stowage.processing import archive, metrics
 from stowage.processing import chain as chains
-from stowage.processing.base import Chain, Job, Limits, Output
+from stowage.processing.base import Chain, Job, Limits, Output, Task
 from stowage.processing.cache import DerivativeCache, version_of
 from stowage.processing.pool import JobPool
+from stowage.processing.urlsources import UrlSources
 from stowage.registry.base import App, FileRecord, FileRows
 from stowage.storage import build_provider
 from stowage.storage.base import LocalFiles, ObjectInfo, Provider
@@ -94,6 +95,9 @@ class Processor:
         self.cache = DerivativeCache(_cache_store(core))
         self.spool = settings.data_dir / "tmp"
         _sweep_spool(self.spool)
+        self.url_sources = UrlSources(
+            settings.data_dir / "url-sources", core.fetcher, _save, self.limits.max_input_bytes
+        )
 
     async def derivative(
         self,
@@ -102,10 +106,14 @@ class Processor:
         creds: Credentials,
         api_key: str | None,
         handles: tuple[str, ...] = (),
+        before: Callable[[App], Awaitable[None]] | None = None,
     ) -> Derivative:
-        """``handles``: a ``[h1,h2]`` source list (animate, collage), when ``handle`` is ""."""
+        """``handles``: a ``[h1,h2]`` source list (animate, collage), when ``handle`` is "";
+        ``before``: called with the file's app once it is authorised (a rate charge)."""
         chain = chains.parse(segments)
         record, app = await self._authorized(handle or _first(handles), creds, api_key)
+        if before is not None:
+            await before(app)
         others = await self._others(chain, () if handle else handles, record, creds, api_key)
         return await self._derivative(record, app, chain, others)
 
@@ -136,42 +144,66 @@ class Processor:
         task = chain.store
         stem = record.filename.rsplit(".", 1)[0] or "file"
         filename = str(task.get("filename") or f"{stem}.{made.record.filename.rsplit('.')[-1]}")
-        source = Source(
-            chunks=self.cache.open(made.key),
-            filename=filename,
-            content_type=made.record.mimetype,
-        )
+        mimetype = made.record.mimetype
+        source = Source(chunks=self.cache.open(made.key), filename=filename, content_type=mimetype)
+        return await self._stored(app.api_key, task, source, mimetype, creds)
+
+    async def from_url(
+        self, api_key: str | None, url: str, segments: list[str], creds: Credentials
+    ) -> Spooled:
+        """A transformation of an external URL, read through the URL guard and the kept
+        copies (``urlsources.py``). The result is not kept: the caller sends the
+        returned file and removes it."""
+        chain = chains.parse(segments)
+        app = await self.core.providers.app(api_key)
+        self._authorize(app, creds, Target(url=url))
+        async with self.url_sources.opened(url) as held:
+            output = chains.output_for(chain, held.content_type)
+            dest = self._new_spool("." + output.extension)
+            try:
+                await self._run(held.path, chain, output, dest)
+            except BaseException:
+                dest.unlink(missing_ok=True)
+                raise
+        return Spooled(dest, output, private=app.security)
+
+    async def store_url(
+        self, api_key: str | None, url: str, segments: list[str], creds: Credentials
+    ) -> FileRecord:
+        """``/<APIKEY>/[tasks/]store/<URL>``: the URL's file, or the tasks' result of it,
+        becomes a new file (store's own check of the policy: ``store`` and its ``url``)."""
+        chain = chains.parse(segments)
+        task = chain.store
+        assert task is not None
+        if not chain.tasks:  # the file as it is: store-from-URL
+            source = Source(url=url, filename=_text(task.get("filename")))
+            return await self._stored(api_key, task, source, None, creds)
+        made = await self.from_url(api_key, url, segments, creds)
+        try:
+            name = _text(task.get("filename")) or f"file.{made.output.extension}"
+            chunks = _file_chunks(made.path)
+            source = Source(chunks=chunks, filename=name, content_type=made.output.mimetype)
+            return await self._stored(api_key, task, source, made.output.mimetype, creds)
+        finally:
+            made.path.unlink(missing_ok=True)
+
+    async def _stored(
+        self,
+        api_key: str | None,
+        task: Task,
+        source: Source,
+        mimetype: str | None,
+        creds: Credentials,
+    ) -> FileRecord:
         params = StoreParams(
-            filename=filename,
-            mimetype=made.record.mimetype,
+            filename=source.filename,
+            mimetype=mimetype,
             path=_text(task.get("path")),
             container=_text(task.get("container")),
             access=str(task.get("access") or "private"),
         )
         location = provider_for_location(_text(task.get("location")))
-        return await self.core.store(app.api_key, location, source, params, creds)
-
-    async def from_url(
-        self, api_key: str | None, url: str, segments: list[str], creds: Credentials
-    ) -> Spooled:
-        """A transformation of an external URL, fetched through the URL guard. Not kept:
-        the caller sends the returned file and removes it."""
-        chain = chains.parse(segments)
-        if chain.store is not None:
-            raise errors.UnsupportedTask("store works on stored files only", task="store")
-        app = await self.core.providers.app(api_key)
-        self._authorize(app, creds, Target(url=url))
-        fetched = await self.core.fetcher.open(url)
-        with self._spooled(".src") as source:
-            await _save(fetched.chunks, source, self.limits.max_input_bytes)
-            output = chains.output_for(chain, (fetched.content_type or "").lower())
-            dest = self._new_spool("." + output.extension)
-            try:
-                await self._run(source, chain, output, dest)
-            except BaseException:
-                dest.unlink(missing_ok=True)
-                raise
-        return Spooled(dest, output, private=app.security)
+        return await self.core.store(api_key, location, source, params, creds)
 
     async def publish(self, change: Change) -> None:
         """As a change sink: an overwrite or a delete drops the old version's derivatives
@@ -371,6 +403,12 @@ async def _save(chunks: AsyncIterator[bytes], path: Path, max_bytes: int) -> Non
         close = getattr(chunks, "aclose", None)
         if close is not None:
             await close()
+
+
+async def _file_chunks(path: Path) -> AsyncIterator[bytes]:
+    with path.open("rb") as handle:
+        while chunk := handle.read(256 * 1024):
+            yield chunk
 
 
 Other = tuple[str, FileRecord, App]  # another source: its handle, row and app

@@ -49,6 +49,7 @@ class Kind(enum.Enum):
     ANSWER = "answer"  # the result is not an image (imagesize, metadata, ascii, ...)
     FILES = "files"  # reads several sources (zip, collage, animate)
     REQUEST = "request"  # about the request, not the pixels (security, cache, store, ...)
+    TEXT = "text"  # reads the source as text, not an image (minify_js, minify_css)
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,9 @@ class TaskSpec:
     answer: Answer | None = None  # its result is text, not an image (when it is last)
     load_op: LoadOp | None = None  # shrinks on load when first in a chain
     bare: str | None = None  # the parameter a value without a name sets: cache=false
+    #: Why a task of the hosted service is not run here (tags, sfw): its use is refused
+    #: with TASK_NOT_AVAILABLE, distinct from an unknown task's UNSUPPORTED_TASK.
+    unavailable: str = ""
 
     def param(self, spelling: str) -> Param | None:
         for param in self.params:

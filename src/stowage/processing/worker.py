@@ -22,7 +22,7 @@ import sys
 from typing import IO, Any
 
 from stowage import errors
-from stowage.processing import composite
+from stowage.processing import composite, minify
 from stowage.processing.base import BigJob, Job
 from stowage.processing.vips import VipsEngine
 
@@ -47,8 +47,11 @@ def serve(engine: VipsEngine, jobs: IO[bytes], replies: IO[bytes]) -> None:
     while (job := read_frame(jobs)) is not None:
         assert isinstance(job, Job)
         try:
-            with composite.using(job.sources, job.limits):
-                reply: tuple[str, object] = ("ok", job.render_with(engine))
+            if minify.applies(job.chain):  # text, not an image: libvips never sees it
+                reply: tuple[str, object] = ("ok", minify.render(job))
+            else:
+                with composite.using(job.sources, job.limits):
+                    reply = ("ok", job.render_with(engine))
         except (errors.StowageError, BigJob) as exc:
             reply = ("error", exc)
         except MemoryError:

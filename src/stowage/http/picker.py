@@ -1,0 +1,36 @@
+"""The picker module on ``static.<cname>``: ``/picker/<version>/picker.js``, the script
+filestack-js's ``client.picker()`` loads (docs/filestack.md, "The picker").
+
+It is not in git: ``scripts/vendor-web`` bundles web/picker/ (on Uppy) with esbuild into
+``static/vendor/picker/picker.js``. One build answers for every picker version listed in
+``VERSIONS``: the ones the SDK versions Stowage is tested with ask for.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aiohttp import web
+
+from stowage import errors
+
+MODULE = Path(__file__).parent / "static" / "vendor" / "picker" / "picker.js"
+VERSIONS = frozenset({"4.5.2"})  # filestack-js 4.3.8's config.urls.pickerUrl
+
+
+async def picker_module(request: web.Request) -> web.FileResponse:
+    version = request.match_info["version"]
+    if version not in VERSIONS:
+        raise errors.NotFound(
+            f"no picker {version} here; this server has {', '.join(sorted(VERSIONS))}"
+        )
+    if not MODULE.is_file():
+        raise errors.NotSupported("the picker module is not installed: run scripts/vendor-web")
+    return web.FileResponse(
+        MODULE,
+        headers={
+            "Content-Type": "application/javascript; charset=utf-8",
+            "X-Content-Type-Options": "nosniff",
+            "Cache-Control": "public, max-age=300",
+        },
+    )

@@ -1,0 +1,88 @@
+"""``minify_js`` and ``minify_css``: the source is text (a stored script or style sheet),
+not an image. Run in the job processes like every task (``worker.py``), after the
+service has held the source to the input size limit.
+
+The minifiers are ``rjsmin`` and ``rcssmin``: they remove comments and white space and
+never change what the code does. The hosted service's other options (``mangle``,
+``merge_vars``, ``remove_console``, ``use_babel_polyfill``, ``targets``, ...) belong to a
+JavaScript compiler: they are accepted, so saved URLs keep working, and not applied
+(``docs/transformations.md``). ``gzip`` is left to the HTTP layer's compression.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import rcssmin
+import rjsmin
+
+from stowage import errors
+from stowage.processing.base import Chain, Job, Output, Rendered, Task
+from stowage.processing.params import boolean, integer, text
+from stowage.processing.table import Answer, Kind, Param, TaskSpec
+
+JS = Output("js", "application/javascript", "js")
+CSS = Output("css", "text/css", "css")
+
+
+def _js(source: Any, task: Task) -> str:
+    return str(rjsmin.jsmin(str(source), keep_bang_comments=False))
+
+
+def _css(source: Any, task: Task) -> str:
+    return str(rcssmin.cssmin(str(source), keep_bang_comments=False))
+
+
+_JS_FLAGS = (
+    "use_babel_polyfill",
+    "keep_fn_name",
+    "keep_class_name",
+    "mangle",
+    "merge_vars",
+    "remove_console",
+    "remove_undefined",
+)
+
+TASKS: tuple[TaskSpec, ...] = (
+    TaskSpec(
+        "minify_js",
+        (
+            Param("gzip", boolean, (), False),
+            *(Param(name, boolean) for name in _JS_FLAGS),
+            Param("targets", text),
+        ),
+        kind=Kind.TEXT,
+        answer=Answer(_js, JS),
+        doc="JavaScript without comments and white space (rjsmin)",
+    ),
+    TaskSpec(
+        "minify_css",
+        (Param("gzip", boolean, (), False), Param("level", integer(1, 2), (), 1)),
+        kind=Kind.TEXT,
+        answer=Answer(_css, CSS),
+        doc="CSS without comments and white space (rcssmin)",
+    ),
+)
+_BY_NAME = {spec.name: spec for spec in TASKS}
+
+
+def applies(chain: Chain) -> bool:
+    return len(chain.tasks) == 1 and chain.tasks[0].name in _BY_NAME
+
+
+def render(job: Job) -> Rendered:
+    """The job's source, minified into its destination."""
+    task = job.chain.tasks[0]
+    answer = _BY_NAME[task.name].answer
+    assert answer is not None
+    if job.source.stat().st_size > job.limits.max_input_bytes:
+        raise errors.PayloadTooLarge(max_bytes=job.limits.max_input_bytes)
+    try:
+        source = Path(job.source).read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise errors.UnsupportedMediaType(f"{task.name} takes UTF-8 text") from exc
+    if "\x00" in source:
+        raise errors.UnsupportedMediaType(f"{task.name} takes text, not binary data")
+    job.dest.write_text(answer.render(source, task), encoding="utf-8")
+    return Rendered(answer.output)

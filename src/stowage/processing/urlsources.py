@@ -1,0 +1,150 @@
+"""External sources (``/<APIKEY>/<tasks>/<URL>``), kept by URL with the validators the
+origin sent (``ETag``, ``Last-Modified``) and revalidated on every use: a conditional
+fetch through the URL guard answers 304 and the copy is used, or 200 and the copy is
+replaced. An origin that sends no validator is fetched whole every time and not kept.
+
+Every request still passes the app's security (the policy's ``url`` rule) before this
+runs: a copy is shared between apps, a permission never. Copies are whole files renamed
+into place, so a job reading one never sees half of another; the oldest beyond
+``MAX_ENTRIES`` are removed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import secrets
+import tempfile
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from stowage.core.fetch import Fetcher
+
+MAX_ENTRIES = 512
+Saver = Callable[[AsyncIterator[bytes], Path, int], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Held:
+    """A source read from a URL: the file and the type the origin gave it."""
+
+    path: Path
+    content_type: str
+    reused: bool  # the origin answered 304: the kept copy was used
+
+
+class UrlSources:
+    def __init__(self, folder: Path, fetcher: Fetcher, save: Saver, max_bytes: int) -> None:
+        self.folder = folder
+        self.fetcher = fetcher
+        self.save = save  # streams to a file, refusing more than max_bytes
+        self.max_bytes = max_bytes
+        _sweep(folder)
+
+    @contextlib.asynccontextmanager
+    async def opened(self, url: str) -> AsyncIterator[Held]:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        name = hashlib.sha256(url.encode()).hexdigest()
+        body, meta = self.folder / f"{name}.src", self.folder / f"{name}.json"
+        # The job reads its own name for the copy (a hard link: no bytes copied), taken
+        # before the fetch: a newer copy renamed over ``body``, or an eviction, meanwhile
+        # does not change or remove it.
+        mine = self.folder / f"read-{secrets.token_hex(12)}"
+        try:
+            # Validators before the copy (the writer replaces the copy first): an older
+            # pair read with a newer copy only costs a whole fetch, never a stale copy.
+            kept = _read_meta(meta, url)
+            kept = kept if _pinned(body, mine) else None
+            fetched = await self.fetcher.open(url, _validators(kept))
+            if fetched.not_modified and kept is not None:
+                await _close(fetched.chunks)
+                with contextlib.suppress(OSError):
+                    os.utime(mine)  # the same inode as the kept copy: recently used
+                yield Held(mine, kept.get("content_type", ""), reused=True)
+                return
+            mine.unlink(missing_ok=True)  # the pinned copy is stale: never written into
+            await self.save(fetched.chunks, mine, self.max_bytes)
+            content_type = (fetched.content_type or "").lower()
+            if fetched.etag or fetched.last_modified:
+                _keep(mine, body)
+                record = {"url": url, "etag": fetched.etag, "last_modified": fetched.last_modified}
+                # After the copy: a reader pairing the old validators with the new copy
+                # only fetches again; the other way round would keep a stale copy.
+                _write_meta(meta, {**record, "content_type": content_type})
+                self._evict()
+            yield Held(mine, content_type, reused=False)
+        finally:
+            mine.unlink(missing_ok=True)
+
+    def _evict(self) -> None:
+        bodies = sorted(self.folder.glob("*.src"), key=_mtime)
+        for old in bodies[: max(0, len(bodies) - MAX_ENTRIES)]:
+            with contextlib.suppress(OSError):
+                old.unlink()
+                old.with_suffix(".json").unlink()
+
+
+def _sweep(folder: Path) -> None:
+    """Links and half-written files a crashed process left; old ones only (by ctime,
+    which a new link sets, unlike mtime): another worker process of this node may be
+    using a young one."""
+    stale = time.time() - 3600
+    for pattern in ("read-*", "*.new-*", "meta-*"):
+        for path in folder.glob(pattern) if folder.is_dir() else []:
+            with contextlib.suppress(OSError):
+                if path.stat().st_ctime < stale:  # a link made now changes ctime
+                    path.unlink()
+
+
+def _pinned(body: Path, mine: Path) -> bool:
+    try:
+        os.link(body, mine)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _keep(copy: Path, body: Path) -> None:
+    """``copy`` becomes the kept one too: linked under a temporary name, renamed over."""
+    staged = body.with_suffix(".new-" + copy.name)
+    os.link(copy, staged)
+    os.replace(staged, body)
+
+
+def _validators(kept: dict[str, str] | None) -> dict[str, str]:
+    if kept is None:
+        return {}
+    found = {"If-None-Match": kept.get("etag"), "If-Modified-Since": kept.get("last_modified")}
+    return {k: v for k, v in found.items() if v}
+
+
+def _read_meta(meta: Path, url: str) -> dict[str, str] | None:
+    try:
+        found = json.loads(meta.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) and found.get("url") == url else None
+
+
+def _write_meta(meta: Path, values: dict[str, str | None]) -> None:
+    fd, name = tempfile.mkstemp(prefix="meta-", dir=meta.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        json.dump(values, handle)
+    os.replace(name, meta)
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+async def _close(chunks: AsyncIterator[bytes]) -> None:
+    close = getattr(chunks, "aclose", None)
+    if close is not None:
+        await close()

@@ -1,0 +1,240 @@
+// Stowage's picker module: what filestack-js's client.picker(options) loads from
+// static.<cname>/picker/<version>/picker.js (docs/filestack.md, "The picker").
+// Built on Uppy (@uppy/core, @uppy/dashboard, MIT); bundled by scripts/vendor-web with
+// esbuild into one script. Uploads go through the SDK's own client.upload (the Filestack
+// multipart protocol, with progress); a URL goes through client.storeURL.
+import Uppy from '@uppy/core';
+import Dashboard from '@uppy/dashboard';
+import ImageEditor from '@uppy/image-editor';
+import coreCss from '@uppy/core/css/style.min.css';
+import dashboardCss from '@uppy/dashboard/css/style.min.css';
+import editorCss from '@uppy/image-editor/css/style.min.css';
+import { UrlSource } from './url-source.js';
+import { hosted, selected } from './shape.js';
+
+const VERSION = '4.5.2';
+const LOCAL = 'local_file_system';
+
+function injectCss() {
+  if (document.getElementById('stowage-picker-css')) return;
+  const style = document.createElement('style');
+  style.id = 'stowage-picker-css';
+  style.textContent = coreCss + dashboardCss + editorCss;
+  document.head.appendChild(style);
+}
+
+function target(options) {
+  if (options.displayMode !== 'inline') return document.body;
+  const c = options.container;
+  const el = typeof c === 'string' ? document.querySelector(c) || document.getElementById(c) : c;
+  if (!el) throw new Error(`picker: container ${c} not found`);
+  return el;
+}
+
+// transformations.crop: true (default), false, or {aspectRatio, force}; rotate: boolean.
+function cropping(options) {
+  const t = options.transformations || {};
+  if (options.disableTransformer || t.crop === false) return null;
+  const crop = typeof t.crop === 'object' && t.crop ? t.crop : {};
+  const ratio = typeof crop.aspectRatio === 'number' ? crop.aspectRatio : null;
+  const free = ratio === null;
+  return {
+    force: Boolean(crop.force || t.force),
+    editor: {
+      cropperOptions: ratio ? { aspectRatio: ratio, initialAspectRatio: ratio } : {},
+      actions: {
+        rotate: t.rotate !== false,
+        granularRotate: t.rotate !== false,
+        cropSquare: free,
+        cropWidescreen: free,
+        cropWidescreenVertical: free,
+      },
+    },
+  };
+}
+
+// client.upload rejects with the SDK's own objects; the callbacks get an Error.
+function asError(err) {
+  if (err instanceof Error) return err;
+  const detail = err && (err.message || err.error || err.status);
+  const error = new Error(typeof detail === 'string' ? detail : `upload failed: ${JSON.stringify(err)}`);
+  error.details = err;
+  return error;
+}
+
+function call(fn, ...args) {
+  try {
+    if (typeof fn === 'function') fn(...args);
+  } catch (err) {
+    console.error('picker callback failed', err);
+  }
+}
+
+class Picker {
+  constructor(client, options) {
+    this.client = client;
+    this.options = options || {};
+    if (this.options.displayMode === 'dropPane') {
+      throw new Error('picker: displayMode dropPane is not available on this server');
+    }
+    this.uppy = null;
+    this.checks = new Map();
+  }
+
+  restrictions() {
+    const o = this.options;
+    const accept = o.accept ? [].concat(o.accept) : null;
+    return {
+      allowedFileTypes: accept,
+      maxNumberOfFiles: o.maxFiles || 1,
+      minNumberOfFiles: o.minFiles || 1,
+      maxFileSize: o.maxSize || null,
+    };
+  }
+
+  build() {
+    injectCss();
+    const o = this.options;
+    const sources = o.fromSources || [LOCAL, 'url'];
+    const uppy = new Uppy({
+      id: o.rootId || 'stowage-picker',
+      autoProceed: o.uploadInBackground === true,
+      restrictions: this.restrictions(),
+    });
+    const inline = o.displayMode === 'inline';
+    const crop = cropping(o);
+    uppy.use(Dashboard, {
+      autoOpen: crop && crop.force ? 'imageEditor' : null,
+      inline,
+      target: target(o),
+      proudlyDisplayPoweredByUppy: false,
+      closeModalOnClickOutside: false,
+      hideUploadButton: false,
+      disableLocalFiles: !sources.includes(LOCAL),
+      onRequestCloseModal: () => this.close(),
+      height: inline ? 420 : undefined,
+    });
+    if (crop) {
+      uppy.use(ImageEditor, crop.editor);
+      uppy.on('file-editor:complete', (file) => call(o.onFileCropped, selected(file)));
+    }
+    if (sources.includes('url')) {
+      uppy.use(UrlSource, { target: Dashboard });
+    }
+    uppy.on('file-added', (file) => this.selected(file));
+    uppy.addUploader((ids) => this.upload(ids));
+    return uppy;
+  }
+
+  // onFileSelected may throw, reject, or return a file with another name.
+  selected(file) {
+    const check = Promise.resolve()
+      .then(() => (this.options.onFileSelected ? this.options.onFileSelected(selected(file)) : null))
+      .then((changed) => {
+        const name = changed && (changed.filename || changed.name);
+        if (name && name !== file.name) this.uppy.setFileState(file.id, { name, meta: { ...file.meta, name } });
+      })
+      .catch((err) => {
+        this.uppy.removeFile(file.id);
+        this.uppy.info((err && err.message) || String(err), 'error', 5000);
+      })
+      .finally(() => this.checks.delete(file.id));
+    this.checks.set(file.id, check);
+  }
+
+  async upload(ids) {
+    await Promise.all([...this.checks.values()]);
+    const files = ids.map((id) => this.uppy.getFile(id)).filter(Boolean);
+    call(this.options.onUploadStarted, files.map(selected));
+    const done = { filesUploaded: [], filesFailed: [] };
+    await Promise.all(files.map((file) => this.uploadOne(file, done)));
+    call(this.options.onUploadDone, done);
+    if (this.options.displayMode !== 'inline' && done.filesFailed.length === 0) {
+      await this.close();
+    }
+  }
+
+  async uploadOne(file, done) {
+    const o = this.options;
+    const uppy = this.uppy;
+    try {
+      let stored;
+      if (file.meta.sourceUrl) {
+        stored = await this.client.storeURL(file.meta.sourceUrl, { ...(o.storeTo || {}), filename: file.name });
+      } else {
+        const progress = (evt) => {
+          const bytes = Math.round((evt.totalPercent / 100) * file.size);
+          uppy.emit('upload-progress', uppy.getFile(file.id), {
+            uploadStarted: Date.now(), bytesUploaded: bytes, bytesTotal: file.size,
+          });
+          call(o.onFileUploadProgress, selected(file), evt);
+        };
+        const upload = { ...(o.uploadConfig || {}), onProgress: progress };
+        stored = await this.client.upload(file.data, upload, { ...(o.storeTo || {}), filename: file.name });
+      }
+      const meta = hosted(file, stored);
+      uppy.emit('upload-success', uppy.getFile(file.id), { status: 200, body: stored, uploadURL: meta.url });
+      done.filesUploaded.push(meta);
+      call(o.onFileUploadFinished, meta);
+    } catch (raw) {
+      const err = asError(raw);
+      const meta = selected(file);
+      uppy.emit('upload-error', uppy.getFile(file.id), err);
+      done.filesFailed.push(meta);
+      call(o.onFileUploadFailed, meta, err);
+    }
+  }
+
+  async open() {
+    if (!this.uppy) {
+      await this.prefetch();
+      this.uppy = this.build();
+    }
+    const dashboard = this.uppy.getPlugin('Dashboard');
+    if (this.options.displayMode !== 'inline') dashboard.openModal();
+    call(this.options.onOpen, this);
+  }
+
+  async prefetch() {
+    if (typeof this.client.prefetch !== 'function') return;
+    const answer = await this.client.prefetch({ events: ['picker'] });
+    if (answer && answer.blocked) throw new Error('picker: this app may not use the picker');
+  }
+
+  async close() {
+    if (!this.uppy) return;
+    const uppy = this.uppy;
+    this.uppy = null;
+    uppy.destroy();
+    call(this.options.onClose);
+  }
+
+  async cancel() {
+    if (!this.uppy) return;
+    this.uppy.cancelAll();
+    call(this.options.onCancel, { filesUploaded: [], filesFailed: [] });
+  }
+
+  // The files are added to the picker, the first image opened in the crop editor.
+  // (URLs are added as links: Stowage fetches them, so they are not cropped.)
+  async crop(files) {
+    await this.open();
+    const ids = [];
+    for (const item of files || []) {
+      if (typeof item === 'string') {
+        ids.push(this.uppy.addFile(UrlSource.fileFor(item)));
+      } else {
+        ids.push(this.uppy.addFile({ name: item.name, type: item.type, data: item, source: LOCAL }));
+      }
+    }
+    const image = ids.map((id) => this.uppy.getFile(id)).find((f) => f && /^image\//.test(f.type));
+    if (image && this.uppy.getPlugin('ImageEditor')) this.uppy.getPlugin('Dashboard').openFileEditor(image);
+  }
+}
+
+// The SDK's loader (@filestack/loader) waits for the module to register under its id.
+(function register() {
+  const internals = (window.filestackInternals = window.filestackInternals || {});
+  const modules = (internals.modules = internals.modules || {});
+  modules['fs-loader-picker'] = { instance: Picker, metadata: { version: VERSION, by: 'stowage' } };
+})();
