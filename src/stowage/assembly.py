@@ -2,7 +2,8 @@
 
 ``assemble(settings)`` builds the registry, the providers, the url fetcher, the change
 path (webhooks, the derivative cache and the edge's cache targets), the file operations
-(``Stowage``), apps, resumable uploads, the transformation engine and the rate limiter,
+(``Stowage``), apps, resumable uploads, the transformation engine, the video jobs and the
+rate limiter,
 each taking only the parts it uses. The HTTP applications (``http/app.py``) hold the
 ``Assembly``; the command line builds the same one.
 
@@ -27,11 +28,13 @@ from stowage.core.links import Links
 from stowage.core.providers import Providers
 from stowage.core.ratelimits import RateLimiter, shared_buckets
 from stowage.core.recovery import Recovery
+from stowage.core.security import Credentials
 from stowage.core.service import Stowage
 from stowage.core.uploads import Uploads
 from stowage.core.webhooks import Webhooks
 from stowage.edge import EdgePurger, NullPurger, build_purger
 from stowage.processing.service import Core, Processor
+from stowage.processing.videojobs import Remove, VideoJobs
 from stowage.registry import build_registry
 from stowage.registry.base import Registry
 
@@ -50,6 +53,7 @@ class Assembly:
     apps: Apps
     uploads: Uploads
     processor: Processor
+    video: VideoJobs
     limiter: RateLimiter
     recovery: Recovery
     janitor: Janitor
@@ -68,8 +72,10 @@ class Assembly:
         await self.webhooks.start()
         await self.edge.start()
         self.uploads.start_sweeper()
+        self.video.start()
 
     async def close(self) -> None:
+        await self.video.close()
         await self.uploads.close()
         await self.janitor.close()
         await self.processor.close()
@@ -97,6 +103,17 @@ def assemble(settings: Settings) -> Assembly:
     service = Stowage(settings, registry, providers, fetcher, changes)
     processor = Processor(Core(settings, registry, providers, fetcher, service.store))
     changes.add(processor)  # built on the service's store, so added last
+    video = VideoJobs(
+        settings,
+        registry,
+        registry,
+        providers,
+        service.store,
+        _remover(service),
+        links.file_url,
+        webhooks.announce,
+    )
+    changes.add(video)
     recovery = Recovery(settings, registry, providers)
     return Assembly(
         settings=settings,
@@ -111,10 +128,18 @@ def assemble(settings: Settings) -> Assembly:
         apps=Apps(registry, changes),
         uploads=Uploads(settings, registry, providers, service.store),
         processor=processor,
+        video=video,
         limiter=RateLimiter(settings, shared_buckets(registry)),  # PostgreSQL: one budget
         recovery=recovery,
         janitor=Janitor(settings, registry, recovery.clean_up),
     )
+
+
+def _remover(service: Stowage) -> Remove:
+    async def remove(handle: str, api_key: str, creds: Credentials) -> None:
+        await service.remove(handle, creds, skip_storage=False, api_key=api_key)
+
+    return remove
 
 
 def build_fetcher(

@@ -31,7 +31,7 @@ from stowage.registry.queue import (
     fail,
     table_sql,
 )
-from stowage.registry.queues import PURGES, WEBHOOKS
+from stowage.registry.queues import PURGES, VIDEO_JOBS, WEBHOOKS
 from stowage.registry.sqlite import SQLiteRegistry
 from stowage.registry.sqlite.db import SQLiteDB
 from stowage.registry.sqlite.queue import SQLiteQueue
@@ -184,7 +184,7 @@ async def test_declared_queue_tables_match_their_specs_on_both_backends(
     await lite.open()
     await lite.close()
     conn = sqlite3.connect(tmp_path / "r.db")
-    for spec in (WEBHOOKS, PURGES):
+    for spec in (WEBHOOKS, PURGES, VIDEO_JOBS):
         have = {row[1] for row in conn.execute(f"PRAGMA table_info({spec.table})")}
         assert have == _expected(spec)
     conn.close()
@@ -192,7 +192,7 @@ async def test_declared_queue_tables_match_their_specs_on_both_backends(
     await PostgresRegistry(dsn).upgrade()
     pg = await asyncpg.connect(dsn)
     try:
-        for spec in (WEBHOOKS, PURGES):
+        for spec in (WEBHOOKS, PURGES, VIDEO_JOBS):
             rows = await pg.fetch(
                 "SELECT column_name FROM information_schema.columns WHERE table_name = $1",
                 spec.table,

@@ -19,15 +19,17 @@ from stowage.config.base import GiB, MiB
 from stowage.config.base import setting as _setting
 from stowage.config.delivery import DeliverySettings
 from stowage.config.processing import ProcessingSettings
+from stowage.config.video import VideoSettings
 from stowage.values import coerce
 from stowage.values import fields as value_fields
 from stowage.values.storage import LocalSettings, ProviderSettings
 
 
 @dataclass
-class Settings(ProcessingSettings, DeliverySettings):
+class Settings(ProcessingSettings, VideoSettings, DeliverySettings):
     """Every setting: the general ones here, the capabilities' in their own modules
-    (``config/processing.py``, ``config/delivery.py``); one flat set of names."""
+    (``config/processing.py``, ``config/video.py``, ``config/delivery.py``); one flat
+    set of names."""
 
     host: str = _setting("127.0.0.1", "Address the API and CDN listeners bind to.")
     port: int = _setting(
@@ -269,6 +271,7 @@ GROUPS: dict[str, str] = {
     "uploads": "upload_",
     "exif": "exif_",
     "processing": "processing_",
+    "video": "video_",
     "edge": "edge_",
     "log": "log_",
 }

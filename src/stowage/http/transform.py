@@ -22,13 +22,14 @@ from aiohttp import web
 from stowage import errors
 from stowage.assembly import Assembly
 from stowage.core.reading import Download
+from stowage.core.security import Credentials
 from stowage.edge.headers import TAG_HEADER
 from stowage.http import cdnpath, inputs, observe, ratelimit
 from stowage.http.api import download, request_credentials, store_result
 from stowage.http.cdnpath import CdnPath
 from stowage.http.keys import PARTS
 from stowage.http.responses import SANDBOX_CSP, file_headers, send_file
-from stowage.processing import grammar, metrics
+from stowage.processing import grammar, metrics, videojobs
 from stowage.processing.cache import fresh
 from stowage.processing.grammar import negotiated
 from stowage.processing.service import Processor, Spooled
@@ -46,6 +47,8 @@ async def transform(request: web.Request, path: CdnPath, *, cdn: bool) -> web.St
     processor = parts.processor
     creds = request_credentials(request, path)
     api_key = path.api_key or request.query.get("key")
+    if videojobs.is_video(path.tasks):  # a job: the URL answers its status
+        return await _video(request, path, creds, api_key)
     # auto_image: the format the client's Accept takes becomes part of the chain.
     path.tasks, varies = negotiated(path.tasks, request.headers.get("Accept"))
     if path.url is not None and path.store is not None:  # /<APIKEY>/[tasks/]store/<URL>
@@ -92,6 +95,19 @@ async def process_handler(request: web.Request) -> web.StreamResponse:
     """The API origin's process address: ``/process/<tasks>/<HANDLE or URL>``."""
     raw = request.raw_path.split("?", 1)[0].removeprefix("/process")
     return await transform(request, cdnpath.parse(raw), cdn=False)
+
+
+async def _video(
+    request: web.Request, path: CdnPath, creds: Credentials, api_key: str | None
+) -> web.StreamResponse:
+    """``video_convert``/``av_convert``: the job's status (queued on first ask); its
+    answer changes, so no cache keeps it."""
+    if path.url is not None or not path.handle:
+        raise errors.InvalidParameter(
+            "video_convert converts a stored file (a handle)", parameter="video_convert"
+        )
+    found = await request.app[PARTS].video.ask(path.handle, path.tasks, creds, api_key)
+    return web.json_response(found, headers={"Cache-Control": "no-store"})
 
 
 def _to_process_address(request: web.Request, parts: Assembly) -> None:

@@ -24,6 +24,7 @@ from stowage.processing import (
     request_tasks,
     shapes,
     subjects,
+    video,
 )
 from stowage.processing.table import Kind, TaskSpec
 
@@ -42,6 +43,7 @@ MODULES: tuple[tuple[TaskSpec, ...], ...] = (
     composite.TASKS,
     documents.TASKS,
     minify.TASKS + classifiers.TASKS,
+    video.TASKS,
 )
 
 

@@ -22,4 +22,12 @@ BIG_JOBS = metrics.Counter(
     "stowage_processing_big_jobs_total",
     "Transformations whose estimated cost made them big jobs (run in fewer slots).",
 )
-ALL = (JOBS, CACHE, SECONDS, REFUSALS, BIG_JOBS)
+VIDEO_JOBS = metrics.Counter(
+    "stowage_video_jobs_total",
+    "video_convert jobs this node ended, by outcome (completed, failed, retry, returned).",
+)
+VIDEO_SECONDS = metrics.Histogram(
+    "stowage_video_job_seconds",
+    "Seconds a video_convert job ran on this node, from its claim to its end.",
+)
+ALL = (JOBS, CACHE, SECONDS, REFUSALS, BIG_JOBS, VIDEO_JOBS, VIDEO_SECONDS)

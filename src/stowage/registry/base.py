@@ -96,6 +96,33 @@ class FileRecord:
 
 
 @dataclass(frozen=True)
+class VideoJob:
+    """A video or audio conversion (``video_convert``): one per source version and chain."""
+
+    id: int  # assigned by ``put``; 0 before
+    key: str  # digest of (handle, version, normalised chain): the same conversion is one job
+    uuid: str  # what the status answer names it
+    handle: str  # the source file
+    api_key: str
+    version: int  # the source's row version when asked
+    chain: str  # the normalised ``video_convert`` task (``Task.key()``)
+    result: str | None = None  # JSON: the stored result's handle and metadata, once done
+    status: str = "pending"  # pending, started (leased), completed, failed
+    attempts: int = 0
+    last_error: str = ""
+    created: float = field(default_factory=time.time)
+    updated: float = 0.0
+
+
+VIDEO_PENDING, VIDEO_STARTED, VIDEO_COMPLETED, VIDEO_FAILED = (
+    "pending",
+    "started",
+    "completed",
+    "failed",
+)
+
+
+@dataclass(frozen=True)
 class OverwriteIntent:
     """What an overwrite will write into a file's row, recorded once the new body has ended
     and before the provider commits it (``core/overwrites.py``). The row update drops it;
@@ -313,7 +340,40 @@ class WebhookStore(WebhookRows, AppRows, Protocol):
     """The delivery worker: the queue and the app whose secret signs a delivery."""
 
 
-class Registry(AppRows, FileRows, IntentRows, Locks, UploadRows, WebhookRows, PurgeQueue, Protocol):
+class VideoJobRows(Protocol):
+    """Video conversions (``registry/queues.py`` ``VideoJobs``; contract in
+    ``tests/registry/test_video_jobs.py``). ``ask_video`` queues a job unless one with its
+    key exists (any state, any node) and returns the one that holds the key."""
+
+    async def ask_video(self, job: VideoJob) -> VideoJob: ...
+    async def video_job(self, key: str) -> VideoJob | None: ...
+    async def claim_videos(
+        self, worker: str, now: float, lease: float, limit: int
+    ) -> list[VideoJob]: ...
+    async def finish_video(
+        self,
+        job_id: int,
+        worker: str,
+        *,
+        now: float,
+        result: str = "",
+        error: str = "",
+        retry_at: float | None = None,
+    ) -> bool: ...
+    async def forget_videos(self, handle: str) -> list[VideoJob]: ...
+
+
+class Registry(
+    AppRows,
+    FileRows,
+    IntentRows,
+    Locks,
+    UploadRows,
+    WebhookRows,
+    PurgeQueue,
+    VideoJobRows,
+    Protocol,
+):
     """Every concern of the registry, in one store that opens, closes and answers ``ping``."""
 
     async def open(self) -> None: ...

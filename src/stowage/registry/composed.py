@@ -16,6 +16,7 @@ from stowage.registry.base import (
     Locks,
     PurgeQueue,
     UploadRows,
+    VideoJobRows,
     WebhookRows,
 )
 
@@ -37,6 +38,7 @@ class ComposedRegistry:
         uploads: UploadRows,
         webhooks: WebhookRows,
         purges: PurgeQueue,
+        videos: VideoJobRows,
     ) -> None:
         self.store, self.apps, self.files, self.intents = store, apps, files, intents
         self.locks, self.uploads, self.webhooks, self.purges = locks, uploads, webhooks, purges
@@ -71,3 +73,7 @@ class ComposedRegistry:
         self.webhook_queue_depth = webhooks.webhook_queue_depth
         self.enqueue_purges, self.claim_purges = purges.enqueue_purges, purges.claim_purges
         self.finish_purge, self.purge_queue_depth = purges.finish_purge, purges.purge_queue_depth
+        self.videos = videos
+        self.ask_video, self.video_job = videos.ask_video, videos.video_job
+        self.claim_videos, self.finish_video = videos.claim_videos, videos.finish_video
+        self.forget_videos = videos.forget_videos

@@ -71,6 +71,9 @@ class QueueSpec(Generic[J]):
     keep_finished: bool = False
     #: A ``put`` is dropped while a waiting row has the same values in these columns.
     one_waiting_per: tuple[str, ...] = ()
+    #: A ``put`` is dropped while any row, whatever its state, has the same values in
+    #: these columns (a unique index holds it across nodes).
+    one_per: tuple[str, ...] = ()
     #: State names (the webhook log shows ``delivering`` and ``delivered``).
     leased: str = "leased"
     done: str = "done"
@@ -126,7 +129,13 @@ def create_table_sql(spec: QueueSpec[Any], dialect: str) -> str:
 
 
 def index_sql(spec: QueueSpec[Any]) -> str:
-    return "".join(
+    unique = (
+        f"CREATE UNIQUE INDEX IF NOT EXISTS {spec.table}_one_per "
+        f"ON {spec.table} ({', '.join(spec.one_per)});\n"
+        if spec.one_per
+        else ""
+    )
+    return unique + "".join(
         f"CREATE INDEX IF NOT EXISTS {name} ON {spec.table} ({', '.join(cols)});\n"
         for name, cols in spec.all_indexes().items()
     )
@@ -169,6 +178,13 @@ class LeaseQueue(Protocol[J]):
     ) -> bool: ...
     async def depth(self) -> int: ...
     async def prune(self, before: float) -> int: ...
+    async def select(self, where: str, values: Sequence[Any]) -> list[J]:
+        """The jobs matching ``where`` (SQL on the table's columns, ``{p}`` placeholders)."""
+        ...
+
+    async def delete(self, where: str, values: Sequence[Any]) -> int:
+        """Deletes the rows matching ``where``, whatever their state; how many."""
+        ...
 
 
 async def fail(
@@ -218,6 +234,12 @@ class QueueBase(Generic[J]):
     async def prune(self, before: float) -> int:
         return await self._execute(self.sql.prune, (self.spec.done, before))
 
+    async def delete(self, where: str, values: Sequence[Any]) -> int:
+        return await self._execute(f"DELETE FROM {self.spec.table} WHERE {where}", values)
+
+    def select_sql(self, where: str) -> str:
+        return f"SELECT {self.sql.returning} FROM {self.spec.table} WHERE {where} ORDER BY id"
+
     async def _end(
         self,
         status: str,
@@ -251,6 +273,12 @@ class Statements:
             self.insert += (
                 f" WHERE NOT EXISTS (SELECT 1 FROM {t} WHERE status = 'pending' AND {same})"
             )
+        elif spec.one_per:
+            same = " AND ".join(f"{c} = {{p}}" for c in spec.one_per)
+            # NOT EXISTS skips the insert; ON CONFLICT settles two nodes' concurrent puts.
+            self.insert += (
+                f" WHERE NOT EXISTS (SELECT 1 FROM {t} WHERE {same}) ON CONFLICT DO NOTHING"
+            )
         self.claim_set = (
             f"UPDATE {t} SET status = {{p}}, claimed_by = {{p}}, lease_until = {{p}}, "
             "attempts = attempts + 1, updated = {p} WHERE id IN ("
@@ -277,7 +305,7 @@ class Statements:
         )
 
     def waiting_key(self, job: Any) -> tuple[Any, ...]:
-        return tuple(getattr(job, c) for c in self.spec.one_waiting_per)
+        return tuple(getattr(job, c) for c in self.spec.one_waiting_per or self.spec.one_per)
 
 
 def _marks(count: int) -> str:

@@ -1,9 +1,10 @@
 """The declared queues, and the registry concerns built on them.
 
-Both are ``LeaseQueue``s (``queue.py``); this module says what is particular to each:
+Each is a ``LeaseQueue`` (``queue.py``); this module says what is particular to each:
 webhook deliveries stay as a log once finished and show their states as ``delivering``
 and ``delivered``; an edge purge is deleted once acknowledged, and a purge already
-waiting for the same cache and tag makes a new one redundant.
+waiting for the same cache and tag makes a new one redundant; a video conversion stays
+to answer its status, and one exists per source version and chain, asked on any node.
 """
 
 from __future__ import annotations
@@ -12,11 +13,14 @@ import time
 from collections.abc import Awaitable, Callable
 
 from stowage.registry.base import (
+    VIDEO_COMPLETED,
+    VIDEO_STARTED,
     WEBHOOK_DELIVERED,
     WEBHOOK_DELIVERING,
     WEBHOOK_FAILED,
     WEBHOOK_PENDING,
     EdgePurge,
+    VideoJob,
     WebhookDelivery,
 )
 from stowage.registry.queue import LeaseQueue, QueueSpec
@@ -119,3 +123,63 @@ class EdgePurges:
 
     async def purge_queue_depth(self) -> int:
         return await self.queue.depth()
+
+
+VIDEO_JOBS = QueueSpec(
+    table="video_jobs",
+    job=VideoJob,
+    payload=("key", "uuid", "handle", "api_key", "version", "chain"),
+    outcome=("result",),
+    keep_finished=True,  # the URL answers the finished job's status
+    one_per=("key",),
+    leased=VIDEO_STARTED,
+    done=VIDEO_COMPLETED,
+    indexes={"video_jobs_due": ("status", "next_attempt"), "video_jobs_by_handle": ("handle",)},
+)
+
+
+class VideoJobs:
+    """The video conversion queue (``VideoJobRows``) on a queue of ``VIDEO_JOBS``."""
+
+    def __init__(self, queue: LeaseQueue[VideoJob]) -> None:
+        self.queue = queue
+
+    async def ask_video(self, job: VideoJob) -> VideoJob:
+        """The job of ``job.key``: ``job`` queued, or the one already asked (by any node)."""
+        await self.queue.put([job])
+        [found] = await self.queue.select("key = {p}", (job.key,))
+        return found
+
+    async def video_job(self, key: str) -> VideoJob | None:
+        found = await self.queue.select("key = {p}", (key,))
+        return found[0] if found else None
+
+    async def claim_videos(
+        self, worker: str, now: float, lease: float, limit: int
+    ) -> list[VideoJob]:
+        return await self.queue.claim(worker, now, lease, limit)
+
+    async def finish_video(
+        self,
+        job_id: int,
+        worker: str,
+        *,
+        now: float,
+        result: str = "",
+        error: str = "",
+        retry_at: float | None = None,
+    ) -> bool:
+        """Completed with ``result``, failed with ``error``, or due again at ``retry_at``."""
+        q = self.queue
+        if retry_at is not None:
+            return await q.retry(job_id, worker, now, retry_at, error=error)
+        if error:
+            return await q.give_up(job_id, worker, now, error=error)
+        return await q.complete(job_id, worker, now, result=result)
+
+    async def forget_videos(self, handle: str) -> list[VideoJob]:
+        """Deletes the jobs of a source (overwritten or deleted); the jobs deleted."""
+        gone = await self.queue.select("handle = {p}", (handle,))
+        if gone:
+            await self.queue.delete("handle = {p}", (handle,))
+        return gone

@@ -52,6 +52,10 @@ const flows = {
     const body = Buffer.from(res.data).toString('base64');
     return { url, status: res.status, type: res.headers['content-type'], body };
   },
+  transformUrl(input) {
+    // Only the URL client.transform builds (an answer that is JSON, not a file: video_convert).
+    return { url: client(input).transform(input.source, input.options || {}) };
+  },
   async retrieve(input) {
     const out = await client(input).retrieve(input.handle, input.options || {});
     return Buffer.isBuffer(out) || typeof out === 'string' ? { sha256: sha256(out) } : out;

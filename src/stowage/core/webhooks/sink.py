@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import secrets
 import time
 from collections.abc import Callable
+from typing import Any
 
 from stowage.config import Settings
 from stowage.core import events
@@ -40,10 +42,32 @@ class Webhooks:
             return
         self.worker.wake()
 
+    async def announce(self, app: App, action: str, handle: str, text: dict[str, Any]) -> None:
+        """An event that is no file change (``fp.converse``: a video conversion ended),
+        enqueued, signed and retried like the others; never raises."""
+        if not app.webhooks:
+            return
+        now = time.time()
+        event_id = _event_id()
+        body = json.dumps({"id": event_id, "action": action, "timestamp": int(now), "text": text})
+        try:
+            await self.registry.enqueue_webhooks(
+                self._to_each(app, action, handle, body, event_id, now)
+            )
+        except Exception:
+            log.exception("could not enqueue webhooks for %s of %s", action, handle)
+            return
+        self.worker.wake()
+
     def _deliveries(self, app: App, action: str, record: FileRecord) -> list[WebhookDelivery]:
         now = time.time()
-        event_id = secrets.randbelow(2**53 - 1) + 1  # a safe integer in JavaScript
+        event_id = _event_id()
         body = event_body(event_id, action, record, self.link(record), int(now))
+        return self._to_each(app, action, record.handle, body, event_id, now)
+
+    def _to_each(
+        self, app: App, action: str, handle: str, body: str, event_id: int, now: float
+    ) -> list[WebhookDelivery]:
         return [
             WebhookDelivery(
                 id=0,
@@ -51,7 +75,7 @@ class Webhooks:
                 api_key=app.api_key,
                 url=url,
                 action=action,
-                handle=record.handle,
+                handle=handle,
                 body=body,
                 next_attempt=now,
                 created=now,
@@ -70,3 +94,7 @@ class Webhooks:
                 await self._task
             self._task = None
         await self.worker.close()
+
+
+def _event_id() -> int:
+    return secrets.randbelow(2**53 - 1) + 1  # a safe integer in JavaScript

@@ -15,7 +15,14 @@ from stowage.registry.postgres.queue import PostgresQueue
 from stowage.registry.postgres.store import PostgresStore
 from stowage.registry.postgres.uploads import PostgresUploads
 from stowage.registry.postgres.webhooks import PostgresWebhookLog
-from stowage.registry.queues import PURGES, WEBHOOKS, EdgePurges, WebhookDeliveries
+from stowage.registry.queues import (
+    PURGES,
+    VIDEO_JOBS,
+    WEBHOOKS,
+    EdgePurges,
+    VideoJobs,
+    WebhookDeliveries,
+)
 
 
 class PostgresRegistry(ComposedRegistry):
@@ -30,6 +37,7 @@ class PostgresRegistry(ComposedRegistry):
             PostgresUploads(store),
             WebhookDeliveries(PostgresQueue(store, WEBHOOKS), PostgresWebhookLog(store)),
             EdgePurges(PostgresQueue(store, PURGES)),
+            VideoJobs(PostgresQueue(store, VIDEO_JOBS)),
         )
         self.upgrade, self.schema_version = store.upgrade, store.schema_version
 

@@ -43,6 +43,10 @@ class PostgresQueue(QueueBase[J]):
     async def _execute(self, sql: str, values: Sequence[Any]) -> int:
         return count(await self.store.pool.execute(numbered(sql), *values))
 
+    async def select(self, where: str, values: Sequence[Any]) -> list[J]:
+        rows = await self.store.pool.fetch(numbered(self.select_sql(where)), *values)
+        return [self.spec.job_of(tuple(r.values())) for r in rows]
+
     async def depth(self) -> int:
         sql = numbered(self.sql.depth)
         return int(await self.store.pool.fetchval(sql, self.spec.leased))

@@ -6,7 +6,14 @@ import sqlite3
 from pathlib import Path
 
 from stowage.registry.composed import ComposedRegistry
-from stowage.registry.queues import PURGES, WEBHOOKS, EdgePurges, WebhookDeliveries
+from stowage.registry.queues import (
+    PURGES,
+    VIDEO_JOBS,
+    WEBHOOKS,
+    EdgePurges,
+    VideoJobs,
+    WebhookDeliveries,
+)
 from stowage.registry.sqlite import apps, files, intents, uploads
 from stowage.registry.sqlite.apps import SQLiteApps
 from stowage.registry.sqlite.db import SQLiteDB
@@ -27,7 +34,9 @@ class SQLiteRegistry(ComposedRegistry):
         locks = SQLiteLocks(path.parent / "locks")
         db = SQLiteDB(path, SCHEMA_VERSION, [])
         webhooks, purges = SQLiteQueue(db, WEBHOOKS), SQLiteQueue(db, PURGES)
-        db.setups += [lambda _conn: locks.setup(), _tables, webhooks.setup, purges.setup]
+        videos = SQLiteQueue(db, VIDEO_JOBS)
+        setups = [webhooks.setup, purges.setup, videos.setup]
+        db.setups += [lambda _conn: locks.setup(), _tables, *setups]
         super().__init__(
             db,
             SQLiteApps(db),
@@ -37,6 +46,7 @@ class SQLiteRegistry(ComposedRegistry):
             SQLiteUploads(db),
             WebhookDeliveries(webhooks, SQLiteWebhookLog(db)),
             EdgePurges(purges),
+            VideoJobs(videos),
         )
 
 

@@ -63,5 +63,9 @@ class SQLiteQueue(QueueBase[J]):
     async def _execute(self, sql: str, values: Sequence[Any]) -> int:
         return await self.db.execute(question_marks(sql), values)
 
+    async def select(self, where: str, values: Sequence[Any]) -> list[J]:
+        rows = self.db.rows(question_marks(self.select_sql(where)), tuple(values))
+        return [self.spec.job_of(r) for r in rows]
+
     async def depth(self) -> int:
         return int(self.db.rows(question_marks(self.sql.depth), (self.spec.leased,))[0][0])

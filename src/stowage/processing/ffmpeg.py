@@ -1,0 +1,245 @@
+"""ffprobe and ffmpeg as job processes: limits first, then the work.
+
+Every run is a subprocess of ``prlimit`` (address space and file size limits), in a
+session of its own so that the whole group is killed at its deadline, with no stdin.
+Untrusted media is opened only as ``file:<job folder>/input`` with
+``-protocol_whitelist file`` and ``-format_whitelist`` of plain media demuxers: a
+playlist (HLS, concat, ffconcat, SDP, ...) is refused before it could name another file
+or a network address, and nothing else can be opened.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from stowage.config import Settings
+from stowage.processing.video import Plan
+
+#: The demuxers a conversion reads: media containers that name no other file or URL.
+#: (``image2`` would read numbered siblings, ``hls``/``concat`` other files or URLs.)
+DEMUXERS = "mov,mp4,m4a,3gp,3g2,mj2,matroska,webm,avi,mp3,ogg,wav,flac,aac,mpegts,flv,asf,mpeg"
+_GUARD = ["-protocol_whitelist", "file", "-format_whitelist", DEMUXERS]
+#: A result of ours may also be a still (a thumbnail).
+_RESULT_GUARD = [
+    "-protocol_whitelist",
+    "file",
+    "-format_whitelist",
+    DEMUXERS + ",image2,png_pipe,jpeg_pipe",
+]
+_TAIL = 4096  # bytes of stderr kept for a failure's reason
+
+
+class MediaRefused(Exception):
+    """The input or the conversion failed for a reason the file gives: final, not retried."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    seconds: float
+    memory: int  # RLIMIT_AS, bytes; 0: none
+    output_bytes: int  # RLIMIT_FSIZE
+    max_duration: float
+    max_dimension: int
+    max_streams: int
+
+    @classmethod
+    def of(cls, settings: Settings) -> Limits:
+        return cls(
+            seconds=settings.video_job_seconds,
+            memory=settings.video_job_memory,
+            output_bytes=settings.video_max_output_bytes,
+            max_duration=settings.video_max_duration,
+            max_dimension=settings.video_max_dimension,
+            max_streams=settings.video_max_streams,
+        )
+
+
+@dataclass(frozen=True)
+class Media:
+    """What ffprobe read of a file."""
+
+    format: str
+    duration: float
+    size: int
+    streams: tuple[dict[str, Any], ...]
+
+    def first(self, kind: str) -> dict[str, Any] | None:
+        return next((s for s in self.streams if s.get("codec_type") == kind), None)
+
+    def summary(self, mimetype: str, extension: str) -> dict[str, Any]:
+        """The hosted service's metadata of a file (``metadata.result``/``source``)."""
+        video, audio = self.first("video"), self.first("audio")
+        found: dict[str, Any] = {
+            "mime_type": mimetype,
+            "extname": f".{extension}",
+            "file_size": self.size,
+            "duration": round(self.duration * 1000),
+        }
+        if video is not None:
+            found |= {
+                "width": video.get("width"),
+                "height": video.get("height"),
+                "video_codec": video.get("codec_name"),
+                "fps": _rate(video.get("avg_frame_rate")),
+                "video_bitrate": _kbps(video.get("bit_rate")),
+            }
+        if audio is not None:
+            found |= {
+                "audio_codec": audio.get("codec_name"),
+                "audio_channels": audio.get("channels"),
+                "audio_sample_rate": _int(audio.get("sample_rate")),
+                "audio_bitrate": _kbps(audio.get("bit_rate")),
+            }
+        return found
+
+
+async def probe(path: Path, limits: Limits, *, result: bool = False) -> Media:
+    """ffprobe's reading of ``path``, held to the limits; ``MediaRefused`` otherwise.
+    ``result``: a file ffmpeg made here (a thumbnail is an image)."""
+    guard = _RESULT_GUARD if result else _GUARD
+    argv = ["ffprobe", "-v", "error", *guard, "-show_format", "-show_streams"]
+    argv += ["-of", "json", f"file:{path}"]
+    out = await run(argv, limits, cwd=path.parent, seconds=min(limits.seconds, 60.0))
+    try:
+        read = json.loads(out or b"{}")
+    except ValueError as exc:
+        raise MediaRefused("ffprobe gave no reading of the file") from exc
+    fmt = read.get("format") or {}
+    streams = tuple(read.get("streams") or ())
+    if not fmt or not streams:
+        raise MediaRefused("not a video or audio file ffmpeg reads")
+    media = Media(
+        str(fmt.get("format_name", "")),
+        _float(fmt.get("duration")),
+        _int(fmt.get("size")) or path.stat().st_size,
+        streams,
+    )
+    _check(media, limits)
+    return media
+
+
+def _check(media: Media, limits: Limits) -> None:
+    if len(media.streams) > limits.max_streams:
+        raise MediaRefused(
+            f"the file has {len(media.streams)} streams; at most {limits.max_streams}"
+        )
+    if media.duration > limits.max_duration:
+        raise MediaRefused(
+            f"the file lasts {media.duration:g} s; at most {limits.max_duration:g} s"
+        )
+    for stream in media.streams:
+        if stream.get("codec_type") != "video":
+            continue
+        w, h = _int(stream.get("width")), _int(stream.get("height"))
+        if max(w, h) > limits.max_dimension:
+            raise MediaRefused(f"a video stream is {w}x{h}; at most {limits.max_dimension} a side")
+    if media.first("video") is None and media.first("audio") is None:
+        raise MediaRefused("the file has no video or audio stream")
+
+
+async def convert(source: Path, dest: Path, plan: Plan, limits: Limits) -> None:
+    """ffmpeg on the plan; the paths are given as ``file:`` so that no name is read as a
+    protocol or an option."""
+    argv = ["ffmpeg", "-nostdin", "-hide_banner", "-v", "error", "-y", *_GUARD]
+    argv += plan.argv(f"file:{source}", f"file:{dest}")
+    await run(argv, limits, cwd=source.parent, seconds=limits.seconds)
+    if not dest.is_file() or dest.stat().st_size == 0:
+        raise MediaRefused("ffmpeg made no output (is the offset past the end?)")
+
+
+async def run(argv: list[str], limits: Limits, *, cwd: Path, seconds: float) -> bytes:
+    """Runs ``argv`` under ``prlimit`` and ``nice`` in its own session; killed at ``seconds``. Its
+    stdout; ``MediaRefused`` with the end of its stderr when it fails."""
+    caps = [f"--fsize={limits.output_bytes}"]
+    if limits.memory:
+        caps.append(f"--as={limits.memory}")
+    for tool in ("prlimit", argv[0]):
+        if shutil.which(tool) is None:  # retried, then failed with this: the node's fault
+            raise RuntimeError(f"{tool} is not installed on this node (Debian: ffmpeg, util-linux)")
+    proc = await asyncio.create_subprocess_exec(
+        "prlimit",
+        *caps,
+        "--",
+        "nice",  # below the server's own processes: requests stay answered during a job
+        "-n",
+        "10",
+        *argv,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        cwd=cwd,
+        start_new_session=True,
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C"},
+    )
+    try:
+        out, err = await asyncio.wait_for(_read(proc), seconds)
+    except TimeoutError as exc:
+        _kill(proc)
+        await proc.wait()
+        raise MediaRefused(f"{argv[0]} ran past its {seconds:g} s deadline") from exc
+    except BaseException:
+        _kill(proc)
+        with contextlib.suppress(Exception):
+            await asyncio.shield(proc.wait())
+        raise
+    if proc.returncode != 0:
+        # The last lines say why; the job folder's path is no business of the client's.
+        lines = err.decode("utf-8", "replace").replace(f"{cwd}/", "").strip().splitlines()
+        shown = "; ".join(lines[-2:]) if lines else f"exit status {proc.returncode}"
+        raise MediaRefused(f"{argv[0]} refused the file: {shown[:300]}")
+    return out
+
+
+async def _read(proc: asyncio.subprocess.Process) -> tuple[bytes, bytes]:
+    """stdout (ffprobe's JSON, bounded) and the tail of stderr, then the exit."""
+    assert proc.stdout is not None and proc.stderr is not None
+
+    async def tail(stream: asyncio.StreamReader, keep: int) -> bytes:
+        kept = b""
+        while chunk := await stream.read(65536):
+            kept = (kept + chunk)[-keep:]
+        return kept
+
+    out, err = await asyncio.gather(tail(proc.stdout, 4 * 1024 * 1024), tail(proc.stderr, _TAIL))
+    await proc.wait()
+    return out, err
+
+
+def _kill(proc: asyncio.subprocess.Process) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _float(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _kbps(value: Any) -> int | None:
+    found = _int(value)
+    return round(found / 1000) if found else None
+
+
+def _rate(value: Any) -> float | None:
+    top, _, bottom = str(value or "").partition("/")
+    try:
+        return round(float(top) / float(bottom or 1), 3) if float(bottom or 1) else None
+    except ValueError:
+        return None

@@ -1,0 +1,292 @@
+"""``video_convert`` (filestack-js) and ``av_convert`` (filestack-python's name for it):
+the task's declaration, and its options turned into an ffmpeg plan before a job starts.
+
+The conversion itself is asynchronous (``videojobs.py``: a job in the registry's queue,
+run by any node's worker with ``ffmpeg.py``); this module only reads the task. Every
+parameter the two SDK schemas list is declared and range-checked; a value the engine
+does not act on (``two_pass``, ``force``) is accepted, and one it cannot honour
+(watermarks) is refused with a 400 before a job exists.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from stowage import errors
+from stowage.processing.base import Task
+from stowage.processing.params import boolean, choice, integer, text
+from stowage.processing.request_tasks import LOCATIONS
+from stowage.processing.table import Kind, Param, TaskSpec
+
+NAME = "video_convert"
+ASPECT_MODES = ("letterbox", "pad", "crop", "preserve", "constrain")
+WATERMARK = (
+    "watermark_url",
+    "watermark_top",
+    "watermark_right",
+    "watermark_bottom",
+    "watermark_left",
+    "watermark_width",
+    "watermark_height",
+)
+_CLOCK = re.compile(r"(?:(\d{1,2}):)?(?:(\d{1,2}):)?(\d{1,5}(?:\.\d{1,3})?)")
+_EXTNAME = re.compile(r"\.?[a-z0-9]{1,8}")
+
+
+@dataclass(frozen=True)
+class Preset:
+    """What a preset makes: the container, the result's type, and its codec options."""
+
+    name: str
+    extension: str
+    mimetype: str
+    muxer: str
+    video: tuple[str, ...] = ()  # empty: no video in the result
+    audio: tuple[str, ...] = ()  # empty: no audio in the result
+    still: bool = False  # one frame (thumbnail)
+
+
+_X264 = ("-c:v", "libx264", "-pix_fmt", "yuv420p")
+_AAC = ("-c:a", "aac", "-b:a", "128k")
+_VORBIS = ("-c:a", "libvorbis", "-b:a", "128k")
+PRESETS: dict[str, Preset] = {
+    p.name: p
+    for p in (
+        Preset(
+            "thumbnail", "jpg", "image/jpeg", "image2", ("-c:v", "mjpeg", "-q:v", "3"), (), True
+        ),
+        Preset(
+            "h264",
+            "mp4",
+            "video/mp4",
+            "mp4",
+            (*_X264, "-preset", "veryfast", "-crf", "23"),
+            _AAC,
+        ),
+        Preset(
+            "h264.hi",
+            "mp4",
+            "video/mp4",
+            "mp4",
+            (*_X264, "-preset", "medium", "-crf", "18"),
+            ("-c:a", "aac", "-b:a", "192k"),
+        ),
+        Preset(
+            "webm",
+            "webm",
+            "video/webm",
+            "webm",
+            ("-c:v", "libvpx", "-deadline", "realtime", "-cpu-used", "8", "-b:v", "1M"),
+            _VORBIS,
+        ),
+        Preset(
+            "webm.hi",
+            "webm",
+            "video/webm",
+            "webm",
+            (
+                "-c:v",
+                "libvpx-vp9",
+                "-deadline",
+                "good",
+                "-cpu-used",
+                "4",
+                "-crf",
+                "31",
+                "-b:v",
+                "0",
+            ),
+            ("-c:a", "libopus", "-b:a", "128k"),
+        ),
+        Preset("mp3", "mp3", "audio/mpeg", "mp3", (), ("-c:a", "libmp3lame", "-b:a", "192k")),
+        Preset("aac", "m4a", "audio/mp4", "ipod", (), _AAC),
+        Preset("m4a", "m4a", "audio/mp4", "ipod", (), _AAC),
+        Preset("ogg", "ogg", "audio/ogg", "ogg", (), _VORBIS),
+        Preset("oga", "oga", "audio/ogg", "ogg", (), _VORBIS),
+    )
+}
+_AUDIO_CODECS = {"aac": "aac", "mp3": "libmp3lame", "vorbis": "libvorbis", "opus": "libopus"}
+_STILL_TYPES = {
+    "jpg": ("image/jpeg", "mjpeg"),
+    "jpeg": ("image/jpeg", "mjpeg"),
+    "png": ("image/png", "png"),
+}
+
+_SIZE = integer(1, 4096)
+TASKS: tuple[TaskSpec, ...] = (
+    TaskSpec(
+        NAME,
+        (
+            Param("preset", choice(*PRESETS), (), "h264"),
+            Param("force", boolean),
+            Param("title", text),
+            Param("extname", text),
+            Param("filename", text),
+            Param("width", _SIZE),
+            Param("height", _SIZE),
+            Param("upscale", boolean, (), True),
+            Param("aspect_mode", choice(*ASPECT_MODES), (), "letterbox"),
+            Param("two_pass", boolean),
+            Param("video_bitrate", integer(1, 5000)),
+            Param("fps", integer(1, 300)),
+            Param("keyframe_interval", integer(1, 1000)),
+            Param("audio_codec", choice(*_AUDIO_CODECS)),
+            Param("audio_bitrate", integer(1, 999)),
+            Param("audio_sample_rate", integer(8000, 99999)),
+            Param("audio_channels", integer(1, 12)),
+            Param("clip_length", text),
+            Param("clip_offset", text),
+            Param("thumbnail_offset", integer(0, 86_399)),
+            Param("frame_count", integer(1, 1)),
+            Param("watermark_url", text),
+            *(Param(name, integer(0, 9999)) for name in WATERMARK[1:]),
+            Param("location", choice(*LOCATIONS), (), "s3"),
+            Param("path", text),
+            Param("container", text),
+            Param("access", choice("public", "private"), (), "public"),
+        ),
+        kind=Kind.REQUEST,
+        aliases=("av_convert",),
+        doc="video and audio conversion as a job: the URL answers its status (video section)",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A checked conversion: the preset, the result's name and type, and ffmpeg's options
+    (input options before ``-i``, output options after)."""
+
+    preset: Preset
+    extension: str
+    mimetype: str
+    seek: float | None  # clip_offset or thumbnail_offset, in seconds
+    length: float | None  # clip_length
+    options: tuple[str, ...]
+
+    def argv(self, source: str, dest: str) -> list[str]:
+        seek = ["-ss", f"{self.seek:g}"] if self.seek is not None else []
+        length = ["-t", f"{self.length:g}"] if self.length is not None else []
+        return [*seek, "-i", source, *length, *self.options, dest]
+
+
+def plan(task: Task) -> Plan:
+    """The task's options as an ffmpeg plan; a 400 for what cannot be done."""
+    given = [name for name in WATERMARK if task.get(name) is not None]
+    if given:
+        raise _bad(given[0], "watermarks on video are not supported here")
+    preset = PRESETS[str(task.get("preset") or "h264")]
+    extension, mimetype, video = _output(task, preset)
+    options: list[str] = ["-map_metadata", "-1"]
+    options += _video_options(task, preset, video) if preset.video else ["-vn"]
+    options += _audio_options(task, preset) if preset.audio else ["-an"]
+    options += ["-sn", "-dn"]
+    if task.get("title") and not preset.still:
+        options += ["-metadata", f"title={task.get('title')}"]
+    if preset.muxer in ("mp4", "ipod"):
+        options += ["-movflags", "+faststart"]
+    options += ["-f", preset.muxer]
+    seek = _seconds(task, "clip_offset")
+    if preset.still:
+        seek = float(task.get("thumbnail_offset") or 0)  # type: ignore[arg-type]
+    length = None if preset.still else _seconds(task, "clip_length")
+    if length == 0:
+        raise _bad("clip_length", "must be more than 0 seconds")
+    return Plan(preset, extension, mimetype, seek, length, tuple(options))
+
+
+def _output(task: Task, preset: Preset) -> tuple[str, str, tuple[str, ...]]:
+    """The result's extension and type (``extname`` may choose PNG for a thumbnail)."""
+    raw = task.get("extname")
+    if raw is None:
+        return preset.extension, preset.mimetype, preset.video
+    name = str(raw).lower()
+    if not _EXTNAME.fullmatch(name):
+        raise _bad("extname", "must be a file extension such as .mp4")
+    name = name.lstrip(".")
+    if preset.still:
+        if name not in _STILL_TYPES:
+            raise _bad("extname", "a thumbnail is .jpg or .png")
+        mimetype, codec = _STILL_TYPES[name]
+        return name, mimetype, ("-c:v", codec) + (("-q:v", "3") if codec == "mjpeg" else ())
+    return name, preset.mimetype, preset.video
+
+
+def _video_options(task: Task, preset: Preset, codec: tuple[str, ...]) -> list[str]:
+    options = [*codec]
+    scale = _scale(task, even=not preset.still)
+    if preset.still:
+        options += ["-frames:v", "1", "-update", "1"]
+    if scale:
+        options += ["-vf", scale]
+    if task.get("fps") is not None and not preset.still:
+        options += ["-r", str(task.get("fps"))]
+    if task.get("video_bitrate") is not None and not preset.still:
+        options += ["-b:v", f"{task.get('video_bitrate')}k"]
+    if task.get("keyframe_interval") is not None and not preset.still:
+        options += ["-g", str(task.get("keyframe_interval"))]
+    return options
+
+
+def _audio_options(task: Task, preset: Preset) -> list[str]:
+    options = [*preset.audio]
+    codec = task.get("audio_codec")
+    if codec is not None:
+        options[1] = _AUDIO_CODECS[str(codec)]
+    if task.get("audio_bitrate") is not None:
+        options[3] = f"{task.get('audio_bitrate')}k"
+    if task.get("audio_sample_rate") is not None:
+        options += ["-ar", str(task.get("audio_sample_rate"))]
+    if task.get("audio_channels") is not None:
+        options += ["-ac", str(task.get("audio_channels"))]
+    return options
+
+
+def _scale(task: Task, *, even: bool) -> str | None:
+    """The ``-vf`` filter for width, height, aspect_mode and upscale, or None."""
+    width, height = task.get("width"), task.get("height")
+    if width is None and height is None:
+        return None
+    mode = str(task.get("aspect_mode") or "letterbox")
+    grow = task.get("upscale") is not False and mode != "constrain"
+    step = 2 if even else 1
+    if width is None or height is None:  # one side: the other follows the aspect
+        w = f"{width}" if width is not None else f"-{step}"
+        h = f"{height}" if height is not None else f"-{step}"
+        if not grow:
+            w = f"'min({width},iw)'" if width is not None else w
+            h = f"'min({height},ih)'" if height is not None else h
+        return f"scale={w}:{h}"
+    box_w, box_h = (width, height) if grow else (f"'min({width},iw)'", f"'min({height},ih)'")
+    divisible = f":force_divisible_by={step}"
+    if mode == "crop":
+        return (
+            f"scale={box_w}:{box_h}:force_original_aspect_ratio=increase{divisible},"
+            f"crop='min(iw,{width})':'min(ih,{height})'"
+        )
+    fit = f"scale={box_w}:{box_h}:force_original_aspect_ratio=decrease{divisible}"
+    if mode in ("letterbox", "pad"):
+        return f"{fit},pad={box_w}:{box_h}:(ow-iw)/2:(oh-ih)/2"
+    return fit  # preserve, constrain
+
+
+def _seconds(task: Task, name: str) -> float | None:
+    """``HH:MM:SS``, ``MM:SS`` or seconds (the schema's clock form), as seconds."""
+    raw = task.get(name)
+    if raw is None:
+        return None
+    found = _CLOCK.fullmatch(str(raw).strip())
+    if not found:
+        raise _bad(name, "must be HH:MM:SS, MM:SS or seconds")
+    first, second, last = found.groups()
+    parts = [int(p) for p in (first, second) if p is not None]
+    hours, minutes = [0, 0, *parts][-2:]
+    value = hours * 3600 + minutes * 60 + float(last)
+    if value > 86_399 or minutes > 59 or (parts and float(last) >= 60):
+        raise _bad(name, "must be a time of day below 24:00:00")
+    return value
+
+
+def _bad(option: str, reason: str) -> errors.InvalidParameter:
+    return errors.InvalidParameter(f"{NAME}.{option}: {reason}", parameter=f"{NAME}.{option}")

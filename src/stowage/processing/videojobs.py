@@ -1,0 +1,377 @@
+"""Video and audio conversions as jobs on any node (``video_convert``, ``av_convert``).
+
+The first request for a conversion URL queues a job in the registry (``VideoJobRows``:
+one per source version and normalised task, whichever node is asked) and answers at
+once with the hosted shape; the same URL then answers the job's status. A worker on
+every node claims jobs with a lease (a node that stops lets its lease expire and another
+node takes the job), reads the source into a job folder, probes it with ffprobe, runs
+ffmpeg (``ffmpeg.py``) and stores the result as a new file of the app through the
+ordinary store path. A file ffmpeg refuses fails the job at once with the reason; other
+failures (storage, a killed node) are retried up to ``video_attempts``. As a change
+sink, an overwrite or delete of the source drops its jobs and their stored results.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import hashlib
+import json
+import logging
+import os
+import secrets
+import shutil
+import socket
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from stowage import errors
+from stowage.config import Settings
+from stowage.core import events
+from stowage.core.events import Change
+from stowage.core.providers import Providers
+from stowage.core.security import Credentials, Target, authorize, record_for
+from stowage.core.service import StoreParams
+from stowage.core.sources import Source
+from stowage.core.uploads import Store, provider_for_location
+from stowage.processing import catalogue, ffmpeg, grammar, metrics, video
+from stowage.processing import chain as chains
+from stowage.processing.base import Task
+from stowage.processing.ffmpeg import Limits, MediaRefused
+from stowage.registry.base import (
+    VIDEO_COMPLETED,
+    VIDEO_FAILED,
+    App,
+    FileRecord,
+    FileRows,
+    VideoJob,
+    VideoJobRows,
+)
+
+log = logging.getLogger("stowage.video")
+_CHUNK = 1024 * 1024
+#: (the result's row) -> its public URL.
+UrlOf = Callable[[FileRecord], str]
+#: Removes a stored result: (handle, api_key, creds).
+Remove = Callable[[str, str, Credentials], Awaitable[Any]]
+#: Sends an app's webhooks an event: (app, action, handle, text); never raises.
+Announce = Callable[[App, str, str, dict[str, Any]], Awaitable[None]]
+CONVERSION_EVENT = "fp.converse"  # the hosted service's conversion event
+
+
+def is_video(segments: list[str]) -> bool:
+    """Whether a path's tasks ask for a conversion (``video_convert`` or ``av_convert``):
+    by the task's name alone, so that an image chain pays no second parse."""
+    return any(_named(s) is video.TASKS[0] for s in segments)
+
+
+def _named(segment: str) -> object:
+    return catalogue.spec(segment.partition("=")[0])
+
+
+class VideoJobs:
+    def __init__(
+        self,
+        settings: Settings,
+        rows: VideoJobRows,
+        files: FileRows,
+        providers: Providers,
+        store: Store,
+        remove: Remove,
+        url_of: UrlOf,
+        announce: Announce,
+    ) -> None:
+        self.settings, self.rows, self.files, self.providers = settings, rows, files, providers
+        self.store, self.remove, self.url_of, self.announce = store, remove, url_of, announce
+        self.limits = Limits.of(settings)
+        self.folder = settings.data_dir / "tmp" / "video"
+        self.name = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+        self.lease = 2 * settings.video_job_seconds + 120  # reading, probing, storing too
+        self.poll = 1.0
+        self._wake = asyncio.Event()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._runner: asyncio.Task[None] | None = None
+
+    # -- the request -------------------------------------------------------------------
+    async def ask(
+        self, handle: str, segments: list[str], creds: Credentials, api_key: str | None
+    ) -> dict[str, Any]:
+        """The conversion's status in the hosted shape, the job queued if it is new."""
+        task = _the_task(segments)
+        video.plan(task)  # every option checked before a job exists
+        record = await record_for(self.files, self.providers.apps, handle, api_key)
+        app = await self.providers.app(record.api_key)
+        skew, now = self.settings.policy_clock_skew, time.time()
+        target = Target(handle=handle)
+        authorize(app.secret, creds, "convert", target, required=app.security, now=now, skew=skew)
+        key = job_key(record, task)
+        job = await self.rows.video_job(key)
+        if job is None:
+            new = VideoJob(
+                0, key, uuid.uuid4().hex, handle, record.api_key, record.version, task.key()
+            )
+            job = await self.rows.ask_video(new)
+            self._wake.set()
+        return answer(job)
+
+    # -- the worker ----------------------------------------------------------------------
+    def start(self) -> None:
+        if self.settings.video_jobs > 0 and self._runner is None:
+            _sweep(self.folder, time.time() - 2 * self.lease)
+            self._runner = asyncio.get_running_loop().create_task(self._run())
+
+    async def close(self) -> None:
+        tasks = [t for t in (self._runner, *self._tasks) if t is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._runner = None
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self.round()
+            except Exception:
+                log.exception("video worker round failed")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.poll)
+            self._wake.clear()
+
+    async def round(self) -> int:
+        """Claims as many due jobs as this node has free slots and starts them."""
+        free = self.settings.video_jobs - len(self._tasks)
+        if free <= 0:
+            return 0
+        claimed = await self.rows.claim_videos(self.name, time.time(), self.lease, free)
+        for job in claimed:
+            task = asyncio.get_running_loop().create_task(self.run_job(job))
+            self._tasks.add(task)
+            task.add_done_callback(self._done)
+        return len(claimed)
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        self._wake.set()  # a slot is free
+
+    async def run_job(self, job: VideoJob) -> None:
+        folder, started = self.folder / job.uuid, time.monotonic()
+        try:
+            result = await self._convert(job, folder)
+        except asyncio.CancelledError:  # the node stops: the job is due again at once
+            now = time.time()
+            await self.rows.finish_video(
+                job.id, self.name, now=now, error="its node stopped", retry_at=now
+            )
+            metrics.VIDEO_JOBS.inc(outcome="returned")
+            raise
+        except MediaRefused as exc:
+            await self._fail(job, str(exc), final=True)
+        except errors.StowageError as exc:
+            await self._fail(job, exc.message, final=exc.status < 500)
+        except Exception as exc:
+            log.exception("video job %s failed", job.uuid)
+            await self._fail(job, f"{type(exc).__name__}: {exc}", final=False)
+        else:
+            text = json.dumps(result, separators=(",", ":"))
+            if await self.rows.finish_video(job.id, self.name, now=time.time(), result=text):
+                metrics.VIDEO_JOBS.inc(outcome="completed")
+                await self._announce(job, status=VIDEO_COMPLETED, result=text)
+            else:  # the source changed meanwhile (the job was dropped) or the lease was lost
+                await self._remove(result["handle"], job.api_key)
+        finally:
+            metrics.VIDEO_SECONDS.observe(time.monotonic() - started)
+            shutil.rmtree(folder, ignore_errors=True)
+
+    async def _fail(self, job: VideoJob, reason: str, *, final: bool) -> None:
+        log.info("video job %s failed (%s): %s", job.uuid, "final" if final else "retry", reason)
+        retry_at = None
+        if not final and job.attempts < self.settings.video_attempts:
+            retry_at = time.time() + min(5.0 * 2 ** (job.attempts - 1), 300.0)
+        await self.rows.finish_video(
+            job.id, self.name, now=time.time(), error=reason[:1000], retry_at=retry_at
+        )
+        metrics.VIDEO_JOBS.inc(outcome="failed" if retry_at is None else "retry")
+        if retry_at is None:
+            await self._announce(job, status=VIDEO_FAILED, error=reason[:1000])
+
+    async def _announce(
+        self, job: VideoJob, *, status: str, result: str | None = None, error: str = ""
+    ) -> None:
+        """``fp.converse`` to the app's webhooks: the conversion's address and its status
+        answer (as the URL gives it)."""
+        ended = dataclasses.replace(job, status=status, result=result, last_error=error)
+        text = {"url": f"/{job.chain}/{job.handle}", **answer(ended)}
+        if result:
+            made = json.loads(result)
+            text["link"] = {"url": made["url"], "handle": made["handle"], **made["result"]}
+        try:
+            app = await self.providers.app(job.api_key)
+        except errors.StowageError:
+            return  # the app is gone: nobody to tell
+        await self.announce(app, CONVERSION_EVENT, job.handle, text)
+
+    async def _convert(self, job: VideoJob, folder: Path) -> dict[str, Any]:
+        record = await self.files.get(job.handle)
+        if record is None or record.version != job.version:
+            raise MediaRefused("the source was changed or deleted")
+        task = grammar.parse_task(job.chain)
+        plan = video.plan(task)
+        app = await self.providers.app(record.api_key)
+        folder.mkdir(parents=True, exist_ok=True)
+        source, dest = folder / "input", folder / f"output.{plan.extension}"
+        provider = self.providers.provider_for(app, record.provider)
+        await _save(provider.open(record.container, record.key), source, self._max_input())
+        media = await ffmpeg.probe(source, self.limits)
+        _fits(media, plan)
+        await ffmpeg.convert(source, dest, plan, self.limits)
+        made = await ffmpeg.probe(dest, self.limits, result=True)
+        stored = await self._store(app, record, task, plan, dest)
+        metadata = made.summary(plan.mimetype, plan.extension)
+        if plan.preset.still:
+            metadata = {k: v for k, v in metadata.items() if k in _STILL_FIELDS}
+        return {
+            "handle": stored.handle,
+            "url": self.url_of(stored),
+            "result": metadata,
+            "source": media.summary(record.mimetype, record.filename.rsplit(".", 1)[-1]),
+        }
+
+    async def _store(
+        self, app: App, record: FileRecord, task: Task, plan: video.Plan, dest: Path
+    ) -> FileRecord:
+        stem = record.filename.rsplit(".", 1)[0] or "file"
+        filename = str(task.get("filename") or f"{stem}.{plan.extension}")
+        source = Source(chunks=_chunks(dest), filename=filename, content_type=plan.mimetype)
+        params = StoreParams(
+            filename=filename,
+            mimetype=plan.mimetype,
+            path=_text(task.get("path")),
+            container=_text(task.get("container")),
+            access=str(task.get("access") or "public"),
+        )
+        location = provider_for_location(_text(task.get("location")))
+        return await self.store(app.api_key, location, source, params, _app_creds(app))
+
+    def _max_input(self) -> int:
+        return self.settings.video_max_input_bytes
+
+    # -- the change sink -----------------------------------------------------------------
+    async def publish(self, change: Change) -> None:
+        """An overwrite or delete of a source drops its jobs and their results (in the
+        background: a sink never waits)."""
+        if change.action not in (events.OVERWRITE, events.DELETE) or change.record is None:
+            return
+        task = asyncio.get_running_loop().create_task(self._forget(change.record.handle))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _forget(self, handle: str) -> None:
+        try:
+            for job in await self.rows.forget_videos(handle):
+                made = json.loads(job.result) if job.result else {}
+                if made.get("handle"):
+                    await self._remove(made["handle"], job.api_key)
+        except Exception:
+            log.exception("dropping the video jobs of %s failed", handle)
+
+    async def _remove(self, handle: str, api_key: str) -> None:
+        try:
+            app = await self.providers.app(api_key)
+            await self.remove(handle, api_key, _app_creds(app))
+        except errors.StowageError as exc:
+            log.warning("video result %s not removed: %s", handle, exc.message)
+
+
+_STILL_FIELDS = ("mime_type", "extname", "file_size", "width", "height")
+
+
+def answer(job: VideoJob) -> dict[str, Any]:
+    """The hosted service's status answer: ``uuid``, ``status`` (pending, started,
+    completed, failed) and ``timestamp``; once completed ``data.url`` (the result) and
+    ``metadata`` (``result`` and ``source``); once failed ``message`` (why)."""
+    found: dict[str, Any] = {
+        "uuid": job.uuid,
+        "status": job.status,
+        "timestamp": str(int(job.created)),
+    }
+    if job.status == VIDEO_COMPLETED and job.result:
+        made = json.loads(job.result)
+        found["message"] = "Done"
+        found["data"] = {"url": made["url"]}
+        found["metadata"] = {"result": made["result"], "source": made["source"]}
+    elif job.status == VIDEO_FAILED:
+        found["message"] = job.last_error or "the conversion failed"
+    return found
+
+
+def job_key(record: FileRecord, task: Task) -> str:
+    """One job per source version (and content) and normalised task."""
+    text = f"{record.handle}\n{record.version}\n{record.sha256}\n{task.key()}"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _the_task(segments: list[str]) -> Task:
+    """The one ``video_convert`` task of a path: with nothing else but request tasks."""
+    chain = chains.parse(segments)
+    tasks = [grammar.parse_task(s) for s in segments]
+    found = [t for t in tasks if t.name == video.NAME]
+    if len(found) != 1 or chain.tasks or chain.store is not None:
+        raise errors.InvalidParameter(
+            "video_convert is the only task of its URL (with security and cache)",
+            parameter=video.NAME,
+        )
+    return found[0]
+
+
+def _fits(media: ffmpeg.Media, plan: video.Plan) -> None:
+    if plan.preset.video and media.first("video") is None:
+        raise MediaRefused(f"preset {plan.preset.name} needs a video stream; the file has none")
+    if not plan.preset.video and media.first("audio") is None:
+        raise MediaRefused(f"preset {plan.preset.name} needs an audio stream; the file has none")
+    if plan.seek is not None and media.duration and plan.seek >= media.duration:
+        raise MediaRefused(
+            f"the offset {plan.seek:g} s is past the end of the file ({media.duration:g} s)"
+        )
+
+
+def _sweep(folder: Path, before: float) -> None:
+    """Job folders a stopped process left. Only those older than any live lease: the
+    ``--workers`` processes of a node share the folder."""
+    for path in folder.iterdir() if folder.is_dir() else []:
+        with contextlib.suppress(OSError):
+            if path.stat().st_mtime < before:
+                shutil.rmtree(path, ignore_errors=True)
+
+
+def _app_creds(app: App) -> Credentials:
+    """The worker acts for the app: the request that queued the job was authorised."""
+    return Credentials(basic_user="app", basic_secret=app.secret) if app.secret else Credentials()
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+async def _save(chunks: AsyncIterator[bytes], path: Path, max_bytes: int) -> None:
+    written = 0
+    try:
+        with path.open("wb") as handle:
+            async for chunk in chunks:
+                written += len(chunk)
+                if written > max_bytes:
+                    raise MediaRefused(f"the file is larger than {max_bytes} bytes")
+                handle.write(chunk)
+    finally:
+        close = getattr(chunks, "aclose", None)
+        if close is not None:
+            await close()
+
+
+async def _chunks(path: Path) -> AsyncIterator[bytes]:
+    with path.open("rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            yield chunk

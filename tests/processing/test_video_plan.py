@@ -1,0 +1,106 @@
+"""``video_convert``'s options as an ffmpeg plan (processing/video.py) and the job
+processes' limits (processing/ffmpeg.py): the deadline kills the whole process group,
+the address-space limit holds, and only plain media containers are opened."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from stowage import errors
+from stowage.processing import ffmpeg, grammar, video
+from stowage.processing.ffmpeg import Limits, MediaRefused
+
+LIMITS = Limits(
+    seconds=5,
+    memory=2 << 30,
+    output_bytes=1 << 30,
+    max_duration=60,
+    max_dimension=640,
+    max_streams=4,
+)
+
+
+def plan(segment: str) -> video.Plan:
+    return video.plan(grammar.parse_task(segment))
+
+
+@given(st.integers(0, 23), st.integers(0, 59), st.integers(0, 59))
+def test_clock_times_are_seconds(hours: int, minutes: int, seconds: int) -> None:
+    made = plan(f"video_convert=clip_offset:{hours:02d}:{minutes:02d}:{seconds:02d},clip_length:1")
+    assert made.seek == hours * 3600 + minutes * 60 + seconds
+    assert plan(f"video_convert=clip_offset:{minutes}:{seconds:02d}").seek == minutes * 60 + seconds
+    assert made.argv("IN", "OUT")[:4] == ["-ss", f"{made.seek:g}", "-i", "IN"]
+
+
+@pytest.mark.parametrize("bad", ["24:00:00", "1:60:00", "00:00:75", "ab", "-3", "1:2:3:4"])
+def test_bad_clock_times_are_a_400(bad: str) -> None:
+    with pytest.raises(errors.InvalidParameter) as caught:
+        plan(f'video_convert=clip_offset:"{bad}"')
+    assert caught.value.details["parameter"] == "video_convert.clip_offset"
+
+
+def test_audio_presets_drop_video_and_thumbnails_take_one_frame() -> None:
+    mp3 = plan("video_convert=preset:mp3,audio_channels:1,audio_sample_rate:22050")
+    assert "-vn" in mp3.options and _after(mp3.options, "-ac") == ["-ac", "1"]
+    thumb = plan("video_convert=preset:thumbnail,thumbnail_offset:7,width:80")
+    assert thumb.seek == 7 and "-an" in thumb.options and "1" in _after(thumb.options, "-frames:v")
+    assert (thumb.extension, thumb.mimetype) == ("jpg", "image/jpeg")
+    png = plan("video_convert=preset:thumbnail,extname:.PNG")
+    assert (png.extension, png.mimetype) == ("png", "image/png")
+
+
+@pytest.mark.parametrize(
+    ("mode", "expected"),
+    [
+        ("crop", "force_original_aspect_ratio=increase"),
+        ("letterbox", "pad=100:50"),
+        ("preserve", "force_original_aspect_ratio=decrease"),
+        ("constrain", "min(100,iw)"),
+    ],
+)
+def test_aspect_modes_are_filters(mode: str, expected: str) -> None:
+    made = plan(f"video_convert=width:100,height:50,aspect_mode:{mode}")
+    assert expected in _after(made.options, "-vf")[1]
+
+
+def _after(options: tuple[str, ...], flag: str) -> list[str]:
+    at = options.index(flag)
+    return list(options[at : at + 2])
+
+
+async def test_the_deadline_kills_the_process_group(tmp_path: Path) -> None:
+    started = time.monotonic()
+    with pytest.raises(MediaRefused, match="deadline"):
+        await ffmpeg.run(["sh", "-c", "sleep 31.7 & sleep 31.7"], LIMITS, cwd=tmp_path, seconds=0.5)
+    assert time.monotonic() - started < 3
+    await asyncio.sleep(0.1)
+    assert not [p for p in os.listdir("/proc") if p.isdigit() and _is_our_sleep(p)]
+
+
+def _is_our_sleep(pid: str) -> bool:
+    try:
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+        return cmd == b"sleep\x0031.7\x00" and os.getsid(int(pid)) != os.getsid(0)
+    except OSError:
+        return False
+
+
+async def test_the_memory_limit_holds(tmp_path: Path) -> None:
+    small = Limits(5, 64 << 20, 1 << 20, 60, 640, 4)
+    grab = ["python3", "-c", "b = bytearray(256 << 20)"]
+    with pytest.raises(MediaRefused, match="refused"):
+        await ffmpeg.run(grab, small, cwd=tmp_path, seconds=5)
+
+
+async def test_only_plain_containers_are_probed(tmp_path: Path) -> None:
+    source = tmp_path / "input"
+    source.write_bytes(b"ffconcat version 1.0\nfile '/etc/passwd'\n")
+    with pytest.raises(MediaRefused, match=r"whitelist|Invalid"):
+        await ffmpeg.probe(source, LIMITS)
