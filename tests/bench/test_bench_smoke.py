@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from bench import processing_tasks
+
 REPO = Path(__file__).resolve().parents[2]
 SCENARIOS = {"1", "2", "3", "4", "5", "6", "7", "8", "9", "1c", "2c", "10", "11", "12"}
 
@@ -33,13 +35,21 @@ def test_quick_benchmark_produces_every_scenario(tmp_path: Path) -> None:
     assert by_id["7"]["reference"], by_id["7"]  # the coreutils tools
     assert by_id["4"]["reference"], by_id["4"]  # the disk's fsync ceiling
     processing = [row for row in rows if row["id"] == "11"]
-    assert len(processing) == 5, processing  # cold, its CPU, warm, 100-megapixel, floor
+    # cold, its CPU, warm, 100-megapixel, then a row per task shared with Thumbor, their
+    # geometric mean, the warm auto_image row, and last the floor.
+    tasks = processing[4:-3]
+    mean, auto, floor = processing[-3], processing[-2], processing[-1]
+    assert len(tasks) == len(processing_tasks.PAIRS), processing
+    assert all(row["stowage"] > 0 and row["reference"] > 0 for row in tasks), tasks
+    assert mean["scenario"].strip().startswith("geometric mean"), mean
+    assert mean["stowage"] > 0 and mean["extra"]["ratios"], mean
+    assert "auto_image" in auto["scenario"] and auto["stowage"] > 0 and auto["reference"], auto
     assert processing[0]["reference"] > 0, processing[0]  # Thumbor's cold rate
     assert processing[0]["reference_label"].startswith("Thumbor"), processing[0]
     assert processing[1]["stowage"] > 0 and processing[1]["reference"] > 0, processing[1]
     assert processing[3]["extra"]["thumbor_status"] in (200, 400), processing[3]
-    assert processing[4]["reference"] > 0, processing[4]  # Pillow's floor beside libvips'
-    assert processing[4]["extra"]["thumbor_cpu_ms"] == processing[1]["reference"]
+    assert floor["reference"] > 0, floor  # Pillow's floor beside libvips'
+    assert floor["extra"]["thumbor_cpu_ms"] == processing[1]["reference"]
     for row in (processing[0], processing[2], processing[3]):
         assert row["extra"]["engine"]["present"] is True, row
     assert processing[2]["reference"], processing[2]  # the plain GET of the same size
