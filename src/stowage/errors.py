@@ -269,7 +269,10 @@ class NotSupported(StowageError):
     code, status, default_message = "NOT_SUPPORTED", 501, "not supported"
 
 
-class CloudDriveUnavailable(NotSupported):
+class CloudDriveUnavailable(BadRequest):
+    """400, as TASK_NOT_AVAILABLE: the same answer on every retry, and no client input
+    may be answered with a 5xx (clients and CDNs retry and alert on those)."""
+
     code, default_message = "CLOUD_DRIVE_UNAVAILABLE", "cloud drives are not connected"
 
 

@@ -92,7 +92,7 @@ async def test_cloud_drive_calls_answer_one_clear_error(
     path: str,
 ) -> None:
     resp = await hosts.post(path, json={"apikey": OPEN_APP.api_key})
-    assert resp.status == 501
+    assert resp.status == 400
     error = (await resp.json())["error"]
     assert error["code"] == "CLOUD_DRIVE_UNAVAILABLE" and path in error["message"]
 

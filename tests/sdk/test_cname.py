@@ -100,7 +100,7 @@ def test_js_sdk_with_only_its_cname(front: Front, samples: dict[str, Any]) -> No
     assert out["prefetch"]["blocked"] is False
     assert out["prefetch"]["pickerOptions"] == {"maxFiles": 2}  # the page's own options
     cloud = out["cloud"]
-    assert cloud["status"] == 501
+    assert cloud["status"] == 400
     assert cloud["data"]["error"]["code"] == "CLOUD_DRIVE_UNAVAILABLE"
 
 

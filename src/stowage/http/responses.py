@@ -220,6 +220,8 @@ async def send_file(
     tag = content_etag(plan.record) if registry is not None else derivative_etag(plan)
     if registry is not None and not _if_match(request, tag):
         raise errors.PreconditionFailed("If-Match: the file has changed", etag=tag)
+    if registry is not None and not _unmodified_since(request, plan):
+        raise errors.PreconditionFailed("If-Unmodified-Since: the file has changed since")
     if plan.local_path is not None:
         # The same Range rules as streamed providers: aiohttp's own answer `bytes=-0` with a
         # 206, a multi-range or `Bytes=` with an empty 416; it sees only a canonical range.
@@ -232,6 +234,20 @@ async def send_file(
         response.canonical = _canonical_range(request, plan.info.size, tag)
         return response
     return await _stream(request, plan, headers_for, registry, tag)
+
+
+def _unmodified_since(request: web.Request, plan: Download) -> bool:
+    """If-Unmodified-Since, judged only without If-Match (RFC 9110, 13.2.2); a date that
+    cannot be read is ignored, as the RFC asks."""
+    header = request.headers.get("If-Unmodified-Since")
+    if header is None or "If-Match" in request.headers:
+        return True
+    try:
+        since = email.utils.parsedate_to_datetime(header).timestamp()
+    except (TypeError, ValueError, IndexError):
+        return True
+    modified = plan.info.modified or plan.record.uploaded / 1000
+    return int(modified) <= since
 
 
 def _if_match(request: web.Request, tag: str) -> bool:

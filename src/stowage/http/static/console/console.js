@@ -126,6 +126,8 @@ function cell(tr, label, text) {
 }
 
 function addRow(f) {
+  // An upload that ends while the first page loads is in both: one row per handle.
+  $("row-" + f.handle)?.remove();
   state.files.set(f.handle, f);
   const tr = document.createElement("tr"); tr.id = "row-" + f.handle;
   const name = document.createElement("td"); name.className = "name";
