@@ -206,8 +206,12 @@ class _Stager:
 
     async def _wait(self, when: str) -> None:
         done, self.pending = await asyncio.wait(self.pending, return_when=when)
-        for task in done:
-            task.result()
+        # Every finished block's error is read, not only the first: an error never read is
+        # logged when its task is collected, at whatever moment the collector runs.
+        failures = [task.exception() for task in done if not task.cancelled()]
+        for failure in failures:
+            if failure is not None:
+                raise failure
 
 
 def from_config(config: Mapping[str, Any], data_dir: Path) -> AzureProvider:
