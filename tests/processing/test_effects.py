@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,17 +16,27 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stowage.processing import (
+    catalogue,
     effects,
     effects_ascii,
     effects_regions,
     effects_restore,
     params,
 )
-from stowage.processing.base import Task, Value
+from stowage.processing.base import Output, Task, Value
 from stowage.processing.table import Kind, TaskSpec
 
 MODULES = (effects, effects_regions, effects_restore, effects_ascii)
 SPECS: dict[str, TaskSpec] = {spec.name: spec for m in MODULES for spec in m.TASKS}
+
+
+def _answer(name: str) -> tuple[Callable[[pyvips.Image, Task], str], Output]:
+    """An answering task's renderer and type, as the catalogue declares them."""
+    declared = catalogue.TABLE[name].answer
+    assert declared is not None, name
+    return declared.render, declared.output
+
+
 QUICK = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -90,7 +101,7 @@ def test_every_task_has_an_op_or_an_answer_renderer() -> None:
         assert spec.doc, spec.name
         if spec.kind is Kind.ANSWER:
             assert spec.op is None, spec.name
-            renderer, output = effects_ascii.ANSWERS[spec.name]
+            renderer, output = _answer(spec.name)
             page = renderer(gradient(30, 20), Task(spec.name))
             assert page.startswith("<!DOCTYPE html>") and output.mimetype.startswith("text/html")
         else:
@@ -548,7 +559,7 @@ def test_tasks_not_marked_random_access_stream_a_sequential_source(
     gradient(300, 3000).jpegsave(str(source))
     image = pyvips.Image.new_from_file(str(source), access="sequential")
     if name == "ascii":
-        renderer, _ = effects_ascii.ANSWERS[name]
+        renderer, _ = _answer(name)
         assert len(_rows(renderer(image, task(name, **options)))) == 500  # MAX_ROWS
         return
     op = SPECS[name].op

@@ -16,7 +16,7 @@ import pyvips
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stowage.processing import chain, faces, facetasks, subjects
+from stowage.processing import catalogue, chain, faces, facetasks, subjects
 from stowage.processing.base import Limits, Task, Value
 from stowage.processing.faces import Box
 from stowage.processing.vips import VipsEngine
@@ -169,11 +169,13 @@ def test_export_answers_the_boxes_as_json() -> None:
     assert answer == [box.as_json() for box in faces.detect(image)]
     assert isinstance(answer, list) and set(answer[0]) == {"x", "y", "width", "height"}
     assert facetasks.export_faces(image, task("detect_faces")) is None  # an image, then
-    renderer, output = facetasks.ANSWERS["detect_faces"]
+    declared = catalogue.TABLE["detect_faces"].answer
+    assert declared is not None
+    renderer, output = declared.render, declared.output
     assert json.loads(renderer(image, task("detect_faces", export=True))) == answer
     assert output.mimetype == "application/json"
-    assert facetasks.answers(task("detect_faces", export=True))
-    assert not facetasks.answers(task("detect_faces", color="red"))
+    assert declared.when(task("detect_faces", export=True))
+    assert not declared.when(task("detect_faces", color="red"))
 
 
 def test_detect_faces_draws_the_box_outline_in_its_colour() -> None:
@@ -310,7 +312,9 @@ def test_metadata_answers_the_size_at_that_step() -> None:
     assert subjects.metadata_answer(image, task("metadata")) == {"width": 300, "height": 300}
     only = subjects.metadata_answer(image, task("metadata", params=("height", "filename")))
     assert only == {"height": 300}
-    renderer, output = subjects.ANSWERS["metadata"]
+    answer = catalogue.TABLE["metadata"].answer
+    assert answer is not None
+    renderer, output = answer.render, answer.output
     assert json.loads(renderer(image, task("metadata"))) == {"width": 300, "height": 300}
     assert output.mimetype == "application/json"
 

@@ -11,7 +11,7 @@ image reaches Python:
   of characters from dense to light by brightness (``reverse`` swaps the order), in the
   foreground color, or each in its pixel's color when ``colored``.
 
-``render_ascii`` does both. It is declared in ``ANSWERS`` with the answer's type
+``render_ascii`` does both. It is declared with ``Answer`` in its task spec, with the answer's type
 (``text/html; charset=utf-8``): the engine calls it with the chain's image in place of
 saving an image, and saves the text it returns as UTF-8.
 """
@@ -109,8 +109,3 @@ TASKS: tuple[TaskSpec, ...] = (
         doc="an HTML page of characters: size columns, in one color or the image's",
     ),
 )
-
-#: The answers declared above, by task name: renderer and type.
-ANSWERS: dict[str, tuple[Renderer, Output]] = {
-    s.name: (s.answer.render, s.answer.output) for s in TASKS if s.answer
-}

@@ -24,7 +24,7 @@ from stowage.processing.params import boolean, choice, color, integer, number, r
 from stowage.processing.table import Answer, Param, TaskSpec
 
 #: An answer's renderer: the image at the task's step -> the answer's text (as the
-#: effects' ``ANSWERS``: the engine saves that text in place of an image).
+#: every ``Answer``: the engine saves that text in place of an image).
 Renderer = Callable[[pyvips.Image, Task], str]
 JSON = Output("json", "application/json", "json")
 MAX_FACES = 1000
@@ -257,13 +257,3 @@ TASKS: tuple[TaskSpec, ...] = (
         doc="blurs the selected faces",
     ),
 )
-#: The answers declared above, by task name: renderer and type.
-ANSWERS: dict[str, tuple[Renderer, Output]] = {
-    s.name: (s.answer.render, s.answer.output) for s in TASKS if s.answer
-}
-
-
-def answers(task: Task) -> bool:
-    """Whether ``task``, last in a chain, answers JSON rather than an image."""
-    found = next((s for s in TASKS if s.name == task.name), None)
-    return bool(found and found.answer and found.answer.when(task))

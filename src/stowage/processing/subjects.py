@@ -14,8 +14,8 @@ import json
 import pyvips
 
 from stowage.processing import faces
-from stowage.processing.base import Output, Task, Value
-from stowage.processing.facetasks import JSON, Renderer
+from stowage.processing.base import Task, Value
+from stowage.processing.facetasks import JSON
 from stowage.processing.params import boolean, choice, color, integer, text
 from stowage.processing.table import Answer, Kind, Param, TaskSpec
 
@@ -145,9 +145,3 @@ def metadata_text(image: pyvips.Image, task: Task) -> str:
     """The ``metadata`` task's answer as JSON text: the image's fields; the service adds
     the file's own (its record) when it answers."""
     return json.dumps(metadata_answer(image, task))
-
-
-#: The answers declared above, by task name: renderer and type.
-ANSWERS: dict[str, tuple[Renderer, Output]] = {
-    s.name: (s.answer.render, s.answer.output) for s in TASKS if s.answer
-}
