@@ -15,7 +15,7 @@ from pathlib import Path
 import aiohttp
 
 from tests.migration.test_import import metadata, served
-from tests.migration.test_migrate import change, store, store_many
+from tests.migration.test_migrate import change, store, store_many, stored_source
 from tests.servers.fx_postgres import PostgresServer, _bin
 from tests.servers.fx_s3 import S3Endpoint, make_bucket
 from tests.servers.stowage_serve import StowageServe
@@ -83,14 +83,7 @@ def test_backup_taken_while_serving_restores_into_a_fresh_directory(tmp_path: Pa
 
 
 def test_restore_refuses_a_damaged_backup_and_a_used_directory(tmp_path: Path) -> None:
-    source = StowageServe(tmp_path / "source")
-    key, _ = source.create_app()
-    source.start()
-    bodies: dict[str, bytes] = {}
-    try:
-        asyncio.run(store_many(source, key, bodies, 5))
-    finally:
-        source.stop_quietly()
+    source, _, _ = stored_source(tmp_path / "source", 5)
     dest = tmp_path / "backup"
     assert stowage(source.data_dir, "backup", str(dest)).returncode == 0
     assert stowage(source.data_dir, "backup", str(dest)).returncode != 0  # never over one
@@ -114,15 +107,7 @@ def test_postgres_and_s3_backup_by_pg_dump_and_a_bucket_copy(
     make_bucket(copy)
     dsn = postgres_server.new_database()
     env = {"STOWAGE_REGISTRY_URL": dsn, "STOWAGE_DEFAULT_STORAGE": json.dumps(live.config())}
-    source = StowageServe(tmp_path / "source", env=env)
-    source.cli("db", "upgrade")
-    key, _ = source.create_app()
-    source.start()
-    bodies: dict[str, bytes] = {}
-    try:
-        asyncio.run(store_many(source, key, bodies, 30))
-    finally:
-        source.stop_quietly()
+    _, _, bodies = stored_source(tmp_path / "source", 30, env)
 
     dump = tmp_path / "registry.dump"  # the procedure of docs/operations.md, step by step
     subprocess.run([_bin("pg_dump"), "-Fc", "-f", str(dump), dsn], check=True)

@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,6 +94,17 @@ def run_import(
     return out.returncode, json.loads(report.read_text()), out.stdout + out.stderr
 
 
+def kill_halfway(run: subprocess.Popen[bytes], progress: Callable[[], int], halfway: int) -> None:
+    """SIGKILLs ``run`` once ``progress()`` reaches ``halfway`` (within five minutes)."""
+    deadline = time.monotonic() + 300
+    while progress() < halfway:
+        assert run.poll() is None, "the run ended before it was killed"
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    run.send_signal(signal.SIGKILL)
+    run.wait(10)
+
+
 def journal_lines(new: StowageServe, key: str) -> int:
     path = new.data_dir / "imports" / f"{key}.jsonl"
     return len(path.read_text().splitlines()) if path.exists() else 0
@@ -135,13 +146,7 @@ def test_import_survives_kill_9_and_keeps_every_handle_and_byte(old: Old, tmp_pa
         stderr=subprocess.DEVNULL,
         env=new.environment(),
     )
-    deadline = time.monotonic() + 300
-    while journal_lines(new, key) < COUNT // 2:
-        assert first.poll() is None, "the first run ended before it was killed"
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-    first.send_signal(signal.SIGKILL)
-    first.wait(10)
+    kill_halfway(first, lambda: journal_lines(new, key), COUNT // 2)
     done_before = journal_lines(new, key)
     assert COUNT // 2 <= done_before < COUNT
 

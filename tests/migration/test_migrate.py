@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 
-from tests.migration.test_import import metadata, served
+from tests.migration.test_import import kill_halfway, metadata, served
 from tests.servers.fx_postgres import PostgresServer
 from tests.servers.fx_s3 import S3Endpoint, make_bucket
 from tests.servers.stowage_serve import StowageServe
@@ -52,6 +50,23 @@ async def store_many(server: StowageServe, key: str, bodies: dict[str, bytes], n
             await store(server, key, bodies)
 
     await asyncio.gather(*(one() for _ in range(n)))
+
+
+def stored_source(
+    root: Path, count: int, env: dict[str, str] | None = None
+) -> tuple[StowageServe, str, dict[str, bytes]]:
+    """A Stowage with ``count`` files stored in one app, stopped again: (server, key, bodies)."""
+    source = StowageServe(root, env=env) if env else StowageServe(root)
+    if env:
+        source.cli("db", "upgrade")
+    key, _ = source.create_app()
+    source.start()
+    bodies: dict[str, bytes] = {}
+    try:
+        asyncio.run(store_many(source, key, bodies, count))
+    finally:
+        source.stop_quietly()
+    return source, key, bodies
 
 
 async def change(
@@ -126,13 +141,7 @@ def test_sqlite_and_local_disk_to_postgres_and_s3(
             stderr=subprocess.DEVNULL,
             env=source.environment(),
         )
-        deadline = time.monotonic() + 300
-        while _rows_or_zero(postgres_server, dsn) < COUNT // 3:
-            assert killed.poll() is None, "the migration ended before it was killed"
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
-        killed.send_signal(signal.SIGKILL)
-        killed.wait(10)
+        kill_halfway(killed, lambda: _rows_or_zero(postgres_server, dsn), COUNT // 3)
         done_before = stored_rows(postgres_server, dsn)
 
         report = run(source, target_toml)
@@ -197,14 +206,7 @@ def _rows_or_zero(postgres: PostgresServer, dsn: str) -> int:
 
 def test_storage_option_moves_an_apps_files_to_another_provider(tmp_path: Path) -> None:
     """Any provider to any: the app's files go to the storage ``--storage`` gives it."""
-    source = StowageServe(tmp_path / "source")
-    key, _ = source.create_app()
-    source.start()
-    bodies: dict[str, bytes] = {}
-    try:
-        asyncio.run(store_many(source, key, bodies, 12))
-    finally:
-        source.stop_quietly()
+    source, key, bodies = stored_source(tmp_path / "source", 12)
     elsewhere = tmp_path / "other-disk"
     storage = json.dumps({"S3": {"type": "local", "root": str(elsewhere)}})
     target_toml = tmp_path / "target.toml"

@@ -91,31 +91,14 @@ def file_paths() -> Doc:
                     **error_refs(400, 401, 403, 404, 408, 409, 413, 502, 503),
                 },
             ),
-            "delete": op(
+            "delete": _remove(
                 "Delete a file",
                 "remove",
-                "files",
                 description="Always needs a `remove` policy or the app secret.",
-                parameters=[HANDLE, KEY, _skip_storage(), *AUTH_PARAMS],
-                security=SECURITY_REQUIRED,
-                responses={
-                    "200": json_body(ref("RemoveResult"), "Removed."),
-                    **error_refs(401, 403, 404, 502, 503),
-                },
             ),
         },
         "/api/file/{handle}/remove": {
-            "post": op(
-                "Delete a file (POST form)",
-                "removePost",
-                "files",
-                parameters=[HANDLE, KEY, _skip_storage(), *AUTH_PARAMS],
-                security=SECURITY_REQUIRED,
-                responses={
-                    "200": json_body(ref("RemoveResult"), "Removed."),
-                    **error_refs(401, 403, 404, 502, 503),
-                },
-            )
+            "post": _remove("Delete a file (POST form)", "removePost"),
         },
         "/api/file/{handle}/metadata": {
             "get": op(
@@ -134,6 +117,22 @@ def file_paths() -> Doc:
         },
         **_list_paths(),
     }
+
+
+def _remove(summary: str, operation: str, **extra: object) -> Doc:
+    """A delete, by DELETE or by the POST form: the same parameters and answers."""
+    return op(
+        summary,
+        operation,
+        "files",
+        parameters=[HANDLE, KEY, _skip_storage(), *AUTH_PARAMS],
+        security=SECURITY_REQUIRED,
+        responses={
+            "200": json_body(ref("RemoveResult"), "Removed."),
+            **error_refs(401, 403, 404, 502, 503),
+        },
+        **extra,
+    )
 
 
 def _skip_storage() -> Doc:
