@@ -184,10 +184,11 @@ async def test_failed_multipart_sized_write_keeps_previous_object(provider: Prov
 #: The race below reads until RACE_READS reads (the issue's bar: 10,000 with no wrong one)
 #: with RACE_READERS readers at once, and must get there: RACE_SECONDS is only a bound for
 #: a server that hangs. The slowest server here (Swift's s3api) reads 230/s on a quiet
-#: 2-core machine and about 95/s on a busy one, so 10,000 take 45-110 s; docs/reliability.md
+#: 2-core machine and about 95/s on a busy one, so 10,000 take 45-110 s (the bound leaves
+#: room for a CI machine twice as slow again); docs/reliability.md
 #: has the rates measured per provider.
 RACE_READS = int(os.environ.get("STOWAGE_RACE_READS", "10000"))
-RACE_SECONDS = float(os.environ.get("STOWAGE_RACE_SECONDS", "180"))
+RACE_SECONDS = float(os.environ.get("STOWAGE_RACE_SECONDS", "300"))
 MIN_RACE_READS = int(os.environ.get("STOWAGE_MIN_RACE_READS", str(RACE_READS)))
 RACE_READERS = int(os.environ.get("STOWAGE_RACE_READERS", "16"))
 WRITER_PAUSE = 0.02  # seconds at most between one writer's overwrites
