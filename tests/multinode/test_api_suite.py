@@ -1,4 +1,11 @@
-"""The whole API test suite (tests/api), sent through nginx to three nodes on PostgreSQL.
+"""The API test suite (tests/api), sent through nginx to three nodes on PostgreSQL.
+
+Every File API test runs there; the transformation, document and video modules do not
+(``ONE_NODE_ONLY``): a rendering is one request computed by whichever node gets it, and
+what processing shares between nodes has tests of its own, on several nodes
+(``test_transform_shared.py``: derivatives in a shared store; ``test_video_nodes.py`` and
+``tests/multinode``: jobs on any node). Running them three nodes deep doubled their time
+for no request that could depend on the node.
 
 It runs in its own pytest process with ``STOWAGE_TEST_THROUGH_NGINX=1``, which makes the
 suite's ``harness`` start three nodes behind nginx for every test (tests/api/balanced.py).
@@ -17,7 +24,16 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PYTEST = [sys.executable, "-m", "pytest", "tests/api", "-p", "no:cacheprovider"]
+ONE_NODE_ONLY = (
+    "tests/api/test_transform_*.py",
+    "tests/api/test_transform.py",
+    "tests/api/test_documents.py",
+    "tests/api/test_video.py",
+)
+PYTEST = [
+    *(sys.executable, "-m", "pytest", "tests/api", "-p", "no:cacheprovider"),
+    *(f"--ignore-glob={pattern}" for pattern in ONE_NODE_ONLY),
+]
 
 
 def _collected() -> int:
