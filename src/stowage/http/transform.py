@@ -47,6 +47,8 @@ async def transform(request: web.Request, path: CdnPath, *, cdn: bool) -> web.St
     processor = parts.processor
     creds = request_credentials(request, path)
     api_key = path.api_key or request.query.get("key")
+    if path.preview is not None:  # the page is the CDN's (http/preview.py)
+        raise errors.InvalidParameter("preview is a page of the CDN origin", parameter="preview")
     if videojobs.is_video(path.tasks):  # a job: the URL answers its status
         return await _video(request, path, creds, api_key)
     # auto_image: the format the client's Accept takes becomes part of the chain.

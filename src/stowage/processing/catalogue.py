@@ -21,6 +21,7 @@ from stowage.processing import (
     geometry,
     minify,
     outputs,
+    previewtask,
     request_tasks,
     shapes,
     subjects,
@@ -44,6 +45,7 @@ MODULES: tuple[tuple[TaskSpec, ...], ...] = (
     documents.TASKS,
     minify.TASKS + classifiers.TASKS,
     video.TASKS,
+    previewtask.TASKS,
 )
 
 
