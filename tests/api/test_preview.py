@@ -126,7 +126,7 @@ async def test_a_hostile_name_and_text_stay_text(harness: Harness) -> None:
 
 @given(st.text(alphabet=st.characters(codec="utf-8"), max_size=300))
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 async def test_any_text_comes_back_as_the_same_text(harness: Harness, text: str) -> None:
     handle = await stored(harness, b"notes:" + text.encode(), "notes.txt")
