@@ -21,6 +21,7 @@ from stowage.processing import (
     geometry,
     minify,
     outputs,
+    pageimages,
     previewtask,
     request_tasks,
     shapes,
@@ -46,6 +47,7 @@ MODULES: tuple[tuple[TaskSpec, ...], ...] = (
     minify.TASKS + classifiers.TASKS,
     video.TASKS,
     previewtask.TASKS,
+    pageimages.TASKS,
 )
 
 
