@@ -1,5 +1,7 @@
 """``doc_to_images``: each page of a document as an image (filestack-python's
-``Filelink.doc_to_images(pages, engine, format, quality, density, hidden_slides)``).
+``Filelink.doc_to_images(pages, engine, format, quality, density, hidden_slides)``); and
+the declaration of ``pdfcreate`` (several stored files into one PDF), made by
+``pdfcreate.py`` in the job process.
 
 It answers JSON that lists, for each page asked for, the CDN URL of that page as an
 image (``output=format:png,page:N,density:D/<HANDLE>``) and its size in pixels
@@ -18,13 +20,22 @@ from typing import Any
 
 from stowage import errors
 from stowage.processing.base import Task
-from stowage.processing.documents import page_ranges
+from stowage.processing.documents import PDF, page_ranges
 from stowage.processing.params import boolean, choice, integer, text
-from stowage.processing.table import Kind, Param, TaskSpec
+from stowage.processing.table import Answer, Kind, Param, TaskSpec
 
 FORMATS = ("png", "jpg", "jpeg", "webp")
 DEFAULT_DENSITY = 72  # as output=page: one pixel per point
 NAME = "doc_to_images"
+PDFCREATE = "pdfcreate"
+MAX_CREATED_PAGES = 2000  # pages of a document pdfcreate makes
+
+
+def _made_by_the_job(image: object, task: Task) -> str:
+    """Never called: the job process hands pdfcreate to ``pdfcreate.py``, not libvips.
+    The declared answer gives the result's type (``application/pdf``)."""
+    raise errors.InvalidParameter(f"{PDFCREATE} takes no image task", parameter=PDFCREATE)
+
 
 TASKS: tuple[TaskSpec, ...] = (
     TaskSpec(
@@ -39,6 +50,13 @@ TASKS: tuple[TaskSpec, ...] = (
         ),
         kind=Kind.ANSWER,
         doc="each page of a PDF as an image: JSON of the pages' image URLs and sizes",
+    ),
+    TaskSpec(
+        PDFCREATE,
+        (Param("engine", text),),  # the hosted service's choice of converter: accepted
+        kind=Kind.ANSWER,
+        answer=Answer(_made_by_the_job, PDF),
+        doc="stored images and PDFs, in the URL's order, as one new PDF",
     ),
 )
 
