@@ -9,7 +9,7 @@ import time
 import urllib.request
 from typing import Any
 
-from playwright.sync_api import Browser, ConsoleMessage, Page
+from playwright.sync_api import Browser, ConsoleMessage, Frame, Page
 
 from tests.browser.test_picker import _page, chromium, front, site  # noqa: F401
 from tests.processing import pdfs
@@ -48,7 +48,7 @@ def policy_reports(page: Page) -> list[str]:
     return found
 
 
-def drawn(page: Page, seconds: float = 30) -> list[Any]:
+def drawn(page: Page | Frame, seconds: float = 30) -> list[Any]:
     """pdf.js's first page, polled from here (the page's policy refuses the string
     predicates of Playwright's wait_for_function)."""
     deadline = time.monotonic() + seconds
@@ -94,4 +94,11 @@ def test_the_sdks_preview_opens_the_page_on_the_cname(
     assert share > 0.9 and count == 3
     assert [r for r in reports if "Content Security Policy" in r] == []
     popup.close()
+    # With `id`, the SDK embeds the page in an iframe of the customer's page instead.
+    page.evaluate("(handle) => { client.preview(handle, { id: 'inline' }); }", handle)
+    frame = page.wait_for_selector("#inline iframe").content_frame()
+    assert frame is not None
+    frame.wait_for_load_state()
+    share, _, count = drawn(frame)
+    assert share > 0.9 and count == 3 and frame.url == popup.url
     page.close()
