@@ -85,6 +85,8 @@ async def test_a_pdf_gets_the_viewer_page_with_a_strict_policy(harness: Harness)
     assert csp["style-src"] == ["'self'"] and csp["connect-src"] == ["'self'"]
     (main,) = page.named("main")
     assert main["data-kind"] == "pdf" and main["data-src"] == f"/{handle}"
+    _, with_key = await page_of(harness, f"/{harness.open_app.api_key}/preview/{handle}")
+    assert with_key.named("main")[0]["data-src"] == f"/{handle}?key={harness.open_app.api_key}"
     again, _ = await page_of(harness, f"/preview/{handle}")
     assert again.headers["Content-Security-Policy"] != resp.headers["Content-Security-Policy"]
     for asset in ("viewer.js", "viewer.css", "pdfjs/pdf.min.mjs", "pdfjs/pdf.worker.min.mjs"):
