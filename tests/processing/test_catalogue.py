@@ -21,6 +21,7 @@ from stowage.processing import (
     facetasks,
     grammar,
     params,
+    previewtask,
     request_tasks,
     subjects,
 )
@@ -96,6 +97,11 @@ def inside(check: object) -> st.SearchStrategy[Value]:
         composite.handle: HANDLES,
         composite.handles: HANDLES | st.lists(HANDLES, min_size=1, max_size=4).map(tuple),
         documents.page_ranges: st.lists(PAGE_RANGE, min_size=1, max_size=5).map(tuple),
+        previewtask.stylesheet: st.builds(
+            "https://{}.example.com/{}".format,
+            st.text("abcdefghijklmnopqrstuvwxyz0123456789", min_size=1, max_size=20),
+            st.text("abcdefghijklmnopqrstuvwxyz0123456789._~!$&()*+=:@/-", max_size=40),
+        ),
     }
     assert check in known, f"no generator for the check {check!r}: add it here"
     return known[check]
@@ -155,6 +161,11 @@ def outside(check: object) -> st.SearchStrategy[Value]:
         documents.page_ranges: st.just(0)
         | st.sampled_from(["x", "0-2", "3-1", "1-2-3", "--"])
         | st.just(((1,),)),
+        previewtask.stylesheet: st.sampled_from(
+            ["http://a.example/x.css", "javascript:alert(1)", "https://", "//a.example/x.css"]
+        )
+        | st.builds("https://a.example/{}x.css".format, st.sampled_from(list("'<>; ,#`\\{}|^")))
+        | st.integers(),
     }
     assert check in known, f"no generator for the check {check!r}: add it here"
     return known[check]

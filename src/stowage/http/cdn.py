@@ -9,12 +9,14 @@ from __future__ import annotations
 from aiohttp import web
 
 from stowage import errors
-from stowage.http import cdnpath, transform
+from stowage.http import cdnpath, preview, transform
 from stowage.http.api import download, metadata_handler
 
 
 async def cdn_get(request: web.Request) -> web.StreamResponse:
     path = cdnpath.parse(request.raw_path.split("?", 1)[0])
+    if path.preview is not None:  # /preview/<HANDLE>: the viewer page
+        return await preview.page(request, path)
     if path.tasks or path.url:
         return await transform.transform(request, path, cdn=True)
     if path.metadata:

@@ -54,4 +54,21 @@ def processing_paths(cdn: list[Doc]) -> Doc:
             "post": _op("Transform, and store with a store task", "processPost", "files", [_TAIL]),
         },
         "/{tasks}/{handle}": {"servers": cdn, "post": redirect},
+        "/preview-assets/{name}": {"servers": cdn, "get": _preview_asset()},
+    }
+
+
+def _preview_asset() -> Doc:
+    name = {**_TAIL, "name": "name", "description": "`viewer.js`, `pdfjs/pdf.min.mjs`, ..."}
+    return {
+        "summary": "The preview page's script, styles and pdf.js",
+        "operationId": "previewAsset",
+        "tags": ["cdn"],
+        "description": "Files of the package for `/preview/<HANDLE>` (a transformation URL "
+        'of the `preview` task: docs/transformations.md, "The preview page").',
+        "parameters": [name],
+        "responses": {
+            "200": {"description": "The file.", "content": {"*/*": {"schema": {}}}},
+            "404": _ERROR,
+        },
     }

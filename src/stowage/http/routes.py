@@ -14,6 +14,7 @@ from stowage.http import (
     multipart,
     observe,
     picker,
+    preview,
     process,
     transform,
 )
@@ -59,6 +60,7 @@ def add_cdn_routes(app: web.Application) -> None:
     router.add_post("/{handle}", cdn.cdn_refuse_write)
     router.add_post("/{handle}/remove", cdn.cdn_refuse_write)
     router.add_post("/{tasks:.+}/{handle}", cdn.cdn_post_chain)  # store task: to the API origin
+    router.add_get(preview.ASSETS + "{name:.+}", preview.asset)  # the preview page's files
     router.add_get("/{tail:.+}", cdn.cdn_get)  # last: it matches every path
 
 

@@ -29,7 +29,7 @@ from stowage.http.api import download, request_credentials, store_result
 from stowage.http.cdnpath import CdnPath
 from stowage.http.keys import PARTS
 from stowage.http.responses import SANDBOX_CSP, file_headers, send_file
-from stowage.processing import grammar, metrics, videojobs
+from stowage.processing import docpages, grammar, metrics, videojobs
 from stowage.processing.cache import fresh
 from stowage.processing.grammar import negotiated
 from stowage.processing.service import Processor, Spooled
@@ -47,8 +47,13 @@ async def transform(request: web.Request, path: CdnPath, *, cdn: bool) -> web.St
     processor = parts.processor
     creds = request_credentials(request, path)
     api_key = path.api_key or request.query.get("key")
+    if path.preview is not None:  # the page is the CDN's (http/preview.py)
+        raise errors.InvalidParameter("preview is a page of the CDN origin", parameter="preview")
     if videojobs.is_video(path.tasks):  # a job: the URL answers its status
         return await _video(request, path, creds, api_key)
+    if (pages := docpages.asked(path.tasks)) is not None:  # each page's image URL
+        found = await docpages.answer(processor, pages, path.handle, creds, api_key)
+        return web.json_response(found, headers={"Cache-Control": "private, no-cache"})
     # auto_image: the format the client's Accept takes becomes part of the chain.
     path.tasks, varies = negotiated(path.tasks, request.headers.get("Accept"))
     if path.url is not None and path.store is not None:  # /<APIKEY>/[tasks/]store/<URL>

@@ -21,6 +21,8 @@ from stowage.processing import (
     geometry,
     minify,
     outputs,
+    pageimages,
+    previewtask,
     request_tasks,
     shapes,
     subjects,
@@ -44,6 +46,8 @@ MODULES: tuple[tuple[TaskSpec, ...], ...] = (
     documents.TASKS,
     minify.TASKS + classifiers.TASKS,
     video.TASKS,
+    previewtask.TASKS,
+    pageimages.TASKS,
 )
 
 

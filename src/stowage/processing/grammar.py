@@ -49,6 +49,7 @@ class CdnPath:
     url: str | None = None  # an external source instead of a handle
     handles: tuple[str, ...] = ()  # [h1,h2]: several sources (zip, collage, animate)
     store: Task | None = None  # a store task: the result becomes a new file
+    preview: Task | None = None  # preview[=css:"URL"]: the viewer page (http/preview.py)
 
     @property
     def sources(self) -> tuple[str, ...]:
@@ -117,6 +118,9 @@ def _apply(found: CdnPath, segment: str, task: Task) -> None:
             found.cache = True
         expiry = task.get("expiry")
         found.max_age = expiry if isinstance(expiry, int) else found.max_age
+        return
+    if task.name == "preview":
+        found.preview = task
         return
     if task.name == "store":
         found.store = task

@@ -103,6 +103,9 @@ def _document(source: Path) -> Iterator[pdfium.PdfDocument]:
         pdf.close()
 
 
+document = _document  # how pdfcreate opens the PDFs it merges: the same checks
+
+
 def _asked_page(chain: Chain) -> tuple[int, int]:
     options: dict[str, Any] = {}
     for task in chain.tasks:

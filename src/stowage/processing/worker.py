@@ -22,7 +22,7 @@ import sys
 from typing import IO, Any
 
 from stowage import errors
-from stowage.processing import composite, minify
+from stowage.processing import composite, minify, pdfcreate
 from stowage.processing.base import BigJob, Job
 from stowage.processing.vips import VipsEngine
 
@@ -49,6 +49,8 @@ def serve(engine: VipsEngine, jobs: IO[bytes], replies: IO[bytes]) -> None:
         try:
             if minify.applies(job.chain):  # text, not an image: libvips never sees it
                 reply: tuple[str, object] = ("ok", minify.render(job))
+            elif pdfcreate.applies(job.chain):  # several sources into one PDF
+                reply = ("ok", pdfcreate.render(job))
             else:
                 with composite.using(job.sources, job.limits):
                     reply = ("ok", job.render_with(engine))
