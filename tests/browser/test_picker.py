@@ -9,31 +9,24 @@ protocol.
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import http.server
 import os
-import shutil
-import ssl
-import subprocess
-import threading
-import urllib.request
 from collections.abc import Iterator
-from functools import partial
 from pathlib import Path
-from typing import Any
 
 import pytest
 import pyvips
-from playwright.sync_api import Browser, Page, Playwright, expect
+from playwright.sync_api import Browser, Playwright, expect
 
-from tests.browser.conftest import CHROMIUM, FLAGS
-from tests.sdk.cname_front import Front, serving
-from tests.sdk.stack import NODE_MODULES, QuietHandler
-
-PAGE = Path(__file__).parent / "picker" / "index.html"
-SDK = NODE_MODULES / "filestack-js" / "build" / "browser" / "filestack.umd.js"
-REMOTE = b"a file the picker was given a link to\n"
+from tests.browser.picker_kit import (
+    REMOTE,
+    Front,
+    fetch,
+    launch,
+    noted,
+    open_page,
+    serve_site,
+    serving,
+)
 
 
 @pytest.fixture(scope="module")
@@ -43,69 +36,20 @@ def front(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Front]:
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The customer's page and filestack-js's browser build, as files on loopback."""
-    root = tmp_path_factory.mktemp("site")
-    shutil.copy(PAGE, root / "index.html")
-    shutil.copy(SDK, root / "filestack.umd.js")
-    (root / "remote.txt").write_bytes(REMOTE)  # for the picker's URL source
-    httpd = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), partial(QuietHandler, directory=str(root))
-    )
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-
-
-def _spki(cert: Path) -> str:
-    """base64 SHA-256 of the certificate's public key, as Chromium's flag wants it."""
-    pub = subprocess.run(["openssl", "x509", "-in", str(cert), "-pubkey", "-noout"],
-                         capture_output=True, check=True).stdout  # fmt: skip
-    der = subprocess.run(["openssl", "pkey", "-pubin", "-outform", "der"], input=pub,
-                         capture_output=True, check=True).stdout  # fmt: skip
-    return base64.b64encode(hashlib.sha256(der).digest()).decode()
+    yield from serve_site(tmp_path_factory.mktemp("site"))
 
 
 @pytest.fixture(scope="module")
 def chromium(playwright: Playwright, front: Front) -> Iterator[Browser]:
-    assert shutil.which(CHROMIUM), "Debian's chromium is not installed (setup.d/90-browser.sh)"
-    args = [
-        *FLAGS,
-        "--host-resolver-rules=MAP *.stowage.test 127.0.0.1",
-        f"--ignore-certificate-errors-spki-list={_spki(front.folder / 'cert.pem')}",
-    ]
-    browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=args)
+    browser = launch(playwright, front)
     yield browser
     browser.close()
-
-
-def _page(chromium: Browser, site: str, front: Front) -> Page:
-    page = chromium.new_page(viewport={"width": 1100, "height": 760})
-    page.goto(f"{site}/index.html?apikey={front.apikey}&cname={front.cname}")
-    return page
-
-
-def _fetch(front: Front, url: str) -> bytes:
-    context = ssl.create_default_context(cafile=str(front.ca))
-    host = url.split("/")[2]
-    port = int(host.rsplit(":", 1)[1])
-    plain = url.replace(f"https://{host}", f"https://127.0.0.1:{port}")
-    request = urllib.request.Request(plain, headers={"Host": host})
-    context.check_hostname = False  # the name is in the Host header, the CA still checked
-    with urllib.request.urlopen(request, context=context, timeout=30) as answer:
-        return bytes(answer.read())
-
-
-def _events(page: Page) -> list[list[Any]]:
-    return list(page.evaluate("window.events"))
 
 
 def test_pick_upload_and_reject_in_an_overlay(
     chromium: Browser, site: str, front: Front, tmp_path: Path, shots: Path
 ) -> None:
-    page = _page(chromium, site, front)
+    page = open_page(chromium, site, front)
     page.evaluate("openPicker({maxFiles: 3, fromSources: ['local_file_system', 'url']})")
     dashboard = page.locator(".uppy-Dashboard-inner")
     expect(dashboard).to_be_visible(timeout=20_000)
@@ -132,8 +76,8 @@ def test_pick_upload_and_reject_in_an_overlay(
         assert len(meta["handle"]) == 20 and meta["status"] == "Stored"
         assert meta["source"] == "local_file_system" and meta["size"] == len(files[original])
         assert meta["originalFile"]["name"] == original and meta["uploadId"]
-        assert _fetch(front, meta["url"]) == files[original]
-    events = _events(page)
+        assert fetch(front, meta["url"]) == files[original]
+    events = noted(page)
     assert events[0] == ["open", "function"]
     assert [e[1] for e in events if e[0] == "selected"] == list(files)
     assert ["started", 2] in events
@@ -147,7 +91,7 @@ def test_pick_upload_and_reject_in_an_overlay(
 
 
 def test_inline_in_a_container_with_limits(chromium: Browser, site: str, front: Front) -> None:
-    page = _page(chromium, site, front)
+    page = open_page(chromium, site, front)
     page.evaluate(
         "openPicker({displayMode: 'inline', container: '#inline', accept: ['image/*'],"
         " maxSize: 1000})"
@@ -168,12 +112,12 @@ def test_inline_in_a_container_with_limits(chromium: Browser, site: str, front: 
     assert page.locator(".uppy-Dashboard-Item").count() == 0  # maxSize held
     page.evaluate("window.picker.close()")
     expect(inline).to_have_count(0)
-    assert _events(page)[-1] == ["close"]
+    assert noted(page)[-1] == ["close"]
     page.close()
 
 
 def test_a_link_stored_in_the_background(chromium: Browser, site: str, front: Front) -> None:
-    page = _page(chromium, site, front)
+    page = open_page(chromium, site, front)
     page.evaluate("openPicker({fromSources: ['url'], uploadInBackground: true})")
     page.get_by_role("tab", name="Link (URL)").click()
     page.locator("form.stowage-url input[name=url]").fill(f"{site}/remote.txt")
@@ -185,15 +129,15 @@ def test_a_link_stored_in_the_background(chromium: Browser, site: str, front: Fr
     assert (meta["filename"], meta["source"]) == ("remote.txt", "url")
     assert meta["originalPath"] == f"{site}/remote.txt" and meta["size"] == len(REMOTE)
     assert meta["url"] == f"https://cdn.{front.cname}/{meta['handle']}"
-    assert _fetch(front, meta["url"]) == REMOTE  # Stowage fetched it, not the browser
-    assert ["selected", "remote.txt", "url"] in _events(page)
+    assert fetch(front, meta["url"]) == REMOTE  # Stowage fetched it, not the browser
+    assert ["selected", "remote.txt", "url"] in noted(page)
     page.close()
 
 
 def test_an_image_cropped_to_the_aspect_ratio_before_upload(
     chromium: Browser, site: str, front: Front
 ) -> None:
-    page = _page(chromium, site, front)
+    page = open_page(chromium, site, front)
     page.evaluate(
         "openPicker({accept: ['image/*'], transformations: {crop: {aspectRatio: 1, force: true}}})"
     )
@@ -210,7 +154,7 @@ def test_an_image_cropped_to_the_aspect_ratio_before_upload(
     page.locator(".uppy-StatusBar-actionBtn--upload").click()
     page.wait_for_function("window.done !== null", timeout=30_000)
     (meta,) = page.evaluate("window.done")["filesUploaded"]
-    stored = pyvips.Image.new_from_buffer(_fetch(front, meta["url"]), "")
+    stored = pyvips.Image.new_from_buffer(fetch(front, meta["url"]), "")
     assert abs(stored.width - stored.height) <= 1, (stored.width, stored.height)
     assert stored.height <= 120 and meta["filename"] == "wide.png"
     shown = page.evaluate(  # the page shows it through a transformation URL on cdn.<cname>
@@ -228,7 +172,7 @@ def test_an_image_cropped_to_the_aspect_ratio_before_upload(
 
 
 def test_a_failed_store_and_too_few_files(chromium: Browser, site: str, front: Front) -> None:
-    page = _page(chromium, site, front)
+    page = open_page(chromium, site, front)
     # The app has no Dropbox storage: the upload is refused and reported, not lost.
     page.evaluate("openPicker({maxFiles: 2, minFiles: 2, storeTo: {location: 'dropbox'}})")
     picked = page.locator("input.uppy-Dashboard-input").first
@@ -245,7 +189,7 @@ def test_a_failed_store_and_too_few_files(chromium: Browser, site: str, front: F
     done = page.evaluate("window.done")
     assert done["filesUploaded"] == []
     assert sorted(f["filename"] for f in done["filesFailed"]) == ["one.txt", "two.txt"]
-    failed = [e for e in _events(page) if e[0] == "failed"]
+    failed = [e for e in noted(page) if e[0] == "failed"]
     assert len(failed) == 2 and all(e[2].startswith("Error: ") for e in failed), failed
     expect(page.locator(".uppy-Dashboard-inner")).to_be_visible()  # stays open on failure
     page.close()

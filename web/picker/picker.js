@@ -157,21 +157,28 @@ class Picker {
   async uploadOne(file, done) {
     const o = this.options;
     const uppy = this.uppy;
+    let finish = () => {};
     try {
       let stored;
       if (file.meta.sourceUrl) {
         stored = await this.client.storeURL(file.meta.sourceUrl, { ...(o.storeTo || {}), filename: file.name });
       } else {
+        // The SDK reports on an interval (never lower than before: it keeps the highest)
+        // and stops at the end, maybe short of 100; the last report is 100, as hosted.
+        let last = 0;
         const progress = (evt) => {
+          last = evt.totalPercent;
           const bytes = Math.round((evt.totalPercent / 100) * file.size);
           uppy.emit('upload-progress', uppy.getFile(file.id), {
             uploadStarted: Date.now(), bytesUploaded: bytes, bytesTotal: file.size,
           });
           call(o.onFileUploadProgress, selected(file), evt);
         };
+        finish = () => last < 100 && progress({ totalPercent: 100, totalBytes: file.size });
         const upload = { ...(o.uploadConfig || {}), onProgress: progress };
         stored = await this.client.upload(file.data, upload, { ...(o.storeTo || {}), filename: file.name });
       }
+      finish();
       const meta = hosted(file, stored);
       uppy.emit('upload-success', uppy.getFile(file.id), { status: 200, body: stored, uploadURL: meta.url });
       done.filesUploaded.push(meta);
