@@ -193,3 +193,53 @@ def test_a_failed_store_and_too_few_files(chromium: Browser, site: str, front: F
     assert len(failed) == 2 and all(e[2].startswith("Error: ") for e in failed), failed
     expect(page.locator(".uppy-Dashboard-inner")).to_be_visible()  # stays open on failure
     page.close()
+
+
+DROP = """([name, text]) => {
+    const dt = new DataTransfer();
+    dt.items.add(new File([text], name, { type: 'text/plain' }));
+    document.body.dispatchEvent(new DragEvent('dragenter', { dataTransfer: dt, bubbles: true }));
+    const zone = document.querySelector('.stowage-drop-pane-overlay');
+    const shown = getComputedStyle(zone).display;
+    zone.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+    return shown;
+}"""
+
+
+def test_a_drop_pane_uploads_what_is_dropped(chromium: Browser, site: str, front: Front) -> None:
+    page = open_page(chromium, site, front)
+    page.evaluate(
+        """openPicker({displayMode: 'dropPane', container: '#inline', maxSize: 1000,
+            dropPane: {overlay: true, customText: 'Drop it here', showIcon: false,
+                onDragEnter: (evt) => note('dragenter', evt.type),
+                onDrop: (evt) => note('drop', evt.dataTransfer.files[0].name),
+                onProgress: (percent) => note('pane-progress', percent),
+                onSuccess: (files) => note('success', files.map((f) => f.filename))}})"""
+    )
+    pane = page.locator("#inline .stowage-drop-pane")
+    expect(pane).to_contain_text("Drop it here", timeout=20_000)
+    assert pane.locator(".stowage-drop-pane-icon").count() == 0  # showIcon: false
+    assert page.locator(".uppy-Dashboard-inner").count() == 0  # no Dashboard
+    assert page.evaluate(DROP, ["too-big.txt", "x" * 2000]) == "flex"  # the overlay showed
+    expect(pane).to_contain_text("too-big.txt exceeds")  # maxSize held, said in the pane
+    text = "dropped on the page\n"
+    page.evaluate(DROP, ["dropped.txt", text])
+    page.wait_for_function("window.done !== null", timeout=30_000)  # uploaded at once
+    (meta,) = page.evaluate("window.done")["filesUploaded"]
+    assert meta["filename"] == "dropped.txt" and meta["url"].startswith(
+        f"https://cdn.{front.cname}/"
+    )
+    assert fetch(front, meta["url"]) == text.encode()
+    expect(pane.locator(".stowage-drop-pane-progress")).to_have_text("100%")  # showProgress
+    expect(page.locator(".stowage-drop-pane-overlay")).to_be_hidden()
+    events = noted(page)
+    assert ["dragenter", "dragenter"] in events
+    assert [e for e in events if e[0] == "drop"] == [
+        ["drop", "too-big.txt"],
+        ["drop", "dropped.txt"],
+    ]
+    assert ["success", ["dropped.txt"]] in events and ["pane-progress", 100] in events
+    page.evaluate("window.picker.close()")
+    expect(pane).to_have_count(0)
+    expect(page.locator(".stowage-drop-pane-overlay")).to_have_count(0)
+    page.close()

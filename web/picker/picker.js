@@ -10,6 +10,7 @@ import coreCss from '@uppy/core/css/style.min.css';
 import dashboardCss from '@uppy/dashboard/css/style.min.css';
 import editorCss from '@uppy/image-editor/css/style.min.css';
 import { UrlSource } from './url-source.js';
+import { DropPane } from './drop-pane.js';
 import { hosted, selected } from './shape.js';
 
 const VERSION = '4.5.2';
@@ -24,7 +25,7 @@ function injectCss() {
 }
 
 function target(options) {
-  if (options.displayMode !== 'inline') return document.body;
+  if (options.displayMode !== 'inline' && options.displayMode !== 'dropPane') return document.body;
   const c = options.container;
   const el = typeof c === 'string' ? document.querySelector(c) || document.getElementById(c) : c;
   if (!el) throw new Error(`picker: container ${c} not found`);
@@ -74,9 +75,7 @@ class Picker {
   constructor(client, options) {
     this.client = client;
     this.options = options || {};
-    if (this.options.displayMode === 'dropPane') {
-      throw new Error('picker: displayMode dropPane is not available on this server');
-    }
+    this.dropping = this.options.displayMode === 'dropPane';
     this.uppy = null;
     this.checks = new Map();
   }
@@ -98,9 +97,12 @@ class Picker {
     const sources = o.fromSources || [LOCAL, 'url'];
     const uppy = new Uppy({
       id: o.rootId || 'stowage-picker',
-      autoProceed: o.uploadInBackground === true,
+      autoProceed: o.uploadInBackground === true || this.dropping,
       restrictions: this.restrictions(),
     });
+    uppy.on('file-added', (file) => this.selected(file));
+    uppy.addUploader((ids) => this.upload(ids));
+    if (this.dropping) return this.dropPane(uppy);
     const inline = o.displayMode === 'inline';
     const crop = cropping(o);
     uppy.use(Dashboard, {
@@ -121,8 +123,24 @@ class Picker {
     if (sources.includes('url')) {
       uppy.use(UrlSource, { target: Dashboard });
     }
-    uppy.on('file-added', (file) => this.selected(file));
-    uppy.addUploader((ids) => this.upload(ids));
+    return uppy;
+  }
+
+  // No Dashboard: the pane adds what is dropped, says what Uppy refuses, shows progress.
+  dropPane(uppy) {
+    const o = this.options;
+    const add = (files) => files.forEach((data) => {
+      try {
+        uppy.addFile({ name: data.name, type: data.type, data, source: LOCAL });
+      } catch (err) {
+        this.pane.say(err.message); // a restriction: Uppy names the file and the limit
+      }
+    });
+    this.pane = new DropPane(target(o), o.dropPane, add, this.restrictions().allowedFileTypes);
+    uppy.on('info-visible', () => {
+      const info = [].concat(uppy.getState().info || []).pop();
+      if (info && info.message) this.pane.say(info.message);
+    });
     return uppy;
   }
 
@@ -148,8 +166,9 @@ class Picker {
     call(this.options.onUploadStarted, files.map(selected));
     const done = { filesUploaded: [], filesFailed: [] };
     await Promise.all(files.map((file) => this.uploadOne(file, done)));
+    if (this.pane) this.pane.done(done);
     call(this.options.onUploadDone, done);
-    if (this.options.displayMode !== 'inline' && done.filesFailed.length === 0) {
+    if (!this.dropping && this.options.displayMode !== 'inline' && done.filesFailed.length === 0) {
       await this.close();
     }
   }
@@ -173,6 +192,7 @@ class Picker {
             uploadStarted: Date.now(), bytesUploaded: bytes, bytesTotal: file.size,
           });
           call(o.onFileUploadProgress, selected(file), evt);
+          if (this.pane) this.pane.progress(file.id, bytes, file.size);
         };
         finish = () => last < 100 && progress({ totalPercent: 100, totalBytes: file.size });
         const upload = { ...(o.uploadConfig || {}), onProgress: progress };
@@ -198,7 +218,7 @@ class Picker {
       this.uppy = this.build();
     }
     const dashboard = this.uppy.getPlugin('Dashboard');
-    if (this.options.displayMode !== 'inline') dashboard.openModal();
+    if (dashboard && this.options.displayMode !== 'inline') dashboard.openModal();
     call(this.options.onOpen, this);
   }
 
@@ -212,6 +232,8 @@ class Picker {
     if (!this.uppy) return;
     const uppy = this.uppy;
     this.uppy = null;
+    if (this.pane) this.pane.remove();
+    this.pane = null;
     uppy.destroy();
     call(this.options.onClose);
   }
