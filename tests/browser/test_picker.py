@@ -41,7 +41,9 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def chromium(playwright: Playwright, front: Front) -> Iterator[Browser]:
-    browser = launch(playwright, front)
+    # A fake camera (a test pattern), allowed without asking, for the webcam source.
+    fake = ("--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream")
+    browser = launch(playwright, front, extra=fake)
     yield browser
     browser.close()
 
@@ -242,4 +244,26 @@ def test_a_drop_pane_uploads_what_is_dropped(chromium: Browser, site: str, front
     page.evaluate("window.picker.close()")
     expect(pane).to_have_count(0)
     expect(page.locator(".stowage-drop-pane-overlay")).to_have_count(0)
+    page.close()
+
+
+def test_a_picture_taken_with_the_webcam(chromium: Browser, site: str, front: Front) -> None:
+    page = open_page(chromium, site, front)
+    page.evaluate("openPicker({fromSources: ['local_file_system', 'webcam']})")
+    page.get_by_role("tab", name="Camera").click()
+    snap = page.locator(".uppy-Webcam-button--picture")
+    expect(snap).to_be_enabled(timeout=20_000)
+    page.wait_for_function("document.querySelector('.uppy-Webcam-video')?.videoWidth > 0")
+    snap.click()
+    page.locator(".uppy-Webcam-button--submit").click()  # the picture shown, then kept
+    expect(page.locator(".uppy-Dashboard-Item")).to_have_count(1, timeout=10_000)
+    page.locator(".uppy-StatusBar-actionBtn--upload").click()
+    page.wait_for_function("window.done !== null", timeout=30_000)
+    (meta,) = page.evaluate("window.done")["filesUploaded"]
+    assert (meta["source"], meta["mimetype"]) == ("webcam", "image/jpeg"), meta
+    stored = fetch(front, meta["url"])
+    assert stored[:3] == b"\xff\xd8\xff" and len(stored) == meta["size"]
+    picture = pyvips.Image.new_from_buffer(stored, "")
+    assert picture.width >= 160 and picture.height >= 120  # a frame of the fake camera
+    assert ["selected", meta["filename"], "webcam"] in noted(page)
     page.close()

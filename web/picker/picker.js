@@ -6,9 +6,11 @@
 import Uppy from '@uppy/core';
 import Dashboard from '@uppy/dashboard';
 import ImageEditor from '@uppy/image-editor';
+import Webcam from '@uppy/webcam';
 import coreCss from '@uppy/core/css/style.min.css';
 import dashboardCss from '@uppy/dashboard/css/style.min.css';
 import editorCss from '@uppy/image-editor/css/style.min.css';
+import webcamCss from '@uppy/webcam/css/style.min.css';
 import { UrlSource } from './url-source.js';
 import { DropPane } from './drop-pane.js';
 import { hosted, selected } from './shape.js';
@@ -20,7 +22,7 @@ function injectCss() {
   if (document.getElementById('stowage-picker-css')) return;
   const style = document.createElement('style');
   style.id = 'stowage-picker-css';
-  style.textContent = coreCss + dashboardCss + editorCss;
+  style.textContent = coreCss + dashboardCss + editorCss + webcamCss;
   document.head.appendChild(style);
 }
 
@@ -119,6 +121,10 @@ class Picker {
     if (crop) {
       uppy.use(ImageEditor, crop.editor);
       uppy.on('file-editor:complete', (file) => call(o.onFileCropped, selected(file)));
+    }
+    if (sources.includes('webcam')) {
+      // Pictures only (the hosted 'webcam'); the browser asks for the camera on opening.
+      uppy.use(Webcam, { target: Dashboard, modes: ['picture'], mirror: true, preferredImageMimeType: 'image/jpeg' });
     }
     if (sources.includes('url')) {
       uppy.use(UrlSource, { target: Dashboard });

@@ -1,7 +1,8 @@
 // The hosted picker's file metadata (PickerFileMetadata in filestack-js's picker.d.ts).
 
 function source(file) {
-  return file.meta && file.meta.sourceUrl ? 'url' : 'local_file_system';
+  if (file.meta && file.meta.sourceUrl) return 'url';
+  return file.source === 'Webcam' ? 'webcam' : 'local_file_system';
 }
 
 // The file as picked: a rename by onFileSelected changes file.name, not the File.
