@@ -203,7 +203,8 @@ DROP = """([name, text]) => {
     document.body.dispatchEvent(new DragEvent('dragenter', { dataTransfer: dt, bubbles: true }));
     const zone = document.querySelector('.stowage-drop-pane-overlay');
     const shown = getComputedStyle(zone).display;
-    zone.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+    const drop = { dataTransfer: dt, bubbles: true, cancelable: true };
+    zone.dispatchEvent(new DragEvent('drop', drop));
     return shown;
 }"""
 

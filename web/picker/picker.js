@@ -219,8 +219,11 @@ class Picker {
   }
 
   async open() {
+    this.closed = false;
     if (!this.uppy) {
       await this.prefetch();
+      // Closed while the prefetch ran (filestack-react closes on every new render).
+      if (this.closed) return;
       this.uppy = this.build();
     }
     const dashboard = this.uppy.getPlugin('Dashboard');
@@ -235,6 +238,7 @@ class Picker {
   }
 
   async close() {
+    this.closed = true;
     if (!this.uppy) return;
     const uppy = this.uppy;
     this.uppy = null;
