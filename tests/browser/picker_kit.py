@@ -14,6 +14,7 @@ import shutil
 import ssl
 import subprocess
 import threading
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from functools import partial
@@ -73,9 +74,13 @@ def launch(
     return playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=args)
 
 
-def open_page(chromium: Browser, site: str, front: Front, page: str = "index.html") -> Page:
+def open_page(
+    chromium: Browser, site: str, front: Front, page: str = "index.html", **query: str
+) -> Page:
+    """The page with ``apikey`` (``front.apikey`` unless given) and ``cname`` in its query."""
     tab = chromium.new_page(viewport={"width": 1100, "height": 760})
-    tab.goto(f"{site}/{page}?apikey={front.apikey}&cname={front.cname}")
+    params = urllib.parse.urlencode({"apikey": front.apikey, "cname": front.cname, **query})
+    tab.goto(f"{site}/{page}?{params}")
     return tab
 
 

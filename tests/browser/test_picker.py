@@ -10,6 +10,7 @@ protocol.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import pytest
 import pyvips
 from playwright.sync_api import Browser, Playwright, expect
 
+from stowage.core.security import encode_policy, sign
 from tests.browser.picker_kit import (
     REMOTE,
     Front,
@@ -267,4 +269,50 @@ def test_a_picture_taken_with_the_webcam(chromium: Browser, site: str, front: Fr
     picture = pyvips.Image.new_from_buffer(stored, "")
     assert picture.width >= 160 and picture.height >= 120  # a frame of the fake camera
     assert ["selected", meta["filename"], "webcam"] in noted(page)
+    page.close()
+
+
+def test_a_stored_file_linked_from_the_apps_storage(
+    chromium: Browser, site: str, front: Front
+) -> None:
+    key, secret = front.server.create_app()
+    policy = encode_policy(
+        {"expiry": int(time.time()) + 600, "call": ["pick", "read", "stat", "store"]}
+    )
+    page = open_page(
+        chromium, site, front, apikey=key, policy=policy, signature=sign(secret, policy)
+    )
+    handles = page.evaluate(
+        """Promise.all(['one.txt', 'two.txt'].map((name) =>
+            client.upload(new Blob(['stored ' + name]), {}, { filename: name })
+                .then((stored) => stored.handle)))"""
+    )
+    page.evaluate(
+        "openPicker({fromSources: ['local_file_system', 'customsource'],"
+        " customSourceName: 'Our files'})"
+    )
+    page.get_by_role("tab", name="Our files").click()
+    listed = page.locator(".stowage-storage .stowage-pick")
+    expect(listed).to_have_count(2, timeout=10_000)  # the app's files, and only them
+    page.locator(f".stowage-pick[data-handle='{handles[1]}']").click()
+    expect(page.locator(".uppy-Dashboard-Item")).to_have_count(1)
+    page.locator(".uppy-StatusBar-actionBtn--upload").click()
+    page.wait_for_function("window.done !== null", timeout=30_000)
+    (meta,) = page.evaluate("window.done")["filesUploaded"]
+    assert (meta["handle"], meta["filename"], meta["source"]) == (
+        handles[1],
+        "two.txt",
+        "customsource",
+    )
+    assert meta["url"] == f"https://cdn.{front.cname}/{handles[1]}" and meta["size"] == 14
+    assert fetch(front, meta["url"]) == b"stored two.txt"  # linked: the same stored file
+    assert ["selected", "two.txt", "customsource"] in noted(page)
+    page.close()
+    # Without a policy a browser may not list: the tab says why, nothing is listed.
+    page = open_page(chromium, site, front, apikey=key)
+    page.evaluate("openPicker({fromSources: ['customsource']})")
+    page.get_by_role("tab", name="Stored files").click()
+    error = page.locator(".stowage-storage-error")
+    expect(error).to_contain_text("a policy and signature", timeout=10_000)
+    assert page.locator(".stowage-pick").count() == 0
     page.close()

@@ -13,6 +13,7 @@ import editorCss from '@uppy/image-editor/css/style.min.css';
 import webcamCss from '@uppy/webcam/css/style.min.css';
 import { UrlSource } from './url-source.js';
 import { DropPane } from './drop-pane.js';
+import { AppStorage, linked } from './app-storage.js';
 import { hosted, selected } from './shape.js';
 
 const VERSION = '4.5.2';
@@ -129,6 +130,12 @@ class Picker {
     if (sources.includes('url')) {
       uppy.use(UrlSource, { target: Dashboard });
     }
+    if (sources.includes('customsource')) {
+      uppy.use(AppStorage, {
+        target: Dashboard, client: this.client, title: o.customSourceName,
+        container: o.customSourceContainer, path: o.customSourcePath,
+      });
+    }
     return uppy;
   }
 
@@ -185,7 +192,9 @@ class Picker {
     let finish = () => {};
     try {
       let stored;
-      if (file.meta.sourceUrl) {
+      if (file.meta.stored) {
+        stored = linked(file.meta.stored, this.client);
+      } else if (file.meta.sourceUrl) {
         stored = await this.client.storeURL(file.meta.sourceUrl, { ...(o.storeTo || {}), filename: file.name });
       } else {
         // The SDK reports on an interval (never lower than before: it keeps the highest)

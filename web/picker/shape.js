@@ -2,6 +2,7 @@
 
 function source(file) {
   if (file.meta && file.meta.sourceUrl) return 'url';
+  if (file.meta && file.meta.stored) return 'customsource';
   return file.source === 'Webcam' ? 'webcam' : 'local_file_system';
 }
 
@@ -17,7 +18,7 @@ export function selected(file) {
     source: source(file),
     mimetype: file.type || 'application/octet-stream',
     filename: file.name,
-    size: file.size || 0,
+    size: (file.meta && file.meta.stored && file.meta.stored.size) || file.size || 0,
     uploadId: file.id,
     originalPath: (file.meta && file.meta.sourceUrl) || original(file).name,
     originalFile: original(file),
