@@ -3,19 +3,13 @@
 // go to the Uppy instance, which uploads them at once; `overlay` makes the whole page a
 // drop zone while something is dragged over it.
 
+import { call } from './callbacks.js';
+
 const ICON = '<svg width="40" height="40" viewBox="0 0 32 32" aria-hidden="true"><path d="M16 22V8m-6 6l6-6 6 6M6 24h20" stroke="#5a5e69" stroke-width="2" fill="none"/></svg>';
 const PANE = 'display:flex;flex-direction:column;align-items:center;justify-content:center;gap:8px;'
   + 'min-height:140px;border:2px dashed #9aa0ab;border-radius:8px;color:#3b3f47;cursor:pointer;font:15px sans-serif';
 const OVERLAY = 'position:fixed;inset:0;z-index:10000;display:none;align-items:center;justify-content:center;'
   + 'background:rgba(34,117,215,.85);color:#fff;font:24px sans-serif';
-
-function call(fn, ...args) {
-  try {
-    if (typeof fn === 'function') fn(...args);
-  } catch (err) {
-    console.error('drop pane callback failed', err);
-  }
-}
 
 export class DropPane {
   // opts: the picker's dropPane options; add(files) hands File objects to the picker.

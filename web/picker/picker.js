@@ -1,6 +1,6 @@
 // Stowage's picker module: what filestack-js's client.picker(options) loads from
 // static.<cname>/picker/<version>/picker.js (docs/filestack.md, "The picker").
-// Built on Uppy (@uppy/core, @uppy/dashboard, MIT); bundled by scripts/vendor-web with
+// Built on Uppy (@uppy/core, @uppy/dashboard, @uppy/image-editor, @uppy/webcam, MIT); bundled by scripts/vendor-web with
 // esbuild into one script. Uploads go through the SDK's own client.upload (the Filestack
 // multipart protocol, with progress); a URL goes through client.storeURL.
 import Uppy from '@uppy/core';
@@ -15,6 +15,8 @@ import { UrlSource } from './url-source.js';
 import { DropPane } from './drop-pane.js';
 import { AppStorage, linked } from './app-storage.js';
 import { hosted, selected } from './shape.js';
+import { cropping, restrictions, target } from './options.js';
+import { asError, call } from './callbacks.js';
 
 const VERSION = '4.5.2';
 const LOCAL = 'local_file_system';
@@ -27,53 +29,6 @@ function injectCss() {
   document.head.appendChild(style);
 }
 
-function target(options) {
-  if (options.displayMode !== 'inline' && options.displayMode !== 'dropPane') return document.body;
-  const c = options.container;
-  const el = typeof c === 'string' ? document.querySelector(c) || document.getElementById(c) : c;
-  if (!el) throw new Error(`picker: container ${c} not found`);
-  return el;
-}
-
-// transformations.crop: true (default), false, or {aspectRatio, force}; rotate: boolean.
-function cropping(options) {
-  const t = options.transformations || {};
-  if (options.disableTransformer || t.crop === false) return null;
-  const crop = typeof t.crop === 'object' && t.crop ? t.crop : {};
-  const ratio = typeof crop.aspectRatio === 'number' ? crop.aspectRatio : null;
-  const free = ratio === null;
-  return {
-    force: Boolean(crop.force || t.force),
-    editor: {
-      cropperOptions: ratio ? { aspectRatio: ratio, initialAspectRatio: ratio } : {},
-      actions: {
-        rotate: t.rotate !== false,
-        granularRotate: t.rotate !== false,
-        cropSquare: free,
-        cropWidescreen: free,
-        cropWidescreenVertical: free,
-      },
-    },
-  };
-}
-
-// client.upload rejects with the SDK's own objects; the callbacks get an Error.
-function asError(err) {
-  if (err instanceof Error) return err;
-  const detail = err && (err.message || err.error || err.status);
-  const error = new Error(typeof detail === 'string' ? detail : `upload failed: ${JSON.stringify(err)}`);
-  error.details = err;
-  return error;
-}
-
-function call(fn, ...args) {
-  try {
-    if (typeof fn === 'function') fn(...args);
-  } catch (err) {
-    console.error('picker callback failed', err);
-  }
-}
-
 class Picker {
   constructor(client, options) {
     this.client = client;
@@ -83,17 +38,6 @@ class Picker {
     this.checks = new Map();
   }
 
-  restrictions() {
-    const o = this.options;
-    const accept = o.accept ? [].concat(o.accept) : null;
-    return {
-      allowedFileTypes: accept,
-      maxNumberOfFiles: o.maxFiles || 1,
-      minNumberOfFiles: o.minFiles || 1,
-      maxFileSize: o.maxSize || null,
-    };
-  }
-
   build() {
     injectCss();
     const o = this.options;
@@ -101,7 +45,7 @@ class Picker {
     const uppy = new Uppy({
       id: o.rootId || 'stowage-picker',
       autoProceed: o.uploadInBackground === true || this.dropping,
-      restrictions: this.restrictions(),
+      restrictions: restrictions(this.options),
     });
     uppy.on('file-added', (file) => this.selected(file));
     uppy.addUploader((ids) => this.upload(ids));
@@ -149,7 +93,7 @@ class Picker {
         this.pane.say(err.message); // a restriction: Uppy names the file and the limit
       }
     });
-    this.pane = new DropPane(target(o), o.dropPane, add, this.restrictions().allowedFileTypes);
+    this.pane = new DropPane(target(o), o.dropPane, add, restrictions(this.options).allowedFileTypes);
     uppy.on('info-visible', () => {
       const info = [].concat(uppy.getState().info || []).pop();
       if (info && info.message) this.pane.say(info.message);
