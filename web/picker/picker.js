@@ -1,8 +1,9 @@
 // Stowage's picker module: what filestack-js's client.picker(options) loads from
 // static.<cname>/picker/<version>/picker.js (docs/filestack.md, "The picker").
-// Built on Uppy (@uppy/core, @uppy/dashboard, @uppy/image-editor, @uppy/webcam, MIT); bundled by scripts/vendor-web with
-// esbuild into one script. Uploads go through the SDK's own client.upload (the Filestack
-// multipart protocol, with progress); a URL goes through client.storeURL.
+// Built on Uppy (@uppy/core, @uppy/dashboard, @uppy/image-editor, @uppy/webcam, MIT);
+// bundled by scripts/vendor-web with esbuild into one script. Uploads go through the
+// SDK's own client.upload (the Filestack multipart protocol, with progress); a URL goes
+// through client.storeURL; a file the app already stores is linked (app-storage.js).
 import Uppy from '@uppy/core';
 import Dashboard from '@uppy/dashboard';
 import ImageEditor from '@uppy/image-editor';
