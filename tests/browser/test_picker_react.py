@@ -79,3 +79,25 @@ def test_picker_overlay_uploads_through_stowage(chromium: Browser, site: str, fr
 
 def test_picker_inline_uploads_through_stowage(chromium: Browser, site: str, front: Front) -> None:
     _upload(chromium, site, front, "inline")
+
+
+def test_picker_drop_pane_uploads_what_is_dropped(
+    chromium: Browser, site: str, front: Front
+) -> None:
+    page = open_page(chromium, site, front, "react.html")
+    page.evaluate("show('dropPane', {dropPane: {customText: 'Drop here (React)'}})")
+    pane = page.locator("#root .stowage-drop-pane")
+    expect(pane).to_contain_text("Drop here (React)", timeout=20_000)
+    page.evaluate(
+        """() => {
+            const dt = new DataTransfer();
+            dt.items.add(new File(['dropped in React\\n'], 'react.txt', { type: 'text/plain' }));
+            const drop = { dataTransfer: dt, bubbles: true, cancelable: true };
+            document.querySelector('.stowage-drop-pane').dispatchEvent(new DragEvent('drop', drop));
+        }"""
+    )
+    page.wait_for_function("window.done !== null", timeout=30_000)
+    (meta,) = page.evaluate("window.done")["filesUploaded"]
+    assert meta["filename"] == "react.txt"
+    assert fetch(front, meta["url"]) == b"dropped in React\n"
+    page.close()

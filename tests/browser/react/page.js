@@ -2,7 +2,7 @@
 // `cname` in clientOptions. Bundled by esbuild at test time (tests/browser/test_picker_react.py).
 import React from 'react';
 import { createRoot } from 'react-dom/client';
-import { PickerInline, PickerOverlay } from 'filestack-react';
+import { PickerDropPane, PickerInline, PickerOverlay } from 'filestack-react';
 
 const params = new URLSearchParams(location.search);
 const root = createRoot(document.getElementById('root'));
@@ -11,7 +11,7 @@ window.errors = [];
 
 // Rendered once per call: the components make a new picker whenever they render again.
 window.show = (kind, pickerOptions) => {
-  const Picker = kind === 'inline' ? PickerInline : PickerOverlay;
+  const Picker = { inline: PickerInline, overlay: PickerOverlay, dropPane: PickerDropPane }[kind];
   root.render(React.createElement(Picker, {
     apikey: params.get('apikey'),
     clientOptions: { cname: params.get('cname') },
