@@ -121,7 +121,8 @@ def test_a_100_mib_upload_survives_a_dropped_connection(
     page.locator(".uppy-StatusBar-actionBtn--upload").click()
     page.wait_for_function("window.done !== null", timeout=300_000)
     done = page.evaluate("window.done")
-    assert proxy.proxy.faults == 1, ("the connection was never cut", proxy.proxy.connections)
+    # At least once: a second connection opened while armed could be cut too.
+    assert proxy.proxy.faults >= 1, ("the connection was never cut", proxy.proxy.connections)
     assert proxy.proxy.connections >= 2  # Chromium connected again after the reset
     assert done["filesFailed"] == [], done
     assert len(starts) == 1, starts  # resumed: the parts sent again, not the whole file
