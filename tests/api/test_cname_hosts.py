@@ -97,13 +97,16 @@ async def test_cloud_drive_calls_answer_one_clear_error(
     assert error["code"] == "CLOUD_DRIVE_UNAVAILABLE" and path in error["message"]
 
 
+# filestack-js 4.3.8's config.urls.pickerUrl; filestack-js 3.51.6's (filestack-react 6.2.0)
+@pytest.mark.parametrize("version", ["4.5.2", "1.39.15"])
 async def test_static_host_serves_the_picker_module_of_the_sdks_version(
     hosts: TestClient,  # type: ignore[type-arg]
+    version: str,
 ) -> None:
     from stowage.http.picker import MODULE
 
     assert MODULE.is_file(), "the picker module is not built: run scripts/vendor-web"
-    url = "/picker/4.5.2/picker.js"  # filestack-js 4.3.8's config.urls.pickerUrl
+    url = f"/picker/{version}/picker.js"
     resp = await hosts.get(url, headers={"Host": "static.example.com", "Origin": "https://a.b"})
     assert resp.status == 200
     assert resp.headers["Content-Type"].startswith("application/javascript")

@@ -9,31 +9,26 @@ protocol.
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import http.server
 import os
-import shutil
-import ssl
-import subprocess
-import threading
-import urllib.request
+import time
 from collections.abc import Iterator
-from functools import partial
 from pathlib import Path
-from typing import Any
 
 import pytest
 import pyvips
-from playwright.sync_api import Browser, Page, Playwright, expect
+from playwright.sync_api import Browser, Playwright, expect
 
-from tests.browser.conftest import CHROMIUM, FLAGS
-from tests.sdk.cname_front import Front, serving
-from tests.sdk.stack import NODE_MODULES, QuietHandler
-
-PAGE = Path(__file__).parent / "picker" / "index.html"
-SDK = NODE_MODULES / "filestack-js" / "build" / "browser" / "filestack.umd.js"
-REMOTE = b"a file the picker was given a link to\n"
+from stowage.core.security import encode_policy, sign
+from tests.browser.picker_kit import (
+    REMOTE,
+    Front,
+    fetch,
+    launch,
+    noted,
+    open_page,
+    serve_site,
+    serving,
+)
 
 
 @pytest.fixture(scope="module")
@@ -43,69 +38,22 @@ def front(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Front]:
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The customer's page and filestack-js's browser build, as files on loopback."""
-    root = tmp_path_factory.mktemp("site")
-    shutil.copy(PAGE, root / "index.html")
-    shutil.copy(SDK, root / "filestack.umd.js")
-    (root / "remote.txt").write_bytes(REMOTE)  # for the picker's URL source
-    httpd = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), partial(QuietHandler, directory=str(root))
-    )
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-
-
-def _spki(cert: Path) -> str:
-    """base64 SHA-256 of the certificate's public key, as Chromium's flag wants it."""
-    pub = subprocess.run(["openssl", "x509", "-in", str(cert), "-pubkey", "-noout"],
-                         capture_output=True, check=True).stdout  # fmt: skip
-    der = subprocess.run(["openssl", "pkey", "-pubin", "-outform", "der"], input=pub,
-                         capture_output=True, check=True).stdout  # fmt: skip
-    return base64.b64encode(hashlib.sha256(der).digest()).decode()
+    yield from serve_site(tmp_path_factory.mktemp("site"))
 
 
 @pytest.fixture(scope="module")
 def chromium(playwright: Playwright, front: Front) -> Iterator[Browser]:
-    assert shutil.which(CHROMIUM), "Debian's chromium is not installed (setup.d/90-browser.sh)"
-    args = [
-        *FLAGS,
-        "--host-resolver-rules=MAP *.stowage.test 127.0.0.1",
-        f"--ignore-certificate-errors-spki-list={_spki(front.folder / 'cert.pem')}",
-    ]
-    browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=args)
+    # A fake camera (a test pattern), allowed without asking, for the webcam source.
+    fake = ("--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream")
+    browser = launch(playwright, front, extra=fake)
     yield browser
     browser.close()
-
-
-def _page(chromium: Browser, site: str, front: Front) -> Page:
-    page = chromium.new_page(viewport={"width": 1100, "height": 760})
-    page.goto(f"{site}/index.html?apikey={front.apikey}&cname={front.cname}")
-    return page
-
-
-def _fetch(front: Front, url: str) -> bytes:
-    context = ssl.create_default_context(cafile=str(front.ca))
-    host = url.split("/")[2]
-    port = int(host.rsplit(":", 1)[1])
-    plain = url.replace(f"https://{host}", f"https://127.0.0.1:{port}")
-    request = urllib.request.Request(plain, headers={"Host": host})
-    context.check_hostname = False  # the name is in the Host header, the CA still checked
-    with urllib.request.urlopen(request, context=context, timeout=30) as answer:
-        return bytes(answer.read())
-
-
-def _events(page: Page) -> list[list[Any]]:
-    return list(page.evaluate("window.events"))
 
 
 def test_pick_upload_and_reject_in_an_overlay(
     chromium: Browser, site: str, front: Front, tmp_path: Path, shots: Path
 ) -> None:
-    page = _page(chromium, site, front)
+    page = open_page(chromium, site, front)
     page.evaluate("openPicker({maxFiles: 3, fromSources: ['local_file_system', 'url']})")
     dashboard = page.locator(".uppy-Dashboard-inner")
     expect(dashboard).to_be_visible(timeout=20_000)
@@ -132,8 +80,8 @@ def test_pick_upload_and_reject_in_an_overlay(
         assert len(meta["handle"]) == 20 and meta["status"] == "Stored"
         assert meta["source"] == "local_file_system" and meta["size"] == len(files[original])
         assert meta["originalFile"]["name"] == original and meta["uploadId"]
-        assert _fetch(front, meta["url"]) == files[original]
-    events = _events(page)
+        assert fetch(front, meta["url"]) == files[original]
+    events = noted(page)
     assert events[0] == ["open", "function"]
     assert [e[1] for e in events if e[0] == "selected"] == list(files)
     assert ["started", 2] in events
@@ -147,7 +95,7 @@ def test_pick_upload_and_reject_in_an_overlay(
 
 
 def test_inline_in_a_container_with_limits(chromium: Browser, site: str, front: Front) -> None:
-    page = _page(chromium, site, front)
+    page = open_page(chromium, site, front)
     page.evaluate(
         "openPicker({displayMode: 'inline', container: '#inline', accept: ['image/*'],"
         " maxSize: 1000})"
@@ -168,12 +116,12 @@ def test_inline_in_a_container_with_limits(chromium: Browser, site: str, front: 
     assert page.locator(".uppy-Dashboard-Item").count() == 0  # maxSize held
     page.evaluate("window.picker.close()")
     expect(inline).to_have_count(0)
-    assert _events(page)[-1] == ["close"]
+    assert noted(page)[-1] == ["close"]
     page.close()
 
 
 def test_a_link_stored_in_the_background(chromium: Browser, site: str, front: Front) -> None:
-    page = _page(chromium, site, front)
+    page = open_page(chromium, site, front)
     page.evaluate("openPicker({fromSources: ['url'], uploadInBackground: true})")
     page.get_by_role("tab", name="Link (URL)").click()
     page.locator("form.stowage-url input[name=url]").fill(f"{site}/remote.txt")
@@ -185,15 +133,15 @@ def test_a_link_stored_in_the_background(chromium: Browser, site: str, front: Fr
     assert (meta["filename"], meta["source"]) == ("remote.txt", "url")
     assert meta["originalPath"] == f"{site}/remote.txt" and meta["size"] == len(REMOTE)
     assert meta["url"] == f"https://cdn.{front.cname}/{meta['handle']}"
-    assert _fetch(front, meta["url"]) == REMOTE  # Stowage fetched it, not the browser
-    assert ["selected", "remote.txt", "url"] in _events(page)
+    assert fetch(front, meta["url"]) == REMOTE  # Stowage fetched it, not the browser
+    assert ["selected", "remote.txt", "url"] in noted(page)
     page.close()
 
 
 def test_an_image_cropped_to_the_aspect_ratio_before_upload(
     chromium: Browser, site: str, front: Front
 ) -> None:
-    page = _page(chromium, site, front)
+    page = open_page(chromium, site, front)
     page.evaluate(
         "openPicker({accept: ['image/*'], transformations: {crop: {aspectRatio: 1, force: true}}})"
     )
@@ -210,7 +158,7 @@ def test_an_image_cropped_to_the_aspect_ratio_before_upload(
     page.locator(".uppy-StatusBar-actionBtn--upload").click()
     page.wait_for_function("window.done !== null", timeout=30_000)
     (meta,) = page.evaluate("window.done")["filesUploaded"]
-    stored = pyvips.Image.new_from_buffer(_fetch(front, meta["url"]), "")
+    stored = pyvips.Image.new_from_buffer(fetch(front, meta["url"]), "")
     assert abs(stored.width - stored.height) <= 1, (stored.width, stored.height)
     assert stored.height <= 120 and meta["filename"] == "wide.png"
     shown = page.evaluate(  # the page shows it through a transformation URL on cdn.<cname>
@@ -228,7 +176,7 @@ def test_an_image_cropped_to_the_aspect_ratio_before_upload(
 
 
 def test_a_failed_store_and_too_few_files(chromium: Browser, site: str, front: Front) -> None:
-    page = _page(chromium, site, front)
+    page = open_page(chromium, site, front)
     # The app has no Dropbox storage: the upload is refused and reported, not lost.
     page.evaluate("openPicker({maxFiles: 2, minFiles: 2, storeTo: {location: 'dropbox'}})")
     picked = page.locator("input.uppy-Dashboard-input").first
@@ -245,7 +193,126 @@ def test_a_failed_store_and_too_few_files(chromium: Browser, site: str, front: F
     done = page.evaluate("window.done")
     assert done["filesUploaded"] == []
     assert sorted(f["filename"] for f in done["filesFailed"]) == ["one.txt", "two.txt"]
-    failed = [e for e in _events(page) if e[0] == "failed"]
+    failed = [e for e in noted(page) if e[0] == "failed"]
     assert len(failed) == 2 and all(e[2].startswith("Error: ") for e in failed), failed
     expect(page.locator(".uppy-Dashboard-inner")).to_be_visible()  # stays open on failure
+    page.close()
+
+
+DROP = """([name, text]) => {
+    const dt = new DataTransfer();
+    dt.items.add(new File([text], name, { type: 'text/plain' }));
+    document.body.dispatchEvent(new DragEvent('dragenter', { dataTransfer: dt, bubbles: true }));
+    const zone = document.querySelector('.stowage-drop-pane-overlay');
+    const shown = getComputedStyle(zone).display;
+    const drop = { dataTransfer: dt, bubbles: true, cancelable: true };
+    zone.dispatchEvent(new DragEvent('drop', drop));
+    return shown;
+}"""
+
+
+def test_a_drop_pane_uploads_what_is_dropped(chromium: Browser, site: str, front: Front) -> None:
+    page = open_page(chromium, site, front)
+    page.evaluate(
+        """openPicker({displayMode: 'dropPane', container: '#inline', maxSize: 1000,
+            dropPane: {overlay: true, customText: 'Drop it here', showIcon: false,
+                onDragEnter: (evt) => note('dragenter', evt.type),
+                onDrop: (evt) => note('drop', evt.dataTransfer.files[0].name),
+                onProgress: (percent) => note('pane-progress', percent),
+                onSuccess: (files) => note('success', files.map((f) => f.filename))}})"""
+    )
+    pane = page.locator("#inline .stowage-drop-pane")
+    expect(pane).to_contain_text("Drop it here", timeout=20_000)
+    assert pane.locator(".stowage-drop-pane-icon").count() == 0  # showIcon: false
+    assert page.locator(".uppy-Dashboard-inner").count() == 0  # no Dashboard
+    assert page.evaluate(DROP, ["too-big.txt", "x" * 2000]) == "flex"  # the overlay showed
+    expect(pane).to_contain_text("too-big.txt exceeds")  # maxSize held, said in the pane
+    text = "dropped on the page\n"
+    page.evaluate(DROP, ["dropped.txt", text])
+    page.wait_for_function("window.done !== null", timeout=30_000)  # uploaded at once
+    (meta,) = page.evaluate("window.done")["filesUploaded"]
+    assert meta["filename"] == "dropped.txt" and meta["url"].startswith(
+        f"https://cdn.{front.cname}/"
+    )
+    assert fetch(front, meta["url"]) == text.encode()
+    expect(pane.locator(".stowage-drop-pane-progress")).to_have_text("100%")  # showProgress
+    expect(page.locator(".stowage-drop-pane-overlay")).to_be_hidden()
+    events = noted(page)
+    assert ["dragenter", "dragenter"] in events
+    assert [e for e in events if e[0] == "drop"] == [
+        ["drop", "too-big.txt"],
+        ["drop", "dropped.txt"],
+    ]
+    assert ["success", ["dropped.txt"]] in events and ["pane-progress", 100] in events
+    page.evaluate("window.picker.close()")
+    expect(pane).to_have_count(0)
+    expect(page.locator(".stowage-drop-pane-overlay")).to_have_count(0)
+    page.close()
+
+
+def test_a_picture_taken_with_the_webcam(chromium: Browser, site: str, front: Front) -> None:
+    page = open_page(chromium, site, front)
+    page.evaluate("openPicker({fromSources: ['local_file_system', 'webcam']})")
+    page.get_by_role("tab", name="Camera").click()
+    snap = page.locator(".uppy-Webcam-button--picture")
+    expect(snap).to_be_enabled(timeout=20_000)
+    page.wait_for_function("document.querySelector('.uppy-Webcam-video')?.videoWidth > 0")
+    snap.click()
+    page.locator(".uppy-Webcam-button--submit").click()  # the picture shown, then kept
+    expect(page.locator(".uppy-Dashboard-Item")).to_have_count(1, timeout=10_000)
+    page.locator(".uppy-StatusBar-actionBtn--upload").click()
+    page.wait_for_function("window.done !== null", timeout=30_000)
+    (meta,) = page.evaluate("window.done")["filesUploaded"]
+    assert (meta["source"], meta["mimetype"]) == ("webcam", "image/jpeg"), meta
+    stored = fetch(front, meta["url"])
+    assert stored[:3] == b"\xff\xd8\xff" and len(stored) == meta["size"]
+    picture = pyvips.Image.new_from_buffer(stored, "")
+    assert picture.width >= 160 and picture.height >= 120  # a frame of the fake camera
+    assert ["selected", meta["filename"], "webcam"] in noted(page)
+    page.close()
+
+
+def test_a_stored_file_linked_from_the_apps_storage(
+    chromium: Browser, site: str, front: Front
+) -> None:
+    key, secret = front.server.create_app()
+    policy = encode_policy(
+        {"expiry": int(time.time()) + 600, "call": ["pick", "read", "stat", "store"]}
+    )
+    page = open_page(
+        chromium, site, front, apikey=key, policy=policy, signature=sign(secret, policy)
+    )
+    handles = page.evaluate(
+        """Promise.all(['one.txt', 'two.txt'].map((name) =>
+            client.upload(new Blob(['stored ' + name]), {}, { filename: name })
+                .then((stored) => stored.handle)))"""
+    )
+    page.evaluate(
+        "openPicker({fromSources: ['local_file_system', 'customsource'],"
+        " customSourceName: 'Our files'})"
+    )
+    page.get_by_role("tab", name="Our files").click()
+    listed = page.locator(".stowage-storage .stowage-pick")
+    expect(listed).to_have_count(2, timeout=10_000)  # the app's files, and only them
+    page.locator(f".stowage-pick[data-handle='{handles[1]}']").click()
+    expect(page.locator(".uppy-Dashboard-Item")).to_have_count(1)
+    page.locator(".uppy-StatusBar-actionBtn--upload").click()
+    page.wait_for_function("window.done !== null", timeout=30_000)
+    (meta,) = page.evaluate("window.done")["filesUploaded"]
+    assert (meta["handle"], meta["filename"], meta["source"]) == (
+        handles[1],
+        "two.txt",
+        "customsource",
+    )
+    assert meta["url"] == f"https://cdn.{front.cname}/{handles[1]}" and meta["size"] == 14
+    assert fetch(front, meta["url"]) == b"stored two.txt"  # linked: the same stored file
+    assert ["selected", "two.txt", "customsource"] in noted(page)
+    page.close()
+    # Without a policy a browser may not list: the tab says why, nothing is listed.
+    page = open_page(chromium, site, front, apikey=key)
+    page.evaluate("openPicker({fromSources: ['customsource']})")
+    page.get_by_role("tab", name="Stored files").click()
+    error = page.locator(".stowage-storage-error")
+    expect(error).to_contain_text("a policy and signature", timeout=10_000)
+    assert page.locator(".stowage-pick").count() == 0
     page.close()

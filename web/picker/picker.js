@@ -1,16 +1,23 @@
 // Stowage's picker module: what filestack-js's client.picker(options) loads from
 // static.<cname>/picker/<version>/picker.js (docs/filestack.md, "The picker").
-// Built on Uppy (@uppy/core, @uppy/dashboard, MIT); bundled by scripts/vendor-web with
-// esbuild into one script. Uploads go through the SDK's own client.upload (the Filestack
-// multipart protocol, with progress); a URL goes through client.storeURL.
+// Built on Uppy (@uppy/core, @uppy/dashboard, @uppy/image-editor, @uppy/webcam, MIT);
+// bundled by scripts/vendor-web with esbuild into one script. Uploads go through the
+// SDK's own client.upload (the Filestack multipart protocol, with progress); a URL goes
+// through client.storeURL; a file the app already stores is linked (app-storage.js).
 import Uppy from '@uppy/core';
 import Dashboard from '@uppy/dashboard';
 import ImageEditor from '@uppy/image-editor';
+import Webcam from '@uppy/webcam';
 import coreCss from '@uppy/core/css/style.min.css';
 import dashboardCss from '@uppy/dashboard/css/style.min.css';
 import editorCss from '@uppy/image-editor/css/style.min.css';
+import webcamCss from '@uppy/webcam/css/style.min.css';
 import { UrlSource } from './url-source.js';
+import { DropPane } from './drop-pane.js';
+import { AppStorage, linked } from './app-storage.js';
 import { hosted, selected } from './shape.js';
+import { cropping, restrictions, target } from './options.js';
+import { asError, call } from './callbacks.js';
 
 const VERSION = '4.5.2';
 const LOCAL = 'local_file_system';
@@ -19,77 +26,17 @@ function injectCss() {
   if (document.getElementById('stowage-picker-css')) return;
   const style = document.createElement('style');
   style.id = 'stowage-picker-css';
-  style.textContent = coreCss + dashboardCss + editorCss;
+  style.textContent = coreCss + dashboardCss + editorCss + webcamCss;
   document.head.appendChild(style);
-}
-
-function target(options) {
-  if (options.displayMode !== 'inline') return document.body;
-  const c = options.container;
-  const el = typeof c === 'string' ? document.querySelector(c) || document.getElementById(c) : c;
-  if (!el) throw new Error(`picker: container ${c} not found`);
-  return el;
-}
-
-// transformations.crop: true (default), false, or {aspectRatio, force}; rotate: boolean.
-function cropping(options) {
-  const t = options.transformations || {};
-  if (options.disableTransformer || t.crop === false) return null;
-  const crop = typeof t.crop === 'object' && t.crop ? t.crop : {};
-  const ratio = typeof crop.aspectRatio === 'number' ? crop.aspectRatio : null;
-  const free = ratio === null;
-  return {
-    force: Boolean(crop.force || t.force),
-    editor: {
-      cropperOptions: ratio ? { aspectRatio: ratio, initialAspectRatio: ratio } : {},
-      actions: {
-        rotate: t.rotate !== false,
-        granularRotate: t.rotate !== false,
-        cropSquare: free,
-        cropWidescreen: free,
-        cropWidescreenVertical: free,
-      },
-    },
-  };
-}
-
-// client.upload rejects with the SDK's own objects; the callbacks get an Error.
-function asError(err) {
-  if (err instanceof Error) return err;
-  const detail = err && (err.message || err.error || err.status);
-  const error = new Error(typeof detail === 'string' ? detail : `upload failed: ${JSON.stringify(err)}`);
-  error.details = err;
-  return error;
-}
-
-function call(fn, ...args) {
-  try {
-    if (typeof fn === 'function') fn(...args);
-  } catch (err) {
-    console.error('picker callback failed', err);
-  }
 }
 
 class Picker {
   constructor(client, options) {
     this.client = client;
     this.options = options || {};
-    if (this.options.displayMode === 'dropPane') {
-      throw new Error('picker: displayMode dropPane is not available on this server');
-    }
+    this.dropping = this.options.displayMode === 'dropPane';
     this.uppy = null;
     this.checks = new Map();
-  }
-
-  restrictions() {
-    const o = this.options;
-    const accept = o.accept ? [].concat(o.accept) : null;
-    return {
-      allowedFileTypes: accept,
-      maxNumberOfFiles: o.maxFiles || 1,
-      minNumberOfFiles: o.minFiles || 1,
-      maxFileSize: o.maxSize || null,
-    };
   }
 
   build() {
@@ -98,9 +45,12 @@ class Picker {
     const sources = o.fromSources || [LOCAL, 'url'];
     const uppy = new Uppy({
       id: o.rootId || 'stowage-picker',
-      autoProceed: o.uploadInBackground === true,
-      restrictions: this.restrictions(),
+      autoProceed: o.uploadInBackground === true || this.dropping,
+      restrictions: restrictions(this.options),
     });
+    uppy.on('file-added', (file) => this.selected(file));
+    uppy.addUploader((ids) => this.upload(ids));
+    if (this.dropping) return this.dropPane(uppy);
     const inline = o.displayMode === 'inline';
     const crop = cropping(o);
     uppy.use(Dashboard, {
@@ -118,11 +68,37 @@ class Picker {
       uppy.use(ImageEditor, crop.editor);
       uppy.on('file-editor:complete', (file) => call(o.onFileCropped, selected(file)));
     }
+    if (sources.includes('webcam')) {
+      // Pictures only (the hosted 'webcam'); the browser asks for the camera on opening.
+      uppy.use(Webcam, { target: Dashboard, modes: ['picture'], mirror: true, preferredImageMimeType: 'image/jpeg' });
+    }
     if (sources.includes('url')) {
       uppy.use(UrlSource, { target: Dashboard });
     }
-    uppy.on('file-added', (file) => this.selected(file));
-    uppy.addUploader((ids) => this.upload(ids));
+    if (sources.includes('customsource')) {
+      uppy.use(AppStorage, {
+        target: Dashboard, client: this.client, title: o.customSourceName,
+        container: o.customSourceContainer, path: o.customSourcePath,
+      });
+    }
+    return uppy;
+  }
+
+  // No Dashboard: the pane adds what is dropped, says what Uppy refuses, shows progress.
+  dropPane(uppy) {
+    const o = this.options;
+    const add = (files) => files.forEach((data) => {
+      try {
+        uppy.addFile({ name: data.name, type: data.type, data, source: LOCAL });
+      } catch (err) {
+        this.pane.say(err.message); // a restriction: Uppy names the file and the limit
+      }
+    });
+    this.pane = new DropPane(target(o), o.dropPane, add, restrictions(this.options).allowedFileTypes);
+    uppy.on('info-visible', () => {
+      const info = [].concat(uppy.getState().info || []).pop();
+      if (info && info.message) this.pane.say(info.message);
+    });
     return uppy;
   }
 
@@ -148,8 +124,9 @@ class Picker {
     call(this.options.onUploadStarted, files.map(selected));
     const done = { filesUploaded: [], filesFailed: [] };
     await Promise.all(files.map((file) => this.uploadOne(file, done)));
+    if (this.pane) this.pane.done(done);
     call(this.options.onUploadDone, done);
-    if (this.options.displayMode !== 'inline' && done.filesFailed.length === 0) {
+    if (!this.dropping && this.options.displayMode !== 'inline' && done.filesFailed.length === 0) {
       await this.close();
     }
   }
@@ -157,21 +134,31 @@ class Picker {
   async uploadOne(file, done) {
     const o = this.options;
     const uppy = this.uppy;
+    let finish = () => {};
     try {
       let stored;
-      if (file.meta.sourceUrl) {
+      if (file.meta.stored) {
+        stored = linked(file.meta.stored, this.client);
+      } else if (file.meta.sourceUrl) {
         stored = await this.client.storeURL(file.meta.sourceUrl, { ...(o.storeTo || {}), filename: file.name });
       } else {
+        // The SDK reports on an interval (never lower than before: it keeps the highest)
+        // and stops at the end, maybe short of 100; the last report is 100, as hosted.
+        let last = 0;
         const progress = (evt) => {
+          last = evt.totalPercent;
           const bytes = Math.round((evt.totalPercent / 100) * file.size);
           uppy.emit('upload-progress', uppy.getFile(file.id), {
             uploadStarted: Date.now(), bytesUploaded: bytes, bytesTotal: file.size,
           });
           call(o.onFileUploadProgress, selected(file), evt);
+          if (this.pane) this.pane.progress(file.id, bytes, file.size);
         };
+        finish = () => last < 100 && progress({ totalPercent: 100, totalBytes: file.size });
         const upload = { ...(o.uploadConfig || {}), onProgress: progress };
         stored = await this.client.upload(file.data, upload, { ...(o.storeTo || {}), filename: file.name });
       }
+      finish();
       const meta = hosted(file, stored);
       uppy.emit('upload-success', uppy.getFile(file.id), { status: 200, body: stored, uploadURL: meta.url });
       done.filesUploaded.push(meta);
@@ -186,12 +173,15 @@ class Picker {
   }
 
   async open() {
+    this.closed = false;
     if (!this.uppy) {
       await this.prefetch();
+      // Closed while the prefetch ran (filestack-react closes on every new render).
+      if (this.closed) return;
       this.uppy = this.build();
     }
     const dashboard = this.uppy.getPlugin('Dashboard');
-    if (this.options.displayMode !== 'inline') dashboard.openModal();
+    if (dashboard && this.options.displayMode !== 'inline') dashboard.openModal();
     call(this.options.onOpen, this);
   }
 
@@ -202,9 +192,12 @@ class Picker {
   }
 
   async close() {
+    this.closed = true;
     if (!this.uppy) return;
     const uppy = this.uppy;
     this.uppy = null;
+    if (this.pane) this.pane.remove();
+    this.pane = null;
     uppy.destroy();
     call(this.options.onClose);
   }

@@ -1,7 +1,9 @@
 // The hosted picker's file metadata (PickerFileMetadata in filestack-js's picker.d.ts).
 
 function source(file) {
-  return file.meta && file.meta.sourceUrl ? 'url' : 'local_file_system';
+  if (file.meta && file.meta.sourceUrl) return 'url';
+  if (file.meta && file.meta.stored) return 'customsource';
+  return file.source === 'Webcam' ? 'webcam' : 'local_file_system';
 }
 
 // The file as picked: a rename by onFileSelected changes file.name, not the File.
@@ -16,7 +18,7 @@ export function selected(file) {
     source: source(file),
     mimetype: file.type || 'application/octet-stream',
     filename: file.name,
-    size: file.size || 0,
+    size: (file.meta && file.meta.stored && file.meta.stored.size) || file.size || 0,
     uploadId: file.id,
     originalPath: (file.meta && file.meta.sourceUrl) || original(file).name,
     originalFile: original(file),

@@ -15,7 +15,9 @@ from aiohttp import web
 from stowage import errors
 
 MODULE = Path(__file__).parent / "static" / "vendor" / "picker" / "picker.js"
-VERSIONS = frozenset({"4.5.2"})  # filestack-js 4.3.8's config.urls.pickerUrl
+# The pickers the tested SDKs ask for (their config.urls.pickerUrl): filestack-js 4.3.8's,
+# and 1.39.15, that of filestack-js 3.51.6, which filestack-react 6.2.0 brings.
+VERSIONS = frozenset({"4.5.2", "1.39.15"})
 
 
 async def picker_module(request: web.Request) -> web.FileResponse:
