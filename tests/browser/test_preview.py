@@ -11,7 +11,8 @@ from typing import Any
 
 from playwright.sync_api import Browser, ConsoleMessage, Frame, Page
 
-from tests.browser.test_picker import _page, chromium, front, site  # noqa: F401
+from tests.browser.picker_kit import open_page
+from tests.browser.test_picker import chromium, front, site  # noqa: F401
 from tests.processing import pdfs
 from tests.sdk.cname_front import Front
 from tests.servers.stowage_serve import Running
@@ -83,7 +84,7 @@ def test_the_sdks_preview_opens_the_page_on_the_cname(
     front: Front,  # noqa: F811
 ) -> None:
     handle = store(front.server.api, front.apikey, pdfs.three_pages(), "from-sdk.pdf")
-    page = _page(chromium, site, front)
+    page = open_page(chromium, site, front)
     with page.expect_popup() as opened:
         page.evaluate("(handle) => { client.preview(handle); }", handle)
     popup = opened.value
