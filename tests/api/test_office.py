@@ -1,0 +1,195 @@
+"""Office and text documents on the CDN through the real LibreOffice (issue 26): a page
+of a document as an image, documents to PDF and to each other, unsupported pairs as a
+400, and hostile documents: no connection to a listener they point at, a corrupt file a
+JSON 4xx, a conversion past its deadline killed while the next job goes on."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import shutil
+import time
+import zipfile
+from collections.abc import AsyncIterator
+
+import pypdfium2 as pdfium
+import pytest
+
+from tests.api.harness import Harness
+from tests.api.test_transform import decoded, get, stored
+from tests.api.test_transform_rules import code_of
+from tests.processing import officedocs
+
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::ResourceWarning"),
+    pytest.mark.skipif(shutil.which("soffice") is None, reason="LibreOffice is not installed"),
+]
+
+
+def page_count(body: bytes) -> int:
+    assert body.startswith(b"%PDF-"), body[:100]
+    pdf = pdfium.PdfDocument(body)
+    try:
+        return len(pdf)
+    finally:
+        pdf.close()
+
+
+def pdf_text(body: bytes) -> str:
+    pdf = pdfium.PdfDocument(body)
+    try:
+        return "\n".join(pdf[n].get_textpage().get_text_range() for n in range(len(pdf)))
+    finally:
+        pdf.close()
+
+
+async def test_page_one_of_a_docx_as_png_at_a_density(harness: Harness) -> None:
+    handle = await stored(harness, officedocs.docx(["first page"]), "letter.docx")
+    resp, body = await get(harness, f"/output=format:png,page:1,density:150/{handle}")
+    assert resp.headers["Content-Type"] == "image/png"
+    image = decoded(body)
+    # A page of Letter or A4 at 150 DPI: 1275 or 1240 pixels wide.
+    assert image.width in (1240, 1275) and image.height in (1650, 1754)
+    assert image.min() < 100  # the text is drawn, not a blank page
+
+
+async def test_docx_to_pdf_keeps_the_pages_and_the_text(harness: Harness) -> None:
+    paragraphs = ["alpha one", "beta two", "gamma three"]
+    data = officedocs.docx(paragraphs, page_breaks=True)
+    handle = await stored(harness, data, "three.docx")
+    resp, body = await get(harness, f"/output=format:pdf/{handle}")
+    assert resp.headers["Content-Type"] == "application/pdf"
+    assert page_count(body) == 3
+    text = pdf_text(body)
+    assert all(p in text for p in paragraphs)
+    _, info = await get(harness, f"/pdfinfo/{handle}")  # document tasks go on from the PDF
+    assert b'"pages": 3' in info
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "target", "magic"),
+    [
+        ("a.docx", officedocs.docx(["to odt"]), "odt", b"PK"),
+        ("a.docx", officedocs.docx(["to doc"]), "doc", b"\xd0\xcf\x11\xe0"),
+        ("a.odt", officedocs.odt(["to docx"]), "docx", b"PK"),
+        ("a.txt", b"plain words\n", "docx", b"PK"),
+        ("a.html", officedocs.html(["web words"]), "pdf", b"%PDF-"),
+        ("a.csv", b"name,count\nx,1\ny,2\n", "xlsx", b"PK"),
+        ("a.odp", officedocs.odp(["slide one", "slide two"]), "pptx", b"PK"),
+    ],
+)
+async def test_document_conversions(
+    harness: Harness, name: str, data: bytes, target: str, magic: bytes
+) -> None:
+    handle = await stored(harness, data, name)
+    _, body = await get(harness, f"/output=format:{target}/{handle}")
+    assert body.startswith(magic), body[:40]
+    if magic == b"PK":
+        assert zipfile.ZipFile(io.BytesIO(body)).testzip() is None
+    if target != "pdf":  # and on to PDF, from the stored result: LibreOffice reads it
+        made = await stored(harness, body, f"made.{target}")
+        _, body = await get(harness, f"/output=format:pdf/{made}")
+    assert page_count(body) >= 1
+
+
+async def test_spreadsheets_and_slides_to_pdf(harness: Harness) -> None:
+    sheet = await stored(harness, b"name,count\nwidgets,42\n", "s.csv")
+    xlsx = (await get(harness, f"/output=format:xlsx/{sheet}"))[1]
+    handle = await stored(harness, xlsx, "s.xlsx")
+    _, body = await get(harness, f"/output=format:pdf/{handle}")
+    assert "widgets" in pdf_text(body)
+    slides = await stored(harness, officedocs.odp(["one", "two", "three"]), "deck.odp")
+    pptx = (await get(harness, f"/output=format:pptx/{slides}"))[1]
+    handle = await stored(harness, pptx, "deck.pptx")
+    _, body = await get(harness, f"/output=format:pdf/{handle}")
+    assert page_count(body) == 3
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "chain"),
+    [
+        ("a.docx", officedocs.docx(["x"]), "output=format:xlsx"),
+        ("a.odp", officedocs.odp(["x"]), "output=format:docx"),
+        ("a.csv", b"a,b\n", "output=format:pptx"),
+        ("a.docx", officedocs.docx(["x"]), "resize=width:100/output=format:docx"),
+    ],
+)
+async def test_unsupported_pairs_are_a_400_with_a_stable_code(
+    harness: Harness, name: str, data: bytes, chain: str
+) -> None:
+    handle = await stored(harness, data, name)
+    resp = await harness.cdn.get(f"/{chain}/{handle}")
+    assert resp.status == 400 and await code_of(resp) == "UNSUPPORTED_CONVERSION"
+
+
+async def test_an_image_to_a_document_format_is_a_400(harness: Harness) -> None:
+    handle = await stored(harness)
+    resp = await harness.cdn.get(f"/output=format:docx/{handle}")
+    assert resp.status == 400 and await code_of(resp) == "UNSUPPORTED_CONVERSION"
+
+
+@pytest.fixture
+async def listener() -> AsyncIterator[tuple[int, list[str]]]:
+    """A loopback HTTP listener that records every connection it gets."""
+    seen: list[str] = []
+
+    async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        seen.append(str(await reader.read(200)))
+        writer.close()
+
+    server = await asyncio.start_server(accept, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    async with server:
+        yield port, seen
+
+
+async def test_linked_images_reach_nothing(
+    harness: Harness, listener: tuple[int, list[str]]
+) -> None:
+    port, seen = listener
+    url = f"http://127.0.0.1:{port}/pixel.png"
+    documents = [
+        ("linked.docx", officedocs.docx(["linked"], image_url=url)),
+        ("linked.odt", officedocs.odt(["linked"], image_url=url)),
+        ("linked.html", officedocs.html(["linked"], image_url=url)),
+    ]
+    for name, data in documents:
+        handle = await stored(harness, data, name)
+        resp = await harness.cdn.get(f"/output=format:pdf/{handle}")
+        assert resp.status == 200, (name, await resp.read())
+        resp = await harness.cdn.get(f"/output=format:png,density:30/{handle}")
+        assert resp.status == 200, (name, await resp.read())
+    await asyncio.sleep(0.5)
+    assert seen == []  # LibreOffice opened no connection, whatever the documents link
+
+
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [
+        ("broken.docx", officedocs.corrupt_docx()),
+        ("noise.xlsx", bytes(range(256)) * 40),
+        ("empty.pptx", b"PK\x05\x06" + bytes(18)),
+    ],
+)
+async def test_a_corrupt_document_is_a_json_4xx(harness: Harness, name: str, data: bytes) -> None:
+    handle = await stored(harness, data, name)
+    for chain in ("output=format:pdf", "output=format:png"):
+        resp = await harness.cdn.get(f"/{chain}/{handle}")
+        assert 400 <= resp.status < 500, (chain, resp.status, await resp.read())
+        assert await code_of(resp) in ("INVALID_DOCUMENT", "UNSUPPORTED_CONVERSION")
+
+
+@pytest.mark.settings(office_job_seconds=2, office_converters=1)
+async def test_a_conversion_past_its_deadline_is_killed_and_the_next_goes_on(
+    harness: Harness,
+) -> None:
+    # Enough pages of text that LibreOffice takes longer than 2 s to lay them out.
+    long = officedocs.docx([f"line {n} " * 40 for n in range(60_000)])
+    handle = await stored(harness, long, "long.docx")
+    started = time.monotonic()
+    resp = await harness.cdn.get(f"/output=format:pdf/{handle}")
+    assert resp.status == 422 and await code_of(resp) == "PROCESSING_TIMEOUT"
+    assert time.monotonic() - started < 20
+    small = await stored(harness, officedocs.docx(["after"]), "after.docx")
+    _, body = await get(harness, f"/output=format:pdf/{small}")
+    assert "after" in pdf_text(body)
