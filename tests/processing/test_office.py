@@ -37,7 +37,7 @@ def running(
 
 @needs_office
 @settings(
-    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
     words=st.lists(WORDS, min_size=1, max_size=30),

@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import itertools
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -65,8 +66,11 @@ class Converters:
             self._idle.append(converter)
 
     async def _start(self) -> _Converter:
-        folder = self.root / f"converter-{next(self._names)}"
-        shutil.rmtree(folder, ignore_errors=True)  # a converter of an earlier run
+        # Named by this process: the worker processes of a node share the data folder.
+        folder = self.root / f"{os.getpid()}-{next(self._names)}"
+        if not self._all:
+            _sweep(self.root)
+        shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
         converter = await _Converter.start(folder, self.caps)
         self._all.add(converter)
@@ -81,6 +85,14 @@ class Converters:
     async def close(self) -> None:
         for converter in list(self._all):
             await self._stop(converter)
+
+
+def _sweep(root: Path) -> None:
+    """Folders of converters whose process is gone (a crash, a kill)."""
+    for folder in root.glob("*-*") if root.is_dir() else []:
+        pid = folder.name.split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 class _Refused(errors.InvalidDocument):
