@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import socket
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stowage import errors
-from stowage.processing import officeformats, sandbox
+from stowage.processing import office, officeformats, sandbox
 from stowage.processing.office import Converters
 from tests.processing import officedocs
 
@@ -29,7 +32,8 @@ def running(
 ) -> Iterator[tuple[asyncio.AbstractEventLoop, Converters]]:
     loop = asyncio.new_event_loop()
     root = tmp_path_factory.mktemp("office")
-    converters = Converters(root, 1, 30.0, sandbox.Caps(memory=4 << 30, output_bytes=64 << 20))
+    caps = sandbox.Caps(memory=4 << 30, output_bytes=64 << 20, readable=office.converters_caps())
+    converters = Converters(root, 1, 30.0, caps)
     yield loop, converters
     loop.run_until_complete(converters.close())
     loop.close()
@@ -110,3 +114,69 @@ def test_each_family_converts_to_its_own_formats_only() -> None:
         assert refused.value.status == 400 and refused.value.details["formats"]
     with pytest.raises(errors.UnsupportedConversion):
         officeformats.target(None, "docx")
+
+
+@pytest.fixture
+def listener() -> Iterator[tuple[int, list[bytes]]]:
+    """A loopback listener, in a thread, that records what each connection sends and
+    closes it (so that a converter that connects is not left waiting)."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    server.settimeout(0.2)
+    seen: list[bytes] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                conn.settimeout(2)
+                seen.append(conn.recv(200))
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield server.getsockname()[1], seen
+    stop.set()
+    thread.join()
+    server.close()
+
+
+@needs_office
+def test_the_sandbox_alone_stops_a_converter_that_would_fetch(
+    tmp_path: Path, listener: tuple[int, list[bytes]]
+) -> None:
+    """With LibreOffice's own guard (``BlockUntrustedRefererLinks``) turned off, an
+    HTML page's stylesheet link reaches the listener from a converter with network (the
+    control), and not from the sandboxed one."""
+    driver = tmp_path / "office_driver.py"
+    text = office.DRIVER.read_text()
+    flipped = '"BlockUntrustedRefererLinks", "false"'
+    driver.write_text(text.replace('"BlockUntrustedRefererLinks", "true"', flipped))
+    assert flipped in driver.read_text()
+    port, seen_by_listener = listener
+    url = f"http://127.0.0.1:{port}/pixel.png"
+    source = tmp_path / "linked.html"
+    source.write_bytes(officedocs.html(["linked"], image_url=url))
+    loop = asyncio.new_event_loop()
+    seen: dict[str, int] = {}
+    try:
+        for name, network in (("open", True), ("sandboxed", False)):
+            readable = None if network else (*office.READABLE, str(driver))
+            caps = sandbox.Caps(memory=4 << 30, network=network, readable=readable)
+            converters = Converters(tmp_path / name, 1, 60.0, caps, driver=driver)
+            try:
+                kind = officeformats.KINDS["html"]
+                done = converters.convert(source, kind, "pdf", tmp_path / f"{name}.pdf")
+                loop.run_until_complete(done)
+            finally:
+                loop.run_until_complete(converters.close())
+            time.sleep(0.5)
+            seen[name] = len(seen_by_listener)
+    finally:
+        loop.close()
+    assert seen["open"] >= 1, seen  # the control: this LibreOffice does fetch
+    assert seen["sandboxed"] == seen["open"], seen  # no connection more from the sandbox

@@ -122,3 +122,52 @@ def _state(entry: Path) -> str:
         return (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
     except OSError:
         return "Z"
+
+
+_LOOK = """
+import os, sys
+for path in sys.argv[1:]:
+    try:
+        open(path).read()
+        print(path, "read")
+    except OSError:
+        print(path, "hidden")
+open("made.txt", "w").write("mine")
+print("pids", len([p for p in os.listdir("/proc") if p.isdigit()]))
+"""
+
+
+@pytest.mark.skipif(sandbox.missing(("bwrap",)) is not None, reason="bubblewrap is not installed")
+def test_a_confined_command_sees_its_folder_only(tmp_path: Path, listener: socket.socket) -> None:
+    folder, secret = tmp_path / "job", tmp_path / "secret.txt"
+    folder.mkdir()
+    secret.write_text("not for the engine")
+    (folder / "given.txt").write_text("for the engine")
+    caps = sandbox.Caps(readable=("/etc/ld.so.cache",))  # Debian's Python, under /usr
+    paths = ["/etc/passwd", str(secret), str(folder / "given.txt"), "/proc/1/root/etc/passwd"]
+    done = subprocess.run(
+        [*sandbox.prefix(caps, folder), "/usr/bin/python3", "-c", _LOOK, *paths],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        **sandbox.spawn_options(folder),
+    )
+    seen = dict(line.rsplit(" ", 1) for line in done.stdout.splitlines())
+    assert seen == {
+        "/etc/passwd": "hidden",
+        str(secret): "hidden",
+        str(folder / "given.txt"): "read",
+        "/proc/1/root/etc/passwd": "hidden",
+        "pids": seen["pids"],
+    }, done
+    assert int(seen["pids"]) <= 3  # its own processes only
+    assert (folder / "made.txt").read_text() == "mine"
+    port = str(listener.getsockname()[1])
+    done = subprocess.run(
+        [*sandbox.prefix(caps, folder), "/usr/bin/python3", "-c", _CONNECT, port],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        **sandbox.spawn_options(folder),
+    )
+    assert done.stdout.startswith("refused") and not _accepted(listener), done

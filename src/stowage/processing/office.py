@@ -28,13 +28,19 @@ from stowage.processing.officeformats import Kind, target
 
 PYTHON = "/usr/bin/python3"  # Debian's, with python3-uno (the venv's has no uno)
 DRIVER = Path(__file__).with_name("office_driver.py")
+#: What a converter reads outside /usr and its folder: fontconfig's and LibreOffice's
+#: configuration, the dynamic linker's cache.
+READABLE = ("/etc/fonts", "/etc/libreoffice", "/etc/ld.so.cache")
 _STARTUP_SECONDS = 90.0
 _REPLY_BYTES = 64 * 1024
 
 
 class Converters:
-    def __init__(self, root: Path, size: int, seconds: float, caps: sandbox.Caps) -> None:
+    def __init__(
+        self, root: Path, size: int, seconds: float, caps: sandbox.Caps, driver: Path = DRIVER
+    ) -> None:
         self.root = root
+        self.driver = driver
         self.size = size
         self.seconds = seconds
         self.caps = caps
@@ -72,7 +78,7 @@ class Converters:
             _sweep(self.root)
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
-        converter = await _Converter.start(folder, self.caps)
+        converter = await _Converter.start(folder, self.caps, self.driver)
         self._all.add(converter)
         return converter
 
@@ -105,11 +111,11 @@ class _Converter:
         self.folder = folder
 
     @classmethod
-    async def start(cls, folder: Path, caps: sandbox.Caps) -> _Converter:
+    async def start(cls, folder: Path, caps: sandbox.Caps, driver: Path) -> _Converter:
         proc = await asyncio.create_subprocess_exec(
-            *sandbox.prefix(caps),
+            *sandbox.prefix(caps, folder),
             PYTHON,
-            str(DRIVER),
+            str(driver),
             str(folder),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
@@ -190,7 +196,14 @@ class _Converter:
 
 def converters_for(settings: Settings) -> Converters:
     caps = sandbox.Caps(
-        memory=settings.office_job_memory, output_bytes=settings.office_max_output_bytes
+        memory=settings.office_job_memory,
+        output_bytes=settings.office_max_output_bytes,
+        readable=converters_caps(),
     )
     root = settings.data_dir / "office"
     return Converters(root, settings.office_converters, settings.office_job_seconds, caps)
+
+
+def converters_caps() -> tuple[str, ...]:
+    """What a converter may read outside /usr and its folder."""
+    return (*READABLE, str(DRIVER))

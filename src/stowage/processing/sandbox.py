@@ -4,7 +4,9 @@ An engine is started as ``prefix(...) + argv`` with ``spawn_options(...)``:
 
 - ``unshare -n``: a network namespace of its own, with only a loopback that is down,
   so a document's remote image or link, or a media playlist's URL, reaches nothing
-  (not even this host's 127.0.0.1);
+  (not even this host's 127.0.0.1); or, for an engine that opens what a document names
+  (LibreOffice), ``bwrap`` (bubblewrap): that and a file system of /usr, a few
+  read-only paths and the job folder only (``Caps.readable``);
 - ``prlimit``: an address-space limit (a runaway allocation is refused) and a file-size
   limit (no output past it);
 - ``nice``: below the server's own processes, so requests stay answered during a job;
@@ -35,17 +37,28 @@ class Caps:
     memory: int = 0  # RLIMIT_AS, bytes; 0: none
     output_bytes: int = 0  # RLIMIT_FSIZE, bytes; 0: none
     network: bool = False  # True only for a trusted engine that needs it (none today)
+    #: None: the engine sees the whole file system (ffmpeg, whose whitelists let it open
+    #: its input only). Else it is confined by bubblewrap: it sees /usr, these paths
+    #: read-only, its job folder read-write, a private /tmp and a /proc of its own
+    #: processes, and nothing else (a document's ``file:///etc/passwd`` finds nothing).
+    readable: tuple[str, ...] | None = None
 
 
 def missing(tools: tuple[str, ...], caps: Caps = Caps()) -> str | None:
     """The first tool the sandbox or the engine needs that is not installed, else None."""
-    needed = ("prlimit", "nice", *(() if caps.network else ("unshare",)), *tools)
+    jail = ("bwrap",) if caps.readable is not None else () if caps.network else ("unshare",)
+    needed = ("prlimit", "nice", *jail, *tools)
     return next((tool for tool in needed if shutil.which(tool) is None), None)
 
 
-def prefix(caps: Caps) -> list[str]:
-    """The command that the engine's own argv follows."""
-    found = [] if caps.network else ["unshare", "--net", "--"]
+def prefix(caps: Caps, folder: Path | None = None) -> list[str]:
+    """The command that the engine's own argv follows; ``folder``: the job folder (needed
+    when the engine is confined to it)."""
+    if caps.readable is not None:
+        assert folder is not None, "a confined engine needs its job folder"
+        found = confined(caps, folder)
+    else:
+        found = [] if caps.network else ["unshare", "--net", "--"]
     limits = []
     if caps.output_bytes:
         limits.append(f"--fsize={caps.output_bytes}")
@@ -54,6 +67,29 @@ def prefix(caps: Caps) -> list[str]:
     if limits:
         found += ["prlimit", *limits, "--"]
     return [*found, "nice", "-n", str(NICENESS)]
+
+
+def confined(caps: Caps, folder: Path) -> list[str]:
+    """bubblewrap's part: a mount namespace of /usr (and the usual links to it), the
+    readable paths, the job folder, a new /tmp, /dev and /proc (its own process
+    namespace: no other process's root or files through /proc); no network unless
+    allowed; all capabilities dropped (bwrap's default); killed with its parent."""
+    argv = ["bwrap", "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+    argv += ["--ro-bind", "/usr", "/usr"]
+    for name in ("bin", "sbin", "lib", "lib32", "lib64"):
+        top = Path("/") / name
+        if top.is_symlink():
+            argv += ["--symlink", os.readlink(top), str(top)]
+        elif top.is_dir():
+            argv += ["--ro-bind", str(top), str(top)]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    for path in caps.readable or ():
+        if Path(path).exists():
+            argv += ["--ro-bind", path, path]
+    argv += ["--bind", str(folder), str(folder), "--chdir", str(folder)]
+    if not caps.network:
+        argv.append("--unshare-net")
+    return [*argv, "--"]
 
 
 def environment(folder: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
