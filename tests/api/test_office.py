@@ -6,6 +6,7 @@ JSON 4xx, a conversion past its deadline killed while the next job goes on."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import shutil
 import time
@@ -14,9 +15,12 @@ from collections.abc import AsyncIterator
 
 import pypdfium2 as pdfium
 import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
 
+from stowage.processing import officeformats
 from tests.api.harness import Harness
-from tests.api.test_transform import decoded, get, stored
+from tests.api.test_transform import decoded, get, picture, stored
 from tests.api.test_transform_rules import code_of
 from tests.processing import officedocs
 
@@ -63,6 +67,26 @@ async def test_a_docx_as_a_page_image_as_a_pdf_and_its_pdf_tasks(harness: Harnes
     assert all(p in text for p in paragraphs)
     _, info = await get(harness, f"/pdfinfo/{handle}")  # document tasks go on from the PDF
     assert b'"pages": 3' in info
+    # The same document as an external URL's (its type said by the origin).
+    async with _site(data, officeformats.OUTPUTS["docx"].mimetype) as url:
+        key = harness.open_app.api_key
+        resp, body = await get(harness, f"/{key}/output=format:pdf/{url}")
+    assert resp.headers["Content-Type"] == "application/pdf" and page_count(body) == 3
+
+
+@contextlib.asynccontextmanager
+async def _site(body: bytes, content_type: str) -> AsyncIterator[str]:
+    async def serve(request: web.Request) -> web.Response:
+        return web.Response(body=body, content_type=content_type)
+
+    app = web.Application()
+    app.router.add_get("/report", serve)
+    server = TestServer(app)
+    await server.start_server()
+    try:
+        yield str(server.make_url("/report"))
+    finally:
+        await server.close()
 
 
 CONVERSIONS = [
@@ -102,6 +126,12 @@ async def test_document_conversions_and_unsupported_pairs(harness: Harness) -> N
         handle = await stored(harness, data, name)
         resp = await harness.cdn.get(f"/{chain}/{handle}")
         assert resp.status == 400 and await code_of(resp) == "UNSUPPORTED_CONVERSION", chain
+    # An image recorded as a Word document is still drawn as an image: content wins.
+    docx_type = officeformats.OUTPUTS["docx"].mimetype
+    made = await harness.store(picture(), filename="photo.docx", mimetype=docx_type)
+    assert made["type"] == docx_type
+    _, body = await get(harness, f"/resize=width:100/{made['handle']}")
+    assert decoded(body).width == 100
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from stowage import errors
+from stowage.core import filetypes
 from stowage.processing import documents, minify, officeformats
 from stowage.processing.base import Chain, Job
 from stowage.processing.office import Converters
@@ -34,6 +35,8 @@ async def run(
     spool: Callable[[str], Path],
 ) -> None:
     """``job`` done: by the converters, the pool, or both in turn."""
+    if kind is not None and _image_or_pdf(job.source):
+        kind = None  # its type or name said document; its content says otherwise
     fmt = converted_to(job.chain)
     if fmt is not None:
         _only_output(job.chain, fmt)
@@ -50,6 +53,19 @@ async def run(
         await pool.run(dataclasses.replace(job, source=pdf))
     finally:
         pdf.unlink(missing_ok=True)
+
+
+#: Sniffed types of content that is no document whatever its recorded type (magic
+#: numbers long enough not to begin a text by chance: not BMP's "BM").
+_NOT_DOCUMENTS = frozenset(
+    {"image/png", "image/jpeg", "image/gif", "image/webp", "image/tiff", "image/avif"}
+    | {"application/pdf", "video/mp4"}
+)
+
+
+def _image_or_pdf(source: Path) -> bool:
+    with source.open("rb") as handle:
+        return filetypes.sniff(handle.read(64)) in _NOT_DOCUMENTS
 
 
 def _only_output(chain: Chain, fmt: str) -> None:
