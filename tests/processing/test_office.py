@@ -180,3 +180,25 @@ def test_the_sandbox_alone_stops_a_converter_that_would_fetch(
         loop.close()
     assert seen["open"] >= 1, seen  # the control: this LibreOffice does fetch
     assert seen["sandboxed"] == seen["open"], seen  # no connection more from the sandbox
+
+
+@needs_office
+def test_requests_past_the_waiting_room_are_refused_busy(
+    running: tuple[asyncio.AbstractEventLoop, Converters], tmp_path: Path
+) -> None:
+    loop, converters = running
+    source = tmp_path / "in.txt"
+    source.write_text("a few words\n")
+    kind = officeformats.KINDS["txt"]
+    asked = converters.size * office.WAITING_PER_CONVERTER + 2
+
+    async def all_at_once() -> list[BaseException | None]:
+        jobs = [
+            converters.convert(source, kind, "pdf", tmp_path / f"{n}.pdf") for n in range(asked)
+        ]
+        return await asyncio.gather(*jobs, return_exceptions=True)
+
+    results = loop.run_until_complete(all_at_once())
+    refused = [r for r in results if isinstance(r, errors.ProcessingBusy)]
+    assert len(refused) == 2 and refused[0].headers["Retry-After"] == "1"
+    assert results.count(None) == asked - 2  # the others converted, in turn

@@ -32,6 +32,7 @@ DRIVER = Path(__file__).with_name("office_driver.py")
 #: configuration, the dynamic linker's cache.
 READABLE = ("/etc/fonts", "/etc/libreoffice", "/etc/ld.so.cache")
 _STARTUP_SECONDS = 90.0
+WAITING_PER_CONVERTER = 8  # requests admitted per converter (one converting, the rest waiting)
 _REPLY_BYTES = 64 * 1024
 
 
@@ -48,6 +49,7 @@ class Converters:
         self._idle: list[_Converter] = []
         self._all: set[_Converter] = set()
         self._names = itertools.count(1)
+        self._admitted = 0  # converting or waiting for a converter
 
     def available(self) -> bool:
         if self.size <= 0:
@@ -59,17 +61,30 @@ class Converters:
         if not self.available():
             raise errors.DocumentsUnavailable()
         export, options = target(kind, fmt)
-        async with self._slots:
-            converter = self._idle.pop() if self._idle else await self._start()
-            try:
-                await converter.convert(source, kind, export, options, fmt, dest, self.seconds)
-            except _Refused:
-                self._idle.append(converter)  # the document's fault; the converter is fine
-                raise
-            except BaseException:  # past the deadline, ended, or the server stopping
-                await self._stop(converter)
-                raise
-            self._idle.append(converter)
+        if self._admitted >= self.size * WAITING_PER_CONVERTER:  # a 503, not a queue unbounded
+            busy = errors.ProcessingBusy(jobs=self.size)
+            busy.headers["Retry-After"] = "1"
+            raise busy
+        self._admitted += 1
+        try:
+            async with self._slots:
+                await self._convert(source, kind, (export, options), fmt, dest)
+        finally:
+            self._admitted -= 1
+
+    async def _convert(
+        self, source: Path, kind: Kind, export: tuple[str, str], fmt: str, dest: Path
+    ) -> None:
+        converter = self._idle.pop() if self._idle else await self._start()
+        try:
+            await converter.convert(source, kind, *export, fmt, dest, self.seconds)
+        except _Refused:
+            self._idle.append(converter)  # the document's fault; the converter is fine
+            raise
+        except BaseException:  # past the deadline, ended, or the server stopping
+            await self._stop(converter)
+            raise
+        self._idle.append(converter)
 
     async def _start(self) -> _Converter:
         # Named by this process: the worker processes of a node share the data folder.
