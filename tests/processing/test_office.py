@@ -202,3 +202,39 @@ def test_requests_past_the_waiting_room_are_refused_busy(
     refused = [r for r in results if isinstance(r, errors.ProcessingBusy)]
     assert len(refused) == 2 and refused[0].headers["Retry-After"] == "1"
     assert results.count(None) == asked - 2  # the others converted, in turn
+
+
+@needs_office
+def test_a_converter_whose_input_ends_leaves_no_office_behind(tmp_path: Path) -> None:
+    """The server's end closes a converter's stdin: the driver ends and takes soffice
+    (and soffice.bin, which oosplash started) with it, even unconfined."""
+    loop = asyncio.new_event_loop()
+    converters = Converters(tmp_path / "c", 1, 60.0, sandbox.Caps(memory=4 << 30))
+    source = tmp_path / "in.txt"
+    source.write_text("words\n")
+    try:
+        kind = officeformats.KINDS["txt"]
+        loop.run_until_complete(converters.convert(source, kind, "pdf", tmp_path / "o.pdf"))
+        (converter,) = converters._idle
+        assert converter.proc.stdin is not None
+        converter.proc.stdin.close()
+        loop.run_until_complete(asyncio.wait_for(converter.proc.wait(), 30))
+        deadline = time.monotonic() + 10
+        while _offices(tmp_path) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _offices(tmp_path) == []
+    finally:
+        loop.run_until_complete(converters.close())
+        loop.close()
+
+
+def _offices(folder: Path) -> list[str]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if entry.name.isdigit() and "soffice" in line and str(folder) in line:
+            found.append(line)
+    return found

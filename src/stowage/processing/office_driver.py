@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -139,7 +140,9 @@ def main() -> None:
                 text = str(getattr(exc, "Message", "") or exc).strip().splitlines()
                 reply({"error": (text[0] if text else type(exc).__name__)[:300]})
     finally:
-        office.kill()
+        office.kill()  # oosplash; soffice.bin, its child, goes with the session below
+        if os.getsid(0) == os.getpid():  # the sandbox's session: soffice and its helpers
+            os.killpg(os.getpgrp(), signal.SIGKILL)
 
 
 if __name__ == "__main__":
