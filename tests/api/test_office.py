@@ -195,3 +195,13 @@ async def test_a_conversion_past_its_deadline_is_killed_and_the_next_goes_on(
     small = await stored(harness, officedocs.docx(["after"]), "after.docx")
     _, body = await get(harness, f"/output=format:pdf/{small}")
     assert "after" in pdf_text(body)
+
+
+@pytest.mark.settings(office_converters=0)
+async def test_a_node_without_converters_answers_415(harness: Harness) -> None:
+    handle = await stored(harness, officedocs.docx(["x"]), "a.docx")
+    for chain in ("output=format:pdf", "output=format:png"):
+        resp = await harness.cdn.get(f"/{chain}/{handle}")
+        assert resp.status == 415 and await code_of(resp) == "DOCUMENTS_UNAVAILABLE", chain
+    _, body = await get(harness, f"/resize=width:50/{await stored(harness)}")
+    assert decoded(body).width == 50  # images go on as ever
