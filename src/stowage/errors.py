@@ -224,6 +224,18 @@ class NotAPdf(UnsupportedMediaType):
     code, default_message = "NOT_A_PDF", "the task takes a PDF"
 
 
+class UnsupportedConversion(BadRequest):
+    code, default_message = "UNSUPPORTED_CONVERSION", "the file cannot be converted to that format"
+
+
+class DocumentsUnavailable(UnsupportedMediaType):
+    code, default_message = (
+        "DOCUMENTS_UNAVAILABLE",
+        "this node converts no Office documents (office_converters is 0 or LibreOffice is "
+        "not installed)",
+    )
+
+
 class RangeNotSatisfiable(StowageError):
     code, status, default_message = "RANGE_NOT_SATISFIABLE", 416, "range not satisfiable"
 

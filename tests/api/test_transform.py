@@ -204,7 +204,7 @@ async def test_bad_options_name_the_option(harness: Harness, chain: str, option:
 
 
 async def test_non_images_are_refused_with_415(harness: Harness) -> None:
-    handle = await stored(harness, b"just some text, not an image\n", "a.txt")
+    handle = await stored(harness, b"just some text, not an image\n", "a.bin")
     resp = await harness.cdn.get(f"/resize=width:10/{handle}")
     assert resp.status == 415
     assert (await resp.json())["error"]["code"] == "NOT_AN_IMAGE"

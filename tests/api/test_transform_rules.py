@@ -274,7 +274,7 @@ async def test_external_url_needs_the_policy_url(harness: Harness, image_site: s
 async def test_failed_jobs_leave_no_spool_files(harness: Harness) -> None:
     for data, name in (
         (png_bomb(90_000, 90_000), "b.png"),
-        (b"text", "t.txt"),
+        (b"text", "t.bin"),
         (b"\xff\xd8\xff", "c.jpg"),
     ):
         handle = await stored(harness, data, name)

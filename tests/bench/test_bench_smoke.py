@@ -12,7 +12,7 @@ from pathlib import Path
 from bench import processing_tasks
 
 REPO = Path(__file__).resolve().parents[2]
-SCENARIOS = {"1", "2", "3", "4", "5", "6", "7", "8", "9", "1c", "2c", "10", "11", "12"}
+SCENARIOS = {"1", "2", "3", "4", "5", "6", "7", "8", "9", "1c", "2c", "10", "11", "12", "12b"}
 
 
 def test_quick_benchmark_produces_every_scenario(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 
 from stowage import errors
-from stowage.processing import catalogue, documents, grammar
+from stowage.processing import catalogue, documents, grammar, officeformats
 from stowage.processing.base import Chain, Output, Task
 from stowage.processing.table import Answer, Kind
 
@@ -96,4 +96,4 @@ def output_for(chain: Chain, input_mimetype: str) -> Output:
     if document is not None:
         return document
     fmt = chain.output_format or _BY_MIMETYPE.get(input_mimetype.split(";")[0].lower(), "png")
-    return _OUTPUTS[fmt]
+    return _OUTPUTS.get(fmt) or officeformats.OUTPUTS[fmt]

@@ -14,13 +14,12 @@ import asyncio
 import contextlib
 import json
 import os
-import shutil
-import signal
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from stowage.config import Settings
+from stowage.processing import sandbox
 from stowage.processing.video import Plan
 
 #: The demuxers a conversion reads: media containers that name no other file or URL.
@@ -156,21 +155,14 @@ async def convert(source: Path, dest: Path, plan: Plan, limits: Limits) -> None:
 
 
 async def run(argv: list[str], limits: Limits, *, cwd: Path, seconds: float) -> bytes:
-    """Runs ``argv`` under ``prlimit`` and ``nice`` in its own session; killed at ``seconds``. Its
-    stdout; ``MediaRefused`` with the end of its stderr when it fails."""
-    caps = [f"--fsize={limits.output_bytes}"]
-    if limits.memory:
-        caps.append(f"--as={limits.memory}")
-    for tool in ("prlimit", argv[0]):
-        if shutil.which(tool) is None:  # retried, then failed with this: the node's fault
-            raise RuntimeError(f"{tool} is not installed on this node (Debian: ffmpeg, util-linux)")
+    """Runs ``argv`` in the sandbox (``sandbox.py``: no network, limits) in its own
+    session; killed at ``seconds``. Its stdout; ``MediaRefused`` with the end of its
+    stderr when it fails."""
+    caps = sandbox.Caps(memory=limits.memory, output_bytes=limits.output_bytes)
+    if (tool := sandbox.missing((argv[0],), caps)) is not None:  # retried, then failed: the node's
+        raise RuntimeError(f"{tool} is not installed on this node (Debian: ffmpeg, util-linux)")
     proc = await asyncio.create_subprocess_exec(
-        "prlimit",
-        *caps,
-        "--",
-        "nice",  # below the server's own processes: requests stay answered during a job
-        "-n",
-        "10",
+        *sandbox.prefix(caps),  # no network, limits, below the server's own processes
         *argv,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
@@ -214,8 +206,7 @@ async def _read(proc: asyncio.subprocess.Process) -> tuple[bytes, bytes]:
 
 
 def _kill(proc: asyncio.subprocess.Process) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
+    sandbox.kill_group(proc.pid)
 
 
 def _float(value: Any) -> float:

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from stowage.processing.officeformats import TARGETS
 from stowage.processing.params import FORMATS, boolean, choice, color, either, integer
 from stowage.processing.table import Kind, Param, TaskSpec
 
@@ -14,7 +15,7 @@ TASKS: tuple[TaskSpec, ...] = (
     TaskSpec(
         "output",
         (
-            Param("format", choice(*FORMATS), ("f",)),
+            Param("format", choice(*FORMATS, *TARGETS), ("f",)),
             Param("quality", either(integer(1, 100), choice("input")), ("q",)),
             Param("compress", boolean),
             Param("strip", boolean, ("s",)),

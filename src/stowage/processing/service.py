@@ -27,10 +27,11 @@ from stowage.core.security import Credentials, Target, authorize, record_for
 from stowage.core.service import StoreParams
 from stowage.core.sources import Source
 from stowage.core.uploads import Store, provider_for_location
-from stowage.processing import archive, metrics
+from stowage.processing import archive, metrics, office, officejobs
 from stowage.processing import chain as chains
 from stowage.processing.base import Chain, Job, Limits, Output, Task
 from stowage.processing.cache import DerivativeCache, version_of
+from stowage.processing.officeformats import Kind, kind_of
 from stowage.processing.pool import JobPool
 from stowage.processing.urlsources import UrlSources
 from stowage.registry.base import App, FileRecord, FileRows
@@ -92,6 +93,7 @@ class Processor:
             settings.processing_job_memory,
             settings.processing_small_job_slots,
         )
+        self.office = office.converters_for(settings)  # Office documents' (officejobs.py)
         self.cache = DerivativeCache(_cache_store(core))
         self.spool = settings.data_dir / "tmp"
         _sweep_spool(self.spool)
@@ -152,16 +154,16 @@ class Processor:
         self, api_key: str | None, url: str, segments: list[str], creds: Credentials
     ) -> Spooled:
         """A transformation of an external URL, read through the URL guard and the kept
-        copies (``urlsources.py``). The result is not kept: the caller sends the
-        returned file and removes it."""
+        copies (``urlsources.py``); not kept: the caller sends the file and removes it."""
         chain = chains.parse(segments)
         app = await self.core.providers.app(api_key)
         self._authorize(app, creds, Target(url=url))
         async with self.url_sources.opened(url) as held:
-            output = chains.output_for(chain, held.content_type)
+            mimetype = held.content_type
+            output, kind = chains.output_for(chain, mimetype), kind_of(mimetype, url)
             dest = self._new_spool("." + output.extension)
             try:
-                await self._run(held.path, chain, output, dest)
+                await self._run(held.path, chain, output, dest, kind=kind)
             except BaseException:
                 dest.unlink(missing_ok=True)
                 raise
@@ -216,6 +218,7 @@ class Processor:
     async def close(self) -> None:
         await self.cache.close()
         await self.pool.close()
+        await self.office.close()
 
     # -- steps -----------------------------------------------------------------
     async def _authorized(
@@ -310,7 +313,8 @@ class Processor:
                 for handle, row, owner in others:
                     read = self.core.providers.provider_for(owner, row.provider)
                     paths.append((handle, await stack.enter_async_context(self._source(read, row))))
-                await self._run(source, chain, output, dest, tuple(paths))
+                kind = kind_of(record.mimetype, record.filename)
+                await self._run(source, chain, output, dest, tuple(paths), kind)
             return await self.cache.put(key, dest, output.mimetype)
 
     async def _run(
@@ -320,10 +324,12 @@ class Processor:
         output: Output,
         dest: Path,
         sources: tuple[tuple[str, Path], ...] = (),
+        kind: Kind | None = None,
     ) -> None:
         started = time.monotonic()
         try:
-            await self.pool.run(Job(source, chain, output, dest, self.limits, sources))
+            job = Job(source, chain, output, dest, self.limits, sources)
+            await officejobs.run(self.office, self.pool, job, kind, self._new_spool)
         except errors.StowageError as exc:
             metrics.JOBS.inc(outcome=exc.code)
             if exc.status != 503:

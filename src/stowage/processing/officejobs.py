@@ -1,0 +1,77 @@
+"""Where a transformation meets the Office converters: a document converted to another
+document format is LibreOffice's work alone; to an image (or ``pdfinfo``,
+``pdfconvert``) it is converted to PDF first, and the job pool goes on from the PDF as
+from any PDF (``pdf.py``: the page asked for, at the density asked for)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+
+from stowage import errors
+from stowage.core import filetypes
+from stowage.processing import documents, minify, officeformats
+from stowage.processing.base import Chain, Job
+from stowage.processing.office import Converters
+from stowage.processing.officeformats import Kind
+from stowage.processing.pool import JobPool
+
+
+def converted_to(chain: Chain) -> str | None:
+    """The document format the chain asks for (``output=format:docx``), when the result
+    is that document itself (not a ``pdfconvert`` of it)."""
+    fmt = chain.output_format
+    if fmt in officeformats.TARGETS and documents.output_of(chain) is None:
+        return fmt
+    return None
+
+
+async def run(
+    converters: Converters,
+    pool: JobPool,
+    job: Job,
+    kind: Kind | None,
+    spool: Callable[[str], Path],
+) -> None:
+    """``job`` done: by the converters, the pool, or both in turn."""
+    if kind is not None and _image_or_pdf(job.source):
+        kind = None  # its type or name said document; its content says otherwise
+    fmt = converted_to(job.chain)
+    if fmt is not None:
+        _only_output(job.chain, fmt)
+        officeformats.target(kind, fmt)  # an unsupported pair: 400 before any work
+        assert kind is not None
+        await converters.convert(job.source, kind, fmt, job.dest)
+        return
+    if kind is None or minify.applies(job.chain):  # minify_js/css read the text itself
+        await pool.run(job)
+        return
+    pdf = spool(".pdf")
+    try:
+        await converters.convert(job.source, kind, "pdf", pdf)
+        await pool.run(dataclasses.replace(job, source=pdf))
+    finally:
+        pdf.unlink(missing_ok=True)
+
+
+#: Sniffed types of content that is no document whatever its recorded type (magic
+#: numbers long enough not to begin a text by chance: not BMP's "BM").
+_NOT_DOCUMENTS = frozenset(
+    {"image/png", "image/jpeg", "image/gif", "image/webp", "image/tiff", "image/avif"}
+    | {"application/pdf", "video/mp4"}
+)
+
+
+def _image_or_pdf(source: Path) -> bool:
+    with source.open("rb") as handle:
+        return filetypes.sniff(handle.read(64)) in _NOT_DOCUMENTS
+
+
+def _only_output(chain: Chain, fmt: str) -> None:
+    others = [t.name for t in chain.tasks if t.name != "output"]
+    if others:
+        raise errors.UnsupportedConversion(
+            f"a conversion to {fmt} takes no other task ({', '.join(others)})",
+            parameter="output.format",
+        )

@@ -1,0 +1,123 @@
+"""The sandbox an engine that opens untrusted files runs in (ffmpeg, LibreOffice).
+
+An engine is started as ``prefix(...) + argv`` with ``spawn_options(...)``:
+
+- ``unshare -n``: a network namespace of its own, with only a loopback that is down,
+  so a document's remote image or link, or a media playlist's URL, reaches nothing
+  (not even this host's 127.0.0.1); or, for an engine that opens what a document names
+  (LibreOffice), ``bwrap`` (bubblewrap): that and a file system of /usr, a few
+  read-only paths and the job folder only (``Caps.readable``);
+- ``prlimit``: an address-space limit (a runaway allocation is refused) and a file-size
+  limit (no output past it);
+- ``nice``: below the server's own processes, so requests stay answered during a job;
+- a session of its own (``start_new_session``), killed as a group at the deadline
+  (``kill_group``), children included;
+- the job folder as its working directory and as HOME and TMPDIR, and an environment of
+  PATH and the C locale only: nothing of the server's environment (credentials) reaches
+  it, and what an engine writes of its own lands in the job folder, removed with it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+NICENESS = 10
+
+
+@dataclass(frozen=True)
+class Caps:
+    """What a sandboxed engine may use."""
+
+    memory: int = 0  # RLIMIT_AS, bytes; 0: none
+    output_bytes: int = 0  # RLIMIT_FSIZE, bytes; 0: none
+    network: bool = False  # True only for a trusted engine that needs it (none today)
+    #: None: the engine sees the whole file system (ffmpeg, whose whitelists let it open
+    #: its input only). Else it is confined by bubblewrap: it sees /usr, these paths
+    #: read-only, its job folder read-write, a private /tmp and a /proc of its own
+    #: processes, and nothing else (a document's ``file:///etc/passwd`` finds nothing).
+    readable: tuple[str, ...] | None = None
+
+
+def missing(tools: tuple[str, ...], caps: Caps = Caps()) -> str | None:
+    """The first tool the sandbox or the engine needs that is not installed, else None."""
+    jail = ("bwrap",) if caps.readable is not None else () if caps.network else ("unshare",)
+    needed = ("prlimit", "nice", *jail, *tools)
+    return next((tool for tool in needed if shutil.which(tool) is None), None)
+
+
+def prefix(caps: Caps, folder: Path | None = None) -> list[str]:
+    """The command that the engine's own argv follows; ``folder``: the job folder (needed
+    when the engine is confined to it)."""
+    if caps.readable is not None:
+        assert folder is not None, "a confined engine needs its job folder"
+        found = confined(caps, folder)
+    else:
+        found = [] if caps.network else ["unshare", "--net", "--"]
+    limits = []
+    if caps.output_bytes:
+        limits.append(f"--fsize={caps.output_bytes}")
+    if caps.memory:
+        limits.append(f"--as={caps.memory}")
+    if limits:
+        found += ["prlimit", *limits, "--"]
+    return [*found, "nice", "-n", str(NICENESS)]
+
+
+def confined(caps: Caps, folder: Path) -> list[str]:
+    """bubblewrap's part: a mount namespace of /usr (and the usual links to it), the
+    readable paths, the job folder, a new /tmp, /dev and /proc (its own process
+    namespace: no other process's root or files through /proc); no network unless
+    allowed; all capabilities dropped (bwrap's default); killed with its parent."""
+    argv = ["bwrap", "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+    argv += ["--ro-bind", "/usr", "/usr"]
+    for name in ("bin", "sbin", "lib", "lib32", "lib64"):
+        top = Path("/") / name
+        if top.is_symlink():
+            argv += ["--symlink", os.readlink(top), str(top)]
+        elif top.is_dir():
+            argv += ["--ro-bind", str(top), str(top)]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    for path in caps.readable or ():
+        if Path(path).exists():
+            argv += ["--ro-bind", path, path]
+    argv += ["--bind", str(folder), str(folder), "--chdir", str(folder)]
+    if not caps.network:
+        argv.append("--unshare-net")
+    return [*argv, "--"]
+
+
+def environment(folder: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The engine's whole environment: PATH, the C locale, HOME and TMPDIR in the job
+    folder (created here)."""
+    home = folder / "home"
+    tmp = folder / "tmp"
+    home.mkdir(parents=True, exist_ok=True)
+    tmp.mkdir(parents=True, exist_ok=True)
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "LC_ALL": "C.UTF-8",
+        "HOME": str(home),
+        "TMPDIR": str(tmp),
+        **(extra or {}),
+    }
+
+
+def spawn_options(folder: Path, extra_env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Keyword arguments of ``asyncio.create_subprocess_exec``/``subprocess.Popen``."""
+    return {
+        "cwd": folder,
+        "env": environment(folder, extra_env),
+        "start_new_session": True,
+    }
+
+
+def kill_group(pid: int) -> None:
+    """Kills the engine's session: the engine and every process it started."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)

@@ -1,0 +1,240 @@
+"""The warm LibreOffice converters (processing/office.py) for real: any text round-trips
+through txt -> PDF (a PDF of at least one page whose text holds the words), formats are
+chosen by type or name, and a converter killed at its deadline is replaced."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pypdfium2 as pdfium
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from stowage import errors
+from stowage.processing import office, officeformats, sandbox
+from stowage.processing.office import Converters
+from tests.processing import officedocs
+
+needs_office = pytest.mark.skipif(shutil.which("soffice") is None, reason="no LibreOffice")
+WORDS = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=12)
+
+
+@pytest.fixture(scope="module")
+def running(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[asyncio.AbstractEventLoop, Converters]]:
+    loop = asyncio.new_event_loop()
+    root = tmp_path_factory.mktemp("office")
+    caps = sandbox.Caps(memory=4 << 30, output_bytes=64 << 20, readable=office.converters_caps())
+    converters = Converters(root, 1, 30.0, caps)
+    yield loop, converters
+    loop.run_until_complete(converters.close())
+    loop.close()
+
+
+@needs_office
+@settings(
+    max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    words=st.lists(WORDS, min_size=1, max_size=30),
+    noise=st.text(max_size=200),
+)
+def test_any_text_becomes_a_pdf_that_holds_its_words(
+    running: tuple[asyncio.AbstractEventLoop, Converters],
+    tmp_path_factory: pytest.TempPathFactory,
+    words: list[str],
+    noise: str,
+) -> None:
+    loop, converters = running
+    folder = tmp_path_factory.mktemp("text")
+    source, dest = folder / "in.txt", folder / "out.pdf"
+    # Any Unicode text around the words (controls, surrogates' replacements, RTL, ...).
+    source.write_text(noise + "\n" + " ".join(words) + "\n" + noise, "utf-8", "replace")
+    kind = officeformats.KINDS["txt"]
+    loop.run_until_complete(converters.convert(source, kind, "pdf", dest))
+    pdf = pdfium.PdfDocument(str(dest))
+    try:
+        assert len(pdf) >= 1
+        text = "".join(pdf[n].get_textpage().get_text_range() for n in range(len(pdf)))
+    finally:
+        pdf.close()
+    flat = "".join(text.split())
+    assert "".join(words) in flat
+
+
+@needs_office
+def test_a_document_of_another_family_is_refused_and_the_converter_goes_on(
+    running: tuple[asyncio.AbstractEventLoop, Converters], tmp_path: Path
+) -> None:
+    loop, converters = running
+    source = tmp_path / "deck.odp"
+    source.write_bytes(officedocs.odp(["one"]))
+    sheet = officeformats.KINDS["xlsx"]  # the type says spreadsheet; the file is slides
+    with pytest.raises(errors.InvalidDocument):
+        loop.run_until_complete(converters.convert(source, sheet, "pdf", tmp_path / "o.pdf"))
+    slides = officeformats.KINDS["odp"]
+    loop.run_until_complete(converters.convert(source, slides, "pdf", tmp_path / "o.pdf"))
+    assert (tmp_path / "o.pdf").read_bytes().startswith(b"%PDF-")
+
+
+@pytest.mark.parametrize(
+    ("mimetype", "name", "found"),
+    [
+        (officeformats._OOXML + "wordprocessingml.document", "x.bin", "docx"),
+        ("application/octet-stream", "report.DOCX", "docx"),
+        ("application/zip", "deck.pptx", "pptx"),
+        ("text/plain", "table.csv", "csv"),
+        ("text/plain", "notes", "txt"),
+        ("text/html; charset=utf-8", "page.htm", "html"),
+        ("image/jpeg", "photo.docx", None),  # an image named .docx stays an image
+        ("application/pdf", "a.pdf", None),
+        (None, "a.odt", "odt"),
+    ],
+)
+def test_a_document_is_known_by_its_type_or_its_name(
+    mimetype: str | None, name: str, found: str | None
+) -> None:
+    kind = officeformats.kind_of(mimetype, name)
+    assert (kind.extension if kind else None) == found
+
+
+def test_each_family_converts_to_its_own_formats_only() -> None:
+    assert officeformats.target(officeformats.KINDS["docx"], "odt")[0] == "writer8"
+    for kind, fmt in (("docx", "xlsx"), ("csv", "pptx"), ("pptx", "docx")):
+        with pytest.raises(errors.UnsupportedConversion) as refused:
+            officeformats.target(officeformats.KINDS[kind], fmt)
+        assert refused.value.status == 400 and refused.value.details["formats"]
+    with pytest.raises(errors.UnsupportedConversion):
+        officeformats.target(None, "docx")
+
+
+@pytest.fixture
+def listener() -> Iterator[tuple[int, list[bytes]]]:
+    """A loopback listener, in a thread, that records what each connection sends and
+    closes it (so that a converter that connects is not left waiting)."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    server.settimeout(0.2)
+    seen: list[bytes] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                conn.settimeout(2)
+                seen.append(conn.recv(200))
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield server.getsockname()[1], seen
+    stop.set()
+    thread.join()
+    server.close()
+
+
+@needs_office
+def test_the_sandbox_alone_stops_a_converter_that_would_fetch(
+    tmp_path: Path, listener: tuple[int, list[bytes]]
+) -> None:
+    """With LibreOffice's own guard (``BlockUntrustedRefererLinks``) turned off, an
+    HTML page's stylesheet link reaches the listener from a converter with network (the
+    control), and not from the sandboxed one."""
+    driver = tmp_path / "office_driver.py"
+    text = office.DRIVER.read_text()
+    flipped = '"BlockUntrustedRefererLinks", "false"'
+    driver.write_text(text.replace('"BlockUntrustedRefererLinks", "true"', flipped))
+    assert flipped in driver.read_text()
+    port, seen_by_listener = listener
+    url = f"http://127.0.0.1:{port}/pixel.png"
+    source = tmp_path / "linked.html"
+    source.write_bytes(officedocs.html(["linked"], image_url=url))
+    loop = asyncio.new_event_loop()
+    seen: dict[str, int] = {}
+    try:
+        for name, network in (("open", True), ("sandboxed", False)):
+            readable = None if network else (*office.READABLE, str(driver))
+            caps = sandbox.Caps(memory=4 << 30, network=network, readable=readable)
+            converters = Converters(tmp_path / name, 1, 60.0, caps, driver=driver)
+            try:
+                kind = officeformats.KINDS["html"]
+                done = converters.convert(source, kind, "pdf", tmp_path / f"{name}.pdf")
+                loop.run_until_complete(done)
+            finally:
+                loop.run_until_complete(converters.close())
+            time.sleep(0.5)
+            seen[name] = len(seen_by_listener)
+    finally:
+        loop.close()
+    assert seen["open"] >= 1, seen  # the control: this LibreOffice does fetch
+    assert seen["sandboxed"] == seen["open"], seen  # no connection more from the sandbox
+
+
+@needs_office
+def test_requests_past_the_waiting_room_are_refused_busy(
+    running: tuple[asyncio.AbstractEventLoop, Converters], tmp_path: Path
+) -> None:
+    loop, converters = running
+    source = tmp_path / "in.txt"
+    source.write_text("a few words\n")
+    kind = officeformats.KINDS["txt"]
+    asked = converters.size * office.WAITING_PER_CONVERTER + 2
+
+    async def all_at_once() -> list[BaseException | None]:
+        jobs = [
+            converters.convert(source, kind, "pdf", tmp_path / f"{n}.pdf") for n in range(asked)
+        ]
+        return await asyncio.gather(*jobs, return_exceptions=True)
+
+    results = loop.run_until_complete(all_at_once())
+    refused = [r for r in results if isinstance(r, errors.ProcessingBusy)]
+    assert len(refused) == 2 and refused[0].headers["Retry-After"] == "1"
+    assert results.count(None) == asked - 2  # the others converted, in turn
+
+
+@needs_office
+def test_a_converter_whose_input_ends_leaves_no_office_behind(tmp_path: Path) -> None:
+    """The server's end closes a converter's stdin: the driver ends and takes soffice
+    (and soffice.bin, which oosplash started) with it, even unconfined."""
+    loop = asyncio.new_event_loop()
+    converters = Converters(tmp_path / "c", 1, 60.0, sandbox.Caps(memory=4 << 30))
+    source = tmp_path / "in.txt"
+    source.write_text("words\n")
+    try:
+        kind = officeformats.KINDS["txt"]
+        loop.run_until_complete(converters.convert(source, kind, "pdf", tmp_path / "o.pdf"))
+        (converter,) = converters._idle
+        assert converter.proc.stdin is not None
+        converter.proc.stdin.close()
+        loop.run_until_complete(asyncio.wait_for(converter.proc.wait(), 30))
+        deadline = time.monotonic() + 10
+        while _offices(tmp_path) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _offices(tmp_path) == []
+    finally:
+        loop.run_until_complete(converters.close())
+        loop.close()
+
+
+def _offices(folder: Path) -> list[str]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if entry.name.isdigit() and "soffice" in line and str(folder) in line:
+            found.append(line)
+    return found

@@ -1,0 +1,173 @@
+"""The engines' sandbox (processing/sandbox.py), run for real: a command in it reaches
+no listener on this host's loopback, gets its limits, its private HOME and TMPDIR and
+none of the server's environment, and is killed with its children as a group."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from stowage.processing import sandbox
+
+_CONNECT = """
+import socket, sys
+try:
+    socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=3).close()
+    print("connected")
+except OSError as exc:
+    print("refused", exc)
+"""
+
+
+@pytest.fixture
+def listener() -> Iterator[socket.socket]:
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    server.settimeout(0.5)
+    yield server
+    server.close()
+
+
+def _accepted(server: socket.socket) -> bool:
+    try:
+        conn, _ = server.accept()
+    except TimeoutError:
+        return False
+    conn.close()
+    return True
+
+
+def _run(caps: sandbox.Caps, folder: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*sandbox.prefix(caps), *argv],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        **sandbox.spawn_options(folder),
+    )
+
+
+def test_a_sandboxed_command_reaches_no_listener(listener: socket.socket, tmp_path: Path) -> None:
+    port = str(listener.getsockname()[1])
+    done = _run(sandbox.Caps(), tmp_path, sys.executable, "-c", _CONNECT, port)
+    assert done.stdout.startswith("refused"), done
+    assert not _accepted(listener)
+    # The same command outside the sandbox does connect: the listener is a real one.
+    opened = _run(sandbox.Caps(network=True), tmp_path, sys.executable, "-c", _CONNECT, port)
+    assert opened.stdout.startswith("connected"), opened
+    assert _accepted(listener)
+
+
+def test_the_limits_and_the_environment(tmp_path: Path) -> None:
+    os.environ["STOWAGE_TEST_SECRET"] = "do-not-leak"
+    try:
+        script = "import os, resource; print(resource.getrlimit(resource.RLIMIT_FSIZE)[0],"
+        script += " os.environ.get('STOWAGE_TEST_SECRET'), os.environ['HOME'],"
+        script += " os.environ['TMPDIR'], os.getcwd(), os.nice(0))"
+        caps = sandbox.Caps(memory=2 << 30, output_bytes=12345)
+        done = _run(caps, tmp_path, sys.executable, "-c", script)
+    finally:
+        del os.environ["STOWAGE_TEST_SECRET"]
+    fsize, secret, home, tmp, cwd, nice = done.stdout.split()
+    assert fsize == "12345" and secret == "None"
+    assert Path(home) == tmp_path / "home" and Path(tmp) == tmp_path / "tmp"
+    assert Path(cwd) == tmp_path and int(nice) >= sandbox.NICENESS
+
+
+def test_a_memory_hog_is_refused(tmp_path: Path) -> None:
+    caps = sandbox.Caps(memory=512 << 20)
+    done = _run(caps, tmp_path, sys.executable, "-c", "b = bytearray(1 << 30)")
+    assert done.returncode != 0 and "MemoryError" in done.stderr
+
+
+def test_the_group_is_killed_children_included(tmp_path: Path) -> None:
+    child = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c',"
+    child += " 'import time; time.sleep(60)']); print('up', flush=True); time.sleep(60)"
+    proc = subprocess.Popen(
+        [*sandbox.prefix(sandbox.Caps()), sys.executable, "-c", child],
+        stdout=subprocess.PIPE,
+        text=True,
+        **sandbox.spawn_options(tmp_path),
+    )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "up"
+    sandbox.kill_group(proc.pid)
+    proc.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while _group_alive(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _group_alive(proc.pid)
+
+
+def _group_alive(pgid: int) -> bool:
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if os.getpgid(int(entry.name)) == pgid and _state(entry) != "Z":
+                    return True
+            except (ProcessLookupError, OSError):
+                continue
+    return False
+
+
+def _state(entry: Path) -> str:
+    try:
+        return (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "Z"
+
+
+_LOOK = """
+import os, sys
+for path in sys.argv[1:]:
+    try:
+        open(path).read()
+        print(path, "read")
+    except OSError:
+        print(path, "hidden")
+open("made.txt", "w").write("mine")
+print("pids", len([p for p in os.listdir("/proc") if p.isdigit()]))
+"""
+
+
+@pytest.mark.skipif(sandbox.missing(("bwrap",)) is not None, reason="bubblewrap is not installed")
+def test_a_confined_command_sees_its_folder_only(tmp_path: Path, listener: socket.socket) -> None:
+    folder, secret = tmp_path / "job", tmp_path / "secret.txt"
+    folder.mkdir()
+    secret.write_text("not for the engine")
+    (folder / "given.txt").write_text("for the engine")
+    caps = sandbox.Caps(readable=("/etc/ld.so.cache",))  # Debian's Python, under /usr
+    paths = ["/etc/passwd", str(secret), str(folder / "given.txt"), "/proc/1/root/etc/passwd"]
+    done = subprocess.run(
+        [*sandbox.prefix(caps, folder), "/usr/bin/python3", "-c", _LOOK, *paths],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        **sandbox.spawn_options(folder),
+    )
+    seen = dict(line.rsplit(" ", 1) for line in done.stdout.splitlines())
+    assert seen == {
+        "/etc/passwd": "hidden",
+        str(secret): "hidden",
+        str(folder / "given.txt"): "read",
+        "/proc/1/root/etc/passwd": "hidden",
+        "pids": seen["pids"],
+    }, done
+    assert int(seen["pids"]) <= 3  # its own processes only
+    assert (folder / "made.txt").read_text() == "mine"
+    port = str(listener.getsockname()[1])
+    done = subprocess.run(
+        [*sandbox.prefix(caps, folder), "/usr/bin/python3", "-c", _CONNECT, port],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        **sandbox.spawn_options(folder),
+    )
+    assert done.stdout.startswith("refused") and not _accepted(listener), done
