@@ -20,6 +20,7 @@ from stowage.processing import (
     filters,
     geometry,
     minify,
+    ocr,
     outputs,
     request_tasks,
     shapes,
@@ -41,7 +42,7 @@ MODULES: tuple[tuple[TaskSpec, ...], ...] = (
     effects_ascii.TASKS,
     facetasks.TASKS + subjects.TASKS,
     composite.TASKS,
-    documents.TASKS,
+    documents.TASKS + ocr.TASKS,
     minify.TASKS + classifiers.TASKS,
     video.TASKS,
 )
