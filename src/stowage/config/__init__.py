@@ -19,6 +19,7 @@ from stowage.config.base import GiB, MiB
 from stowage.config.base import setting as _setting
 from stowage.config.delivery import DeliverySettings
 from stowage.config.processing import ProcessingSettings
+from stowage.config.screenshots import ScreenshotSettings
 from stowage.config.video import VideoSettings
 from stowage.values import coerce
 from stowage.values import fields as value_fields
@@ -26,9 +27,10 @@ from stowage.values.storage import LocalSettings, ProviderSettings
 
 
 @dataclass
-class Settings(ProcessingSettings, VideoSettings, DeliverySettings):
+class Settings(ProcessingSettings, VideoSettings, ScreenshotSettings, DeliverySettings):
     """Every setting: the general ones here, the capabilities' in their own modules
-    (``config/processing.py``, ``config/video.py``, ``config/delivery.py``); one flat
+    (``config/processing.py``, ``config/video.py``, ``config/screenshots.py``,
+    ``config/delivery.py``); one flat
     set of names."""
 
     host: str = _setting("127.0.0.1", "Address the API and CDN listeners bind to.")

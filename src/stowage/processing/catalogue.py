@@ -23,6 +23,7 @@ from stowage.processing import (
     ocr,
     outputs,
     request_tasks,
+    screenshots,
     shapes,
     subjects,
     video,
@@ -44,7 +45,7 @@ MODULES: tuple[tuple[TaskSpec, ...], ...] = (
     composite.TASKS,
     documents.TASKS + ocr.TASKS,
     minify.TASKS + classifiers.TASKS,
-    video.TASKS,
+    video.TASKS + screenshots.TASKS,
 )
 
 

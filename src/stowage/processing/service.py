@@ -27,7 +27,7 @@ from stowage.core.security import Credentials, Target, authorize, record_for
 from stowage.core.service import StoreParams
 from stowage.core.sources import Source
 from stowage.core.uploads import Store, provider_for_location
-from stowage.processing import archive, metrics
+from stowage.processing import archive, metrics, screenshots
 from stowage.processing import chain as chains
 from stowage.processing.base import Chain, Job, Limits, Output, Task
 from stowage.processing.cache import DerivativeCache, version_of
@@ -98,6 +98,7 @@ class Processor:
         self.url_sources = UrlSources(
             settings.data_dir / "url-sources", core.fetcher, _save, self.limits.max_input_bytes
         )
+        self.screenshots = screenshots.Screenshots(settings, self._new_spool)
 
     async def derivative(
         self,
@@ -157,7 +158,10 @@ class Processor:
         chain = chains.parse(segments)
         app = await self.core.providers.app(api_key)
         self._authorize(app, creds, Target(url=url))
-        async with self.url_sources.opened(url) as held:
+        shot = screenshots.task_of(chain)  # the page drawn, not its file read
+        source = self.screenshots.opened(url, shot) if shot else self.url_sources.opened(url)
+        async with source as held:
+            chain = screenshots.without(chain)
             output = chains.output_for(chain, held.content_type)
             dest = self._new_spool("." + output.extension)
             try:
