@@ -180,7 +180,13 @@ async def test_an_internal_page_is_a_403_and_reaches_nothing(
 
 @pytest.mark.settings(fetch_allow_private=False)
 @pytest.mark.parametrize(
-    "to", ["http://127.0.0.1:{port}/", "http://inside.test:{port}/", "http://169.254.169.254/"]
+    "to",
+    [
+        "http://127.0.0.1:{port}/",
+        "https://127.0.0.1:{port}/",
+        "http://inside.test:{port}/",
+        "http://169.254.169.254/",
+    ],
 )
 async def test_a_redirect_inside_is_a_403_and_reaches_nothing(
     harness: Harness,

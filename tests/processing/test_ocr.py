@@ -9,7 +9,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import threading
 from typing import Any
 
 import pytest
@@ -48,7 +47,7 @@ def read(image: pyvips.Image) -> dict[str, Any]:
 
 
 @given(st.lists(st.lists(WORD, min_size=1, max_size=3), min_size=1, max_size=3))
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_drawn_words_come_back_line_by_line(lines: list[list[str]]) -> None:
     wanted = [" ".join(words) for words in lines]
     found = read(drawn(wanted))
@@ -96,36 +95,30 @@ def test_tesseract_past_its_deadline_is_a_timeout(tmp_path: Any) -> None:
 
 
 def test_the_sandbox_prefix_reaches_no_listener() -> None:
-    """What Tesseract runs under: a listener on the host's loopback sees no connection."""
+    """What Tesseract runs under: a listener on the host's loopback sees no connection
+    from inside, while the same probe from outside does reach it (the control)."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(4)
-    listener.settimeout(1.5)
+    listener.settimeout(0.5)
     port = listener.getsockname()[1]
-    seen: list[object] = []
-
-    def accept() -> None:
-        with contextlib.suppress(OSError):
-            seen.append(listener.accept())
-
-    thread = threading.Thread(target=accept)
-    thread.start()
     probe = f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=1)"
-    done = subprocess.run(
-        ocr.sandboxed([sys.executable, "-c", probe], 5, 2 << 30),
-        capture_output=True,
-        timeout=10,
-        check=False,
-    )
-    thread.join()
-    listener.close()
-    assert done.returncode != 0 and b"Error" in done.stderr
-    assert seen == []
-    # the same probe outside the sandbox does connect: the test can see a connection
-    assert subprocess.run([sys.executable, "-c", probe], check=False, timeout=10).returncode in (
-        0,
-        1,
-    )
+
+    def connections(argv: list[str]) -> tuple[int, int]:
+        done = subprocess.run(argv, capture_output=True, timeout=10, check=False)
+        seen = 0
+        with contextlib.suppress(OSError):
+            while True:
+                listener.accept()[0].close()
+                seen += 1
+        return done.returncode, seen
+
+    try:
+        assert connections([sys.executable, "-c", probe]) == (0, 1)
+        code, seen = connections(ocr.sandboxed([sys.executable, "-c", probe], 5, 2 << 30))
+        assert code != 0 and seen == 0
+    finally:
+        listener.close()
 
 
 def test_the_sandbox_limits_memory() -> None:
