@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Headless Chromium for the console's browser tests (tests/browser): Debian's chromium,
 # driven by Playwright's Python package pointed at /usr/bin/chromium. Playwright's own
-# browser download is never used.
+# browser download is never used. The server's urlscreenshot task runs the same chromium
+# (processing/screenshots.py, setting screenshot_browser), without Playwright.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
