@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import shutil
+import socket
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -146,6 +147,18 @@ async def test_bad_options_are_a_400(harness: Harness, chain: str) -> None:
     key = harness.open_app.api_key
     resp = await harness.cdn.get(f"/{key}/{chain}/http://{SITE}:9/")
     assert resp.status == 400
+
+
+async def test_a_page_that_cannot_be_reached_is_a_502(harness: Harness) -> None:
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]  # bound, never listening: connections are refused
+    key = harness.open_app.api_key
+    try:
+        resp = await harness.cdn.get(f"/{key}/urlscreenshot=delay:0/http://127.0.0.1:{port}/")
+        assert resp.status == 502 and await code_of(resp) == "UPSTREAM_ERROR", await resp.text()
+    finally:
+        closed.close()
 
 
 async def test_a_handle_source_is_a_400(harness: Harness) -> None:

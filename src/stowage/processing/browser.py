@@ -46,7 +46,12 @@ _FLAGS = (
     "--hide-scrollbars",
     "--webrtc-ip-handling-policy=disable_non_proxied_udp",
     "--force-webrtc-ip-handling-policy",
-    "--disable-features=DnsOverHttps,Translate,MediaRouter,OptimizationHints",
+    "--disable-client-side-phishing-detection",
+    "--disable-field-trial-config",
+    # Chromium's own background requests (they would go through the guard proxy anyway).
+    "--disable-features=DnsOverHttps,Translate,MediaRouter,OptimizationHints,"
+    "NetworkTimeServiceQuerying,CertificateTransparencyComponentUpdater,"
+    "AutofillServerCommunication,InterestFeedContentSuggestions",
     # The proxy alone may be reached: Chromium resolves no name, and loopback, which it
     # would otherwise send around any proxy, goes through it too.
     "--proxy-bypass-list=<-loopback>",

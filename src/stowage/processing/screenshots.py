@@ -35,7 +35,12 @@ from stowage.processing import browser, params
 from stowage.processing.base import Chain, Task
 from stowage.processing.table import Param, TaskSpec
 from stowage.processing.urlsources import Held
-from stowage.processing.webproxy import BLOCKED_HEADER, GuardProxy
+from stowage.processing.webproxy import (
+    BLOCKED_HEADER,
+    UNREACHABLE_HEADER,
+    GuardProxy,
+    refused_url,
+)
 
 NAME = "urlscreenshot"
 MAX_HEIGHT = 8000
@@ -207,11 +212,14 @@ async def _draw(page: browser.Browser, url: str, window: Window, proxy: GuardPro
     frame = (await call("Page.getFrameTree"))["frameTree"]["frame"]["id"]
     start = len(page.events)
     navigated = await call("Page.navigate", url=url)
-    if navigated.get("errorText"):
-        _refuse_if_blocked(proxy, True)
+    if navigated.get("errorText"):  # the last document asked for: the page or a redirect
+        _refuse_if_blocked(proxy, refused_url(proxy, _document_url(page.events[start:], frame)))
         raise errors.UpstreamError(f"the page could not be loaded: {navigated['errorText']}")
     await page.event("Page.loadEventFired", start)
-    _refuse_if_blocked(proxy, _document_blocked(page.events[start:], frame))
+    said = _document_headers(page.events[start:], frame)  # the proxy's, when it answered
+    _refuse_if_blocked(proxy, BLOCKED_HEADER.lower() in said)
+    if UNREACHABLE_HEADER.lower() in said:
+        raise errors.UpstreamError("the page's host could not be reached")
     await asyncio.sleep(window.delay)
     return await _shot(call, window)
 
@@ -220,8 +228,8 @@ def _agent(window: Window) -> str:
     return MOBILE_AGENT if window.mobile else DESKTOP_AGENT
 
 
-def _document_blocked(events: list[dict[str, Any]], frame: str) -> bool:
-    """Whether the main document's last response is the proxy's refusal."""
+def _document_headers(events: list[dict[str, Any]], frame: str) -> set[str]:
+    """The header names of the main document's last response (after any redirect)."""
     answers = [
         e["params"]["response"]
         for e in events
@@ -229,10 +237,19 @@ def _document_blocked(events: list[dict[str, Any]], frame: str) -> bool:
         and e["params"].get("type") == "Document"
         and e["params"].get("frameId") == frame
     ]
-    if not answers:
-        return False
-    headers = {k.lower() for k in answers[-1].get("headers", {})}
-    return BLOCKED_HEADER.lower() in headers
+    return {k.lower() for k in answers[-1].get("headers", {})} if answers else set()
+
+
+def _document_url(events: list[dict[str, Any]], frame: str) -> str:
+    """The URL of the main document's last request (a redirect's target, if any)."""
+    asked = [
+        str(e["params"]["request"].get("url", ""))
+        for e in events
+        if e.get("method") == "Network.requestWillBeSent"
+        and e["params"].get("type") == "Document"
+        and e["params"].get("frameId") == frame
+    ]
+    return asked[-1] if asked else ""
 
 
 def _refuse_if_blocked(proxy: GuardProxy, blocked: bool) -> None:

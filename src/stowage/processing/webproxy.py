@@ -32,7 +32,11 @@ _REFUSED = (
     "Content-Length: 0\r\nConnection: close\r\n\r\n"
 ).encode()
 _BAD = b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-_UNREACHABLE = b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+UNREACHABLE_HEADER = "X-Stowage-Unreachable"
+_UNREACHABLE = (
+    f"HTTP/1.1 502 Bad Gateway\r\n{UNREACHABLE_HEADER}: 1\r\nContent-Length: 0\r\n"
+    "Connection: close\r\n\r\n"
+).encode()
 _HOP_HEADERS = {"connection", "keep-alive", "proxy-connection", "proxy-authorization", "te"}
 
 
@@ -44,7 +48,8 @@ class GuardProxy:
     max_bytes: int  # every byte relayed, both ways, for the whole page
     connect_timeout: float = 10.0
     port: int = 0
-    blocked: list[str] = field(default_factory=list)
+    blocked: list[str] = field(default_factory=list)  # the URLs refused, as asked
+    refused: set[tuple[str, int]] = field(default_factory=set)  # their hosts and ports
     relayed: int = 0
     _server: asyncio.Server | None = None
     _tasks: set[asyncio.Task[None]] = field(default_factory=set)
@@ -92,9 +97,13 @@ class GuardProxy:
             assert parsed.host is not None
             port = parsed.port or (443 if parsed.scheme == "https" else 80)
             found = await self._resolver.resolve(parsed.host, port)
-        except (errors.UrlForbidden, errors.InvalidUrl, OSError) as exc:
-            self.blocked.append(f"{url[:200]} ({type(exc).__name__})")
+        except (errors.UrlForbidden, errors.InvalidUrl):
+            self.blocked.append(url[:200])
+            self.refused.add(_place(url))
             writer.write(_REFUSED)
+            return
+        except OSError:  # the name does not resolve
+            writer.write(_UNREACHABLE)
             return
         try:
             upstream = await asyncio.wait_for(
@@ -131,6 +140,20 @@ class GuardProxy:
         with contextlib.suppress(OSError):
             if sink.can_write_eof():
                 sink.write_eof()
+
+
+def _place(url: str) -> tuple[str, int]:
+    """A URL's host and port, as ``refused`` keeps them (no port: the scheme's)."""
+    try:
+        parsed = URL(url)
+    except (ValueError, TypeError):
+        return ("", 0)
+    return ((parsed.host or "").lower(), parsed.port or 0)
+
+
+def refused_url(proxy: GuardProxy, url: str) -> bool:
+    """Whether the proxy refused a request to ``url``'s host and port."""
+    return _place(url) in proxy.refused
 
 
 def _origin_form(method: str, url: URL, headers: list[str]) -> bytes:
