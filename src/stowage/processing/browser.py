@@ -4,9 +4,10 @@ port is open that another local process could drive.
 
 The browser runs as ``nobody`` (Chromium's own sandbox then works, as it does not for
 root), in a session of its own (the whole group is killed at the end), with a private
-profile folder, ``RLIMIT_DATA`` per process, killed with the server, and with every
-request sent to the guard proxy (``webproxy.py``): it resolves no name itself and may
-not go around the proxy, loopback included.
+profile folder, ``RLIMIT_DATA`` per process, killed with the server, in a network
+namespace of its own where the only thing to reach is the guard proxy's listening
+socket (``webproxy.py``), and told so by its flags too: it resolves no name itself and
+may not go around the proxy, loopback included.
 """
 
 from __future__ import annotations
@@ -18,16 +19,38 @@ import json
 import os
 import shutil
 import signal
+import socket
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 _NOBODY = 65534
+_START_SECONDS = 10.0
 _MESSAGE_LIMIT = 256 * 1024 * 1024  # a screenshot comes back whole, base64 in one message
-#: fds 3 and 4 are the protocol's; bash moves our pipe ends there, then runs it (dash
-#: takes one-digit fds only).
-_PIPES = 'exec 3<&$0 4>&$1; shift; exec "$@"'
+#: Run by ``unshare --net``, as root, in the browser's own network namespace, which holds
+#: nothing but a loopback: brings it up, opens the proxy's listening socket on it and
+#: hands the socket to the server (SCM_RIGHTS on fd argv[1]; the server's proxy accepts
+#: on it from outside), moves the protocol's pipe ends to fds 3 and 4 and runs the
+#: browser with the socket's port. The browser can then reach the proxy and nothing else.
+_INSIDE = """
+import fcntl, os, socket, subprocess, sys
+subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+listener = socket.socket()
+listener.bind(("127.0.0.1", 0))
+listener.listen(64)
+port = listener.getsockname()[1]
+channel = socket.socket(fileno=int(sys.argv[1]))
+socket.send_fds(channel, [b"p"], [listener.fileno()])
+channel.close()
+listener.close()
+ends = [fcntl.fcntl(int(fd), fcntl.F_DUPFD, 10) for fd in sys.argv[2:4]]
+for target, fd in zip((3, 4), ends):
+    os.dup2(fd, target, inheritable=True)
+command = [a.replace("{port}", str(port)) for a in sys.argv[4:]]
+os.execvp(command[0], command)
+"""
 _FLAGS = (
     "--headless",
     "--remote-debugging-pipe",
@@ -54,10 +77,20 @@ _FLAGS = (
     "AutofillServerCommunication,InterestFeedContentSuggestions",
     # The proxy alone may be reached: Chromium resolves no name, and loopback, which it
     # would otherwise send around any proxy, goes through it too.
+    "--proxy-server=http://127.0.0.1:{port}",
     "--proxy-bypass-list=<-loopback>",
     "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
     "--js-flags=--max-old-space-size=256",
 )
+
+
+async def _received_socket(channel: socket.socket) -> socket.socket:
+    """The listening socket the namespace's first process sends (``_INSIDE``)."""
+    loop = asyncio.get_running_loop()
+    _, fds, _, _ = await loop.run_in_executor(None, socket.recv_fds, channel, 16, 1)
+    if not fds:
+        raise BrowserFailed("the browser's network namespace could not be set up")
+    return socket.socket(fileno=fds[0])
 
 
 class BrowserFailed(Exception):
@@ -75,11 +108,11 @@ def profile() -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def argv(browser: str, folder: Path, proxy_port: int, memory: int) -> list[str]:
+def argv(browser: str, folder: Path, memory: int) -> list[str]:
     drop = ["setpriv", f"--reuid={_NOBODY}", f"--regid={_NOBODY}", "--clear-groups"]
     drop += ["--pdeathsig", "KILL", "--"]
     limits = ["prlimit", f"--data={memory}", f"--fsize={256 * 1024 * 1024}", "--"]
-    flags = [*_FLAGS, f"--user-data-dir={folder}", f"--proxy-server=http://127.0.0.1:{proxy_port}"]
+    flags = [*_FLAGS, f"--user-data-dir={folder}"]
     return [*drop, *limits, browser, *flags, "about:blank"]
 
 
@@ -96,38 +129,52 @@ class Browser:
         self._reader: asyncio.Task[None] | None = None
 
     @classmethod
-    async def launch(cls, command: list[str], folder: Path) -> Browser:
+    async def launch(cls, command: list[str], folder: Path) -> tuple[Browser, socket.socket]:
+        """The browser, and the listening socket its proxy must serve on."""
+        for tool in ("unshare", "ip", command[0]):
+            if shutil.which(tool) is None:
+                raise RuntimeError(f"{tool} is not installed on this node (util-linux, iproute2)")
         to_child, from_child = os.pipe(), os.pipe()
-        if shutil.which(command[0]) is None or shutil.which("bash") is None:
-            raise RuntimeError(f"{command[0]} is not installed on this node (util-linux)")
+        ours, theirs = socket.socketpair()
+        inside = [str(theirs.fileno()), str(to_child[0]), str(from_child[1])]
         try:
             proc = await asyncio.create_subprocess_exec(
-                "bash",
-                "-c",
-                _PIPES,
-                str(to_child[0]),
-                str(from_child[1]),
+                *("unshare", "--net", "--", sys.executable, "-I", "-S", "-c", _INSIDE),
+                *inside,
                 *command,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.DEVNULL,
-                pass_fds=(to_child[0], from_child[1]),
+                pass_fds=(theirs.fileno(), to_child[0], from_child[1]),
                 start_new_session=True,
                 cwd=folder,
                 env={"HOME": str(folder), "PATH": os.environ.get("PATH", "/usr/bin:/bin")},
             )
         finally:
-            os.close(to_child[0])
-            os.close(from_child[1])
+            for fd in (to_child[0], from_child[1]):
+                os.close(fd)
+            theirs.close()
+        browser = await cls._connected(proc, to_child[1], from_child[0])
+        try:
+            listening = await asyncio.wait_for(_received_socket(ours), _START_SECONDS)
+        except BaseException:
+            await browser.close()
+            raise
+        finally:
+            ours.close()
+        return browser, listening
+
+    @classmethod
+    async def _connected(
+        cls, proc: asyncio.subprocess.Process, write_fd: int, read_fd: int
+    ) -> Browser:
         loop = asyncio.get_running_loop()
         read = asyncio.StreamReader(limit=_MESSAGE_LIMIT)
         await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(read), os.fdopen(from_child[0], "rb", 0)
+            lambda: asyncio.StreamReaderProtocol(read), os.fdopen(read_fd, "rb", 0)
         )
         browser = cls(proc, read)
-        transport, _ = await loop.connect_write_pipe(
-            asyncio.Protocol, os.fdopen(to_child[1], "wb", 0)
-        )
+        transport, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(write_fd, "wb", 0))
         browser._write = transport
         browser._reader = asyncio.create_task(browser._receive())
         return browser

@@ -160,19 +160,19 @@ class Screenshots:
 
     async def _capture(self, url: str, window: Window, dest: Path) -> None:
         settings = self.settings
-        proxy = GuardProxy(settings.fetch_allow_private, settings.screenshot_max_bytes)
-        async with proxy:
-            with browser.profile() as folder:
-                command = browser.argv(
-                    settings.screenshot_browser, folder, proxy.port, settings.screenshot_memory
-                )
-                page = await browser.Browser.launch(command, folder)
-                try:
+        with browser.profile() as folder:
+            command = browser.argv(settings.screenshot_browser, folder, settings.screenshot_memory)
+            page, listening = await browser.Browser.launch(command, folder)
+            proxy = GuardProxy(
+                settings.fetch_allow_private, settings.screenshot_max_bytes, sock=listening
+            )
+            try:
+                async with proxy:
                     png = await _draw(page, url, window, proxy)
-                except browser.BrowserFailed as exc:
-                    raise errors.UpstreamError(f"the page could not be drawn: {exc}") from exc
-                finally:
-                    await page.close()
+            except browser.BrowserFailed as exc:
+                raise errors.UpstreamError(f"the page could not be drawn: {exc}") from exc
+            finally:
+                await page.close()
         dest.write_bytes(png)
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 from dataclasses import dataclass, field
 
 from yarl import URL
@@ -51,12 +52,20 @@ class GuardProxy:
     blocked: list[str] = field(default_factory=list)  # the URLs refused, as asked
     refused: set[tuple[str, int]] = field(default_factory=set)  # their hosts and ports
     relayed: int = 0
+    sock: socket.socket | None = None  # a listening socket to serve on (else a new one)
     _server: asyncio.Server | None = None
     _tasks: set[asyncio.Task[None]] = field(default_factory=set)
 
     async def __aenter__(self) -> GuardProxy:
         self._resolver = GuardedResolver(self.allow_private)
-        self._server = await asyncio.start_server(self._accepted, "127.0.0.1", 0, limit=_HEAD_LIMIT)
+        if self.sock is not None:  # in the browser's network namespace (browser.py)
+            self._server = await asyncio.start_server(
+                self._accepted, sock=self.sock, limit=_HEAD_LIMIT
+            )
+        else:
+            self._server = await asyncio.start_server(
+                self._accepted, "127.0.0.1", 0, limit=_HEAD_LIMIT
+            )
         self.port = self._server.sockets[0].getsockname()[1]
         return self
 
