@@ -162,7 +162,10 @@ class Screenshots:
         settings = self.settings
         with browser.profile() as folder:
             command = browser.argv(settings.screenshot_browser, folder, settings.screenshot_memory)
-            page, listening = await browser.Browser.launch(command, folder)
+            try:
+                page, listening = await browser.Browser.launch(command, folder)
+            except browser.BrowserFailed as exc:  # the node's fault: a 5xx
+                raise RuntimeError(f"the browser could not be started: {exc}") from exc
             proxy = GuardProxy(
                 settings.fetch_allow_private, settings.screenshot_max_bytes, sock=listening
             )
