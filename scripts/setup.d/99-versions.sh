@@ -29,4 +29,5 @@ line node node --version
 line thumbor py_dist .test-servers/thumbor-venv/bin/python thumbor
 line libvips .venv/bin/python -c "import pyvips; print(pyvips.version(0), pyvips.version(1), pyvips.version(2), sep='.')"
 line chromium sh -c "chromium --version 2>/dev/null"
+line tesseract tesseract --version
 exit 0

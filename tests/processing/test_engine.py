@@ -55,17 +55,18 @@ def test_not_an_image(tmp_path: Path) -> None:
         render(tmp_path, text, "flip")
 
 
-@pytest.mark.parametrize(
-    ("name", "content"),
-    [
-        (
-            "a.svg",
-            b'<svg xmlns="http://www.w3.org/2000/svg" width="9" height="9"><image '
-            b'href="/etc/hosts" width="9" height="9"/></svg>',
-        ),
-        ("a.csv", b"1,2,3\n4,5,6\n"),
-    ],
-)
+def test_an_svg_naming_a_file_is_refused_before_libvips(tmp_path: Path) -> None:
+    """SVG is drawn only after processing/svg.py's check: a reference to a file is a 422."""
+    source = tmp_path / "a.svg"
+    source.write_bytes(
+        b'<svg xmlns="http://www.w3.org/2000/svg" width="9" height="9"><image '
+        b'href="/etc/hosts" width="9" height="9"/></svg>'
+    )
+    with pytest.raises(errors.InvalidImage, match="refers to '/etc/hosts'"):
+        render(tmp_path, source, "flip")
+
+
+@pytest.mark.parametrize(("name", "content"), [("a.csv", b"1,2,3\n4,5,6\n")])
 def test_only_raster_formats(tmp_path: Path, name: str, content: bytes) -> None:
     source = tmp_path / name
     source.write_bytes(content)
@@ -160,7 +161,7 @@ def test_memory_stays_small_for_a_48_megapixel_jpeg(tmp_path: Path, segments: st
 def test_spool_sweep_removes_only_stale_files(tmp_path: Path) -> None:
     import os
 
-    from stowage.processing.service import SPOOL_PREFIX, _sweep_spool
+    from stowage.processing.spool import SPOOL_PREFIX, sweep
 
     old, young, other = (
         tmp_path / f"{SPOOL_PREFIX}old",
@@ -171,7 +172,7 @@ def test_spool_sweep_removes_only_stale_files(tmp_path: Path) -> None:
         path.write_bytes(b"x")
     os.utime(old, (time.time() - 7200, time.time() - 7200))
     os.utime(other, (time.time() - 7200, time.time() - 7200))
-    _sweep_spool(tmp_path)
+    sweep(tmp_path)
     assert (old.exists(), young.exists(), other.exists()) == (False, True, True)
 
 

@@ -11,7 +11,7 @@ from stowage.processing import catalogue
 SCHEMA = Path(__file__).resolve().parents[2] / (
     ".test-servers/filestack-js/node_modules/filestack-js/src/schema/transforms.schema.ts"
 )
-ELSEWHERE = {"video_convert", "pdfinfo", "pdfconvert", "urlscreenshot", "doc_to_images"}
+ELSEWHERE = {"video_convert", "pdfinfo", "pdfconvert", "doc_to_images"}
 
 
 def schema_tasks() -> set[str]:

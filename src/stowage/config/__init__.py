@@ -20,6 +20,7 @@ from stowage.config.base import setting as _setting
 from stowage.config.delivery import DeliverySettings
 from stowage.config.office import OfficeSettings
 from stowage.config.processing import ProcessingSettings
+from stowage.config.screenshots import ScreenshotSettings
 from stowage.config.video import VideoSettings
 from stowage.values import coerce
 from stowage.values import fields as value_fields
@@ -27,9 +28,12 @@ from stowage.values.storage import LocalSettings, ProviderSettings
 
 
 @dataclass
-class Settings(ProcessingSettings, VideoSettings, OfficeSettings, DeliverySettings):
+class Settings(
+    ProcessingSettings, VideoSettings, OfficeSettings, ScreenshotSettings, DeliverySettings
+):
     """Every setting: the general ones here, the capabilities' in their own modules
     (``config/processing.py``, ``config/video.py``, ``config/office.py``,
+    ``config/screenshots.py``,
     ``config/delivery.py``); one flat
     set of names."""
 

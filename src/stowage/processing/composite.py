@@ -76,6 +76,12 @@ def using(paths: tuple[tuple[str, Path], ...], limits: Limits) -> Iterator[None]
         _CURRENT.reset(token)
 
 
+def job_limits() -> Limits | None:
+    """The limits of the job being rendered in this process (its deadline: ``ocr``)."""
+    found = _CURRENT.get()
+    return found.limits if found is not None else None
+
+
 def _sources() -> Sources:
     found = _CURRENT.get()
     if found is None:

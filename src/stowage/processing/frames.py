@@ -123,13 +123,16 @@ def _check(opened: Opened, limits: Limits) -> None:
 RASTER_LOADERS = {"jpeg", "png", "webp", "gif", "nsgif", "tiff", "heif", "jxl", "jp2k"}
 
 
-def check_raster(source: Path) -> None:
+def check_raster(source: Path, *, rewritten: bool = False) -> None:
     """Only raster formats, chosen by content before anything is parsed: vector and
     document loaders (SVG, PDF) can follow references to other files, and libvips' own
-    formats (``.v``, matrix, CSV) are no images users upload."""
+    formats (``.v``, matrix, CSV) are no images users upload. An SVG is opened only once
+    ``svg.rewritten`` has checked and rewritten it (``rewritten``: this is that file)."""
     found = pyvips.vips_lib.vips_foreign_find_load(str(source).encode())
     name = "" if found == pyvips.ffi.NULL else pyvips.ffi.string(found).decode()
     loader = name.removeprefix("VipsForeignLoad").removesuffix("File").lower()
+    if loader == "svg" and rewritten:
+        return
     if loader not in RASTER_LOADERS:
         raise errors.NotAnImage()
 

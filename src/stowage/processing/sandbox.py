@@ -1,4 +1,5 @@
-"""The sandbox an engine that opens untrusted files runs in (ffmpeg, LibreOffice).
+"""The sandbox an engine that opens untrusted files runs in (ffmpeg, LibreOffice,
+Tesseract).
 
 An engine is started as ``prefix(...) + argv`` with ``spawn_options(...)``:
 
@@ -42,12 +43,17 @@ class Caps:
     #: read-only, its job folder read-write, a private /tmp and a /proc of its own
     #: processes, and nothing else (a document's ``file:///etc/passwd`` finds nothing).
     readable: tuple[str, ...] | None = None
+    cpu_seconds: int = 0  # RLIMIT_CPU; 0: none
+    #: Killed when the process that started it dies (a job process killed at its
+    #: deadline takes the engine with it even if no one is left to kill its group).
+    die_with_parent: bool = False
 
 
 def missing(tools: tuple[str, ...], caps: Caps = Caps()) -> str | None:
     """The first tool the sandbox or the engine needs that is not installed, else None."""
     jail = ("bwrap",) if caps.readable is not None else () if caps.network else ("unshare",)
-    needed = ("prlimit", "nice", *jail, *tools)
+    orphan = ("setpriv",) if caps.die_with_parent else ()
+    needed = ("prlimit", "nice", *jail, *orphan, *tools)
     return next((tool for tool in needed if shutil.which(tool) is None), None)
 
 
@@ -59,11 +65,15 @@ def prefix(caps: Caps, folder: Path | None = None) -> list[str]:
         found = confined(caps, folder)
     else:
         found = [] if caps.network else ["unshare", "--net", "--"]
+    if caps.die_with_parent:
+        found += ["setpriv", "--pdeathsig", "KILL", "--"]
     limits = []
     if caps.output_bytes:
         limits.append(f"--fsize={caps.output_bytes}")
     if caps.memory:
         limits.append(f"--as={caps.memory}")
+    if caps.cpu_seconds:
+        limits.append(f"--cpu={caps.cpu_seconds}")
     if limits:
         found += ["prlimit", *limits, "--"]
     return [*found, "nice", "-n", str(NICENESS)]

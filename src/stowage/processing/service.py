@@ -11,9 +11,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,12 +26,13 @@ from stowage.core.security import Credentials, Target, authorize, record_for
 from stowage.core.service import StoreParams
 from stowage.core.sources import Source
 from stowage.core.uploads import Store, provider_for_location
-from stowage.processing import archive, metrics, office, officejobs
+from stowage.processing import archive, metrics, office, officejobs, screenshots
 from stowage.processing import chain as chains
 from stowage.processing.base import Chain, Job, Limits, Output, Task
 from stowage.processing.cache import DerivativeCache, version_of
 from stowage.processing.officeformats import Kind, kind_of
 from stowage.processing.pool import JobPool
+from stowage.processing.spool import Spool
 from stowage.processing.urlsources import UrlSources
 from stowage.registry.base import App, FileRecord, FileRows
 from stowage.storage import build_provider
@@ -95,11 +95,11 @@ class Processor:
         )
         self.office = office.converters_for(settings)  # Office documents' (officejobs.py)
         self.cache = DerivativeCache(_cache_store(core))
-        self.spool = settings.data_dir / "tmp"
-        _sweep_spool(self.spool)
+        self.spool = Spool(settings.data_dir / "tmp")
         self.url_sources = UrlSources(
             settings.data_dir / "url-sources", core.fetcher, _save, self.limits.max_input_bytes
         )
+        self.screenshots = screenshots.Screenshots(settings, self.spool.new)
 
     async def derivative(
         self,
@@ -158,10 +158,13 @@ class Processor:
         chain = chains.parse(segments)
         app = await self.core.providers.app(api_key)
         self._authorize(app, creds, Target(url=url))
-        async with self.url_sources.opened(url) as held:
+        shot = screenshots.task_of(chain)  # the page drawn, not its file read
+        source = self.screenshots.opened(url, shot) if shot else self.url_sources.opened(url)
+        async with source as held:
+            chain = screenshots.without(chain)
             mimetype = held.content_type
             output, kind = chains.output_for(chain, mimetype), kind_of(mimetype, url)
-            dest = self._new_spool("." + output.extension)
+            dest = self.spool.new("." + output.extension)
             try:
                 await self._run(held.path, chain, output, dest, kind=kind)
             except BaseException:
@@ -306,7 +309,7 @@ class Processor:
                 metrics.REFUSALS.inc(code=errors.PayloadTooLarge.code)
                 raise errors.PayloadTooLarge(max_bytes=self.limits.max_input_bytes)
         provider = self.core.providers.provider_for(app, record.provider)
-        with self._spooled("." + output.extension) as dest:
+        with self.spool.held("." + output.extension) as dest:
             async with contextlib.AsyncExitStack() as stack:
                 source = await stack.enter_async_context(self._source(provider, record))
                 paths = []
@@ -329,7 +332,7 @@ class Processor:
         started = time.monotonic()
         try:
             job = Job(source, chain, output, dest, self.limits, sources)
-            await officejobs.run(self.office, self.pool, job, kind, self._new_spool)
+            await officejobs.run(self.office, self.pool, job, kind, self.spool.new)
         except errors.StowageError as exc:
             metrics.JOBS.inc(outcome=exc.code)
             if exc.status != 503:
@@ -353,38 +356,10 @@ class Processor:
             finally:
                 os.close(fd)
             return
-        with self._spooled(".src") as spool:
+        with self.spool.held(".src") as spool:
             chunks = provider.open(record.container, record.key)
             await _save(chunks, spool, self.limits.max_input_bytes)
             yield spool
-
-    @contextlib.contextmanager
-    def _spooled(self, suffix: str) -> Iterator[Path]:
-        path = self._new_spool(suffix)
-        try:
-            yield path
-        finally:
-            path.unlink(missing_ok=True)
-
-    def _new_spool(self, suffix: str) -> Path:
-        self.spool.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(prefix=SPOOL_PREFIX, suffix=suffix, dir=self.spool)
-        os.close(fd)
-        return Path(name)
-
-
-SPOOL_PREFIX = "derivative-"
-SPOOL_STALE_SECONDS = 3600.0
-
-
-def _sweep_spool(folder: Path) -> None:
-    """Spool files a crashed process left. Only old ones: worker processes of one node
-    share the folder, and another worker's job may be using a young one."""
-    stale = time.time() - SPOOL_STALE_SECONDS
-    for path in folder.glob(SPOOL_PREFIX + "*") if folder.is_dir() else []:
-        with contextlib.suppress(OSError):
-            if path.stat().st_mtime < stale:
-                path.unlink()
 
 
 def _cache_store(core: Core) -> Provider:

@@ -19,7 +19,7 @@ from typing import Any
 import pyvips
 
 from stowage import errors
-from stowage.processing import catalogue, composite, cost, effects_restore, frames, ops, pdf
+from stowage.processing import catalogue, composite, cost, effects_restore, frames, ops, pdf, svg
 from stowage.processing import chain as chains
 from stowage.processing.base import Chain, Limits, Output, Rendered, Task
 from stowage.processing.geometry import Scaler
@@ -43,6 +43,7 @@ class VipsEngine:
         try:
             with (
                 effects_restore.output_limit(limits.max_output_dimension),
+                svg.rewritten(source, dest) as source,  # SVG sources: checked, rewritten
                 pdf.opened(source, chain, output, dest, limits) as opened,  # PDF sources
             ):
                 if isinstance(opened, Rendered):
@@ -62,7 +63,7 @@ class VipsEngine:
         limits: Limits,
         deadline: float,
     ) -> Rendered:
-        frames.check_raster(source)
+        frames.check_raster(source, rewritten=svg.is_rewritten(source))
         random = any(catalogue.TABLE[t.name].random_access for t in chain.tasks)
         access = "random" if random else "sequential"
         opened = frames.open_source(str(source), chain, output, limits, access)
