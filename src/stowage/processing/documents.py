@@ -9,6 +9,7 @@ from it.
 
 from __future__ import annotations
 
+import math
 import re
 
 from stowage.processing.base import Chain, Output, Value
@@ -73,3 +74,10 @@ FILES = frozenset({"pdfconvert"})  # answer tasks whose result is a file: may be
 def output_of(chain: Chain) -> Output | None:
     """The result of a chain ending in a document task, else None."""
     return ANSWERS.get(chain.tasks[-1].name) if chain.tasks else None
+
+
+def to_pixels(length: float) -> int:
+    """A length in pixels, halves rounded up (at least 1). The tolerance absorbs the
+    error of ``points * (density / 72)``: 153 pt at 92 DPI is 195.5 px, computed
+    195.49999999999997, and must not round down where 195.5 rounds up."""
+    return max(1, math.floor(length + 0.5 + 1e-9))

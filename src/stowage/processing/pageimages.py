@@ -20,7 +20,7 @@ from typing import Any
 
 from stowage import errors
 from stowage.processing.base import Task
-from stowage.processing.documents import PDF, page_ranges
+from stowage.processing.documents import PDF, page_ranges, to_pixels
 from stowage.processing.params import boolean, choice, integer, text
 from stowage.processing.table import Answer, Kind, Param, TaskSpec
 
@@ -109,8 +109,8 @@ def answer(task: Task, info: dict[str, Any], url_of: Callable[[str], str]) -> di
             {
                 "page": number,
                 "url": url_of(page_task(task, number)),
-                "width": max(1, round(float(box["width"]) * density / 72)),
-                "height": max(1, round(float(box["height"]) * density / 72)),
+                "width": to_pixels(float(box["width"]) * density / 72),
+                "height": to_pixels(float(box["height"]) * density / 72),
             }
         )
     return {"pages": count, "format": fmt, "density": density, "images": images}

@@ -143,7 +143,7 @@ def page_box(pdf: pdfium.PdfDocument, number: int) -> tuple[float, float]:
 def pixels(box: tuple[float, float], scale: float, limits: Limits) -> tuple[int, int]:
     """The page's size in pixels at ``scale`` pixels per point, refused past the
     limits."""
-    width, height = (max(1, round(side * scale)) for side in box)
+    width, height = (documents.to_pixels(side * scale) for side in box)
     limit = limits.max_output_dimension
     if width > limit or height > limit or width * height > limits.max_input_pixels:
         raise errors.ImageTooLarge(
