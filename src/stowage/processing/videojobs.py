@@ -3,8 +3,9 @@
 The first request for a conversion URL queues a job in the registry (``VideoJobRows``:
 one per source version and normalised task, whichever node is asked) and answers at
 once with the hosted shape; the same URL then answers the job's status. A worker on
-every node claims jobs with a lease (a node that stops lets its lease expire and another
-node takes the job), reads the source into a job folder, probes it with ffprobe, runs
+every node claims jobs with a short lease it renews while the job runs (``heartbeat.py``:
+a node that is killed stops renewing, and another node takes the job about a lease
+later), reads the source into a job folder, probes it with ffprobe, runs
 ffmpeg (``ffmpeg.py``) and stores the result as a new file of the app through the
 ordinary store path. A file ffmpeg refuses fails the job at once with the reason; other
 failures (storage, a killed node) are retried up to ``video_attempts``. As a change
@@ -42,6 +43,7 @@ from stowage.processing import catalogue, ffmpeg, grammar, metrics, video
 from stowage.processing import chain as chains
 from stowage.processing.base import Task
 from stowage.processing.ffmpeg import Limits, MediaRefused
+from stowage.processing.heartbeat import LeaseLost, while_held
 from stowage.registry.base import (
     VIDEO_COMPLETED,
     VIDEO_FAILED,
@@ -90,7 +92,10 @@ class VideoJobs:
         self.limits = Limits.of(settings)
         self.folder = settings.data_dir / "tmp" / "video"
         self.name = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
-        self.lease = 2 * settings.video_job_seconds + 120  # reading, probing, storing too
+        self.lease = settings.video_lease_seconds  # renewed every third while a job runs
+        # The longest a job may take (reading, probing, ffmpeg, storing): a job folder
+        # older than that is no live job's, whichever process of the node made it.
+        self.longest = 2 * settings.video_job_seconds + 120
         self.poll = 1.0
         self._wake = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -121,7 +126,7 @@ class VideoJobs:
     # -- the worker ----------------------------------------------------------------------
     def start(self) -> None:
         if self.settings.video_jobs > 0 and self._runner is None:
-            _sweep(self.folder, time.time() - 2 * self.lease)
+            _sweep(self.folder, time.time() - self.longest)
             self._runner = asyncio.get_running_loop().create_task(self._run())
 
     async def close(self) -> None:
@@ -160,7 +165,9 @@ class VideoJobs:
     async def run_job(self, job: VideoJob) -> None:
         folder, started = self.folder / job.uuid, time.monotonic()
         try:
-            result = await self._convert(job, folder)
+            result = await while_held(
+                self._convert(job, folder), self._renewal(job), self.lease / 3
+            )
         except asyncio.CancelledError:  # the node stops: the job is due again at once
             now = time.time()
             await self.rows.finish_video(
@@ -168,6 +175,9 @@ class VideoJobs:
             )
             metrics.VIDEO_JOBS.inc(outcome="returned")
             raise
+        except LeaseLost:  # another node runs it now, or the source changed: not ours
+            log.warning("video job %s: its lease went to another node; stopped", job.uuid)
+            metrics.VIDEO_JOBS.inc(outcome="lost")
         except MediaRefused as exc:
             await self._fail(job, str(exc), final=True)
         except errors.StowageError as exc:
@@ -185,6 +195,12 @@ class VideoJobs:
         finally:
             metrics.VIDEO_SECONDS.observe(time.monotonic() - started)
             shutil.rmtree(folder, ignore_errors=True)
+
+    def _renewal(self, job: VideoJob) -> Callable[[], Awaitable[bool]]:
+        async def renew() -> bool:
+            return await self.rows.renew_video(job.id, self.name, now=time.time(), lease=self.lease)
+
+        return renew
 
     async def _fail(self, job: VideoJob, reason: str, *, final: bool) -> None:
         log.info("video job %s failed (%s): %s", job.uuid, "final" if final else "retry", reason)
