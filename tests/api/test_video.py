@@ -156,7 +156,8 @@ async def test_the_same_conversion_asked_twice_is_one_job(harness: Harness, tmp_
     "task",
     [
         "video_convert=width:5000",
-        "video_convert=preset:hls.variant",
+        "video_convert=preset:hls.bogus",
+        "video_convert=preset:hls.variant,extname:.mp4",
         "video_convert=audio_channels:13",
         "video_convert=clip_offset:25:00:00",
         "video_convert=extname:mp4;rm",

@@ -46,6 +46,20 @@ def test_bad_clock_times_are_a_400(bad: str) -> None:
     assert caught.value.details["parameter"] == "video_convert.clip_offset"
 
 
+def test_hls_presets_write_segments_beside_their_playlist() -> None:
+    made = plan("video_convert=preset:hls.variant")
+    argv = made.argv("file:/job/input", "file:/job/output.m3u8")
+    assert (made.extension, made.mimetype) == ("m3u8", "application/vnd.apple.mpegurl")
+    assert argv[argv.index("-f") + 1] == "hls" and argv[-1] == "file:/job/output.m3u8"
+    assert argv[argv.index("-hls_segment_filename") + 1] == "file:/job/segment%05d.ts"
+    assert argv[argv.index("-hls_playlist_type") + 1] == "vod"
+    assert "-force_key_frames" in argv  # every segment starts on a keyframe
+    audio = plan("av_convert=preset:hls.variant.audio").argv("IN", "d/OUT")
+    assert "-vn" in audio and "-force_key_frames" not in audio
+    with pytest.raises(errors.InvalidParameter):
+        plan("video_convert=preset:hls.variant,extname:.mp4")
+
+
 def test_audio_presets_drop_video_and_thumbnails_take_one_frame() -> None:
     mp3 = plan("video_convert=preset:mp3,audio_channels:1,audio_sample_rate:22050")
     assert "-vn" in mp3.options and _after(mp3.options, "-ac") == ["-ac", "1"]

@@ -27,12 +27,13 @@ from stowage.processing.video import Plan
 #: (``image2`` would read numbered siblings, ``hls``/``concat`` other files or URLs.)
 DEMUXERS = "mov,mp4,m4a,3gp,3g2,mj2,matroska,webm,avi,mp3,ogg,wav,flac,aac,mpegts,flv,asf,mpeg"
 _GUARD = ["-protocol_whitelist", "file", "-format_whitelist", DEMUXERS]
-#: A result of ours may also be a still (a thumbnail).
+#: A result of ours may also be a still (a thumbnail) or an HLS playlist (read only once
+#: ``videoresults.segments_of`` found nothing in it but its own segments' names).
 _RESULT_GUARD = [
     "-protocol_whitelist",
     "file",
     "-format_whitelist",
-    DEMUXERS + ",image2,png_pipe,jpeg_pipe",
+    DEMUXERS + ",image2,png_pipe,jpeg_pipe,hls",  # hls: a playlist checked before
 ]
 _TAIL = 4096  # bytes of stderr kept for a failure's reason
 

@@ -48,6 +48,10 @@ class Preset:
 
 
 _X264 = ("-c:v", "libx264", "-pix_fmt", "yuv420p")
+HLS_TYPE = "application/vnd.apple.mpegurl"
+HLS_SEGMENT_SECONDS = 6
+#: Segment files of an HLS result, in the job folder beside the playlist.
+SEGMENT_NAME = "segment%05d.ts"
 _AAC = ("-c:a", "aac", "-b:a", "128k")
 _VORBIS = ("-c:a", "libvorbis", "-b:a", "128k")
 PRESETS: dict[str, Preset] = {
@@ -99,6 +103,15 @@ PRESETS: dict[str, Preset] = {
             ),
             ("-c:a", "libopus", "-b:a", "128k"),
         ),
+        Preset(
+            "hls.variant",
+            "m3u8",
+            HLS_TYPE,
+            "hls",
+            (*_X264, "-preset", "veryfast", "-crf", "23"),
+            _AAC,
+        ),
+        Preset("hls.variant.audio", "m3u8", HLS_TYPE, "hls", (), _AAC),
         Preset("mp3", "mp3", "audio/mpeg", "mp3", (), ("-c:a", "libmp3lame", "-b:a", "192k")),
         Preset("aac", "m4a", "audio/mp4", "ipod", (), _AAC),
         Preset("m4a", "m4a", "audio/mp4", "ipod", (), _AAC),
@@ -168,7 +181,10 @@ class Plan:
     def argv(self, source: str, dest: str) -> list[str]:
         seek = ["-ss", f"{self.seek:g}"] if self.seek is not None else []
         length = ["-t", f"{self.length:g}"] if self.length is not None else []
-        return [*seek, "-i", source, *length, *self.options, dest]
+        segments: list[str] = []
+        if self.preset.muxer == "hls":  # beside the playlist, whatever the working folder
+            segments = ["-hls_segment_filename", f"{dest.rsplit('/', 1)[0]}/{SEGMENT_NAME}"]
+        return [*seek, "-i", source, *length, *self.options, *segments, dest]
 
 
 def plan(task: Task) -> Plan:
@@ -186,6 +202,8 @@ def plan(task: Task) -> Plan:
         options += ["-metadata", f"title={task.get('title')}"]
     if preset.muxer in ("mp4", "ipod"):
         options += ["-movflags", "+faststart"]
+    if preset.muxer == "hls":
+        options += _HLS
     options += ["-f", preset.muxer]
     seek = _seconds(task, "clip_offset")
     if preset.still:
@@ -194,6 +212,19 @@ def plan(task: Task) -> Plan:
     if length == 0:
         raise _bad("clip_length", "must be more than 0 seconds")
     return Plan(preset, extension, mimetype, seek, length, tuple(options))
+
+
+#: VOD playlists of MPEG-TS segments; a keyframe starts every segment, so each plays alone.
+_HLS = (
+    "-hls_time",
+    str(HLS_SEGMENT_SECONDS),
+    "-hls_playlist_type",
+    "vod",
+    "-hls_segment_type",
+    "mpegts",
+    "-hls_list_size",
+    "0",
+)
 
 
 def _output(task: Task, preset: Preset) -> tuple[str, str, tuple[str, ...]]:
@@ -205,6 +236,8 @@ def _output(task: Task, preset: Preset) -> tuple[str, str, tuple[str, ...]]:
     if not _EXTNAME.fullmatch(name):
         raise _bad("extname", "must be a file extension such as .mp4")
     name = name.lstrip(".")
+    if preset.muxer == "hls" and name != preset.extension:
+        raise _bad("extname", "an HLS result is .m3u8")
     if preset.still:
         if name not in _STILL_TYPES:
             raise _bad("extname", "a thumbnail is .jpg or .png")
@@ -226,6 +259,8 @@ def _video_options(task: Task, preset: Preset, codec: tuple[str, ...]) -> list[s
         options += ["-b:v", f"{task.get('video_bitrate')}k"]
     if task.get("keyframe_interval") is not None and not preset.still:
         options += ["-g", str(task.get("keyframe_interval"))]
+    if preset.muxer == "hls":
+        options += ["-force_key_frames", f"expr:gte(t,n_forced*{HLS_SEGMENT_SECONDS})"]
     return options
 
 

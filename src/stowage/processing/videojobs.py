@@ -36,14 +36,13 @@ from stowage.core import events
 from stowage.core.events import Change
 from stowage.core.providers import Providers
 from stowage.core.security import Credentials, Target, authorize, record_for
-from stowage.core.service import StoreParams
-from stowage.core.sources import Source
-from stowage.core.uploads import Store, provider_for_location
-from stowage.processing import catalogue, ffmpeg, grammar, metrics, video
+from stowage.core.uploads import Store
+from stowage.processing import catalogue, ffmpeg, grammar, metrics, video, videoresults
 from stowage.processing import chain as chains
 from stowage.processing.base import Task
 from stowage.processing.ffmpeg import Limits, MediaRefused
 from stowage.processing.heartbeat import LeaseLost, while_held
+from stowage.processing.videoresults import Results, UrlOf, app_creds, result_handles
 from stowage.registry.base import (
     VIDEO_COMPLETED,
     VIDEO_FAILED,
@@ -55,9 +54,6 @@ from stowage.registry.base import (
 )
 
 log = logging.getLogger("stowage.video")
-_CHUNK = 1024 * 1024
-#: (the result's row) -> its public URL.
-UrlOf = Callable[[FileRecord], str]
 #: Removes a stored result: (handle, api_key, creds).
 Remove = Callable[[str, str, Credentials], Awaitable[Any]]
 #: Sends an app's webhooks an event: (app, action, handle, text); never raises.
@@ -191,7 +187,7 @@ class VideoJobs:
                 metrics.VIDEO_JOBS.inc(outcome="completed")
                 await self._announce(job, status=VIDEO_COMPLETED, result=text)
             else:  # the source changed meanwhile (the job was dropped) or the lease was lost
-                await self._remove(result["handle"], job.api_key)
+                await self._remove(result_handles(result), job.api_key)
         finally:
             metrics.VIDEO_SECONDS.observe(time.monotonic() - started)
             shutil.rmtree(folder, ignore_errors=True)
@@ -244,33 +240,22 @@ class VideoJobs:
         media = await ffmpeg.probe(source, self.limits)
         _fits(media, plan)
         await ffmpeg.convert(source, dest, plan, self.limits)
+        if plan.preset.muxer == "hls":
+            videoresults.segments_of(dest)  # before ffprobe follows the playlist
         made = await ffmpeg.probe(dest, self.limits, result=True)
-        stored = await self._store(app, record, task, plan, dest)
+        results = Results(self.store, self.url_of, self._remove)
+        stored = await results.save(app, record, task, plan, dest)
         metadata = made.summary(plan.mimetype, plan.extension)
         if plan.preset.still:
             metadata = {k: v for k, v in metadata.items() if k in _STILL_FIELDS}
-        return {
-            "handle": stored.handle,
-            "url": self.url_of(stored),
+        metadata["file_size"] = stored.size
+        found = {
+            "handle": stored.record.handle,
+            "url": self.url_of(stored.record),
             "result": metadata,
             "source": media.summary(record.mimetype, record.filename.rsplit(".", 1)[-1]),
         }
-
-    async def _store(
-        self, app: App, record: FileRecord, task: Task, plan: video.Plan, dest: Path
-    ) -> FileRecord:
-        stem = record.filename.rsplit(".", 1)[0] or "file"
-        filename = str(task.get("filename") or f"{stem}.{plan.extension}")
-        source = Source(chunks=_chunks(dest), filename=filename, content_type=plan.mimetype)
-        params = StoreParams(
-            filename=filename,
-            mimetype=plan.mimetype,
-            path=_text(task.get("path")),
-            container=_text(task.get("container")),
-            access=str(task.get("access") or "public"),
-        )
-        location = provider_for_location(_text(task.get("location")))
-        return await self.store(app.api_key, location, source, params, _app_creds(app))
+        return found | ({"segments": list(stored.segments)} if stored.segments else {})
 
     def _max_input(self) -> int:
         return self.settings.video_max_input_bytes
@@ -289,17 +274,25 @@ class VideoJobs:
         try:
             for job in await self.rows.forget_videos(handle):
                 made = json.loads(job.result) if job.result else {}
-                if made.get("handle"):
-                    await self._remove(made["handle"], job.api_key)
+                await self._remove(result_handles(made), job.api_key)
         except Exception:
             log.exception("dropping the video jobs of %s failed", handle)
 
-    async def _remove(self, handle: str, api_key: str) -> None:
+    async def _remove(self, handles: list[str], api_key: str) -> None:
+        """Removes stored results (a playlist and its segments), as any file is removed:
+        their edge copies are purged."""
+        if not handles:
+            return
         try:
             app = await self.providers.app(api_key)
-            await self.remove(handle, api_key, _app_creds(app))
         except errors.StowageError as exc:
-            log.warning("video result %s not removed: %s", handle, exc.message)
+            log.warning("video results %s not removed: %s", handles, exc.message)
+            return
+        for handle in handles:
+            try:
+                await self.remove(handle, api_key, app_creds(app))
+            except errors.StowageError as exc:
+                log.warning("video result %s not removed: %s", handle, exc.message)
 
 
 _STILL_FIELDS = ("mime_type", "extname", "file_size", "width", "height")
@@ -363,15 +356,6 @@ def _sweep(folder: Path, before: float) -> None:
                 shutil.rmtree(path, ignore_errors=True)
 
 
-def _app_creds(app: App) -> Credentials:
-    """The worker acts for the app: the request that queued the job was authorised."""
-    return Credentials(basic_user="app", basic_secret=app.secret) if app.secret else Credentials()
-
-
-def _text(value: object) -> str | None:
-    return None if value is None else str(value)
-
-
 async def _save(chunks: AsyncIterator[bytes], path: Path, max_bytes: int) -> None:
     written = 0
     try:
@@ -385,9 +369,3 @@ async def _save(chunks: AsyncIterator[bytes], path: Path, max_bytes: int) -> Non
         close = getattr(chunks, "aclose", None)
         if close is not None:
             await close()
-
-
-async def _chunks(path: Path) -> AsyncIterator[bytes]:
-    with path.open("rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            yield chunk
