@@ -102,10 +102,13 @@ class Media:
         return found
 
 
-async def probe(path: Path, limits: Limits, *, result: bool = False) -> Media:
+async def probe(
+    path: Path, limits: Limits, *, result: bool = False, formats: tuple[str, ...] = ()
+) -> Media:
     """ffprobe's reading of ``path``, held to the limits; ``MediaRefused`` otherwise.
-    ``result``: a file ffmpeg made here (a thumbnail is an image)."""
-    guard = _RESULT_GUARD if result else _GUARD
+    ``result``: a file ffmpeg made here (a thumbnail is an image); ``formats``: another
+    input guard (a watermark's)."""
+    guard = list(formats) or (_RESULT_GUARD if result else _GUARD)
     argv = ["ffprobe", "-v", "error", *guard, "-show_format", "-show_streams"]
     argv += ["-of", "json", f"file:{path}"]
     out = await run(argv, limits, cwd=path.parent, seconds=min(limits.seconds, 60.0))
@@ -146,11 +149,14 @@ def _check(media: Media, limits: Limits) -> None:
         raise MediaRefused("the file has no video or audio stream")
 
 
-async def convert(source: Path, dest: Path, plan: Plan, limits: Limits) -> None:
+async def convert(
+    source: Path, dest: Path, plan: Plan, limits: Limits, watermark: Path | None = None
+) -> None:
     """ffmpeg on the plan; the paths are given as ``file:`` so that no name is read as a
     protocol or an option."""
     argv = ["ffmpeg", "-nostdin", "-hide_banner", "-v", "error", "-y", *_GUARD]
-    argv += plan.argv(f"file:{source}", f"file:{dest}")
+    mark = None if watermark is None else f"file:{watermark}"
+    argv += plan.argv(f"file:{source}", f"file:{dest}", mark)
     await run(argv, limits, cwd=source.parent, seconds=limits.seconds)
     if not dest.is_file() or dest.stat().st_size == 0:
         raise MediaRefused("ffmpeg made no output (is the offset past the end?)")

@@ -26,7 +26,7 @@ import shutil
 import socket
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ from stowage import errors
 from stowage.config import Settings
 from stowage.core import events
 from stowage.core.events import Change
+from stowage.core.fetch import Fetcher
 from stowage.core.providers import Providers
 from stowage.core.security import Credentials, Target, authorize, record_for
 from stowage.core.uploads import Store
@@ -42,6 +43,7 @@ from stowage.processing import chain as chains
 from stowage.processing.base import Task
 from stowage.processing.ffmpeg import Limits, MediaRefused
 from stowage.processing.heartbeat import LeaseLost, while_held
+from stowage.processing.videoinputs import Inputs
 from stowage.processing.videoresults import Results, UrlOf, app_creds, result_handles
 from stowage.registry.base import (
     VIDEO_COMPLETED,
@@ -82,8 +84,10 @@ class VideoJobs:
         remove: Remove,
         url_of: UrlOf,
         announce: Announce,
+        fetcher: Fetcher | None = None,
     ) -> None:
         self.settings, self.rows, self.files, self.providers = settings, rows, files, providers
+        self.inputs = Inputs(files, providers, fetcher)
         self.store, self.remove, self.url_of, self.announce = store, remove, url_of, announce
         self.limits = Limits.of(settings)
         self.folder = settings.data_dir / "tmp" / "video"
@@ -103,12 +107,13 @@ class VideoJobs:
     ) -> dict[str, Any]:
         """The conversion's status in the hosted shape, the job queued if it is new."""
         task = _the_task(segments)
-        video.plan(task)  # every option checked before a job exists
+        plan = video.plan(task)  # every option checked before a job exists
         record = await record_for(self.files, self.providers.apps, handle, api_key)
         app = await self.providers.app(record.api_key)
         skew, now = self.settings.policy_clock_skew, time.time()
         target = Target(handle=handle)
         authorize(app.secret, creds, "convert", target, required=app.security, now=now, skew=skew)
+        await self.inputs.check(plan, record.api_key)
         key = job_key(record, task)
         job = await self.rows.video_job(key)
         if job is None:
@@ -235,11 +240,13 @@ class VideoJobs:
         app = await self.providers.app(record.api_key)
         folder.mkdir(parents=True, exist_ok=True)
         source, dest = folder / "input", folder / f"output.{plan.extension}"
-        provider = self.providers.provider_for(app, record.provider)
-        await _save(provider.open(record.container, record.key), source, self._max_input())
+        await self.inputs.source(app, record, source, self.settings.video_max_input_bytes)
         media = await ffmpeg.probe(source, self.limits)
         _fits(media, plan)
-        await ffmpeg.convert(source, dest, plan, self.limits)
+        mark = folder / "watermark" if plan.watermark is not None else None
+        if mark is not None:
+            await self.inputs.watermark(app, plan, mark, self.limits)
+        await ffmpeg.convert(source, dest, plan, self.limits, mark)
         if plan.preset.muxer == "hls":
             videoresults.segments_of(dest)  # before ffprobe follows the playlist
         made = await ffmpeg.probe(dest, self.limits, result=True)
@@ -256,9 +263,6 @@ class VideoJobs:
             "source": media.summary(record.mimetype, record.filename.rsplit(".", 1)[-1]),
         }
         return found | ({"segments": list(stored.segments)} if stored.segments else {})
-
-    def _max_input(self) -> int:
-        return self.settings.video_max_input_bytes
 
     # -- the change sink -----------------------------------------------------------------
     async def publish(self, change: Change) -> None:
@@ -354,18 +358,3 @@ def _sweep(folder: Path, before: float) -> None:
         with contextlib.suppress(OSError):
             if path.stat().st_mtime < before:
                 shutil.rmtree(path, ignore_errors=True)
-
-
-async def _save(chunks: AsyncIterator[bytes], path: Path, max_bytes: int) -> None:
-    written = 0
-    try:
-        with path.open("wb") as handle:
-            async for chunk in chunks:
-                written += len(chunk)
-                if written > max_bytes:
-                    raise MediaRefused(f"the file is larger than {max_bytes} bytes")
-                handle.write(chunk)
-    finally:
-        close = getattr(chunks, "aclose", None)
-        if close is not None:
-            await close()
