@@ -96,7 +96,7 @@ class VideoJobs:
         # The longest a job may take (reading, probing, ffmpeg, storing): a job folder
         # older than that is no live job's, whichever process of the node made it.
         self.longest = 2 * settings.video_job_seconds + 120
-        self.poll = 1.0
+        self.poll = 0.25  # another process or node claims a new job within this
         self._wake = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
         self._runner: asyncio.Task[None] | None = None
@@ -249,9 +249,8 @@ class VideoJobs:
         await ffmpeg.convert(source, dest, plan, self.limits, mark)
         if plan.preset.muxer == "hls":
             videoresults.segments_of(dest)  # before ffprobe follows the playlist
-        made = await ffmpeg.probe(dest, self.limits, result=True)
         results = Results(self.store, self.url_of, self._remove)
-        stored = await results.save(app, record, task, plan, dest)
+        made, stored = await self._probe_and_save(results, app, record, task, plan, dest)
         metadata = made.summary(plan.mimetype, plan.extension)
         if plan.preset.still:
             metadata = {k: v for k, v in metadata.items() if k in _STILL_FIELDS}
@@ -263,6 +262,31 @@ class VideoJobs:
             "source": media.summary(record.mimetype, record.filename.rsplit(".", 1)[-1]),
         }
         return found | ({"segments": list(stored.segments)} if stored.segments else {})
+
+    async def _probe_and_save(
+        self,
+        results: Results,
+        app: App,
+        record: FileRecord,
+        task: Task,
+        plan: video.Plan,
+        dest: Path,
+    ) -> tuple[ffmpeg.Media, videoresults.Stored]:
+        """The result's ffprobe reading and its storing at once (ffprobe's start-up is a
+        good part of a short job's time); a result ffprobe refuses is removed again."""
+        probing = asyncio.ensure_future(ffmpeg.probe(dest, self.limits, result=True))
+        try:
+            stored = await results.save(app, record, task, plan, dest)
+        except BaseException:
+            probing.cancel()
+            await asyncio.gather(probing, return_exceptions=True)
+            raise
+        try:
+            return await probing, stored
+        except BaseException:
+            handles = [stored.record.handle, *stored.segments]
+            await asyncio.shield(self._remove(handles, app.api_key))
+            raise
 
     # -- the change sink -----------------------------------------------------------------
     async def publish(self, change: Change) -> None:
