@@ -177,7 +177,7 @@ class VideoJobs:
             metrics.VIDEO_JOBS.inc(outcome="returned")
             raise
         except LeaseLost:  # another node runs it now, or the source changed: not ours
-            log.warning("video job %s: its lease went to another node; stopped", job.uuid)
+            log.warning("video job %s: no longer this node's (taken over or dropped)", job.uuid)
             metrics.VIDEO_JOBS.inc(outcome="lost")
         except MediaRefused as exc:
             await self._fail(job, str(exc), final=True)
