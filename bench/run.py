@@ -23,7 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench import documents, edge, office, peers, processing, s3, scenarios  # noqa: E402
+from bench import documents, edge, office, peers, processing, s3, scenarios, video  # noqa: E402
 from bench.scenarios import Context, Row, Sizes, ratio  # noqa: E402
 from bench.servers import BenchSwift, Nginx, Stowage  # noqa: E402
 
@@ -43,10 +43,20 @@ SCENARIOS: list[Callable[[Context], list[Row]]] = [
     processing.processing,
     documents.documents,
     office.office,
+    video.video_scenario,
 ]
-SCENARIO_IDS = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "1c", "2c", "10", "11", "12", "12b")
+SCENARIO_IDS = (
+    *("1", "2", "3", "4", "5", "6", "7", "8", "9"),
+    *("1c", "2c", "10", "11", "12", "12b", "13"),
+)
 # Names --only also takes, for the scenarios of later issues.
-ALIASES = {"processing": "11", "edge": "1c,2c,10", "documents": "12", "office": "12b"}
+ALIASES = {
+    "processing": "11",
+    "edge": "1c,2c,10",
+    "documents": "12",
+    "office": "12b",
+    "video": "13",
+}
 
 
 def run(

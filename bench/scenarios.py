@@ -50,6 +50,7 @@ class Sizes:
     slow_count: int
     slow_hold: float
     s3_big: int
+    video_seconds: int = 10  # scenario 13's clip to convert (issue 27: 10 s of 720p)
 
     @classmethod
     def full(cls) -> Sizes:
@@ -57,7 +58,7 @@ class Sizes:
 
     @classmethod
     def quick(cls) -> Sizes:
-        return cls(32 * MiB, 10 * MiB, 1, 1, 100, 3, 8 * MiB)
+        return cls(32 * MiB, 10 * MiB, 1, 1, 100, 3, 8 * MiB, video_seconds=2)
 
 
 @dataclass

@@ -112,6 +112,7 @@ def assemble(settings: Settings) -> Assembly:
         _remover(service),
         links.file_url,
         webhooks.announce,
+        fetcher,
     )
     changes.add(video)
     recovery = Recovery(settings, registry, providers)

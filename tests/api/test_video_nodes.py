@@ -71,8 +71,8 @@ async def until_ended(cdn: Client, task: str, handle: str) -> dict[str, Any]:
     raise AssertionError("the job did not end")
 
 
-async def store_clip(parts: Any, tmp_path: Path) -> str:
-    data = clip(tmp_path / "c.mp4")
+async def store_clip(parts: Any, tmp_path: Path, data: bytes | None = None) -> str:
+    data = clip(tmp_path / "c.mp4") if data is None else data
 
     async def chunks() -> AsyncIterator[bytes]:
         yield data

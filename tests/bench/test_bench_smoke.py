@@ -12,7 +12,10 @@ from pathlib import Path
 from bench import processing_tasks
 
 REPO = Path(__file__).resolve().parents[2]
-SCENARIOS = {"1", "2", "3", "4", "5", "6", "7", "8", "9", "1c", "2c", "10", "11", "12", "12b"}
+SCENARIOS = {
+    *("1", "2", "3", "4", "5", "6", "7", "8", "9"),
+    *("1c", "2c", "10", "11", "12", "12b", "13"),
+}
 
 
 def test_quick_benchmark_produces_every_scenario(tmp_path: Path) -> None:
@@ -56,5 +59,8 @@ def test_quick_benchmark_produces_every_scenario(tmp_path: Path) -> None:
     documents = [row for row in rows if row["id"] == "12"]
     assert len(documents) == 2, documents  # the rate against pdftoppm, CPU per page
     assert all(row["reference"] > 0 for row in documents), documents
+    video = [row for row in rows if row["id"] == "13"]
+    assert len(video) == 3, video  # thumbnails against ffmpeg, then H.264 and WebM times
+    assert all(row["stowage"] > 0 and row["reference"] > 0 for row in video), video
     assert result["meta"]["quick"] is True
     assert "| 1 | GET 1 KiB by handle" in done.stdout  # the printed table

@@ -46,6 +46,50 @@ def test_bad_clock_times_are_a_400(bad: str) -> None:
     assert caught.value.details["parameter"] == "video_convert.clip_offset"
 
 
+def test_hls_presets_write_segments_beside_their_playlist() -> None:
+    made = plan("video_convert=preset:hls.variant")
+    argv = made.argv("file:/job/input", "file:/job/output.m3u8")
+    assert (made.extension, made.mimetype) == ("m3u8", "application/vnd.apple.mpegurl")
+    assert argv[argv.index("-f") + 1] == "hls" and argv[-1] == "file:/job/output.m3u8"
+    assert argv[argv.index("-hls_segment_filename") + 1] == "file:/job/segment%05d.ts"
+    assert argv[argv.index("-hls_playlist_type") + 1] == "vod"
+    assert "-force_key_frames" in argv  # every segment starts on a keyframe
+    audio = plan("av_convert=preset:hls.variant.audio").argv("IN", "d/OUT")
+    assert "-vn" in audio and "-force_key_frames" not in audio
+    with pytest.raises(errors.InvalidParameter):
+        plan("video_convert=preset:hls.variant,extname:.mp4")
+
+
+@given(st.integers(0, 9999), st.integers(0, 9999), st.booleans(), st.booleans())
+def test_watermark_offsets_place_the_overlay(a: int, b: int, right: bool, bottom: bool) -> None:
+    across, down = ("right", "bottom") if right and bottom else ("left", "top")
+    if right != bottom:
+        across, down = ("right", "top") if right else ("left", "bottom")
+    made = plan(
+        f"video_convert=width:64,watermark_url:x,watermark_{across}:{a},watermark_{down}:{b}"
+    )
+    argv = made.argv("IN", "OUT", "MARK")
+    assert argv[argv.index("MARK") - 1] == "-i" and "-vf" not in argv  # all in one graph
+    graph = argv[argv.index("-filter_complex") + 1]
+    x = f"W-w-{a}" if across == "right" else str(a)
+    y = f"H-h-{b}" if down == "bottom" else str(b)
+    assert graph.endswith(f"[frame][mark]overlay={x}:{y}[v]") and graph.startswith("[0:v]scale=64:")
+    assert argv[argv.index("-map") + 1] == "[v]" and "0:a?" in argv
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "watermark_left:1,watermark_right:1",
+        "watermark_top:1,watermark_bottom:2",
+        "watermark_height:0",
+    ],
+)
+def test_watermark_options_are_range_checked(bad: str) -> None:
+    with pytest.raises(errors.InvalidParameter):
+        plan(f"video_convert=watermark_url:x,{bad}")
+
+
 def test_audio_presets_drop_video_and_thumbnails_take_one_frame() -> None:
     mp3 = plan("video_convert=preset:mp3,audio_channels:1,audio_sample_rate:22050")
     assert "-vn" in mp3.options and _after(mp3.options, "-ac") == ["-ac", "1"]

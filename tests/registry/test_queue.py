@@ -138,6 +138,24 @@ async def test_an_expired_lease_is_taken_over(queues: Any) -> None:
     assert again.last_error == "busy" and again.attempts == 3
 
 
+async def test_a_renewed_lease_is_not_taken_over_and_a_stopped_one_is(queues: Any) -> None:
+    _, dropped = queues
+    await dropped.put([render(1), render(2)])
+    [alive, stopped] = await dropped.claim("w1", now=200.0, lease=30, limit=2)
+    for beat in (220.0, 245.0, 270.0):  # a heartbeat every lease/3 or so, past the first lease
+        assert await dropped.renew(alive.id, "w1", now=beat, lease=30)
+        assert not await dropped.renew(alive.id, "w2", now=beat, lease=30)  # not its claim
+    # At 280 the first lease (230) and the second's (230) are both long past: only the
+    # row that was not renewed is due again.
+    [taken] = await dropped.claim("w2", now=280.0, lease=30, limit=5)
+    assert taken.id == stopped.id and taken.attempts == 2 and taken.lease_until == 310.0
+    assert not await dropped.renew(stopped.id, "w1", now=281.0, lease=30)  # it lost the row
+    assert await dropped.complete(alive.id, "w1", 290.0)
+    assert not await dropped.renew(alive.id, "w1", now=291.0, lease=30)  # ended: gone
+    assert await dropped.claim("w3", now=301.0, lease=30, limit=5) == []  # w2's holds to 310
+    assert await dropped.claim("w3", now=310.0, lease=30, limit=5) != []
+
+
 async def test_concurrent_claims_never_share_a_row(queues: Any) -> None:
     kept, _ = queues
     await kept.put([render(n) for n in range(40)])

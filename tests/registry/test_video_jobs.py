@@ -77,3 +77,14 @@ async def test_forget_drops_every_job_of_a_handle(registry: Any) -> None:
     assert sorted(j.key for j in gone) == ["a", "b"]
     assert await registry.video_job("a") is None and await registry.video_job("c") is not None
     assert await registry.forget_videos("H1") == []
+
+
+async def test_a_running_job_renews_its_lease(registry: Any) -> None:
+    a = await registry.ask_video(job("a"))
+    now = a.created + 1
+    [held] = await registry.claim_videos("node-a", now=now, lease=10, limit=1)
+    assert await registry.renew_video(held.id, "node-a", now=now + 8, lease=10)
+    assert await registry.claim_videos("node-b", now=now + 15, lease=10, limit=1) == []
+    [taken] = await registry.claim_videos("node-b", now=now + 18, lease=10, limit=1)
+    assert taken.id == held.id and taken.attempts == 2
+    assert not await registry.renew_video(held.id, "node-a", now=now + 19, lease=10)

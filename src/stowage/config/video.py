@@ -23,6 +23,13 @@ class VideoSettings:
         "Seconds one conversion's ffmpeg may run before it is killed (the job fails).",
         form=coerce.duration(1),
     )
+    video_lease_seconds: float = _setting(
+        60.0,
+        "Lease of a running conversion in the registry: its node renews it every third of "
+        "this while the job runs; a node that stops renewing (killed) has its job taken "
+        "over by another node about this long after.",
+        form=coerce.duration(1, 3600),
+    )
     video_job_memory: int = _setting(
         4 * GiB,
         "Address space ffmpeg and ffprobe may use (RLIMIT_AS), in bytes; 0: no limit.",

@@ -26,12 +26,13 @@ from stowage.processing.video import Plan
 #: (``image2`` would read numbered siblings, ``hls``/``concat`` other files or URLs.)
 DEMUXERS = "mov,mp4,m4a,3gp,3g2,mj2,matroska,webm,avi,mp3,ogg,wav,flac,aac,mpegts,flv,asf,mpeg"
 _GUARD = ["-protocol_whitelist", "file", "-format_whitelist", DEMUXERS]
-#: A result of ours may also be a still (a thumbnail).
+#: A result of ours may also be a still (a thumbnail) or an HLS playlist (read only once
+#: ``videoresults.segments_of`` found nothing in it but its own segments' names).
 _RESULT_GUARD = [
     "-protocol_whitelist",
     "file",
     "-format_whitelist",
-    DEMUXERS + ",image2,png_pipe,jpeg_pipe",
+    DEMUXERS + ",image2,png_pipe,jpeg_pipe,hls",  # hls: a playlist checked before
 ]
 _TAIL = 4096  # bytes of stderr kept for a failure's reason
 
@@ -100,10 +101,13 @@ class Media:
         return found
 
 
-async def probe(path: Path, limits: Limits, *, result: bool = False) -> Media:
+async def probe(
+    path: Path, limits: Limits, *, result: bool = False, formats: tuple[str, ...] = ()
+) -> Media:
     """ffprobe's reading of ``path``, held to the limits; ``MediaRefused`` otherwise.
-    ``result``: a file ffmpeg made here (a thumbnail is an image)."""
-    guard = _RESULT_GUARD if result else _GUARD
+    ``result``: a file ffmpeg made here (a thumbnail is an image); ``formats``: another
+    input guard (a watermark's)."""
+    guard = list(formats) or (_RESULT_GUARD if result else _GUARD)
     argv = ["ffprobe", "-v", "error", *guard, "-show_format", "-show_streams"]
     argv += ["-of", "json", f"file:{path}"]
     out = await run(argv, limits, cwd=path.parent, seconds=min(limits.seconds, 60.0))
@@ -144,11 +148,14 @@ def _check(media: Media, limits: Limits) -> None:
         raise MediaRefused("the file has no video or audio stream")
 
 
-async def convert(source: Path, dest: Path, plan: Plan, limits: Limits) -> None:
+async def convert(
+    source: Path, dest: Path, plan: Plan, limits: Limits, watermark: Path | None = None
+) -> None:
     """ffmpeg on the plan; the paths are given as ``file:`` so that no name is read as a
     protocol or an option."""
     argv = ["ffmpeg", "-nostdin", "-hide_banner", "-v", "error", "-y", *_GUARD]
-    argv += plan.argv(f"file:{source}", f"file:{dest}")
+    mark = None if watermark is None else f"file:{watermark}"
+    argv += plan.argv(f"file:{source}", f"file:{dest}", mark)
     await run(argv, limits, cwd=source.parent, seconds=limits.seconds)
     if not dest.is_file() or dest.stat().st_size == 0:
         raise MediaRefused("ffmpeg made no output (is the offset past the end?)")

@@ -24,7 +24,8 @@ BIG_JOBS = metrics.Counter(
 )
 VIDEO_JOBS = metrics.Counter(
     "stowage_video_jobs_total",
-    "video_convert jobs this node ended, by outcome (completed, failed, retry, returned).",
+    "video_convert jobs this node ended, by outcome (completed, failed, retry, returned, "
+    "lost: its lease went to another node).",
 )
 VIDEO_SECONDS = metrics.Histogram(
     "stowage_video_job_seconds",

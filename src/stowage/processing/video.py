@@ -4,8 +4,9 @@ the task's declaration, and its options turned into an ffmpeg plan before a job 
 The conversion itself is asynchronous (``videojobs.py``: a job in the registry's queue,
 run by any node's worker with ``ffmpeg.py``); this module only reads the task. Every
 parameter the two SDK schemas list is declared and range-checked; a value the engine
-does not act on (``two_pass``, ``force``) is accepted, and one it cannot honour
-(watermarks) is refused with a 400 before a job exists.
+does not act on (``two_pass``, ``force``) is accepted. A watermark (``watermark_url``: a
+URL or a handle of the app) is an image the job reads into its folder first; the plan
+only places it.
 """
 
 from __future__ import annotations
@@ -48,6 +49,10 @@ class Preset:
 
 
 _X264 = ("-c:v", "libx264", "-pix_fmt", "yuv420p")
+HLS_TYPE = "application/vnd.apple.mpegurl"
+HLS_SEGMENT_SECONDS = 6
+#: Segment files of an HLS result, in the job folder beside the playlist.
+SEGMENT_NAME = "segment%05d.ts"
 _AAC = ("-c:a", "aac", "-b:a", "128k")
 _VORBIS = ("-c:a", "libvorbis", "-b:a", "128k")
 PRESETS: dict[str, Preset] = {
@@ -99,6 +104,15 @@ PRESETS: dict[str, Preset] = {
             ),
             ("-c:a", "libopus", "-b:a", "128k"),
         ),
+        Preset(
+            "hls.variant",
+            "m3u8",
+            HLS_TYPE,
+            "hls",
+            (*_X264, "-preset", "veryfast", "-crf", "23"),
+            _AAC,
+        ),
+        Preset("hls.variant.audio", "m3u8", HLS_TYPE, "hls", (), _AAC),
         Preset("mp3", "mp3", "audio/mpeg", "mp3", (), ("-c:a", "libmp3lame", "-b:a", "192k")),
         Preset("aac", "m4a", "audio/mp4", "ipod", (), _AAC),
         Preset("m4a", "m4a", "audio/mp4", "ipod", (), _AAC),
@@ -140,7 +154,8 @@ TASKS: tuple[TaskSpec, ...] = (
             Param("thumbnail_offset", integer(0, 86_399)),
             Param("frame_count", integer(1, 1)),
             Param("watermark_url", text),
-            *(Param(name, integer(0, 9999)) for name in WATERMARK[1:]),
+            *(Param(name, integer(0, 9999)) for name in WATERMARK[1:5]),
+            *(Param(name, integer(1, 9999)) for name in WATERMARK[5:]),
             Param("location", choice(*LOCATIONS), (), "s3"),
             Param("path", text),
             Param("container", text),
@@ -164,19 +179,72 @@ class Plan:
     seek: float | None  # clip_offset or thumbnail_offset, in seconds
     length: float | None  # clip_length
     options: tuple[str, ...]
+    watermark: Watermark | None = None
 
-    def argv(self, source: str, dest: str) -> list[str]:
+    def argv(self, source: str, dest: str, watermark: str | None = None) -> list[str]:
+        """ffmpeg's arguments; ``watermark``: the image's path (``file:``), with its own
+        input guard (``WATERMARK_GUARD``), when the plan has one."""
         seek = ["-ss", f"{self.seek:g}"] if self.seek is not None else []
         length = ["-t", f"{self.length:g}"] if self.length is not None else []
-        return [*seek, "-i", source, *length, *self.options, dest]
+        segments: list[str] = []
+        if self.preset.muxer == "hls":  # beside the playlist, whatever the working folder
+            segments = ["-hls_segment_filename", f"{dest.rsplit('/', 1)[0]}/{SEGMENT_NAME}"]
+        options, second = list(self.options), []
+        if self.watermark is not None:
+            if watermark is None:
+                raise ValueError("the plan has a watermark: its image's path is needed")
+            second = [*WATERMARK_GUARD, "-i", watermark]
+            options = self.watermark.overlay(options, audio=bool(self.preset.audio))
+        return [*seek, "-i", source, *second, *length, *options, *segments, dest]
+
+
+#: The watermark input: one still image, opened as a file, by a demuxer that reads one
+#: stream (``image2`` would read numbered siblings).
+WATERMARK_GUARD = (
+    "-protocol_whitelist",
+    "file",
+    "-format_whitelist",
+    "png_pipe,jpeg_pipe,webp_pipe,bmp_pipe,gif",
+)
+
+
+@dataclass(frozen=True)
+class Watermark:
+    """Where the watermark image goes: ``x``/``y`` as overlay expressions of the frame
+    (``W``, ``H``) and the mark (``w``, ``h``), and its size (None: its own)."""
+
+    source: str  # a URL or a handle of the app
+    x: str
+    y: str
+    width: int | None
+    height: int | None
+
+    def overlay(self, options: list[str], *, audio: bool) -> list[str]:
+        """``options`` with the video filter (``-vf``) turned into a graph that scales the
+        frame as before, then lays the (scaled) mark over it."""
+        frame = "null"
+        if "-vf" in options:
+            at = options.index("-vf")
+            frame = options[at + 1]
+            del options[at : at + 2]
+        mark = "null"
+        if self.width is not None or self.height is not None:
+            mark = f"scale={self.width or -1}:{self.height or -1}"
+        graph = f"[0:v]{frame}[frame];[1:v]{mark}[mark];[frame][mark]overlay={self.x}:{self.y}[v]"
+        return [
+            "-filter_complex",
+            graph,
+            "-map",
+            "[v]",
+            *(["-map", "0:a?"] if audio else []),
+            *options,
+        ]
 
 
 def plan(task: Task) -> Plan:
     """The task's options as an ffmpeg plan; a 400 for what cannot be done."""
-    given = [name for name in WATERMARK if task.get(name) is not None]
-    if given:
-        raise _bad(given[0], "watermarks on video are not supported here")
     preset = PRESETS[str(task.get("preset") or "h264")]
+    mark = _watermark(task, preset)
     extension, mimetype, video = _output(task, preset)
     options: list[str] = ["-map_metadata", "-1"]
     options += _video_options(task, preset, video) if preset.video else ["-vn"]
@@ -186,6 +254,8 @@ def plan(task: Task) -> Plan:
         options += ["-metadata", f"title={task.get('title')}"]
     if preset.muxer in ("mp4", "ipod"):
         options += ["-movflags", "+faststart"]
+    if preset.muxer == "hls":
+        options += _HLS
     options += ["-f", preset.muxer]
     seek = _seconds(task, "clip_offset")
     if preset.still:
@@ -193,7 +263,52 @@ def plan(task: Task) -> Plan:
     length = None if preset.still else _seconds(task, "clip_length")
     if length == 0:
         raise _bad("clip_length", "must be more than 0 seconds")
-    return Plan(preset, extension, mimetype, seek, length, tuple(options))
+    return Plan(preset, extension, mimetype, seek, length, tuple(options), mark)
+
+
+#: VOD playlists of MPEG-TS segments; a keyframe starts every segment, so each plays alone.
+_HLS = (
+    "-hls_time",
+    str(HLS_SEGMENT_SECONDS),
+    "-hls_playlist_type",
+    "vod",
+    "-hls_segment_type",
+    "mpegts",
+    "-hls_list_size",
+    "0",
+)
+
+
+def _watermark(task: Task, preset: Preset) -> Watermark | None:
+    """The watermark's place, checked: an image over a video, at most one offset each way."""
+    source = task.get("watermark_url")
+    given = [name for name in WATERMARK[1:] if task.get(name) is not None]
+    if source is None:
+        if given:
+            raise _bad(given[0], "needs watermark_url (the image: a URL or a handle)")
+        return None
+    if not preset.video:
+        raise _bad("watermark_url", f"preset {preset.name} makes no video to mark")
+    if not str(source).strip():
+        raise _bad("watermark_url", "must be a URL or a handle")
+    for one, other in (
+        ("watermark_left", "watermark_right"),
+        ("watermark_top", "watermark_bottom"),
+    ):
+        if one in given and other in given:
+            raise _bad(other, f"give {one} or {other}, not both")
+    left, right = task.get("watermark_left"), task.get("watermark_right")
+    top, bottom = task.get("watermark_top"), task.get("watermark_bottom")
+    x = f"W-w-{right}" if right is not None else str(left or 0)
+    y = f"H-h-{bottom}" if bottom is not None else str(top or 0)
+    width, height = task.get("watermark_width"), task.get("watermark_height")
+    return Watermark(
+        str(source).strip(),
+        x,
+        y,
+        None if width is None else int(str(width)),
+        None if height is None else int(str(height)),
+    )
 
 
 def _output(task: Task, preset: Preset) -> tuple[str, str, tuple[str, ...]]:
@@ -205,6 +320,8 @@ def _output(task: Task, preset: Preset) -> tuple[str, str, tuple[str, ...]]:
     if not _EXTNAME.fullmatch(name):
         raise _bad("extname", "must be a file extension such as .mp4")
     name = name.lstrip(".")
+    if preset.muxer == "hls" and name != preset.extension:
+        raise _bad("extname", "an HLS result is .m3u8")
     if preset.still:
         if name not in _STILL_TYPES:
             raise _bad("extname", "a thumbnail is .jpg or .png")
@@ -226,6 +343,8 @@ def _video_options(task: Task, preset: Preset, codec: tuple[str, ...]) -> list[s
         options += ["-b:v", f"{task.get('video_bitrate')}k"]
     if task.get("keyframe_interval") is not None and not preset.still:
         options += ["-g", str(task.get("keyframe_interval"))]
+    if preset.muxer == "hls":
+        options += ["-force_key_frames", f"expr:gte(t,n_forced*{HLS_SEGMENT_SECONDS})"]
     return options
 
 

@@ -3,8 +3,9 @@
 The first request for a conversion URL queues a job in the registry (``VideoJobRows``:
 one per source version and normalised task, whichever node is asked) and answers at
 once with the hosted shape; the same URL then answers the job's status. A worker on
-every node claims jobs with a lease (a node that stops lets its lease expire and another
-node takes the job), reads the source into a job folder, probes it with ffprobe, runs
+every node claims jobs with a short lease it renews while the job runs (``heartbeat.py``:
+a node that is killed stops renewing, and another node takes the job about a lease
+later), reads the source into a job folder, probes it with ffprobe, runs
 ffmpeg (``ffmpeg.py``) and stores the result as a new file of the app through the
 ordinary store path. A file ffmpeg refuses fails the job at once with the reason; other
 failures (storage, a killed node) are retried up to ``video_attempts``. As a change
@@ -25,7 +26,7 @@ import shutil
 import socket
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,15 +34,17 @@ from stowage import errors
 from stowage.config import Settings
 from stowage.core import events
 from stowage.core.events import Change
+from stowage.core.fetch import Fetcher
 from stowage.core.providers import Providers
 from stowage.core.security import Credentials, Target, authorize, record_for
-from stowage.core.service import StoreParams
-from stowage.core.sources import Source
-from stowage.core.uploads import Store, provider_for_location
-from stowage.processing import catalogue, ffmpeg, grammar, metrics, video
+from stowage.core.uploads import Store
+from stowage.processing import catalogue, ffmpeg, grammar, metrics, video, videoresults
 from stowage.processing import chain as chains
 from stowage.processing.base import Task
 from stowage.processing.ffmpeg import Limits, MediaRefused
+from stowage.processing.heartbeat import LeaseLost, while_held
+from stowage.processing.videoinputs import Inputs
+from stowage.processing.videoresults import Results, UrlOf, app_creds, result_handles
 from stowage.registry.base import (
     VIDEO_COMPLETED,
     VIDEO_FAILED,
@@ -53,9 +56,6 @@ from stowage.registry.base import (
 )
 
 log = logging.getLogger("stowage.video")
-_CHUNK = 1024 * 1024
-#: (the result's row) -> its public URL.
-UrlOf = Callable[[FileRecord], str]
 #: Removes a stored result: (handle, api_key, creds).
 Remove = Callable[[str, str, Credentials], Awaitable[Any]]
 #: Sends an app's webhooks an event: (app, action, handle, text); never raises.
@@ -84,14 +84,19 @@ class VideoJobs:
         remove: Remove,
         url_of: UrlOf,
         announce: Announce,
+        fetcher: Fetcher | None = None,
     ) -> None:
         self.settings, self.rows, self.files, self.providers = settings, rows, files, providers
+        self.inputs = Inputs(files, providers, fetcher)
         self.store, self.remove, self.url_of, self.announce = store, remove, url_of, announce
         self.limits = Limits.of(settings)
         self.folder = settings.data_dir / "tmp" / "video"
         self.name = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
-        self.lease = 2 * settings.video_job_seconds + 120  # reading, probing, storing too
-        self.poll = 1.0
+        self.lease = settings.video_lease_seconds  # renewed every third while a job runs
+        # The longest a job may take (reading, probing, ffmpeg, storing): a job folder
+        # older than that is no live job's, whichever process of the node made it.
+        self.longest = 2 * settings.video_job_seconds + 120
+        self.poll = 0.25  # another process or node claims a new job within this
         self._wake = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
         self._runner: asyncio.Task[None] | None = None
@@ -102,12 +107,13 @@ class VideoJobs:
     ) -> dict[str, Any]:
         """The conversion's status in the hosted shape, the job queued if it is new."""
         task = _the_task(segments)
-        video.plan(task)  # every option checked before a job exists
+        plan = video.plan(task)  # every option checked before a job exists
         record = await record_for(self.files, self.providers.apps, handle, api_key)
         app = await self.providers.app(record.api_key)
         skew, now = self.settings.policy_clock_skew, time.time()
         target = Target(handle=handle)
         authorize(app.secret, creds, "convert", target, required=app.security, now=now, skew=skew)
+        await self.inputs.check(plan, record.api_key)
         key = job_key(record, task)
         job = await self.rows.video_job(key)
         if job is None:
@@ -121,7 +127,7 @@ class VideoJobs:
     # -- the worker ----------------------------------------------------------------------
     def start(self) -> None:
         if self.settings.video_jobs > 0 and self._runner is None:
-            _sweep(self.folder, time.time() - 2 * self.lease)
+            _sweep(self.folder, time.time() - self.longest)
             self._runner = asyncio.get_running_loop().create_task(self._run())
 
     async def close(self) -> None:
@@ -160,7 +166,9 @@ class VideoJobs:
     async def run_job(self, job: VideoJob) -> None:
         folder, started = self.folder / job.uuid, time.monotonic()
         try:
-            result = await self._convert(job, folder)
+            result = await while_held(
+                self._convert(job, folder), self._renewal(job), self.lease / 3
+            )
         except asyncio.CancelledError:  # the node stops: the job is due again at once
             now = time.time()
             await self.rows.finish_video(
@@ -168,6 +176,9 @@ class VideoJobs:
             )
             metrics.VIDEO_JOBS.inc(outcome="returned")
             raise
+        except LeaseLost:  # another node runs it now, or the source changed: not ours
+            log.warning("video job %s: no longer this node's (taken over or dropped)", job.uuid)
+            metrics.VIDEO_JOBS.inc(outcome="lost")
         except MediaRefused as exc:
             await self._fail(job, str(exc), final=True)
         except errors.StowageError as exc:
@@ -181,10 +192,16 @@ class VideoJobs:
                 metrics.VIDEO_JOBS.inc(outcome="completed")
                 await self._announce(job, status=VIDEO_COMPLETED, result=text)
             else:  # the source changed meanwhile (the job was dropped) or the lease was lost
-                await self._remove(result["handle"], job.api_key)
+                await self._remove(result_handles(result), job.api_key)
         finally:
             metrics.VIDEO_SECONDS.observe(time.monotonic() - started)
             shutil.rmtree(folder, ignore_errors=True)
+
+    def _renewal(self, job: VideoJob) -> Callable[[], Awaitable[bool]]:
+        async def renew() -> bool:
+            return await self.rows.renew_video(job.id, self.name, now=time.time(), lease=self.lease)
+
+        return renew
 
     async def _fail(self, job: VideoJob, reason: str, *, final: bool) -> None:
         log.info("video job %s failed (%s): %s", job.uuid, "final" if final else "retry", reason)
@@ -223,41 +240,53 @@ class VideoJobs:
         app = await self.providers.app(record.api_key)
         folder.mkdir(parents=True, exist_ok=True)
         source, dest = folder / "input", folder / f"output.{plan.extension}"
-        provider = self.providers.provider_for(app, record.provider)
-        await _save(provider.open(record.container, record.key), source, self._max_input())
+        await self.inputs.source(app, record, source, self.settings.video_max_input_bytes)
         media = await ffmpeg.probe(source, self.limits)
         _fits(media, plan)
-        await ffmpeg.convert(source, dest, plan, self.limits)
-        made = await ffmpeg.probe(dest, self.limits, result=True)
-        stored = await self._store(app, record, task, plan, dest)
+        mark = folder / "watermark" if plan.watermark is not None else None
+        if mark is not None:
+            await self.inputs.watermark(app, plan, mark, self.limits)
+        await ffmpeg.convert(source, dest, plan, self.limits, mark)
+        if plan.preset.muxer == "hls":
+            videoresults.segments_of(dest)  # before ffprobe follows the playlist
+        results = Results(self.store, self.url_of, self._remove)
+        made, stored = await self._probe_and_save(results, app, record, task, plan, dest)
         metadata = made.summary(plan.mimetype, plan.extension)
         if plan.preset.still:
             metadata = {k: v for k, v in metadata.items() if k in _STILL_FIELDS}
-        return {
-            "handle": stored.handle,
-            "url": self.url_of(stored),
+        metadata["file_size"] = stored.size
+        found = {
+            "handle": stored.record.handle,
+            "url": self.url_of(stored.record),
             "result": metadata,
             "source": media.summary(record.mimetype, record.filename.rsplit(".", 1)[-1]),
         }
+        return found | ({"segments": list(stored.segments)} if stored.segments else {})
 
-    async def _store(
-        self, app: App, record: FileRecord, task: Task, plan: video.Plan, dest: Path
-    ) -> FileRecord:
-        stem = record.filename.rsplit(".", 1)[0] or "file"
-        filename = str(task.get("filename") or f"{stem}.{plan.extension}")
-        source = Source(chunks=_chunks(dest), filename=filename, content_type=plan.mimetype)
-        params = StoreParams(
-            filename=filename,
-            mimetype=plan.mimetype,
-            path=_text(task.get("path")),
-            container=_text(task.get("container")),
-            access=str(task.get("access") or "public"),
-        )
-        location = provider_for_location(_text(task.get("location")))
-        return await self.store(app.api_key, location, source, params, _app_creds(app))
-
-    def _max_input(self) -> int:
-        return self.settings.video_max_input_bytes
+    async def _probe_and_save(
+        self,
+        results: Results,
+        app: App,
+        record: FileRecord,
+        task: Task,
+        plan: video.Plan,
+        dest: Path,
+    ) -> tuple[ffmpeg.Media, videoresults.Stored]:
+        """The result's ffprobe reading and its storing at once (ffprobe's start-up is a
+        good part of a short job's time); a result ffprobe refuses is removed again."""
+        probing = asyncio.ensure_future(ffmpeg.probe(dest, self.limits, result=True))
+        try:
+            stored = await results.save(app, record, task, plan, dest)
+        except BaseException:
+            probing.cancel()
+            await asyncio.gather(probing, return_exceptions=True)
+            raise
+        try:
+            return await probing, stored
+        except BaseException:
+            handles = [stored.record.handle, *stored.segments]
+            await asyncio.shield(self._remove(handles, app.api_key))
+            raise
 
     # -- the change sink -----------------------------------------------------------------
     async def publish(self, change: Change) -> None:
@@ -273,17 +302,25 @@ class VideoJobs:
         try:
             for job in await self.rows.forget_videos(handle):
                 made = json.loads(job.result) if job.result else {}
-                if made.get("handle"):
-                    await self._remove(made["handle"], job.api_key)
+                await self._remove(result_handles(made), job.api_key)
         except Exception:
             log.exception("dropping the video jobs of %s failed", handle)
 
-    async def _remove(self, handle: str, api_key: str) -> None:
+    async def _remove(self, handles: list[str], api_key: str) -> None:
+        """Removes stored results (a playlist and its segments), as any file is removed:
+        their edge copies are purged."""
+        if not handles:
+            return
         try:
             app = await self.providers.app(api_key)
-            await self.remove(handle, api_key, _app_creds(app))
         except errors.StowageError as exc:
-            log.warning("video result %s not removed: %s", handle, exc.message)
+            log.warning("video results %s not removed: %s", handles, exc.message)
+            return
+        for handle in handles:
+            try:
+                await self.remove(handle, api_key, app_creds(app))
+            except errors.StowageError as exc:
+                log.warning("video result %s not removed: %s", handle, exc.message)
 
 
 _STILL_FIELDS = ("mime_type", "extname", "file_size", "width", "height")
@@ -345,33 +382,3 @@ def _sweep(folder: Path, before: float) -> None:
         with contextlib.suppress(OSError):
             if path.stat().st_mtime < before:
                 shutil.rmtree(path, ignore_errors=True)
-
-
-def _app_creds(app: App) -> Credentials:
-    """The worker acts for the app: the request that queued the job was authorised."""
-    return Credentials(basic_user="app", basic_secret=app.secret) if app.secret else Credentials()
-
-
-def _text(value: object) -> str | None:
-    return None if value is None else str(value)
-
-
-async def _save(chunks: AsyncIterator[bytes], path: Path, max_bytes: int) -> None:
-    written = 0
-    try:
-        with path.open("wb") as handle:
-            async for chunk in chunks:
-                written += len(chunk)
-                if written > max_bytes:
-                    raise MediaRefused(f"the file is larger than {max_bytes} bytes")
-                handle.write(chunk)
-    finally:
-        close = getattr(chunks, "aclose", None)
-        if close is not None:
-            await close()
-
-
-async def _chunks(path: Path) -> AsyncIterator[bytes]:
-    with path.open("rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            yield chunk

@@ -350,6 +350,7 @@ class VideoJobRows(Protocol):
     async def claim_videos(
         self, worker: str, now: float, lease: float, limit: int
     ) -> list[VideoJob]: ...
+    async def renew_video(self, job_id: int, worker: str, *, now: float, lease: float) -> bool: ...
     async def finish_video(
         self,
         job_id: int,

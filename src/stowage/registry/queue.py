@@ -3,7 +3,9 @@
 A queue is a table with the job's own columns plus the standard ones (``STANDARD``). A
 worker ``claim``s due rows (``pending`` with ``next_attempt <= now``, or ``leased`` with
 an expired lease) for itself until ``now + lease`` and counts the attempt; two workers
-never hold the same row. Only the worker holding the claim can end it, once: ``complete``
+never hold the same row. The holder ``renew``s its lease while it works (a heartbeat), so
+a lease can be short and a stopped worker's row is due again soon after it stops. Only
+the worker holding the claim can end it, once: ``complete``
 (the row is kept as ``done`` or deleted), ``retry`` (``pending`` again at a time) or
 ``give_up`` (``failed`` or deleted). ``fail`` is ``retry`` with a ``Backoff``, which gives
 up after its number of attempts. ``depth`` counts waiting and leased rows; ``prune`` drops
@@ -167,6 +169,11 @@ class LeaseQueue(Protocol[J]):
 
     async def put(self, jobs: Sequence[J]) -> list[J]: ...
     async def claim(self, worker: str, now: float, lease: float, limit: int) -> list[J]: ...
+    async def renew(self, job_id: int, worker: str, now: float, lease: float) -> bool:
+        """Extends ``worker``'s claim to ``now + lease``; False when the claim is no longer
+        its own (taken over after its lease expired, ended, or the row deleted)."""
+        ...
+
     async def complete(
         self, job_id: int, worker: str, now: float, *, error: str = "", **outcome: Any
     ) -> bool: ...
@@ -215,6 +222,10 @@ class QueueBase(Generic[J]):
     async def _execute(self, sql: str, values: Sequence[Any]) -> int:
         """Runs one write (``{p}`` placeholders); its row count."""
         raise NotImplementedError
+
+    async def renew(self, job_id: int, worker: str, now: float, lease: float) -> bool:
+        values = (now + lease, now, job_id, worker, self.spec.leased)
+        return await self._execute(self.sql.renew, values) > 0
 
     async def complete(
         self, job_id: int, worker: str, now: float, *, error: str = "", **outcome: Any
@@ -287,6 +298,7 @@ class Statements:
         )
         self.mine = "id = {p} AND claimed_by = {p} AND status = {p}"
         self.delete = f"DELETE FROM {t} WHERE " + self.mine
+        self.renew = f"UPDATE {t} SET lease_until = {{p}}, updated = {{p}} WHERE " + self.mine
         self.depth = f"SELECT count(*) FROM {t} WHERE status IN ('pending', {{p}})"
         self.prune = f"DELETE FROM {t} WHERE status IN ({{p}}, 'failed') AND updated < {{p}}"
 

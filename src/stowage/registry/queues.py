@@ -159,6 +159,10 @@ class VideoJobs:
     ) -> list[VideoJob]:
         return await self.queue.claim(worker, now, lease, limit)
 
+    async def renew_video(self, job_id: int, worker: str, *, now: float, lease: float) -> bool:
+        """The running job's heartbeat: False once the job is no longer this worker's."""
+        return await self.queue.renew(job_id, worker, now, lease)
+
     async def finish_video(
         self,
         job_id: int,
