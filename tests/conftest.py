@@ -11,6 +11,7 @@ once per name. A server that fails to start fails its tests; nothing skips.
 from __future__ import annotations
 
 import importlib
+import shutil
 from pathlib import Path
 
 import pytest
@@ -32,3 +33,13 @@ def provider_names() -> list[str]:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "provider_name" in metafunc.fixturenames:
         metafunc.parametrize("provider_name", provider_names())
+
+
+@pytest.fixture(autouse=True)
+def _needed_programs(request: pytest.FixtureRequest) -> None:
+    """``@pytest.mark.needs("tesseract", by="scripts/setup.d/78-tesseract.sh")``: a test
+    whose engine is not installed fails, naming what installs it; it never skips."""
+    for mark in request.node.iter_markers("needs"):
+        missing = [tool for tool in mark.args if shutil.which(tool) is None]
+        if missing:
+            pytest.fail(f"{', '.join(missing)} not installed: {mark.kwargs.get('by', '')}")

@@ -3,8 +3,6 @@ after image tasks, cached as a derivative and renewed when the file is overwritt
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 import pyvips
 
@@ -14,7 +12,7 @@ from tests.api.test_transform_rules import derivative_files, overwrite
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore::ResourceWarning"),
-    pytest.mark.skipif(shutil.which("tesseract") is None, reason="setup.d/78-tesseract.sh"),
+    pytest.mark.needs("tesseract", by="scripts/setup.d/78-tesseract.sh"),
 ]
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
-import shutil
 import time
 import zipfile
 from collections.abc import AsyncIterator
@@ -26,7 +25,7 @@ from tests.processing import officedocs
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore::ResourceWarning"),
-    pytest.mark.skipif(shutil.which("soffice") is None, reason="LibreOffice is not installed"),
+    pytest.mark.needs("soffice", by="scripts/setup.d/79-office.sh"),
 ]
 
 

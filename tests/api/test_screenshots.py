@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
-import shutil
 import socket
 from collections.abc import AsyncIterator
 from typing import Any
@@ -23,7 +22,7 @@ from tests.api.test_transform_rules import code_of
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore::ResourceWarning"),
-    pytest.mark.skipif(shutil.which("chromium") is None, reason="setup.d/90-browser.sh"),
+    pytest.mark.needs("chromium", by="scripts/setup.d/90-browser.sh"),
 ]
 #: The test site's address, taken as public for the guard (monkeypatched below), while
 #: 127.0.0.1, where the listener waits, stays internal.

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import shutil
 import socket
 import subprocess
 import sys
@@ -19,9 +18,7 @@ from hypothesis import strategies as st
 from stowage import errors
 from stowage.processing import ocr
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("tesseract") is None, reason="scripts/setup.d/78-tesseract.sh installs it"
-)
+pytestmark = pytest.mark.needs("tesseract", by="scripts/setup.d/78-tesseract.sh")
 # English words in capitals: Tesseract reads with its language model, so strings of
 # random letters are sometimes "corrected" (TRTA as TRIA); words are what OCR is for.
 VOCABULARY = (

@@ -5,7 +5,6 @@ chosen by type or name, and a converter killed at its deadline is replaced."""
 from __future__ import annotations
 
 import asyncio
-import shutil
 import socket
 import threading
 import time
@@ -22,7 +21,7 @@ from stowage.processing import office, officeformats, sandbox
 from stowage.processing.office import Converters
 from tests.processing import officedocs
 
-needs_office = pytest.mark.skipif(shutil.which("soffice") is None, reason="no LibreOffice")
+needs_office = pytest.mark.needs("soffice", by="scripts/setup.d/79-office.sh")
 WORDS = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=12)
 
 

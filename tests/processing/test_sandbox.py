@@ -137,7 +137,7 @@ print("pids", len([p for p in os.listdir("/proc") if p.isdigit()]))
 """
 
 
-@pytest.mark.skipif(sandbox.missing(("bwrap",)) is not None, reason="bubblewrap is not installed")
+@pytest.mark.needs("bwrap", "prlimit", by="scripts/setup.d/79-office.sh")
 def test_a_confined_command_sees_its_folder_only(tmp_path: Path, listener: socket.socket) -> None:
     folder, secret = tmp_path / "job", tmp_path / "secret.txt"
     folder.mkdir()

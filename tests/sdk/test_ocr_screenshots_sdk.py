@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import shutil
 import time
 from pathlib import Path
 
@@ -44,7 +43,7 @@ def text_page(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Filelin
     return link
 
 
-@pytest.mark.skipif(shutil.which("tesseract") is None, reason="setup.d/78-tesseract.sh")
+@pytest.mark.needs("tesseract", by="scripts/setup.d/78-tesseract.sh")
 def test_python_sdk_ocr(stack: Stack, text_page: Filelink) -> None:
     found = text_page.ocr(security=signed(stack))
     assert found["text"] == "HELLO FROM STOWAGE\nSECOND LINE"
@@ -53,7 +52,7 @@ def test_python_sdk_ocr(stack: Stack, text_page: Filelink) -> None:
     assert words == ["HELLO", "FROM", "STOWAGE", "SECOND", "LINE"]
 
 
-@pytest.mark.skipif(shutil.which("chromium") is None, reason="setup.d/90-browser.sh")
+@pytest.mark.needs("chromium", by="scripts/setup.d/90-browser.sh")
 def test_python_sdk_urlscreenshot(
     stack: Stack, source_site: tuple[str, bytes], tmp_path_factory: pytest.TempPathFactory
 ) -> None:
