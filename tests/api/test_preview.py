@@ -17,7 +17,7 @@ from stowage.processing.previewtask import stylesheet
 from tests.api.harness import Harness
 from tests.api.test_transform import picture, stored
 from tests.api.test_transform_rules import code_of
-from tests.processing import pdfs
+from tests.processing import officedocs, pdfs
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 HOSTILE_NAME = '"><script>alert(1)</script><img src=x onerror=alert(2)>.txt'
@@ -236,3 +236,14 @@ async def test_a_secured_app_needs_read_and_the_page_passes_it_on(harness: Harne
     assert source.startswith(f"/{handle}?") and "signature=" in source
     got = await harness.cdn.get(source)
     assert got.status == 200 and (await got.read()).startswith(b"%PDF-")
+
+
+@pytest.mark.needs("soffice", by="scripts/setup.d/79-office.sh")
+async def test_an_office_document_is_drawn_as_the_pdf_it_converts_to(harness: Harness) -> None:
+    handle = await stored(harness, officedocs.docx(["one", "two"], page_breaks=True), "d.docx")
+    _, page = await page_of(harness, f"/preview/{handle}")
+    (main,) = page.named("main")
+    assert main["data-kind"] == "pdf" and main["data-src"] == f"/output=format:pdf/{handle}"
+    converted = await harness.cdn.get(str(main["data-src"]))
+    assert converted.status == 200 and converted.headers["Content-Type"] == "application/pdf"
+    assert (await converted.read()).startswith(b"%PDF-")

@@ -26,6 +26,7 @@ from stowage.core.security import Credentials
 from stowage.http.api import request_credentials
 from stowage.http.cdnpath import CdnPath
 from stowage.http.keys import PARTS
+from stowage.processing import officeformats
 from stowage.processing.previewtask import csp_source
 
 ASSETS = "/preview-assets/"
@@ -130,6 +131,11 @@ def _main(shown: View, file_url: str) -> str:
         return f'<main id="view"><img src="{esc(converted)}" alt="{esc(shown.filename)}"></main>'
     if shown.kind == previews.PDF:
         return f'<main id="view" data-kind="pdf" data-src="{esc(file_url)}"></main>'
+    if shown.kind == previews.FILE and officeformats.kind_of(shown.mimetype, shown.filename):
+        # An Office document, drawn by pdf.js as the PDF LibreOffice makes of it (a
+        # derivative: converted once, cached, purged with the file).
+        converted = "/output=format:pdf" + file_url
+        return f'<main id="view" data-kind="pdf" data-src="{esc(converted)}"></main>'
     if shown.kind == previews.TEXT:
         more = '<p class="more">The file goes on; download it to read the rest.</p>'
         text = esc(shown.text or "", quote=False)
