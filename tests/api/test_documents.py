@@ -130,6 +130,21 @@ async def test_pdfinfo_answers_the_page_count_and_sizes(harness: Harness) -> Non
     assert resp.status == 415 and await code_of(resp) == "NOT_A_PDF"
 
 
+async def test_output_docinfo_answers_as_pdfinfo_does(harness: Harness) -> None:
+    handle = await pdf_handle(harness)
+    _, expected = await get(harness, f"/pdfinfo/{handle}")
+    for path in (f"/output=docinfo:true/{handle}", f"/output=format:png,docinfo:true/{handle}"):
+        resp, body = await get(harness, path)
+        assert resp.headers["Content-Type"].startswith("application/json"), path
+        assert body == expected, path
+    resp, body = await get(harness, f"/output=docinfo:false/{handle}")  # the page, as usual
+    assert resp.headers["Content-Type"] == "image/png"
+    image = await stored(harness, picture(), "p.jpg")
+    resp = await harness.cdn.get(f"/output=docinfo:true/{image}")
+    assert resp.status == 415 and await code_of(resp) == "NOT_A_PDF"
+    assert "docinfo" in (await resp.json())["error"]["message"]
+
+
 def pdf_pages(body: bytes) -> list[tuple[tuple[float, float], list[int]]]:
     """Each page's size in points and the colour at its centre, drawn at 36 DPI."""
     document = pdfium.PdfDocument(body)

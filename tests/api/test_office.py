@@ -66,6 +66,8 @@ async def test_a_docx_as_a_page_image_as_a_pdf_and_its_pdf_tasks(harness: Harnes
     assert all(p in text for p in paragraphs)
     _, info = await get(harness, f"/pdfinfo/{handle}")  # document tasks go on from the PDF
     assert b'"pages": 3' in info
+    _, docinfo = await get(harness, f"/output=docinfo:true/{handle}")
+    assert docinfo == info
     # The same document as an external URL's (its type said by the origin).
     async with _site(data, officeformats.OUTPUTS["docx"].mimetype) as url:
         key = harness.open_app.api_key

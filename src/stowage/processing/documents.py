@@ -72,8 +72,14 @@ FILES = frozenset({"pdfconvert"})  # answer tasks whose result is a file: may be
 
 
 def output_of(chain: Chain) -> Output | None:
-    """The result of a chain ending in a document task, else None."""
-    return ANSWERS.get(chain.tasks[-1].name) if chain.tasks else None
+    """The result of a chain ending in a document task, else None. ``output=docinfo:true``
+    last in a chain answers as ``pdfinfo`` does (docs/decisions.md)."""
+    if not chain.tasks:
+        return None
+    last = chain.tasks[-1]
+    if last.name == "output" and last.get("docinfo") is True:
+        return INFO
+    return ANSWERS.get(last.name)
 
 
 def to_pixels(length: float) -> int:

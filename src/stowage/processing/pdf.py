@@ -68,7 +68,8 @@ def opened(
     asked = documents.output_of(chain)
     if not is_pdf(source):
         if asked is not None:
-            raise errors.NotAPdf(f"{chain.tasks[-1].name} takes a PDF")
+            last = chain.tasks[-1].name
+            raise errors.NotAPdf(f"{'docinfo' if last == 'output' else last} takes a document")
         yield Raster(source, chain)
         return
     if asked is not None:
@@ -200,7 +201,7 @@ def _render_page(
 
 
 def _answer(pdf: pdfium.PdfDocument, task: Task, output: Output, dest: Path) -> Rendered:
-    if task.name == "pdfinfo":
+    if task.name in ("pdfinfo", "output"):  # output: docinfo:true
         return write_info(pdf, dest, output)
     return convert(pdf, task, dest, output)
 
