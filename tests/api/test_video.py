@@ -95,10 +95,17 @@ async def test_thumbnail_first_pending_then_completed_in_the_hosted_shape(
     assert done["status"] == "completed", done
     assert done["uuid"] == first["uuid"] and done["timestamp"] == first["timestamp"]
     assert done["data"]["url"].startswith(harness.settings.cdn_url())
-    assert done["metadata"]["result"]["mime_type"] == "image/jpeg"
+    made = await result_bytes(harness, done)
+    assert done["metadata"]["result"] == {
+        "mime_type": "image/jpeg",
+        "extname": ".jpg",
+        "width": 192,
+        "height": 108,
+        "file_size": len(made),
+    }
     assert done["metadata"]["source"]["width"] == 192
     assert done["metadata"]["source"]["duration"] == 3000
-    image = pyvips.Image.new_from_buffer(await result_bytes(harness, done), "")
+    image = pyvips.Image.new_from_buffer(made, "")
     assert (image.width, image.height, image.get("vips-loader")) == (192, 108, "jpegload_buffer")
 
 
@@ -108,6 +115,8 @@ async def test_thumbnail_as_png_at_a_given_size(harness: Harness, tmp_path: Path
     done = await finished(harness, url(harness, task, handle))
     image = pyvips.Image.new_from_buffer(await result_bytes(harness, done), "")
     assert (image.width, image.height, image.get("vips-loader")) == (80, 60, "pngload_buffer")
+    assert (done["metadata"]["result"]["width"], done["metadata"]["result"]["height"]) == (80, 60)
+    assert done["metadata"]["result"]["mime_type"] == "image/png"
 
 
 @pytest.mark.parametrize(

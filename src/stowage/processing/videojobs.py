@@ -250,10 +250,18 @@ class VideoJobs:
         if plan.preset.muxer == "hls":
             videoresults.segments_of(dest)  # before ffprobe follows the playlist
         results = Results(self.store, self.url_of, self._remove)
-        made, stored = await self._probe_and_save(results, app, record, task, plan, dest)
-        metadata = made.summary(plan.mimetype, plan.extension)
-        if plan.preset.still:
-            metadata = {k: v for k, v in metadata.items() if k in _STILL_FIELDS}
+        if plan.preset.still:  # its type is the plan's, its size in its header
+            width, height = videoresults.still_size(dest)
+            stored = await results.save(app, record, task, plan, dest)
+            metadata: dict[str, Any] = {
+                "mime_type": plan.mimetype,
+                "extname": f".{plan.extension}",
+                "width": width,
+                "height": height,
+            }
+        else:
+            made, stored = await self._probe_and_save(results, app, record, task, plan, dest)
+            metadata = made.summary(plan.mimetype, plan.extension)
         metadata["file_size"] = stored.size
         found = {
             "handle": stored.record.handle,
@@ -321,9 +329,6 @@ class VideoJobs:
                 await self.remove(handle, api_key, app_creds(app))
             except errors.StowageError as exc:
                 log.warning("video result %s not removed: %s", handle, exc.message)
-
-
-_STILL_FIELDS = ("mime_type", "extname", "file_size", "width", "height")
 
 
 def answer(job: VideoJob) -> dict[str, Any]:

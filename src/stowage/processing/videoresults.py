@@ -10,6 +10,7 @@ store) is removed before the error goes on.
 from __future__ import annotations
 
 import re
+import struct
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,6 +124,31 @@ def segments_of(playlist: Path) -> list[str]:
     if not all((playlist.parent / n).is_file() for n in names):
         raise MediaRefused("a segment of the HLS result is missing")
     return names
+
+
+def still_size(path: Path) -> tuple[int, int]:
+    """A thumbnail's width and height from its PNG or JPEG header (what ffmpeg wrote here
+    from the plan): read in Python, so that a thumbnail costs no second ffprobe start-up
+    (about 0.07 s, a quarter of a 1080p thumbnail's time). ``MediaRefused`` for anything
+    else."""
+    with path.open("rb") as handle:
+        head = handle.read(_STILL_HEAD)
+    if head.startswith(b"\x89PNG\r\n\x1a\n") and head[12:16] == b"IHDR":
+        width, height = struct.unpack(">II", head[16:24])
+        return width, height
+    at = 2 if head.startswith(b"\xff\xd8") else len(head)
+    while at + 9 <= len(head) and head[at] == 0xFF:
+        marker, length = head[at + 1], int.from_bytes(head[at + 2 : at + 4], "big")
+        if marker in _SOF:  # a frame header: precision, height, width
+            height, width = struct.unpack(">HH", head[at + 5 : at + 9])
+            return width, height
+        at += 2 + length
+    raise MediaRefused("the thumbnail ffmpeg made has no PNG or JPEG header")
+
+
+#: JPEG's start-of-frame markers (not DHT, JPG and DAC, which share the range).
+_SOF = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
+_STILL_HEAD = 64 * 1024  # ffmpeg's JPEG headers (tables included) are a few hundred bytes
 
 
 def result_handles(made: dict[str, object]) -> list[str]:
