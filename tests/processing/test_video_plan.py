@@ -148,3 +148,39 @@ async def test_only_plain_containers_are_probed(tmp_path: Path) -> None:
     source.write_bytes(b"ffconcat version 1.0\nfile '/etc/passwd'\n")
     with pytest.raises(MediaRefused, match=r"whitelist|Invalid"):
         await ffmpeg.probe(source, LIMITS)
+
+
+@pytest.mark.parametrize(
+    ("task", "crf"),
+    [
+        ("video_convert=preset:h264,two_pass:true,video_bitrate:300", False),
+        ("video_convert=preset:webm,two_pass:true", False),  # the preset's own -b:v 1M
+        ("video_convert=preset:webm.hi,two_pass:true,video_bitrate:300", True),  # VP9's CQ
+    ],
+)
+def test_two_pass_with_a_bitrate_is_two_runs(task: str, crf: bool) -> None:
+    made = plan(task)
+    assert made.two_pass
+    first = made.argv("file:/j/input", "file:/j/pass1", pass_=1, passlog="/j/passlog")
+    second = made.argv("file:/j/input", "file:/j/out", pass_=2, passlog="/j/passlog")
+    for n, argv in ((1, first), (2, second)):
+        assert argv[argv.index("-pass") + 1] == str(n)
+        assert argv[argv.index("-passlogfile") + 1] == "/j/passlog"
+        assert ("-crf" in argv) is crf  # x264 refuses a CRF in a second pass
+    assert first[-3:] == ["-f", "null", "file:/j/pass1"] and "-an" in first
+    assert second[-1] == "file:/j/out" and "-an" not in second
+
+
+@pytest.mark.parametrize(
+    "task",
+    [
+        "video_convert=preset:h264,two_pass:true",  # CRF: constant quality, one pass
+        "video_convert=preset:webm.hi,two_pass:true",  # -b:v 0: constant quality
+        "video_convert=preset:thumbnail,two_pass:true",
+        "video_convert=preset:webm,two_pass:false",
+    ],
+)
+def test_two_pass_without_a_bitrate_is_one_run(task: str) -> None:
+    made = plan(task)
+    assert not made.two_pass
+    assert "-pass" not in made.argv("IN", "d/OUT")

@@ -88,3 +88,19 @@ async def test_a_running_job_renews_its_lease(registry: Any) -> None:
     [taken] = await registry.claim_videos("node-b", now=now + 18, lease=10, limit=1)
     assert taken.id == held.id and taken.attempts == 2
     assert not await registry.renew_video(held.id, "node-a", now=now + 19, lease=10)
+
+
+async def test_an_ended_job_is_rerun_once_when_two_nodes_force_it(registry: Any) -> None:
+    first = await registry.ask_video(job("k", uuid="a"))
+    # A job that has not ended is never replaced.
+    assert (await registry.rerun_video(first, job("k", uuid="x"))).uuid == "a-k"
+    [claimed] = await registry.claim_videos("w", now=first.created + 1, lease=60, limit=1)
+    assert await registry.finish_video(claimed.id, "w", now=first.created + 2, result="{}")
+    ended = await registry.video_job("k")
+    reruns = await asyncio.gather(
+        registry.rerun_video(ended, job("k", uuid="b")),
+        registry.rerun_video(ended, job("k", uuid="c")),
+    )
+    assert len({r.id for r in reruns}) == 1 and reruns[0].id != first.id
+    assert reruns[0].status == "pending" and reruns[0].result is None
+    assert (await registry.video_job("k")).uuid == reruns[0].uuid

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import json
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -155,8 +156,17 @@ async def convert(
     protocol or an option."""
     argv = ["ffmpeg", "-nostdin", "-hide_banner", "-v", "error", "-y", *_GUARD]
     mark = None if watermark is None else f"file:{watermark}"
-    argv += plan.argv(f"file:{source}", f"file:{dest}", mark)
-    await run(argv, limits, cwd=source.parent, seconds=limits.seconds)
+    src, out = f"file:{source}", f"file:{dest}"
+    if not plan.two_pass:
+        await run(
+            argv + plan.argv(src, out, mark), limits, cwd=source.parent, seconds=limits.seconds
+        )
+    else:  # both passes within the job's deadline; the statistics in the job folder
+        log, ends = str(source.parent / "passlog"), time.monotonic() + limits.seconds
+        for n, to in ((1, f"file:{source.parent}/pass1"), (2, out)):
+            left = max(0.1, ends - time.monotonic())
+            passed = plan.argv(src, to, mark, pass_=n, passlog=log)
+            await run(argv + passed, limits, cwd=source.parent, seconds=left)
     if not dest.is_file() or dest.stat().st_size == 0:
         raise MediaRefused("ffmpeg made no output (is the offset past the end?)")
 

@@ -3,8 +3,9 @@ the task's declaration, and its options turned into an ffmpeg plan before a job 
 
 The conversion itself is asynchronous (``videojobs.py``: a job in the registry's queue,
 run by any node's worker with ``ffmpeg.py``); this module only reads the task. Every
-parameter the two SDK schemas list is declared and range-checked; a value the engine
-does not act on (``two_pass``, ``force``) is accepted. A watermark (``watermark_url``: a
+parameter the two SDK schemas list is declared and range-checked; ``force`` asks for a
+new job where one completed (``videojobs.py``), ``two_pass`` for two ffmpeg passes when
+the video is encoded to a bitrate. A watermark (``watermark_url``: a
 URL or a handle of the app) is an image the job reads into its folder first; the plan
 only places it.
 """
@@ -180,15 +181,31 @@ class Plan:
     length: float | None  # clip_length
     options: tuple[str, ...]
     watermark: Watermark | None = None
+    two_pass: bool = False  # ffmpeg runs twice: see ``argv``'s ``pass_``
 
-    def argv(self, source: str, dest: str, watermark: str | None = None) -> list[str]:
+    def argv(
+        self,
+        source: str,
+        dest: str,
+        watermark: str | None = None,
+        *,
+        pass_: int = 0,
+        passlog: str = "",
+    ) -> list[str]:
         """ffmpeg's arguments; ``watermark``: the image's path (``file:``), with its own
-        input guard (``WATERMARK_GUARD``), when the plan has one."""
+        input guard (``WATERMARK_GUARD``), when the plan has one. ``pass_`` 1 or 2 of a
+        two-pass plan, with the encoder's statistics at ``passlog`` (a plain path, which
+        ffmpeg does not read as a URL): the first pass encodes the video only, to the
+        ``null`` muxer (which writes nothing), the second uses its statistics."""
         seek = ["-ss", f"{self.seek:g}"] if self.seek is not None else []
         length = ["-t", f"{self.length:g}"] if self.length is not None else []
         segments: list[str] = []
-        if self.preset.muxer == "hls":  # beside the playlist, whatever the working folder
+        if self.preset.muxer == "hls" and pass_ != 1:  # beside the playlist
             segments = ["-hls_segment_filename", f"{dest.rsplit('/', 1)[0]}/{SEGMENT_NAME}"]
+        if pass_:
+            segments = ["-pass", str(pass_), "-passlogfile", passlog, *segments]
+        if pass_ == 1:
+            segments += ["-an", "-f", "null"]
         options, second = list(self.options), []
         if self.watermark is not None:
             if watermark is None:
@@ -263,7 +280,26 @@ def plan(task: Task) -> Plan:
     length = None if preset.still else _seconds(task, "clip_length")
     if length == 0:
         raise _bad("clip_length", "must be more than 0 seconds")
-    return Plan(preset, extension, mimetype, seek, length, tuple(options), mark)
+    two = task.get("two_pass") is True and _two_pass(options)
+    return Plan(preset, extension, mimetype, seek, length, tuple(options), mark, two)
+
+
+def _two_pass(options: list[str]) -> bool:
+    """Whether a second pass can improve the video: only when it is encoded to a bitrate
+    (a first pass tells the second where the bits are best spent). A constant-quality
+    encoding (x264's ``-crf`` without ``video_bitrate``, ``-b:v 0``) is one pass whatever
+    ``two_pass`` says: its quality is the target already. With a bitrate, x264's ``-crf``
+    goes (x264 refuses it in a second pass) and libvpx's realtime mode becomes ``good``.
+    Changes ``options``."""
+    rates = [options[n + 1] for n, o in enumerate(options) if o == "-b:v"]
+    if not rates or rates[-1] == "0":
+        return False
+    if "libx264" in options and "-crf" in options:
+        at = options.index("-crf")
+        del options[at : at + 2]
+    if "-deadline" in options:  # libvpx's realtime mode writes no first-pass statistics
+        options[options.index("-deadline") + 1] = "good"
+    return True
 
 
 #: VOD playlists of MPEG-TS segments; a keyframe starts every segment, so each plays alone.

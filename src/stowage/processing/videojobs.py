@@ -114,14 +114,22 @@ class VideoJobs:
         target = Target(handle=handle)
         authorize(app.secret, creds, "convert", target, required=app.security, now=now, skew=skew)
         await self.inputs.check(plan, record.api_key)
+        forced, task = task.get("force") is True, unforced(task)
         key = job_key(record, task)
         job = await self.rows.video_job(key)
+        new = VideoJob(0, key, uuid.uuid4().hex, handle, record.api_key, record.version, task.key())
         if job is None:
-            new = VideoJob(
-                0, key, uuid.uuid4().hex, handle, record.api_key, record.version, task.key()
-            )
             job = await self.rows.ask_video(new)
             self._wake.set()
+        elif (
+            forced
+            and job.status in (VIDEO_COMPLETED, VIDEO_FAILED)
+            and now > job.updated + RERUN_AFTER
+        ):
+            ended, job = job, await self.rows.rerun_video(job, new)
+            self._wake.set()
+            if job.uuid == new.uuid and ended.result:  # ours replaced it: its result goes
+                await self._remove(result_handles(json.loads(ended.result)), ended.api_key)
         return answer(job)
 
     # -- the worker ----------------------------------------------------------------------
@@ -348,6 +356,17 @@ def answer(job: VideoJob) -> dict[str, Any]:
     elif job.status == VIDEO_FAILED:
         found["message"] = job.last_error or "the conversion failed"
     return found
+
+
+#: ``force:true`` re-runs a job that ended more than this many seconds ago; sooner, the
+#: ended job answers, so that a client that polled the URL until ``completed`` and reads
+#: it once more (filestack-python's ``to_filelink``) finds the job it waited for.
+RERUN_AFTER = 30.0
+
+
+def unforced(task: Task) -> Task:
+    """The task without ``force``: a forced URL is the same conversion (one job key)."""
+    return Task(task.name, tuple((k, v) for k, v in task.options if k != "force"))
 
 
 def job_key(record: FileRecord, task: Task) -> str:

@@ -362,6 +362,10 @@ class VideoJobRows(Protocol):
         retry_at: float | None = None,
     ) -> bool: ...
     async def forget_videos(self, handle: str) -> list[VideoJob]: ...
+    async def rerun_video(self, ended: VideoJob, job: VideoJob) -> VideoJob:
+        """``ended`` (completed or failed) replaced by ``job`` of the same key; the job
+        that holds the key after (another node's, when two re-ran it at once)."""
+        ...
 
 
 class Registry(

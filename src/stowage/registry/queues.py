@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 
 from stowage.registry.base import (
     VIDEO_COMPLETED,
+    VIDEO_FAILED,
     VIDEO_STARTED,
     WEBHOOK_DELIVERED,
     WEBHOOK_DELIVERING,
@@ -180,6 +181,12 @@ class VideoJobs:
         if error:
             return await q.give_up(job_id, worker, now, error=error)
         return await q.complete(job_id, worker, now, result=result)
+
+    async def rerun_video(self, ended: VideoJob, job: VideoJob) -> VideoJob:
+        ended_states = (VIDEO_COMPLETED, VIDEO_FAILED)
+        where = "id = {p} AND status IN ({p}, {p})"
+        await self.queue.delete(where, (ended.id, *ended_states))
+        return await self.ask_video(job)
 
     async def forget_videos(self, handle: str) -> list[VideoJob]:
         """Deletes the jobs of a source (overwritten or deleted); the jobs deleted."""
