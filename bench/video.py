@@ -8,6 +8,8 @@
 - A 10-second 720p clip to ``preset:h264`` and to ``preset:webm``, one job at a time:
   wall time from the first request to ``completed`` against ffmpeg with the preset's
   settings. Target <= 1.1x.
+- The time from a thumbnail's first request to ``completed``, p50 and p99, with 2 nodes
+  and 8 jobs at once (``videonodes.py``).
 
 The clips come from ffmpeg's ``testsrc`` and a sine tone, made at setup. Stowage's share
 is reading the source into the job folder, two ffprobe runs, storing the result and the
@@ -36,6 +38,7 @@ from pathlib import Path
 
 import aiohttp
 
+from bench import videonodes
 from bench.scenarios import Context, Row, Sizes, _peak, _stowage_store, alternate, median
 from bench.servers import Stowage
 from stowage.processing import grammar, video
@@ -174,6 +177,8 @@ def video_scenario(ctx: Context) -> list[Row]:
 
     rows = [_peak(ctx, thumbnails)]
     rows += [_peak(ctx, functools.partial(conversion, preset)) for preset in CONVERSIONS]
+    alone = median([run_ffmpeg(THUMBNAIL, big, out, 1, 1) for _ in range(3)])
+    rows += videonodes.two_nodes_row(ctx, big, THUMBNAIL, alone, rate, POLL)
     shutil.rmtree(work, ignore_errors=True)
     return rows
 
