@@ -12,7 +12,7 @@
   and 8 jobs at once (``videonodes.py``).
 
 The clips come from ffmpeg's ``testsrc`` and a sine tone, made at setup. Stowage's share
-is reading the source into the job folder, two ffprobe runs, storing the result and the
+is reading the source into the job folder, its ffprobe run, storing the result and the
 registry's writes. The status is polled every 0.25 s and the end time read from the
 jobs' registry rows (their ``updated``), so polling neither costs the jobs CPU nor adds
 to their time.
