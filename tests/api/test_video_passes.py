@@ -61,3 +61,31 @@ async def test_force_reruns_an_ended_job_as_a_new_one(
     assert (await harness.cdn.get(f"/{old}")).status == 404  # the old result is removed
     # Without force, an ended job is answered as it is.
     assert (await status(harness, plain))["uuid"] == again["uuid"]
+
+
+async def test_a_running_job_answers_its_progress_from_ffmpeg(
+    harness: Harness, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ffmpeg's ``-progress`` report reaches the registry row, and the status answer (on
+    any node: it is read from the row) shows it as ``data.progress`` while started."""
+    handle = await stored(harness, clip(tmp_path / "c.mp4", seconds=4))
+    path = url(harness, "video_convert=preset:webm,two_pass:true,video_bitrate:100", handle)
+    registry = harness.parts.registry
+    real, written, answered = registry.video_progress, [], []
+
+    async def spy(job_id: int, worker: str, percent: float) -> bool:
+        held = await real(job_id, worker, percent)
+        written.append(percent)
+        answered.append(await status(harness, path))
+        return bool(held)
+
+    monkeypatch.setattr(videojobs, "PROGRESS_EVERY", 0.0)
+    monkeypatch.setattr(registry, "video_progress", spy)
+    done = await finished(harness, path)
+    assert done["status"] == "completed" and "progress" not in done["data"]
+    assert written == sorted(written) and written[0] >= 0 and written[-1] <= 100
+    # Two passes: the first reports up to half, the second the rest.
+    assert any(p <= 50 for p in written) and any(p > 50 for p in written)
+    for percent, answer in zip(written, answered, strict=True):
+        assert answer["status"] == "started"
+        assert answer["data"] == {"progress": min(99, int(percent))}

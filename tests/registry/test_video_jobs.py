@@ -104,3 +104,14 @@ async def test_an_ended_job_is_rerun_once_when_two_nodes_force_it(registry: Any)
     assert len({r.id for r in reruns}) == 1 and reruns[0].id != first.id
     assert reruns[0].status == "pending" and reruns[0].result is None
     assert (await registry.video_job("k")).uuid == reruns[0].uuid
+
+
+async def test_progress_is_written_only_by_the_holder(registry: Any) -> None:
+    first = await registry.ask_video(job("p"))
+    assert first.progress is None
+    [held] = await registry.claim_videos("w", now=first.created + 1, lease=60, limit=1)
+    assert await registry.video_progress(held.id, "w", 42.5)
+    assert not await registry.video_progress(held.id, "other", 60.0)
+    assert (await registry.video_job("p")).progress == 42.5
+    assert await registry.finish_video(held.id, "w", now=first.created + 2, result="{}")
+    assert not await registry.video_progress(held.id, "w", 70.0)  # ended: not running

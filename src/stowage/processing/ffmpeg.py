@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -149,32 +150,65 @@ def _check(media: Media, limits: Limits) -> None:
         raise MediaRefused("the file has no video or audio stream")
 
 
+#: Told the share of the work done (0..1) as ffmpeg reports it.
+Progress = Callable[[float], Awaitable[None]]
+
+
 async def convert(
-    source: Path, dest: Path, plan: Plan, limits: Limits, watermark: Path | None = None
+    source: Path,
+    dest: Path,
+    plan: Plan,
+    limits: Limits,
+    watermark: Path | None = None,
+    *,
+    progress: Progress | None = None,
+    seconds: float = 0.0,
 ) -> None:
     """ffmpeg on the plan; the paths are given as ``file:`` so that no name is read as a
-    protocol or an option."""
+    protocol or an option. ``progress`` is told the share done of ``seconds`` of media
+    (ffmpeg's ``-progress`` report on its stdout; each pass of two is half)."""
     argv = ["ffmpeg", "-nostdin", "-hide_banner", "-v", "error", "-y", *_GUARD]
+    if progress is not None and seconds > 0:
+        argv += ["-progress", "pipe:1", "-nostats"]
     mark = None if watermark is None else f"file:{watermark}"
     src, out = f"file:{source}", f"file:{dest}"
-    if not plan.two_pass:
-        await run(
-            argv + plan.argv(src, out, mark), limits, cwd=source.parent, seconds=limits.seconds
-        )
-    else:  # both passes within the job's deadline; the statistics in the job folder
-        log, ends = str(source.parent / "passlog"), time.monotonic() + limits.seconds
-        for n, to in ((1, f"file:{source.parent}/pass1"), (2, out)):
-            left = max(0.1, ends - time.monotonic())
-            passed = plan.argv(src, to, mark, pass_=n, passlog=log)
-            await run(argv + passed, limits, cwd=source.parent, seconds=left)
+    passes = [(0, out)] if not plan.two_pass else [(1, f"file:{source.parent}/pass1"), (2, out)]
+    log, ends = str(source.parent / "passlog"), time.monotonic() + limits.seconds
+    for n, to in passes:  # both passes within the job's deadline
+        left = max(0.1, ends - time.monotonic())
+        lines = _reporter(progress, seconds, max(0, n - 1) / len(passes), 1 / len(passes))
+        passed = plan.argv(src, to, mark, pass_=n, passlog=log)
+        await run(argv + passed, limits, cwd=source.parent, seconds=left, lines=lines)
     if not dest.is_file() or dest.stat().st_size == 0:
         raise MediaRefused("ffmpeg made no output (is the offset past the end?)")
 
 
-async def run(argv: list[str], limits: Limits, *, cwd: Path, seconds: float) -> bytes:
+def _reporter(
+    progress: Progress | None, seconds: float, start: float, share: float
+) -> Lines | None:
+    """A reader of ffmpeg's ``-progress`` lines (``out_time_us=...``) that tells
+    ``progress`` the share done: ``start`` plus this pass's ``share`` of it."""
+    if progress is None or seconds <= 0:
+        return None
+
+    async def line(text: bytes) -> None:
+        key, _, value = text.strip().partition(b"=")
+        if key == b"out_time_us" and value.isdigit():
+            await progress(start + share * min(1.0, int(value) / 1e6 / seconds))
+
+    return line
+
+
+#: Given each line of a process's stdout instead of keeping it.
+Lines = Callable[[bytes], Awaitable[None]]
+
+
+async def run(
+    argv: list[str], limits: Limits, *, cwd: Path, seconds: float, lines: Lines | None = None
+) -> bytes:
     """Runs ``argv`` in the sandbox (``sandbox.py``: no network, limits) in its own
-    session; killed at ``seconds``. Its stdout; ``MediaRefused`` with the end of its
-    stderr when it fails."""
+    session; killed at ``seconds``. Its stdout (or each line to ``lines``);
+    ``MediaRefused`` with the end of its stderr when it fails."""
     caps = sandbox.Caps(memory=limits.memory, output_bytes=limits.output_bytes)
     if (tool := sandbox.missing((argv[0],), caps)) is not None:  # retried, then failed: the node's
         raise RuntimeError(f"{tool} is not installed on this node (Debian: ffmpeg, util-linux)")
@@ -189,7 +223,7 @@ async def run(argv: list[str], limits: Limits, *, cwd: Path, seconds: float) -> 
         env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C"},
     )
     try:
-        out, err = await asyncio.wait_for(_read(proc), seconds)
+        out, err = await asyncio.wait_for(_read(proc, lines), seconds)
     except TimeoutError as exc:
         _kill(proc)
         await proc.wait()
@@ -201,15 +235,27 @@ async def run(argv: list[str], limits: Limits, *, cwd: Path, seconds: float) -> 
         raise
     if proc.returncode != 0:
         # The last lines say why; the job folder's path is no business of the client's.
-        lines = err.decode("utf-8", "replace").replace(f"{cwd}/", "").strip().splitlines()
-        shown = "; ".join(lines[-2:]) if lines else f"exit status {proc.returncode}"
+        said = err.decode("utf-8", "replace").replace(f"{cwd}/", "").strip().splitlines()
+        shown = "; ".join(said[-2:]) if said else f"exit status {proc.returncode}"
         raise MediaRefused(f"{argv[0]} refused the file: {shown[:300]}")
     return out
 
 
-async def _read(proc: asyncio.subprocess.Process) -> tuple[bytes, bytes]:
-    """stdout (ffprobe's JSON, bounded) and the tail of stderr, then the exit."""
+async def _read(proc: asyncio.subprocess.Process, lines: Lines | None) -> tuple[bytes, bytes]:
+    """stdout (ffprobe's JSON, bounded; or each line to ``lines``) and the tail of
+    stderr, then the exit."""
     assert proc.stdout is not None and proc.stderr is not None
+
+    async def each(stream: asyncio.StreamReader, keep: int) -> bytes:
+        assert lines is not None
+        while True:
+            try:
+                line = await stream.readline()
+            except ValueError:  # past the reader's limit: no report of ffmpeg's
+                continue
+            if not line:
+                return b""
+            await lines(line[:keep])
 
     async def tail(stream: asyncio.StreamReader, keep: int) -> bytes:
         kept = b""
@@ -217,7 +263,8 @@ async def _read(proc: asyncio.subprocess.Process) -> tuple[bytes, bytes]:
             kept = (kept + chunk)[-keep:]
         return kept
 
-    out, err = await asyncio.gather(tail(proc.stdout, 4 * 1024 * 1024), tail(proc.stderr, _TAIL))
+    reader = tail if lines is None else each
+    out, err = await asyncio.gather(reader(proc.stdout, 4 * 1024 * 1024), tail(proc.stderr, _TAIL))
     await proc.wait()
     return out, err
 

@@ -48,6 +48,7 @@ from stowage.processing.videoresults import Results, UrlOf, app_creds, result_ha
 from stowage.registry.base import (
     VIDEO_COMPLETED,
     VIDEO_FAILED,
+    VIDEO_STARTED,
     App,
     FileRecord,
     FileRows,
@@ -254,7 +255,9 @@ class VideoJobs:
         mark = folder / "watermark" if plan.watermark is not None else None
         if mark is not None:
             await self.inputs.watermark(app, plan, mark, self.limits)
-        await ffmpeg.convert(source, dest, plan, self.limits, mark)
+        seconds = 0.0 if plan.preset.still else _seconds_made(media, plan)
+        told = _progress(self.rows, job, self.name)
+        await ffmpeg.convert(source, dest, plan, self.limits, mark, progress=told, seconds=seconds)
         if plan.preset.muxer == "hls":
             videoresults.segments_of(dest)  # before ffprobe follows the playlist
         results = Results(self.store, self.url_of, self._remove)
@@ -355,6 +358,8 @@ def answer(job: VideoJob) -> dict[str, Any]:
         found["metadata"] = {"result": made["result"], "source": made["source"]}
     elif job.status == VIDEO_FAILED:
         found["message"] = job.last_error or "the conversion failed"
+    elif job.status == VIDEO_STARTED and job.progress is not None:
+        found["data"] = {"progress": min(99, int(job.progress))}  # percent of the attempt
     return found
 
 
@@ -386,6 +391,35 @@ def _the_task(segments: list[str]) -> Task:
             parameter=video.NAME,
         )
     return found[0]
+
+
+#: A running job's progress is written at most this often (seconds): one small write.
+PROGRESS_EVERY = 1.0
+
+
+def _progress(rows: VideoJobRows, job: VideoJob, worker: str) -> ffmpeg.Progress:
+    """Writes the share ffmpeg reports done to the job's row (the status answer's
+    ``data.progress``, on every node), at most every ``PROGRESS_EVERY`` seconds and
+    only when it grew by a percent; a failed write is skipped, not the job's failure."""
+    last = [0.0, -1.0]  # when, what
+
+    async def told(share: float) -> None:
+        percent, now = round(100 * share, 1), time.monotonic()
+        if now - last[0] < PROGRESS_EVERY or percent < last[1] + 1:
+            return
+        last[:] = [now, percent]
+        try:
+            await rows.video_progress(job.id, worker, percent)
+        except Exception:
+            log.warning("video job %s: its progress was not written", job.uuid, exc_info=True)
+
+    return told
+
+
+def _seconds_made(media: ffmpeg.Media, plan: video.Plan) -> float:
+    """How much media ffmpeg will write: the clip's length, or the rest after the offset."""
+    rest = max(0.0, media.duration - (plan.seek or 0.0))
+    return min(rest, plan.length) if plan.length is not None else rest
 
 
 def _fits(media: ffmpeg.Media, plan: video.Plan) -> None:

@@ -112,6 +112,7 @@ class VideoJob:
     last_error: str = ""
     created: float = field(default_factory=time.time)
     updated: float = 0.0
+    progress: float | None = None  # percent done of the running attempt, from ffmpeg
 
 
 VIDEO_PENDING, VIDEO_STARTED, VIDEO_COMPLETED, VIDEO_FAILED = (
@@ -362,6 +363,10 @@ class VideoJobRows(Protocol):
         retry_at: float | None = None,
     ) -> bool: ...
     async def forget_videos(self, handle: str) -> list[VideoJob]: ...
+    async def video_progress(self, job_id: int, worker: str, percent: float) -> bool:
+        """The running job's progress; False once it is no longer ``worker``'s."""
+        ...
+
     async def rerun_video(self, ended: VideoJob, job: VideoJob) -> VideoJob:
         """``ended`` (completed or failed) replaced by ``job`` of the same key; the job
         that holds the key after (another node's, when two re-ran it at once)."""

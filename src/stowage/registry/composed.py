@@ -77,4 +77,4 @@ class ComposedRegistry:
         self.ask_video, self.video_job = videos.ask_video, videos.video_job
         self.claim_videos, self.finish_video = videos.claim_videos, videos.finish_video
         self.forget_videos, self.renew_video = videos.forget_videos, videos.renew_video
-        self.rerun_video = videos.rerun_video
+        self.rerun_video, self.video_progress = videos.rerun_video, videos.video_progress

@@ -130,6 +130,17 @@ def create_table_sql(spec: QueueSpec[Any], dialect: str) -> str:
     return f"CREATE TABLE IF NOT EXISTS {spec.table} (\n{body}\n);\n"
 
 
+def nullable_outcome(spec: QueueSpec[Any]) -> dict[str, str]:
+    """The outcome columns that may be null (name -> SQLite type): those a later release
+    may add to an existing table (a video job's ``progress``)."""
+    hints = {f.name: str(f.type).replace(" ", "") for f in dataclasses.fields(spec.job)}
+    return {
+        name: _TYPES[hints[name].removesuffix("|None")][0]
+        for name in spec.outcome
+        if hints[name].endswith("|None")
+    }
+
+
 def index_sql(spec: QueueSpec[Any]) -> str:
     unique = (
         f"CREATE UNIQUE INDEX IF NOT EXISTS {spec.table}_one_per "
@@ -172,6 +183,11 @@ class LeaseQueue(Protocol[J]):
     async def renew(self, job_id: int, worker: str, now: float, lease: float) -> bool:
         """Extends ``worker``'s claim to ``now + lease``; False when the claim is no longer
         its own (taken over after its lease expired, ended, or the row deleted)."""
+        ...
+
+    async def note(self, job_id: int, worker: str, **outcome: Any) -> bool:
+        """Sets outcome columns of a job ``worker`` still holds (a running job's progress);
+        False when it no longer holds it."""
         ...
 
     async def complete(
@@ -226,6 +242,12 @@ class QueueBase(Generic[J]):
     async def renew(self, job_id: int, worker: str, now: float, lease: float) -> bool:
         values = (now + lease, now, job_id, worker, self.spec.leased)
         return await self._execute(self.sql.renew, values) > 0
+
+    async def note(self, job_id: int, worker: str, **outcome: Any) -> bool:
+        sets = ", ".join(f"{c} = {{p}}" for c in outcome if c in self.spec.outcome)
+        sql = f"UPDATE {self.spec.table} SET {sets} WHERE {self.sql.mine}"
+        values = (*outcome.values(), job_id, worker, self.spec.leased)
+        return await self._execute(sql, values) > 0
 
     async def complete(
         self, job_id: int, worker: str, now: float, *, error: str = "", **outcome: Any

@@ -130,7 +130,7 @@ VIDEO_JOBS = QueueSpec(
     table="video_jobs",
     job=VideoJob,
     payload=("key", "uuid", "handle", "api_key", "version", "chain"),
-    outcome=("result",),
+    outcome=("result", "progress"),
     keep_finished=True,  # the URL answers the finished job's status
     one_per=("key",),
     leased=VIDEO_STARTED,
@@ -181,6 +181,9 @@ class VideoJobs:
         if error:
             return await q.give_up(job_id, worker, now, error=error)
         return await q.complete(job_id, worker, now, result=result)
+
+    async def video_progress(self, job_id: int, worker: str, percent: float) -> bool:
+        return await self.queue.note(job_id, worker, progress=percent)
 
     async def rerun_video(self, ended: VideoJob, job: VideoJob) -> VideoJob:
         ended_states = (VIDEO_COMPLETED, VIDEO_FAILED)

@@ -18,6 +18,7 @@ from stowage.registry.queue import (
     QueueSpec,
     create_table_sql,
     index_sql,
+    nullable_outcome,
     question_marks,
 )
 from stowage.registry.sqlite.db import SQLiteDB, add_missing_columns, transaction
@@ -31,7 +32,8 @@ class SQLiteQueue(QueueBase[J]):
     def setup(self, conn: sqlite3.Connection) -> None:
         """Creates the table, or adds the standard columns an older release's lacks."""
         conn.executescript(create_table_sql(self.spec, SQLITE))
-        added = add_missing_columns(conn, self.spec.table, {k: v[0] for k, v in STANDARD.items()})
+        columns = {k: v[0] for k, v in STANDARD.items()} | nullable_outcome(self.spec)
+        added = add_missing_columns(conn, self.spec.table, columns)
         if "status" in added:  # rows claimed before states existed are leased
             conn.execute(
                 f"UPDATE {self.spec.table} SET status = ? WHERE claimed_by != ''",
