@@ -54,10 +54,13 @@ async def _round(urls: list[str], registry: Path, poll: float) -> list[float]:
     async with aiohttp.ClientSession() as http:
         await asyncio.gather(*(one(http, url) for url in urls))
     with contextlib.closing(sqlite3.connect(f"file:{registry}?mode=ro", uri=True)) as db:
-        ended = dict(
-            db.execute("SELECT handle, updated FROM video_jobs WHERE status = 'completed'")
-        )
-    return [float(ended[url.rsplit("/", 1)[-1]]) - sent[url] for url in urls]
+        sql = "SELECT handle, updated, claimed_by FROM video_jobs WHERE status = 'completed'"
+        rows = {handle: (ended, node) for handle, ended, node in db.execute(sql)}
+    mine = [rows[url.rsplit("/", 1)[-1]] for url in urls]
+    # claimed_by is host:pid:token of the node's worker: both nodes must have run jobs.
+    if len({node.split(":")[1] for _, node in mine}) != NODES:
+        raise RuntimeError(f"the jobs did not run on {NODES} nodes: {mine}")
+    return [float(ended) - sent[url] for url, (ended, _) in zip(urls, mine, strict=True)]
 
 
 def two_nodes_row(
