@@ -200,6 +200,7 @@ def main() -> None:
                 f"{row.scenario.strip()}: Stowage {row.stowage:.3f} {row.unit}, "
                 f"{row.reference_label} {row.reference:.3f} {row.unit}: {ratio:.2f}x "
                 f"{row.target}; peak RSS {row.peak_rss_mib} MiB; runs {row.extra['runs']}"
+                f" {row.extra.get('per_node', '')}"
             )
     finally:
         stowage.stop()
