@@ -280,3 +280,30 @@ async def test_a_postgres_database_of_the_previous_release_is_upgraded(
         await _old_rows_keep_their_meaning(registry)
     finally:
         await registry.close()
+
+
+async def test_a_sqlite_video_queue_without_progress_gains_the_column(tmp_path: Path) -> None:
+    """A video_jobs table of the previous release (no ``progress``) is upgraded at open;
+    its jobs read as having reported none."""
+    path = tmp_path / "r.db"
+    registry = SQLiteRegistry(path)
+    await registry.open()
+    await registry.close()
+    conn = sqlite3.connect(path)
+    conn.execute("ALTER TABLE video_jobs DROP COLUMN progress")
+    conn.execute(
+        "INSERT INTO video_jobs (key, uuid, handle, api_key, version, chain, created) "
+        "VALUES ('k', 'u', 'H', 'KEY', 1, 'video_convert', 1)"
+    )
+    conn.commit()
+    conn.close()
+    registry = SQLiteRegistry(path)
+    await registry.open()
+    try:
+        job = await registry.video_job("k")
+        assert job is not None and job.uuid == "u" and job.progress is None
+        [held] = await registry.claim_videos("w", now=2.0, lease=60, limit=1)
+        assert await registry.video_progress(held.id, "w", 12.0)
+        assert (await registry.video_job("k")).progress == 12.0
+    finally:
+        await registry.close()
