@@ -161,6 +161,24 @@ def test_pillow_gives_what_libvips_gives(
         assert psnr(by_vips, by_pillow) > 30
 
 
+def test_a_large_jpeg_is_decoded_at_one_eighth(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pillow's draft mode really asks libjpeg for 1/8 scale: 500x375 for 300x225."""
+    source = photo(tmp_path / "big.jpg", 4000, 3000)
+    drafted: list[tuple[int, int]] = []
+    load = JpegImagePlugin.JpegImageFile.load
+
+    def spying(image: JpegImagePlugin.JpegImageFile) -> object:
+        drafted.append(image.size)
+        return load(image)
+
+    monkeypatch.setattr(JpegImagePlugin.JpegImageFile, "load", spying)
+    _, (by_pillow, fast) = engines(tmp_path, source, ["resize=width:300"])
+    assert fast is not None and (fast.width, fast.height) == (300, 225)
+    assert (500, 375) in drafted, drafted
+
+
 def test_quality_and_subsampling_are_libvips(tmp_path: Path) -> None:
     source = photo(tmp_path / "s.jpg", 800, 600)
     for quality, sampling in ((None, 2), (50, 2), (95, 0)):
