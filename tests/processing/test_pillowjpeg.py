@@ -116,7 +116,7 @@ def test_the_size_is_libvips_thumbnail_size(
 
 
 @settings(
-    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
     width=st.integers(64, 1400),
@@ -165,7 +165,8 @@ def test_a_large_jpeg_is_decoded_at_one_eighth(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Pillow's draft mode really asks libjpeg for 1/8 scale: 500x375 for 300x225."""
-    source = photo(tmp_path / "big.jpg", 4000, 3000)
+    source = tmp_path / "big.jpg"
+    Image.new("RGB", (4000, 3000), (120, 80, 40)).save(source, "JPEG")
     drafted: list[tuple[int, int]] = []
     load = JpegImagePlugin.JpegImageFile.load
 
@@ -174,7 +175,7 @@ def test_a_large_jpeg_is_decoded_at_one_eighth(
         return load(image)
 
     monkeypatch.setattr(JpegImagePlugin.JpegImageFile, "load", spying)
-    _, (by_pillow, fast) = engines(tmp_path, source, ["resize=width:300"])
+    _, (_, fast) = engines(tmp_path, source, ["resize=width:300"])
     assert fast is not None and (fast.width, fast.height) == (300, 225)
     assert (500, 375) in drafted, drafted
 
