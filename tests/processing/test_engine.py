@@ -25,11 +25,13 @@ LIMITS = Limits(
 )
 
 
-def render(tmp_path: Path, source: Path, *segments: str, limits: Limits = LIMITS) -> Path:
+def render(
+    tmp_path: Path, source: Path, *segments: str, limits: Limits = LIMITS, pillow: bool = True
+) -> Path:
     parsed = chain.parse(list(segments))
     output = chain.output_for(parsed, "image/jpeg")
     dest = tmp_path / f"out.{output.extension}"
-    VipsEngine().render(source, parsed, output, dest, limits)
+    VipsEngine(pillow_jpeg=pillow).render(source, parsed, output, dest, limits)
     return dest
 
 
@@ -228,7 +230,8 @@ def test_jpeg_shrink_is_the_largest_that_covers_the_result(tmp_path: Path) -> No
 def test_a_large_jpeg_is_decoded_at_one_eighth(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The engine really asks the decoder for 1/8 scale (not only computes it)."""
+    """libvips really asks the decoder for 1/8 scale (not only computes it); with Pillow's
+    path on, that chain is Pillow's (test_pillowjpeg.py)."""
     source = jpeg(tmp_path / "big.jpg", 4000, 3000)
     shrinks: list[object] = []
     opened = pyvips.Image.new_from_file
@@ -238,7 +241,8 @@ def test_a_large_jpeg_is_decoded_at_one_eighth(
         return opened(name, **options)
 
     monkeypatch.setattr(pyvips.Image, "new_from_file", staticmethod(spying))
-    out = pyvips.Image.new_from_file(str(render(tmp_path, source, "resize=width:300")))
+    made = render(tmp_path, source, "resize=width:300", pillow=False)
+    out = pyvips.Image.new_from_file(str(made))
     assert (out.width, out.height) == (300, 225)
     assert 8 in shrinks, shrinks
 

@@ -97,3 +97,10 @@ class ProcessingSettings:
         "Retry-After (no unbounded queue).",
         form=coerce.integer(0),
     )
+    processing_pillow_jpeg: bool = _setting(
+        True,
+        "Resize a JPEG to a smaller WebP or JPEG with Pillow (libjpeg's DCT scaling, one "
+        "Lanczos reduction) when the chain is only resize (width, height, fit clip, max or "
+        "scale) with output format and quality: the same size, metadata and limits as "
+        "libvips', for less CPU (docs/decisions.md). Off: libvips renders every chain.",
+    )

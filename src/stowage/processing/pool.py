@@ -35,7 +35,13 @@ _GRACE_SECONDS = 2.0  # past the engine's own deadline, before its process is ki
 
 class JobPool:
     def __init__(
-        self, jobs: int, queue: int, seconds: float, memory: int, small_slots: int = 0
+        self,
+        jobs: int,
+        queue: int,
+        seconds: float,
+        memory: int,
+        small_slots: int = 0,
+        pillow_jpeg: bool = True,
     ) -> None:
         self.jobs = jobs if jobs > 0 else (os.cpu_count() or 1)
         self._limit = self.jobs + max(0, queue)
@@ -47,7 +53,8 @@ class JobPool:
         self._big = asyncio.Semaphore(max(1, self.jobs - max(0, small_slots)))
         # libvips' threads per job: one each when the pool already runs a job per core.
         threads = max(1, (os.cpu_count() or 1) // self.jobs)
-        self._argv = [sys.executable, "-m", "stowage.processing.worker", str(threads), str(memory)]
+        worker = [sys.executable, "-m", "stowage.processing.worker"]
+        self._argv = [*worker, str(threads), str(memory), "1" if pillow_jpeg else "0"]
         self._idle: list[_Process] = []
         self._all: set[_Process] = set()
 

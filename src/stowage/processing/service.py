@@ -92,6 +92,7 @@ class Processor:
             settings.processing_job_seconds,
             settings.processing_job_memory,
             settings.processing_small_job_slots,
+            settings.processing_pillow_jpeg,
         )
         self.office = office.converters_for(settings)  # Office documents' (officejobs.py)
         self.cache = DerivativeCache(_cache_store(core))

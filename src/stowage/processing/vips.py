@@ -19,7 +19,17 @@ from typing import Any
 import pyvips
 
 from stowage import errors
-from stowage.processing import catalogue, composite, cost, effects_restore, frames, ops, pdf, svg
+from stowage.processing import (
+    catalogue,
+    composite,
+    cost,
+    effects_restore,
+    frames,
+    ops,
+    pdf,
+    pillowjpeg,
+    svg,
+)
 from stowage.processing import chain as chains
 from stowage.processing.base import Chain, Limits, Output, Rendered, Task
 from stowage.processing.geometry import Scaler
@@ -30,15 +40,21 @@ _SUFFIXES = {"jpeg": ".jpg", "png": ".png", "webp": ".webp", "avif": ".avif", "g
 
 
 class VipsEngine:
-    def __init__(self, threads_per_job: int = 0) -> None:
+    def __init__(self, threads_per_job: int = 0, pillow_jpeg: bool = True) -> None:
         # libvips' own threads per pipeline (process-wide). When the pool already runs a job
         # per core, one each is faster: no hand-offs between threads that share the cores.
         if threads_per_job > 0:
             pyvips.concurrency_set(threads_per_job)
+        self.pillow_jpeg = pillow_jpeg  # processing_pillow_jpeg: see pillowjpeg.py
 
     def render(
         self, source: Path, chain: Chain, output: Output, dest: Path, limits: Limits
     ) -> Rendered:
+        if self.pillow_jpeg:  # a JPEG resized to WebP or JPEG: Pillow's, when it is plain
+            options = save_options(chain, output)
+            done = pillowjpeg.render(source, chain, output, dest, limits, options)
+            if done is not None:
+                return done
         deadline = time.monotonic() + limits.seconds
         try:
             with (

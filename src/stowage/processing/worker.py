@@ -1,6 +1,7 @@
 """A job process: renders the jobs its server sends, one at a time, until its input ends.
 
-Run as ``python -m stowage.processing.worker THREADS MEMORY_BYTES`` by the job pool
+Run as ``python -m stowage.processing.worker THREADS MEMORY_BYTES PILLOW_JPEG`` (1 or 0:
+``processing_pillow_jpeg``) by the job pool
 (``pool.py``). Jobs and replies are length-prefixed pickles on stdin and on the original
 stdout; fd 1 then points at stderr, so that nothing a library prints can corrupt a reply.
 
@@ -73,11 +74,12 @@ def _die_with_parent() -> None:
 
 def main() -> None:
     threads, memory = int(sys.argv[1]), int(sys.argv[2])
+    pillow_jpeg = sys.argv[3:4] != ["0"]
     _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server stops its jobs itself
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
-    engine = VipsEngine(threads_per_job=threads)
+    engine = VipsEngine(threads_per_job=threads, pillow_jpeg=pillow_jpeg)
     if memory > 0:
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     serve(engine, sys.stdin.buffer, replies)
