@@ -11,12 +11,18 @@ once per name. A server that fails to start fails its tests; nothing skips.
 from __future__ import annotations
 
 import importlib
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 
 _SERVERS = Path(__file__).parent / "servers"
+#: The servers the tests start (in their own processes, which inherit this) do not each
+#: start a LibreOffice converter ahead (``office_prewarm``): hundreds of server starts
+#: would cost minutes of CPU. The in-process harness turns it off in its settings; the
+#: tests of pre-warming turn it on.
+os.environ.setdefault("STOWAGE_OFFICE_PREWARM", "false")
 pytest_plugins = [
     "tests.report_guard",
     *(f"tests.servers.{p.stem}" for p in sorted(_SERVERS.glob("fx_*.py"))),

@@ -73,6 +73,8 @@ class Assembly:
         await self.edge.start()
         self.uploads.start_sweeper()
         self.video.start()
+        if self.settings.office_prewarm:  # in the background: startup does not wait
+            self.processor.office.prewarm()
 
     async def close(self) -> None:
         await self.video.close()

@@ -71,7 +71,12 @@ def settings(tmp_path: Path, request: pytest.FixtureRequest) -> Settings:
     """The settings every node of the harness runs with; ``@pytest.mark.settings(...)``
     changes fields for one test (never patch ``harness.service``: through nginx, other
     nodes answer too)."""
-    base = Settings(data_dir=tmp_path / "data", fetch_allow_private=True, access_log=False)
+    base = Settings(
+        data_dir=tmp_path / "data",
+        fetch_allow_private=True,
+        access_log=False,
+        office_prewarm=False,  # tests/conftest.py; the pre-warming tests turn it on
+    )
     marker = request.node.get_closest_marker("settings")
     return dataclasses.replace(base, **marker.kwargs) if marker else base
 

@@ -130,6 +130,20 @@ async def test_pdfinfo_answers_the_page_count_and_sizes(harness: Harness) -> Non
     assert resp.status == 415 and await code_of(resp) == "NOT_A_PDF"
 
 
+async def test_pdfinfo_colorinfo_tells_each_page_in_colour_or_grey(harness: Harness) -> None:
+    grey = (0.4, 0.4, 0.4)
+    document = pdfs.coloured([pdfs.LETTER] * 3, [pdfs.RED, grey, pdfs.BLUE])
+    handle = await pdf_handle(harness, document)
+    resp, _ = await get(harness, f"/pdfinfo=colorinfo:true/{handle}")
+    found = await resp.json()
+    assert found["pages"] == 3
+    assert found["colorinfo"] == [
+        {"page": 1, "color": True},
+        {"page": 2, "color": False},
+        {"page": 3, "color": True},
+    ]
+
+
 async def test_output_docinfo_answers_as_pdfinfo_does(harness: Harness) -> None:
     handle = await pdf_handle(harness)
     _, expected = await get(harness, f"/pdfinfo/{handle}")

@@ -19,6 +19,13 @@ class OfficeSettings:
         "0: Office documents are refused with 415.",
         form=coerce.integer(0, 16),
     )
+    office_prewarm: bool = _setting(
+        True,
+        "Start one LibreOffice converter in each server process at startup, in the "
+        "background (startup and readiness do not wait), so that the first document does "
+        "not wait seconds for it; nothing when office_converters is 0 or LibreOffice is "
+        "missing.",
+    )
     office_job_seconds: float = _setting(
         60.0,
         "Seconds one Office conversion may take before its converter is killed and "

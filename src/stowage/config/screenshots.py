@@ -1,5 +1,5 @@
 """The URL screenshots' settings (``screenshot_*``): the browser, how many run at once,
-and how long and how much memory each may take."""
+how long and how much memory each may take, and how long a drawing is kept."""
 
 from __future__ import annotations
 
@@ -37,4 +37,10 @@ class ScreenshotSettings:
         64 * MiB,
         "Bytes one screenshot's page may load through the guard, every request counted.",
         form=coerce.size(1 * MiB),
+    )
+    screenshot_cache_seconds: int = _setting(
+        3600,
+        "Seconds a screenshot is kept as a derivative (a page changes: then it is drawn "
+        "again) and clients may keep it; 0: every request draws the page.",
+        form=coerce.integer(0, 7 * 24 * 3600),
     )

@@ -211,13 +211,16 @@ async def send_file(
     plan: Download,
     headers_for: Callable[[Download], dict[str, str]],
     registry: FileRows | None,
+    etag: str | None = None,
 ) -> web.StreamResponse:
     """Sends a download. With ``registry`` the bytes are those of the handle's row version
     or a newer one (re-read on a race); without it, the object at the plan's key as it is
-    (derivatives: immutable objects with no row of their own)."""
+    (derivatives: immutable objects with no row of their own, named by ``etag`` when the
+    key alone does not name the bytes)."""
     if PIPED_HEADER in request.headers:  # the edge cache passes this answer on untouched
         headers_for = _without_edge_headers(headers_for)
     tag = content_etag(plan.record) if registry is not None else derivative_etag(plan)
+    tag = etag or tag
     if registry is not None and not _if_match(request, tag):
         raise errors.PreconditionFailed("If-Match: the file has changed", etag=tag)
     if registry is not None and not _unmodified_since(request, plan):

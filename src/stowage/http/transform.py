@@ -28,11 +28,12 @@ from stowage.http import cdnpath, inputs, observe, ratelimit
 from stowage.http.api import download, request_credentials, store_result
 from stowage.http.cdnpath import CdnPath
 from stowage.http.keys import PARTS
-from stowage.http.responses import SANDBOX_CSP, file_headers, send_file
+from stowage.http.responses import SANDBOX_CSP, disposition, file_headers, send_file
 from stowage.processing import docpages, grammar, metrics, videojobs
 from stowage.processing.cache import fresh
 from stowage.processing.grammar import negotiated
-from stowage.processing.service import Processor, Spooled
+from stowage.processing.results import Derivative, Spooled
+from stowage.processing.service import Processor
 from stowage.registry.base import App
 
 _CHUNK = 256 * 1024
@@ -132,7 +133,12 @@ async def _external(
 ) -> web.StreamResponse:
     assert path.url is not None
     creds = request_credentials(request, path)
+    cache = _cache(request, path)
     try:
+        with contextlib.nullcontext() if cache else fresh():  # cache=false: drawn anew
+            kept = await processor.kept_screenshot(api_key, path.url, path.tasks, creds)
+        if kept is not None:
+            return await _send_kept(request, kept, cache, path, varies)
         result = await processor.from_url(api_key, path.url, path.tasks, creds)
     except errors.StowageError as exc:  # an origin down or not an image: the fallback
         if (backup := _fallback(path, exc)) is None:
@@ -166,6 +172,26 @@ async def _send_spooled(
                 await response.write(chunk)
     await response.write_eof()
     return response
+
+
+async def _send_kept(
+    request: web.Request, made: Derivative, cache: bool, path: CdnPath, varies: bool
+) -> web.StreamResponse:
+    """A result kept for a while (a URL screenshot): clients may keep it as long as it
+    stays fresh here, or ``cache=expiry:N``."""
+    scope = "private" if made.app.security else "public"
+    control = f"{scope}, max-age={path.max_age or made.fresh_for or 0}" if cache else "no-store"
+    headers = {
+        "Content-Type": made.record.mimetype,
+        "Content-Disposition": disposition("inline", made.record.filename),
+        "X-Content-Type-Options": "nosniff",
+        "Content-Security-Policy": SANDBOX_CSP,
+        "Accept-Ranges": "bytes",
+        "Cache-Control": control,
+        **({"Vary": "Accept"} if varies else {}),
+    }
+    plan = Download(made.record, made.info, made.provider, made.local_path, made.app)
+    return await send_file(request, plan, lambda _: headers, None, made.etag)
 
 
 def _is_zip(path: CdnPath) -> bool:

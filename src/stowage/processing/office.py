@@ -7,7 +7,9 @@ fraction of that. At most ``size`` conversions run at once, one per converter. A
 input is copied into its converter's folder and its result is written there, so the
 converter never needs a path outside it. A converter past a job's deadline is killed
 with everything it started (its session) and a new one takes its place on the next
-job; the other converters' jobs go on.
+job; the other converters' jobs go on. ``prewarm`` starts one converter in the
+background when the process starts (``office_prewarm``), so that its first document does
+not wait for LibreOffice's start.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import asyncio
 import contextlib
 import itertools
 import json
+import logging
 import os
 import shutil
 from pathlib import Path
@@ -34,6 +37,7 @@ READABLE = ("/etc/fonts", "/etc/libreoffice", "/etc/ld.so.cache")
 _STARTUP_SECONDS = 90.0
 WAITING_PER_CONVERTER = 8  # requests admitted per converter (one converting, the rest waiting)
 _REPLY_BYTES = 64 * 1024
+log = logging.getLogger("stowage.processing")
 
 
 class Converters:
@@ -50,11 +54,29 @@ class Converters:
         self._all: set[_Converter] = set()
         self._names = itertools.count(1)
         self._admitted = 0  # converting or waiting for a converter
+        self._warming: asyncio.Task[None] | None = None
 
     def available(self) -> bool:
         if self.size <= 0:
             return False
         return sandbox.missing(("soffice", PYTHON), self.caps) is None
+
+    def prewarm(self) -> None:
+        """One converter started in the background, never waited for: not at all when
+        documents are off here or LibreOffice is missing; a failure is logged, and the
+        first document starts its converter as it would have."""
+        if self._warming is None and self.size > 0:
+            self._warming = asyncio.ensure_future(self._prewarm())
+
+    async def _prewarm(self) -> None:
+        try:
+            if not await asyncio.to_thread(self.available):
+                return
+            async with self._slots:  # a job meanwhile waits for this one, not a second
+                if not self._all:
+                    self._idle.append(await self._start())
+        except Exception:
+            log.warning("could not start a LibreOffice converter ahead", exc_info=True)
 
     async def convert(self, source: Path, kind: Kind, fmt: str, dest: Path) -> None:
         """``source`` (a file of ``kind``) converted to ``fmt`` into ``dest``."""
@@ -104,6 +126,10 @@ class Converters:
         await converter.kill()
 
     async def close(self) -> None:
+        if self._warming is not None:
+            self._warming.cancel()  # a converter half started is killed (``start``)
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._warming
         for converter in list(self._all):
             await self._stop(converter)
 

@@ -25,7 +25,7 @@ import pypdfium2.raw as pdfium_c
 import pyvips
 
 from stowage import errors
-from stowage.processing import documents
+from stowage.processing import documents, pdfcolour
 from stowage.processing.base import Chain, Limits, Output, Rendered, Task
 
 MAGIC = b"%PDF-"
@@ -202,20 +202,24 @@ def _render_page(
 
 def _answer(pdf: pdfium.PdfDocument, task: Task, output: Output, dest: Path) -> Rendered:
     if task.name in ("pdfinfo", "output"):  # output: docinfo:true
-        return write_info(pdf, dest, output)
+        return write_info(pdf, dest, output, colours=task.get("colorinfo") is True)
     return convert(pdf, task, dest, output)
 
 
-def info(pdf: pdfium.PdfDocument) -> dict[str, Any]:
+def info(pdf: pdfium.PdfDocument, colours: bool = False) -> dict[str, Any]:
     """``pdfinfo``: the page count and the first page's dimensions in points, as the
-    hosted service answers, and every page's size (``page_sizes``, Stowage's)."""
+    hosted service answers, and every page's size (``page_sizes``, Stowage's); with
+    ``colorinfo:true`` each page's use of colour (``pdfcolour.py``)."""
     sizes = [page_box(pdf, n) for n in range(1, len(pdf) + 1)]
     shown = [{"width": _points(w), "height": _points(h)} for w, h in sizes]
-    return {"pages": len(pdf), "dimensions": shown[0], "page_sizes": shown}
+    found = {"pages": len(pdf), "dimensions": shown[0], "page_sizes": shown}
+    return {**found, "colorinfo": pdfcolour.pages(pdf, sizes)} if colours else found
 
 
-def write_info(pdf: pdfium.PdfDocument, dest: Path, output: Output) -> Rendered:
-    dest.write_text(json.dumps(info(pdf)))
+def write_info(
+    pdf: pdfium.PdfDocument, dest: Path, output: Output, colours: bool = False
+) -> Rendered:
+    dest.write_text(json.dumps(info(pdf, colours)))
     return Rendered(output)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
+import functools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -26,38 +26,19 @@ from stowage.core.security import Credentials, Target, authorize, record_for
 from stowage.core.service import StoreParams
 from stowage.core.sources import Source
 from stowage.core.uploads import Store, provider_for_location
-from stowage.processing import archive, metrics, office, officejobs, screenshots
+from stowage.processing import archive, metrics, office, officejobs, readable, screenshots
 from stowage.processing import chain as chains
 from stowage.processing.base import Chain, Job, Limits, Output, Task
 from stowage.processing.cache import DerivativeCache, version_of
 from stowage.processing.officeformats import Kind, kind_of
 from stowage.processing.pool import JobPool
+from stowage.processing.results import Derivative, Spooled
+from stowage.processing.shotcache import KeptScreenshots
 from stowage.processing.spool import Spool
 from stowage.processing.urlsources import UrlSources
 from stowage.registry.base import App, FileRecord, FileRows
 from stowage.storage import build_provider
-from stowage.storage.base import LocalFiles, ObjectInfo, Provider
-
-
-@dataclass
-class Derivative:
-    """A rendered result in the derivative cache, with what a response needs."""
-
-    record: FileRecord  # the source file's row, with the derivative's type and name
-    info: ObjectInfo
-    provider: Provider
-    local_path: Path | None
-    app: App
-    key: str  # in the derivative cache
-
-
-@dataclass
-class Spooled:
-    """A result that is not kept (an external URL's): the caller sends and removes it."""
-
-    path: Path
-    output: Output
-    private: bool  # the app has security on: caches must not share it
+from stowage.storage.base import ObjectInfo, Provider
 
 
 @dataclass(frozen=True)
@@ -98,9 +79,13 @@ class Processor:
         self.cache = DerivativeCache(_cache_store(core))
         self.spool = Spool(settings.data_dir / "tmp")
         self.url_sources = UrlSources(
-            settings.data_dir / "url-sources", core.fetcher, _save, self.limits.max_input_bytes
+            settings.data_dir / "url-sources",
+            core.fetcher,
+            readable.save,
+            self.limits.max_input_bytes,
         )
         self.screenshots = screenshots.Screenshots(settings, self.spool.new)
+        self.kept_shots = KeptScreenshots(self.cache, settings.screenshot_cache_seconds)
 
     async def derivative(
         self,
@@ -159,6 +144,23 @@ class Processor:
         chain = chains.parse(segments)
         app = await self.core.providers.app(api_key)
         self._authorize(app, creds, Target(url=url))
+        return await self._spooled(url, chain, app)
+
+    async def kept_screenshot(
+        self, api_key: str | None, url: str, segments: list[str], creds: Credentials
+    ) -> Derivative | None:
+        """A ``urlscreenshot`` chain's result, kept a while (``shotcache.py``); None when
+        the chain draws no page or nothing is kept (``screenshot_cache_seconds`` 0)."""
+        chain = chains.parse(segments)
+        if screenshots.task_of(chain) is None or not self.kept_shots.seconds:
+            return None
+        app = await self.core.providers.app(api_key)
+        self._authorize(app, creds, Target(url=url))
+        output = chains.output_for(screenshots.without(chain), "image/png")
+        draw = functools.partial(self._spooled, url, chain, app)
+        return await self.kept_shots.derivative(url, chain.key(), output, app, draw)
+
+    async def _spooled(self, url: str, chain: Chain, app: App) -> Spooled:
         shot = screenshots.task_of(chain)  # the page drawn, not its file read
         source = self.screenshots.opened(url, shot) if shot else self.url_sources.opened(url)
         async with source as held:
@@ -221,6 +223,7 @@ class Processor:
 
     async def close(self) -> None:
         await self.cache.close()
+        await self.kept_shots.close()
         await self.pool.close()
         await self.office.close()
 
@@ -312,14 +315,21 @@ class Processor:
         provider = self.core.providers.provider_for(app, record.provider)
         with self.spool.held("." + output.extension) as dest:
             async with contextlib.AsyncExitStack() as stack:
-                source = await stack.enter_async_context(self._source(provider, record))
+                source = await stack.enter_async_context(self._readable(provider, record))
                 paths = []
                 for handle, row, owner in others:
                     read = self.core.providers.provider_for(owner, row.provider)
-                    paths.append((handle, await stack.enter_async_context(self._source(read, row))))
+                    paths.append(
+                        (handle, await stack.enter_async_context(self._readable(read, row)))
+                    )
                 kind = kind_of(record.mimetype, record.filename)
                 await self._run(source, chain, output, dest, tuple(paths), kind)
             return await self.cache.put(key, dest, output.mimetype)
+
+    def _readable(
+        self, provider: Provider, record: FileRecord
+    ) -> contextlib.AbstractAsyncContextManager[Path]:
+        return readable.readable(provider, record, self.spool, self.limits.max_input_bytes)
 
     async def _run(
         self,
@@ -342,26 +352,6 @@ class Processor:
         metrics.JOBS.inc(outcome="ok")
         metrics.SECONDS.observe(time.monotonic() - started)
 
-    @contextlib.asynccontextmanager
-    async def _source(self, provider: Provider, record: FileRecord) -> AsyncIterator[Path]:
-        """A path libvips can open. A local file is opened once and read through its
-        descriptor, so an overwrite renaming a new file into place mid-job is not seen;
-        the job process opens it as this process's descriptor."""
-        if isinstance(provider, LocalFiles):
-            try:
-                fd = os.open(provider.local_path(record.container, record.key), os.O_RDONLY)
-            except FileNotFoundError as exc:
-                raise errors.StorageNotFound() from exc
-            try:
-                yield Path(f"/proc/{os.getpid()}/fd/{fd}")
-            finally:
-                os.close(fd)
-            return
-        with self.spool.held(".src") as spool:
-            chunks = provider.open(record.container, record.key)
-            await _save(chunks, spool, self.limits.max_input_bytes)
-            yield spool
-
 
 def _cache_store(core: Core) -> Provider:
     shared = core.providers.shared_default_store()
@@ -369,22 +359,6 @@ def _cache_store(core: Core) -> Provider:
         return shared
     root = core.settings.data_dir / "derivatives"
     return build_provider({"type": "local", "root": str(root)}, core.settings.data_dir)
-
-
-async def _save(chunks: AsyncIterator[bytes], path: Path, max_bytes: int) -> None:
-    written = 0
-    try:
-        with path.open("wb") as handle:
-            async for chunk in chunks:
-                written += len(chunk)
-                if written > max_bytes:
-                    metrics.REFUSALS.inc(code=errors.PayloadTooLarge.code)
-                    raise errors.PayloadTooLarge(max_bytes=max_bytes)
-                handle.write(chunk)
-    finally:
-        close = getattr(chunks, "aclose", None)
-        if close is not None:
-            await close()
 
 
 async def _file_chunks(path: Path) -> AsyncIterator[bytes]:
