@@ -198,6 +198,27 @@ async def test_pdfconvert_page_format_and_orientation(harness: Harness) -> None:
     assert (document[0].get_width(), document[0].get_height()) == (792, 612)
 
 
+async def test_output_to_pdf_lays_pages_out_as_pdfconvert_does(harness: Harness) -> None:
+    handle = await pdf_handle(harness)
+    for options in (
+        "pageformat:a5,pageorientation:landscape",
+        "pageformat:a4",
+        "pageorientation:portrait",
+    ):
+        _, by_output = await get(harness, f"/output=format:pdf,{options}/{handle}")
+        _, by_convert = await get(harness, f"/pdfconvert={options}/{handle}")
+        assert pdf_pages(by_output) == pdf_pages(by_convert), options
+    _, body = await get(
+        harness, f"/output=format:pdf,pageformat:a5,pageorientation:landscape/{handle}"
+    )
+    assert {size for size, _ in pdf_pages(body)} == {(595.3, 419.5)}
+    image = await stored(harness, picture(), "p.jpg")  # an image: the options do not apply
+    resp = await harness.cdn.get(
+        f"/output=format:png,pageformat:a4,pageorientation:landscape/{image}"
+    )
+    assert resp.status == 200 and resp.headers["Content-Type"] == "image/png"
+
+
 # -- hostile PDFs ----------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("data", "chain", "status", "code"),

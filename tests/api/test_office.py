@@ -68,6 +68,10 @@ async def test_a_docx_as_a_page_image_as_a_pdf_and_its_pdf_tasks(harness: Harnes
     assert b'"pages": 3' in info
     _, docinfo = await get(harness, f"/output=docinfo:true/{handle}")
     assert docinfo == info
+    resp, body = await get(harness, f"/output=format:pdf,pageformat:a5/{handle}")
+    assert resp.headers["Content-Type"] == "application/pdf" and page_count(body) == 3
+    laid = pdfium.PdfDocument(body)
+    assert (round(laid[0].get_width(), 1), round(laid[0].get_height(), 1)) == (419.5, 595.3)
     # The same document as an external URL's (its type said by the origin).
     async with _site(data, officeformats.OUTPUTS["docx"].mimetype) as url:
         key = harness.open_app.api_key

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 
-from stowage.processing.base import Chain, Output, Value
+from stowage.processing.base import Chain, Output, Task, Value
 from stowage.processing.params import boolean, choice
 from stowage.processing.table import Kind, Param, TaskSpec
 
@@ -73,13 +73,24 @@ FILES = frozenset({"pdfconvert"})  # answer tasks whose result is a file: may be
 
 def output_of(chain: Chain) -> Output | None:
     """The result of a chain ending in a document task, else None. ``output=docinfo:true``
-    last in a chain answers as ``pdfinfo`` does (docs/decisions.md)."""
+    last in a chain answers as ``pdfinfo`` does (docs/decisions.md), and ``output`` to a
+    PDF with a page format or orientation lays the pages out as ``pdfconvert`` does."""
     if not chain.tasks:
         return None
     last = chain.tasks[-1]
-    if last.name == "output" and last.get("docinfo") is True:
-        return INFO
+    if last.name == "output":
+        if last.get("docinfo") is True:
+            return INFO
+        return PDF if laid_out(last) else None
     return ANSWERS.get(last.name)
+
+
+def laid_out(task: Task) -> bool:
+    """``output=format:pdf`` with ``pageformat`` or ``pageorientation``: a document's pages
+    laid out again, as ``pdfconvert`` does (an image source ignores them)."""
+    return task.get("format") == "pdf" and bool(
+        task.get("pageformat") or task.get("pageorientation")
+    )
 
 
 def to_pixels(length: float) -> int:

@@ -67,7 +67,7 @@ def opened(
     a raster file beside ``dest``, removed when the job is done."""
     asked = documents.output_of(chain)
     if not is_pdf(source):
-        if asked is not None:
+        if asked is not None and not documents.laid_out(chain.tasks[-1]):
             last = chain.tasks[-1].name
             raise errors.NotAPdf(f"{'docinfo' if last == 'output' else last} takes a document")
         yield Raster(source, chain)
@@ -201,7 +201,7 @@ def _render_page(
 
 
 def _answer(pdf: pdfium.PdfDocument, task: Task, output: Output, dest: Path) -> Rendered:
-    if task.name in ("pdfinfo", "output"):  # output: docinfo:true
+    if task.name == "pdfinfo" or (task.name == "output" and task.get("docinfo") is True):
         return write_info(pdf, dest, output, colours=task.get("colorinfo") is True)
     return convert(pdf, task, dest, output)
 
@@ -241,8 +241,9 @@ def pages(ranges: tuple[str, ...], count: int) -> list[int]:
 
 
 def convert(pdf: pdfium.PdfDocument, task: Task, dest: Path, output: Output) -> Rendered:
-    """``pdfconvert``: the chosen pages in a new document, turned to the orientation
-    asked for and fitted (scaled, centred) on the paper size asked for."""
+    """``pdfconvert`` (or ``output=format:pdf`` with a page format or orientation: every
+    page): the chosen pages in a new document, turned to the orientation asked for and
+    fitted (scaled, centred) on the paper size asked for."""
     ranges = task.get("pages")
     count = len(pdf)
     chosen = pages(tuple(str(r) for r in ranges), count) if isinstance(ranges, tuple) else []
