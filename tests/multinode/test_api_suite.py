@@ -1,10 +1,10 @@
 """The API test suite (tests/api), sent through nginx to three nodes on PostgreSQL.
 
-Every File API test runs there; the transformation, document and video modules do not
-(``ONE_NODE_ONLY``): a rendering is one request computed by whichever node gets it, and
-what processing shares between nodes has tests of its own, on several nodes
-(``test_transform_shared.py``: derivatives in a shared store; ``test_video_nodes.py`` and
-``tests/multinode``: jobs on any node). Running them three nodes deep doubled their time
+Every File API test runs there; the processing modules (transformations, documents,
+OCR, screenshots, preview, video) do not (``ONE_NODE_ONLY``): a rendering is one request
+computed by whichever node gets it, and what processing shares between nodes has tests
+of its own, on several nodes (``test_transform_shared.py``: derivatives in a shared
+store; ``test_video_nodes.py`` and ``tests/multinode``: jobs on any node). Running them three nodes deep doubled their time
 for no request that could depend on the node.
 
 It runs in its own pytest process with ``STOWAGE_TEST_THROUGH_NGINX=1``, which makes the
@@ -25,10 +25,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 ONE_NODE_ONLY = (
-    "tests/api/test_transform_*.py",
-    "tests/api/test_transform.py",
+    "tests/api/test_transform*.py",
     "tests/api/test_documents.py",
-    "tests/api/test_video.py",
+    "tests/api/test_doc_to_images.py",
+    "tests/api/test_pdfcreate.py",
+    "tests/api/test_preview.py",
+    "tests/api/test_office*.py",
+    "tests/api/test_ocr.py",
+    "tests/api/test_svg.py",
+    "tests/api/test_screenshot*.py",
+    "tests/api/test_video*.py",
 )
 PYTEST = [
     *(sys.executable, "-m", "pytest", "tests/api", "-p", "no:cacheprovider"),

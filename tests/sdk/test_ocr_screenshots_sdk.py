@@ -56,8 +56,14 @@ def test_python_sdk_ocr(stack: Stack, text_page: Filelink) -> None:
 def test_python_sdk_urlscreenshot(
     stack: Stack, source_site: tuple[str, bytes], tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    url, _ = source_site
-    site = next(Path(tmp_path_factory.getbasetemp()).glob("site*"))
+    url, body = source_site
+    # The folder the site serves: the one whose remote.bin is its body (other tests make
+    # "site*" folders too, in an order that changes with the tests run before).
+    site = next(
+        folder
+        for folder in Path(tmp_path_factory.getbasetemp()).glob("site*")
+        if (folder / "remote.bin").is_file() and (folder / "remote.bin").read_bytes() == body
+    )
     (site / "page.html").write_text(
         "<!doctype html><body style='margin:0;background:#0f0'><h1>hello</h1></body>"
     )
