@@ -68,6 +68,8 @@ async def test_hls_variant_is_a_playlist_and_segments_on_the_cdn(
     assert status == 200 and kind.split(";")[0] == PLAYLIST_TYPE
     segments = parse_playlist(body.decode())
     assert len(segments) == 3  # 14 s in segments of 6 s
+    thumb = await fetch(harness, done["data"]["thumb200x200"])  # a frame read through the playlist
+    assert thumb[:2] == (200, "image/jpeg")
     assert abs(sum(d for d, _ in segments) - 14.0) < 0.5
     local = tmp_path / "copy"
     local.mkdir()

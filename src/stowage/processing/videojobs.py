@@ -38,7 +38,7 @@ from stowage.core.fetch import Fetcher
 from stowage.core.providers import Providers
 from stowage.core.security import Credentials, Target, authorize, record_for
 from stowage.core.uploads import Store
-from stowage.processing import catalogue, ffmpeg, grammar, metrics, video, videoresults
+from stowage.processing import catalogue, ffmpeg, grammar, metrics, video, videoresults, videothumbs
 from stowage.processing import chain as chains
 from stowage.processing.base import Task
 from stowage.processing.ffmpeg import Limits, MediaRefused
@@ -260,6 +260,7 @@ class VideoJobs:
         await ffmpeg.convert(source, dest, plan, self.limits, mark, progress=told, seconds=seconds)
         if plan.preset.muxer == "hls":
             videoresults.segments_of(dest)  # before ffprobe follows the playlist
+        stills = await videothumbs.make(dest, plan, task, seconds, self.limits)
         results = Results(self.store, self.url_of, self._remove)
         if plan.preset.still:  # its type is the plan's, its size in its header
             width, height = videoresults.still_size(dest)
@@ -271,7 +272,9 @@ class VideoJobs:
                 "height": height,
             }
         else:
-            made, stored = await self._probe_and_save(results, app, record, task, plan, dest)
+            made, stored = await self._probe_and_save(
+                results, (app, record, task, plan), dest, stills
+            )
             metadata = made.summary(plan.mimetype, plan.extension)
         metadata["file_size"] = stored.size
         found = {
@@ -280,22 +283,21 @@ class VideoJobs:
             "result": metadata,
             "source": media.summary(record.mimetype, record.filename.rsplit(".", 1)[-1]),
         }
+        found |= {"thumbs": videoresults.thumbs(stored, self.url_of)} if stored.stills else {}
         return found | ({"segments": list(stored.segments)} if stored.segments else {})
 
     async def _probe_and_save(
         self,
         results: Results,
-        app: App,
-        record: FileRecord,
-        task: Task,
-        plan: video.Plan,
+        job: tuple[App, FileRecord, Task, video.Plan],
         dest: Path,
+        stills: tuple[tuple[str, Path], ...],
     ) -> tuple[ffmpeg.Media, videoresults.Stored]:
         """The result's ffprobe reading and its storing at once (ffprobe's start-up is a
         good part of a short job's time); a result ffprobe refuses is removed again."""
         probing = asyncio.ensure_future(ffmpeg.probe(dest, self.limits, result=True))
         try:
-            stored = await results.save(app, record, task, plan, dest)
+            stored = await results.save(*job, dest, stills)
         except BaseException:
             probing.cancel()
             await asyncio.gather(probing, return_exceptions=True)
@@ -303,8 +305,7 @@ class VideoJobs:
         try:
             return await probing, stored
         except BaseException:
-            handles = [stored.record.handle, *stored.segments]
-            await asyncio.shield(self._remove(handles, app.api_key))
+            await asyncio.shield(self._remove(stored.handles, job[0].api_key))
             raise
 
     # -- the change sink -----------------------------------------------------------------
@@ -354,7 +355,7 @@ def answer(job: VideoJob) -> dict[str, Any]:
     if job.status == VIDEO_COMPLETED and job.result:
         made = json.loads(job.result)
         found["message"] = "Done"
-        found["data"] = {"url": made["url"]}
+        found["data"] = {"url": made["url"], **videoresults.thumb_urls(made)}
         found["metadata"] = {"result": made["result"], "source": made["source"]}
     elif job.status == VIDEO_FAILED:
         found["message"] = job.last_error or "the conversion failed"

@@ -9,11 +9,13 @@ store) is removed before the error goes on.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import struct
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from stowage.core.security import Credentials
 from stowage.core.service import StoreParams
@@ -42,6 +44,11 @@ class Stored:
     record: FileRecord
     segments: tuple[str, ...] = ()
     size: int = 0  # bytes of the whole set
+    stills: tuple[tuple[str, FileRecord], ...] = ()  # (name, row): ``videothumbs.py``
+
+    @property
+    def handles(self) -> list[str]:
+        return [self.record.handle, *self.segments, *(row.handle for _, row in self.stills)]
 
 
 class Results:
@@ -49,13 +56,35 @@ class Results:
         self.store, self.url_of, self.forget = store, url_of, forget
 
     async def save(
-        self, app: App, record: FileRecord, task: Task, plan: video.Plan, dest: Path
+        self,
+        app: App,
+        record: FileRecord,
+        task: Task,
+        plan: video.Plan,
+        dest: Path,
+        stills: tuple[tuple[str, Path], ...] = (),
     ) -> Stored:
-        """``dest`` (and, for HLS, the segments it names) stored as the app's files."""
+        """``dest`` (and, for HLS, the segments it names) stored as the app's files, then
+        its ``stills`` (JPEGs) beside it; what was stored is removed again on a failure."""
         if plan.preset.muxer != "hls":
             stored = await self._one(app, task, dest, _filename(record, task, plan), plan.mimetype)
-            return Stored(stored, size=dest.stat().st_size)
-        return await self._hls(app, record, task, plan, dest)
+            made = Stored(stored, size=dest.stat().st_size)
+        else:
+            made = await self._hls(app, record, task, plan, dest)
+        if not stills:
+            return made
+        stem = _filename(record, task, plan).rsplit(".", 1)[0]
+        rows: list[tuple[str, FileRecord]] = []
+        try:
+            for name, path in stills:
+                row = await self._one(
+                    app, task, path, f"{stem}-{name}.jpg", "image/jpeg", folder=True
+                )
+                rows.append((name, row))
+        except BaseException:
+            await self.forget(made.handles + [row.handle for _, row in rows], app.api_key)
+            raise
+        return dataclasses.replace(made, stills=tuple(rows))
 
     async def _hls(
         self, app: App, record: FileRecord, task: Task, plan: video.Plan, playlist: Path
@@ -152,10 +181,24 @@ _STILL_HEAD = 64 * 1024  # ffmpeg's JPEG headers (tables included) are a few hun
 
 
 def result_handles(made: dict[str, object]) -> list[str]:
-    """Every stored file of a job's result (its ``handle`` and any ``segments``)."""
+    """Every stored file of a job's result (its ``handle``, any ``segments`` and the
+    handles of its ``thumbs``)."""
     segments = made.get("segments") or []
     handles = [str(made["handle"])] if made.get("handle") else []
-    return handles + [str(s) for s in segments] if isinstance(segments, list) else handles
+    handles += [str(s) for s in segments] if isinstance(segments, list) else []
+    thumbs = made.get("thumbs") or {}
+    handles += [str(t["handle"]) for t in thumbs.values()] if isinstance(thumbs, dict) else []
+    return handles
+
+
+def thumb_urls(made: dict[str, Any]) -> dict[str, str]:
+    """The status answer's ``data.thumb``... of a job's result (none for audio)."""
+    return {name: str(t["url"]) for name, t in (made.get("thumbs") or {}).items()}
+
+
+def thumbs(stored: Stored, url_of: UrlOf) -> dict[str, Any]:
+    """The stills of a result as the job's result keeps them: name -> handle and URL."""
+    return {n: {"handle": r.handle, "url": url_of(r)} for n, r in stored.stills}
 
 
 def app_creds(app: App) -> Credentials:
