@@ -4,8 +4,8 @@ Every File API test runs there; the processing modules (transformations, documen
 OCR, screenshots, preview, video) do not (``ONE_NODE_ONLY``): a rendering is one request
 computed by whichever node gets it, and what processing shares between nodes has tests
 of its own, on several nodes (``test_transform_shared.py``: derivatives in a shared
-store; ``test_video_nodes.py`` and ``tests/multinode``: jobs on any node). Running them three nodes deep doubled their time
-for no request that could depend on the node.
+store; ``test_video_nodes.py`` and ``tests/multinode``: jobs on any node). Running them
+three nodes deep doubled their time for no request that could depend on the node.
 
 It runs in its own pytest process with ``STOWAGE_TEST_THROUGH_NGINX=1``, which makes the
 suite's ``harness`` start three nodes behind nginx for every test (tests/api/balanced.py).
