@@ -60,7 +60,9 @@ def test_quick_benchmark_produces_every_scenario(tmp_path: Path) -> None:
     assert len(documents) == 2, documents  # the rate against pdftoppm, CPU per page
     assert all(row["reference"] > 0 for row in documents), documents
     video = [row for row in rows if row["id"] == "13"]
-    assert len(video) == 3, video  # thumbnails against ffmpeg, then H.264 and WebM times
+    # thumbnails against ffmpeg, H.264 and WebM times, then 2 nodes' p50 and p99
+    assert len(video) == 5, video
+    assert [row["scenario"].strip().endswith(("p50", "p99")) for row in video[3:]] == [True] * 2
     assert all(row["stowage"] > 0 and row["reference"] > 0 for row in video), video
     assert result["meta"]["quick"] is True
     assert "| 1 | GET 1 KiB by handle" in done.stdout  # the printed table
