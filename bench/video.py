@@ -82,24 +82,13 @@ def run_ffmpeg(task: str, source: Path, out: Path, count: int, slots: int) -> fl
     return time.perf_counter() - started
 
 
-async def _until_completed(http: aiohttp.ClientSession, url: str) -> None:
-    while True:
-        async with http.get(url) as resp:
-            found = await resp.json()
-            if resp.status != 200 or found.get("status") == "failed":
-                raise RuntimeError(f"{url}: {resp.status} {found}")
-            if found["status"] == "completed":
-                return
-        await asyncio.sleep(POLL)
-
-
 async def _jobs(registry: Path, urls: list[str]) -> float:
     """Every conversion asked at once, then polled (slowly) until completed; seconds from
     the first request to the last job's end as its registry row recorded it. Polling
     often would take CPU from the jobs' ffmpeg, which runs at a lower priority."""
     async with aiohttp.ClientSession() as http:
         started = time.time()
-        await asyncio.gather(*(_until_completed(http, url) for url in urls))
+        await asyncio.gather(*(videonodes.until_completed(http, url, POLL) for url in urls))
     handles = [url.rsplit("/", 1)[-1] for url in urls]
     marks = ", ".join("?" * len(handles))
     with contextlib.closing(sqlite3.connect(f"file:{registry}?mode=ro", uri=True)) as db:

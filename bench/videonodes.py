@@ -38,20 +38,25 @@ def _percentile(values: list[float], share: float) -> float:
     return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
 
 
+async def until_completed(http: aiohttp.ClientSession, url: str, poll: float) -> None:
+    """Polls a conversion's status URL until it is completed; a failure raises."""
+    while True:
+        async with http.get(url) as resp:
+            found = await resp.json()
+            if resp.status != 200 or found.get("status") == "failed":
+                raise RuntimeError(f"{url}: {resp.status} {found}")
+            if found["status"] == "completed":
+                return
+        await asyncio.sleep(poll)
+
+
 async def _round(urls: list[str], registry: Path, poll: float) -> list[float]:
     """Every URL asked at once; each job's seconds from its first request to its end."""
     sent: dict[str, float] = {}
 
     async def one(http: aiohttp.ClientSession, url: str) -> None:
         sent[url] = time.time()
-        while True:
-            async with http.get(url) as resp:
-                found = await resp.json()
-                if resp.status != 200 or found.get("status") == "failed":
-                    raise RuntimeError(f"{url}: {resp.status} {found}")
-                if found["status"] == "completed":
-                    return
-            await asyncio.sleep(poll)
+        await until_completed(http, url, poll)
 
     async with aiohttp.ClientSession() as http:
         await asyncio.gather(*(one(http, url) for url in urls))

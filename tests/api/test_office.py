@@ -19,6 +19,7 @@ from aiohttp.test_utils import TestServer
 
 from stowage.processing import officeformats
 from tests.api.harness import Harness
+from tests.api.test_documents import listener  # noqa: F401 - the fixture
 from tests.api.test_transform import decoded, get, picture, stored
 from tests.api.test_transform_rules import code_of
 from tests.processing import officedocs
@@ -139,21 +140,6 @@ async def test_document_conversions_and_unsupported_pairs(harness: Harness) -> N
     assert decoded(body).width == 100
 
 
-@pytest.fixture
-async def listener() -> AsyncIterator[tuple[int, list[str]]]:
-    """A loopback HTTP listener that records every connection it gets."""
-    seen: list[str] = []
-
-    async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        seen.append(str(await reader.read(200)))
-        writer.close()
-
-    server = await asyncio.start_server(accept, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    async with server:
-        yield port, seen
-
-
 CORRUPT = [
     ("broken.docx", officedocs.corrupt_docx()),
     ("noise.xlsx", bytes(range(256)) * 40),
@@ -161,7 +147,10 @@ CORRUPT = [
 ]
 
 
-async def test_hostile_documents(harness: Harness, listener: tuple[int, list[str]]) -> None:
+async def test_hostile_documents(
+    harness: Harness,
+    listener: tuple[int, list[str]],  # noqa: F811 - the imported fixture
+) -> None:
     """Images linked at a loopback listener are never fetched; corrupt documents are a
     JSON 4xx, never a 5xx."""
     port, seen = listener

@@ -12,7 +12,7 @@ from stowage import errors
 from stowage.core import names
 from stowage.core.fetch import Fetcher
 from stowage.core.providers import Providers
-from stowage.processing import ffmpeg, video
+from stowage.processing import ffmpeg, readable, video
 from stowage.processing.ffmpeg import Limits, MediaRefused
 from stowage.registry.base import App, FileRecord, FileRows
 
@@ -74,15 +74,7 @@ def _bad(reason: str) -> errors.InvalidParameter:
 
 async def save(chunks: AsyncIterator[bytes], path: Path, max_bytes: int) -> None:
     """``chunks`` written to ``path``; ``MediaRefused`` past ``max_bytes``."""
-    written = 0
     try:
-        with path.open("wb") as handle:
-            async for chunk in chunks:
-                written += len(chunk)
-                if written > max_bytes:
-                    raise MediaRefused(f"the file is larger than {max_bytes} bytes")
-                handle.write(chunk)
-    finally:
-        close = getattr(chunks, "aclose", None)
-        if close is not None:
-            await close()
+        await readable.save(chunks, path, max_bytes)
+    except errors.PayloadTooLarge as exc:
+        raise MediaRefused(f"the file is larger than {max_bytes} bytes") from exc
