@@ -11,11 +11,13 @@ import asyncio
 import hashlib
 import os
 import random
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
@@ -31,8 +33,10 @@ SECONDS = float(os.environ.get("STOWAGE_API_RACE_SECONDS", "8"))
 
 
 #: A 503 error: STORAGE_VERSION_CHANGED (a reader that lost every retry) or an overloaded
-#: storage server's STORAGE_UNAVAILABLE. Bounded below, but not a wrong read.
-REFUSED = "refused"
+#: storage server's STORAGE_UNAVAILABLE. Bounded below, but not a wrong read. The verdict
+#: is this prefix and the error's code, so that a failing run says which refusal it met.
+REFUSED = "refused:"
+REFUSALS = ("STORAGE_VERSION_CHANGED", "STORAGE_UNAVAILABLE")
 
 
 @dataclass
@@ -42,6 +46,7 @@ class Tally:
     writes: int = 0
     writes_refused: int = 0
     wrong: list[str] = field(default_factory=list)
+    why: Counter[str] = field(default_factory=Counter)
 
     def check(self, label: str, at_least: int) -> None:
         print(
@@ -50,8 +55,8 @@ class Tally:
         )
         assert not self.wrong, self.wrong[:5]
         assert self.reads >= at_least
-        assert self.refused < self.reads / 3
-        assert self.writes >= 10 and self.writes_refused < self.writes  # a real race
+        assert self.refused < self.reads / 3, self.why
+        assert self.writes >= 10 and self.writes_refused < self.writes, self.why  # a real race
 
 
 def _versions(n: int = 6) -> list[bytes]:
@@ -77,9 +82,11 @@ async def _race(
                 # overwrite, and one the other writer's newer PUT beat is a 409
                 # STORAGE_CONFLICT: a clean error, counted, never a crash.
                 assert resp.status in (409, 502, 503, 504), await resp.text()
+                code = (await resp.json())["error"]["code"]
                 if resp.status == 409:
-                    assert (await resp.json())["error"]["code"] == "STORAGE_CONFLICT"
+                    assert code == "STORAGE_CONFLICT"
                 tally.writes_refused += 1
+                tally.why[f"write {resp.status} {code}"] += 1
             else:
                 tally.writes += 1
             await asyncio.sleep(rng.random() / 50)
@@ -92,8 +99,9 @@ async def _race(
             headers = {"Range": f"bytes={start}-{start + 400}"} if n % 3 == 1 else {}
             method = "HEAD" if n % 3 == 2 and rng.random() < 0.3 else "GET"
             verdict = await _read(client, method, path, headers, versions, hashes)
-            if verdict == REFUSED:
+            if verdict.startswith(REFUSED):
                 tally.refused += 1
+                tally.why[verdict] += 1
             elif verdict:
                 tally.wrong.append(verdict)
             tally.reads += 1
@@ -134,11 +142,12 @@ async def _read(
             for v in versions
         )
         return "" if ok else f"206 {resp.headers['Content-Range']}: not a slice of one version"
-    refused = b'"STORAGE_VERSION_CHANGED"' in body or b'"STORAGE_UNAVAILABLE"' in body
-    if method == "HEAD":  # no body: only the headers show the JSON error shape
-        refused = resp.content_type == "application/json"
-    if resp.status == 503 and refused:
-        return REFUSED  # an honest refusal (the Swift test server sheds load with 503s)
+    code = next((c for c in REFUSALS if f'"{c}"'.encode() in body), "")
+    if method == "HEAD" and resp.content_type == "application/json":
+        code = "HEAD"  # no body: only the headers show the JSON error shape
+    if resp.status == 503 and code:
+        # An honest refusal (the Swift test server sheds load with 503s).
+        return f"{REFUSED}{method} {'range ' if headers else ''}{code}"
     return f"status {resp.status}: {body[:200]!r}"
 
 
@@ -156,6 +165,7 @@ async def test_downloads_during_overwrites_are_whole_versions(harness: Harness) 
 async def test_downloads_during_overwrites_on_every_provider(
     harness: Harness,
     provider_app: tuple[App, str, Provider],  # noqa: F811 - the imported fixture
+    request: pytest.FixtureRequest,
 ) -> None:
     app, api_name, _ = provider_app
     versions = _versions()
@@ -166,7 +176,18 @@ async def test_downloads_during_overwrites_on_every_provider(
     handle = (await resp.json())["handle"]
     links = [(c, f"{p}?key={app.api_key}") for c, p in _links(harness, handle)]
     tally = await _race(harness, app, handle, versions, links)
-    tally.check(f"{api_name} through the API", 50)
+    try:
+        tally.check(f"{api_name} through the API", 50)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{_server_logs(request, api_name)}") from None
+
+
+def _server_logs(request: pytest.FixtureRequest, api_name: str) -> str:
+    """What the Swift test server logged (its warnings and errors), for a failed race on it."""
+    if api_name != "rackspace":
+        return ""
+    logs: str = request.getfixturevalue("swift_server").logs()
+    return f"Swift's logs, the end of each:\n{logs}"
 
 
 async def test_a_delete_racing_downloads_gives_the_whole_file_or_json_404(
