@@ -40,7 +40,7 @@ async def test_a_finished_conversion_sends_fp_converse(
 ) -> None:
     await with_webhook(harness, harness.open_app, receiver.url)
     handle = await stored(harness, clip(tmp_path / "c.mp4"))
-    path = url(harness, "video_convert=preset:thumbnail,width:48", handle)
+    path = url(harness, "video_convert=preset:h264,width:48", handle)
     done = await finished(harness, path)
     bad = await stored(harness, b"not a video", "bad.mp4")
     failed = await finished(harness, url(harness, "video_convert=preset:h264", bad))
@@ -48,9 +48,11 @@ async def test_a_finished_conversion_sends_fp_converse(
     by_status = {e["text"]["status"]: e for e in events}
     ok = by_status["completed"]
     assert ok["_signed"] and ok["text"]["uuid"] == done["uuid"]
-    assert ok["text"]["url"] == f"/video_convert=preset:thumbnail,width:48/{handle}"
+    assert ok["text"]["url"] == f"/video_convert=preset:h264,width:48/{handle}"
     assert ok["text"]["data"] == done["data"] and ok["text"]["metadata"] == done["metadata"]
     assert ok["text"]["link"]["url"] == done["data"]["url"]
-    assert ok["text"]["link"]["mime_type"] == "image/jpeg"
+    assert ok["text"]["link"]["mime_type"] == "video/mp4"
+    # The video's thumbnails, as the status answer gives them (docs/transformations.md).
+    assert {"thumb", "thumb100x100", "thumb200x200"} <= set(ok["text"]["data"])
     gone = by_status["failed"]
     assert gone["text"]["uuid"] == failed["uuid"] and gone["text"]["message"] == failed["message"]
