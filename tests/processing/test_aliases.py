@@ -1,0 +1,182 @@
+"""Every parameter alias ("short name") Stowage takes, held here as data, task by task:
+each is read by the URL grammar as its long name, and its value reaches the operation
+under the long name. The table and the task table must agree both ways, so that a short
+name added to a ``Param`` is pinned here with the documentation it comes from.
+
+Sources (the hosted Processing API's "Name (Alias)" column): the stored copies of
+www.filestack.com/docs/api/processing show the security (``p``, ``s``) and cache
+(``expiry (e)``, ``false (f)``) rows; ``resize=w:,h:`` is in Filestack's blog's URLs
+and ``crop_faces=...,w:300`` in docs/image-transformations/chaining; the other rows are
+the ones issue 23's brief quoted from the same column (docs/decisions.md, "Short
+names"). ``cache``'s ``f`` is not taken (docs/decisions.md: ``cache=false`` is).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+import pyvips
+
+from stowage.processing import catalogue, chain, grammar
+from stowage.processing.base import Limits, Task
+from stowage.processing.table import Kind
+from stowage.processing.vips import VipsEngine
+
+#: task -> {alias: (long name, a value it takes)}
+DOCUMENTED: dict[str, dict[str, tuple[str, str]]] = {
+    "resize": {
+        "w": ("width", "40"),
+        "h": ("height", "30"),
+        "f": ("fit", "crop"),
+        "a": ("align", "[top,left]"),
+    },
+    "crop": {"d": ("dim", "[1,2,30,20]")},
+    "rotate": {"d": ("deg", "90"), "e": ("exif", "true"), "b": ("background", "red")},
+    "border": {"w": ("width", "3"), "c": ("color", "red"), "b": ("background", "blue")},
+    "circle": {"b": ("background", "white")},
+    "rounded_corners": {"r": ("radius", "20"), "b": ("blur", "0.5")},
+    "blur": {"a": ("amount", "3")},
+    "sharpen": {"a": ("amount", "3")},
+    "pixelate": {"a": ("amount", "4")},
+    "blackwhite": {"t": ("threshold", "40")},
+    "sepia": {"t": ("tone", "60")},
+    "modulate": {"b": ("brightness", "120"), "h": ("hue", "30"), "s": ("saturation", "80")},
+    "crop_faces": {
+        "m": ("mode", "fill"),
+        "w": ("width", "50"),
+        "h": ("height", "40"),
+        "f": ("faces", "2"),
+        "n": ("minsize", "0.2"),
+        "x": ("maxsize", "0.8"),
+        "b": ("buffer", "20"),
+    },
+    "blur_faces": {
+        "f": ("faces", "all"),
+        "n": ("minsize", "0.2"),
+        "x": ("maxsize", "0.8"),
+        "b": ("buffer", "20"),
+        "a": ("amount", "5"),
+        "l": ("blur", "2"),
+        "t": ("type", "oval"),
+    },
+    "pixelate_faces": {
+        "f": ("faces", "[1,2]"),
+        "n": ("minsize", "0.2"),
+        "x": ("maxsize", "0.8"),
+        "b": ("buffer", "20"),
+        "a": ("amount", "5"),
+        "l": ("blur", "2"),
+        "t": ("type", "oval"),
+    },
+    "detect_faces": {
+        "n": ("minsize", "0.2"),
+        "x": ("maxsize", "0.8"),
+        "c": ("color", "red"),
+        "e": ("export", "false"),
+    },
+    "smart_crop": {"m": ("mode", "face"), "w": ("width", "50"), "h": ("height", "40")},
+    "metadata": {"p": ("params", "[width,height]")},
+    "output": {
+        "f": ("format", "png"),
+        "q": ("quality", "60"),
+        "s": ("strip", "true"),
+        "b": ("background", "red"),
+        "c": ("colorspace", "rgb"),
+        "p": ("page", "2"),
+        "d": ("density", "150"),
+    },
+    "quality": {"v": ("value", "70")},
+    "pjpg": {"q": ("quality", "70"), "m": ("metadata", "true")},
+    "cache": {"e": ("expiry", "600")},
+    "security": {"p": ("policy", "PPP"), "s": ("signature", "SSS")},
+    "store": {
+        "f": ("filename", "a.png"),
+        "l": ("location", "s3"),
+        "p": ("path", "folder/"),
+        "c": ("container", "bucket"),
+        "r": ("region", "us-east-1"),
+        "a": ("access", "public"),
+        "b": ("base64decode", "true"),
+        "w": ("workflows", "[abc]"),
+    },
+}
+ROWS = [
+    (task, alias, long, raw)
+    for task, aliases in DOCUMENTED.items()
+    for alias, (long, raw) in aliases.items()
+]
+IDS = [f"{task}.{alias}" for task, alias, _, _ in ROWS]
+LIMITS = Limits(
+    max_input_pixels=10_000_000, max_input_bytes=10**8, max_output_dimension=4000, seconds=10
+)
+H = "A" * 20
+
+
+def body(task: str, key: str, long: str, raw: str) -> str:
+    """``task=key:raw``, with what the task needs besides (resize needs a side)."""
+    needs = catalogue.TABLE[task].needs_one_of
+    if not needs or long in needs:
+        return f"{task}={key}:{raw}"
+    other = needs[0]
+    return f"{task}={key}:{raw},{other}:{DOCUMENTED[task][_short(task, other)][1]}"
+
+
+def _short(task: str, long: str) -> str:
+    return next(alias for alias, (name, _) in DOCUMENTED[task].items() if name == long)
+
+
+def test_the_table_is_every_short_name_the_catalogue_declares() -> None:
+    declared = {
+        (spec.name, short, param.name)
+        for spec in catalogue.TABLE.values()
+        for param in spec.params
+        for short in param.short
+    }
+    pinned = {(task, alias, long) for task, alias, long, _ in ROWS}
+    assert declared == pinned, (declared - pinned, pinned - declared)
+
+
+@pytest.mark.parametrize(("task", "alias", "long", "raw"), ROWS, ids=IDS)
+def test_the_grammar_reads_the_alias_as_the_long_name(
+    task: str, alias: str, long: str, raw: str
+) -> None:
+    short = grammar.parse_task(body(task, alias, long, raw))
+    spelled = grammar.parse_task(body(task, long, long, raw))
+    assert short == spelled
+    assert long in dict(short.options) and alias not in dict(short.options)
+    upper = grammar.parse_task(body(task, alias.upper(), long, raw))  # keys: lower-cased
+    assert upper == spelled
+
+
+@pytest.mark.parametrize(("task", "alias", "long", "raw"), ROWS, ids=IDS)
+def test_the_value_reaches_the_operation_under_the_long_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, task: str, alias: str, long: str, raw: str
+) -> None:
+    spec = catalogue.TABLE[task]
+    spelled = grammar.parse_task(body(task, long, long, raw))
+    expected = spelled.get(long)
+    if spec.kind is not Kind.IMAGE:  # save and request tasks: read from the parsed task
+        if task in ("cache", "security"):
+            found = grammar.parse_path(f"/{task}={alias}:{raw}/{H}")
+            got = found.max_age if task == "cache" else getattr(found, long)
+            assert got == expected
+        else:
+            assert chain.parse_task(body(task, alias, long, raw)).get(long) == expected
+        return
+    seen: list[Task] = []
+
+    def recorder(image: pyvips.Image, given: Task) -> pyvips.Image:
+        seen.append(given)
+        return image
+
+    replaced = dataclasses.replace(spec, op=recorder, load_op=None, answer=None)
+    for name in (spec.name, *spec.aliases):
+        monkeypatch.setitem(catalogue.TABLE, name, replaced)
+    source = tmp_path / "in.png"
+    pyvips.Image.black(64, 48, bands=3).pngsave(str(source))
+    parsed = chain.parse([body(task, alias, long, raw)])
+    output = chain.output_for(parsed, "image/png")
+    VipsEngine().render(source, parsed, output, tmp_path / f"out.{output.extension}", LIMITS)
+    assert seen and all(t.options == spelled.options for t in seen)
