@@ -160,6 +160,19 @@ def test_no_module_imports_another_modules_private_names() -> None:
     assert private == []
 
 
+def test_no_module_uses_asyncio_wait_for() -> None:
+    # Python 3.11's wait_for swallows a cancel that meets the awaited result (CPython
+    # gh-86296): a worker loop then never ends and a shutdown hangs (core/wake.py).
+    # asyncio.timeout keeps the cancel.
+    used = [
+        f"{module}:{node.lineno}"
+        for module, path in MODULES.items()
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Attribute) and node.attr == "wait_for"
+    ]
+    assert used == []
+
+
 def _import_alone(module: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-c", f"import {module}"],

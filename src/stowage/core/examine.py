@@ -87,7 +87,8 @@ async def read_exif(
 
 async def _time_boxed(job: asyncio.Future[dict[str, Any]], timeout: float) -> dict[str, Any]:
     try:
-        return await asyncio.wait_for(job, timeout)
+        async with asyncio.timeout(timeout):
+            return await job
     except TimeoutError as exc:
         raise errors.Unprocessable("reading EXIF took too long") from exc
 

@@ -73,7 +73,8 @@ class Recovery:
 async def _sweep(provider: Recovers) -> int:
     """Start-up must not hang on a provider that is down: sweep it later instead."""
     try:
-        return await asyncio.wait_for(provider.sweep_temporary(), SWEEP_TIMEOUT)
+        async with asyncio.timeout(SWEEP_TIMEOUT):
+            return await provider.sweep_temporary()
     except (errors.StowageError, TimeoutError):
         log.warning("could not sweep temporary state of a provider", exc_info=True)
         return 0

@@ -239,7 +239,8 @@ class Uploads:
                     raise
                 return done
         try:
-            return await asyncio.wait_for(asyncio.shield(task), self.settings.upload_complete_wait)
+            async with asyncio.timeout(self.settings.upload_complete_wait):
+                return await asyncio.shield(task)
         except TimeoutError:
             return None
 

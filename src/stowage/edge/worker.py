@@ -9,7 +9,6 @@ it names was configured, and until the purge lands it may serve old content.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import secrets
@@ -18,6 +17,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 
 from stowage.config import Settings
+from stowage.core.wake import Wake
 from stowage.edge import metrics
 from stowage.registry.base import EdgePurge, PurgeQueue
 
@@ -36,7 +36,7 @@ class RetryWorker:
         self.base_delay = max(settings.edge_purge_retry_delay, 0.05)  # never a busy loop
         self.name = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
         self.lease = self.timeout + 30
-        self._wake = asyncio.Event()
+        self._wake = Wake()
 
     def wake_later(self, delay: float) -> None:
         asyncio.get_running_loop().call_later(delay, self._wake.set)
@@ -52,9 +52,7 @@ class RetryWorker:
                 metrics.QUEUE.set(float(await self.queue.purge_queue_depth()))
             except Exception:
                 log.exception("edge purge worker round failed")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.base_delay)
-            self._wake.clear()
+            await self._wake.wait(self.base_delay)
 
     async def round(self) -> int:
         """Sends the due purges once; returns how many it took."""

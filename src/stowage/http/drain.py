@@ -46,5 +46,6 @@ class Drain:
             for site in list(runner.sites):
                 await site.stop()
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._idle.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                await self._idle.wait()
         await asyncio.gather(*(runner.cleanup() for runner in runners))

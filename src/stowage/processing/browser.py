@@ -156,7 +156,8 @@ class Browser:
             theirs.close()
         browser = await cls._connected(proc, to_child[1], from_child[0])
         try:
-            listening = await asyncio.wait_for(_received_socket(ours), _START_SECONDS)
+            async with asyncio.timeout(_START_SECONDS):
+                listening = await _received_socket(ours)
         except BaseException:
             await browser.close()
             raise

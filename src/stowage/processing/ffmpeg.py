@@ -223,7 +223,8 @@ async def run(
         env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C"},
     )
     try:
-        out, err = await asyncio.wait_for(_read(proc, lines), seconds)
+        async with asyncio.timeout(seconds):
+            out, err = await _read(proc, lines)
     except TimeoutError as exc:
         _kill(proc)
         await proc.wait()

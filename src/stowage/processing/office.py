@@ -166,7 +166,8 @@ class _Converter:
         )
         converter = cls(proc, folder)
         try:
-            ready = await asyncio.wait_for(converter._reply(), _STARTUP_SECONDS)
+            async with asyncio.timeout(_STARTUP_SECONDS):
+                ready = await converter._reply()
         except BaseException:
             await converter.kill()
             raise
@@ -204,7 +205,8 @@ class _Converter:
         try:
             self.proc.stdin.write((json.dumps(order) + "\n").encode())
             await self.proc.stdin.drain()
-            reply = await asyncio.wait_for(self._reply(), seconds)
+            async with asyncio.timeout(seconds):
+                reply = await self._reply()
         except TimeoutError as exc:
             raise errors.ProcessingTimeout(
                 f"the document's conversion took longer than {seconds:g} s", seconds=seconds

@@ -83,7 +83,8 @@ class JobPool:
     async def _render(self, job: Job) -> Rendered:
         process = self._idle.pop() if self._idle else await self._start()
         try:
-            rendered = await asyncio.wait_for(process.render(job), self._seconds + _GRACE_SECONDS)
+            async with asyncio.timeout(self._seconds + _GRACE_SECONDS):
+                rendered = await process.render(job)
         except _Ended:
             self._all.discard(process)  # already gone
             raise

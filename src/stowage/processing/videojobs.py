@@ -38,6 +38,7 @@ from stowage.core.fetch import Fetcher
 from stowage.core.providers import Providers
 from stowage.core.security import Credentials, Target, authorize, record_for
 from stowage.core.uploads import Store
+from stowage.core.wake import Wake
 from stowage.processing import catalogue, ffmpeg, grammar, metrics, video, videoresults, videothumbs
 from stowage.processing import chain as chains
 from stowage.processing.base import Task
@@ -98,7 +99,7 @@ class VideoJobs:
         # older than that is no live job's, whichever process of the node made it.
         self.longest = 2 * settings.video_job_seconds + 120
         self.poll = 0.25  # another process or node claims a new job within this
-        self._wake = asyncio.Event()
+        self._wake = Wake()
         self._tasks: set[asyncio.Task[None]] = set()
         self._runner: asyncio.Task[None] | None = None
 
@@ -152,9 +153,7 @@ class VideoJobs:
                 await self.round()
             except Exception:
                 log.exception("video worker round failed")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.poll)
-            self._wake.clear()
+            await self._wake.wait(self.poll)
 
     async def round(self) -> int:
         """Claims as many due jobs as this node has free slots and starts them."""

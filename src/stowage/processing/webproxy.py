@@ -115,9 +115,8 @@ class GuardProxy:
             writer.write(_UNREACHABLE)
             return
         try:
-            upstream = await asyncio.wait_for(
-                asyncio.open_connection(found[0]["host"], port), self.connect_timeout
-            )
+            async with asyncio.timeout(self.connect_timeout):
+                upstream = await asyncio.open_connection(found[0]["host"], port)
         except (OSError, TimeoutError):
             writer.write(_UNREACHABLE)
             return

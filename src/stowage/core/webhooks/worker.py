@@ -9,7 +9,6 @@ exponential backoff until ``webhook_max_attempts``; a refused address is not ret
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import secrets
@@ -19,6 +18,7 @@ import time
 from yarl import URL
 
 from stowage.config import Settings
+from stowage.core.wake import Wake
 from stowage.core.webhooks.post import Outcome, Poster, refused
 from stowage.registry.base import (
     WEBHOOK_DELIVERED,
@@ -49,7 +49,7 @@ class Worker:
         self.poster = Poster(
             allow_private=settings.webhook_allow_private, timeout=settings.webhook_timeout
         )
-        self._wake = asyncio.Event()
+        self._wake = Wake()
         self._inflight: set[asyncio.Task[None]] = set()
         self._recording: set[asyncio.Future[None]] = set()
         self._last_prune = 0.0
@@ -75,9 +75,7 @@ class Worker:
         await self.poster.close()
 
     async def _idle(self) -> None:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wake.wait(), self.settings.webhook_poll_interval)
-        self._wake.clear()
+        await self._wake.wait(self.settings.webhook_poll_interval)
 
     async def _fill(self) -> None:
         free = self.settings.webhook_concurrency - len(self._inflight)
