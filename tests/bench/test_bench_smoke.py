@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from bench import processing_tasks
 
 REPO = Path(__file__).resolve().parents[2]
@@ -18,6 +20,7 @@ SCENARIOS = {
 }
 
 
+@pytest.mark.timeout(1000)  # the benchmark run is bounded at 900 s
 def test_quick_benchmark_produces_every_scenario(tmp_path: Path) -> None:
     out = tmp_path / "quick.json"
     done = subprocess.run(

@@ -26,6 +26,8 @@ import pytest
 
 from stowage.core.security import encode_policy, sign
 
+#: Bringing the cluster up is bounded at 600 s, and counts toward the first test.
+pytestmark = pytest.mark.timeout(900)
 ROOT = Path(__file__).resolve().parents[2]
 API = "https://api.stowage.test:8443"
 CDN = "https://cdn.stowage.test:8443"

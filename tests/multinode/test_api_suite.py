@@ -23,6 +23,8 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 ONE_NODE_ONLY = (
     "tests/api/test_transform*.py",
@@ -51,6 +53,7 @@ def _collected() -> int:
     return int(found[1])
 
 
+@pytest.mark.timeout(1600)  # its own pytest run is bounded at 1500 s
 def test_the_api_suite_passes_through_nginx(tmp_path: Path) -> None:
     expected = _collected()
     report = tmp_path / "api-through-nginx.xml"
