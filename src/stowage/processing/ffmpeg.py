@@ -15,7 +15,7 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -163,10 +163,12 @@ async def convert(
     *,
     progress: Progress | None = None,
     seconds: float = 0.0,
+    extra: Sequence[str] = (),
 ) -> None:
     """ffmpeg on the plan; the paths are given as ``file:`` so that no name is read as a
     protocol or an option. ``progress`` is told the share done of ``seconds`` of media
-    (ffmpeg's ``-progress`` report on its stdout; each pass of two is half)."""
+    (ffmpeg's ``-progress`` report on its stdout; each pass of two is half). ``extra``:
+    more outputs of the (last) run, after the result (``videothumbs.Stills.args``)."""
     argv = ["ffmpeg", "-nostdin", "-hide_banner", "-v", "error", "-y", *_GUARD]
     if progress is not None and seconds > 0:
         argv += ["-progress", "pipe:1", "-nostats"]
@@ -178,6 +180,7 @@ async def convert(
         left = max(0.1, ends - time.monotonic())
         lines = _reporter(progress, seconds, max(0, n - 1) / len(passes), 1 / len(passes))
         passed = plan.argv(src, to, mark, pass_=n, passlog=log)
+        passed += list(extra) if to == out else []
         await run(argv + passed, limits, cwd=source.parent, seconds=left, lines=lines)
     if not dest.is_file() or dest.stat().st_size == 0:
         raise MediaRefused("ffmpeg made no output (is the offset past the end?)")

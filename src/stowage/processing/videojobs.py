@@ -256,10 +256,13 @@ class VideoJobs:
             await self.inputs.watermark(app, plan, mark, self.limits)
         seconds = 0.0 if plan.preset.still else _seconds_made(media, plan)
         told = _progress(self.rows, job, self.name)
-        await ffmpeg.convert(source, dest, plan, self.limits, mark, progress=told, seconds=seconds)
+        taking = videothumbs.of(plan, task, seconds, folder)
+        await ffmpeg.convert(
+            source, dest, plan, self.limits, mark, progress=told, seconds=seconds, extra=taking.args
+        )
         if plan.preset.muxer == "hls":
             videoresults.segments_of(dest)  # before ffprobe follows the playlist
-        stills = await videothumbs.make(dest, plan, task, seconds, self.limits)
+        stills = await taking.collect(dest, self.limits)
         results = Results(self.store, self.url_of, self._remove)
         if plan.preset.still:  # its type is the plan's, its size in its header
             width, height = videoresults.still_size(dest)

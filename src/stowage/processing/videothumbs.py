@@ -1,15 +1,20 @@
 """The stills of a completed video conversion (the status answer's ``data.thumb``,
-``thumb100x100`` and ``thumb200x200``): one frame of the result, taken by the same
-sandboxed ffmpeg in the same job, written at its own size and fitted within 100x100 and
-200x200 (the aspect kept, never enlarged), in one ffmpeg run.
+``thumb100x100`` and ``thumb200x200``): one frame of the result, written at its own size
+and fitted within 100x100 and 200x200 (the aspect kept, never enlarged).
 
-The frame is the result's (so a watermark, a scale or a clip is in it): at
-``thumbnail_offset`` when it falls inside the result, else at 1 s, or the middle of a
-result shorter than 2 s.
+They are taken by the conversion's own ffmpeg run: three more outputs of the frames it
+encodes, after the plan's scale and clip (``Stills.args``). A second ffmpeg run from the
+stored result cost about 0.1 s, a tenth of a short clip's conversion. A plan with a
+watermark lays the mark over the frames in a graph of two inputs, so its stills keep a
+run of their own, from the result (``make``), where the mark is.
+
+The frame is at ``thumbnail_offset`` when it falls inside the result, else at 1 s, or the
+middle of a result shorter than 2 s.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from stowage.processing import ffmpeg, video
@@ -26,6 +31,7 @@ DEFAULT_OFFSET = 1.0  # seconds into the result
 #: The result is ours, and for HLS a playlist ``videoresults.segments_of`` checked.
 _GUARD = ("-protocol_whitelist", "file", "-format_whitelist", ffmpeg.DEMUXERS + ",hls")
 _JPEG = ("-frames:v", "1", "-update", "1", "-c:v", "mjpeg", "-q:v", "3", "-f", "image2")
+Made = tuple[tuple[str, Path], ...]  # (name, path) in STILLS' order
 
 
 def wanted(plan: video.Plan) -> bool:
@@ -41,12 +47,46 @@ def offset(task: Task, seconds: float) -> float:
     return min(DEFAULT_OFFSET, seconds / 2) if seconds > 0 else 0.0
 
 
-async def make(
-    result: Path, plan: video.Plan, task: Task, seconds: float, limits: Limits
-) -> tuple[tuple[str, Path], ...]:
-    """The stills of ``result`` (a file ffmpeg made in the job folder), beside it:
-    ``(name, path)`` in ``STILLS``' order; none when the plan makes no video (``wanted``).
-    ``MediaRefused`` when ffmpeg makes none."""
+@dataclass(frozen=True)
+class Stills:
+    """The stills of one conversion: ``args`` are the extra outputs its ffmpeg run writes
+    them with (none: ``collect`` takes them from the result in a run of their own)."""
+
+    plan: video.Plan
+    task: Task
+    seconds: float  # the result's length, as the plan and the input's probe say
+    args: tuple[str, ...] = ()
+    made: Made = ()
+
+    async def collect(self, result: Path, limits: Limits) -> Made:
+        """The stills, beside ``result``; ``MediaRefused`` when ffmpeg made none."""
+        if not wanted(self.plan):
+            return ()
+        if not self.args:
+            return await make(result, self.plan, self.task, self.seconds, limits)
+        return _checked(self.made)
+
+
+def of(plan: video.Plan, task: Task, seconds: float, folder: Path) -> Stills:
+    """How the stills of ``plan``'s conversion are taken (see the module's docstring)."""
+    if not wanted(plan) or plan.watermark is not None:
+        return Stills(plan, task, seconds)
+    frame = _option(plan, "-vf")  # the plan's scale, which the encoded frames have
+    at = f"{offset(task, seconds):g}"
+    args: list[str] = []
+    made: list[tuple[str, Path]] = []
+    for name, box in STILLS:
+        path = folder / f"{name}.jpg"
+        chain = ",".join(f for f in (frame, _fit(box)) if f)
+        args += ["-map", "0:v:0", *(("-vf", chain) if chain else ()), "-ss", at]
+        args += [*_JPEG, f"file:{path}"]
+        made.append((name, path))
+    return Stills(plan, task, seconds, tuple(args), tuple(made))
+
+
+async def make(result: Path, plan: video.Plan, task: Task, seconds: float, limits: Limits) -> Made:
+    """The stills of ``result`` (a file ffmpeg made in the job folder), beside it, in one
+    ffmpeg run of their own; none when the plan makes no video (``wanted``)."""
     if not wanted(plan):
         return ()
     folder = result.parent
@@ -56,16 +96,28 @@ async def make(
     made: list[tuple[str, Path]] = []
     for n, (name, box) in enumerate(STILLS):
         path = folder / f"{name}.jpg"
-        fit = "null"
-        if box is not None:
-            fit = f"scale='min({box},iw)':'min({box},ih)':force_original_aspect_ratio=decrease"
-        graph.append(f"[s{n}]{fit}[o{n}]")
+        graph.append(f"[s{n}]{_fit(box) or 'null'}[o{n}]")
         outputs += ["-map", f"[o{n}]", *_JPEG, f"file:{path}"]
         made.append((name, path))
     argv = ["ffmpeg", "-nostdin", "-hide_banner", "-v", "error", "-y", *_GUARD]
     argv += ["-ss", f"{offset(task, seconds):g}", "-i", f"file:{result}"]
     argv += ["-filter_complex", ";".join(graph), *outputs]
     await ffmpeg.run(argv, limits, cwd=folder, seconds=min(limits.seconds, 60.0))
+    return _checked(tuple(made))
+
+
+def _fit(box: int | None) -> str | None:
+    if box is None:
+        return None
+    return f"scale='min({box},iw)':'min({box},ih)':force_original_aspect_ratio=decrease"
+
+
+def _option(plan: video.Plan, name: str) -> str | None:
+    options = list(plan.options)
+    return options[options.index(name) + 1] if name in options else None
+
+
+def _checked(made: Made) -> Made:
     if not all(path.is_file() and path.stat().st_size for _, path in made):
         raise MediaRefused("ffmpeg took no frame of the result for its thumbnails")
-    return tuple(made)
+    return made
