@@ -173,6 +173,15 @@ def test_no_module_uses_asyncio_wait_for() -> None:
     assert used == []
 
 
+def test_the_repository_tracks_no_links() -> None:
+    # A worktree's link to the main checkout's .venv or vendored assets, committed by
+    # mistake, broke a clean clone's setup ("Too many levels of symbolic links").
+    listed = subprocess.run(
+        ["git", "ls-files", "-s"], cwd=SRC.parent, capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert [line for line in listed if line.startswith("120000 ")] == []
+
+
 def _import_alone(module: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-c", f"import {module}"],
