@@ -4,10 +4,10 @@ and fitted within 100x100 and 200x200 (the aspect kept, never enlarged).
 
 They are taken by the conversion's own ffmpeg run: three more outputs of the frames it
 decodes, cut to the one frame at the offset, then scaled as the plan scales its video
-(``Stills.args``). A second ffmpeg run from the
-stored result cost about 0.1 s, a tenth of a short clip's conversion. A plan with a
-watermark lays the mark over the frames in a graph of two inputs, so its stills keep a
-run of their own, from the result (``make``), where the mark is.
+(``Stills.args``). A second ffmpeg run from the stored result cost about 0.1 s, a tenth
+of a short clip's conversion. A plan with a watermark lays the mark over the frames in a
+graph of two inputs, so its stills keep a run of their own, from the result (``make``),
+where the mark is.
 
 The frame is at ``thumbnail_offset`` when it falls inside the result, else at 1 s, or the
 middle of a result shorter than 2 s.
