@@ -4,12 +4,13 @@ old result removed), not one that is running or ended a moment ago."""
 
 from __future__ import annotations
 
+from asyncio.subprocess import Process
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from stowage.processing import ffmpeg, videojobs
+from stowage.processing import ffmpeg, videojobs, videorun
 from tests.api.harness import Harness
 from tests.api.test_video import clip, finished, probed, result_bytes, status, stored, url
 
@@ -19,14 +20,14 @@ async def test_two_pass_runs_ffmpeg_twice_and_makes_a_playable_file(
     harness: Harness, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, preset: str, codec: str
 ) -> None:
     passes: list[str] = []
-    real = ffmpeg.run
+    real = ffmpeg.spawn
 
-    async def spy(argv: list[str], *args: Any, **kwargs: Any) -> bytes:
+    async def spy(argv: list[str], *args: Any, **kwargs: Any) -> Process:
         if argv[0] == "ffmpeg" and any(a.endswith("/input") for a in argv):  # not the stills'
             passes.append(argv[argv.index("-pass") + 1] if "-pass" in argv else "one")
         return await real(argv, *args, **kwargs)
 
-    monkeypatch.setattr(ffmpeg, "run", spy)
+    monkeypatch.setattr(ffmpeg, "spawn", spy)
     handle = await stored(harness, clip(tmp_path / "c.mp4"))
     task = f"video_convert=preset:{preset},two_pass:true,video_bitrate:200,width:96"
     done = await finished(harness, url(harness, task, handle))
@@ -79,7 +80,7 @@ async def test_a_running_job_answers_its_progress_from_ffmpeg(
         answered.append(await status(harness, path))
         return bool(held)
 
-    monkeypatch.setattr(videojobs, "PROGRESS_EVERY", 0.0)
+    monkeypatch.setattr(videorun, "PROGRESS_EVERY", 0.0)
     monkeypatch.setattr(registry, "video_progress", spy)
     done = await finished(harness, path)
     assert done["status"] == "completed" and "progress" not in done["data"]

@@ -5,6 +5,7 @@ result in a run of their own, and the mark is in them."""
 
 from __future__ import annotations
 
+from asyncio.subprocess import Process
 from pathlib import Path
 from typing import Any
 
@@ -21,14 +22,14 @@ from tests.api.test_video_watermark import black_clip, is_black, is_red, mean, r
 def ffmpeg_runs(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     """The argv of every ffmpeg the jobs run (the real runs: only recorded)."""
     seen: list[list[str]] = []
-    real = ffmpeg.run
+    real = ffmpeg.spawn
 
-    async def recording(argv: list[str], *args: Any, **kwargs: Any) -> bytes:
+    async def recording(argv: list[str], *args: Any, **kwargs: Any) -> Process:
         if argv[0] == "ffmpeg":
             seen.append(list(argv))
         return await real(argv, *args, **kwargs)
 
-    monkeypatch.setattr(ffmpeg, "run", recording)
+    monkeypatch.setattr(ffmpeg, "spawn", recording)
     return seen
 
 
@@ -39,7 +40,9 @@ def ffmpeg_runs(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
         ("video_convert=preset:webm,width:80", 1, (80, 60)),
         ("video_convert=preset:h264,two_pass:true,video_bitrate:200,width:96", 2, (96, 72)),
         ("video_convert=preset:hls.variant,width:128,height:96", 1, (128, 96)),
-        ("video_convert=preset:h264,clip_offset:1,clip_length:1", 1, (160, 120)),
+        # The still is at the middle of a 1 s result, not at 1 s as the run held while
+        # the input was probed had it (videorun.py): that run is dropped, another runs.
+        ("video_convert=preset:h264,clip_offset:1,clip_length:1", 2, (160, 120)),
     ],
 )
 async def test_the_conversion_run_writes_the_stills(
@@ -54,6 +57,8 @@ async def test_the_conversion_run_writes_the_stills(
     done = await finished(harness, url(harness, task, handle))
     assert done["status"] == "completed", done
     assert len(ffmpeg_runs) == runs, ffmpeg_runs  # the passes, and no run for the stills
+    # The first run was started while the input was probed, held on its stdin.
+    assert "pipe:0" in ffmpeg_runs[0] and all("pipe:0" not in a for a in ffmpeg_runs[1:])
     written = [a for a in ffmpeg_runs[-1] if a.endswith(".jpg")]
     assert [Path(a).name for a in written] == [f"{n}.jpg" for n in NAMES]
     found = [await image(harness, done["data"][n]) for n in NAMES]

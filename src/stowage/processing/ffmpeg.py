@@ -1,7 +1,8 @@
 """ffprobe and ffmpeg as job processes: limits first, then the work.
 
 Every run is a subprocess of ``prlimit`` (address space and file size limits), in a
-session of its own so that the whole group is killed at its deadline, with no stdin.
+session of its own so that the whole group is killed at its deadline, with no stdin (but
+a conversion's held run: ``videorun.py``). The conversions' runs are ``videorun.py``'s.
 Untrusted media is opened only as ``file:<job folder>/input`` with
 ``-protocol_whitelist file`` and ``-format_whitelist`` of plain media demuxers: a
 playlist (HLS, concat, ffconcat, SDP, ...) is refused before it could name another file
@@ -14,20 +15,18 @@ import asyncio
 import contextlib
 import json
 import os
-import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from stowage.config import Settings
 from stowage.processing import sandbox
-from stowage.processing.video import Plan
 
 #: The demuxers a conversion reads: media containers that name no other file or URL.
 #: (``image2`` would read numbered siblings, ``hls``/``concat`` other files or URLs.)
 DEMUXERS = "mov,mp4,m4a,3gp,3g2,mj2,matroska,webm,avi,mp3,ogg,wav,flac,aac,mpegts,flv,asf,mpeg"
-_GUARD = ["-protocol_whitelist", "file", "-format_whitelist", DEMUXERS]
+GUARD = ["-protocol_whitelist", "file", "-format_whitelist", DEMUXERS]
 #: A result of ours may also be a still (a thumbnail) or an HLS playlist (read only once
 #: ``videoresults.segments_of`` found nothing in it but its own segments' names).
 _RESULT_GUARD = [
@@ -109,7 +108,7 @@ async def probe(
     """ffprobe's reading of ``path``, held to the limits; ``MediaRefused`` otherwise.
     ``result``: a file ffmpeg made here (a thumbnail is an image); ``formats``: another
     input guard (a watermark's)."""
-    guard = list(formats) or (_RESULT_GUARD if result else _GUARD)
+    guard = list(formats) or (_RESULT_GUARD if result else GUARD)
     argv = ["ffprobe", "-v", "error", *guard, "-show_format", "-show_streams"]
     argv += ["-of", "json", f"file:{path}"]
     out = await run(argv, limits, cwd=path.parent, seconds=min(limits.seconds, 60.0))
@@ -150,58 +149,6 @@ def _check(media: Media, limits: Limits) -> None:
         raise MediaRefused("the file has no video or audio stream")
 
 
-#: Told the share of the work done (0..1) as ffmpeg reports it.
-Progress = Callable[[float], Awaitable[None]]
-
-
-async def convert(
-    source: Path,
-    dest: Path,
-    plan: Plan,
-    limits: Limits,
-    watermark: Path | None = None,
-    *,
-    progress: Progress | None = None,
-    seconds: float = 0.0,
-    extra: Sequence[str] = (),
-) -> None:
-    """ffmpeg on the plan; the paths are given as ``file:`` so that no name is read as a
-    protocol or an option. ``progress`` is told the share done of ``seconds`` of media
-    (ffmpeg's ``-progress`` report on its stdout; each pass of two is half). ``extra``:
-    more outputs of the (last) run, after the result (``videothumbs.Stills.args``)."""
-    argv = ["ffmpeg", "-nostdin", "-hide_banner", "-v", "error", "-y", *_GUARD]
-    if progress is not None and seconds > 0:
-        argv += ["-progress", "pipe:1", "-nostats"]
-    mark = None if watermark is None else f"file:{watermark}"
-    src, out = f"file:{source}", f"file:{dest}"
-    passes = [(0, out)] if not plan.two_pass else [(1, f"file:{source.parent}/pass1"), (2, out)]
-    log, ends = str(source.parent / "passlog"), time.monotonic() + limits.seconds
-    for n, to in passes:  # both passes within the job's deadline
-        left = max(0.1, ends - time.monotonic())
-        lines = _reporter(progress, seconds, max(0, n - 1) / len(passes), 1 / len(passes))
-        passed = plan.argv(src, to, mark, pass_=n, passlog=log)
-        passed += list(extra) if to == out else []
-        await run(argv + passed, limits, cwd=source.parent, seconds=left, lines=lines)
-    if not dest.is_file() or dest.stat().st_size == 0:
-        raise MediaRefused("ffmpeg made no output (is the offset past the end?)")
-
-
-def _reporter(
-    progress: Progress | None, seconds: float, start: float, share: float
-) -> Lines | None:
-    """A reader of ffmpeg's ``-progress`` lines (``out_time_us=...``) that tells
-    ``progress`` the share done: ``start`` plus this pass's ``share`` of it."""
-    if progress is None or seconds <= 0:
-        return None
-
-    async def line(text: bytes) -> None:
-        key, _, value = text.strip().partition(b"=")
-        if key == b"out_time_us" and value.isdigit():
-            await progress(start + share * min(1.0, int(value) / 1e6 / seconds))
-
-    return line
-
-
 #: Given each line of a process's stdout instead of keeping it.
 Lines = Callable[[bytes], Awaitable[None]]
 
@@ -212,28 +159,49 @@ async def run(
     """Runs ``argv`` in the sandbox (``sandbox.py``: no network, limits) in its own
     session; killed at ``seconds``. Its stdout (or each line to ``lines``);
     ``MediaRefused`` with the end of its stderr when it fails."""
+    proc = await spawn(argv, limits, cwd=cwd)
+    return await finish(proc, argv, cwd=cwd, seconds=seconds, lines=lines)
+
+
+async def spawn(
+    argv: list[str], limits: Limits, *, cwd: Path, stdin: int = asyncio.subprocess.DEVNULL
+) -> asyncio.subprocess.Process:
+    """``argv`` started in the sandbox, in a session of its own (``finish`` waits for it);
+    its stdin a pipe only for a run that waits for its first input (``videorun.hold``)."""
     caps = sandbox.Caps(memory=limits.memory, output_bytes=limits.output_bytes)
     if (tool := sandbox.missing((argv[0],), caps)) is not None:  # retried, then failed: the node's
         raise RuntimeError(f"{tool} is not installed on this node (Debian: ffmpeg, util-linux)")
-    proc = await asyncio.create_subprocess_exec(
+    return await asyncio.create_subprocess_exec(
         *sandbox.prefix(caps),  # no network, limits, below the server's own processes
         *argv,
-        stdin=asyncio.subprocess.DEVNULL,
+        stdin=stdin,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         cwd=cwd,
         start_new_session=True,
         env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C"},
     )
+
+
+async def finish(
+    proc: asyncio.subprocess.Process,
+    argv: list[str],
+    *,
+    cwd: Path,
+    seconds: float,
+    lines: Lines | None = None,
+) -> bytes:
+    """Waits for a spawned run, killed (its whole session) at ``seconds`` or when the
+    wait is cancelled; as ``run`` answers."""
     try:
         async with asyncio.timeout(seconds):
             out, err = await _read(proc, lines)
     except TimeoutError as exc:
-        _kill(proc)
+        kill(proc)
         await proc.wait()
         raise MediaRefused(f"{argv[0]} ran past its {seconds:g} s deadline") from exc
     except BaseException:
-        _kill(proc)
+        kill(proc)
         with contextlib.suppress(Exception):
             await asyncio.shield(proc.wait())
         raise
@@ -273,7 +241,8 @@ async def _read(proc: asyncio.subprocess.Process, lines: Lines | None) -> tuple[
     return out, err
 
 
-def _kill(proc: asyncio.subprocess.Process) -> None:
+def kill(proc: asyncio.subprocess.Process) -> None:
+    """Kills the run's whole session (it may have started others)."""
     sandbox.kill_group(proc.pid)
 
 

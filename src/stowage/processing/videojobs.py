@@ -39,7 +39,16 @@ from stowage.core.providers import Providers
 from stowage.core.security import Credentials, Target, authorize, record_for
 from stowage.core.uploads import Store
 from stowage.core.wake import Wake
-from stowage.processing import catalogue, ffmpeg, grammar, metrics, video, videoresults, videothumbs
+from stowage.processing import (
+    catalogue,
+    ffmpeg,
+    grammar,
+    metrics,
+    video,
+    videoresults,
+    videorun,
+    videothumbs,
+)
 from stowage.processing import chain as chains
 from stowage.processing.base import Task
 from stowage.processing.ffmpeg import Limits, MediaRefused
@@ -249,17 +258,31 @@ class VideoJobs:
         folder.mkdir(parents=True, exist_ok=True)
         source, dest = folder / "input", folder / f"output.{plan.extension}"
         await self.inputs.source(app, record, source, self.settings.video_max_input_bytes)
-        media = await ffmpeg.probe(source, self.limits)
-        _fits(media, plan)
-        mark = folder / "watermark" if plan.watermark is not None else None
-        if mark is not None:
-            await self.inputs.watermark(app, plan, mark, self.limits)
-        seconds = 0.0 if plan.preset.still else _seconds_made(media, plan)
-        told = _progress(self.rows, job, self.name)
-        taking = videothumbs.of(plan, task, seconds, folder)
-        await ffmpeg.convert(
-            source, dest, plan, self.limits, mark, progress=told, seconds=seconds, extra=taking.args
-        )
+        likely = videothumbs.of(plan, task, None, folder).args
+        held = await videorun.hold(source, dest, plan, self.limits, likely)
+        try:
+            media = await ffmpeg.probe(source, self.limits)
+            videorun.fits(media, plan)
+            mark = folder / "watermark" if plan.watermark is not None else None
+            if mark is not None:
+                await self.inputs.watermark(app, plan, mark, self.limits)
+            seconds = 0.0 if plan.preset.still else videorun.seconds_made(media, plan)
+            told = videorun.progress_writer(self.rows, job, self.name)
+            taking = videothumbs.of(plan, task, seconds, folder)
+            await videorun.convert(
+                source,
+                dest,
+                plan,
+                self.limits,
+                mark,
+                progress=told,
+                seconds=seconds,
+                extra=taking.args,
+                held=held,
+            )
+        finally:
+            if held is not None:
+                await held.drop()  # the probe refused the source, or the job was stopped
         if plan.preset.muxer == "hls":
             videoresults.segments_of(dest)  # before ffprobe follows the playlist
         stills = await taking.collect(dest, self.limits)
@@ -394,46 +417,6 @@ def _the_task(segments: list[str]) -> Task:
             parameter=video.NAME,
         )
     return found[0]
-
-
-#: A running job's progress is written at most this often (seconds): one small write.
-PROGRESS_EVERY = 1.0
-
-
-def _progress(rows: VideoJobRows, job: VideoJob, worker: str) -> ffmpeg.Progress:
-    """Writes the share ffmpeg reports done to the job's row (the status answer's
-    ``data.progress``, on every node), at most every ``PROGRESS_EVERY`` seconds and
-    only when it grew by a percent; a failed write is skipped, not the job's failure."""
-    last = [0.0, -1.0]  # when, what
-
-    async def told(share: float) -> None:
-        percent, now = round(100 * share, 1), time.monotonic()
-        if now - last[0] < PROGRESS_EVERY or percent < last[1] + 1:
-            return
-        last[:] = [now, percent]
-        try:
-            await rows.video_progress(job.id, worker, percent)
-        except Exception:
-            log.warning("video job %s: its progress was not written", job.uuid, exc_info=True)
-
-    return told
-
-
-def _seconds_made(media: ffmpeg.Media, plan: video.Plan) -> float:
-    """How much media ffmpeg will write: the clip's length, or the rest after the offset."""
-    rest = max(0.0, media.duration - (plan.seek or 0.0))
-    return min(rest, plan.length) if plan.length is not None else rest
-
-
-def _fits(media: ffmpeg.Media, plan: video.Plan) -> None:
-    if plan.preset.video and media.first("video") is None:
-        raise MediaRefused(f"preset {plan.preset.name} needs a video stream; the file has none")
-    if not plan.preset.video and media.first("audio") is None:
-        raise MediaRefused(f"preset {plan.preset.name} needs an audio stream; the file has none")
-    if plan.seek is not None and media.duration and plan.seek >= media.duration:
-        raise MediaRefused(
-            f"the offset {plan.seek:g} s is past the end of the file ({media.duration:g} s)"
-        )
 
 
 def _sweep(folder: Path, before: float) -> None:

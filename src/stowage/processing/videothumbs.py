@@ -40,11 +40,14 @@ def wanted(plan: video.Plan) -> bool:
     return bool(plan.preset.video) and not plan.preset.still
 
 
-def offset(task: Task, seconds: float) -> float:
-    """Where the frame is taken in a result ``seconds`` long (0: its length unknown)."""
+def offset(task: Task, seconds: float | None) -> float:
+    """Where the frame is taken in a result ``seconds`` long (0: its length unknown;
+    None: not yet probed, the likely offset)."""
     asked = task.get("thumbnail_offset")
-    if asked is not None and (seconds <= 0 or float(str(asked)) < seconds):
+    if asked is not None and (not seconds or float(str(asked)) < seconds):
         return float(str(asked))
+    if seconds is None:
+        return DEFAULT_OFFSET
     return min(DEFAULT_OFFSET, seconds / 2) if seconds > 0 else 0.0
 
 
@@ -68,12 +71,16 @@ class Stills:
         return _checked(self.made)
 
 
-def of(plan: video.Plan, task: Task, seconds: float, folder: Path) -> Stills:
-    """How the stills of ``plan``'s conversion are taken (see the module's docstring)."""
+def of(plan: video.Plan, task: Task, seconds: float | None, folder: Path) -> Stills:
+    """How the stills of ``plan``'s conversion are taken (see the module's docstring);
+    ``seconds`` None: the result's length is not known yet, and the outputs are the
+    likely ones (``videorun.hold``)."""
     if not wanted(plan) or plan.watermark is not None:
-        return Stills(plan, task, seconds)
+        return Stills(plan, task, seconds or 0.0)
     # One frame at the offset, then the stream ends: an output that only stops at its
-    # frame count is still fed every frame (about 0.3 s each for a 10 s 720p clip).
+    # frame count is still fed every frame (about 0.3 s each for a 10 s 720p clip). No
+    # ``-map``: ffmpeg picks the video stream for them as for the result (and a held run
+    # has one input more, ``videorun.py``).
     one = f"setpts=PTS-STARTPTS,trim=start={offset(task, seconds):g},trim=end_frame=1"
     frame = _option(plan, "-vf")  # the plan's scale, which the encoded frames have
     args: list[str] = []
@@ -81,9 +88,9 @@ def of(plan: video.Plan, task: Task, seconds: float, folder: Path) -> Stills:
     for name, box in STILLS:
         path = folder / f"{name}.jpg"
         chain = ",".join(f for f in (one, frame, _fit(box)) if f)
-        args += ["-map", "0:v:0", "-vf", chain, *_JPEG, f"file:{path}"]
+        args += ["-vf", chain, *_JPEG, f"file:{path}"]
         made.append((name, path))
-    return Stills(plan, task, seconds, tuple(args), tuple(made))
+    return Stills(plan, task, seconds or 0.0, tuple(args), tuple(made))
 
 
 async def make(result: Path, plan: video.Plan, task: Task, seconds: float, limits: Limits) -> Made:
