@@ -15,6 +15,7 @@ come as ``%22``) and lists ``[a,b]``, nested at most two deep. Segments are spli
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from urllib.parse import unquote
@@ -127,9 +128,11 @@ def _apply(found: CdnPath, segment: str, task: Task) -> None:
     found.tasks.append(segment)
 
 
+@functools.lru_cache(maxsize=1024)  # a warm URL's tasks are read by several checks per hit
 def parse_task(segment: str) -> Task:
     """``name`` or ``name=opt:value,...``, checked against the table: a 400 naming the
-    task (``UNSUPPORTED_TASK``) or the option (``INVALID_PARAMETER``, ``task.option``)."""
+    task (``UNSUPPORTED_TASK``) or the option (``INVALID_PARAMETER``, ``task.option``).
+    A ``Task`` is immutable, so one parse serves every caller."""
     if len(segment) > MAX_TASK_LENGTH:
         raise errors.InvalidParameter(f"a task is at most {MAX_TASK_LENGTH} characters")
     name, _, body = segment.partition("=")
