@@ -120,27 +120,45 @@ async def test_hls_audio_and_the_set_goes_with_its_source(harness: Harness, tmp_
         await asyncio.sleep(0.1)
 
 
-@pytest.mark.parametrize("preset", ["hls.variant", "hls.variant.audio"])
+@pytest.mark.parametrize(
+    ("preset", "failing"),
+    [
+        ("hls.variant", "-00001.ts"),  # the second segment
+        ("hls.variant.audio", "-00001.ts"),
+        ("h264", "-thumb100x100.jpg"),  # a still, stored beside the result at once
+    ],
+)
 async def test_a_failed_store_leaves_no_part_of_a_set(
-    harness: Harness, tmp_path: Path, preset: str
+    harness: Harness, tmp_path: Path, preset: str, failing: str
 ) -> None:
     video = harness.parts.video
-    stored_handles: list[str] = []
+    made: list[tuple[float, str]] = []  # (when, handle) of every store that succeeded
+    failed: list[float] = []  # when the one store failed
     real = video.store
 
-    async def third_fails(*args: Any, **kw: Any) -> Any:
-        if len(stored_handles) == 1:
+    async def one_fails(*args: Any, **kw: Any) -> Any:
+        if args[3].filename.endswith(failing) and not failed:
+            failed.append(time.monotonic())  # once: the retry, 5 s later, stores the set
             raise RuntimeError("the storage went away")
         row = await real(*args, **kw)
-        stored_handles.append(row.handle)
+        made.append((time.monotonic(), row.handle))
         return row
 
-    video.store = third_fails
+    video.store = one_fails
     handle = await stored(harness, clip(tmp_path / "c.mp4", seconds=8))
     path = url(harness, f"video_convert=preset:{preset}", handle)
     deadline = time.monotonic() + 60
-    while not stored_handles or (await harness.cdn.get(f"/{stored_handles[0]}")).status != 404:
-        assert time.monotonic() < deadline, "the stored segment was not removed"
+    while not failed or time.monotonic() < failed[0] + 1:  # the attempt's other stores end
+        assert time.monotonic() < deadline, "the store did not fail"
         await asyncio.sleep(0.1)
         await harness.cdn.get(path)
+    attempt = [h for when, h in made if when < failed[0] + 1]
+    assert attempt  # a part of the set had been stored
+    while not await all_gone(harness, attempt):
+        assert time.monotonic() < deadline, "a stored part of the failed set is still served"
+        await asyncio.sleep(0.1)
     video.store = real
+
+
+async def all_gone(harness: Harness, handles: list[str]) -> bool:
+    return all([(await harness.cdn.get(f"/{h}")).status == 404 for h in handles])

@@ -9,6 +9,7 @@ store) is removed before the error goes on.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import re
 import struct
@@ -64,27 +65,37 @@ class Results:
         dest: Path,
         stills: tuple[tuple[str, Path], ...] = (),
     ) -> Stored:
-        """``dest`` (and, for HLS, the segments it names) stored as the app's files, then
-        its ``stills`` (JPEGs) beside it; what was stored is removed again on a failure."""
-        if plan.preset.muxer != "hls":
-            stored = await self._one(app, task, dest, _filename(record, task, plan), plan.mimetype)
-            made = Stored(stored, size=dest.stat().st_size)
-        else:
-            made = await self._hls(app, record, task, plan, dest)
-        if not stills:
-            return made
+        """``dest`` (and, for HLS, the segments it names) stored as the app's files, and
+        its ``stills`` (JPEGs) beside it, all at once (each store waits on its own
+        writes); what was stored is removed again on a failure."""
         stem = _filename(record, task, plan).rsplit(".", 1)[0]
-        rows: list[tuple[str, FileRecord]] = []
+        works: list[Awaitable[Stored | FileRecord]] = [self._result(app, record, task, plan, dest)]
+        for name, path in stills:
+            works.append(
+                self._one(app, task, path, f"{stem}-{name}.jpg", "image/jpeg", folder=True)
+            )
+        tasks = [asyncio.ensure_future(work) for work in works]
         try:
-            for name, path in stills:
-                row = await self._one(
-                    app, task, path, f"{stem}-{name}.jpg", "image/jpeg", folder=True
-                )
-                rows.append((name, row))
-        except BaseException:
-            await self.forget(made.handles + [row.handle for _, row in rows], app.api_key)
+            done = await asyncio.gather(*tasks, return_exceptions=True)
+            if failed := [d for d in done if isinstance(d, BaseException)]:
+                raise failed[0]
+        except BaseException:  # failed or cancelled (gather ends once every store has)
+            ended = [t for t in tasks if t.done() and not t.cancelled() and not t.exception()]
+            await self.forget([h for t in ended for h in _handles(t.result())], app.api_key)
             raise
-        return dataclasses.replace(made, stills=tuple(rows))
+        result, rows = done[0], [r for r in done[1:] if isinstance(r, FileRecord)]
+        assert isinstance(result, Stored)
+        names = [name for name, _ in stills]
+        return dataclasses.replace(result, stills=tuple(zip(names, rows, strict=True)))
+
+    async def _result(
+        self, app: App, record: FileRecord, task: Task, plan: video.Plan, dest: Path
+    ) -> Stored:
+        if plan.preset.muxer == "hls":
+            return await self._hls(app, record, task, plan, dest)
+        name = _filename(record, task, plan)
+        stored = await self._one(app, task, dest, name, plan.mimetype)
+        return Stored(stored, size=dest.stat().st_size)
 
     async def _hls(
         self, app: App, record: FileRecord, task: Task, plan: video.Plan, playlist: Path
@@ -178,6 +189,10 @@ def still_size(path: Path) -> tuple[int, int]:
 #: JPEG's start-of-frame markers (not DHT, JPG and DAC, which share the range).
 _SOF = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
 _STILL_HEAD = 64 * 1024  # ffmpeg's JPEG headers (tables included) are a few hundred bytes
+
+
+def _handles(made: Stored | FileRecord) -> list[str]:
+    return made.handles if isinstance(made, Stored) else [made.handle]
 
 
 def result_handles(made: dict[str, object]) -> list[str]:
