@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from stowage import errors
+from stowage.storage import azure
 from stowage.storage.azure import from_config
 from stowage.storage.base import WriteOptions
 from tests.reliability.faultproxy import FaultProxy
@@ -60,3 +61,34 @@ async def test_every_failed_block_is_read(
         gc.collect()
     loop.set_exception_handler(None)
     assert [c.get("message") for c in unread] == []
+
+
+async def test_a_service_that_stops_taking_a_block_fails_the_write(
+    azure_endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """aiohttp times out reading the answer only once the body is sent: a service that
+    stops taking bytes mid-block would hold the write forever, were the block not given
+    up after ``read_timeout`` plus its size at ``SLOWEST`` (made fast here)."""
+    monkeypatch.setattr(azure, "SLOWEST", 64 * 1024 * 1024)  # 32 MiB: half a second
+    size = 32 * 1024 * 1024  # more than the kernel's socket buffers take on loopback
+    async with FaultProxy(_port(azure_endpoint)) as proxy:
+        config = azure_config(
+            f"{proxy.url}/{ACCOUNT}", block_size=size, retries=0, timeout=1, read_timeout=1
+        )
+        provider = from_config(config, tmp_path)
+        proxy.mode, proxy.after, proxy.direction = "stall", 1024 * 1024, "up"
+        started = asyncio.get_running_loop().time()
+        try:
+            with pytest.raises(errors.StorageUnavailable):
+                async with asyncio.timeout(60):
+                    await provider.write(CONTAINER, "stalled.bin", _big(size), WriteOptions())
+        finally:
+            await proxy.release()
+            await provider.close()
+    assert proxy.faults >= 1, "the stall never happened: the test proved nothing"
+    assert asyncio.get_running_loop().time() - started < 30
+
+
+async def _big(size: int) -> AsyncIterator[bytes]:
+    for _ in range(size // BLOCK):
+        yield b"x" * BLOCK

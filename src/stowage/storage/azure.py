@@ -19,6 +19,9 @@ connecting, ``read_timeout`` (default 60, at least ``timeout``) the seconds a
 request may go without the service answering or taking bytes before it is
 aborted (a stalled server), ``retries`` and ``retry_backoff`` (seconds, doubled
 each time) bound the SDK's own retries so an unreachable account fails in seconds.
+A block or a small blob being sent is also given up after ``read_timeout`` plus its
+size at ``SLOWEST`` bytes a second: aiohttp starts its read timeout only once the body
+is sent, so a service that stops taking bytes mid-body would hold the store forever.
 
 Limits: ``access=public`` is ignored: Azure grants public read per
 container, not per blob. Container creation is not done here.
@@ -30,7 +33,7 @@ import asyncio
 import random
 import secrets
 from collections.abc import AsyncIterator, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +80,7 @@ class AzureProvider:
         container: str,
         block_size: int = DEFAULT_BLOCK,
         concurrency: int = 2,
+        stall_seconds: float = 60.0,
     ) -> None:
         if not 0 < block_size <= MAX_BLOCK:
             raise errors.StorageMisconfigured("azure: block_size must be 1 byte to 4000 MiB")
@@ -86,13 +90,14 @@ class AzureProvider:
         self.default_container = container
         self.block_size = block_size
         self.concurrency = concurrency
+        self.stall_seconds = stall_seconds
 
     async def write(
         self, container: str, key: str, chunks: Chunks, options: WriteOptions
     ) -> ObjectInfo:
         blob = self._blob(container, key)
         settings = ContentSettings(content_type=options.content_type)
-        stager = _Stager(blob, self.concurrency)
+        stager = _Stager(blob, self.concurrency, self.stall_seconds)
         buffer = bytearray()
         size = 0
         with _azure_errors(writing=True):
@@ -103,9 +108,10 @@ class AzureProvider:
                     while len(buffer) >= self.block_size:
                         await stager.stage(_take(buffer, self.block_size))
                 if not stager.blocks:
-                    reply = await blob.upload_blob(
-                        bytes(buffer), overwrite=True, content_settings=settings
-                    )
+                    async with sending(len(buffer), self.stall_seconds):
+                        reply = await blob.upload_blob(
+                            bytes(buffer), overwrite=True, content_settings=settings
+                        )
                 else:
                     if buffer:
                         await stager.stage(bytes(buffer))
@@ -175,9 +181,10 @@ class _Stager:
     """Stages the blocks of one write, up to ``concurrency`` at a time, remembering their
     order for the commit. Each staged block's bytes are held only until it is sent."""
 
-    def __init__(self, blob: BlobClient, concurrency: int) -> None:
+    def __init__(self, blob: BlobClient, concurrency: int, stall_seconds: float) -> None:
         self.blob = blob
         self.concurrency = concurrency
+        self.stall_seconds = stall_seconds
         self.prefix = secrets.token_hex(8)  # one writer's block ids never collide with another's
         self.blocks: list[BlobBlock] = []
         self.pending: set[asyncio.Task[Any]] = set()
@@ -202,7 +209,8 @@ class _Stager:
         self.pending.clear()
 
     async def _put(self, block_id: str, data: bytes) -> None:
-        await self.blob.stage_block(block_id, data, length=len(data))
+        async with sending(len(data), self.stall_seconds):
+            await self.blob.stage_block(block_id, data, length=len(data))
 
     async def _wait(self, when: str) -> None:
         done, self.pending = await asyncio.wait(self.pending, return_when=when)
@@ -234,7 +242,10 @@ def build(settings: AzureSettings, data_dir: Path) -> AzureProvider:
     }
     try:
         service = _service(settings, options)
-        return AzureProvider(service, settings.container, settings.block_size, settings.concurrency)
+        stall = max(settings.timeout, settings.read_timeout)
+        return AzureProvider(
+            service, settings.container, settings.block_size, settings.concurrency, stall
+        )
     except (ValueError, TypeError) as exc:
         # The SDK's message may quote the connection string: keep only the type.
         raise errors.StorageMisconfigured(
@@ -253,6 +264,21 @@ def _service(settings: AzureSettings, options: dict[str, Any]) -> BlobServiceCli
     elif settings.sas_token:
         credential = AzureSasCredential(settings.sas_token.lstrip("?"))
     return BlobServiceClient(url, credential=credential, **options)
+
+
+#: The slowest a service may take a request's body, on average, bytes a second.
+SLOWEST = 256 * 1024
+
+
+@asynccontextmanager
+async def sending(size: int, stall_seconds: float) -> AsyncIterator[None]:
+    """A request sending ``size`` bytes, given up (``StorageUnavailable``, a 503) past
+    ``stall_seconds`` plus the time to send them at ``SLOWEST``."""
+    try:
+        async with asyncio.timeout(stall_seconds + size / SLOWEST):
+            yield
+    except TimeoutError as exc:
+        raise errors.StorageUnavailable("azure: the service stopped taking the data") from exc
 
 
 def _take(buffer: bytearray, size: int) -> bytes:
