@@ -68,8 +68,8 @@ async def test_a_service_that_stops_taking_a_block_fails_the_write(
 ) -> None:
     """aiohttp times out reading the answer only once the body is sent: a service that
     stops taking bytes mid-block would hold the write forever, were the block not given
-    up after ``read_timeout`` plus its size at ``SLOWEST`` (made fast here)."""
-    monkeypatch.setattr(azure, "SLOWEST", 64 * 1024 * 1024)  # 32 MiB: half a second
+    up after ``read_timeout`` plus its size at ``WRITE_MIN_RATE`` (made fast here)."""
+    monkeypatch.setattr(azure, "WRITE_MIN_RATE", 64 * 1024 * 1024)  # 32 MiB: half a second
     size = 32 * 1024 * 1024  # more than the kernel's socket buffers take on loopback
     async with FaultProxy(_port(azure_endpoint)) as proxy:
         config = azure_config(

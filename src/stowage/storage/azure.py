@@ -20,8 +20,9 @@ request may go without the service answering or taking bytes before it is
 aborted (a stalled server), ``retries`` and ``retry_backoff`` (seconds, doubled
 each time) bound the SDK's own retries so an unreachable account fails in seconds.
 A block or a small blob being sent is also given up after ``read_timeout`` plus its
-size at ``SLOWEST`` bytes a second: aiohttp starts its read timeout only once the body
-is sent, so a service that stops taking bytes mid-body would hold the store forever.
+size at ``WRITE_MIN_RATE`` (as GCS pieces are): aiohttp starts its read timeout only
+once the body is sent, so a service that stops taking bytes mid-body would hold the
+store forever.
 
 Limits: ``access=public`` is ignored: Azure grants public read per
 container, not per blob. Container creation is not done here.
@@ -53,7 +54,7 @@ from azure.storage.blob import BlobBlock, ContentSettings
 from azure.storage.blob.aio import BlobClient, BlobServiceClient, ExponentialRetry
 
 from stowage import errors
-from stowage.storage.base import Chunks, ObjectInfo, WriteOptions
+from stowage.storage.base import WRITE_MIN_RATE, Chunks, ObjectInfo, WriteOptions
 from stowage.storage.settings import AzureSettings, parse
 from stowage.storage.status import error_for
 
@@ -266,16 +267,12 @@ def _service(settings: AzureSettings, options: dict[str, Any]) -> BlobServiceCli
     return BlobServiceClient(url, credential=credential, **options)
 
 
-#: The slowest a service may take a request's body, on average, bytes a second.
-SLOWEST = 256 * 1024
-
-
 @asynccontextmanager
 async def sending(size: int, stall_seconds: float) -> AsyncIterator[None]:
     """A request sending ``size`` bytes, given up (``StorageUnavailable``, a 503) past
-    ``stall_seconds`` plus the time to send them at ``SLOWEST``."""
+    ``stall_seconds`` plus the time to send them at ``WRITE_MIN_RATE``."""
     try:
-        async with asyncio.timeout(stall_seconds + size / SLOWEST):
+        async with asyncio.timeout(stall_seconds + size / WRITE_MIN_RATE):
             yield
     except TimeoutError as exc:
         raise errors.StorageUnavailable("azure: the service stopped taking the data") from exc
