@@ -139,18 +139,15 @@ async def convert(
     runs = passes(source, dest, plan, watermark, extra)
     if held is not None and held.argv != runs[0]:  # the probe changed the stills' frame
         await held.drop()
+        held = None
     ends = time.monotonic() + limits.seconds
-    try:
-        for n, argv in enumerate(runs):
-            left = max(0.1, ends - time.monotonic())
-            lines = _reporter(progress, seconds, n / len(runs), 1 / len(runs))
-            if n == 0 and held is not None and held.argv == argv:
-                await held.release(seconds=left, lines=lines)
-            else:
-                await ffmpeg.run(argv, limits, cwd=source.parent, seconds=left, lines=lines)
-    finally:
-        if held is not None:
-            await held.drop()
+    for n, argv in enumerate(runs):  # a failed or cancelled run is killed by ``finish``
+        left = max(0.1, ends - time.monotonic())
+        lines = _reporter(progress, seconds, n / len(runs), 1 / len(runs))
+        if n == 0 and held is not None:
+            await held.release(seconds=left, lines=lines)
+        else:
+            await ffmpeg.run(argv, limits, cwd=source.parent, seconds=left, lines=lines)
     if not dest.is_file() or dest.stat().st_size == 0:
         raise MediaRefused("ffmpeg made no output (is the offset past the end?)")
 

@@ -229,13 +229,14 @@ def from_config(config: Mapping[str, Any], data_dir: Path) -> AzureProvider:
 
 
 def build(settings: AzureSettings, data_dir: Path) -> AzureProvider:
+    stall = max(settings.timeout, settings.read_timeout)
     options: dict[str, Any] = {
         "retry_policy": _Backoff(
             initial_backoff=settings.retry_backoff,  # type: ignore[arg-type]
             retry_total=settings.retries,
         ),
         "connection_timeout": settings.timeout,
-        "read_timeout": max(settings.timeout, settings.read_timeout),
+        "read_timeout": stall,
         "max_single_get_size": READ_CHUNK,
         "max_chunk_get_size": READ_CHUNK,
         "max_single_put_size": settings.block_size,
@@ -243,7 +244,6 @@ def build(settings: AzureSettings, data_dir: Path) -> AzureProvider:
     }
     try:
         service = _service(settings, options)
-        stall = max(settings.timeout, settings.read_timeout)
         return AzureProvider(
             service, settings.container, settings.block_size, settings.concurrency, stall
         )
