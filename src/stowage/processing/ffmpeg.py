@@ -1,8 +1,10 @@
-"""ffprobe and ffmpeg as job processes: limits first, then the work.
+"""The probe and ffmpeg as job processes: limits first, then the work.
 
-Every run is a subprocess of ``prlimit`` (address space and file size limits), in a
-session of its own so that the whole group is killed at its deadline, with no stdin (but
-a conversion's held run: ``videorun.py``). The conversions' runs are ``videorun.py``'s.
+A file is read by the probe process (``prober.py``) and held to the limits before
+ffmpeg converts it. Every ffmpeg run is a subprocess of ``prlimit`` (address space and
+file size limits), in a session of its own so that the whole group is killed at its
+deadline, with no stdin (but a conversion's held run: ``videorun.py``). The
+conversions' runs are ``videorun.py``'s.
 Untrusted media is opened only as ``file:<job folder>/input`` with
 ``-protocol_whitelist file`` and ``-format_whitelist`` of plain media demuxers: a
 playlist (HLS, concat, ffconcat, SDP, ...) is refused before it could name another file
@@ -13,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from typing import Any
 
 from stowage.config import Settings
 from stowage.processing import sandbox
+from stowage.processing.prober import Prober, Refused
 
 #: The demuxers a conversion reads: media containers that name no other file or URL.
 #: (``image2`` would read numbered siblings, ``hls``/``concat`` other files or URLs.)
@@ -29,12 +31,7 @@ DEMUXERS = "mov,mp4,m4a,3gp,3g2,mj2,matroska,webm,avi,mp3,ogg,wav,flac,aac,mpegt
 GUARD = ["-protocol_whitelist", "file", "-format_whitelist", DEMUXERS]
 #: A result of ours may also be a still (a thumbnail) or an HLS playlist (read only once
 #: ``videoresults.segments_of`` found nothing in it but its own segments' names).
-_RESULT_GUARD = [
-    "-protocol_whitelist",
-    "file",
-    "-format_whitelist",
-    DEMUXERS + ",image2,png_pipe,jpeg_pipe,hls",  # hls: a playlist checked before
-]
+RESULT_DEMUXERS = DEMUXERS + ",image2,png_pipe,jpeg_pipe,hls"  # hls: a playlist checked before
 _TAIL = 4096  # bytes of stderr kept for a failure's reason
 
 
@@ -103,19 +100,17 @@ class Media:
 
 
 async def probe(
-    path: Path, limits: Limits, *, result: bool = False, formats: tuple[str, ...] = ()
+    path: Path, limits: Limits, prober: Prober, *, result: bool = False, formats: str = ""
 ) -> Media:
-    """ffprobe's reading of ``path``, held to the limits; ``MediaRefused`` otherwise.
-    ``result``: a file ffmpeg made here (a thumbnail is an image); ``formats``: another
-    input guard (a watermark's)."""
-    guard = list(formats) or (_RESULT_GUARD if result else GUARD)
-    argv = ["ffprobe", "-v", "error", *guard, "-show_format", "-show_streams"]
-    argv += ["-of", "json", f"file:{path}"]
-    out = await run(argv, limits, cwd=path.parent, seconds=min(limits.seconds, 60.0))
+    """What ``path`` holds, read in the probe process (``prober.py``), held to the
+    limits; ``MediaRefused`` otherwise. ``result``: a file ffmpeg made here (a thumbnail
+    is an image); ``formats``: another demuxer whitelist (a watermark's)."""
+    demuxers = formats or (RESULT_DEMUXERS if result else DEMUXERS)
+    seconds = min(limits.seconds, 60.0)
     try:
-        read = json.loads(out or b"{}")
-    except ValueError as exc:
-        raise MediaRefused("ffprobe gave no reading of the file") from exc
+        read = await prober.read(path, demuxers, seconds=seconds, memory=limits.memory)
+    except Refused as exc:
+        raise MediaRefused(str(exc)) from exc
     fmt = read.get("format") or {}
     streams = tuple(read.get("streams") or ())
     if not fmt or not streams:

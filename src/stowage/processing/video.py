@@ -217,12 +217,8 @@ class Plan:
 
 #: The watermark input: one still image, opened as a file, by a demuxer that reads one
 #: stream (``image2`` would read numbered siblings).
-WATERMARK_GUARD = (
-    "-protocol_whitelist",
-    "file",
-    "-format_whitelist",
-    "png_pipe,jpeg_pipe,webp_pipe,bmp_pipe,gif",
-)
+WATERMARK_DEMUXERS = "png_pipe,jpeg_pipe,webp_pipe,bmp_pipe,gif"
+WATERMARK_GUARD = ("-protocol_whitelist", "file", "-format_whitelist", WATERMARK_DEMUXERS)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from stowage.core.fetch import Fetcher
 from stowage.core.providers import Providers
 from stowage.processing import ffmpeg, readable, video
 from stowage.processing.ffmpeg import Limits, MediaRefused
+from stowage.processing.prober import Prober
 from stowage.registry.base import App, FileRecord, FileRows
 
 WATERMARK_MAX_BYTES = 20 * 1024 * 1024
@@ -44,7 +45,9 @@ class Inputs:
         provider = self.providers.provider_for(app, record.provider)
         await save(provider.open(record.container, record.key), path, max_bytes)
 
-    async def watermark(self, app: App, plan: video.Plan, path: Path, limits: Limits) -> None:
+    async def watermark(
+        self, app: App, plan: video.Plan, path: Path, limits: Limits, prober: Prober
+    ) -> None:
         """The plan's watermark image saved at ``path`` and checked as one still image."""
         if plan.watermark is None:
             return
@@ -57,7 +60,7 @@ class Inputs:
                 raise MediaRefused("this node fetches no watermark URLs")
             fetched = await self.fetcher.open(source)
             await save(fetched.chunks, path, WATERMARK_MAX_BYTES)
-        mark = await ffmpeg.probe(path, limits, formats=video.WATERMARK_GUARD)
+        mark = await ffmpeg.probe(path, limits, prober, formats=video.WATERMARK_DEMUXERS)
         if mark.first("video") is None or len(mark.streams) != 1:
             raise MediaRefused("the watermark is not one image")
 

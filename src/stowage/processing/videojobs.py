@@ -53,6 +53,7 @@ from stowage.processing import chain as chains
 from stowage.processing.base import Task
 from stowage.processing.ffmpeg import Limits, MediaRefused
 from stowage.processing.heartbeat import LeaseLost, while_held
+from stowage.processing.prober import Prober
 from stowage.processing.videoinputs import Inputs
 from stowage.processing.videoresults import Results, UrlOf, app_creds, result_handles
 from stowage.registry.base import (
@@ -102,6 +103,7 @@ class VideoJobs:
         self.store, self.remove, self.url_of, self.announce = store, remove, url_of, announce
         self.limits = Limits.of(settings)
         self.folder = settings.data_dir / "tmp" / "video"
+        self.prober = Prober(self.folder)
         self.name = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
         self.lease = settings.video_lease_seconds  # renewed every third while a job runs
         # The longest a job may take (reading, probing, ffmpeg, storing): a job folder
@@ -155,6 +157,7 @@ class VideoJobs:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         self._runner = None
+        await self.prober.close()
 
     async def _run(self) -> None:
         while True:
@@ -261,11 +264,11 @@ class VideoJobs:
         likely = videothumbs.of(plan, task, None, folder).args
         held = await videorun.hold(source, dest, plan, self.limits, likely)
         try:
-            media = await ffmpeg.probe(source, self.limits)
+            media = await ffmpeg.probe(source, self.limits, self.prober)
             videorun.fits(media, plan)
             mark = folder / "watermark" if plan.watermark is not None else None
             if mark is not None:
-                await self.inputs.watermark(app, plan, mark, self.limits)
+                await self.inputs.watermark(app, plan, mark, self.limits, self.prober)
             seconds = 0.0 if plan.preset.still else videorun.seconds_made(media, plan)
             told = videorun.progress_writer(self.rows, job, self.name)
             taking = videothumbs.of(plan, task, seconds, folder)
@@ -320,7 +323,7 @@ class VideoJobs:
     ) -> tuple[ffmpeg.Media, videoresults.Stored]:
         """The result's ffprobe reading and its storing at once (ffprobe's start-up is a
         good part of a short job's time); a result ffprobe refuses is removed again."""
-        probing = asyncio.ensure_future(ffmpeg.probe(dest, self.limits, result=True))
+        probing = asyncio.ensure_future(ffmpeg.probe(dest, self.limits, self.prober, result=True))
         try:
             stored = await results.save(*job, dest, stills)
         except BaseException:
