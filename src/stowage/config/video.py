@@ -32,7 +32,7 @@ class VideoSettings:
     )
     video_job_memory: int = _setting(
         4 * GiB,
-        "Address space ffmpeg and ffprobe may use (RLIMIT_AS), in bytes; 0: no limit.",
+        "Address space ffmpeg and each probe of a file may use (RLIMIT_AS), in bytes; 0: no limit.",
         form=coerce.size(0),
     )
     video_max_input_bytes: int = _setting(
@@ -47,7 +47,7 @@ class VideoSettings:
     )
     video_max_duration: float = _setting(
         7200.0,
-        "Longest media a conversion reads, in seconds, as ffprobe reads it from the "
+        "Longest media a conversion reads, in seconds, as the probe reads it from the "
         "file before converting (the job fails beyond).",
         form=coerce.duration(1),
     )
