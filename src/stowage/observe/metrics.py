@@ -57,6 +57,7 @@ class _Family(Generic[P]):
         self.name, self.help = name, help
         self._labels = None if labels is None else tuple(labels)
         self._metric: P | None = None
+        self._children: dict[tuple[tuple[str, str], ...], P] = {}
         _FAMILIES.append(self)
 
     def _make(self, labels: tuple[str, ...]) -> P:
@@ -67,9 +68,16 @@ class _Family(Generic[P]):
             self._metric = self._make(self._labels)
 
     def _child(self, labels: dict[str, str]) -> P:
-        if self._metric is None:
-            self._metric = self._make(self._labels or tuple(sorted(labels)))
-        return self._metric.labels(**labels) if labels else self._metric
+        # prometheus_client's ``labels`` checks and locks on every call (about 10 us, on
+        # every request's path): each child is looked up there once, then kept here.
+        key = tuple(labels.items())
+        child = self._children.get(key)
+        if child is None:
+            if self._metric is None:
+                self._metric = self._make(self._labels or tuple(sorted(labels)))
+            child = self._metric.labels(**labels) if labels else self._metric
+            self._children[key] = child
+        return child
 
 
 class Counter(_Family["prom.Counter"]):
