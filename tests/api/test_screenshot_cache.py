@@ -119,8 +119,8 @@ async def test_expired_drawings_are_swept(tmp_path: Path) -> None:
     cache = DerivativeCache(provider)
     kept = KeptScreenshots(cache, 60)
     source = tmp_path / "shot.png"
-    source.write_bytes(b"png")
     for name in ("old", "young"):
+        source.write_bytes(b"png")  # a local cache takes the file itself
         await cache.put(f"{FOLDER}{name}.png", source, "image/png")
     old = cache.local_path(f"{FOLDER}old.png")
     assert old is not None

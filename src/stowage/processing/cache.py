@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 from stowage import errors
 from stowage.registry.base import FileRecord
-from stowage.storage.base import Lists, LocalFiles, ObjectInfo, Provider, WriteOptions
+from stowage.storage.base import Adopts, Lists, LocalFiles, ObjectInfo, Provider, WriteOptions
 
 PREFIX = ".stowage-derivatives"
 CHUNK = 256 * 1024
@@ -60,6 +60,7 @@ class DerivativeCache:
         # Once: an isinstance of a runtime protocol checks each of its members (about
         # 5 us, on every cached answer's path).
         self._local = provider if isinstance(provider, LocalFiles) else None
+        self._adopts = provider if isinstance(provider, Adopts) else None
         self._flights: dict[str, asyncio.Future[Any]] = {}
         self._purges: set[asyncio.Task[None]] = set()
 
@@ -83,6 +84,10 @@ class DerivativeCache:
         return None
 
     async def put(self, key: str, source: Path, mimetype: str) -> ObjectInfo:
+        """``source`` (a finished file of the spool) stored at ``key``: renamed into a
+        local cache (no copy: ``source`` is gone then), copied into any other."""
+        if self._adopts is not None:
+            return await self._adopts.adopt(self.container, key, source)
         options = WriteOptions(content_type=mimetype)
         return await self.provider.write(self.container, key, _chunks(source), options)
 

@@ -106,6 +106,14 @@ class LocalFiles(Protocol):
 
 
 @runtime_checkable
+class Adopts(Protocol):
+    """A provider that takes a finished file of this node's disk by renaming it into place
+    (a derivative the job process wrote), where ``write`` would copy it."""
+
+    async def adopt(self, container: str, key: str, path: Path) -> ObjectInfo: ...
+
+
+@runtime_checkable
 class Lists(Protocol):
     """A provider that can list the keys under a prefix (used for the pieces of multipart
     uploads kept in a shared store, so leftovers of crashed or retried writes are found)."""

@@ -74,6 +74,20 @@ class LocalProvider:
             os.close(fd)
         return _info(target.stat())
 
+    async def adopt(self, container: str, key: str, path: Path) -> ObjectInfo:
+        """``path`` (a finished file that nothing else writes) put at ``key`` by a rename,
+        as durably as ``write``: its data synced, then the folder's entry. A file on
+        another file system is copied by ``write``; ``path`` is then left to its owner."""
+        target = self.local_path(container, key)
+        loop = asyncio.get_running_loop()
+        try:
+            found = await loop.run_in_executor(None, _adopt, path, target)
+        except OSError as exc:
+            if exc.errno != errno.EXDEV:
+                raise _storage_error(exc) from exc
+            return await self.write(container, key, _file_chunks(path), WriteOptions())
+        return _info(found)
+
     async def open(
         self,
         container: str,
@@ -164,6 +178,24 @@ def _publish(temp: Path, target: Path) -> None:
     _fsync_dir(target.parent)
 
 
+def _adopt(path: Path, target: Path) -> os.stat_result:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fchmod(fd, 0o644)  # as ``write`` makes them (the spool's are the owner's only)
+        os.fsync(fd)
+        found = os.fstat(fd)
+    finally:
+        os.close(fd)
+    _publish(path, target)
+    return found
+
+
+async def _file_chunks(path: Path) -> Chunks:
+    with path.open("rb") as handle:
+        while chunk := handle.read(READ_CHUNK):
+            yield chunk
+
+
 def _open_at(path: Path, start: int) -> Any:
     handle = open(path, "rb")  # noqa: SIM115 - closed by the generator that owns it
     handle.seek(start)
@@ -203,5 +235,9 @@ def _os_errors() -> Any:
     try:
         yield
     except OSError as exc:
-        cls = _ERRNO_MAP.get(exc.errno or 0, errors.StorageError)
-        raise cls(f"local storage: {os.strerror(exc.errno or 0) or 'I/O error'}") from exc
+        raise _storage_error(exc) from exc
+
+
+def _storage_error(exc: OSError) -> errors.StorageError:
+    cls = _ERRNO_MAP.get(exc.errno or 0, errors.StorageError)
+    return cls(f"local storage: {os.strerror(exc.errno or 0) or 'I/O error'}")

@@ -1,0 +1,98 @@
+"""A local store takes a finished file by renaming it (``LocalProvider.adopt``, used by
+the derivative cache): the same bytes, durable and readable like a written file, the
+spool file gone; across file systems it copies; a key that cannot be a file is refused
+and the file left where it was."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from stowage import errors
+from stowage.processing.cache import DerivativeCache
+from stowage.storage import build_provider, local
+from stowage.storage.base import WriteOptions
+from stowage.storage.local import LocalProvider
+
+
+def provider(tmp_path: Path) -> LocalProvider:
+    made = build_provider({"type": "local", "root": str(tmp_path / "store")}, tmp_path)
+    assert isinstance(made, LocalProvider)
+    return made
+
+
+def spooled(tmp_path: Path, data: bytes, name: str = "derivative-x.webp") -> Path:
+    path = tmp_path / name
+    path.write_bytes(data)
+    path.chmod(0o600)  # as mkstemp makes them
+    return path
+
+
+async def read(store: LocalProvider, key: str) -> bytes:
+    return b"".join([chunk async for chunk in store.open("default", key)])
+
+
+@pytest.mark.parametrize("size", [0, 1, 65536, 1 << 20])
+async def test_an_adopted_file_is_the_written_one(tmp_path: Path, size: int) -> None:
+    store, data = provider(tmp_path), os.urandom(size)
+    source = spooled(tmp_path, data)
+    info = await store.adopt("default", "a/b/c.webp", source)
+    assert not source.exists()
+    assert await read(store, "a/b/c.webp") == data
+    assert info == await store.stat("default", "a/b/c.webp")
+    assert stat.S_IMODE(store.local_path("default", "a/b/c.webp").stat().st_mode) == 0o644
+
+
+async def test_adopting_over_a_key_replaces_it_whole(tmp_path: Path) -> None:
+    store = provider(tmp_path)
+    await store.adopt("default", "k.png", spooled(tmp_path, b"first"))
+    await store.adopt("default", "k.png", spooled(tmp_path, b"second"))
+    assert await read(store, "k.png") == b"second"
+
+
+async def test_across_file_systems_the_file_is_copied(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, source = provider(tmp_path), spooled(tmp_path, b"bytes")
+    renames = []
+    replace = os.replace
+
+    def other_device_once(src: str, dst: str) -> None:
+        renames.append(src)
+        if len(renames) == 1:  # the adopting rename: the spool is on another disk
+            raise OSError(errno.EXDEV, os.strerror(errno.EXDEV))
+        replace(src, dst)
+
+    monkeypatch.setattr(local.os, "replace", other_device_once)
+    await store.adopt("default", "k.png", source)
+    assert len(renames) == 2  # then write's own rename of its part file
+    assert await read(store, "k.png") == b"bytes"
+    assert source.read_bytes() == b"bytes"  # left to its owner
+    assert list(store.tmp.iterdir()) == []
+
+
+async def test_a_key_under_a_file_is_refused_and_the_file_kept(tmp_path: Path) -> None:
+    store = provider(tmp_path)
+    await store.write("default", "a", _one(b"x"), WriteOptions())
+    source = spooled(tmp_path, b"kept")
+    with pytest.raises(errors.KeyInUse):
+        await store.adopt("default", "a/b.png", source)
+    assert source.read_bytes() == b"kept"
+
+
+async def test_the_derivative_cache_renames_into_a_local_store(tmp_path: Path) -> None:
+    cache = DerivativeCache(provider(tmp_path))
+    source = spooled(tmp_path, b"made")
+    before = source.stat().st_ino
+    info = await cache.put("d/1.webp", source, "image/webp")
+    kept = cache.local_path("d/1.webp")
+    assert kept is not None and kept.stat().st_ino == before  # no copy
+    assert info.size == 4 and not source.exists()
+
+
+async def _one(data: bytes):  # type: ignore[no-untyped-def]
+    yield data
