@@ -130,8 +130,11 @@ async def test_a_cancelled_read_kills_its_child(probes: Prober, tmp_path: Path) 
     stuck = tmp_path / "input"
     os.mkfifo(stuck)
     waiting = asyncio.ensure_future(read(probes, stuck, seconds=30))
-    await asyncio.sleep(0.5)
     proc = await probes._started()
+    for _ in range(200):  # the child is forked once the probe process reads the ask
+        if children_of(proc.pid):
+            break
+        await asyncio.sleep(0.05)
     assert len(children_of(proc.pid)) == 1
     waiting.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -160,10 +163,25 @@ async def test_a_probe_process_that_died_is_started_again(probes: Prober, tmp_pa
     clip = make(tmp_path / "c.mp4", ["-c:v", "libx264", "-preset", "ultrafast"])
     first = await probes._started()
     first.kill()
-    await first.wait()
-    await asyncio.sleep(0)  # the replies' reader sees the end
-    assert (await read(probes, clip))["streams"]
+    await first.wait()  # the old process's reader may not have seen its end yet
+    assert (await read(probes, clip))["streams"]  # not failed by the old process's end
     assert (await probes._started()).pid != first.pid
+
+
+async def test_reads_in_flight_when_the_process_dies_fail_and_are_retried(
+    probes: Prober, tmp_path: Path
+) -> None:
+    stuck = tmp_path / "input"
+    os.mkfifo(stuck)
+    waiting = asyncio.ensure_future(read(probes, stuck, seconds=30))
+    proc = await probes._started()
+    for _ in range(200):
+        if children_of(proc.pid):
+            break
+        await asyncio.sleep(0.05)
+    proc.kill()
+    with pytest.raises(RuntimeError, match="probe process ended"):
+        await waiting  # not a file's fault: the job is retried
 
 
 async def test_without_python3_av_the_node_says_so(

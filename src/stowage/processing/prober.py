@@ -40,7 +40,8 @@ class Prober:
         self.folder = folder  # the probe process's working directory
         self._proc: asyncio.subprocess.Process | None = None
         self._replies: asyncio.Task[None] | None = None
-        self._waiting: dict[int, asyncio.Future[int]] = {}
+        #: Each read's ask id: the process it was sent to, and its exit status to come.
+        self._waiting: dict[int, tuple[asyncio.subprocess.Process, asyncio.Future[int]]] = {}
         self._ids = itertools.count(1)
         self._starting = asyncio.Lock()
 
@@ -55,7 +56,7 @@ class Prober:
         ask_id = next(self._ids)
         out = path.parent / f".probe-{ask_id}.json"
         done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        self._waiting[ask_id] = done
+        self._waiting[ask_id] = (proc, done)
         ask = {"id": ask_id, "path": str(path), "formats": formats, "out": str(out)}
         try:
             _send(proc, ask | {"seconds": seconds, "memory": memory})
@@ -115,14 +116,14 @@ class Prober:
         try:
             while line := await proc.stdout.readline():
                 said = json.loads(line)
-                waiting = self._waiting.get(said["id"])
+                _, waiting = self._waiting.get(said["id"], (proc, None))
                 if waiting is not None and not waiting.done():
                     waiting.set_result(int(said["status"]))
         finally:
             if self._proc is proc:
                 self._proc = None
-            for waiting in self._waiting.values():
-                if not waiting.done():
+            for sent_to, waiting in self._waiting.values():  # not a newer process's reads
+                if sent_to is proc and not waiting.done():
                     waiting.set_exception(RuntimeError("the probe process ended"))
 
 
