@@ -60,14 +60,15 @@ class Prober:
         ask = {"id": ask_id, "path": str(path), "formats": formats, "out": str(out)}
         try:
             _send(proc, ask | {"seconds": seconds, "memory": memory})
+            if self._proc is not proc:  # it ended before this read was waiting on it
+                raise RuntimeError("the probe process ended")
             async with asyncio.timeout(seconds + _GRACE):
                 status = await done
-        except TimeoutError as exc:
-            _send(proc, {"kill": ask_id})
-            raise Refused(f"the probe ran past its {seconds:g} s deadline") from exc
-        except BaseException:
+        except BaseException as exc:
             with contextlib.suppress(Exception):
                 _send(proc, {"kill": ask_id})
+            if isinstance(exc, TimeoutError):
+                raise Refused(f"the probe ran past its {seconds:g} s deadline") from exc
             raise
         finally:
             self._waiting.pop(ask_id, None)
