@@ -41,7 +41,7 @@ async def test_an_adopted_file_is_the_written_one(tmp_path: Path, size: int) -> 
     store, data = provider(tmp_path), os.urandom(size)
     source = spooled(tmp_path, data)
     info = await store.adopt("default", "a/b/c.webp", source)
-    assert not source.exists()
+    assert info is not None and not source.exists()
     assert await read(store, "a/b/c.webp") == data
     assert info == await store.stat("default", "a/b/c.webp")
     assert stat.S_IMODE(store.local_path("default", "a/b/c.webp").stat().st_mode) == 0o644
@@ -54,24 +54,27 @@ async def test_adopting_over_a_key_replaces_it_whole(tmp_path: Path) -> None:
     assert await read(store, "k.png") == b"second"
 
 
-async def test_across_file_systems_the_file_is_copied(
+async def test_across_file_systems_the_cache_copies(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store, source = provider(tmp_path), spooled(tmp_path, b"bytes")
+    store = provider(tmp_path)
+    cache, source = DerivativeCache(store), spooled(tmp_path, b"bytes")
     renames = []
     replace = os.replace
 
-    def other_device_once(src: str, dst: str) -> None:
+    def spool_on_another_disk(src: str, dst: str) -> None:
         renames.append(src)
-        if len(renames) == 1:  # the adopting rename: the spool is on another disk
+        if Path(src) == source:
             raise OSError(errno.EXDEV, os.strerror(errno.EXDEV))
         replace(src, dst)
 
-    monkeypatch.setattr(local.os, "replace", other_device_once)
-    await store.adopt("default", "k.png", source)
-    assert len(renames) == 2  # then write's own rename of its part file
-    assert await read(store, "k.png") == b"bytes"
-    assert source.read_bytes() == b"bytes"  # left to its owner
+    monkeypatch.setattr(local.os, "replace", spool_on_another_disk)
+    assert await store.adopt("default", "k.png", source) is None
+    assert source.read_bytes() == b"bytes"  # left as it was
+    info = await cache.put("k.png", source, "image/png")
+    assert Path(renames[1]) == source and len(renames) == 3  # refused, then write's part
+    assert await read(store, "k.png") == b"bytes" and info.size == 5
+    assert source.read_bytes() == b"bytes"  # a copy: the spool file is its owner's
     assert list(store.tmp.iterdir()) == []
 
 

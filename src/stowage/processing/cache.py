@@ -85,11 +85,13 @@ class DerivativeCache:
 
     async def put(self, key: str, source: Path, mimetype: str) -> ObjectInfo:
         """``source`` (a finished file of the spool) stored at ``key``: renamed into a
-        local cache (no copy: ``source`` is gone then), copied into any other."""
+        local cache on its file system (no copy: ``source`` is gone then), else copied."""
         if self._adopts is not None:
-            return await self._adopts.adopt(self.container, key, source)
+            adopted = await self._adopts.adopt(self.container, key, source)
+            if adopted is not None:
+                return adopted
         options = WriteOptions(content_type=mimetype)
-        return await self.provider.write(self.container, key, _chunks(source), options)
+        return await self.provider.write(self.container, key, file_chunks(source), options)
 
     def open(self, key: str) -> AsyncIterator[bytes]:
         return self.provider.open(self.container, key)
@@ -143,7 +145,8 @@ async def _delete(provider: Provider, container: str, key: str) -> None:
         await provider.delete(container, key)
 
 
-async def _chunks(path: Path) -> AsyncIterator[bytes]:
+async def file_chunks(path: Path) -> AsyncIterator[bytes]:
+    """A file of this node's disk, read in chunks (a result to store)."""
     with path.open("rb") as handle:
         while chunk := handle.read(CHUNK):
             yield chunk

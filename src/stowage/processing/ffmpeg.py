@@ -62,7 +62,7 @@ class Limits:
 
 @dataclass(frozen=True)
 class Media:
-    """What ffprobe read of a file."""
+    """What the probe read of a file (ffprobe's fields)."""
 
     format: str
     duration: float
@@ -209,7 +209,7 @@ async def finish(
 
 
 async def _read(proc: asyncio.subprocess.Process, lines: Lines | None) -> tuple[bytes, bytes]:
-    """stdout (ffprobe's JSON, bounded; or each line to ``lines``) and the tail of
+    """stdout (its last 4 MiB; or each line to ``lines``) and the tail of
     stderr, then the exit."""
     assert proc.stdout is not None and proc.stderr is not None
 

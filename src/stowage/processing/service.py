@@ -29,7 +29,7 @@ from stowage.core.uploads import Store, provider_for_location
 from stowage.processing import archive, metrics, office, officejobs, readable, screenshots
 from stowage.processing import chain as chains
 from stowage.processing.base import Chain, Job, Limits, Output, Task
-from stowage.processing.cache import DerivativeCache, version_of
+from stowage.processing.cache import DerivativeCache, file_chunks, version_of
 from stowage.processing.officeformats import Kind, kind_of
 from stowage.processing.pool import JobPool
 from stowage.processing.results import Derivative, Spooled
@@ -189,7 +189,7 @@ class Processor:
         made = await self.from_url(api_key, url, segments, creds)
         try:
             name = _text(task.get("filename")) or f"file.{made.output.extension}"
-            chunks = _file_chunks(made.path)
+            chunks = file_chunks(made.path)
             source = Source(chunks=chunks, filename=name, content_type=made.output.mimetype)
             return await self._stored(api_key, task, source, made.output.mimetype, creds)
         finally:
@@ -359,12 +359,6 @@ def _cache_store(core: Core) -> Provider:
         return shared
     root = core.settings.data_dir / "derivatives"
     return build_provider({"type": "local", "root": str(root)}, core.settings.data_dir)
-
-
-async def _file_chunks(path: Path) -> AsyncIterator[bytes]:
-    with path.open("rb") as handle:
-        while chunk := handle.read(256 * 1024):
-            yield chunk
 
 
 Other = tuple[str, FileRecord, App]  # another source: its handle, row and app

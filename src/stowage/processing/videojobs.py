@@ -5,7 +5,7 @@ one per source version and normalised task, whichever node is asked) and answers
 once with the hosted shape; the same URL then answers the job's status. A worker on
 every node claims jobs with a short lease it renews while the job runs (``heartbeat.py``:
 a node that is killed stops renewing, and another node takes the job about a lease
-later), reads the source into a job folder, probes it with ffprobe, runs
+later), reads the source into a job folder, probes it (``prober.py``), runs
 ffmpeg (``ffmpeg.py``) and stores the result as a new file of the app through the
 ordinary store path. A file ffmpeg refuses fails the job at once with the reason; other
 failures (storage, a killed node) are retried up to ``video_attempts``. As a change
@@ -287,7 +287,7 @@ class VideoJobs:
             if held is not None:
                 await held.drop()  # the probe refused the source, or the job was stopped
         if plan.preset.muxer == "hls":
-            videoresults.segments_of(dest)  # before ffprobe follows the playlist
+            videoresults.segments_of(dest)  # before the probe follows the playlist
         stills = await taking.collect(dest, self.limits)
         results = Results(self.store, self.url_of, self._remove)
         if plan.preset.still:  # its type is the plan's, its size in its header
@@ -321,8 +321,8 @@ class VideoJobs:
         dest: Path,
         stills: tuple[tuple[str, Path], ...],
     ) -> tuple[ffmpeg.Media, videoresults.Stored]:
-        """The result's ffprobe reading and its storing at once (ffprobe's start-up is a
-        good part of a short job's time); a result ffprobe refuses is removed again."""
+        """The result's probe and its storing at once (neither waits on the other); a
+        result the probe refuses is removed again."""
         probing = asyncio.ensure_future(ffmpeg.probe(dest, self.limits, self.prober, result=True))
         try:
             stored = await results.save(*job, dest, stills)

@@ -168,9 +168,8 @@ def segments_of(playlist: Path) -> list[str]:
 
 def still_size(path: Path) -> tuple[int, int]:
     """A thumbnail's width and height from its PNG or JPEG header (what ffmpeg wrote here
-    from the plan): read in Python, so that a thumbnail costs no second ffprobe start-up
-    (about 0.07 s, a quarter of a 1080p thumbnail's time). ``MediaRefused`` for anything
-    else."""
+    from the plan): read in Python, so that a thumbnail needs no second probe of a file
+    our ffmpeg wrote. ``MediaRefused`` for anything else."""
     with path.open("rb") as handle:
         head = handle.read(_STILL_HEAD)
     if head.startswith(b"\x89PNG\r\n\x1a\n") and head[12:16] == b"IHDR":

@@ -2,8 +2,9 @@
 input's probe must show before they run (``fits``), and their progress, written to the
 job's row (``progress_writer``).
 
-Starting ffmpeg costs about 0.05 s here (loading some 200 libraries), as much as the
-input's ffprobe run, which must end before ffmpeg may open the input. So the first pass
+Starting ffmpeg costs about 0.05 s here (loading some 200 libraries), more than the
+input's probe (``prober.py``, about 0.015 s), which must end before ffmpeg may open the
+input. So the first pass
 is started while the input is probed (``hold``), with one more input before the source:
 an empty ffmetadata file on its stdin. ffmpeg opens its inputs in order, so it loads,
 reads its options and then waits on its stdin, the source not yet opened. Once the probe

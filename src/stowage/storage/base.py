@@ -108,9 +108,10 @@ class LocalFiles(Protocol):
 @runtime_checkable
 class Adopts(Protocol):
     """A provider that takes a finished file of this node's disk by renaming it into place
-    (a derivative the job process wrote), where ``write`` would copy it."""
+    (a derivative the job process wrote), where ``write`` would copy it; None when the
+    file is on another file system (``write`` it then)."""
 
-    async def adopt(self, container: str, key: str, path: Path) -> ObjectInfo: ...
+    async def adopt(self, container: str, key: str, path: Path) -> ObjectInfo | None: ...
 
 
 @runtime_checkable

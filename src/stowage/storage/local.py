@@ -74,18 +74,18 @@ class LocalProvider:
             os.close(fd)
         return _info(target.stat())
 
-    async def adopt(self, container: str, key: str, path: Path) -> ObjectInfo:
+    async def adopt(self, container: str, key: str, path: Path) -> ObjectInfo | None:
         """``path`` (a finished file that nothing else writes) put at ``key`` by a rename,
-        as durably as ``write``: its data synced, then the folder's entry. A file on
-        another file system is copied by ``write``; ``path`` is then left to its owner."""
+        as durably as ``write``: its data synced, then the folder's entry. None, and
+        ``path`` left as it was, when it is on another file system (the caller copies)."""
         target = self.local_path(container, key)
         loop = asyncio.get_running_loop()
         try:
             found = await loop.run_in_executor(None, _adopt, path, target)
         except OSError as exc:
-            if exc.errno != errno.EXDEV:
-                raise _storage_error(exc) from exc
-            return await self.write(container, key, _file_chunks(path), WriteOptions())
+            if exc.errno == errno.EXDEV:
+                return None
+            raise _storage_error(exc) from exc
         return _info(found)
 
     async def open(
@@ -188,12 +188,6 @@ def _adopt(path: Path, target: Path) -> os.stat_result:
         os.close(fd)
     _publish(path, target)
     return found
-
-
-async def _file_chunks(path: Path) -> Chunks:
-    with path.open("rb") as handle:
-        while chunk := handle.read(READ_CHUNK):
-            yield chunk
 
 
 def _open_at(path: Path, start: int) -> Any:
