@@ -15,7 +15,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from stowage.processing.cache import PREFIX
-from stowage.storage.base import Lists
+from stowage.storage.base import Lists, WriteOptions
 from tests.api.harness import Harness
 from tests.api.test_transform import decoded, get, picture, stored
 
@@ -153,6 +153,34 @@ async def test_old_derivative_bytes_are_removed_in_the_background(harness: Harne
         await asyncio.sleep(0.05)
     left = await derivative_files(harness)
     assert len(left) == 1 and left[0] not in old
+
+
+async def test_derivatives_of_the_earlier_layout_are_removed_with_the_others(
+    harness: Harness,
+) -> None:
+    """Before one folder per handle, keys were ``<handle>/<version>/<digest>.<ext>``."""
+    handle = await stored(harness, picture(400, 200))
+    await get(harness, f"/resize=width:10/{handle}")
+    (current,) = await derivative_files(harness)
+    folder, name = current.rsplit("/", 1)
+    version, digest = name[: -len(name.split("-")[-1]) - 1], name.split("-")[-1]
+    earlier = f"{folder}/{version}/{digest}"
+    cache = harness.parts.processor.cache
+    await cache.provider.write(cache.container, earlier, _chunks(b"old"), WriteOptions())
+    assert set(await derivative_files(harness)) == {current, earlier}
+    await overwrite(harness, handle, picture(100, 100))
+    await get(harness, f"/resize=width:10/{handle}")
+    for _ in range(50):
+        left = await derivative_files(harness)
+        if not {current, earlier} & set(left):
+            break
+        await asyncio.sleep(0.05)
+    assert len(left) == 1 and left[0] not in (current, earlier)
+    assert left[0].startswith(folder + "/") and left[0].count("/") == current.count("/")
+
+
+async def _chunks(data: bytes) -> AsyncIterator[bytes]:
+    yield data
 
 
 async def test_delete_makes_derivatives_unreachable_and_removes_them(harness: Harness) -> None:

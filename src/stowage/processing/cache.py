@@ -1,6 +1,7 @@
 """Derivatives, kept in the default store so that every node shares them.
 
-Key: ``.stowage-derivatives/<api key>/<handle>/v<version>-<sha256>/<chain digest>.<ext>``.
+Key: ``.stowage-derivatives/<api key>/<handle>/v<version>-<sha256>-<chain digest>.<ext>``:
+one folder per handle, so the first derivative of a file makes one folder, not two.
 The version part comes from the file's row: an overwrite bumps the version and a delete
 removes the row, so a derivative of an old version is unreachable the moment the write
 has answered, without touching the store. The old bytes are removed afterwards, in the
@@ -61,12 +62,15 @@ class DerivativeCache:
         # 5 us, on every cached answer's path).
         self._local = provider if isinstance(provider, LocalFiles) else None
         self._adopts = provider if isinstance(provider, Adopts) else None
+        #: What ``put`` answers is what ``stat`` would: a local store's write and adopt
+        #: answer the stored file's own stat. Another store's answer may differ.
+        self.exact_puts = self._local is not None
         self._flights: dict[str, asyncio.Future[Any]] = {}
         self._purges: set[asyncio.Task[None]] = set()
 
     def key(self, record: FileRecord, chain_key: str, extension: str) -> str:
         digest = hashlib.sha256(chain_key.encode()).hexdigest()[:40]
-        return f"{_folder(record)}{version_of(record)}/{digest}.{extension}"
+        return f"{_folder(record)}{version_of(record)}-{digest}.{extension}"
 
     async def stat(self, key: str) -> ObjectInfo | None:
         looked = _FRESH.get()
@@ -123,7 +127,8 @@ class DerivativeCache:
         if not isinstance(self.provider, Lists):
             return
         folder = _folder(record)
-        current = f"{folder}{version_of(keep)}/" if keep is not None else None
+        # Keys of another version, and those of the layout before (``<version>/<digest>``).
+        current = f"{folder}{version_of(keep)}-" if keep is not None else None
         try:
             async for key in self.provider.keys(self.container, folder):
                 if current is None or not key.startswith(current):

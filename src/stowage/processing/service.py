@@ -286,8 +286,10 @@ class Processor:
         info = await self.cache.stat(key)
         metrics.CACHE.inc(result="hit" if info is not None else "miss")
         if info is None:
-            await self.cache.once(key, lambda: self._make(record, app, chain, output, key, others))
-            info = await self.cache.stat(key)  # what a write returns is not that of every store
+            made = await self.cache.once(
+                key, lambda: self._make(record, app, chain, output, key, others)
+            )
+            info = made if self.cache.exact_puts else await self.cache.stat(key)
             if info is None:
                 raise errors.StorageNotFound("the derivative vanished after it was written")
         stem = record.filename.rsplit(".", 1)[0] or "file"

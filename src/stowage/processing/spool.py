@@ -18,11 +18,15 @@ class Spool:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         sweep(folder)
+        folder.mkdir(parents=True, exist_ok=True)
 
     def new(self, suffix: str) -> Path:
         """A new empty file of the spool; the caller removes it."""
-        self.folder.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(prefix=SPOOL_PREFIX, suffix=suffix, dir=self.folder)
+        try:
+            fd, name = tempfile.mkstemp(prefix=SPOOL_PREFIX, suffix=suffix, dir=self.folder)
+        except FileNotFoundError:  # the folder was removed while the server ran
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fd, name = tempfile.mkstemp(prefix=SPOOL_PREFIX, suffix=suffix, dir=self.folder)
         os.close(fd)
         return Path(name)
 
