@@ -70,9 +70,11 @@ def transform_url(stowage: Stowage, handle: str, chain: str = CHAIN) -> str:
 
 def processing(ctx: Context) -> list[Row]:
     work = ctx.tmp / "processing"
-    per_run = 8 if ctx.sizes.rounds == 1 else 40
+    per_run = 8 if ctx.sizes.rounds == 1 else 40  # the per-task rows'
+    # 120 cold requests a run: CPU is read in 10-ms ticks, 0.08 ms a request.
+    cold_per_run = 8 if ctx.sizes.rounds == 1 else 120
     # One more than the runs use: the first is the probe's, then the warm scenario's.
-    paths = images.sources(work / "sources", per_run * ctx.sizes.rounds + 1)
+    paths = images.sources(work / "sources", cold_per_run * ctx.sizes.rounds + 1)
     handles = [_stowage_store(ctx, path) for path in paths]
     thumbor = Thumbor(work / "thumbor")
     thumbor.images.mkdir(parents=True)
@@ -87,7 +89,7 @@ def processing(ctx: Context) -> list[Row]:
             "stowage": [transform_url(ctx.stowage, h) for h in handles[1:]],
             "thumbor": [thumbor.resize_url(p.name) for p in paths[1:]],
         }
-        rows = cold(ctx, thumbor, engine, urls, per_run)
+        rows = cold(ctx, thumbor, engine, urls, cold_per_run)
         rows.append(warm(ctx, engine, handles[0]))
         rows.append(bomb(ctx, thumbor, engine, images.large(work / "large.jpg")))
         if engine.present:  # issue 23: per task, and auto_image warm
@@ -129,14 +131,19 @@ def check_thumbor(thumbor: Thumbor, name: str) -> None:
 
 
 def warm_up(stowage: Stowage, thumbor: Thumbor, engine: Engine, handle: str, name: str) -> None:
-    """A few requests on the probe's source before measuring, so that every process of
-    both servers has loaded its image code. Stowage's use other widths: each is a miss,
-    and none touches the sources the cold runs use."""
-    urls = [thumbor.resize_url(name)] * 4
+    """Requests on the probe's source before measuring, twice the connections for each
+    server, so that every process of both has started and loaded its image code: the
+    runs measure the steady state. Stowage starts a job process on first use, per slot
+    of each worker; with a request per slot, one worker may get most of them and the
+    other start its second process during the first run (about 4 ms a request more in
+    that run). Stowage's use other widths: each is a miss, and none touches the sources
+    the cold runs use."""
+    count = 2 * CONNECTIONS
+    asyncio.run(_fetch_all([thumbor.resize_url(name)] * count, CONNECTIONS))
     if engine.present:
-        chains = (f"resize=width:{w}/output=format:webp" for w in (296, 297, 298, 299))
-        urls += [transform_url(stowage, handle, chain) for chain in chains]
-    asyncio.run(_fetch_all(urls, 4))
+        chains = (f"resize=width:{WIDTH - 1 - i}/output=format:webp" for i in range(count))
+        urls = [transform_url(stowage, handle, chain) for chain in chains]
+        asyncio.run(_fetch_all(urls, CONNECTIONS))
 
 
 async def _fetch_all(urls: list[str], connections: int) -> tuple[float, list[int], int]:
