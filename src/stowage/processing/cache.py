@@ -62,9 +62,6 @@ class DerivativeCache:
         # 5 us, on every cached answer's path).
         self._local = provider if isinstance(provider, LocalFiles) else None
         self._adopts = provider if isinstance(provider, Adopts) else None
-        #: What ``put`` answers is what ``stat`` would: a local store's write and adopt
-        #: answer the stored file's own stat. Another store's answer may differ.
-        self.exact_puts = self._local is not None
         self._flights: dict[str, asyncio.Future[Any]] = {}
         self._purges: set[asyncio.Task[None]] = set()
 
@@ -99,6 +96,13 @@ class DerivativeCache:
 
     def open(self, key: str) -> AsyncIterator[bytes]:
         return self.provider.open(self.container, key)
+
+    async def made(self, key: str, make: Callable[[], Awaitable[ObjectInfo]]) -> ObjectInfo | None:
+        """``make`` run ``once`` (it ends with ``put``); then what is stored at ``key``. A
+        local store's answer to ``put`` is the file's own stat; another store's answer may
+        differ from a later ``stat`` (an object store's ETag), so that one is asked."""
+        made = await self.once(key, make)
+        return made if self._local is not None else await self.stat(key)
 
     async def once(self, key: str, make: Callable[[], Awaitable[T]]) -> T:
         """One computation per key at a time on this node; the others wait for it. It is

@@ -286,10 +286,8 @@ class Processor:
         info = await self.cache.stat(key)
         metrics.CACHE.inc(result="hit" if info is not None else "miss")
         if info is None:
-            made = await self.cache.once(
-                key, lambda: self._make(record, app, chain, output, key, others)
-            )
-            info = made if self.cache.exact_puts else await self.cache.stat(key)
+            make = functools.partial(self._make, record, app, chain, output, key, others)
+            info = await self.cache.made(key, make)
             if info is None:
                 raise errors.StorageNotFound("the derivative vanished after it was written")
         stem = record.filename.rsplit(".", 1)[0] or "file"
