@@ -14,9 +14,10 @@ from stowage.values import coerce
 class OfficeSettings:
     office_converters: int = _setting(
         2,
-        "Warm LibreOffice converters this node keeps (each a headless soffice in the "
-        "sandbox with a private profile, about 150 MB of memory); jobs beyond wait for one. "
-        "0: Office documents are refused with 415.",
+        "Warm LibreOffice converters each server process keeps (serve --workers N: N times "
+        "as many on the node; each a headless soffice in the sandbox with a private profile, "
+        "about 150 MB of memory); jobs beyond wait for one. 0: Office documents are refused "
+        "with 415.",
         form=coerce.integer(0, 16),
     )
     office_prewarm: bool = _setting(

@@ -38,8 +38,8 @@ class ProcessingSettings:
     )
     processing_jobs: int = _setting(
         0,
-        "Transformations running at once on a node, each in a job process of its own; "
-        "0: one per CPU core.",
+        "Transformations running at once in each server process, each in a job process "
+        "of its own (serve --workers N: N times as many on the node); 0: one per CPU core.",
         form=coerce.integer(0),
     )
     processing_job_memory: int = _setting(
