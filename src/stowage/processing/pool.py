@@ -125,10 +125,7 @@ class JobPool:
 #: faulted in again, some 400 page faults and 0.8 ms of CPU per 12 MP thumbnail
 #: (docs/decisions.md, "Job processes keep their malloc heap").
 #: An operator's own GLIBC_TUNABLES are kept instead.
-JOB_MALLOC = {
-    "MALLOC_ARENA_MAX": "2",
-    "GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=4194304:glibc.malloc.trim_threshold=8388608",
-}
+JOB_TUNABLES = "glibc.malloc.mmap_threshold=4194304:glibc.malloc.trim_threshold=8388608"
 
 
 class _Ended(errors.InvalidImage):
@@ -141,8 +138,7 @@ class _Process:
 
     @classmethod
     async def start(cls, argv: list[str]) -> _Process:
-        env = {**os.environ, **JOB_MALLOC}
-        env["GLIBC_TUNABLES"] = os.environ.get("GLIBC_TUNABLES") or JOB_MALLOC["GLIBC_TUNABLES"]
+        env = {"GLIBC_TUNABLES": JOB_TUNABLES, **os.environ, "MALLOC_ARENA_MAX": "2"}
         proc = await asyncio.create_subprocess_exec(
             *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=env
         )
