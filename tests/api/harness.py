@@ -4,7 +4,9 @@ and ``settings`` fixtures are defined here and registered by the conftests that 
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -95,6 +97,19 @@ async def one_node(settings: Settings) -> AsyncIterator[Nodes]:
         await api.close()
         await cdn.close()
         await node.parts.close()
+        await report_leftover_tasks()
+
+
+async def report_leftover_tasks(seconds: float = 5.0) -> None:
+    """Tasks still running once a node has closed are cancelled as the test's loop closes;
+    one that does not end then hangs the run. Their stacks are printed here first (the
+    test's captured output), so that such a hang names its task."""
+    others = asyncio.all_tasks() - {asyncio.current_task()}
+    if others:
+        _, pending = await asyncio.wait(others, timeout=seconds)
+        for task in pending:
+            print(f"still running {seconds} s after the node closed: {task!r}", file=sys.stderr)
+            task.print_stack(file=sys.stderr)
 
 
 @pytest.fixture

@@ -190,3 +190,4 @@ async def test_a_small_job_does_not_wait_behind_big_ones(harness: Harness) -> No
     finally:
         for big in bigs:
             big.cancel()
+        await asyncio.gather(*bigs, return_exceptions=True)

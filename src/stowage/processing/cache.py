@@ -33,6 +33,7 @@ PREFIX = ".stowage-derivatives"
 CHUNK = 256 * 1024
 log = logging.getLogger("stowage.processing")
 T = TypeVar("T")
+_CLOSE_SECONDS = 5.0
 #: Inside ``fresh()``: the keys looked up once already (the second lookup, after the
 #: render, must see the new object).
 _FRESH: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar(
@@ -141,8 +142,13 @@ class DerivativeCache:
             log.warning("could not remove old derivatives of %s", record.handle, exc_info=True)
 
     async def close(self) -> None:
-        for task in list(self._purges):
-            await asyncio.wait([task], timeout=5)
+        """Ends the computations in flight (their jobs are stopped: nobody is left to
+        answer) and lets the purges finish, each for a few seconds at most."""
+        for flight in list(self._flights.values()):
+            flight.cancel()
+        pending = [*self._flights.values(), *self._purges]
+        if pending:
+            await asyncio.wait(pending, timeout=_CLOSE_SECONDS)
 
 
 def _folder(record: FileRecord) -> str:

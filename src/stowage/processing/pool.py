@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import logging
 import math
 import os
 import pickle
@@ -31,6 +32,8 @@ from stowage.processing.worker import LENGTH, frame
 
 RETRY_AFTER_SECONDS = 1
 _GRACE_SECONDS = 2.0  # past the engine's own deadline, before its process is killed
+_REAP_SECONDS = 10.0  # after SIGKILL, for the process's exit to be reported
+log = logging.getLogger(__name__)
 
 
 class JobPool:
@@ -57,6 +60,7 @@ class JobPool:
         self._argv = [*worker, str(threads), str(memory), "1" if pillow_jpeg else "0"]
         self._idle: list[_Process] = []
         self._all: set[_Process] = set()
+        self._closed = False
 
     async def run(self, job: Job) -> Rendered:
         if self._admitted >= self._limit:
@@ -100,7 +104,12 @@ class JobPool:
         return rendered
 
     async def _start(self) -> _Process:
+        if self._closed:  # a job that got its slot after close(): no process outlives it
+            raise errors.ShuttingDown()
         process = await _Process.start(self._argv)
+        if self._closed:
+            await process.kill()
+            raise errors.ShuttingDown()
         self._all.add(process)
         return process
 
@@ -113,6 +122,7 @@ class JobPool:
         return self._admitted
 
     async def close(self) -> None:
+        self._closed = True
         self._idle.clear()
         for process in list(self._all):
             await self._stop(process)
@@ -164,4 +174,10 @@ class _Process:
     async def kill(self) -> None:
         with contextlib.suppress(ProcessLookupError):
             self._proc.kill()
-        await self._proc.wait()
+        try:
+            async with asyncio.timeout(_REAP_SECONDS):
+                await self._proc.wait()
+        except TimeoutError:  # SIGKILL was sent; a stop must not hang on its report
+            log.warning(
+                "job process %s: no exit reported %s s after SIGKILL", self._proc.pid, _REAP_SECONDS
+            )
