@@ -237,3 +237,32 @@ def _offices(folder: Path) -> list[str]:
         if entry.name.isdigit() and "soffice" in line and str(folder) in line:
             found.append(line)
     return found
+
+
+@needs_office
+def test_a_conversion_given_its_slot_after_close_starts_no_office(tmp_path: Path) -> None:
+    loop = asyncio.new_event_loop()
+    converters = Converters(tmp_path / "c", 1, 60.0, sandbox.Caps(memory=4 << 30))
+    source = tmp_path / "in.txt"
+    source.write_text("words\n")
+    kind = officeformats.KINDS["txt"]
+
+    async def closed_while_busy() -> list[BaseException | None]:
+        first = asyncio.ensure_future(converters.convert(source, kind, "pdf", tmp_path / "1.pdf"))
+        while not _offices(tmp_path):
+            await asyncio.sleep(0.05)
+        second = asyncio.ensure_future(converters.convert(source, kind, "pdf", tmp_path / "2.pdf"))
+        await asyncio.sleep(0.1)
+        await converters.close()
+        return await asyncio.gather(first, second, return_exceptions=True)
+
+    try:
+        results = loop.run_until_complete(asyncio.wait_for(closed_while_busy(), 60))
+        assert isinstance(results[1], errors.ShuttingDown)
+        assert not (tmp_path / "2.pdf").exists()
+        deadline = time.monotonic() + 10
+        while _offices(tmp_path) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _offices(tmp_path) == []
+    finally:
+        loop.close()

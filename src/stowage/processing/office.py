@@ -55,6 +55,7 @@ class Converters:
         self._names = itertools.count(1)
         self._admitted = 0  # converting or waiting for a converter
         self._warming: asyncio.Task[None] | None = None
+        self._closed = False
 
     def available(self) -> bool:
         if self.size <= 0:
@@ -111,11 +112,16 @@ class Converters:
     async def _start(self) -> _Converter:
         # Named by this process: the worker processes of a node share the data folder.
         folder = self.root / f"{os.getpid()}-{next(self._names)}"
+        if self._closed:  # a conversion given its slot after close(): no LibreOffice outlives it
+            raise errors.ShuttingDown()
         if not self._all:
             _sweep(self.root)
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
         converter = await _Converter.start(folder, self.caps, self.driver)
+        if self._closed:
+            await converter.kill()
+            raise errors.ShuttingDown()
         self._all.add(converter)
         return converter
 
@@ -126,6 +132,7 @@ class Converters:
         await converter.kill()
 
     async def close(self) -> None:
+        self._closed = True
         if self._warming is not None:
             self._warming.cancel()  # a converter half started is killed (``start``)
             with contextlib.suppress(asyncio.CancelledError):
