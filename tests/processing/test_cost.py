@@ -9,11 +9,16 @@ from pathlib import Path
 
 import pytest
 import pyvips
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from stowage import errors
 from stowage.config import Settings
-from stowage.processing import chain, cost, frames
-from stowage.processing.base import Limits
-from stowage.processing.vips import VipsEngine
+from stowage.processing import chain, cost, frames, grammar, ops
+from stowage.processing.base import Limits, _text
+from stowage.processing.table import Kind, TaskSpec
+from stowage.processing.vips import VipsEngine, _steps
+from tests.processing.test_catalogue import SPECS, inside
 
 DEFAULTS = Settings()
 LIMITS = Limits(10**9, 10**10, 10_000, 120, max_frames=10**5, max_total_pixels=10**10)
@@ -65,6 +70,13 @@ def test_a_thumbnail_of_a_photo_is_a_small_job(tmp_path: Path) -> None:
         (2000, ["rotate=deg:45", "blur=amount:20", "resize=width:10"]),
         (800, ["resize=width:3000,height:3000,fit:scale", "blur=amount:20", "resize=width:10"]),
         (3000, ["sharpen=amount:4", "modulate=brightness:120"]),
+        # Tasks that grow the image (their declared ``size``, ``works_on``): smart_crop to
+        # 6000x6000 once took 30 s while estimated at a fraction of a second.
+        (1500, ["smart_crop=width:6000,height:6000"]),
+        (1500, ["upscale=noise:high"]),
+        (1500, ["shadow=blur:20,vector:[1000,1000]"]),
+        (1500, ["polaroid=rotate:45"]),
+        (2000, ["oil_paint=amount:8"]),
     ],
 )
 def test_the_estimate_is_near_the_cpu_time(tmp_path: Path, size: int, segments: list[str]) -> None:
@@ -79,3 +91,30 @@ def test_the_estimate_is_near_the_cpu_time(tmp_path: Path, size: int, segments: 
     spent = time.process_time() - started
     print(f"{segments} on {size}: estimated {seconds:.2f} s, took {spent:.2f} s of CPU")
     assert spent / 3 < seconds < spent * 3
+
+
+IMAGE_TASKS = [spec for spec in SPECS if spec.kind is Kind.IMAGE]
+
+
+@pytest.mark.parametrize("spec", IMAGE_TASKS, ids=lambda spec: spec.name)
+@settings(max_examples=8, deadline=None)
+@given(data=st.data(), width=st.integers(1, 120), height=st.integers(1, 120))
+def test_no_task_makes_an_image_larger_than_estimated(
+    spec: TaskSpec, data: st.DataObject, width: int, height: int
+) -> None:
+    """The estimate follows each task's size (``size_after``): a task that grows the
+    image more than it says would be estimated low, and run to its deadline."""
+    options = [
+        f"{param.name}:{_text(data.draw(inside(param.check)))}"
+        for param in spec.params
+        if data.draw(st.booleans())
+    ]
+    try:
+        task = grammar.parse_task(spec.name + ("=" + ",".join(options) if options else ""))
+        black = pyvips.Image.black(width, height, bands=3).copy(interpretation="srgb")
+        image = _steps(ops.srgb(black), [task], 10**5)
+    except errors.StowageError:
+        return  # options the task refuses together (a 400), or a size it refuses (a 413)
+    made_w, made_h = image.width, frames.frame_size(image)[1]
+    estimated_w, estimated_h = cost.size_after(task, width, height)
+    assert made_w <= estimated_w and made_h <= estimated_h, (task, (made_w, made_h))

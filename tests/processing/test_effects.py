@@ -542,7 +542,6 @@ def test_ascii_flattens_alpha_onto_the_background() -> None:
     [
         ("vignette", {}),
         ("torn_edges", {"spread": (5, 40)}),
-        ("shadow", {"blur": 20, "vector": (-30, 50)}),
         ("oil_paint", {"amount": 10}),
         ("oil_paint", {"amount": 60}),
         ("upscale", {"noise": "high"}),
@@ -553,7 +552,8 @@ def test_tasks_not_marked_random_access_stream_a_sequential_source(
     tmp_path: Path, name: str, options: dict[str, Value]
 ) -> None:
     """libvips refuses an out-of-order read of a sequential JPEG: a task that needs one
-    must be declared ``random_access``."""
+    must be declared ``random_access`` (``shadow`` is: its vector reaches 1000 rows;
+    every task with generated options: tests/processing/test_reading_order.py)."""
     assert not SPECS[name].random_access
     source = tmp_path / "tall.jpg"
     gradient(300, 3000).jpegsave(str(source))

@@ -48,6 +48,10 @@ RATES = {
     "modulate": 0.045,
     "pixelate": 0.015,
     "border": 0.01,
+    "polaroid": 0.012,  # a frame and a rotation
+    "shadow": 0.015,  # of its grown canvas
+    "oil_paint": 0.12,  # a median window, or a smaller copy painted and scaled back
+    "smart_crop": 0.025,  # of its cover (``works_on``): scaled, held, searched
 }
 OTHER = 0.05
 SHRINK = 0.01  # seconds a megapixel a resize reads
@@ -77,9 +81,10 @@ def estimate(opened: Header, chain: Chain, width: int, fmt: str = "png") -> floa
     for task in chain.tasks:
         if catalogue.TABLE[task.name].kind not in (Kind.IMAGE, Kind.FILES):
             continue  # save options, answers, request tasks: no pixels of their own
-        before = w * h
+        before, works_on = w * h, catalogue.TABLE[task.name].works_on
+        worked = works_on(task, w, h) if works_on is not None else (0, 0)
         w, h = size_after(task, w, h)
-        made = RATES.get(task.name, OTHER) * w * h
+        made = RATES.get(task.name, OTHER) * max(w * h, worked[0] * worked[1])
         if task.name == "resize":
             made += SHRINK * before
         steps.append((made * opened.frames / 1e6, _amplification(task, h)))
@@ -132,7 +137,8 @@ def size_after(task: Task, width: int, height: int) -> tuple[int, int]:
         side = task.get("width", 2)
         grow = 2 * int(side) if isinstance(side, int) else 0
         return width + grow, height + grow
-    return width, height
+    declared = catalogue.TABLE[task.name].size  # the task's own (smart_crop, shadow, ...)
+    return declared(task, width, height) if declared is not None else (width, height)
 
 
 def _resized(task: Task, width: int, height: int) -> tuple[int, int]:

@@ -145,6 +145,11 @@ def shadow_geometry(
     return -left, -top, right - left, bottom - top
 
 
+def shadow_size(task: Task, width: int, height: int) -> tuple[int, int]:
+    vector = whole_pair(task, "vector", (4, 4))
+    return shadow_geometry(width, height, real(task, "blur", 4), vector)[2:]
+
+
 def shadow(image: pyvips.Image, task: Task) -> pyvips.Image:
     blur = real(task, "blur", 4)
     opacity = real(task, "opacity", 60) / 100
@@ -168,6 +173,18 @@ def polaroid_frame(width: int, height: int) -> tuple[int, int]:
     deeper as on the instant film."""
     side = max(2, round(min(width, height) * 0.06))
     return side, side * 4
+
+
+def polaroid_size(task: Task, width: int, height: int) -> tuple[int, int]:
+    """The framed print, and the box that holds it tilted."""
+    side, bottom = polaroid_frame(width, height)
+    framed_w, framed_h = width + 2 * side, height + side + bottom
+    rad = math.radians(whole(task, "rotate", 0) % 360)
+    cos, sin = abs(math.cos(rad)), abs(math.sin(rad))
+    return (
+        math.ceil(framed_w * cos + framed_h * sin) + 1,
+        math.ceil(framed_w * sin + framed_h * cos) + 1,
+    )
 
 
 def polaroid(image: pyvips.Image, task: Task) -> pyvips.Image:
@@ -249,6 +266,8 @@ TASKS: tuple[TaskSpec, ...] = (
             Param("background", COLOR, default="white"),
         ),
         op=shadow,
+        size=shadow_size,
+        random_access=True,  # the image and its shadow are read at offsets up to 1000 px apart
         doc="a drop shadow; the canvas grows to hold it",
     ),
     TaskSpec(
@@ -259,6 +278,7 @@ TASKS: tuple[TaskSpec, ...] = (
             Param("background", COLOR, default="white"),
         ),
         op=polaroid,
+        size=polaroid_size,
         random_access=True,  # a rotation reads the framed image out of order
         doc="an instant-print frame, optionally tilted",
     ),

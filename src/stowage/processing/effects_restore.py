@@ -48,6 +48,13 @@ def upscaled_size(width: int, height: int, limit: int) -> tuple[int, int]:
     )
 
 
+def upscale_size(task: Task, width: int, height: int) -> tuple[int, int]:
+    """Twice each side (the output limit may make it less, never more)."""
+    if task.get("upscale", True) is False:
+        return width, height
+    return 2 * width, 2 * height
+
+
 def _join(image: pyvips.Image, alpha: pyvips.Image | None) -> pyvips.Image:
     return join_alpha(image.cast("uchar"), None if alpha is None else alpha.cast("uchar"))
 
@@ -143,6 +150,7 @@ TASKS: tuple[TaskSpec, ...] = (
             Param("style", params.choice("artwork", "photo"), default="photo"),
         ),
         op=upscale,
+        size=upscale_size,
         doc="twice the width and height (Lanczos, then an unsharp mask; noise: a median)",
     ),
     TaskSpec(

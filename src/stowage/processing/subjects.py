@@ -36,15 +36,21 @@ def smart_crop(image: pyvips.Image, task: Task) -> pyvips.Image:
     width, height = _target(task, image.width, image.height)
     if (width, height) == (image.width, image.height):
         return image
-    factor = max(width / image.width, height / image.height)
-    cover_w = max(width, round(image.width * factor))
-    cover_h = max(height, round(image.height * factor))
+    cover_w, cover_h = cover_size(task, image.width, image.height)
     cover = image.thumbnail_image(cover_w, height=cover_h, size="force").copy_memory()
     if task.get("mode", "auto") != "object":
         offset = faces.faces_offset(cover, width, height)
         if offset is not None:
             return cover.extract_area(offset[0], offset[1], width, height)
     return cover.smartcrop(width, height, interesting="attention")
+
+
+def cover_size(task: Task, width: int, height: int) -> tuple[int, int]:
+    """The image scaled to cover the target (the faces and the attention measure are
+    looked for in it, held in memory)."""
+    want_w, want_h = _target(task, width, height)
+    factor = max(want_w / width, want_h / height)
+    return max(want_w, round(width * factor)), max(want_h, round(height * factor))
 
 
 def _target(task: Task, width: int, height: int) -> tuple[int, int]:
@@ -121,6 +127,8 @@ TASKS: tuple[TaskSpec, ...] = (
             Param("object", text),
         ),
         op=smart_crop,
+        size=_target,
+        works_on=cover_size,
         needs_one_of=("width", "height"),
         random_access=True,
         doc="crops to exactly width x height around the faces or the most interesting part",

@@ -26,6 +26,9 @@ Op = Callable[[Any, Task], Any]
 #: height) -> pyvips.Image`` where ``scale(width, height, size_mode)`` asks the decoder
 #: for a smaller image (``geometry.resize_with``).
 LoadOp = Callable[[Any, Task, int, int], Any]
+#: The size ``(width, height)`` an operation makes of a ``width`` x ``height`` image, as
+#: the operation computes it (or a little more: cost.py's estimate may be high, not low).
+Size = Callable[[Task, int, int], tuple[int, int]]
 
 
 def _always(task: Task) -> bool:
@@ -72,6 +75,11 @@ class TaskSpec:
     doc: str = ""  # one line for docs/transformations.md
     answer: Answer | None = None  # its result is text, not an image (when it is last)
     load_op: LoadOp | None = None  # shrinks on load when first in a chain
+    #: The size its operation makes (None: the image's own); ``cost.estimate`` follows it.
+    size: Size | None = None
+    #: The largest image its operation makes on the way, when larger than its result
+    #: (smart_crop's cover); the estimate counts that one's pixels.
+    works_on: Size | None = None
     bare: str | None = None  # the parameter a value without a name sets: cache=false
     #: Why a task of the hosted service is not run here (tags, sfw): its use is refused
     #: with TASK_NOT_AVAILABLE, distinct from an unknown task's UNSUPPORTED_TASK.
