@@ -13,7 +13,8 @@ blur needs a margin of about three times its radius around the tile, so every st
 before a blur is computed again for the overlapping margins. A step's cost is therefore
 multiplied by ``(1 + 2 * margin / TILE) ** 2`` for each later step with a margin: an
 upscale followed by a large blur costs several times the sum of the two alone. A
-rotation by other than a right angle is worse (``_amplification``).
+rotation by other than a right angle was worse (every strip of it read the bounding box
+of its input again); it is computed once into memory (``ops.held``) instead.
 
 A job whose estimate is above ``Limits.max_cost`` is refused (422 PROCESSING_TOO_COSTLY);
 one above ``Limits.big_cost`` is a big job, which the pool runs in fewer slots than it
@@ -57,7 +58,6 @@ OTHER = 0.05
 SHRINK = 0.01  # seconds a megapixel a resize reads
 #: Seconds a megapixel of the result costs to save (GIF: a palette for every frame).
 SAVE = {"jpeg": 0.01, "png": 0.03, "webp": 0.16, "gif": 0.5, "avif": 0.5, "tiff": 0.01}
-ROTATED_STRIP = 32  # rows of a rotated result computed from one bounding box
 
 
 class Header(Protocol):
@@ -76,7 +76,7 @@ class Header(Protocol):
 def estimate(opened: Header, chain: Chain, width: int, fmt: str = "png") -> float:
     """Seconds of one core the chain is expected to take on this source, saved as
     ``fmt`` (libvips' saver name: jpeg, png, webp, gif, ...)."""
-    steps: list[tuple[float, float]] = []  # (seconds, amplification of earlier steps)
+    steps: list[tuple[float, float, bool]] = []  # seconds, amplification of earlier, held
     w, h = width, opened.frame_height
     for task in chain.tasks:
         if catalogue.TABLE[task.name].kind not in (Kind.IMAGE, Kind.FILES):
@@ -87,9 +87,12 @@ def estimate(opened: Header, chain: Chain, width: int, fmt: str = "png") -> floa
         made = RATES.get(task.name, OTHER) * max(w * h, worked[0] * worked[1])
         if task.name == "resize":
             made += SHRINK * before
-        steps.append((made * opened.frames / 1e6, _amplification(task, h)))
+        steps.append((made * opened.frames / 1e6, _amplification(task), _held(task)))
     total, amplified = 0.0, 1.0
-    for seconds, amplification in reversed(steps):
+    for seconds, amplification, held in reversed(steps):
+        # A step held in memory is computed once, whatever reads it after, and so is
+        # what comes before it.
+        amplified = 1.0 if held else amplified
         total += seconds * amplified
         amplified *= amplification
     # The decoded source is read once: sequentially, or kept whole for random access.
@@ -159,17 +162,21 @@ def _resized(task: Task, width: int, height: int) -> tuple[int, int]:
     return max(1, round(width * scale)), max(1, round(height * scale))
 
 
-def _amplification(task: Task, height: int) -> float:
+def _held(task: Task) -> bool:
+    """Computed once into memory (``ops.held``): a rotation by other than a right angle,
+    also a polaroid's tilt."""
+    deg = task.get("deg", 0) if task.name == "rotate" else task.get("rotate", 0)
+    return task.name in ("rotate", "polaroid") and isinstance(deg, int) and deg % 90 != 0
+
+
+def _amplification(task: Task) -> float:
     """How many times the steps before ``task`` are computed for it: a blur reads a
-    margin of three times its radius around each tile; a rotation by other than a right
-    angle reads, for each strip of its result, the input's whole bounding box of it
-    (fitted on a 2800-px upscale rotated by 45 degrees and shrunk: 18 s of CPU)."""
+    margin of three times its radius around each tile. (A rotation by other than a right
+    angle read, for each strip of its result, the whole bounding box of it; it is now
+    computed once into memory, ``ops.held``, and costs its pixels like any step.)"""
     if task.name in ("blur", "sharpen"):
         amount = task.get("amount", 2)
         radius = float(amount) if isinstance(amount, int | float) else 2.0
         margin = 3 * (radius if task.name == "blur" else radius / 2)
         return (1 + 2 * margin / TILE) ** 2
-    deg = task.get("deg", 0)
-    if task.name == "rotate" and isinstance(deg, int) and deg % 90:
-        return max(1.0, height / ROTATED_STRIP)
     return 1.0

@@ -17,7 +17,7 @@ import pyvips
 
 from stowage.processing import params
 from stowage.processing.base import Task, Value
-from stowage.processing.ops import srgb, with_alpha
+from stowage.processing.ops import held, srgb, with_alpha
 from stowage.processing.table import Param, TaskSpec
 
 COLOR = params.color
@@ -201,7 +201,7 @@ def polaroid(image: pyvips.Image, task: Task) -> pyvips.Image:
     )
     deg = whole(task, "rotate", 0)
     if deg % 360:
-        framed = framed.rotate(deg, background=[0, 0, 0, 0]).cast("uchar")
+        framed = held(framed.rotate(deg, background=[0, 0, 0, 0]).cast("uchar"))
     return on_background(framed, str(task.get("background", "white")))
 
 

@@ -7,36 +7,21 @@ output-dimension limit), enhance keeps the size.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
-from contextvars import ContextVar
 from dataclasses import dataclass
 
 import pyvips
 
 from stowage.processing import params
 from stowage.processing.base import Task
-from stowage.processing.ops import join_alpha, split_alpha, srgb
+from stowage.processing.ops import OUTPUT_LIMIT, join_alpha, split_alpha, srgb
 from stowage.processing.table import Param, TaskSpec
 
-#: The largest side a result may have; the engine sets it from ``Limits`` per job
-#: (``with output_limit(n):``). The default is the setting's default.
-_OUTPUT_LIMIT: ContextVar[int] = ContextVar("stowage_output_limit", default=10_000)
 STATS_SIDE = 256
 # sharpening kernels (sum 1): photo mild (a quarter of the Laplacian), artwork stronger
 PHOTO = pyvips.Image.new_from_array([[0, -1, 0], [-1, 8, -1], [0, -1, 0]], scale=4)
 ARTWORK = pyvips.Image.new_from_array(
     [[0, -1, 0], [-1, 6, -1], [0, -1, 0]], scale=2
 )  # enhance measures the image on a thumbnail this big
-
-
-@contextlib.contextmanager
-def output_limit(side: int) -> Iterator[None]:
-    token = _OUTPUT_LIMIT.set(side)
-    try:
-        yield
-    finally:
-        _OUTPUT_LIMIT.reset(token)
 
 
 def upscaled_size(width: int, height: int, limit: int) -> tuple[int, int]:
@@ -73,7 +58,7 @@ def upscale(image: pyvips.Image, task: Task) -> pyvips.Image:
     colour, alpha = split_alpha(srgb(image))
     colour = denoised(colour, str(task.get("noise", "none")))
     if task.get("upscale", True) is not False:
-        width, height = upscaled_size(image.width, image.height, _OUTPUT_LIMIT.get())
+        width, height = upscaled_size(image.width, image.height, OUTPUT_LIMIT.get())
         hscale, vscale = width / image.width, height / image.height
         colour = colour.resize(hscale, vscale=vscale, kernel="lanczos3")
         if alpha is not None:

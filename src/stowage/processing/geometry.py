@@ -103,7 +103,7 @@ def rotate(image: pyvips.Image, task: Task) -> pyvips.Image:
     background = str(task.get("background", "white"))
     if rgba(background)[3] < 255:
         image = ops.with_alpha(image)
-    return image.rotate(deg, background=ops.bands(image, background))
+    return ops.held(image.rotate(deg, background=ops.bands(image, background)))
 
 
 def flip(image: pyvips.Image, task: Task) -> pyvips.Image:

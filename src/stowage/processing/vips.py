@@ -23,7 +23,6 @@ from stowage.processing import (
     catalogue,
     composite,
     cost,
-    effects_restore,
     frames,
     ops,
     pdf,
@@ -58,7 +57,7 @@ class VipsEngine:
         deadline = time.monotonic() + limits.seconds
         try:
             with (
-                effects_restore.output_limit(limits.max_output_dimension),
+                ops.output_limit(limits.max_output_dimension),
                 svg.rewritten(source, dest) as source,  # SVG sources: checked, rewritten
                 pdf.opened(source, chain, output, dest, limits) as opened,  # PDF sources
             ):
