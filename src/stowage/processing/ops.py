@@ -20,13 +20,19 @@ from stowage.processing.params import rgba
 OUTPUT_LIMIT: ContextVar[int] = ContextVar("stowage_output_limit", default=10_000)
 
 
+#: Pixels a job may still hold in memory (``held``): the engine sets it per job from
+#: ``Limits.max_total_pixels`` (a list, so that each frame's hold draws from one budget).
+HOLD_BUDGET: ContextVar[list[int]] = ContextVar("stowage_hold_budget", default=[0])
+
+
 @contextlib.contextmanager
-def output_limit(side: int) -> Iterator[None]:
-    token = OUTPUT_LIMIT.set(side)
+def output_limit(side: int, hold_pixels: int = 0) -> Iterator[None]:
+    tokens = OUTPUT_LIMIT.set(side), HOLD_BUDGET.set([hold_pixels])
     try:
         yield
     finally:
-        OUTPUT_LIMIT.reset(token)
+        OUTPUT_LIMIT.reset(tokens[0])
+        HOLD_BUDGET.reset(tokens[1])
 
 
 def held(image: pyvips.Image) -> pyvips.Image:
@@ -35,9 +41,13 @@ def held(image: pyvips.Image) -> pyvips.Image:
     than a right angle: what comes after it (a resize above all) asked libvips for it
     again and again, recomputing every step before it (an upscale rotated, then shrunk:
     40 s of CPU; sepia then a 30-degree turn estimated at 13 s for 0.15 s of work). Held,
-    a rotation costs its pixels once: at most the limit's square, 4 bytes a pixel."""
-    limit = OUTPUT_LIMIT.get()
-    return image.copy_memory() if max(image.width, image.height) <= limit else image
+    a rotation costs its pixels once. The job's holds together stay within its total
+    pixel limit (an animation's frames each hold theirs); beyond, left lazy."""
+    budget, pixels = HOLD_BUDGET.get(), image.width * image.height
+    if max(image.width, image.height) > OUTPUT_LIMIT.get() or pixels > budget[0]:
+        return image
+    budget[0] -= pixels
+    return image.copy_memory()
 
 
 def srgb(image: pyvips.Image) -> pyvips.Image:
