@@ -22,7 +22,7 @@ OUTPUT_LIMIT: ContextVar[int] = ContextVar("stowage_output_limit", default=10_00
 
 #: Pixels a job may still hold in memory (``held``): the engine sets it per job from
 #: ``Limits.max_total_pixels`` (a list, so that each frame's hold draws from one budget).
-HOLD_BUDGET: ContextVar[list[int]] = ContextVar("stowage_hold_budget", default=[0])
+HOLD_BUDGET: ContextVar[list[int] | None] = ContextVar("stowage_hold_budget", default=None)
 
 
 @contextlib.contextmanager
@@ -44,7 +44,7 @@ def held(image: pyvips.Image) -> pyvips.Image:
     a rotation costs its pixels once. The job's holds together stay within its total
     pixel limit (an animation's frames each hold theirs); beyond, left lazy."""
     budget, pixels = HOLD_BUDGET.get(), image.width * image.height
-    if max(image.width, image.height) > OUTPUT_LIMIT.get() or pixels > budget[0]:
+    if budget is None or pixels > budget[0] or max(image.width, image.height) > OUTPUT_LIMIT.get():
         return image
     budget[0] -= pixels
     return image.copy_memory()
