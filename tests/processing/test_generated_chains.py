@@ -1,0 +1,88 @@
+"""Chains of one to three image tasks, each with generated options, on sources of every
+shape the engine meets (a photo, RGBA, one pixel, 16 bits, an animation, CMYK): each is
+rendered or refused with a 4xx of the error hierarchy, and a good source is never
+"invalid" (an out-of-order read, a crash in an operation). Refusals are expected (options
+that conflict, a size past a limit); anything else fails."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import pyvips
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from stowage import errors
+from stowage.processing import chain, officejobs
+from stowage.processing.base import Limits, _text
+from stowage.processing.table import Kind
+from stowage.processing.vips import VipsEngine
+from tests.processing.test_catalogue import SPECS, inside
+
+LIMITS = Limits(10**8, 10**9, 10_000, 60, max_cost=8.0)
+TASKS = [s for s in SPECS if s.kind in (Kind.IMAGE, Kind.SAVE, Kind.ANSWER)]
+
+
+def _sources(folder: Path) -> dict[str, tuple[Path, str]]:
+    grey = pyvips.Image.gaussnoise(64, 48, sigma=40, mean=128, seed=2).cast("uchar")
+    rgb = grey.bandjoin([grey.flip("horizontal"), grey.flip("vertical")])
+    frames = pyvips.Image.arrayjoin(
+        [rgb.linear(1, 20 * i).cast("uchar") for i in range(3)], across=1
+    )
+    frames = frames.copy()
+    frames.set_type(pyvips.GValue.gint_type, "page-height", 48)
+    made = {
+        "photo.jpg": (rgb.jpegsave, "image/jpeg"),
+        "alpha.png": (rgb.bandjoin(grey).pngsave, "image/png"),
+        "dot.png": (grey.crop(0, 0, 1, 1).pngsave, "image/png"),
+        "deep.png": (grey.cast("ushort").linear(256, 0).cast("ushort").pngsave, "image/png"),
+        "anim.gif": (frames.gifsave, "image/gif"),
+        "cmyk.jpg": (rgb.colourspace("cmyk").jpegsave, "image/jpeg"),
+    }
+    found = {}
+    for name, (save, mimetype) in made.items():
+        save(str(folder / name))
+        found[name] = (folder / name, mimetype)
+    return found
+
+
+@pytest.fixture(scope="module")
+def sources(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, str]]:
+    return _sources(tmp_path_factory.mktemp("sources"))
+
+
+@st.composite
+def segments(draw: st.DrawFn) -> list[str]:
+    found = []
+    for spec in draw(st.lists(st.sampled_from(TASKS), min_size=1, max_size=3)):
+        options = [
+            f"{p.name}:{_text(draw(inside(p.check)))}" for p in spec.params if draw(st.booleans())
+        ]
+        found.append(spec.name + ("=" + ",".join(options) if options else ""))
+    return found
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    chosen=segments(),
+    name=st.sampled_from(["photo.jpg", "alpha.png", "dot.png", "deep.png", "anim.gif", "cmyk.jpg"]),
+)
+def test_a_generated_chain_is_rendered_or_refused_with_a_client_error(
+    sources: dict[str, tuple[Path, str]], tmp_path: Path, chosen: list[str], name: str
+) -> None:
+    source, mimetype = sources[name]
+    try:
+        parsed = chain.parse(chosen)
+        output = chain.output_for(parsed, mimetype)
+        if officejobs.converted_to(parsed) is not None:
+            return  # a document conversion: LibreOffice's (tests/api/test_office.py)
+        dest = tmp_path / f"out.{output.extension}"
+        VipsEngine(threads_per_job=1).render(source, parsed, output, dest, LIMITS)
+    except errors.StowageError as exc:
+        assert 400 <= exc.status < 500, (chosen, name, exc.code, str(exc))
+        assert exc.code != "INVALID_IMAGE", (chosen, name, str(exc))
+        return
+    assert dest.stat().st_size > 0, (chosen, name)
