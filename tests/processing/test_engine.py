@@ -282,3 +282,13 @@ def test_one_side_given_is_met_exactly(
     assert size[given] == wanted
     assert abs(size[other] - derived) <= 1
     assert size[other] >= 1
+
+
+@pytest.mark.parametrize("fmt", ["xls", "docx", "odp"])
+def test_an_image_asked_as_a_document_is_a_400(tmp_path: Path, fmt: str) -> None:
+    """The service sends documents to LibreOffice; a job process asked to save an image
+    as one answers 400 instead of ending (it raised KeyError and died)."""
+    source = jpeg(tmp_path / "p.jpg", 4, 4)
+    with pytest.raises(errors.UnsupportedConversion) as refused:
+        render(tmp_path, source, f"output=format:{fmt}")
+    assert refused.value.status == 400

@@ -122,6 +122,11 @@ def _save(
             dest.unlink(missing_ok=True)
             raise _too_many_bytes(cap)
         return
+    suffix = _SUFFIXES.get(output.format)
+    if suffix is None:  # a document format: the service sends those to LibreOffice
+        raise errors.UnsupportedConversion(
+            f"an image is not saved as {output.format}", parameter="output.format"
+        )
     written = 0
     with dest.open("wb") as handle:
 
@@ -136,7 +141,7 @@ def _save(
         target = pyvips.TargetCustom()
         target.on_write(on_write)
         try:
-            image.write_to_target(target, _SUFFIXES[output.format], **options)
+            image.write_to_target(target, suffix, **options)
         except pyvips.Error as exc:
             if written > cap:
                 handle.close()
