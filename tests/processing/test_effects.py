@@ -432,7 +432,7 @@ def test_upscale_doubles_each_side(width: int, height: int, noise: str, style: s
 
 def test_upscale_is_held_to_the_output_limit_and_keeps_colour_and_alpha() -> None:
     image = flat(300, 100, [10, 200, 30, 128])
-    with ops.output_limit(450):
+    with ops.engine_limits(450):
         out = run(image, "upscale")
     assert (out.width, out.height, out.bands) == (450, 150, 4)
     assert out(225, 75) == [10, 200, 30, 128]

@@ -23,6 +23,7 @@ from tests.processing.test_catalogue import SPECS, inside
 
 LIMITS = Limits(10**8, 10**9, 10_000, 60, max_cost=8.0)
 TASKS = [s for s in SPECS if s.kind in (Kind.IMAGE, Kind.SAVE, Kind.ANSWER)]
+SOURCES = ["photo.jpg", "alpha.png", "dot.png", "deep.png", "anim.gif", "cmyk.jpg"]
 
 
 def _sources(folder: Path) -> dict[str, tuple[Path, str]]:
@@ -67,10 +68,7 @@ def segments(draw: st.DrawFn) -> list[str]:
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(
-    chosen=segments(),
-    name=st.sampled_from(["photo.jpg", "alpha.png", "dot.png", "deep.png", "anim.gif", "cmyk.jpg"]),
-)
+@given(chosen=segments(), name=st.sampled_from(SOURCES))
 def test_a_generated_chain_is_rendered_or_refused_with_a_client_error(
     sources: dict[str, tuple[Path, str]], tmp_path: Path, chosen: list[str], name: str
 ) -> None:

@@ -18,7 +18,7 @@ LIMITS = Limits(10**9, 10**10, 10_000, 120, max_frames=10**5, max_total_pixels=1
 
 def test_holds_stay_within_the_output_limit_and_the_jobs_pixels() -> None:
     small, wide = pyvips.Image.black(10, 10), pyvips.Image.black(200, 1)
-    with ops.output_limit(100, hold_pixels=150):
+    with ops.engine_limits(100, hold_pixels=150):
         assert ops.held(small) is not small  # computed, in memory
         assert ops.held(small) is small  # 100 of 150 pixels are held: lazy
         assert ops.held(wide) is wide  # past the output limit: the engine refuses it

@@ -23,7 +23,6 @@ has, so that small jobs never wait behind big ones (``pool.py``).
 
 from __future__ import annotations
 
-import math
 from typing import Protocol
 
 from stowage import errors
@@ -127,14 +126,6 @@ def size_after(task: Task, width: int, height: int) -> tuple[int, int]:
         if isinstance(dim, tuple) and len(dim) == 4:
             x, y, w, h = (int(v) for v in dim)  # type: ignore[arg-type]
             return max(1, min(w, width - x)), max(1, min(h, height - y))
-    if task.name == "rotate":
-        deg = task.get("deg", 0)
-        if isinstance(deg, int) and deg % 90:
-            rad = math.radians(deg)
-            cos, sin = abs(math.cos(rad)), abs(math.sin(rad))
-            return math.ceil(width * cos + height * sin), math.ceil(width * sin + height * cos)
-        if isinstance(deg, int) and deg % 180 == 90:
-            return height, width
     if task.name in ("collage", "animate"):  # a canvas of the size asked for
         wide, tall = task.get("width"), task.get("height")
         return (
@@ -145,7 +136,7 @@ def size_after(task: Task, width: int, height: int) -> tuple[int, int]:
         side = task.get("width", 2)
         grow = 2 * int(side) if isinstance(side, int) else 0
         return width + grow, height + grow
-    declared = catalogue.TABLE[task.name].size  # the task's own (smart_crop, shadow, ...)
+    declared = catalogue.TABLE[task.name].size  # the task's own (rotate, smart_crop, ...)
     return declared(task, width, height) if declared is not None else (width, height)
 
 
@@ -174,10 +165,8 @@ def _rate(task: Task) -> float:
 
 
 def _held(task: Task) -> bool:
-    """Computed once into memory (``ops.held``): a rotation by other than a right angle,
-    also a polaroid's tilt."""
-    deg = task.get("deg", 0) if task.name == "rotate" else task.get("rotate", 0)
-    return task.name in ("rotate", "polaroid") and isinstance(deg, int) and deg % 90 != 0
+    holds = catalogue.TABLE[task.name].holds
+    return holds is not None and holds(task)
 
 
 def _amplification(task: Task) -> float:

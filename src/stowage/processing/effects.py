@@ -17,6 +17,7 @@ import pyvips
 
 from stowage.processing import params
 from stowage.processing.base import Task, Value
+from stowage.processing.geometry import rotated_size
 from stowage.processing.ops import held, srgb, with_alpha
 from stowage.processing.table import Param, TaskSpec
 
@@ -178,13 +179,11 @@ def polaroid_frame(width: int, height: int) -> tuple[int, int]:
 def polaroid_size(task: Task, width: int, height: int) -> tuple[int, int]:
     """The framed print, and the box that holds it tilted."""
     side, bottom = polaroid_frame(width, height)
-    framed_w, framed_h = width + 2 * side, height + side + bottom
-    rad = math.radians(whole(task, "rotate", 0) % 360)
-    cos, sin = abs(math.cos(rad)), abs(math.sin(rad))
-    return (
-        math.ceil(framed_w * cos + framed_h * sin) + 1,
-        math.ceil(framed_w * sin + framed_h * cos) + 1,
-    )
+    return rotated_size(width + 2 * side, height + side + bottom, whole(task, "rotate", 0))
+
+
+def _polaroid_holds(task: Task) -> bool:
+    return whole(task, "rotate", 0) % 360 != 0
 
 
 def polaroid(image: pyvips.Image, task: Task) -> pyvips.Image:
@@ -279,6 +278,7 @@ TASKS: tuple[TaskSpec, ...] = (
         ),
         op=polaroid,
         size=polaroid_size,
+        holds=_polaroid_holds,
         random_access=True,  # a rotation reads the framed image out of order
         doc="an instant-print frame, optionally tilted",
     ),

@@ -34,10 +34,9 @@ def upscaled_size(width: int, height: int, limit: int) -> tuple[int, int]:
 
 
 def upscale_size(task: Task, width: int, height: int) -> tuple[int, int]:
-    """Twice each side (the output limit may make it less, never more)."""
     if task.get("upscale", True) is False:
         return width, height
-    return 2 * width, 2 * height
+    return upscaled_size(width, height, OUTPUT_LIMIT.get())
 
 
 def _join(image: pyvips.Image, alpha: pyvips.Image | None) -> pyvips.Image:

@@ -6,6 +6,7 @@ that asks the decoder for a smaller image); later in a chain it works on the pip
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import pyvips
@@ -92,6 +93,28 @@ def crop(image: pyvips.Image, task: Task) -> pyvips.Image:
     return image.extract_area(x, y, min(w, image.width - x), min(h, image.height - y))
 
 
+def rotated_size(width: int, height: int, deg: int) -> tuple[int, int]:
+    """The box that holds a ``width`` x ``height`` image turned by ``deg`` degrees (a
+    pixel more each way for an interpolated turn, as libvips rounds)."""
+    if deg % 180 == 90:
+        return height, width
+    if deg % 90 == 0:
+        return width, height
+    rad = math.radians(deg)
+    cos, sin = abs(math.cos(rad)), abs(math.sin(rad))
+    return math.ceil(width * cos + height * sin) + 1, math.ceil(width * sin + height * cos) + 1
+
+
+def _rotate_size(task: Task, width: int, height: int) -> tuple[int, int]:
+    deg = task.get("deg", 0)
+    return rotated_size(width, height, deg) if isinstance(deg, int) else (width, height)
+
+
+def _rotate_holds(task: Task) -> bool:
+    deg = task.get("deg", 0)
+    return isinstance(deg, int) and deg % 90 != 0
+
+
 def rotate(image: pyvips.Image, task: Task) -> pyvips.Image:
     deg = task.get("deg", 0)
     if deg == "exif" or task.get("exif") is True:
@@ -143,6 +166,8 @@ TASKS: tuple[TaskSpec, ...] = (
             Param("background", color, ("b",), "white"),
         ),
         op=rotate,
+        size=_rotate_size,
+        holds=_rotate_holds,
         random_access=True,
         doc="rotate by degrees or by the EXIF orientation",
     ),

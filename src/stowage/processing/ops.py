@@ -16,7 +16,7 @@ from stowage.processing.base import Task
 from stowage.processing.params import rgba
 
 #: The largest side a result may have; the engine sets it from ``Limits`` per job
-#: (``with output_limit(n):``). The default is the setting's default.
+#: (``with engine_limits(n, pixels):``). The default is the setting's default.
 OUTPUT_LIMIT: ContextVar[int] = ContextVar("stowage_output_limit", default=10_000)
 
 
@@ -26,7 +26,7 @@ HOLD_BUDGET: ContextVar[list[int] | None] = ContextVar("stowage_hold_budget", de
 
 
 @contextlib.contextmanager
-def output_limit(side: int, hold_pixels: int = 0) -> Iterator[None]:
+def engine_limits(side: int, hold_pixels: int = 0) -> Iterator[None]:
     tokens = OUTPUT_LIMIT.set(side), HOLD_BUDGET.set([hold_pixels])
     try:
         yield

@@ -80,6 +80,9 @@ class TaskSpec:
     #: The largest image its operation makes on the way, when larger than its result
     #: (smart_crop's cover); the estimate counts that one's pixels.
     works_on: Size | None = None
+    #: Whether its operation computes its result once into memory (``ops.held``): what
+    #: reads it after, and what came before, are then not computed again.
+    holds: Callable[[Task], bool] | None = None
     bare: str | None = None  # the parameter a value without a name sets: cache=false
     #: Why a task of the hosted service is not run here (tags, sfw): its use is refused
     #: with TASK_NOT_AVAILABLE, distinct from an unknown task's UNSUPPORTED_TASK.

@@ -58,7 +58,7 @@ class VipsEngine:
         deadline = time.monotonic() + limits.seconds
         try:
             with (
-                ops.output_limit(limits.max_output_dimension, limits.max_total_pixels),
+                ops.engine_limits(limits.max_output_dimension, limits.max_total_pixels),
                 svg.rewritten(source, dest) as source,  # SVG sources: checked, rewritten
                 pdf.opened(source, chain, output, dest, limits) as opened,  # PDF sources
             ):
