@@ -135,3 +135,19 @@ async def test_the_python_sdk_urls_work(harness: Harness) -> None:
     assert answers[2][0] == "image/gif" and decoded(answers[2][1]).width == 30
     assert answers[3][0] == "application/zip"
     assert zipfile.ZipFile(io.BytesIO(answers[3][1])).namelist() == ["a.png"]
+
+
+async def test_a_list_of_sources_alone_is_a_client_error(harness: Harness) -> None:
+    """A list is read only by a task (zip, animate, ...): no download, no metadata."""
+    a = await stored(harness, plain(20, 20, [255, 0, 0]), "a.png")
+    b = await stored(harness, plain(20, 20, [0, 0, 255]), "b.png")
+    for path in (
+        f"/[{a},{b}]",
+        f"/cache=false/[{a},{b}]",
+        f"/{harness.open_app.api_key}/[{a},{a}]",
+        f"/[{a},{b}]/metadata",
+        f"/preview/[{a}]",
+    ):
+        resp = await harness.cdn.get(path)
+        assert resp.status == 400, path
+        assert await code_of(resp) == "INVALID_PARAMETER", path

@@ -54,9 +54,52 @@ def test_tasks_are_checked_when_the_path_is_parsed() -> None:
     assert caught.value.details["parameter"] == "resize.width"
 
 
-@given(st.text(max_size=120))
-def test_any_path_is_parsed_or_refused_with_a_4xx(text: str) -> None:
-    try:
+REQUEST_TASKS = st.sampled_from(
+    ["cache=false", "cache=e:60", "cache=cache:off", "cache=expiry:max", 'security=p:"a",s:b']
+)
+SOURCE_LISTS = st.lists(st.sampled_from([H, H2]), min_size=1, max_size=4).map(
+    lambda handles: "[" + ",".join(handles) + "]"
+)
+
+
+@given(
+    key=st.sampled_from([[], ["KEY"]]),
+    asks=st.lists(REQUEST_TASKS | st.just("preview"), max_size=3),
+    sources=SOURCE_LISTS,
+    metadata=st.booleans(),
+)
+def test_a_list_of_sources_with_no_task_to_read_it_is_refused(
+    key: list[str], asks: list[str], sources: str, metadata: bool
+) -> None:
+    """Nothing downloads, describes or previews a list: it needs zip, animate, ..."""
+    text = "/".join([*key, *asks, sources, *(["metadata"] if metadata else [])])
+    with pytest.raises(errors.InvalidParameter) as caught:
         grammar.parse_path("/" + text)
+    assert caught.value.details["parameter"] == "sources"
+
+
+def _parsed_or_refused(text: str) -> None:
+    """A path that parses names something to read, and a list only with a task."""
+    try:
+        path = grammar.parse_path("/" + text)
     except errors.StowageError as exc:
         assert 400 <= exc.status < 500
+        return
+    assert path.sources or path.url
+    assert path.tasks or not path.handles
+
+
+@given(st.text(max_size=120))
+def test_any_path_is_parsed_or_refused_with_a_4xx(text: str) -> None:
+    _parsed_or_refused(text)
+
+
+@given(
+    st.lists(REQUEST_TASKS | st.sampled_from(["KEY", "flip", "zip", "metadata"]), max_size=4),
+    SOURCE_LISTS | st.just(H),
+    st.lists(st.just("metadata"), max_size=1),
+)
+def test_any_arrangement_of_request_tasks_and_sources_is_parsed_or_refused(
+    before: list[str], source: str, after: list[str]
+) -> None:
+    _parsed_or_refused("/".join([*before, source, *after]))

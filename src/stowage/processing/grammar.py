@@ -76,6 +76,12 @@ def parse_path(raw_path: str) -> CdnPath:
         found.api_key = segments.pop(0)
     for segment in segments:
         _apply(found, segment, parse_task(segment))
+    if found.handles and not found.tasks:  # a list is no file to download or describe
+        raise errors.InvalidParameter(
+            "a list of sources needs a task that reads several files (zip, animate, "
+            "collage, pdfcreate)",
+            parameter="sources",
+        )
     return found
 
 
