@@ -8,6 +8,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from urllib.parse import quote
 
 import pytest
 from aiohttp import web
@@ -25,6 +26,7 @@ class Origin:
     etag: str = '"v1"'
     validators: bool = True
     asked: list[str | None] = field(default_factory=list)  # If-None-Match of each GET
+    queries: list[str] = field(default_factory=list)  # the query string of each GET
     bodies: int = 0  # full answers sent
 
     def change(self, body: bytes, etag: str) -> None:
@@ -36,8 +38,11 @@ async def origin() -> AsyncIterator[Origin]:
     site = Origin("", picture(300, 150, ".png"))
 
     async def image(request: web.Request) -> web.Response:
+        site.queries.append(request.query_string)
         if request.match_info["name"] == "slow.png":  # answers after the fetch's deadline
             await asyncio.sleep(5)
+        if request.match_info["name"] == "empty":  # a 204: no file
+            return web.Response(status=204)
         asked = request.headers.get("If-None-Match")
         site.asked.append(asked)
         if site.validators and asked == site.etag:
@@ -172,3 +177,78 @@ async def test_fallback_stands_in_for_a_url_that_fails(harness: Harness, origin:
     assert body == backup_bytes
     resp = await harness.cdn.get(f"/{key}/flip/{origin.url}")
     assert resp.status in (415, 422)  # without fallback the failure answers
+
+
+def _base(origin: Origin) -> str:
+    return origin.url.rsplit("/", 1)[0]
+
+
+async def test_a_policy_url_rule_holds_for_the_url_fetched(
+    harness: Harness, origin: Origin
+) -> None:
+    """``pic.png/../other``, sent as is or percent-encoded, is ``/other``: not covered."""
+    app = harness.secure_app
+    rule = harness.policy(
+        app, call=["convert", "store"], url="http://127\\.0\\.0\\.1:[0-9]+/pic\\.png.*"
+    )
+    escape = f"{origin.url}/../other.png"
+    for source in (escape, quote(escape, safe=""), quote(f"{origin.url}/%2e%2e/x", safe="")):
+        for path in (
+            f"/{app.api_key}/resize=width:20/{source}",
+            f"/process/{app.api_key}/store/{source}",
+        ):
+            client = harness.api if path.startswith("/process") else harness.cdn
+            resp = await client.get(path, params=rule)
+            assert resp.status == 403, (path, await resp.text())
+    assert origin.asked == []
+    resp = await harness.cdn.get(f"/{app.api_key}/resize=width:20/{origin.url}", params=rule)
+    assert resp.status == 200
+
+
+async def test_the_query_of_a_url_sent_as_is_is_the_sources(
+    harness: Harness, origin: Origin
+) -> None:
+    """As the SDKs build it; Stowage's own parameters stay here (never to the origin)."""
+    key = harness.open_app.api_key
+    own = f"key={key}&dl=false&cache=true"
+    for query, sent in (("v=2&w=a-b", "v=2&w=a-b"), (f"v=3&{own}", "v=3"), (own, "")):
+        resp = await harness.cdn.get(f"/{key}/resize=width:20/{origin.url}?{query}")
+        assert resp.status == 200, await resp.text()
+        assert origin.queries[-1] == sent
+    encoded = quote(f"{origin.url}?v=4", safe="")
+    resp = await harness.cdn.get(f"/{key}/resize=width:20/{encoded}?dl=true")
+    assert resp.status == 200 and origin.queries[-1] == "v=4"
+    app = harness.secure_app
+    rule = harness.policy(app, call=["convert"])
+    resp = await harness.cdn.get(f"/{app.api_key}/flip/{origin.url}?v=5", params=rule)
+    assert resp.status == 200 and origin.queries[-1] == "v=5"  # no policy sent on
+
+
+# A bucket of 3 requests, refilled one per 1000 s.
+@pytest.mark.settings(rate_limit_app=0.001, rate_limit_burst=3000, rate_limit_ip=0)
+async def test_every_external_transformation_counts_against_the_app(
+    harness: Harness, origin: Origin
+) -> None:
+    """Its result is not kept, so each request runs a job (and a store also fetches)."""
+    key = harness.open_app.api_key
+    for width in (20, 20):
+        resp = await harness.cdn.get(f"/{key}/resize=width:{width}/{origin.url}")
+        assert resp.status == 200
+    resp = await harness.api.get(f"/process/{key}/store/{origin.url}")
+    assert resp.status == 200
+    for path in (f"/{key}/resize=width:20/{origin.url}", f"/{key}/cache=false/flip/{origin.url}"):
+        refused = await harness.cdn.get(path)
+        assert refused.status == 429 and "Retry-After" in refused.headers
+    refused = await harness.api.get(f"/process/{key}/store/{origin.url}")
+    assert refused.status == 429
+
+
+async def test_an_answer_with_no_file_is_an_upstream_error(
+    harness: Harness, origin: Origin
+) -> None:
+    key = harness.open_app.api_key
+    empty = f"{_base(origin)}/empty"
+    resp = await harness.api.get(f"/process/{key}/store/{empty}")
+    assert resp.status == 502 and (await resp.json())["error"]["code"] == "UPSTREAM_ERROR"
+    resp = await harness.cdn.get(f"/{key}/flip/{empty}")
+    assert resp.status == 502

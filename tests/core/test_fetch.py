@@ -343,6 +343,7 @@ class Upstream:
         app.router.add_get("/loop", self.loop)
         app.router.add_get("/hop/{n}", self.hop)
         app.router.add_get("/redirect", self.redirect)
+        app.router.add_get("/status/{n}", self.status)
         self.runner = web.AppRunner(app, handle_signals=False)
         await self.runner.setup()
         await web.TCPSite(self.runner, "127.0.0.1", 0).start()
@@ -412,6 +413,12 @@ class Upstream:
         if n == 0:
             return web.Response(body=b"arrived")
         raise web.HTTPFound(f"/hop/{n - 1}")
+
+    async def status(self, request: web.Request) -> web.Response:
+        self.hits.append(request.path)
+        code = int(request.match_info["n"])
+        no_body = code in (204, 304) or code < 200
+        return web.Response(status=code, body=None if no_body else b"partial")
 
     async def redirect(self, request: web.Request) -> web.Response:
         self.hits.append(request.path)
@@ -641,6 +648,33 @@ async def test_error_status_is_an_upstream_error(
 ) -> None:
     with pytest.raises(errors.UpstreamError, match=str(status)):
         await fetcher_factory(allow_private=True).open(upstream.url(path))
+
+
+NO_FILE = st.sampled_from([201, 202, 204, 205, 206, 226, 300, 304, 305, 400, 418, 503, 599])
+
+
+@settings(max_examples=20, deadline=None)
+@given(code=NO_FILE, conditional=st.booleans())
+async def test_only_a_200_is_a_file(code: int, conditional: bool) -> None:
+    """A 204, a 206 never asked for, or a 304 to an unconditional GET holds no file: kept,
+    it would be an empty or partial file under a new handle."""
+    server = Upstream()
+    await server.start()
+    fetcher = make_fetcher(allow_private=True)
+    try:
+        validators = {"If-None-Match": '"v1"'} if conditional else {}
+        if code == 304 and conditional:
+            fetched = await fetcher.open(server.url("/status/304"), validators)
+            assert fetched.not_modified
+            await read_all(fetched)
+            return
+        with pytest.raises(errors.UpstreamError, match=str(code)):
+            await fetcher.open(server.url(f"/status/{code}"), validators)
+        for ok in (200, 203):
+            assert await read_all(await fetcher.open(server.url(f"/status/{ok}"))) == b"partial"
+    finally:
+        await fetcher.close()
+        await server.close()
 
 
 async def test_connection_refused_is_an_upstream_error(fetcher_factory: Any) -> None:

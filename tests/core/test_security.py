@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from stowage import errors
 from stowage.core import security
+from stowage.core.fetch import check_url
 from stowage.core.security import CALLS, Credentials, Policy, Target
 
 # Signature vectors from the official Filestack SDKs' own tests and docs (a copy of
@@ -700,3 +701,27 @@ def test_check_size_without_limits() -> None:
     security.check_size(zero, 0)
     with pytest.raises(errors.PayloadTooLarge):
         security.check_size(zero, 1)
+
+
+# --- a policy's url rule holds for the URL fetched -----------------------------------------
+
+STEPS = st.sampled_from(["allowed", "other", "..", ".", "%2e%2e", "%2E.", "a", "%2e", ""])
+
+
+@settings(max_examples=300)
+@given(steps=st.lists(STEPS, min_size=1, max_size=6), query=st.sampled_from(["", "?x=1"]))
+def test_a_url_rule_allows_only_urls_whose_fetched_path_it_covers(
+    steps: list[str], query: str
+) -> None:
+    """Dot segments (plain or escaped) are resolved before the match, as the fetcher
+    resolves them: ``/allowed/../other`` is ``/other``, which the rule does not cover."""
+    url = "http://files.example/" + "/".join(steps) + query
+    creds = signed(
+        {"expiry": NOW + 60, "call": ["convert"], "url": "http://files\\.example/allowed/.*"}
+    )
+    fetched = check_url(url, allow_private=False).path
+    try:
+        authorize(creds, "convert", Target(url=url))
+    except errors.PolicyDenied:
+        return
+    assert fetched.startswith("/allowed/"), (url, fetched)

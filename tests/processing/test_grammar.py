@@ -44,6 +44,7 @@ def test_external_urls_as_sent_or_encoded() -> None:
         path = grammar.parse_path(f"/KEY/resize=width:10/{url}")
         assert path.url is not None and path.url.startswith("https://example.test/a/b.jpg")
         assert path.api_key == "KEY" and path.tasks == ["resize=width:10"]
+        assert path.url_as_sent == ("://" in url)  # then the request's query is the URL's
 
 
 def test_tasks_are_checked_when_the_path_is_parsed() -> None:

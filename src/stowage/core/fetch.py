@@ -76,6 +76,19 @@ class GuardedResolver(AbstractResolver):
         await self._inner.close()
 
 
+_FILE_STATUSES = (200, 203)  # 203: a proxy's copy of the 200
+
+
+def canonical_url(url: str) -> str:
+    """The URL as the fetcher asks for it: dot segments resolved, escapes normalised. A
+    policy's ``url`` pattern is matched against this, never the text as sent, so that
+    ``/allowed/../other`` (sent percent-encoded) cannot reach ``/other``."""
+    try:
+        return str(URL(url))
+    except (ValueError, TypeError):
+        return url  # malformed: the fetch refuses it (INVALID_URL)
+
+
 def check_url(url: str, allow_private: bool) -> URL:
     """The checks that need no DNS: scheme, credentials, literal internal addresses.
 
@@ -189,7 +202,7 @@ class Fetcher:
         for _ in range(self.max_redirects + 1):
             response = await self._request(url, validators)
             if response.status not in (301, 302, 303, 307, 308):
-                return self._accept(response)
+                return self._accept(response, conditional=bool(validators))
             location = response.headers.get("Location", "")
             response.release()
             try:
@@ -215,10 +228,15 @@ class Fetcher:
         except (aiohttp.ClientError, OSError) as exc:
             raise errors.UpstreamError("the url could not be fetched") from exc
 
-    def _accept(self, response: aiohttp.ClientResponse) -> aiohttp.ClientResponse:
-        if response.status >= 400:
+    def _accept(
+        self, response: aiohttp.ClientResponse, conditional: bool
+    ) -> aiohttp.ClientResponse:
+        # Only a 200 carries the file: a 204 or an unasked 304 or 206 is no file to keep
+        # (stored, it would be an empty or partial file under a new handle).
+        fine = response.status in _FILE_STATUSES or (conditional and response.status == 304)
+        if not fine:
             response.release()
-            raise errors.UpstreamError(f"the url answered {response.status}")
+            raise errors.UpstreamError(f"the url answered {response.status}, not a file")
         length = response.content_length
         if length is not None and length > self.max_bytes:
             response.release()

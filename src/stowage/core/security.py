@@ -19,6 +19,7 @@ from typing import Any
 
 from stowage import errors
 from stowage.core import names, patterns
+from stowage.core.fetch import canonical_url
 from stowage.registry.base import AppRows, FileRecord, FileRows
 
 CALLS = frozenset(
@@ -263,8 +264,16 @@ def _check_target(policy: Policy, target: Target) -> None:
         value = getattr(target, name)
         if name == "url" and value is None:
             continue  # Filestack: url restricts URL sources and processing, not handle calls
-        if pattern is not None and (value is None or not patterns.full_match(pattern, value)):
+        if pattern is not None and not _covers(pattern, value, name == "url"):
             raise errors.PolicyDenied(f"policy does not allow this {name}")
+
+
+def _covers(pattern: str, value: str | None, is_url: bool) -> bool:
+    """A URL must match as sent and as fetched (dot segments resolved): neither
+    ``/allowed/../other`` nor a line break that the fetcher would encode gets past."""
+    if value is None or not patterns.full_match(pattern, value):
+        return False
+    return not is_url or patterns.full_match(pattern, canonical_url(value))
 
 
 def check_size(policy: Policy | None, size: int) -> None:

@@ -16,6 +16,7 @@ import contextlib
 import dataclasses
 import math
 from collections.abc import Awaitable, Callable
+from urllib.parse import unquote
 
 from aiohttp import web
 
@@ -46,6 +47,8 @@ for _metric in metrics.ALL:
 async def transform(request: web.Request, path: CdnPath, *, cdn: bool) -> web.StreamResponse:
     parts = request.app[PARTS]
     processor = parts.processor
+    if path.url is not None and path.url_as_sent:
+        path.url = with_source_query(path.url, request.raw_path.partition("?")[2])
     creds = request_credentials(request, path)
     api_key = path.api_key or request.query.get("key")
     if path.preview is not None:  # the page is the CDN's (http/preview.py)
@@ -60,7 +63,8 @@ async def transform(request: web.Request, path: CdnPath, *, cdn: bool) -> web.St
     if path.url is not None and path.store is not None:  # /<APIKEY>/[tasks/]store/<URL>
         if cdn:
             _to_process_address(request, parts)
-        record = await processor.store_url(api_key, path.url, path.tasks, creds)
+        fetching = _charger(request)  # each one fetches (and runs a job): it costs the app
+        record = await processor.external.stored(api_key, path.url, path.tasks, creds, fetching)
         return web.json_response(store_result(parts.links, record))
     if path.url is not None:
         return await _external(request, processor, path, api_key, varies, cdn)
@@ -116,6 +120,20 @@ async def _video(
     return web.json_response(found, headers={"Cache-Control": "no-store"})
 
 
+#: Query parameters Stowage reads on a transformation URL: never sent on to an origin.
+OWN_PARAMETERS = frozenset({"key", "policy", "signature", "dl", "cache"})
+
+
+def with_source_query(url: str, query: str) -> str:
+    """An external URL sent as it is (``/<KEY>/resize=w:9/https://host/a.jpg?v=2``):
+    the request's query string is the source's, as the SDKs build it, but for Stowage's
+    own parameters, which stay here (a policy is never sent to the origin)."""
+    kept = [p for p in query.split("&") if p and unquote(p.partition("=")[0]) not in OWN_PARAMETERS]
+    if not kept:
+        return url
+    return url + ("&" if "?" in url else "?") + "&".join(kept)
+
+
 def _to_process_address(request: web.Request, parts: Assembly) -> None:
     target = parts.links.process_url(request.raw_path)
     if request.method in ("GET", "HEAD"):
@@ -134,12 +152,15 @@ async def _external(
     assert path.url is not None
     creds = request_credentials(request, path)
     cache = _cache(request, path)
+    charge = _charger(request)  # the result is not kept: each request runs a job
     try:
         with contextlib.nullcontext() if cache else fresh():  # cache=false: drawn anew
-            kept = await processor.kept_screenshot(api_key, path.url, path.tasks, creds)
+            kept = await processor.external.kept_screenshot(
+                api_key, path.url, path.tasks, creds, charge
+            )
         if kept is not None:
             return await _send_kept(request, kept, cache, path, varies)
-        result = await processor.from_url(api_key, path.url, path.tasks, creds)
+        result = await processor.external.transformed(api_key, path.url, path.tasks, creds, charge)
     except errors.StowageError as exc:  # an origin down or not an image: the fallback
         if (backup := _fallback(path, exc)) is None:
             raise

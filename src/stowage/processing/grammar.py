@@ -48,6 +48,9 @@ class CdnPath:
     max_age: int | None = None  # cache=expiry:N
     tasks: list[str] = field(default_factory=list)  # processing tasks (store too), in order
     url: str | None = None  # an external source instead of a handle
+    #: The URL came as it is, not percent-encoded: the request's query string is its own
+    #: (``http/transform.py`` adds it back; the parser sees only the path).
+    url_as_sent: bool = False
     handles: tuple[str, ...] = ()  # [h1,h2]: several sources (zip, collage, animate)
     store: Task | None = None  # a store task: the result becomes a new file
     preview: Task | None = None  # preview[=css:"URL"]: the viewer page (http/preview.py)
@@ -70,6 +73,7 @@ def parse_path(raw_path: str) -> CdnPath:
     if not segments:
         raise errors.NotFound()
     found = CdnPath(handle="", metadata=metadata, url=url[0] if url else None)
+    found.url_as_sent = url is not None and url[2]
     if url is None:
         _source(found, segments.pop())
     if segments and "=" not in segments[0] and catalogue.spec(segments[0]) is None:
@@ -102,13 +106,15 @@ def _source(found: CdnPath, last: str) -> None:
     found.handles = tuple(str(h) for h in handles)
 
 
-def _url_source(raw: list[str]) -> tuple[str, int] | None:
-    """An external URL source: the rest of the path from its scheme on, and the segment
-    it starts at. Sent as is (``https://host/a.jpg``) or percent-encoded."""
+def _url_source(raw: list[str]) -> tuple[str, int, bool] | None:
+    """An external URL source: the rest of the path from its scheme on, the segment it
+    starts at, and whether it was sent as is (``https://host/a.jpg``), not
+    percent-encoded."""
     for index, segment in enumerate(raw[1:], start=1):
         if _URL.match(segment) and "=" not in segment.split(":")[0]:
             rest = "/".join(raw[index:])
-            return (unquote(rest) if "://" not in rest else rest), index
+            as_sent = "://" in rest
+            return (rest if as_sent else unquote(rest)), index, as_sent
     return None
 
 

@@ -12,7 +12,7 @@ import contextlib
 import dataclasses
 import functools
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,16 +23,16 @@ from stowage.core.events import Change
 from stowage.core.fetch import Fetcher
 from stowage.core.providers import Providers
 from stowage.core.security import Credentials, Target, authorize, record_for
-from stowage.core.service import StoreParams
 from stowage.core.sources import Source
-from stowage.core.uploads import Store, provider_for_location
+from stowage.core.uploads import Store
 from stowage.processing import archive, metrics, office, officejobs, readable, screenshots
 from stowage.processing import chain as chains
-from stowage.processing.base import Chain, Job, Limits, Output, Task
-from stowage.processing.cache import DerivativeCache, file_chunks, version_of
+from stowage.processing.base import Chain, Job, Limits, Output
+from stowage.processing.cache import DerivativeCache, version_of
+from stowage.processing.external import Charge, External, stored
 from stowage.processing.officeformats import Kind, kind_of
 from stowage.processing.pool import JobPool
-from stowage.processing.results import Derivative, Spooled
+from stowage.processing.results import Derivative
 from stowage.processing.shotcache import KeptScreenshots
 from stowage.processing.spool import Spool
 from stowage.processing.urlsources import UrlSources
@@ -86,6 +86,16 @@ class Processor:
         )
         self.screenshots = screenshots.Screenshots(settings, self.spool.new)
         self.kept_shots = KeptScreenshots(self.cache, settings.screenshot_cache_seconds)
+        self.external = External(
+            core.providers.app,
+            core.store,
+            self._authorize,
+            self._run,
+            self.spool,
+            self.url_sources,
+            self.screenshots,
+            self.kept_shots,
+        )
 
     async def derivative(
         self,
@@ -94,7 +104,7 @@ class Processor:
         creds: Credentials,
         api_key: str | None,
         handles: tuple[str, ...] = (),
-        before: Callable[[App], Awaitable[None]] | None = None,
+        before: Charge | None = None,
     ) -> Derivative:
         """``handles``: a ``[h1,h2]`` source list (animate, collage), when ``handle`` is "";
         ``before``: called with the file's app once it is authorised (a rate charge)."""
@@ -134,84 +144,7 @@ class Processor:
         filename = str(task.get("filename") or f"{stem}.{made.record.filename.rsplit('.')[-1]}")
         mimetype = made.record.mimetype
         source = Source(chunks=self.cache.open(made.key), filename=filename, content_type=mimetype)
-        return await self._stored(app.api_key, task, source, mimetype, creds)
-
-    async def from_url(
-        self, api_key: str | None, url: str, segments: list[str], creds: Credentials
-    ) -> Spooled:
-        """A transformation of an external URL, read through the URL guard and the kept
-        copies (``urlsources.py``); not kept: the caller sends the file and removes it."""
-        chain = chains.parse(segments)
-        app = await self.core.providers.app(api_key)
-        self._authorize(app, creds, Target(url=url))
-        return await self._spooled(url, chain, app)
-
-    async def kept_screenshot(
-        self, api_key: str | None, url: str, segments: list[str], creds: Credentials
-    ) -> Derivative | None:
-        """A ``urlscreenshot`` chain's result, kept a while (``shotcache.py``); None when
-        the chain draws no page or nothing is kept (``screenshot_cache_seconds`` 0)."""
-        chain = chains.parse(segments)
-        if screenshots.task_of(chain) is None or not self.kept_shots.seconds:
-            return None
-        app = await self.core.providers.app(api_key)
-        self._authorize(app, creds, Target(url=url))
-        output = chains.output_for(screenshots.without(chain), "image/png")
-        draw = functools.partial(self._spooled, url, chain, app)
-        return await self.kept_shots.derivative(url, chain.key(), output, app, draw)
-
-    async def _spooled(self, url: str, chain: Chain, app: App) -> Spooled:
-        shot = screenshots.task_of(chain)  # the page drawn, not its file read
-        source = self.screenshots.opened(url, shot) if shot else self.url_sources.opened(url)
-        async with source as held:
-            chain = screenshots.without(chain)
-            mimetype = held.content_type
-            output, kind = chains.output_for(chain, mimetype), kind_of(mimetype, url)
-            dest = self.spool.new("." + output.extension)
-            try:
-                await self._run(held.path, chain, output, dest, kind=kind)
-            except BaseException:
-                dest.unlink(missing_ok=True)
-                raise
-        return Spooled(dest, output, private=app.security)
-
-    async def store_url(
-        self, api_key: str | None, url: str, segments: list[str], creds: Credentials
-    ) -> FileRecord:
-        """``/<APIKEY>/[tasks/]store/<URL>``: the URL's file, or the tasks' result of it,
-        becomes a new file (store's own check of the policy: ``store`` and its ``url``)."""
-        chain = chains.parse(segments)
-        task = chain.store
-        assert task is not None
-        if not chain.tasks:  # the file as it is: store-from-URL
-            source = Source(url=url, filename=_text(task.get("filename")))
-            return await self._stored(api_key, task, source, None, creds)
-        made = await self.from_url(api_key, url, segments, creds)
-        try:
-            name = _text(task.get("filename")) or f"file.{made.output.extension}"
-            chunks = file_chunks(made.path)
-            source = Source(chunks=chunks, filename=name, content_type=made.output.mimetype)
-            return await self._stored(api_key, task, source, made.output.mimetype, creds)
-        finally:
-            made.path.unlink(missing_ok=True)
-
-    async def _stored(
-        self,
-        api_key: str | None,
-        task: Task,
-        source: Source,
-        mimetype: str | None,
-        creds: Credentials,
-    ) -> FileRecord:
-        params = StoreParams(
-            filename=source.filename,
-            mimetype=mimetype,
-            path=_text(task.get("path")),
-            container=_text(task.get("container")),
-            access=str(task.get("access") or "private"),
-        )
-        location = provider_for_location(_text(task.get("location")))
-        return await self.core.store(api_key, location, source, params, creds)
+        return await stored(self.core.store, app.api_key, task, source, mimetype, creds)
 
     async def publish(self, change: Change) -> None:
         """As a change sink: an overwrite or a delete drops the old version's derivatives
@@ -383,7 +316,3 @@ def _animated_output(chain: Chain) -> Output | None:
     if not any(t.name == "animate" for t in chain.tasks) or chain.output_format == "webp":
         return None
     return chains.output_for(dataclasses.replace(chain, output_format="gif"), "image/gif")
-
-
-def _text(value: object) -> str | None:
-    return None if value is None else str(value)
