@@ -5,10 +5,14 @@ where it matters (pixels, frames, archive entries)."""
 from __future__ import annotations
 
 import io
+import math
 import zipfile
+from urllib.parse import unquote
 
 import pytest
 import pyvips
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from stowage.config import MiB
 from tests.api.harness import Harness
@@ -16,6 +20,15 @@ from tests.api.test_transform import decoded, get, stored
 from tests.api.test_transform_rules import code_of
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
+COLOURS = {"r": [255, 0, 0], "g": [0, 255, 0], "b": [0, 0, 255]}
+# Lists of the three colours holding a repeat somewhere (the case the service once
+# dropped: frames, cells and entries are the list as written).
+REPEATING = st.lists(st.sampled_from(sorted(COLOURS)), min_size=1, max_size=5).flatmap(
+    lambda names: st.permutations([*names, names[0]])
+)
+GENERATED = settings(
+    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 
 def plain(width: int, height: int, colour: list[int], fmt: str = ".png") -> bytes:
@@ -151,3 +164,132 @@ async def test_a_list_of_sources_alone_is_a_client_error(harness: Harness) -> No
         resp = await harness.cdn.get(path)
         assert resp.status == 400, path
         assert await code_of(resp) == "INVALID_PARAMETER", path
+
+
+async def _three(harness: Harness) -> dict[str, str]:
+    """One stored image of each colour, by its letter."""
+    return {k: await stored(harness, plain(40, 20, c), f"{k}.png") for k, c in COLOURS.items()}
+
+
+def _frames(body: bytes) -> list[tuple[int, ...]]:
+    strip = pyvips.Image.new_from_buffer(body, "", n=-1)
+    height = strip.get("page-height")
+    pages = range(strip.get("n-pages"))
+    return [colour(strip, strip.width // 2, page * height + height // 2) for page in pages]
+
+
+def _near(found: list[tuple[int, ...]], names: list[str]) -> bool:
+    wanted = [COLOURS[n] for n in names]
+    return len(found) == len(wanted) and all(
+        abs(a - b) < 30
+        for got, want in zip(found, wanted, strict=True)
+        for a, b in zip(got, want, strict=True)
+    )
+
+
+@given(names=REPEATING)
+@GENERATED
+async def test_animate_has_a_frame_for_each_listed_handle(
+    harness: Harness, names: list[str]
+) -> None:
+    handles = await _three(harness)
+    listed = ",".join(handles[n] for n in names)
+    _, body = await get(harness, f"/animate=delay:100,width:20/[{listed}]")
+    assert _near(_frames(body), names), (names, _frames(body))
+
+
+@given(names=REPEATING)
+@GENERATED
+async def test_collage_has_a_cell_for_each_listed_file(harness: Harness, names: list[str]) -> None:
+    handles = await _three(harness)
+    base = await stored(harness, plain(40, 20, [0, 0, 0]), "base.png")
+    files = ",".join(handles[n] for n in names)
+    size, margin = 300, 10
+    _, body = await get(
+        harness, f"/collage=files:[{files}],width:{size},height:{size},margin:10,fit:crop/{base}"
+    )
+    image = decoded(body)
+    columns = math.ceil(math.sqrt(len(names) + 1))
+    cell = (size - margin * (columns + 1)) // columns  # rows never outnumber columns
+    rows = math.ceil((len(names) + 1) / columns)
+    cell_h = (size - margin * (rows + 1)) // rows
+    found = []
+    for index in range(1, len(names) + 1):  # the base image is cell 0
+        x = margin + (index % columns) * (cell + margin) + cell // 2
+        y = margin + (index // columns) * (cell_h + margin) + cell_h // 2
+        found.append(colour(image, x, y))
+    assert _near(found, names), (names, found)
+
+
+@given(names=REPEATING)
+@GENERATED
+async def test_zip_has_an_entry_for_each_listed_handle(harness: Harness, names: list[str]) -> None:
+    handles = await _three(harness)
+    _, body = await get(harness, f"/zip/[{','.join(handles[n] for n in names)}]")
+    entries = zipfile.ZipFile(io.BytesIO(body)).namelist()
+    assert len(entries) == len(names) and len(set(entries)) == len(names)
+    found = [decoded(zipfile.ZipFile(io.BytesIO(body)).read(e)) for e in entries]
+    assert _near([colour(image, 5, 5) for image in found], names)
+
+
+@pytest.mark.settings(processing_max_sources=3)
+async def test_each_listed_place_counts_towards_the_sources_limit(harness: Harness) -> None:
+    red = await stored(harness, plain(10, 10, [255, 0, 0]), "r.png")
+    _, body = await get(harness, f"/animate/[{red},{red},{red}]")
+    assert len(_frames(body)) == 3
+    resp = await harness.cdn.get(f"/animate/[{red},{red},{red},{red}]")
+    assert resp.status == 400 and await code_of(resp) == "INVALID_PARAMETER"
+    resp = await harness.cdn.get(f"/collage=files:[{red},{red},{red}],width:50,height:50/{red}")
+    assert resp.status == 400 and await code_of(resp) == "INVALID_PARAMETER"
+
+
+@given(names=REPEATING, zips=st.booleans())
+@GENERATED
+async def test_a_list_sources_result_can_be_stored(
+    harness: Harness, names: list[str], zips: bool
+) -> None:
+    """``animate/store/[...]`` and ``zip/store/[...]``: the result as a new file."""
+    handles = await _three(harness)
+    task = "zip" if zips else "animate=delay:100,width:20"
+    key = harness.open_app.api_key
+    resp = await harness.api.get(
+        f"/process/{key}/{task}/store/[{','.join(handles[n] for n in names)}]"
+    )
+    made = await resp.json()
+    assert resp.status == 200, made
+    assert made["type"] == ("application/zip" if zips else "image/gif")
+    assert made["filename"] == ("files.zip" if zips else f"{names[0]}.gif")
+    _, body = await get(harness, f"/{made['handle']}")
+    if zips:
+        archive = zipfile.ZipFile(io.BytesIO(body))
+        found = [colour(decoded(archive.read(e)), 5, 5) for e in archive.namelist()]
+        assert _near(found, names)
+    else:
+        assert _near(_frames(body), names), (names, _frames(body))
+
+
+async def test_the_cdn_sends_a_list_store_to_the_process_address(harness: Harness) -> None:
+    handles = await _three(harness)
+    tail = f"{harness.open_app.api_key}/zip/store=filename:all.zip/[{handles['r']},{handles['r']}]"
+    resp = await harness.cdn.get(f"/{tail}", allow_redirects=False)
+    assert resp.status == 307 and unquote(resp.headers["Location"]).endswith(f"/process/{tail}")
+    resp = await harness.api.get(f"/process/{tail}")
+    made = await resp.json()
+    assert resp.status == 200 and made["filename"] == "all.zip", made
+    _, body = await get(harness, f"/{made['handle']}")
+    assert zipfile.ZipFile(io.BytesIO(body)).namelist() == ["r.png", "r (2).png"]
+    resp = await harness.api.get(f"/process/zip/flip/store/[{handles['r']}]")
+    assert resp.status == 400 and await code_of(resp) == "INVALID_PARAMETER"
+
+
+@pytest.mark.parametrize("items", ["{h},", ",", ",{h}", "{h},,{h}", "{h}x", "{h}.png", "{h},[{h}]"])
+async def test_a_list_item_that_is_no_handle_is_a_client_error(
+    harness: Harness, items: str
+) -> None:
+    handle = await stored(harness, plain(10, 10, [255, 0, 0]), "r.png")
+    for task in ("zip", "animate", "pdfcreate"):
+        resp = await harness.cdn.get(f"/{task}/[{items.format(h=handle)}]")
+        assert resp.status == 400, (task, items)
+        body = await resp.json()
+        assert body["error"]["code"] == "INVALID_PARAMETER", body
+        assert body["error"]["details"]["parameter"] == "sources", body

@@ -3,11 +3,14 @@ the request tasks read into the parsed path by the table."""
 
 from __future__ import annotations
 
+import string
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from stowage import errors
+from stowage.core import names
 from stowage.processing import grammar
 from stowage.processing.base import Task
 
@@ -104,3 +107,35 @@ def test_any_arrangement_of_request_tasks_and_sources_is_parsed_or_refused(
     before: list[str], source: str, after: list[str]
 ) -> None:
     _parsed_or_refused("/".join([*before, source, *after]))
+
+
+HANDLES = st.text(alphabet=string.ascii_letters + string.digits + "_-", min_size=20, max_size=20)
+# Items that cannot be handles: of the URL's other characters (no "/" "[" "]" "," '"'
+# or "%": they change the path's or the list's shape), or of handle characters at
+# another length; blanks around an item are not part of it.
+NOT_HANDLES = st.text(
+    alphabet=string.ascii_letters + string.digits + "_-.~!*()'@$&+;=: é", max_size=24
+).filter(lambda item: not names.is_handle(item.strip()))
+
+
+@given(
+    task=st.sampled_from(["zip", "animate", "collage=files:[" + H + "],width:9,height:9"]),
+    good=st.lists(HANDLES, max_size=4),
+    bad=NOT_HANDLES,
+    at=st.integers(0, 4),
+)
+def test_a_list_item_that_cannot_be_a_handle_is_refused_at_parse(
+    task: str, good: list[str], bad: str, at: int
+) -> None:
+    """``[h,]``, ``[,]``, ``[h,a.png]``: 400 on ``sources``, not a 404 naming ""."""
+    items = [*good[:at], bad, *good[at:]]
+    with pytest.raises(errors.InvalidParameter) as caught:
+        grammar.parse_path(f"/{task}/[{','.join(items)}]")
+    assert caught.value.details["parameter"] == "sources"
+
+
+@given(handles=st.lists(HANDLES, min_size=1, max_size=32), spaced=st.booleans())
+def test_a_list_of_handles_keeps_its_order_and_repeats(handles: list[str], spaced: bool) -> None:
+    listed = [*handles, handles[0]][:32]
+    glue = ", " if spaced else ","
+    assert grammar.parse_path(f"/zip/[{glue.join(listed)}]").handles == tuple(listed)

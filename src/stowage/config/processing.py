@@ -81,14 +81,15 @@ class ProcessingSettings:
     )
     processing_max_sources: int = _setting(
         16,
-        "Most files one transformation reads (watermark, collage, animate, zip), the main "
-        "one included (400 INVALID_PARAMETER beyond).",
+        "Most sources one transformation uses (watermark, collage, animate, zip, pdfcreate), "
+        "the main one included and a handle listed twice counted twice (400 "
+        "INVALID_PARAMETER beyond).",
         form=coerce.integer(1, 1000),
     )
     processing_max_sources_bytes: int = _setting(
         200 * MiB,
-        "Most bytes of all the files one transformation reads, from their rows before any is "
-        "read (413 PAYLOAD_TOO_LARGE beyond).",
+        "Most bytes of all the sources one transformation uses, from their rows before any "
+        "is read, a file listed twice counted twice (413 PAYLOAD_TOO_LARGE beyond).",
         form=coerce.size(1),
     )
     processing_queue: int = _setting(

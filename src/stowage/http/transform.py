@@ -71,7 +71,7 @@ async def transform(request: web.Request, path: CdnPath, *, cdn: bool) -> web.St
     if path.store is not None:
         if cdn:
             _to_process_address(request, parts)
-        record = await processor.store(path.handle, path.tasks, creds, api_key)
+        record = await processor.store(path.handle, path.tasks, creds, api_key, path.handles)
         return web.json_response(store_result(parts.links, record))
     if _is_zip(path):  # zip/H (filestack-python's Filelink.zip()) or zip/[h1,h2]
         return await _send_zip(request, processor, path, api_key)
@@ -227,7 +227,7 @@ async def _send_zip(
 ) -> web.StreamResponse:
     """``zip/[h1,h2]``: every file authorised first, then the archive as it is made."""
     creds = request_credentials(request, path)
-    chunks = await processor.archive_of(path.sources, creds, api_key)
+    _, chunks = await processor.archive_of(path.sources, creds, api_key)
     response = web.StreamResponse(
         headers={
             "Content-Type": "application/zip",

@@ -53,7 +53,10 @@ class Sources:
         """An extra source, opened once for the job (a watermark on each frame of an
         animation too); the pixels of all of them are held to the total-pixel limit."""
         if path not in self._opened:
-            self._opened[path] = opened(path, self.limits)
+            # A file listed twice is read twice (two cells, two frames): a sequential
+            # decoder cannot go back to its first line, so that one is decoded whole.
+            uses = sum(path == listed for _, listed in self.paths)
+            self._opened[path] = opened(path, self.limits, sequential=uses < 2)
             total = sum(int(i.width) * int(i.height) for i in self._opened.values())
             if total > self.limits.max_total_pixels:
                 raise errors.ImageTooLarge(
@@ -89,10 +92,11 @@ def _sources() -> Sources:
     return found
 
 
-def opened(path: Path, limits: Limits) -> pyvips.Image:
+def opened(path: Path, limits: Limits, *, sequential: bool = True) -> pyvips.Image:
     """An extra source, its first page, checked as the main one is: raster, not too big."""
     frames.check_raster(path)
-    image = frames.load(str(path), {"access": "sequential", "fail_on": "error"})
+    access = "sequential" if sequential else "random"
+    image = frames.load(str(path), {"access": access, "fail_on": "error"})
     if image.width * image.height > limits.max_input_pixels:
         raise errors.ImageTooLarge(
             f"a source has {image.width * image.height} pixels; at most {limits.max_input_pixels}",

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from urllib.parse import unquote
 
 from stowage import errors
+from stowage.core import names
 from stowage.processing import catalogue
 from stowage.processing.base import Task, Value
 from stowage.processing.params import Text
@@ -94,15 +95,21 @@ def _source(found: CdnPath, last: str) -> None:
         found.handle = last
         return
     try:
-        handles = value(last)
+        handles = value(last, literal=True)  # a handle of digits stays text
     except ValueError as exc:
         raise errors.InvalidParameter(f"the list of sources: {exc}", parameter="sources") from exc
     if not isinstance(handles, tuple) or not 0 < len(handles) <= MAX_SOURCES:
         raise errors.InvalidParameter(
-            f"a list of sources holds 1 to {MAX_SOURCES} handles", parameter="sources"
+            f"a list of sources holds 1 to {MAX_SOURCES} handles (repeats included)",
+            parameter="sources",
         )
-    if any(not isinstance(h, str) for h in handles):
-        raise errors.InvalidParameter("a list of sources holds handles", parameter="sources")
+    # No file has a name that is not a handle: an item that cannot be one ([h,], [,],
+    # a path) is the list's mistake, not a missing file (a 404 naming "").
+    if not all(isinstance(h, str) and names.is_handle(h) for h in handles):
+        raise errors.InvalidParameter(
+            "a list of sources holds handles (20 letters, digits, '_' or '-')",
+            parameter="sources",
+        )
     found.handles = tuple(str(h) for h in handles)
 
 

@@ -117,29 +117,42 @@ class Processor:
 
     async def archive_of(
         self, handles: tuple[str, ...], creds: Credentials, api_key: str | None
-    ) -> AsyncIterator[bytes]:
+    ) -> tuple[App, AsyncIterator[bytes]]:
         """``zip/[h1,h2]``: every file authorised and within the limits before the first
-        byte; then the archive, streamed (``archive.py``)."""
-        first, _ = await self._authorized(_first(handles), creds, api_key)
+        byte; then the archive, streamed (``archive.py``), an entry for each place a
+        handle is listed; and the first file's app (a stored archive's)."""
+        first, app = await self._authorized(_first(handles), creds, api_key)
         others = await self._others(chains.parse([]), handles, first, creds, api_key)
         named = archive.names([r.filename for _, r, _ in others], [h for h, _, _ in others])
+        providers = self.core.providers
         entries = [
-            (name, self._opener(app, row))
-            for name, (_, row, app) in zip(named, others, strict=True)
+            (name, _opener(providers, owner, row))
+            for name, (_, row, owner) in zip(named, others, strict=True)
         ]
-        return archive.stream(entries)
+        return app, archive.stream(entries)
 
     async def store(
-        self, handle: str, segments: list[str], creds: Credentials, api_key: str | None
+        self,
+        handle: str,
+        segments: list[str],
+        creds: Credentials,
+        api_key: str | None,
+        handles: tuple[str, ...] = (),
     ) -> FileRecord:
-        """The ``store`` task: the chain's result becomes a new file of the same app."""
+        """The ``store`` task: the chain's result becomes a new file of the same app (the
+        first listed file's app for a ``[h1,h2]`` source, read as ``derivative`` reads it)."""
         chain = chains.parse(segments)
-        if chain.store is None:
-            raise errors.InvalidParameter("the chain has no store task", parameter="store")
-        record, app = await self._authorized(handle, creds, api_key)
-        others = await self._others(chain, (), record, creds, api_key)
-        made = await self._derivative(record, app, chain, others)
         task = chain.store
+        if task is None:
+            raise errors.InvalidParameter("the chain has no store task", parameter="store")
+        if _zips(chain):  # the archive is made by archive.py, not by a job
+            app, chunks = await self.archive_of(handles or (handle,), creds, api_key)
+            name = _text(task.get("filename")) or ARCHIVE_NAME
+            source = Source(chunks=chunks, filename=name, content_type=ARCHIVE_TYPE)
+            return await self._stored(app.api_key, task, source, ARCHIVE_TYPE, creds)
+        record, app = await self._authorized(handle or _first(handles), creds, api_key)
+        others = await self._others(chain, () if handle else handles, record, creds, api_key)
+        made = await self._derivative(record, app, chain, others)
         stem = record.filename.rsplit(".", 1)[0] or "file"
         filename = str(task.get("filename") or f"{stem}.{made.record.filename.rsplit('.')[-1]}")
         mimetype = made.record.mimetype
@@ -183,32 +196,17 @@ class Processor:
         creds: Credentials,
         api_key: str | None,
     ) -> tuple[Other, ...]:
-        """The other sources a chain reads, each authorised like the main one; their
-        number and, with the main one's, their bytes are limited."""
-        wanted = list(dict.fromkeys([*listed, *_named_sources(chain)]))
-        settings = self.core.settings
-        if len({*wanted, record.handle}) > settings.processing_max_sources:
-            raise errors.InvalidParameter(
-                f"at most {settings.processing_max_sources} sources in one transformation",
-                parameter="sources",
-            )
-        found: list[Other] = []
-        total = record.size
-        for handle in wanted:
-            other, app = await self._authorized(handle, creds, api_key)
-            total += other.size if handle != record.handle else 0
-            found.append((handle, other, app))
-        if total > settings.processing_max_sources_bytes:
-            metrics.REFUSALS.inc(code=errors.PayloadTooLarge.code)
-            raise errors.PayloadTooLarge(
-                f"the sources hold {total} bytes; at most {settings.processing_max_sources_bytes}",
-                max_bytes=settings.processing_max_sources_bytes,
-            )
-        return tuple(found)
-
-    def _opener(self, app: App, record: FileRecord) -> archive.Opener:
-        provider = self.core.providers.provider_for(app, record.provider)
-        return lambda: provider.open(record.container, record.key)
+        """The other sources a chain reads, in the list's order with its repeats (an
+        animation's frames, a zip's entries are the list as written); each distinct
+        file authorised once, like the main one. Their number and bytes are limited as
+        the task uses them: a handle listed twice counts twice."""
+        wanted = [*listed, *_named_sources(chain)]
+        used = wanted if listed else [record.handle, *wanted]  # a list holds the main one
+        _count_within(self.core.settings, len(used))
+        found = {h: await self._authorized(h, creds, api_key) for h in dict.fromkeys(wanted)}
+        sizes = {record.handle: record.size, **{h: row.size for h, (row, _) in found.items()}}
+        _bytes_within(self.core.settings, sum(sizes[h] for h in used))
+        return tuple((h, *found[h]) for h in wanted)
 
     async def _derivative(
         self, record: FileRecord, app: App, chain: Chain, others: tuple[Other, ...] = ()
@@ -249,14 +247,14 @@ class Processor:
         with self.spool.held("." + output.extension) as dest:
             async with contextlib.AsyncExitStack() as stack:
                 source = await stack.enter_async_context(self._readable(provider, record))
-                paths = []
-                for handle, row, owner in others:
-                    read = self.core.providers.provider_for(owner, row.provider)
-                    paths.append(
-                        (handle, await stack.enter_async_context(self._readable(read, row)))
-                    )
+                paths: dict[str, Path] = {}
+                for handle, row, owner in others:  # a handle listed twice is read once
+                    if handle not in paths:
+                        read = self.core.providers.provider_for(owner, row.provider)
+                        paths[handle] = await stack.enter_async_context(self._readable(read, row))
+                listed = tuple((handle, paths[handle]) for handle, _, _ in others)
                 kind = kind_of(record.mimetype, record.filename)
-                await self._run(source, chain, output, dest, tuple(paths), kind)
+                await self._run(source, chain, output, dest, listed, kind)
             return await self.cache.put(key, dest, output.mimetype)
 
     def _readable(
@@ -295,10 +293,42 @@ def _cache_store(core: Core) -> Provider:
 
 
 Other = tuple[str, FileRecord, App]  # another source: its handle, row and app
+ARCHIVE_NAME, ARCHIVE_TYPE = "files.zip", "application/zip"  # as zip/[h1,h2] is sent
+
+
+def _count_within(settings: Settings, count: int) -> None:
+    most = settings.processing_max_sources
+    if count > most:
+        raise errors.InvalidParameter(
+            f"at most {most} sources in one transformation (a repeat counts); {count} asked",
+            parameter="sources",
+        )
+
+
+def _bytes_within(settings: Settings, total: int) -> None:
+    most = settings.processing_max_sources_bytes
+    if total > most:
+        metrics.REFUSALS.inc(code=errors.PayloadTooLarge.code)
+        raise errors.PayloadTooLarge(
+            f"the sources hold {total} bytes; at most {most}", max_bytes=most
+        )
+
+
+def _opener(providers: Providers, app: App, record: FileRecord) -> archive.Opener:
+    provider = providers.provider_for(app, record.provider)
+    return lambda: provider.open(record.container, record.key)
 
 
 def _first(handles: tuple[str, ...]) -> str:
     return handles[0] if handles else ""
+
+
+def _zips(chain: Chain) -> bool:
+    """Whether the chain is ``zip``, which takes no other task (but ``store``)."""
+    names = [task.name for task in chain.tasks]
+    if "zip" in names and names != ["zip"]:
+        raise errors.InvalidParameter("zip takes no other tasks", parameter="zip")
+    return names == ["zip"]
 
 
 def _named_sources(chain: Chain) -> list[str]:

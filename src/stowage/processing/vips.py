@@ -36,6 +36,7 @@ from stowage.processing.table import Kind
 
 pyvips.cache_set_max(0)  # libvips' operation cache would keep decoded images between jobs
 GIF_EFFORT = 4
+_KEEPS_DUPLICATES = pyvips.at_least_libvips(8, 17)  # gifsave's keep_duplicate_frames
 _SUFFIXES = {"jpeg": ".jpg", "png": ".png", "webp": ".webp", "avif": ".avif", "gif": ".gif"}
 
 
@@ -287,6 +288,8 @@ def save_options(chain: Chain, output: Output) -> dict[str, Any]:
         # many colours (a blurred or resized photo), 7.5 s for 30 frames; at 4, a fifth
         # of that for files about 3 % larger (docs/decisions.md).
         options["effort"] = GIF_EFFORT
+        if _KEEPS_DUPLICATES:  # cgif merges equal frames: [h1,h1] must stay two frames
+            options["keep_duplicate_frames"] = True
     strip = settings.get("strip") or any(
         t.name == "no_metadata" or (t.name == "compress" and t.get("metadata") is True)
         for t in chain.tasks
