@@ -147,9 +147,9 @@ class Processor:
             raise errors.InvalidParameter("the chain has no store task", parameter="store")
         if _zips(chain):  # the archive is made by archive.py, not by a job
             app, chunks = await self.archive_of(handles or (handle,), creds, api_key)
-            name = _text(task.get("filename")) or ARCHIVE_NAME
+            name = str(task.get("filename") or ARCHIVE_NAME)
             source = Source(chunks=chunks, filename=name, content_type=ARCHIVE_TYPE)
-            return await self._stored(app.api_key, task, source, ARCHIVE_TYPE, creds)
+            return await stored(self.core.store, app.api_key, task, source, ARCHIVE_TYPE, creds)
         record, app = await self._authorized(handle or _first(handles), creds, api_key)
         others = await self._others(chain, () if handle else handles, record, creds, api_key)
         made = await self._derivative(record, app, chain, others)
