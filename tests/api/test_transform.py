@@ -147,6 +147,11 @@ async def test_cache_task_sets_the_headers(harness: Harness) -> None:
     assert resp.headers["Cache-Control"] == "no-store"
     resp, _ = await get(harness, f"/cache=expiry:60/resize=width:50/{handle}")
     assert resp.headers["Cache-Control"] == "public, max-age=60"
+    for quoted in ('"60"', "%2260%22"):  # a quoted number is the number
+        resp, _ = await get(harness, f"/cache=expiry:{quoted}/resize=width:50/{handle}")
+        assert resp.headers["Cache-Control"] == "public, max-age=60"
+        resp, _ = await get(harness, f"/cache=expiry:{quoted}/{handle}")  # the original too
+        assert resp.headers["Cache-Control"] == "public, max-age=60"
 
 
 async def test_cache_query_flag_reads_like_a_download(harness: Harness) -> None:

@@ -248,6 +248,32 @@ def test_every_parameter_out_of_range_is_refused(
         assert caught.value.details["parameter"] == f"{spec.name}.{param.name}"
 
 
+def quoted(value: Value) -> str:
+    """``value`` with every item in double quotes: ``"60"``, ``["1","2"]``."""
+    if isinstance(value, tuple):
+        return "[" + ",".join(quoted(v) for v in value) + "]"
+    return '"' + (value if isinstance(value, str) else _text(value)) + '"'
+
+
+@pytest.mark.parametrize("pair", PARAMS, ids=_id)
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_every_parameter_quoted_is_the_value_unquoted(
+    pair: tuple[TaskSpec, Param], data: st.DataObject
+) -> None:
+    """A quoted number, boolean or name is read as the same value unquoted, by every
+    check (``cache=expiry:"60"`` was refused while ``resize=width:"60"`` worked)."""
+    spec, param = pair
+    value = data.draw(inside(param.check))
+    for spelling in (param.name, *param.short):
+        plain = segment(spec, spelling, value, data)
+        item = f"{spelling}:{_text(value)}"
+        assert plain.startswith(f"{spec.name}={item}")
+        both = plain.replace(item, f"{spelling}:{quoted(value)}", 1)
+        task = grammar.parse_task(both)
+        assert task.get(param.name) == grammar.parse_task(plain).get(param.name), both
+
+
 def test_store_locations_are_the_api_providers() -> None:
     from stowage.storage import API_PROVIDERS
 

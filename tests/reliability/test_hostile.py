@@ -7,13 +7,18 @@ before it downloadable, whole, on both origins.
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
 import gzip
 import json
+import re
+import socket
 import sqlite3
 import threading
 import time
 
+import aiohttp
 import pytest
 
 from stowage.core.security import sign
@@ -272,6 +277,100 @@ def test_protocol_errors_are_in_the_error_shape(live: Live, case: str) -> None:
     log = live.server.log.read_text(errors="replace")
     assert "signature=" not in log and "sssssssss" not in log
     assert "Traceback" not in log
+
+
+def head_cases(handle: str) -> dict[str, tuple[bytes, bytes, int]]:
+    """Request line and head of a request aiohttp's parser refuses, by the method put in
+    front: the line, what follows it, the status."""
+    host = b"\r\nHost: x"
+    return {
+        "request line too long": (b" /" + b"flip/" * 3000 + handle.encode(), host, 414),
+        "headers too large": (b" /" + handle.encode(), host + b"\r\nX-Big: " + b"h" * 9000, 431),
+        "too many headers": (
+            b" /" + handle.encode(),
+            host + b"".join(b"\r\nX-%d: 1" % i for i in range(200)),
+            431,
+        ),
+        "malformed request": (b" /" + handle.encode(), host + b"\r\nX-A: a\x00b", 400),
+    }
+
+
+def exchange(port: int, data: bytes, before: bytes = b"") -> tuple[bytes, bytes]:
+    """Head and every byte after it of the answer to ``data`` (on a connection that first
+    asked ``before`` and read its whole answer: a keep-alive connection's next message)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        if before:
+            sock.sendall(before)
+            assert rawhttp.parse(_read_answer(sock)).status in (200, 404)  # per origin
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            sock.sendall(data)
+        received = bytearray()
+        while chunk := _recv(sock):
+            received += chunk
+    head, sep, rest = bytes(received).partition(b"\r\n\r\n")
+    assert sep, received[:200]
+    return head, rest
+
+
+def _recv(sock: socket.socket) -> bytes:
+    try:
+        return sock.recv(65536)
+    except ConnectionResetError:
+        return b""
+
+
+def _read_answer(sock: socket.socket) -> bytes:
+    """One whole answer with a Content-Length, the connection left open."""
+    data = bytearray()
+    while b"\r\n\r\n" not in data:
+        data += sock.recv(65536)
+    head, _, rest = bytes(data).partition(b"\r\n\r\n")
+    length = int(re.search(rb"(?i)content-length: *([0-9]+)", head).group(1))  # type: ignore[union-attr]
+    while len(rest) < length:
+        rest += sock.recv(65536)
+    return head + b"\r\n\r\n" + rest
+
+
+def _headers(head: bytes) -> dict[str, str]:
+    lines = head.decode("latin-1").split("\r\n")[1:]
+    found = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines)}
+    found.pop("date", None)
+    return found
+
+
+@pytest.mark.parametrize(
+    "case", ["request line too long", "headers too large", "too many headers", "malformed request"]
+)
+@pytest.mark.parametrize("keep_alive", [False, True], ids=["first", "after a request"])
+def test_a_head_the_parser_refuses_is_answered_without_a_body(
+    live: Live, case: str, keep_alive: bool
+) -> None:
+    """A HEAD refused below the application got the JSON body after its headers (aiohttp
+    hands the error handler a stand-in GET): a client then reads those bytes as garbage.
+    The HEAD gets the GET's status and headers and no body; the GET keeps its body."""
+    line, rest, status = head_cases(live.sentinel)[case]
+    ask = f"GET /{live.sentinel} HTTP/1.1\r\nHost: x\r\n\r\n".encode() if keep_alive else b""
+    for port in (live.port, live.server.cdn_port):
+        get_head, get_body = exchange(port, b"GET" + line + b" HTTP/1.1" + rest + b"\r\n\r\n", ask)
+        head, body = exchange(port, b"HEAD" + line + b" HTTP/1.1" + rest + b"\r\n\r\n", ask)
+        assert head.split(b" ")[1] == get_head.split(b" ")[1] == b"%d" % status, head[:80]
+        assert body == b"", body[:200]
+        assert json.loads(get_body)["error"]["code"]
+        assert _headers(head) == _headers(get_head)
+        assert int(_headers(head)["content-length"]) == len(get_body)
+
+
+def test_an_http_client_reads_the_refused_head(live: Live) -> None:
+    """aiohttp's client failed on the bytes after the headers ("Data after Connection:
+    close")."""
+
+    async def ask() -> int:
+        url = f"http://127.0.0.1:{live.server.cdn_port}/{'flip/' * 3000}{live.sentinel}"
+        async with aiohttp.ClientSession() as session, session.head(url) as resp:
+            await resp.read()
+            return resp.status
+
+    assert asyncio.run(ask()) == 414
 
 
 def test_refused_requests_reach_the_access_log_and_the_metrics(live: Live) -> None:

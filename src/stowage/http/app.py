@@ -13,7 +13,7 @@ from aiohttp.web import BaseRequest, StreamResponse
 
 from stowage.assembly import Assembly, assemble
 from stowage.config import Settings
-from stowage.http import observe
+from stowage.http import dates, observe
 from stowage.http.cors import cors_middleware
 from stowage.http.drain import Drain
 from stowage.http.errors import error_middleware, use_json_expect_handler
@@ -75,6 +75,7 @@ def api_app(parts: Assembly) -> web.Application:
     add_api_routes(app)
     add_cname_hosts(app, parts)
     observe.install(app)
+    dates.install(app)
     use_json_expect_handler(app)
     return app
 
@@ -106,6 +107,7 @@ def cdn_app(parts: Assembly) -> web.Application:
     app[PARTS] = parts
     add_cdn_routes(app)
     observe.install(app)
+    dates.install(app)
     use_json_expect_handler(app)
     return app
 

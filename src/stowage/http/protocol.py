@@ -18,7 +18,9 @@ from typing import Any
 
 from aiohttp import http_exceptions as hx
 from aiohttp import web
-from aiohttp.web_protocol import RequestHandler, RequestPayloadError
+from aiohttp.http_parser import RawRequestMessage
+from aiohttp.streams import EMPTY_PAYLOAD
+from aiohttp.web_protocol import ERROR, RequestHandler, RequestPayloadError
 from aiohttp.web_runner import AppRunner
 from aiohttp.web_server import Server
 
@@ -50,7 +52,51 @@ def _is_request_line(exc: hx.LineTooLong) -> bool:
     return "bytearray(" in text or _REQUEST_LINE.search(text) is not None
 
 
+#: Enough of a message's first bytes to read its method ("HEAD ").
+_SNIFF = 8
+
+
 class JsonRequestHandler(RequestHandler):
+    """Remembers the first bytes of the message being parsed: when the parser fails,
+    aiohttp hands ``handle_error`` a made-up GET, and an answer to a HEAD must carry no
+    body (a client reads the JSON after the headers as the next answer's bytes)."""
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self._message_start = b""
+        self._at_message_start = True
+
+    def data_received(self, data: bytes) -> None:
+        if self._at_message_start:
+            self._message_start, self._at_message_start = b"", False
+        if len(self._message_start) < _SNIFF:
+            self._message_start += bytes(data[: _SNIFF - len(self._message_start)])
+        count = self._request_count
+        super().data_received(data)
+        if self._request_count > count and self._messages:
+            message, payload = self._messages[-1]
+            if isinstance(message, RawRequestMessage):  # not the parser's error
+                self._after_message(data, payload)
+
+    def _after_message(self, data: bytes, payload: Any) -> None:
+        """A message head was parsed: the next message starts after its body."""
+        if payload is EMPTY_PAYLOAD:  # no body: it starts after the head's blank line
+            rest = data.rpartition(b"\r\n\r\n")[2]
+            self._message_start, self._at_message_start = rest[:_SNIFF], not rest
+        elif payload.is_eof():
+            self._at_message_start = True
+        else:
+            payload.on_eof(self._body_read)
+
+    def _body_read(self) -> None:
+        self._at_message_start = True
+
+    def _failed_head(self, request: web.BaseRequest) -> bool:
+        """A HEAD the parser could not read (aiohttp's stand-in request says GET)."""
+        if request.message is not ERROR:
+            return False
+        return self._message_start.lstrip(b"\r\n").startswith(b"HEAD ")
+
     def log_exception(self, *args: Any, **kw: Any) -> None:
         """A client's broken body (bad gzip, a chunk size that is no number) surfaces again
         when aiohttp drains it after the answer: one line, no traceback, no bytes."""
@@ -72,12 +118,16 @@ class JsonRequestHandler(RequestHandler):
         log.info("refused a request the parser could not read: %s", type(exc).__name__)
         if request.writer.output_size > 0:
             raise ConnectionError("response already started; cannot send the error")
+        body = json.dumps(error.body()).encode()
+        head = self._failed_head(request)
         response = web.Response(
             status=error.status,
-            body=json.dumps(error.body()).encode(),
+            body=None if head else body,
             content_type="application/json",
             headers={"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"},
         )
+        if head:  # the headers a GET gets, without the body (RFC 9110 9.3.2)
+            response.headers["Content-Length"] = str(len(body))
         response.force_close()
         return response
 

@@ -21,6 +21,7 @@ from stowage.core.conditions import content_etag
 from stowage.core.filetypes import is_active
 from stowage.core.reading import Download
 from stowage.edge.headers import PIPED_HEADER, origin_headers, without_edge_headers
+from stowage.http import dates
 from stowage.http.sendfile import LoopFileResponse
 from stowage.registry.base import FileRows
 
@@ -54,6 +55,17 @@ class StoredFileResponse(LoopFileResponse):
     def etag(self, value: Any) -> None:
         # aiohttp sets its mtime-size tag just before the headers leave: keep ours.
         web.StreamResponse.etag.fset(self, self.content_etag or value)  # type: ignore[attr-defined]
+
+    @property
+    def last_modified(self) -> Any:
+        return web.StreamResponse.last_modified.fget(self)  # type: ignore[attr-defined]
+
+    @last_modified.setter
+    def last_modified(self, value: Any) -> None:
+        # aiohttp rounds the file's time up: one written this second was a second past Date.
+        if isinstance(value, int | float):
+            value = dates.last_modified(value)
+        web.StreamResponse.last_modified.fset(self, value)  # type: ignore[attr-defined]
 
     def _get_file_path_stat_encoding(
         self, accept_encoding: str
@@ -225,13 +237,17 @@ async def send_file(
         raise errors.PreconditionFailed("If-Match: the file has changed", etag=tag)
     if registry is not None and not _unmodified_since(request, plan):
         raise errors.PreconditionFailed("If-Unmodified-Since: the file has changed since")
+    if "If-Modified-Since" in request.headers:  # judged on the object's own time
+        plan = await reading.stated(plan)
+    if _etag_matches(request.headers.get("If-None-Match"), tag) or dates.not_modified_since(
+        request, plan.info.modified
+    ):
+        return web.Response(status=304, headers=_version_headers(headers_for(plan), plan, tag))
     if plan.local_path is not None:
         # The same Range rules as streamed providers: aiohttp's own answer `bytes=-0` with a
         # 206, a multi-range or `Bytes=` with an empty 416; it sees only a canonical range.
         # aiohttp fstats the file it opened: the length describes the bytes it sends.
         headers = headers_for(plan)
-        if _etag_matches(request.headers.get("If-None-Match"), tag):
-            return web.Response(status=304, headers={**headers, "ETag": f'"{tag}"'})
         response = StoredFileResponse(plan.local_path, chunk_size=256 * 1024, headers=headers)
         response.content_etag = tag
         response.canonical = _canonical_range(request, plan.info.size, tag)
@@ -250,7 +266,7 @@ def _unmodified_since(request: web.Request, plan: Download) -> bool:
     except (TypeError, ValueError, IndexError):
         return True
     modified = plan.info.modified or plan.record.uploaded / 1000
-    return int(modified) <= since
+    return dates.modified_second(modified) <= since  # rounded up: a same-second write fails
 
 
 def _if_match(request: web.Request, tag: str) -> bool:
@@ -324,8 +340,8 @@ def _version_headers(
     headers: dict[str, str], plan: Download, tag: str | None = None
 ) -> dict[str, str]:
     etag = tag or plan.info.etag.strip('"')
-    return {**headers, "ETag": f'"{etag}"', "Last-Modified": _http_date(plan.info.modified)}
-
-
-def _http_date(epoch: float) -> str:
-    return email.utils.formatdate(epoch, usegmt=True)
+    return {
+        **headers,
+        "ETag": f'"{etag}"',
+        "Last-Modified": dates.last_modified(plan.info.modified),
+    }

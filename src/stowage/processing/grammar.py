@@ -24,7 +24,7 @@ from stowage import errors
 from stowage.core import names
 from stowage.processing import catalogue
 from stowage.processing.base import Task, Value
-from stowage.processing.params import Text
+from stowage.processing.params import Convert, Text
 from stowage.processing.table import TaskSpec
 
 _INT = re.compile(r"-?[0-9]{1,12}")
@@ -171,8 +171,7 @@ def parse_task(segment: str) -> Task:
         if param is None:
             raise bad(spec.name, key, f"unknown option; {spec.name} takes {_names(spec)}")
         try:
-            literal = isinstance(param.check, Text)  # text as sent: "FALSE", "007"
-            options[param.name] = param.check(value(raw, literal=literal))
+            options[param.name] = checked(param.check, raw)
         except ValueError as exc:
             raise bad(spec.name, param.name, str(exc)) from exc
     needed = spec.needs_one_of
@@ -201,18 +200,42 @@ def pairs(body: str, spec: TaskSpec) -> list[tuple[str, str]]:
     return found
 
 
-def value(raw: str, depth: int = 0, *, literal: bool = False) -> Value:
-    """A parsed value: a list, quoted text, or (unless ``literal``) a boolean or number."""
+def checked(check: Convert, raw: str) -> Value:
+    """``raw`` read and checked. A quoted value is the value unquoted (``expiry:"60"`` is
+    60, ``base64decode:"true"`` is true), for every check at once rather than each check
+    reading numbers out of text on its own: what a check refuses as quoted text it is
+    given again with the quotes read away. Text parameters keep the text as sent."""
+    literal = isinstance(check, Text)  # text as sent: "FALSE", "007"
+    try:
+        return check(value(raw, literal=literal))
+    except ValueError as exc:
+        if literal or '"' not in raw:
+            raise
+        first = exc
+    try:
+        return check(value(raw, unquote=True))
+    except ValueError:
+        raise first from None  # the reason for the value as written
+
+
+def value(raw: str, depth: int = 0, *, literal: bool = False, unquote: bool = False) -> Value:
+    """A parsed value: a list, quoted text, or (unless ``literal``) a boolean or number;
+    with ``unquote``, quoted text is read as the same text without its quotes."""
     if raw.startswith("[") and raw.endswith("]"):
         if depth >= MAX_NESTING:
             raise ValueError(f"lists nest at most {MAX_NESTING} deep")
         inner = raw[1:-1].strip()
         items = split(inner, ",") if inner else []
-        return tuple(value(v.strip(), depth + 1, literal=literal) for v in items)
+        return tuple(value(v.strip(), depth + 1, literal=literal, unquote=unquote) for v in items)
     if len(raw) >= 2 and raw.startswith('"') and raw.endswith('"'):
-        return raw[1:-1]
+        return _scalar(raw[1:-1].strip()) if unquote else raw[1:-1]
     if literal:
         return raw
+    return _scalar(raw)
+
+
+def _scalar(raw: str) -> Value:
+    """Unquoted text as a boolean, a number, or else the text."""
     if raw.lower() in ("true", "false"):
         return raw.lower() == "true"
     if _INT.fullmatch(raw) and str(int(raw)) == raw:  # "000000" stays text: a hex color

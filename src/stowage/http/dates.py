@@ -1,0 +1,74 @@
+"""Last-Modified that is never later than the answer's Date (RFC 9110 8.8.2.1), and
+If-Modified-Since judged against the very value sent.
+
+aiohttp rounds a file's time *up* to the second while its Date is the current second
+rounded *down*: a file written during this second was served with a Last-Modified one
+second after the Date. Here the time is still rounded up (so that any later version,
+even one written in the same second, names a later second), but held to the current
+second; ``keep_in_order`` corrects any answer whose Last-Modified was set elsewhere
+(aiohttp's static files) once its Date is known.
+
+Why never a stale 304: a Last-Modified L sent at time t is at most t's second, and a
+version written after t has a time past L, so it rounds up past L too. A version written
+in the second it was read is sent with that (earlier) second and revalidated with a 200.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import functools
+import math
+import time
+
+from aiohttp import web
+
+
+def modified_second(modified: float) -> int:
+    """The second a version is judged by: its time rounded up."""
+    return math.ceil(modified)
+
+
+def sent_second(modified: float, now: float | None = None) -> int:
+    """The second a Last-Modified names: ``modified_second``, never after ``now``."""
+    return min(modified_second(modified), math.floor(time.time() if now is None else now))
+
+
+def last_modified(modified: float) -> str:
+    return email.utils.formatdate(sent_second(modified), usegmt=True)
+
+
+def not_modified_since(request: web.BaseRequest, modified: float) -> bool:
+    """If-Modified-Since holds: a GET or HEAD without If-None-Match (RFC 9110 13.1.3),
+    with a date no earlier than the version's second (rounded up: never a 304 for a
+    version written after the date sent). A date that cannot be read is ignored."""
+    header = request.headers.get("If-Modified-Since")
+    if header is None or "If-None-Match" in request.headers:
+        return False
+    if request.method not in ("GET", "HEAD"):
+        return False
+    since = _epoch(header)
+    return since is not None and modified_second(modified) <= since
+
+
+@functools.lru_cache(maxsize=512)  # one Date a second, one Last-Modified a file
+def _epoch(header: str) -> float | None:
+    try:
+        return email.utils.parsedate_to_datetime(header).timestamp()
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
+async def keep_in_order(request: web.BaseRequest, response: web.StreamResponse) -> None:
+    """Runs once the Date is set, before the headers leave: a Last-Modified after it
+    becomes the Date (every answer, whoever set the header)."""
+    modified = response.headers.get("Last-Modified")
+    date = response.headers.get("Date")
+    if modified is None or date is None or modified == date:
+        return
+    sent, now = _epoch(modified), _epoch(date)
+    if sent is not None and now is not None and sent > now:
+        response.headers["Last-Modified"] = date
+
+
+def install(app: web.Application) -> None:
+    app.on_response_prepare.append(keep_in_order)
