@@ -32,6 +32,7 @@ from stowage.http.keys import PARTS
 from stowage.http.responses import SANDBOX_CSP, disposition, file_headers, send_file
 from stowage.processing import docpages, grammar, metrics, videojobs
 from stowage.processing.cache import fresh
+from stowage.processing.external import UrlAsk
 from stowage.processing.grammar import negotiated
 from stowage.processing.results import Derivative, Spooled
 from stowage.processing.service import Processor
@@ -64,7 +65,9 @@ async def transform(request: web.Request, path: CdnPath, *, cdn: bool) -> web.St
         if cdn:
             _to_process_address(request, parts)
         fetching = _charger(request)  # each one fetches (and runs a job): it costs the app
-        record = await processor.external.stored(api_key, path.url, path.tasks, creds, fetching)
+        record = await processor.external.stored(
+            UrlAsk(api_key, path.url, path.tasks, creds, fetching)
+        )
         return web.json_response(store_result(parts.links, record))
     if path.url is not None:
         return await _external(request, processor, path, api_key, varies, cdn)
@@ -153,14 +156,13 @@ async def _external(
     creds = request_credentials(request, path)
     cache = _cache(request, path)
     charge = _charger(request)  # the result is not kept: each request runs a job
+    ask = UrlAsk(api_key, path.url, path.tasks, creds, charge)
     try:
         with contextlib.nullcontext() if cache else fresh():  # cache=false: drawn anew
-            kept = await processor.external.kept_screenshot(
-                api_key, path.url, path.tasks, creds, charge
-            )
+            kept = await processor.external.kept_screenshot(ask)
         if kept is not None:
             return await _send_kept(request, kept, cache, path, varies)
-        result = await processor.external.transformed(api_key, path.url, path.tasks, creds, charge)
+        result = await processor.external.transformed(ask)
     except errors.StowageError as exc:  # an origin down or not an image: the fallback
         if (backup := _fallback(path, exc)) is None:
             raise

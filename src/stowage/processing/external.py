@@ -36,6 +36,18 @@ Run = Callable[
 
 
 @dataclass(frozen=True)
+class UrlAsk:
+    """One request for a URL source: whose app, the tasks, the credentials, and the rate
+    charge to make once the app is known (``before``: each such request runs a job)."""
+
+    api_key: str | None
+    url: str
+    segments: list[str]
+    creds: Credentials
+    before: Charge | None = None
+
+
+@dataclass(frozen=True)
 class External:
     """What URL sources take from the processor: its app lookup, store operation, policy
     check and job runner, and the places files are read and kept."""
@@ -49,67 +61,48 @@ class External:
     shots: screenshots.Screenshots
     kept_shots: KeptScreenshots
 
-    async def transformed(
-        self,
-        api_key: str | None,
-        url: str,
-        segments: list[str],
-        creds: Credentials,
-        before: Charge | None = None,
-    ) -> Spooled:
-        """The tasks' result of ``url``, spooled: the caller sends it and removes it.
-        ``before``: called with the app once authorised, before the fetch."""
-        chain = chains.parse(segments)
-        app = await self.app_of(api_key)
-        self.authorize(app, creds, Target(url=url))
-        return await self._spooled(url, chain, app, before)
+    async def transformed(self, ask: UrlAsk) -> Spooled:
+        """The tasks' result of the URL, spooled: the caller sends it and removes it."""
+        chain, app = await self._authorized(ask)
+        return await self._spooled(ask.url, chain, app, ask.before)
 
-    async def kept_screenshot(
-        self,
-        api_key: str | None,
-        url: str,
-        segments: list[str],
-        creds: Credentials,
-        before: Charge | None = None,
-    ) -> Derivative | None:
+    async def kept_screenshot(self, ask: UrlAsk) -> Derivative | None:
         """A ``urlscreenshot`` chain's result, kept a while (``shotcache.py``); None when
         the chain draws no page or nothing is kept (``screenshot_cache_seconds`` 0).
         ``before`` is called only when the page is drawn: a kept one costs nothing."""
-        chain = chains.parse(segments)
-        if screenshots.task_of(chain) is None or not self.kept_shots.seconds:
+        if screenshots.task_of(chains.parse(ask.segments)) is None or not self.kept_shots.seconds:
             return None
-        app = await self.app_of(api_key)
-        self.authorize(app, creds, Target(url=url))
+        chain, app = await self._authorized(ask)
         output = chains.output_for(screenshots.without(chain), "image/png")
-        draw = functools.partial(self._spooled, url, chain, app, before)
-        return await self.kept_shots.derivative(url, chain.key(), output, app, draw)
+        draw = functools.partial(self._spooled, ask.url, chain, app, ask.before)
+        return await self.kept_shots.derivative(ask.url, chain.key(), output, app, draw)
 
-    async def stored(
-        self,
-        api_key: str | None,
-        url: str,
-        segments: list[str],
-        creds: Credentials,
-        before: Charge | None = None,
-    ) -> FileRecord:
+    async def stored(self, ask: UrlAsk) -> FileRecord:
         """``/<APIKEY>/[tasks/]store/<URL>``: the URL's file, or the tasks' result of it,
         becomes a new file (store's own check of the policy: ``store`` and its ``url``)."""
-        chain = chains.parse(segments)
+        chain = chains.parse(ask.segments)
         task = chain.store
         assert task is not None
         if not chain.tasks:  # the file as it is: store-from-URL
-            if before is not None:
-                await before(await self.app_of(api_key))
-            source = Source(url=url, filename=_text(task.get("filename")))
-            return await stored(self.store, api_key, task, source, None, creds)
-        made = await self.transformed(api_key, url, segments, creds, before)
+            if ask.before is not None:
+                await ask.before(await self.app_of(ask.api_key))
+            source = Source(url=ask.url, filename=_text(task.get("filename")))
+            return await stored(self.store, ask.api_key, task, source, None, ask.creds)
+        made = await self.transformed(ask)
         try:
             name = _text(task.get("filename")) or f"file.{made.output.extension}"
             mimetype = made.output.mimetype
             source = Source(chunks=file_chunks(made.path), filename=name, content_type=mimetype)
-            return await stored(self.store, api_key, task, source, mimetype, creds)
+            return await stored(self.store, ask.api_key, task, source, mimetype, ask.creds)
         finally:
             made.path.unlink(missing_ok=True)
+
+    async def _authorized(self, ask: UrlAsk) -> tuple[Chain, App]:
+        """The chain, and the app once its policy allows the URL (its ``url`` rule)."""
+        chain = chains.parse(ask.segments)
+        app = await self.app_of(ask.api_key)
+        self.authorize(app, ask.creds, Target(url=ask.url))
+        return chain, app
 
     async def _spooled(
         self, url: str, chain: Chain, app: App, before: Charge | None = None
