@@ -151,7 +151,8 @@ async def test_the_python_sdk_urls_work(harness: Harness) -> None:
 
 
 async def test_a_list_of_sources_alone_is_a_client_error(harness: Harness) -> None:
-    """A list is read only by a task (zip, animate, ...): no download, no metadata."""
+    """A list is read only by animate, pdfcreate and zip: no download, no metadata, and
+    no task of one file that would read the first and drop the rest."""
     a = await stored(harness, plain(20, 20, [255, 0, 0]), "a.png")
     b = await stored(harness, plain(20, 20, [0, 0, 255]), "b.png")
     for path in (
@@ -160,6 +161,9 @@ async def test_a_list_of_sources_alone_is_a_client_error(harness: Harness) -> No
         f"/{harness.open_app.api_key}/[{a},{a}]",
         f"/[{a},{b}]/metadata",
         f"/preview/[{a}]",
+        f"/flip/[{a},{b}]",  # flipped the first, dropped the second
+        f"/collage=files:[{a}],width:100,height:50/[{a},{b}]",
+        f"/resize=width:10/store/[{a},{b}]",
     ):
         resp = await harness.cdn.get(path)
         assert resp.status == 400, path

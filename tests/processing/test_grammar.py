@@ -11,16 +11,17 @@ from hypothesis import strategies as st
 
 from stowage import errors
 from stowage.core import names
-from stowage.processing import grammar
+from stowage.processing import catalogue, grammar
 from stowage.processing.base import Task
+from stowage.processing.table import Kind
 
 H, H2 = "A" * 20, "B" * 20
 
 
 def test_a_list_of_handles_is_several_sources() -> None:
-    path = grammar.parse_path(f"/KEY/flip/[{H},{H2}]")
+    path = grammar.parse_path(f"/KEY/flip/animate/[{H},{H2}]")
     assert (path.handle, path.handles, path.sources) == ("", (H, H2), (H, H2))
-    assert path.api_key == "KEY" and path.tasks == ["flip"]
+    assert path.api_key == "KEY" and path.tasks == ["flip", "animate"]
     assert grammar.parse_path(f"/{H}").sources == (H,)
     for bad in (f"/[{H},[{H2}]]", "/[]", "/[" + ",".join([H] * 33) + "]"):
         with pytest.raises(errors.InvalidParameter):
@@ -90,7 +91,7 @@ def _parsed_or_refused(text: str) -> None:
         assert 400 <= exc.status < 500
         return
     assert path.sources or path.url
-    assert path.tasks or not path.handles
+    assert not path.handles or any(grammar._reads_list(t) for t in path.tasks)
 
 
 @given(st.text(max_size=120))
@@ -139,3 +140,24 @@ def test_a_list_of_handles_keeps_its_order_and_repeats(handles: list[str], space
     listed = [*handles, handles[0]][:32]
     glue = ", " if spaced else ","
     assert grammar.parse_path(f"/zip/[{glue.join(listed)}]").handles == tuple(listed)
+
+
+ONE_FILE_TASKS = sorted(
+    spec.name
+    for spec in catalogue.TABLE.values()
+    if not (spec.reads_list or spec.needs_one_of or spec.unavailable)
+    and spec.kind is not Kind.REQUEST
+)
+
+
+@given(task=st.sampled_from(ONE_FILE_TASKS), reader=st.sampled_from([None, *grammar.LIST_READERS]))
+def test_only_a_task_that_reads_a_list_takes_one(task: str, reader: str | None) -> None:
+    """``flip/[h1,h2]`` flipped the first and dropped the others without a word."""
+    tasks = [task] if reader is None else [task, reader]
+    path = "/" + "/".join([*tasks, f"[{H},{H2}]"])
+    if reader is None:
+        with pytest.raises(errors.InvalidParameter) as caught:
+            grammar.parse_path(path)
+        assert caught.value.details["parameter"] == "sources"
+    else:
+        assert grammar.parse_path(path).handles == (H, H2)

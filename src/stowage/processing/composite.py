@@ -282,6 +282,7 @@ TASKS: tuple[TaskSpec, ...] = (
         ),
         kind=Kind.FILES,
         doc="the listed images as the frames of a GIF or WebP (delay in ms)",
+        reads_list=True,
     ),
-    TaskSpec("zip", kind=Kind.FILES, doc="the listed files in one zip archive"),
+    TaskSpec("zip", kind=Kind.FILES, doc="the listed files in one zip archive", reads_list=True),
 )

@@ -34,6 +34,8 @@ _URL = re.compile(r"(?:https?|src)(?::|%3A)", re.IGNORECASE)
 MAX_TASK_LENGTH = 2048
 MAX_NESTING = 2
 MAX_SOURCES = 32
+#: The tasks whose input is a ``[h1,h2]`` list, named in the refusal of any other.
+LIST_READERS = sorted({s.name for s in catalogue.TABLE.values() if s.reads_list})
 
 
 @dataclass
@@ -81,13 +83,19 @@ def parse_path(raw_path: str) -> CdnPath:
         found.api_key = segments.pop(0)
     for segment in segments:
         _apply(found, segment, parse_task(segment))
-    if found.handles and not found.tasks:  # a list is no file to download or describe
+    if found.handles and not any(_reads_list(segment) for segment in found.tasks):
+        # A list is no file to download or describe, and a task of one file would read
+        # the first and drop the others without a word.
         raise errors.InvalidParameter(
-            "a list of sources needs a task that reads several files (zip, animate, "
-            "collage, pdfcreate)",
+            f"a list of sources is read by {', '.join(LIST_READERS)}; no task here reads it",
             parameter="sources",
         )
     return found
+
+
+def _reads_list(segment: str) -> bool:
+    spec = catalogue.spec(parse_task(segment).name)
+    return spec is not None and spec.reads_list
 
 
 def _source(found: CdnPath, last: str) -> None:

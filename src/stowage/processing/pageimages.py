@@ -57,6 +57,7 @@ TASKS: tuple[TaskSpec, ...] = (
         kind=Kind.ANSWER,
         answer=Answer(_made_by_the_job, PDF),
         doc="stored images and PDFs, in the URL's order, as one new PDF",
+        reads_list=True,
     ),
 )
 

@@ -84,6 +84,7 @@ class TaskSpec:
     #: reads it after, and what came before, are then not computed again.
     holds: Callable[[Task], bool] | None = None
     bare: str | None = None  # the parameter a value without a name sets: cache=false
+    reads_list: bool = False  # a ``[h1,h2]`` source is its input (animate, zip, pdfcreate)
     #: Why a task of the hosted service is not run here (tags, sfw): its use is refused
     #: with TASK_NOT_AVAILABLE, distinct from an unknown task's UNSUPPORTED_TASK.
     unavailable: str = ""
