@@ -294,6 +294,23 @@ def test_check_url_raises_only_stowage_errors(text: str) -> None:
             make_fetcher().check_url(url)
 
 
+HOST_CHARS = st.sampled_from(list("ab9-_.:") + ["<", ">", "'", '"', "{", "|", "^", "`", "é"])
+
+
+@given(st.text(HOST_CHARS, min_size=1, max_size=24))
+@settings(max_examples=400, deadline=None)
+def test_a_host_that_no_resolver_can_answer_is_a_malformed_url(host: str) -> None:
+    """``127<script>.0.0.1`` reached the resolver and answered 502 (an origin down) for
+    what is the client's mistake: only a DNS name or an address literal goes on."""
+    try:
+        parsed = make_fetcher(allow_private=True).check_url(f"http://{host}/x")
+    except errors.StowageError as exc:
+        assert exc.status < 500
+        return
+    raw = parsed.raw_host or ""
+    assert all(c.isalnum() or c in "-_.:" for c in raw) and ".." not in raw, raw
+
+
 # --- GuardedResolver ----------------------------------------------------------------------
 
 

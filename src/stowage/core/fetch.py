@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import re
 import socket
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass
@@ -89,6 +90,15 @@ def canonical_url(url: str) -> str:
         return url  # malformed: the fetch refuses it (INVALID_URL)
 
 
+_NAME = re.compile(r"[a-z0-9_-]+(?:\.[a-z0-9_-]+)*\.?", re.IGNORECASE)  # IDNA: ASCII
+_IPV6 = re.compile(r"[0-9a-f:.]+", re.IGNORECASE)
+
+
+def _is_host(raw_host: str) -> bool:
+    """A DNS name (as IDNA sends it) or an address literal: nothing else resolves."""
+    return bool(_NAME.fullmatch(raw_host) or (":" in raw_host and _IPV6.fullmatch(raw_host)))
+
+
 def check_url(url: str, allow_private: bool) -> URL:
     """The checks that need no DNS: scheme, credentials, literal internal addresses.
 
@@ -108,6 +118,10 @@ def check_url(url: str, allow_private: bool) -> URL:
     if any(c.isspace() or not c.isprintable() for c in host):
         # "127.0.0.1\x00" would otherwise slip past the literal check to the resolver
         raise errors.InvalidUrl("the url's host has control characters")
+    if not _is_host(parsed.raw_host or ""):
+        # "127<script>.0.0.1" is no name a resolver can answer: the client's mistake (400),
+        # not an origin that cannot be reached (502)
+        raise errors.InvalidUrl("the url's host is no host name or address")
     if not allow_private:
         if host in _BLOCKED_NAMES or host.endswith(".localhost"):
             raise errors.UrlForbidden()
