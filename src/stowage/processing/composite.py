@@ -242,6 +242,13 @@ def _handles(task: Task) -> tuple[str, ...]:
 _BUILDERS = {"collage": _collage, "animate": _animate}
 BUILT = frozenset(_BUILDERS)
 
+
+def _canvas_size(task: Task, width: int, height: int) -> tuple[int, int]:
+    """collage's and animate's canvas: the size asked for, else the first image's."""
+    wide, tall = task.get("width"), task.get("height")
+    return (wide if isinstance(wide, int) else width, tall if isinstance(tall, int) else height)
+
+
 TASKS: tuple[TaskSpec, ...] = (
     TaskSpec(
         "watermark",
@@ -266,6 +273,7 @@ TASKS: tuple[TaskSpec, ...] = (
             Param("autorotate", boolean, (), False),
         ),
         kind=Kind.FILES,
+        size=_canvas_size,
         needs_one_of=("files",),
         doc="this image and the files in a grid of width x height",
     ),
@@ -281,6 +289,7 @@ TASKS: tuple[TaskSpec, ...] = (
             Param("background", color, (), "transparent"),
         ),
         kind=Kind.FILES,
+        size=_canvas_size,
         doc="the listed images as the frames of a GIF or WebP (delay in ms)",
         reads_list=True,
     ),

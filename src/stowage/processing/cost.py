@@ -117,45 +117,11 @@ def check(seconds: float, limits: Limits) -> None:
 
 
 def size_after(task: Task, width: int, height: int) -> tuple[int, int]:
-    """The size a task makes of a ``width`` x ``height`` image (as the engine does, or a
-    little more: the estimate may be high, not low)."""
-    if task.name == "resize":
-        return _resized(task, width, height)
-    if task.name == "crop":
-        dim = task.get("dim")
-        if isinstance(dim, tuple) and len(dim) == 4:
-            x, y, w, h = (int(v) for v in dim)  # type: ignore[arg-type]
-            return max(1, min(w, width - x)), max(1, min(h, height - y))
-    if task.name in ("collage", "animate"):  # a canvas of the size asked for
-        wide, tall = task.get("width"), task.get("height")
-        return (
-            wide if isinstance(wide, int) else width,
-            tall if isinstance(tall, int) else height,
-        )
-    if task.name == "border":
-        side = task.get("width", 2)
-        grow = 2 * int(side) if isinstance(side, int) else 0
-        return width + grow, height + grow
-    declared = catalogue.TABLE[task.name].size  # the task's own (rotate, smart_crop, ...)
+    """The size a task makes of a ``width`` x ``height`` image, as its table entry
+    declares it (as the engine does, or a little more: the estimate may be high, not
+    low); the image's own size for a task that keeps it."""
+    declared = catalogue.TABLE[task.name].size
     return declared(task, width, height) if declared is not None else (width, height)
-
-
-def _resized(task: Task, width: int, height: int) -> tuple[int, int]:
-    want_w, want_h = task.get("width"), task.get("height")
-    fit = task.get("fit", "clip")
-    scales = [
-        int(want) / have
-        for want, have in ((want_w, width), (want_h, height))
-        if isinstance(want, int)
-    ]
-    if not scales:
-        return width, height
-    if fit in ("scale", "crop") and isinstance(want_w, int) and isinstance(want_h, int):
-        return want_w, want_h
-    scale = min(scales)
-    if fit == "max":
-        scale = min(scale, 1.0)
-    return max(1, round(width * scale)), max(1, round(height * scale))
 
 
 def _rate(task: Task) -> float:

@@ -105,6 +105,33 @@ def rotated_size(width: int, height: int, deg: int) -> tuple[int, int]:
     return math.ceil(width * cos + height * sin) + 1, math.ceil(width * sin + height * cos) + 1
 
 
+def _resize_size(task: Task, width: int, height: int) -> tuple[int, int]:
+    """The box ``resize`` makes (the cost estimate's: the engine's own, or a pixel more)."""
+    want_w, want_h = task.get("width"), task.get("height")
+    fit = task.get("fit", "clip")
+    scales = [
+        int(want) / have
+        for want, have in ((want_w, width), (want_h, height))
+        if isinstance(want, int)
+    ]
+    if not scales:
+        return width, height
+    if fit in ("scale", "crop") and isinstance(want_w, int) and isinstance(want_h, int):
+        return want_w, want_h
+    scale = min(scales)
+    if fit == "max":
+        scale = min(scale, 1.0)
+    return max(1, round(width * scale)), max(1, round(height * scale))
+
+
+def _crop_size(task: Task, width: int, height: int) -> tuple[int, int]:
+    dim = task.get("dim")
+    if isinstance(dim, tuple) and len(dim) == 4:
+        x, y, w, h = (int(v) for v in dim)  # type: ignore[arg-type]
+        return max(1, min(w, width - x)), max(1, min(h, height - y))
+    return width, height
+
+
 def _rotate_size(task: Task, width: int, height: int) -> tuple[int, int]:
     deg = task.get("deg", 0)
     return rotated_size(width, height, deg) if isinstance(deg, int) else (width, height)
@@ -148,6 +175,7 @@ TASKS: tuple[TaskSpec, ...] = (
         ),
         op=resize,
         load_op=resize_with,
+        size=_resize_size,
         needs_one_of=("width", "height"),
         doc="resize to a box (fit: clip, max, scale, crop)",
     ),
@@ -155,6 +183,7 @@ TASKS: tuple[TaskSpec, ...] = (
         "crop",
         (Param("dim", dims, ("d",)),),
         op=crop,
+        size=_crop_size,
         needs_one_of=("dim",),
         doc="cut out [x,y,width,height]",
     ),

@@ -49,6 +49,12 @@ def border(image: pyvips.Image, task: Task) -> pyvips.Image:
     )
 
 
+def _border_size(task: Task, width: int, height: int) -> tuple[int, int]:
+    side = task.get("width", 2)
+    grow = 2 * side if isinstance(side, int) else 0
+    return width + grow, height + grow
+
+
 TASKS: tuple[TaskSpec, ...] = (
     TaskSpec(
         "circle",
@@ -77,6 +83,7 @@ TASKS: tuple[TaskSpec, ...] = (
             Param("background", color, ("b",)),
         ),
         op=border,
+        size=_border_size,
         doc="a frame around the image",
     ),
 )
