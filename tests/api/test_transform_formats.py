@@ -4,6 +4,9 @@ own derivative."""
 
 from __future__ import annotations
 
+import base64
+import xml.etree.ElementTree as ElementTree
+
 import pytest
 
 from stowage.processing import grammar
@@ -69,3 +72,26 @@ async def test_the_hosted_shapes_answer_200(harness: Harness) -> None:
     for task in ("sharpen=amount:0", "border=width:0", "blur=amount:0"):
         resp, body = await get(harness, f"/{task}/{handle}")
         assert (decoded(body).width, decoded(body).height) == (1200, 800)
+
+
+@pytest.mark.parametrize(
+    ("chain", "size"),
+    [("output=format:svg", (64, 48)), ("resize=w:32/output=f:svg", (32, 24))],
+)
+async def test_svg_output_holds_the_result_as_a_png(
+    harness: Harness, chain: str, size: tuple[int, int]
+) -> None:
+    """filestack-js's schema lets an SDK ask for svg: an SVG of the result's size holding
+    it as a PNG (no tracing), with no script, served as an image."""
+    handle = await stored(harness, picture(64, 48, ".png"), name="p.png")
+    resp, body = await get(harness, f"/{chain}/{handle}")
+    assert resp.headers["Content-Type"].startswith("image/svg+xml")
+    root = ElementTree.fromstring(body)
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    assert (int(root.get("width", 0)), int(root.get("height", 0))) == size
+    (image,) = list(root)
+    href = image.get("{http://www.w3.org/1999/xlink}href", "")
+    assert href.startswith("data:image/png;base64,")
+    inner = decoded(base64.b64decode(href.split(",", 1)[1]))
+    assert (inner.width, inner.height) == size
+    assert b"<script" not in body

@@ -26,7 +26,7 @@ from stowage.processing import (
     subjects,
 )
 from stowage.processing.base import Value, _text
-from stowage.processing.params import Choice, Either, Integer, Number
+from stowage.processing.params import Choice, Either, Integer, Number, Whole
 from stowage.processing.table import Kind, Param, TaskSpec
 
 SPECS = sorted(
@@ -55,6 +55,8 @@ def inside(check: object) -> st.SearchStrategy[Value]:
         return st.integers(check.low, check.high)
     if isinstance(check, Number):
         return decimals(check.low, check.high)
+    if isinstance(check, Whole):  # 0 means not given: test_zero_leaves_a_size_unset
+        return st.integers(check.low, check.high) | decimals(check.low, check.high)
     if isinstance(check, Choice):
         return st.sampled_from(check.names)
     if isinstance(check, Either):
@@ -113,6 +115,9 @@ def outside(check: object) -> st.SearchStrategy[Value]:
         return st.integers(-(10**11), check.low - 1) | st.integers(check.high + 1, 10**11)
     if isinstance(check, Number):
         return decimals(-1e6, check.low - 0.001) | decimals(check.high + 0.001, 1e6)
+    if isinstance(check, Whole):
+        floor = 0 if check.zero_unset else check.low
+        return decimals(-1e6, floor - 0.001) | decimals(check.high + 0.001, 1e6)
     if isinstance(check, Choice):
         return WORDS.filter(lambda w: w not in check.names)
     if isinstance(check, Either):
@@ -297,3 +302,35 @@ def test_the_docs_list_every_task_with_its_short_names() -> None:
             assert f"`{param.name}`" in row, f"{spec.name}.{param.name} is not in its row"
             for short in param.short:
                 assert f"(`{short}`)" in row, f"{spec.name}.{param.name}'s short name {short}"
+
+
+WHOLES = [(spec, param) for spec, param in PARAMS if isinstance(param.check, Whole)]
+
+
+@pytest.mark.parametrize("pair", WHOLES, ids=_id)
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_a_decimal_is_rounded_to_the_whole_number(
+    pair: tuple[TaskSpec, Param], data: st.DataObject
+) -> None:
+    """The SDK schema types sides, percentages and angles as numbers (``width:150.5``)."""
+    spec, param = pair
+    check = param.check
+    assert isinstance(check, Whole)
+    value = data.draw(decimals(check.low, check.high))
+    task = grammar.parse_task(segment(spec, param.name, value, data))
+    half_up = int(value + 0.5)
+    assert task.get(param.name) == (half_up % check.modulo if check.modulo else half_up)
+
+
+@pytest.mark.parametrize("pair", [p for p in WHOLES if p[1].check.zero_unset], ids=_id)  # type: ignore[attr-defined]
+@settings(max_examples=5, deadline=None)
+@given(data=st.data())
+def test_zero_leaves_a_size_unset(pair: tuple[TaskSpec, Param], data: st.DataObject) -> None:
+    """0, which the SDK schema allows, is the parameter not given."""
+    spec, param = pair
+    others = [p for p in spec.needs_one_of if p != param.name]
+    text = segment(spec, param.name, 0, data)
+    if param.name in spec.needs_one_of and others:
+        text += f",{others[0]}:20"
+    assert param.name not in dict(grammar.parse_task(text).options)

@@ -73,7 +73,7 @@ def test_unsupported_task_lists_the_supported() -> None:
         ("crop=dim:[[[1]]]", "crop.dim"),
         ("rotate=deg:exiff", "rotate.deg"),
         ("flip=x:1", "flip.x"),
-        ("output=format:svg", "output.format"),
+        ("output=format:bmp", "output.format"),
         ("modulate=hue:360", "modulate.hue"),
         ("border=color:#ff0000", "border.color"),
         ("store=access:world", "store.access"),

@@ -3,10 +3,20 @@ ones the documents and video work owns."""
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
 from pathlib import Path
+from typing import Any
 
-from stowage.processing import catalogue
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from stowage import errors
+from stowage.processing import catalogue, grammar
+from stowage.processing.base import _text
+from tests.processing.test_catalogue import inside
 
 SCHEMA = Path(__file__).resolve().parents[2] / (
     ".test-servers/filestack-js/node_modules/filestack-js/src/schema/transforms.schema.ts"
@@ -26,3 +36,81 @@ def test_every_schema_task_is_in_the_table() -> None:
     assert len(names) >= 50 and {"resize", "fallback", "minify_js", "tags"} <= names
     missing = sorted(n for n in names if n not in catalogue.TABLE and n not in ELSEWHERE)
     assert missing == []
+
+
+# --- every value the schema lets an SDK send is accepted ------------------------------------
+
+COMPILED = SCHEMA.parents[2] / "build/main/schema/transforms.schema.js"
+#: Where the table is stricter than the schema, and why (docs/decisions.md).
+STRICTER = {
+    ("cache", "expiry"): "a negative number of seconds (the schema sets no minimum)",
+}
+HANDLE = "A" * 10 + "b" * 10
+
+
+def compiled_schema() -> dict[str, Any]:
+    script = f"console.log(JSON.stringify(require({str(COMPILED)!r}).TransformSchema))"
+    found = subprocess.run(["node", "-e", script], capture_output=True, text=True, check=True)
+    schema: dict[str, Any] = json.loads(found.stdout)
+    return schema
+
+
+def allowed(prop: dict[str, Any], name: str) -> st.SearchStrategy[Any]:
+    """Values the schema's property allows (handles where it asks for a handle)."""
+    alternatives = prop.get("oneOf", []) + prop.get("anyOf", [])
+    if alternatives:
+        return st.one_of([allowed(alt, name) for alt in alternatives])
+    if "enum" in prop:
+        return st.sampled_from(prop["enum"])
+    kind = prop.get("type")
+    if kind == "boolean":
+        return st.booleans()
+    if kind in ("integer", "number"):
+        low, high = prop.get("minimum", 0), prop.get("maximum", 10**6)
+        whole = st.integers(int(low), int(high))
+        decimal = st.integers(int(low * 1000), int(high * 1000)).map(lambda n: n / 1000)
+        return whole if kind == "integer" else whole | decimal
+    if kind == "array":
+        items = prop.get("items", {"type": "string"})
+        if isinstance(items, list):
+            return st.tuples(*[allowed(item, name) for item in items])
+        least = max(1, prop.get("minItems", 1))
+        return st.lists(allowed(items, name), min_size=least, max_size=least + 2).map(tuple)
+    if name in ("file", "files", "handle"):
+        return st.just(HANDLE)
+    return st.nothing()  # text of no stated form (a colour, a URL): the table's own values
+
+
+SDK_PARAMS = [
+    (task, name, prop)
+    for task, spec in sorted(compiled_schema()["properties"].items())
+    if task not in ELSEWHERE | {"tags", "sfw", "urlscreenshot"}
+    for alt in spec.get("oneOf", [spec])
+    for name, prop in alt.get("properties", {}).items()
+    if (task, name) not in STRICTER
+]
+
+
+@pytest.mark.parametrize(
+    ("task", "name", "prop"), SDK_PARAMS, ids=[f"{t}.{n}" for t, n, _ in SDK_PARAMS]
+)
+@settings(max_examples=20, deadline=None)
+@given(data=st.data())
+def test_every_value_the_sdk_schema_allows_is_accepted(
+    task: str, name: str, prop: dict[str, Any], data: st.DataObject
+) -> None:
+    """filestack-js validates options against this schema before it builds the URL: a URL
+    it builds must not be refused for a value it let through."""
+    spec = catalogue.TABLE[task]
+    param = spec.param(name)
+    assert param is not None, f"{task} takes no {name}, which the schema lets the SDK send"
+    values = allowed(prop, name)
+    value = data.draw(inside(param.check) if values.is_empty else values)
+    needed = [p for p in spec.params if p.name in spec.needs_one_of]
+    text = f"{task}={name}:{_text(value)}"
+    if needed and name not in spec.needs_one_of:
+        text += f",{needed[0].name}:{_text(data.draw(inside(needed[0].check)))}"
+    try:
+        grammar.parse_task(text)
+    except errors.InvalidParameter as exc:
+        assert "needs" in str(exc), (text, str(exc))  # 0 as not given, with nothing else

@@ -28,6 +28,7 @@ _OUTPUTS = {
     "avif": Output("avif", "image/avif", "avif"),
     "gif": Output("gif", "image/gif", "gif"),
     "tiff": Output("tiff", "image/tiff", "tiff"),
+    "svg": Output("svg", "image/svg+xml", "svg"),  # a PNG inside an SVG (svgout.py)
 }
 _BY_MIMETYPE = {
     "image/jpeg": "jpg",

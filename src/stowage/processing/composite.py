@@ -28,7 +28,7 @@ from stowage import errors
 from stowage.core import names
 from stowage.processing import frames, ops
 from stowage.processing.base import Limits, Task, Value
-from stowage.processing.params import boolean, choice, color, integer, rgba
+from stowage.processing.params import boolean, choice, color, integer, rgba, whole
 from stowage.processing.table import Kind, Param, TaskSpec
 
 #: filestack-js' positionDef; ``faces`` places as ``center`` here (no detector in this
@@ -254,7 +254,7 @@ TASKS: tuple[TaskSpec, ...] = (
         "watermark",
         (
             Param("file", handle),
-            Param("size", integer(1, 500), (), 100),
+            Param("size", whole(1, 500, zero_unset=True), (), 100),
             Param("position", position, (), "center"),
         ),
         op=watermark,
@@ -266,8 +266,8 @@ TASKS: tuple[TaskSpec, ...] = (
         (
             Param("files", handles),
             Param("margin", integer(1, 100), (), 10),
-            Param("width", integer(1, 10_000)),
-            Param("height", integer(1, 10_000)),
+            Param("width", whole(1, 10_000, zero_unset=True)),
+            Param("height", whole(1, 10_000, zero_unset=True)),
             Param("color", color, (), "white"),
             Param("fit", choice("auto", "crop"), (), "auto"),
             Param("autorotate", boolean, (), False),

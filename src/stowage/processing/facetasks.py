@@ -20,7 +20,7 @@ import pyvips
 from stowage.processing import faces
 from stowage.processing.base import Output, Task, Value
 from stowage.processing.faces import Box
-from stowage.processing.params import boolean, choice, color, integer, number, rgba
+from stowage.processing.params import boolean, choice, color, integer, number, rgba, whole
 from stowage.processing.table import Answer, Param, TaskSpec
 
 #: An answer's renderer: the image at the task's step -> the answer's text (as the
@@ -29,8 +29,8 @@ Renderer = Callable[[pyvips.Image, Task], str]
 JSON = Output("json", "application/json", "json")
 MAX_FACES = 1000
 SIZE = number(0, 10_000)
-SIDE = integer(1, 10_000)
-BUFFER = integer(0, 1000)
+SIDE = whole(1, 10_000)  # the SDK schema: a number
+BUFFER = integer(0, 10_000)  # the SDK schema's range (the hosted docs say 1000)
 UNBOUNDED = 10_000_000  # libvips' largest coordinate: a side that does not constrain
 
 

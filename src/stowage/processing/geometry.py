@@ -14,12 +14,21 @@ import pyvips
 from stowage import errors
 from stowage.processing import faces, ops
 from stowage.processing.base import Task
-from stowage.processing.params import align, boolean, choice, color, dims, either, integer, rgba
+from stowage.processing.params import (
+    align,
+    boolean,
+    choice,
+    color,
+    dims,
+    either,
+    rgba,
+    whole,
+)
 from stowage.processing.table import Param, TaskSpec
 
 Scaler = Callable[[int, int, str], pyvips.Image]  # width, height, libvips "size" mode
 UNBOUNDED = 10_000_000  # libvips' largest coordinate: a side that does not constrain
-SIZE = integer(1, 10_000)
+SIZE = whole(1, 10_000, zero_unset=True)  # the SDK schema: a number from 0
 
 
 def resize_box(task: Task, width: int, height: int) -> tuple[int, int]:
@@ -43,8 +52,10 @@ def resize_with(scale: Scaler, task: Task, width: int, height: int) -> pyvips.Im
         # One side given: it is met exactly and libvips derives the other. A box with the
         # other side rounded would bind first when that side was rounded down (640x480
         # to width 30 gives a 30x22 box, which a 29x22 image fits).
-        box_w, box_h = (box_w, UNBOUNDED) if task.get("width") is not None else (UNBOUNDED, box_h)
-        return scale(box_w, box_h, "down" if fit == "max" else "both")
+        by_width = task.get("width") is not None
+        box_w, box_h = (box_w, UNBOUNDED) if by_width else (UNBOUNDED, box_h)
+        made = scale(box_w, box_h, "down" if fit == "max" else "both")
+        return _kept_aspect(made, width, height, by_width)
     if fit == "scale":
         return scale(box_w, box_h, "force")
     if fit != "crop":
@@ -55,6 +66,20 @@ def resize_with(scale: Scaler, task: Task, width: int, height: int) -> pyvips.Im
         cover = cover.copy_memory()  # (a cover shrunk on load can only be read once)
     left, top = aligned(cover, task.get("align", "center"), box_w, box_h)
     return cover.extract_area(left, top, box_w, box_h)
+
+
+def _kept_aspect(image: pyvips.Image, width: int, height: int, by_width: bool) -> pyvips.Image:
+    """The side derived from the one given, to within a pixel of the source's aspect. A
+    tiny JPEG shrunk on load keeps it only roughly (libjpeg rounds each side of its 1/8
+    scale up: 9x57 loads as 2x8), and 9x57 to width 1 came out 1x7, not 1x6."""
+    given, other = (image.width, image.height) if by_width else (image.height, image.width)
+    exact = given * (height / width if by_width else width / height)
+    if abs(other - exact) <= 1:
+        return image
+    fixed = max(1, round(exact))
+    if by_width:
+        return image.thumbnail_image(given, height=fixed, size="force")
+    return image.thumbnail_image(fixed, height=given, size="force")
 
 
 def aligned(image: pyvips.Image, align: object, box_w: int, box_h: int) -> tuple[int, int]:
@@ -190,7 +215,7 @@ TASKS: tuple[TaskSpec, ...] = (
     TaskSpec(
         "rotate",
         (
-            Param("deg", either(integer(0, 359), choice("exif")), ("d",), 0),
+            Param("deg", either(whole(0, 359, modulo=360), choice("exif")), ("d",), 0),
             Param("exif", boolean, ("e",)),
             Param("background", color, ("b",), "white"),
         ),

@@ -24,7 +24,7 @@ from stowage import errors
 from stowage.core import names
 from stowage.processing import catalogue
 from stowage.processing.base import Task, Value
-from stowage.processing.params import Convert, Text
+from stowage.processing.params import Convert, NotGiven, Text
 from stowage.processing.table import TaskSpec
 
 _INT = re.compile(r"-?[0-9]{1,12}")
@@ -180,6 +180,8 @@ def parse_task(segment: str) -> Task:
             raise bad(spec.name, key, f"unknown option; {spec.name} takes {_names(spec)}")
         try:
             options[param.name] = checked(param.check, raw)
+        except NotGiven:
+            continue
         except ValueError as exc:
             raise bad(spec.name, param.name, str(exc)) from exc
     needed = spec.needs_one_of

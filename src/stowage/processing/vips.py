@@ -28,6 +28,7 @@ from stowage.processing import (
     pdf,
     pillowjpeg,
     svg,
+    svgout,
 )
 from stowage.processing import chain as chains
 from stowage.processing.base import Chain, Limits, Output, Rendered, Task
@@ -38,6 +39,7 @@ pyvips.cache_set_max(0)  # libvips' operation cache would keep decoded images be
 GIF_EFFORT = 4
 _KEEPS_DUPLICATES = pyvips.at_least_libvips(8, 17)  # gifsave's keep_duplicate_frames
 _SUFFIXES = {"jpeg": ".jpg", "png": ".png", "webp": ".webp", "avif": ".avif", "gif": ".gif"}
+_PNG = Output("png", "image/png", "png")  # what an SVG result holds
 
 
 class VipsEngine:
@@ -117,6 +119,9 @@ def _save(
     stops, and the result is refused, so an oversized result (a tiled 10000x10000 TIFF
     flipped: 300 MB) never fills the disk. TIFF needs a seekable file (to a target libvips
     would hold it whole in memory): it is saved to its file and measured after."""
+    if output.format == "svg":
+        _save_svg(image, dest, options, cap)
+        return
     if output.format == "tiff":
         image.tiffsave(str(dest), **options)
         if dest.stat().st_size > cap:
@@ -149,6 +154,15 @@ def _save(
                 dest.unlink(missing_ok=True)
                 raise _too_many_bytes(cap) from exc
             raise
+
+
+def _save_svg(image: pyvips.Image, dest: Path, options: dict[str, Any], cap: int) -> None:
+    png = dest.with_name(dest.name + ".png")
+    try:
+        _save(image, _PNG, png, options, cap)
+        svgout.wrap_png(png, dest, image.width, image.height, cap)
+    finally:
+        png.unlink(missing_ok=True)
 
 
 def _too_many_bytes(cap: int) -> errors.ImageTooLarge:
