@@ -35,7 +35,7 @@ from stowage.processing.cache import fresh
 from stowage.processing.external import UrlAsk
 from stowage.processing.grammar import negotiated
 from stowage.processing.results import Derivative, Spooled
-from stowage.processing.service import Processor
+from stowage.processing.service import FilesAsk, Processor
 from stowage.registry.base import App
 
 _CHUNK = 256 * 1024
@@ -74,7 +74,9 @@ async def transform(request: web.Request, path: CdnPath, *, cdn: bool) -> web.St
     if path.store is not None:
         if cdn:
             _to_process_address(request, parts)
-        record = await processor.store(path.handle, path.tasks, creds, api_key, path.handles)
+        record = await processor.store(
+            FilesAsk(path.handle, path.tasks, creds, api_key, path.handles)
+        )
         return web.json_response(store_result(parts.links, record))
     if _is_zip(path):  # zip/H (filestack-python's Filelink.zip()) or zip/[h1,h2]
         return await _send_zip(request, processor, path, api_key)
@@ -82,9 +84,8 @@ async def transform(request: web.Request, path: CdnPath, *, cdn: bool) -> web.St
     try:
         with contextlib.nullcontext() if cache else fresh():  # cache=false: a new render
             charge = None if cache else _charger(request)  # a new render costs the app
-            made = await processor.derivative(
-                path.handle, path.tasks, creds, api_key, path.handles, charge
-            )
+            ask = FilesAsk(path.handle, path.tasks, creds, api_key, path.handles, charge)
+            made = await processor.derivative(ask)
     except errors.StowageError as exc:
         if (backup := _fallback(path, exc)) is None:
             raise

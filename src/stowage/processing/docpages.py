@@ -12,7 +12,7 @@ from stowage import errors
 from stowage.core.security import Credentials
 from stowage.processing import grammar, pageimages
 from stowage.processing.base import Task
-from stowage.processing.service import Processor
+from stowage.processing.service import FilesAsk, Processor
 
 
 def asked(tasks: list[str]) -> Task | None:
@@ -40,7 +40,7 @@ async def answer(
         raise errors.InvalidParameter(
             f"{pageimages.NAME} takes one stored file", parameter=pageimages.NAME
         )
-    made = await processor.derivative(handle, ["pdfinfo"], creds, api_key)
+    made = await processor.derivative(FilesAsk(handle, ["pdfinfo"], creds, api_key))
     info = json.loads(b"".join([chunk async for chunk in processor.cache.open(made.key)]))
     query = {
         k: v

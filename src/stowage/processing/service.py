@@ -42,6 +42,30 @@ from stowage.storage.base import ObjectInfo, Provider
 
 
 @dataclass(frozen=True)
+class FilesAsk:
+    """One request on stored files: a handle, or a ``[h1,h2]`` list (``handle`` is ""),
+    the tasks, the credentials and API key, and the rate charge to make once the main
+    file's app is known (``before``: cache=false runs a job every time)."""
+
+    handle: str
+    segments: list[str]
+    creds: Credentials
+    api_key: str | None
+    handles: tuple[str, ...] = ()
+    before: Charge | None = None
+
+    @property
+    def first(self) -> str:
+        """The main file: the handle, or the list's first."""
+        return self.handle or _first(self.handles)
+
+    @property
+    def listed(self) -> tuple[str, ...]:
+        """The other sources a list names (the main one among them)."""
+        return () if self.handle else self.handles
+
+
+@dataclass(frozen=True)
 class Core:
     """What the engine takes from the core: never the whole service."""
 
@@ -97,23 +121,10 @@ class Processor:
             self.kept_shots,
         )
 
-    async def derivative(
-        self,
-        handle: str,
-        segments: list[str],
-        creds: Credentials,
-        api_key: str | None,
-        handles: tuple[str, ...] = (),
-        before: Charge | None = None,
-    ) -> Derivative:
-        """``handles``: a ``[h1,h2]`` source list (animate, collage), when ``handle`` is "";
-        ``before``: called with the file's app once it is authorised (a rate charge)."""
-        chain = chains.parse(segments)
-        record, app = await self._authorized(handle or _first(handles), creds, api_key)
-        if before is not None:
-            await before(app)
-        others = await self._others(chain, () if handle else handles, record, creds, api_key)
-        return await self._derivative(record, app, chain, others)
+    async def derivative(self, ask: FilesAsk) -> Derivative:
+        """The tasks' result of a stored file (or of a list's files), kept as a derivative."""
+        made, _, _ = await self._made(ask, chains.parse(ask.segments))
+        return made
 
     async def archive_of(
         self, handles: tuple[str, ...], creds: Credentials, api_key: str | None
@@ -131,28 +142,20 @@ class Processor:
         ]
         return app, archive.stream(entries)
 
-    async def store(
-        self,
-        handle: str,
-        segments: list[str],
-        creds: Credentials,
-        api_key: str | None,
-        handles: tuple[str, ...] = (),
-    ) -> FileRecord:
+    async def store(self, ask: FilesAsk) -> FileRecord:
         """The ``store`` task: the chain's result becomes a new file of the same app (the
         first listed file's app for a ``[h1,h2]`` source, read as ``derivative`` reads it)."""
-        chain = chains.parse(segments)
+        chain = chains.parse(ask.segments)
         task = chain.store
         if task is None:
             raise errors.InvalidParameter("the chain has no store task", parameter="store")
+        creds = ask.creds
         if _zips(chain):  # the archive is made by archive.py, not by a job
-            app, chunks = await self.archive_of(handles or (handle,), creds, api_key)
+            app, chunks = await self.archive_of(ask.handles or (ask.handle,), creds, ask.api_key)
             name = str(task.get("filename") or ARCHIVE_NAME)
             source = Source(chunks=chunks, filename=name, content_type=ARCHIVE_TYPE)
             return await stored(self.core.store, app.api_key, task, source, ARCHIVE_TYPE, creds)
-        record, app = await self._authorized(handle or _first(handles), creds, api_key)
-        others = await self._others(chain, () if handle else handles, record, creds, api_key)
-        made = await self._derivative(record, app, chain, others)
+        made, record, app = await self._made(ask, chain)
         stem = record.filename.rsplit(".", 1)[0] or "file"
         filename = str(task.get("filename") or f"{stem}.{made.record.filename.rsplit('.')[-1]}")
         mimetype = made.record.mimetype
@@ -174,6 +177,15 @@ class Processor:
         await self.office.close()
 
     # -- steps -----------------------------------------------------------------
+    async def _made(self, ask: FilesAsk, chain: Chain) -> tuple[Derivative, FileRecord, App]:
+        """Every source authorised (the main one's app charged) and within the limits,
+        then the derivative, kept or made."""
+        record, app = await self._authorized(ask.first, ask.creds, ask.api_key)
+        if ask.before is not None:
+            await ask.before(app)
+        others = await self._others(chain, ask.listed, record, ask.creds, ask.api_key)
+        return await self._derivative(record, app, chain, others), record, app
+
     async def _authorized(
         self, handle: str, creds: Credentials, api_key: str | None
     ) -> tuple[FileRecord, App]:
