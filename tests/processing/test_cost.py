@@ -94,8 +94,11 @@ def test_a_thumbnail_of_a_photo_is_a_small_job(tmp_path: Path) -> None:
     ],
 )
 def test_the_estimate_is_near_the_cpu_time(tmp_path: Path, size: int, segments: list[str]) -> None:
-    """Within a factor of three of the CPU time on one libvips thread (the job processes'
-    setting), so that refusing at 8 s does not refuse what takes 2."""
+    """At least a third of the CPU time on one libvips thread (the job processes'
+    setting), so that a job refused at 8 s could not have finished in a few; at most four
+    times it, so that refusing at 8 s does not refuse what takes 2. (The rates are a
+    photo's: this pattern saves as PNG several times faster, and sepia then a 30-degree
+    turn measured 2.2-3.0 times below its estimate, so a bound of three failed once.)"""
     source = pattern(tmp_path / "s.png", size, size)
     _, seconds = opened_for(source, segments, "image/png")
     parsed = chain.parse(segments)
@@ -104,7 +107,7 @@ def test_the_estimate_is_near_the_cpu_time(tmp_path: Path, size: int, segments: 
     VipsEngine(threads_per_job=1).render(source, parsed, output, tmp_path / "o.png", LIMITS)
     spent = time.process_time() - started
     print(f"{segments} on {size}: estimated {seconds:.2f} s, took {spent:.2f} s of CPU")
-    assert spent / 3 < seconds < spent * 3
+    assert spent / 3 < seconds < spent * 4
 
 
 IMAGE_TASKS = [spec for spec in SPECS if spec.kind is Kind.IMAGE]
