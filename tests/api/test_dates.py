@@ -7,13 +7,16 @@ from __future__ import annotations
 import asyncio
 import base64
 import email.utils
+import math
 import time
 from typing import Any
 
 import pytest
+from aiohttp.test_utils import make_mocked_request
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from stowage.http import dates
 from tests.api.harness import Harness
 from tests.api.test_transform import picture, stored
 
@@ -127,3 +130,15 @@ async def test_a_version_written_after_a_read_is_never_a_304(
     for client, target in ((harness.api, f"/api/file/{handle}"), (harness.cdn, f"/{handle}")):
         again = await client.get(target, headers=since)
         assert (again.status, await again.read()) == (200, b"new"), target
+
+
+@given(since=st.integers(0, 2**31), modified=st.floats(1, 2**31, allow_nan=False))
+def test_if_modified_since_never_holds_for_a_later_or_unknown_time(
+    since: int, modified: float
+) -> None:
+    """A store that gives no time (Dropbox, GCS: 0) never answers 304 by date, and no
+    version is unmodified since a date before its time rounded up."""
+    header = {"If-Modified-Since": email.utils.formatdate(since, usegmt=True)}
+    request = make_mocked_request("GET", "/", headers=header)
+    assert not dates.not_modified_since(request, 0)
+    assert dates.not_modified_since(request, modified) == (math.ceil(modified) <= since)

@@ -40,9 +40,10 @@ def last_modified(modified: float) -> str:
 def not_modified_since(request: web.BaseRequest, modified: float) -> bool:
     """If-Modified-Since holds: a GET or HEAD without If-None-Match (RFC 9110 13.1.3),
     with a date no earlier than the version's second (rounded up: never a 304 for a
-    version written after the date sent). A date that cannot be read is ignored."""
+    version written after the date sent). A date that cannot be read is ignored, and so
+    is the header when the store does not know the version's time (0: a stale 304)."""
     header = request.headers.get("If-Modified-Since")
-    if header is None or "If-None-Match" in request.headers:
+    if header is None or "If-None-Match" in request.headers or not modified:
         return False
     if request.method not in ("GET", "HEAD"):
         return False

@@ -265,8 +265,7 @@ def _unmodified_since(request: web.Request, plan: Download) -> bool:
         since = email.utils.parsedate_to_datetime(header).timestamp()
     except (TypeError, ValueError, IndexError):
         return True
-    modified = plan.info.modified or plan.record.uploaded / 1000
-    return dates.modified_second(modified) <= since  # rounded up: a same-second write fails
+    return dates.modified_second(_modified(plan)) <= since  # rounded up: a same-second write fails
 
 
 def _if_match(request: web.Request, tag: str) -> bool:
@@ -343,5 +342,10 @@ def _version_headers(
     return {
         **headers,
         "ETag": f'"{etag}"',
-        "Last-Modified": dates.last_modified(plan.info.modified),
+        "Last-Modified": dates.last_modified(_modified(plan)),
     }
+
+
+def _modified(plan: Download) -> float:
+    """The version's time; the row's upload time where the store gives none (0)."""
+    return plan.info.modified or plan.record.uploaded / 1000

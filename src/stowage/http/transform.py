@@ -30,7 +30,7 @@ from stowage.http.api import download, request_credentials, store_result
 from stowage.http.cdnpath import CdnPath
 from stowage.http.keys import PARTS
 from stowage.http.responses import SANDBOX_CSP, disposition, file_headers, send_file
-from stowage.processing import docpages, grammar, metrics, videojobs
+from stowage.processing import archive, docpages, grammar, metrics, videojobs
 from stowage.processing.cache import fresh
 from stowage.processing.external import UrlAsk
 from stowage.processing.grammar import negotiated
@@ -219,10 +219,7 @@ async def _send_kept(
 
 
 def _is_zip(path: CdnPath) -> bool:
-    names = [grammar.parse_task(task).name for task in path.tasks]
-    if "zip" in names and names != ["zip"]:
-        raise errors.InvalidParameter("zip takes no other tasks", parameter="zip")
-    return names == ["zip"]
+    return archive.is_zip([grammar.parse_task(task).name for task in path.tasks])
 
 
 async def _send_zip(
@@ -233,8 +230,8 @@ async def _send_zip(
     _, chunks = await processor.archive_of(path.sources, creds, api_key)
     response = web.StreamResponse(
         headers={
-            "Content-Type": "application/zip",
-            "Content-Disposition": 'attachment; filename="files.zip"',
+            "Content-Type": archive.MIMETYPE,
+            "Content-Disposition": f'attachment; filename="{archive.NAME}"',
             "X-Content-Type-Options": "nosniff",
             "Cache-Control": "private, no-store",
         }

@@ -16,7 +16,10 @@ import time
 import zipfile
 from collections.abc import AsyncIterator, Callable
 
+from stowage import errors
+
 Opener = Callable[[], AsyncIterator[bytes]]
+NAME, MIMETYPE = "files.zip", "application/zip"  # the archive as sent, and as stored
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f/\\:*?\"<>|]")
 MAX_NAME = 200
 
@@ -80,3 +83,11 @@ def _safe(filename: str) -> str:
     base = re.split(r"[/\\]", filename)[-1]
     cleaned = _UNSAFE.sub("_", base).strip(" .")
     return cleaned[:MAX_NAME]
+
+
+def is_zip(task_names: list[str]) -> bool:
+    """Whether a chain of these tasks is ``zip``, which takes no other (``store`` aside:
+    it is not among a chain's tasks)."""
+    if "zip" in task_names and task_names != ["zip"]:
+        raise errors.InvalidParameter("zip takes no other tasks", parameter="zip")
+    return task_names == ["zip"]

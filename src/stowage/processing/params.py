@@ -22,16 +22,6 @@ COLOR_NAMES: dict[str, tuple[int, int, int, int]] = {
 ALIGNS = ("center", "top", "bottom", "left", "right", "faces")
 #: Image formats a result may be saved in; ``pjpg`` is a progressive JPEG.
 FORMATS = ("jpg", "jpeg", "pjpg", "png", "webp", "avif", "gif", "tiff", "svg")
-_WHOLE = re.compile(r"-?[0-9]{1,12}")
-_DECIMAL = re.compile(r"-?[0-9]{0,12}(?:\.[0-9]{1,12})?")
-
-
-def _quoted_number(value: Value, pattern: re.Pattern[str]) -> Value:
-    """A number sent in quotes (``width:"300"``) is the number."""
-    if isinstance(value, str) and pattern.fullmatch(value.strip()) and value.strip("-. "):
-        text = value.strip()
-        return int(text) if _WHOLE.fullmatch(text) else float(text)
-    return value
 
 
 @dataclass(frozen=True)
@@ -42,7 +32,6 @@ class Integer:
     high: int
 
     def __call__(self, value: Value) -> Value:
-        value = _quoted_number(value, _WHOLE)
         if isinstance(value, bool) or not isinstance(value, int):
             raise ValueError(f"must be a whole number from {self.low} to {self.high}")
         if not self.low <= value <= self.high:
@@ -67,7 +56,6 @@ class Whole:
     modulo: int = 0
 
     def __call__(self, value: Value) -> Value:
-        value = _quoted_number(value, _DECIMAL)
         floor = 0 if self.zero_unset else self.low
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ValueError(f"must be a number from {floor} to {self.high}")
@@ -87,7 +75,6 @@ class Number:
     high: float
 
     def __call__(self, value: Value) -> Value:
-        value = _quoted_number(value, _DECIMAL)
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ValueError(f"must be a number from {self.low} to {self.high}")
         if not self.low <= value <= self.high:

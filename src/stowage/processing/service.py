@@ -150,11 +150,11 @@ class Processor:
         if task is None:
             raise errors.InvalidParameter("the chain has no store task", parameter="store")
         creds = ask.creds
-        if _zips(chain):  # the archive is made by archive.py, not by a job
+        if archive.is_zip([t.name for t in chain.tasks]):  # made by archive.py, not a job
             app, chunks = await self.archive_of(ask.handles or (ask.handle,), creds, ask.api_key)
-            name = str(task.get("filename") or ARCHIVE_NAME)
-            source = Source(chunks=chunks, filename=name, content_type=ARCHIVE_TYPE)
-            return await stored(self.core.store, app.api_key, task, source, ARCHIVE_TYPE, creds)
+            name = str(task.get("filename") or archive.NAME)
+            source = Source(chunks=chunks, filename=name, content_type=archive.MIMETYPE)
+            return await stored(self.core.store, app.api_key, task, source, archive.MIMETYPE, creds)
         made, record, app = await self._made(ask, chain)
         stem = record.filename.rsplit(".", 1)[0] or "file"
         filename = str(task.get("filename") or f"{stem}.{made.record.filename.rsplit('.')[-1]}")
@@ -305,7 +305,6 @@ def _cache_store(core: Core) -> Provider:
 
 
 Other = tuple[str, FileRecord, App]  # another source: its handle, row and app
-ARCHIVE_NAME, ARCHIVE_TYPE = "files.zip", "application/zip"  # as zip/[h1,h2] is sent
 
 
 def _count_within(settings: Settings, count: int) -> None:
@@ -333,14 +332,6 @@ def _opener(providers: Providers, app: App, record: FileRecord) -> archive.Opene
 
 def _first(handles: tuple[str, ...]) -> str:
     return handles[0] if handles else ""
-
-
-def _zips(chain: Chain) -> bool:
-    """Whether the chain is ``zip``, which takes no other task (but ``store``)."""
-    names = [task.name for task in chain.tasks]
-    if "zip" in names and names != ["zip"]:
-        raise errors.InvalidParameter("zip takes no other tasks", parameter="zip")
-    return names == ["zip"]
 
 
 def _named_sources(chain: Chain) -> list[str]:
