@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stowage import errors
-from stowage.processing import chain
+from stowage.processing import chain, composite
 from stowage.processing.base import Limits, _text
 from stowage.processing.table import Kind, TaskSpec
 from stowage.processing.vips import VipsEngine
@@ -57,3 +57,54 @@ def test_a_task_read_in_one_pass_never_reads_behind(
         VipsEngine(threads_per_job=1).render(photo, parsed, output, tmp_path / "o", LIMITS)
     except errors.StowageError as exc:
         assert exc.status != 422 or exc.code != "INVALID_IMAGE", (spec.name, options, str(exc))
+
+
+# --- the extra sources of watermark and collage ---------------------------------------------
+
+EXTRA = "E" * 20
+FOLLOWING = [s for s in SPECS if s.kind is Kind.IMAGE and s.name not in composite.BUILT]
+
+
+@pytest.fixture(scope="module")
+def tall(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A photo and a tall PNG (a decoder that reads only forwards) to put on it."""
+    folder = tmp_path_factory.mktemp("extra")
+    grey = pyvips.Image.gaussnoise(300, 2400, sigma=50, mean=128).cast("uchar")
+    grey.bandjoin([grey.flip("horizontal"), grey.flip("vertical")]).pngsave(
+        str(folder / "tall.png")
+    )
+    grey.rot90().crop(0, 0, 800, 300).resize(1, vscale=2).pngsave(str(folder / "photo.png"))
+    return folder / "photo.png", folder / "tall.png"
+
+
+@pytest.mark.parametrize("first", ["watermark", "collage"])
+@pytest.mark.parametrize("spec", FOLLOWING, ids=lambda spec: spec.name)
+@settings(
+    max_examples=2, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_a_task_after_a_watermark_or_collage_reads_their_sources_in_any_order(
+    spec: TaskSpec, data: st.DataObject, first: str, tall: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """``flip``, a rotation or ``enhance`` after a tall watermark failed 422 INVALID_IMAGE:
+    the extra source was read in one pass and the task read it again from the top."""
+    made = {
+        "watermark": f"watermark=file:{EXTRA}",
+        "collage": f"collage=files:[{EXTRA}],width:400,height:400",
+    }
+    needed = [param for param in spec.params if param.name in spec.needs_one_of]
+    options = [
+        f"{param.name}:{_text(data.draw(inside(param.check)))}"
+        for param in spec.params
+        if param in needed[:1] or data.draw(st.booleans())
+    ]
+    source, extra = tall
+    try:
+        parsed = chain.parse(
+            [made[first], spec.name + ("=" + ",".join(options) if options else "")]
+        )
+        output = chain.output_for(parsed, "image/png")
+        with composite.using(((EXTRA, extra),), LIMITS):
+            VipsEngine(threads_per_job=1).render(source, parsed, output, tmp_path / "o", LIMITS)
+    except errors.StowageError as exc:
+        assert exc.status != 422 or exc.code != "INVALID_IMAGE", (first, spec.name, str(exc))

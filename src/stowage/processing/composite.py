@@ -41,6 +41,7 @@ POSITIONS = ("top", "middle", "bottom", "left", "center", "right", "faces")
 class Sources:
     paths: tuple[tuple[str, Path], ...]  # handle and path, in the URL's order
     limits: Limits
+    out_of_order: bool = False  # the chain reads its image out of order (``read_out_of_order``)
     _opened: dict[Path, pyvips.Image] = field(default_factory=dict)
 
     def path(self, handle: str) -> Path:
@@ -53,10 +54,12 @@ class Sources:
         """An extra source, opened once for the job (a watermark on each frame of an
         animation too); the pixels of all of them are held to the total-pixel limit."""
         if path not in self._opened:
-            # A file listed twice is read twice (two cells, two frames): a sequential
-            # decoder cannot go back to its first line, so that one is decoded whole.
+            # A file listed twice is read twice (two cells, two frames), and a chain that
+            # reads out of order reads it so too: a sequential decoder cannot go back to
+            # its first line, so those are decoded whole.
             uses = sum(path == listed for _, listed in self.paths)
-            self._opened[path] = opened(path, self.limits, sequential=uses < 2)
+            sequential = uses < 2 and not self.out_of_order
+            self._opened[path] = opened(path, self.limits, sequential=sequential)
             total = sum(int(i.width) * int(i.height) for i in self._opened.values())
             if total > self.limits.max_total_pixels:
                 raise errors.ImageTooLarge(
@@ -77,6 +80,16 @@ def using(paths: tuple[tuple[str, Path], ...], limits: Limits) -> Iterator[None]
         yield
     finally:
         _CURRENT.reset(token)
+
+
+def read_out_of_order() -> None:
+    """The job's chain reads its image out of order or twice (``flip``, a rotation, or
+    ``enhance``, which measures the image and then changes it): the extra sources, which
+    the tasks before it composited into that image, are decoded whole, as the main one is.
+    Read in one pass, a tall watermark under ``flip`` failed as an out-of-order read."""
+    found = _CURRENT.get()
+    if found is not None:
+        found.out_of_order = True
 
 
 def job_limits() -> Limits | None:

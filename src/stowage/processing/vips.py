@@ -86,6 +86,8 @@ class VipsEngine:
         random = any(catalogue.TABLE[t.name].random_access for t in chain.tasks)
         access = "random" if random else "sequential"
         opened = frames.open_source(str(source), chain, output, limits, access)
+        if random or opened.frames > 1:  # an animation's frames each read the extra sources
+            composite.read_out_of_order()
         header = opened.image
         if chain.wants_size and len(chain.tasks) == 1:
             return _write_size(dest, output, header.width, opened.frame_height)
