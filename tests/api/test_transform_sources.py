@@ -202,6 +202,21 @@ async def test_animate_has_a_frame_for_each_listed_handle(
     assert _near(_frames(body), names), (names, _frames(body))
 
 
+@given(names=REPEATING, before=st.booleans())
+@GENERATED
+async def test_a_watermarks_file_is_no_frame_of_the_animation(
+    harness: Harness, names: list[str], before: bool
+) -> None:
+    """``watermark=file:M/animate/[h1,h2]`` made M a frame of its own: the frames are the
+    list's, each with the watermark (a small corner, the middle keeps the frame's colour)."""
+    handles = await _three(harness)
+    mark = await stored(harness, plain(8, 4, [255, 255, 255]), "mark.png")
+    tasks = [f"watermark=file:{mark},size:10,position:[top,left]", "animate=delay:100,width:20"]
+    listed = ",".join(handles[n] for n in names)
+    _, body = await get(harness, f"/{'/'.join(tasks if before else tasks[::-1])}/[{listed}]")
+    assert _near(_frames(body), names), (names, _frames(body))
+
+
 @given(names=REPEATING)
 @GENERATED
 async def test_collage_has_a_cell_for_each_listed_file(harness: Harness, names: list[str]) -> None:

@@ -33,11 +33,14 @@ def render(
     sources: tuple[tuple[str, Path], ...],
     mimetype: str = "image/png",
     limits: Limits = LIMITS,
+    listed: int = 0,
 ) -> pyvips.Image:
+    """``sources``: a ``[h1,h2]`` source's files (the first ``listed``), then those the
+    tasks name, as the service sends them."""
     parsed = chain.parse(segments)
     output = chain.output_for(parsed, mimetype)
     dest = tmp / f"out.{output.extension}"
-    with composite.using(sources, limits):
+    with composite.using(sources, limits, listed):
         VipsEngine().render(source, parsed, output, dest, limits)
     animated = output.format in ("gif", "webp")
     return pyvips.Image.new_from_file(str(dest), **({"n": -1} if animated else {}))
@@ -138,6 +141,7 @@ def test_animate_makes_frames_of_the_sources(tmp_path: Path, fmt: str) -> None:
         paths[0][1],
         ["animate=delay:250,loop:2,width:30", f"output=format:{fmt}"],
         paths,
+        listed=len(paths),
     )
     assert out.get("page-height") == 20 and out.height == 60
     assert out.get("delay") == [250, 250, 250] and out.get("loop") == 2
@@ -150,7 +154,14 @@ def test_animate_is_held_to_the_total_pixels(tmp_path: Path) -> None:
     paths = tuple((str(i), plain(tmp_path / f"{i}.png", 100, 100, RED)) for i in range(5))
     small = Limits(50_000_000, 10**9, 4000, 20, max_total_pixels=49_999)
     with pytest.raises(errors.ImageTooLarge):
-        render(tmp_path, paths[0][1], ["animate", "output=format:gif"], paths, limits=small)
+        render(
+            tmp_path,
+            paths[0][1],
+            ["animate", "output=format:gif"],
+            paths,
+            limits=small,
+            listed=len(paths),
+        )
 
 
 def test_the_sources_pixels_are_held_to_the_total(tmp_path: Path) -> None:
@@ -181,3 +192,36 @@ def test_a_collage_of_an_animation_takes_its_first_frame(tmp_path: Path) -> None
     assert (out.width, out.height) == (100, 50)  # one frame, not the strip of three
     got = colour(out, 40, 25)
     assert all(abs(a - b) < 40 for a, b in zip(got, COLOURS[0], strict=True)), got
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    frames=st.lists(st.sampled_from(["R", "B"]), max_size=4),
+    before=st.booleans(),
+)
+def test_a_watermarks_file_is_no_frame_of_the_animation(
+    tmp_path_factory: pytest.TempPathFactory, frames: list[str], before: bool
+) -> None:
+    """``watermark=file:W/animate/[h1,h2]`` made W a third frame (and ``animate/H``
+    with a watermark, a frame of W instead of H): the frames are the list's files only,
+    each with the watermark on it."""
+    tmp = tmp_path_factory.mktemp("frames")
+    files = {"R": RED, "B": BLUE, "W": GREEN}
+    paths = {name: plain(tmp / f"{name}.png", 60, 40, c) for name, c in files.items()}
+    handle = {name: name * 20 for name in files}
+    mark, animate = f"watermark=file:{handle['W']},size:20,position:[top,left]", "animate=width:60"
+    segments = [mark, animate] if before else [animate, mark]
+    listed = tuple((handle[name], paths[name]) for name in frames)
+    main = paths[frames[0]] if frames else paths["R"]
+    out = render(
+        tmp,
+        main,
+        [*segments, "output=format:gif"],
+        (*listed, (handle["W"], paths["W"])),
+        listed=len(listed),
+    )
+    expected = frames or ["R"]
+    assert out.height == 40 * len(expected)
+    for index, name in enumerate(expected):
+        assert colour(out, 55, index * 40 + 35) == files[name], (index, name)
+        assert colour(out, 2, index * 40 + 2) == GREEN, index  # the watermark, on every frame

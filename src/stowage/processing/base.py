@@ -108,6 +108,9 @@ class Job:
     #: Other sources the chain reads (watermark, collage, animate): handle and path, in
     #: the URL's order, each authorised and read by the service like ``source``.
     sources: tuple[tuple[str, Path], ...] = ()
+    #: The first ``listed`` of ``sources`` are the files of a ``[h1,h2]`` source (an
+    #: animation's frames); the others are files a task names (a watermark's).
+    listed: int = 0
 
     def render_with(self, engine: Engine) -> Rendered:
         return engine.render(self.source, self.chain, self.output, self.dest, self.limits)

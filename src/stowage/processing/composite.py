@@ -41,6 +41,7 @@ POSITIONS = ("top", "middle", "bottom", "left", "center", "right", "faces")
 class Sources:
     paths: tuple[tuple[str, Path], ...]  # handle and path, in the URL's order
     limits: Limits
+    listed: int = 0  # the first ``listed`` of ``paths``: a ``[h1,h2]`` source's files
     out_of_order: bool = False  # the chain reads its image out of order (``read_out_of_order``)
     _opened: dict[Path, pyvips.Image] = field(default_factory=dict)
 
@@ -74,8 +75,8 @@ _CURRENT: ContextVar[Sources | None] = ContextVar("sources", default=None)
 
 
 @contextlib.contextmanager
-def using(paths: tuple[tuple[str, Path], ...], limits: Limits) -> Iterator[None]:
-    token = _CURRENT.set(Sources(paths, limits))
+def using(paths: tuple[tuple[str, Path], ...], limits: Limits, listed: int = 0) -> Iterator[None]:
+    token = _CURRENT.set(Sources(paths, limits, listed))
     try:
         yield
     finally:
@@ -216,7 +217,9 @@ def _collage(first: pyvips.Image, task: Task, apply: Callable[[Any], Any]) -> py
 
 def _animate(first: pyvips.Image, task: Task, apply: Callable[[Any], Any]) -> pyvips.Image:
     sources = _sources()
-    images = [sources.image(path) for _, path in sources.paths] or [_rgb(first)]
+    # The frames are the list's files (a watermark's file is not a frame), else the file.
+    frames = sources.paths[: sources.listed]
+    images = [sources.image(path) for _, path in frames] or [_rgb(first)]
     width = int(task.get("width", 0)) or images[0].width  # type: ignore[arg-type]
     height = int(task.get("height", 0)) or round(images[0].height * width / images[0].width)  # type: ignore[arg-type]
     total = width * height * len(images)

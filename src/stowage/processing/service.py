@@ -184,7 +184,8 @@ class Processor:
         if ask.before is not None:
             await ask.before(app)
         others = await self._others(chain, ask.listed, record, ask.creds, ask.api_key)
-        return await self._derivative(record, app, chain, others), record, app
+        made = await self._derivative(record, app, chain, others, len(ask.listed))
+        return made, record, app
 
     async def _authorized(
         self, handle: str, creds: Credentials, api_key: str | None
@@ -221,15 +222,22 @@ class Processor:
         return tuple((h, *found[h]) for h in wanted)
 
     async def _derivative(
-        self, record: FileRecord, app: App, chain: Chain, others: tuple[Other, ...] = ()
+        self,
+        record: FileRecord,
+        app: App,
+        chain: Chain,
+        others: tuple[Other, ...] = (),
+        listed: int = 0,
     ) -> Derivative:
+        """``others``: the files of a ``[h1,h2]`` source (its first ``listed``), then
+        those the tasks name (watermark's, collage's)."""
         output = _animated_output(chain) or chains.output_for(chain, record.mimetype)
         versions = "".join(f"|{h}@{version_of(r)}" for h, r, _ in others)
         key = self.cache.key(record, chain.key() + versions, output.extension)
         info = await self.cache.stat(key)
         metrics.CACHE.inc(result="hit" if info is not None else "miss")
         if info is None:
-            make = functools.partial(self._make, record, app, chain, output, key, others)
+            make = functools.partial(self._make, record, app, chain, output, key, others, listed)
             info = await self.cache.made(key, make)
             if info is None:
                 raise errors.StorageNotFound("the derivative vanished after it was written")
@@ -250,6 +258,7 @@ class Processor:
         output: Output,
         key: str,
         others: tuple[Other, ...] = (),
+        listed: int = 0,
     ) -> ObjectInfo:
         for row in (record, *(r for _, r, _ in others)):
             if row.size > self.limits.max_input_bytes:
@@ -264,9 +273,9 @@ class Processor:
                     if handle not in paths:
                         read = self.core.providers.provider_for(owner, row.provider)
                         paths[handle] = await stack.enter_async_context(self._readable(read, row))
-                listed = tuple((handle, paths[handle]) for handle, _, _ in others)
+                sources = tuple((handle, paths[handle]) for handle, _, _ in others)
                 kind = kind_of(record.mimetype, record.filename)
-                await self._run(source, chain, output, dest, listed, kind)
+                await self._run(source, chain, output, dest, sources, kind, listed)
             return await self.cache.put(key, dest, output.mimetype)
 
     def _readable(
@@ -282,10 +291,11 @@ class Processor:
         dest: Path,
         sources: tuple[tuple[str, Path], ...] = (),
         kind: Kind | None = None,
+        listed: int = 0,
     ) -> None:
         started = time.monotonic()
         try:
-            job = Job(source, chain, output, dest, self.limits, sources)
+            job = Job(source, chain, output, dest, self.limits, sources, listed)
             await officejobs.run(self.office, self.pool, job, kind, self.spool.new)
         except errors.StowageError as exc:
             metrics.JOBS.inc(outcome=exc.code)
