@@ -103,3 +103,24 @@ def test_any_text_is_a_chain_or_a_400(text: str) -> None:
         assert exc.status == 400
     else:
         assert chain.parse(parsed.key().split("/")).key() == parsed.key() or "/" in text
+
+
+SEVERAL = ["collage=files:[AAAAAAAAAAAAAAAAAAAA],width:100,height:100", "animate", "zip"]
+OTHERS = ["flip", "resize=width:50", "sepia", "output=format:png", "rotate=deg:90"]
+
+
+@given(
+    pair=st.lists(st.sampled_from(SEVERAL), min_size=2, max_size=2),
+    others=st.lists(st.sampled_from(OTHERS), max_size=3),
+    data=st.data(),
+)
+def test_one_task_of_several_files_per_chain(
+    pair: list[str], others: list[str], data: st.DataObject
+) -> None:
+    """The engine builds one collage or animation; a second one was dropped without a
+    word (``collage=…/animate=width:100`` gave the collage, unresized)."""
+    segments = list(others)
+    for segment in pair:
+        segments.insert(data.draw(st.integers(0, len(segments))), segment)
+    with pytest.raises(errors.InvalidParameter):
+        chain.parse(segments)

@@ -225,3 +225,40 @@ def test_a_watermarks_file_is_no_frame_of_the_animation(
     for index, name in enumerate(expected):
         assert colour(out, 55, index * 40 + 35) == files[name], (index, name)
         assert colour(out, 2, index * 40 + 2) == GREEN, index  # the watermark, on every frame
+
+
+ONE_FILE_TASKS = [
+    "flip",
+    "flop",
+    "negative",
+    "rotate=deg:90",
+    "sepia",
+    "border=width:7",
+    "resize=w:30",
+]
+
+
+@settings(
+    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(task=st.sampled_from(ONE_FILE_TASKS), before=st.booleans())
+def test_a_collage_takes_the_tasks_in_their_order(tmp_path: Path, task: str, before: bool) -> None:
+    """A task before a collage changes the file it places; one after it, the collage.
+    Every task ran on the collage, wherever it stood (``flip/collage`` flipped the other
+    files' cells too). Checked against the two steps rendered one after the other."""
+    half = pyvips.Image.black(30, 40).new_from_image(list(RED)).cast("uchar")
+    base = tmp_path / "base.png"
+    half.join(half.new_from_image(list(BLUE)), "horizontal").write_to_file(str(base))
+    other = ((("G" * 20), plain(tmp_path / "g.png", 60, 40, GREEN)),)
+    collage = f"collage=files:[{'G' * 20}],width:200,height:90,margin:5"
+    both = render(tmp_path, base, [task, collage] if before else [collage, task], other)
+    if before:
+        (tmp_path / "step").mkdir(exist_ok=True)
+        first = render(tmp_path / "step", base, [task], ())
+        first.write_to_file(str(tmp_path / "first.png"))
+        expected = render(tmp_path, tmp_path / "first.png", [collage], other)
+    else:
+        render(tmp_path, base, [collage], other).write_to_file(str(tmp_path / "first.png"))
+        expected = render(tmp_path, tmp_path / "first.png", [task], ())
+    assert (both.width, both.height) == (expected.width, expected.height)
+    assert (both - expected).abs().max() < 3, (task, before)

@@ -60,6 +60,12 @@ def _parse(segments: tuple[str, ...]) -> Chain:
     answers = [t.name for t in image if catalogue.TABLE[t.name].kind is Kind.ANSWER]
     if answers and (len(answers) > 1 or image[-1].name != answers[0]):
         raise errors.InvalidParameter(f"{answers[0]} must be the last task", parameter=answers[0])
+    several = [t.name for t in image if catalogue.TABLE[t.name].kind is Kind.FILES]
+    if len(several) > 1:  # the engine builds one; a second would be dropped without a word
+        raise errors.InvalidParameter(
+            f"{several[1]}: one task of several files (collage, animate, zip) in a chain",
+            parameter=several[1],
+        )
     texts = [t.name for t in image if catalogue.TABLE[t.name].kind is Kind.TEXT]
     if texts and len(image) > 1:
         raise errors.InvalidParameter(f"{texts[0]} takes no other task", parameter=texts[0])

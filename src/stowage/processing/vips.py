@@ -172,14 +172,23 @@ def _too_many_bytes(cap: int) -> errors.ImageTooLarge:
 
 
 def _composed(opened: frames.Opened, chain: Chain, limits: Limits) -> pyvips.Image | None:
-    """A collage or an animation of several sources; the image tasks after it run on its
-    result (on each frame of an animation)."""
+    """A collage or an animation of several sources (one per chain: ``chain.parse``). A
+    collage places the file as the tasks before it made it, and the tasks after it run on
+    the collage; an animation's tasks run on each frame, wherever they are."""
     made = [t for t in chain.tasks if t.name in composite.BUILT]
     if not made:
         return None
-    todo = [t for t in chain.tasks if catalogue.TABLE[t.name].kind is Kind.IMAGE]
+    at = chain.tasks.index(made[0])  # the only one
+    steps = [
+        (i, t) for i, t in enumerate(chain.tasks) if catalogue.TABLE[t.name].kind is Kind.IMAGE
+    ]
+    before, after = [t for i, t in steps if i < at], [t for i, t in steps if i > at]
     limit = limits.max_output_dimension
     first = opened.image.extract_area(0, 0, opened.image.width, opened.frame_height)
+    if made[0].name == "collage":
+        first, todo = _steps(ops.srgb(first), before, limit), after
+    else:
+        todo = before + after
     return composite.build(made[0], first, lambda i: _steps(ops.srgb(i), todo, limit))
 
 
