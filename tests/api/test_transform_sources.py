@@ -53,6 +53,23 @@ async def test_watermark_composites_the_second_file(harness: Harness) -> None:
     assert colour(decoded(body), 100, 45) == (255, 0, 0)
 
 
+@pytest.mark.parametrize("side", [7, 64])
+async def test_an_svg_logo_is_a_watermark(harness: Harness, side: int) -> None:
+    base = await stored(harness, plain(200, 100, [255, 0, 0]), "base.png")
+    svg = (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{side}" height="{side}">'
+        f'<rect width="{side}" height="{side}" fill="#0000ff"/>{{}}</svg>'
+    )
+    mark = await stored(harness, svg.format("").encode(), "logo.svg")
+    _, body = await get(harness, f"/watermark=file:{mark},size:40/{base}")
+    image = decoded(body)
+    assert colour(image, 100, 50) == (0, 0, 255) and colour(image, 5, 5) == (255, 0, 0)
+    hostile = svg.format('<image href="http://127.0.0.1:9/x.png" width="1" height="1"/>')
+    bad = await stored(harness, hostile.encode(), "bad.svg")
+    resp = await harness.cdn.get(f"/watermark=file:{bad}/{base}")
+    assert resp.status == 422 and await code_of(resp) == "INVALID_IMAGE"
+
+
 async def test_each_source_is_authorised(harness: Harness) -> None:
     app = harness.secure_app
     base = await stored(harness, plain(50, 50, [255, 0, 0]), "a.png", app=app)

@@ -40,7 +40,7 @@ def render(
     parsed = chain.parse(segments)
     output = chain.output_for(parsed, mimetype)
     dest = tmp / f"out.{output.extension}"
-    with composite.using(sources, limits, listed):
+    with composite.using(sources, limits, listed, dest):
         VipsEngine().render(source, parsed, output, dest, limits)
     animated = output.format in ("gif", "webp")
     return pyvips.Image.new_from_file(str(dest), **({"n": -1} if animated else {}))
@@ -98,14 +98,14 @@ def test_an_extra_source_is_held_to_the_limits(tmp_path: Path) -> None:
             ["watermark=file:B0000000000000000000"],
             (("B0000000000000000000", bomb),),
         )
-    text = tmp_path / "t.svg"
-    text.write_text('<svg xmlns="http://www.w3.org/2000/svg" width="9" height="9"/>')
+    matrix = tmp_path / "m.mat"  # libvips' own format: no image a user uploads
+    pyvips.Image.black(3, 3).matrixsave(str(matrix))
     with pytest.raises(errors.NotAnImage):
         render(
             tmp_path,
             base,
             ["watermark=file:S0000000000000000000"],
-            (("S0000000000000000000", text),),
+            (("S0000000000000000000", matrix),),
         )
 
 
@@ -262,3 +262,47 @@ def test_a_collage_takes_the_tasks_in_their_order(tmp_path: Path, task: str, bef
         expected = render(tmp_path, tmp_path / "first.png", [task], ())
     assert (both.width, both.height) == (expected.width, expected.height)
     assert (both - expected).abs().max() < 3, (task, before)
+
+
+def logo(path: Path, width: int, height: int, fill: str, inner: str = "") -> Path:
+    path.write_text(
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}">'
+        f'<rect width="{width}" height="{height}" fill="{fill}"/>{inner}</svg>'
+    )
+    return path
+
+
+@settings(
+    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    size=st.tuples(st.integers(4, 120), st.integers(4, 120)),
+    task=st.sampled_from(["watermark", "collage", "animate"]),
+)
+def test_an_svg_logo_is_a_source_like_any_image(
+    tmp_path: Path, size: tuple[int, int], task: str
+) -> None:
+    """An SVG (a logo, the usual watermark) as a watermark's, collage's or animation's
+    file: checked and rewritten as the main source is, then drawn. It was 415."""
+    base = plain(tmp_path / "base.png", 80, 60, RED)
+    mark = logo(tmp_path / "logo.svg", *size, "#0000ff")
+    named = "L" * 20
+    segments = {
+        "watermark": [f"watermark=file:{named},size:50,position:[middle,center]"],
+        "collage": [f"collage=files:[{named}],width:170,height:70,margin:5,fit:crop"],
+        "animate": ["animate=width:40,height:30,fit:scale", "output=format:gif"],
+    }[task]
+    sources = (("B" * 20, base), (named, mark)) if task == "animate" else ((named, mark),)
+    out = render(tmp_path, base, segments, sources, listed=len(sources) if task == "animate" else 0)
+    where = {"watermark": (40, 30), "collage": (127, 35), "animate": (20, 45)}[task]
+    assert colour(out, *where) == BLUE, task
+    assert not list(tmp_path.glob("*.safe.svg"))  # the checked copies are gone
+
+
+def test_an_svg_source_naming_a_file_is_refused(tmp_path: Path) -> None:
+    base = plain(tmp_path / "base.png", 80, 60, RED)
+    inner = '<image href="file:///etc/passwd" width="5" height="5"/>'
+    mark = logo(tmp_path / "logo.svg", 20, 20, "#0000ff", inner)
+    with pytest.raises(errors.InvalidImage, match="refers to"):
+        render(tmp_path, base, [f"watermark=file:{'L' * 20}"], (("L" * 20, mark),))
+    assert not list(tmp_path.glob("*.safe.svg"))

@@ -26,7 +26,7 @@ import pyvips
 
 from stowage import errors
 from stowage.core import names
-from stowage.processing import frames, ops
+from stowage.processing import frames, ops, svg
 from stowage.processing.base import Limits, Task, Value
 from stowage.processing.params import boolean, choice, color, integer, rgba, whole
 from stowage.processing.table import Kind, Param, TaskSpec
@@ -42,6 +42,10 @@ class Sources:
     paths: tuple[tuple[str, Path], ...]  # handle and path, in the URL's order
     limits: Limits
     listed: int = 0  # the first ``listed`` of ``paths``: a ``[h1,h2]`` source's files
+    #: The job's result file: an SVG source is rewritten beside it (``svg.rewritten``)
+    #: and removed when the job ends; without it an SVG source is refused.
+    dest: Path | None = None
+    kept: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
     out_of_order: bool = False  # the chain reads its image out of order (``read_out_of_order``)
     _opened: dict[Path, pyvips.Image] = field(default_factory=dict)
 
@@ -60,7 +64,7 @@ class Sources:
             # its first line, so those are decoded whole.
             uses = sum(path == listed for _, listed in self.paths)
             sequential = uses < 2 and not self.out_of_order
-            self._opened[path] = opened(path, self.limits, sequential=sequential)
+            self._opened[path] = opened(self._drawable(path), self.limits, sequential=sequential)
             total = sum(int(i.width) * int(i.height) for i in self._opened.values())
             if total > self.limits.max_total_pixels:
                 raise errors.ImageTooLarge(
@@ -70,15 +74,26 @@ class Sources:
                 )
         return self._opened[path]
 
+    def _drawable(self, path: Path) -> Path:
+        """``path``, or for an SVG (a logo as a watermark) the checked copy of it."""
+        if self.dest is None or not svg.is_svg(path):
+            return path
+        beside = self.dest.with_name(f"{self.dest.name}.source{len(self._opened)}")
+        return self.kept.enter_context(svg.rewritten(path, beside))
+
 
 _CURRENT: ContextVar[Sources | None] = ContextVar("sources", default=None)
 
 
 @contextlib.contextmanager
-def using(paths: tuple[tuple[str, Path], ...], limits: Limits, listed: int = 0) -> Iterator[None]:
-    token = _CURRENT.set(Sources(paths, limits, listed))
+def using(
+    paths: tuple[tuple[str, Path], ...], limits: Limits, listed: int = 0, dest: Path | None = None
+) -> Iterator[None]:
+    sources = Sources(paths, limits, listed, dest)
+    token = _CURRENT.set(sources)
     try:
-        yield
+        with sources.kept:
+            yield
     finally:
         _CURRENT.reset(token)
 
@@ -108,7 +123,7 @@ def _sources() -> Sources:
 
 def opened(path: Path, limits: Limits, *, sequential: bool = True) -> pyvips.Image:
     """An extra source, its first page, checked as the main one is: raster, not too big."""
-    frames.check_raster(path)
+    frames.check_raster(path, rewritten=svg.is_rewritten(path))
     access = "sequential" if sequential else "random"
     image = frames.load(str(path), {"access": access, "fail_on": "error"})
     if image.width * image.height > limits.max_input_pixels:

@@ -46,7 +46,7 @@ _DATA_IMAGE = re.compile(r"data:image/(png|jpeg|jpg|gif|webp)[;,]", re.IGNORECAS
 _URL = re.compile(r"url\s*\(\s*['\"]?\s*([^'\")\s]*)", re.IGNORECASE)
 _DROPPED = {"script"}  # elements dropped with all they hold
 _REFUSED = {"include": "XInclude"}  # elements refused (local names)
-_SAFE: ContextVar[Path | None] = ContextVar("safe_svg", default=None)
+_SAFE: ContextVar[frozenset[Path]] = ContextVar("safe_svg", default=frozenset())
 
 
 class Refused(Exception):
@@ -60,20 +60,21 @@ def is_svg(source: Path) -> bool:
 
 
 def is_rewritten(source: Path) -> bool:
-    """Whether ``source`` is the file this job's SVG was rewritten into (then, and only
-    then, libvips may open an SVG: ``frames.check_raster``)."""
-    return source == _SAFE.get()
+    """Whether ``source`` is a file one of this job's SVGs was rewritten into (then, and
+    only then, libvips may open an SVG: ``frames.check_raster``)."""
+    return source in _SAFE.get()
 
 
 @contextlib.contextmanager
 def rewritten(source: Path, dest: Path) -> Iterator[Path]:
-    """The engine's hook where a source is opened: an SVG is checked and rewritten
-    beside ``dest`` (removed when the job is done); any other source goes on as it is."""
+    """The engine's hook where a source is opened (the main one, a watermark's): an SVG
+    is checked and rewritten beside ``dest`` (removed when the job is done); any other
+    source goes on as it is."""
     if not is_svg(source):
         yield source
         return
     safe = dest.with_name(dest.name + ".safe.svg")
-    token = _SAFE.set(safe)
+    token = _SAFE.set(_SAFE.get() | {safe})
     try:
         try:
             with source.open("rb") as read, safe.open("w", encoding="utf-8") as write:

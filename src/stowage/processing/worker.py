@@ -53,7 +53,7 @@ def serve(engine: VipsEngine, jobs: IO[bytes], replies: IO[bytes]) -> None:
             elif pdfcreate.applies(job.chain):  # several sources into one PDF
                 reply = ("ok", pdfcreate.render(job))
             else:
-                with composite.using(job.sources, job.limits, job.listed):
+                with composite.using(job.sources, job.limits, job.listed, job.dest):
                     reply = ("ok", job.render_with(engine))
         except (errors.StowageError, BigJob) as exc:
             reply = ("error", exc)
