@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import pyvips
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from stowage import errors
@@ -306,3 +306,47 @@ def test_an_svg_source_naming_a_file_is_refused(tmp_path: Path) -> None:
     with pytest.raises(errors.InvalidImage, match="refers to"):
         render(tmp_path, base, [f"watermark=file:{'L' * 20}"], (("L" * 20, mark),))
     assert not list(tmp_path.glob("*.safe.svg"))
+
+
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    source=st.tuples(st.integers(1, 1800), st.integers(1, 1800)),
+    cell=st.tuples(st.integers(1, 600), st.integers(1, 4900)).map(
+        lambda wh: wh if wh[0] % 2 else wh[::-1]
+    ),
+)
+@example(source=(1800, 40), cell=(61, 4900))
+def test_a_crop_fit_cuts_before_it_scales(
+    tmp_path: Path, source: tuple[int, int], cell: tuple[int, int]
+) -> None:
+    """``fit:crop`` of a wide image into a tall cell (or the reverse) scaled it to cover
+    the cell first: 1800x300 into 297x8817 is 52900x8817, and the job ran to its
+    deadline. Cut first, the work is the cell's; the cell is filled exactly."""
+    image = pyvips.Image.black(*source).new_from_image(list(BLUE)).cast("uchar")
+    made = composite.fitted(image, *cell, crop=True)
+    assert (made.width, made.height) == cell
+    assert colour(made, cell[0] // 2, cell[1] // 2) == BLUE
+    base = tmp_path / "noise.png"  # read in one pass, as a PNG is; 31 s for the example
+    grey = pyvips.Image.gaussnoise(*source, sigma=40, mean=128).cast("uchar")
+    grey.bandjoin([grey, grey]).pngsave(str(base))
+    limits = Limits(50_000_000, 10**9, 10_000, 10, max_total_pixels=50_000_000)
+    width, height = cell[0] * 2 + 30, cell[1] + 20
+    segments = [f"collage=files:[{'R' * 20}],width:{width},height:{height},fit:crop"]
+    out = render(tmp_path, base, segments, (("R" * 20, base),), limits=limits)
+    assert (out.width, out.height) == (width, height)
+
+
+@settings(
+    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(wide=st.integers(2, 1800), width=st.integers(1, 40), fit=st.sampled_from(["clip", "crop"]))
+def test_an_animation_of_a_wide_image_has_at_least_one_row(
+    tmp_path: Path, wide: int, width: int, fit: str
+) -> None:
+    """``animate=width:1`` of a 1800x300 image made frames 0 rows tall (422)."""
+    path = plain(tmp_path / "wide.png", wide, 1, RED)
+    segments = [f"animate=width:{width},fit:{fit}", "output=format:gif"]
+    out = render(tmp_path, path, segments, (("W" * 20, path),), listed=1)
+    assert out.width == width and out.height >= 1

@@ -108,3 +108,49 @@ def test_a_task_after_a_watermark_or_collage_reads_their_sources_in_any_order(
             VipsEngine(threads_per_job=1).render(source, parsed, output, tmp_path / "o", LIMITS)
     except errors.StowageError as exc:
         assert exc.status != 422 or exc.code != "INVALID_IMAGE", (first, spec.name, str(exc))
+
+
+# --- a first resize (shrink-on-load) before a task that reads out of order -------------------
+
+RANDOM = [s for s in SPECS if s.kind is Kind.IMAGE and s.random_access]
+
+
+@pytest.fixture(scope="module")
+def jpeg_and_png(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    folder = tmp_path_factory.mktemp("shrunk")
+    grey = pyvips.Image.gaussnoise(160, 120, sigma=50, mean=128).resize(5).cast("uchar")
+    photo = grey.bandjoin([grey.flip("horizontal"), grey.flip("vertical")])
+    photo.jpegsave(str(folder / "photo.jpg"))
+    photo.pngsave(str(folder / "photo.png"))
+    return folder / "photo.jpg", folder / "photo.png"
+
+
+@pytest.mark.parametrize("spec", RANDOM, ids=lambda spec: spec.name)
+@settings(
+    max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data(), width=st.integers(20, 700), png=st.booleans())
+def test_a_task_out_of_order_after_a_first_resize(
+    spec: TaskSpec,
+    data: st.DataObject,
+    width: int,
+    png: bool,
+    jpeg_and_png: tuple[Path, Path],
+    tmp_path: Path,
+) -> None:
+    """A first ``resize`` shrinks on load, which reads the file in one pass: ``enhance``
+    after it (it measures the image, then changes it) failed 422 INVALID_IMAGE."""
+    needed = [param for param in spec.params if param.name in spec.needs_one_of]
+    options = [
+        f"{param.name}:{_text(data.draw(inside(param.check)))}"
+        for param in spec.params
+        if param in needed[:1] or data.draw(st.booleans())
+    ]
+    source = jpeg_and_png[1 if png else 0]
+    try:
+        task = spec.name + ("=" + ",".join(options) if options else "")
+        parsed = chain.parse([f"resize=width:{width}", task])
+        output = chain.output_for(parsed, "image/jpeg")
+        VipsEngine(threads_per_job=1).render(source, parsed, output, tmp_path / "o", LIMITS)
+    except errors.StowageError as exc:
+        assert exc.status != 422 or exc.code != "INVALID_IMAGE", (spec.name, options, str(exc))

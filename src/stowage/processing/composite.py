@@ -216,13 +216,13 @@ def _collage(first: pyvips.Image, task: Task, apply: Callable[[Any], Any]) -> py
         raise errors.InvalidParameter(
             "collage: the margins leave no room", parameter="collage.margin"
         )
-    crop = "centre" if task.get("fit") == "crop" else "none"
+    crop = task.get("fit") == "crop"
     canvas = pyvips.Image.black(width, height).new_from_image(
         list(rgba(str(task.get("color", "white"))))
     )
     canvas = canvas.copy(interpretation="srgb")
     for index, image in enumerate(images):
-        cell = image.thumbnail_image(cell_w, height=cell_h, crop=crop, size="both")
+        cell = fitted(image, cell_w, cell_h, crop)
         column, row = index % columns, index // columns
         x = margin + column * (cell_w + margin) + (cell_w - cell.width) // 2
         y = margin + row * (cell_h + margin) + (cell_h - cell.height) // 2
@@ -236,7 +236,8 @@ def _animate(first: pyvips.Image, task: Task, apply: Callable[[Any], Any]) -> py
     frames = sources.paths[: sources.listed]
     images = [sources.image(path) for _, path in frames] or [_rgb(first)]
     width = int(task.get("width", 0)) or images[0].width  # type: ignore[arg-type]
-    height = int(task.get("height", 0)) or round(images[0].height * width / images[0].width)  # type: ignore[arg-type]
+    # At least one row: a wide first image at a small width rounded to 0 (embed failed).
+    height = int(task.get("height", 0)) or max(1, round(images[0].height * width / images[0].width))  # type: ignore[arg-type]
     total = width * height * len(images)
     if total > sources.limits.max_total_pixels:
         raise errors.ImageTooLarge(
@@ -259,10 +260,25 @@ def _framed(
     fit = task.get("fit", "clip")
     if fit == "scale":
         return image.thumbnail_image(width, height=height, size="force")
-    crop = "centre" if fit == "crop" else "none"
-    small = ops.with_alpha(image.thumbnail_image(width, height=height, crop=crop))
+    small = ops.with_alpha(fitted(image, width, height, fit == "crop"))
     x, y = _placed(task.get("align", "center"), width - small.width, height - small.height)
     return small.embed(x, y, width, height, extend="background", background=background)
+
+
+def fitted(image: pyvips.Image, width: int, height: int, crop: bool) -> pyvips.Image:
+    """``image`` within ``width`` x ``height``, or covering it and cut to it (``crop``).
+    The cut is made first, on the source: covering a tall cell with a wide image
+    (1800x300 into 297x8817) made libvips scale it to 52900x8817 before cutting, and the
+    job ran to its deadline."""
+    if not crop:
+        return image.thumbnail_image(width, height=height)
+    if image.width * height > width * image.height:  # wider than the cell: cut the sides
+        keep = max(1, round(image.height * width / height))
+        image = image.extract_area((image.width - keep) // 2, 0, keep, image.height)
+    else:
+        keep = max(1, round(image.width * height / width))
+        image = image.extract_area(0, (image.height - keep) // 2, image.width, keep)
+    return image.thumbnail_image(width, height=height, size="force")
 
 
 def _handles(task: Task) -> tuple[str, ...]:

@@ -215,8 +215,15 @@ def _pipeline(source: Path, header: pyvips.Image, chain: Chain, limit: int) -> p
     load_op = catalogue.TABLE[todo[0].name].load_op if todo else None
     if load_op is not None:
         scale = _from_file(source, header)
-        made = load_op(scale, todo.pop(0), header.width, header.height)
-        image = _grown(header, made, limit)
+        first = todo.pop(0)
+        image = _grown(header, load_op(scale, first, header.width, header.height), limit)
+        if any(catalogue.TABLE[t.name].random_access for t in todo):
+            # Shrink-on-load reads the file in one pass, whatever comes after: a task that
+            # reads its image twice (enhance measures, then changes) gets it held; when it
+            # is too big to hold, the source opened for random access is resized instead.
+            shrunk, image = image, ops.held(image)
+            if image is shrunk:
+                image = _grown(header, _op(first)(header, first), limit)
     return _steps(ops.srgb(image), todo, limit)
 
 
