@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stowage import errors
-from stowage.processing import chain
+from stowage.processing import chain, composite
 from stowage.processing.base import Limits, _text
 from stowage.processing.table import Kind
 from stowage.processing.vips import VipsEngine
@@ -83,3 +83,43 @@ def test_a_generated_chain_is_rendered_or_refused_with_a_client_error(
         assert exc.code != "INVALID_IMAGE", (chosen, name, str(exc))
         return
     assert dest.stat().st_size > 0, (chosen, name)
+
+
+# PNGs (their decoder reads only forwards) and files for watermark and collage: the
+# chains SDK-built URLs make, where the order of reads matters (a collage's cells, a
+# watermark under flip or enhance, a first resize before a task that measures).
+EXTRA = "X" * 20
+COMPOSED = [f"watermark=file:{EXTRA}", f"collage=files:[{EXTRA}],width:600,height:600"]
+
+
+@pytest.fixture(scope="module")
+def pngs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A wide PNG to transform and a tall one to place on it (shrunk about 1/3)."""
+    folder = tmp_path_factory.mktemp("pngs")
+    for name, (width, height) in {"wide.png": (800, 600), "tall.png": (300, 2400)}.items():
+        grey = pyvips.Image.gaussnoise(width, height, sigma=40, mean=128, seed=3).cast("uchar")
+        grey.bandjoin([grey.flip("horizontal"), grey.flip("vertical")]).pngsave(str(folder / name))
+    return folder / "wide.png", folder / "tall.png"
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(chosen=segments(), composed=st.sampled_from([None, *COMPOSED]), at=st.integers(0, 3))
+def test_a_generated_chain_on_a_png_with_other_files(
+    pngs: tuple[Path, Path], tmp_path: Path, chosen: list[str], composed: str | None, at: int
+) -> None:
+    main, tall = pngs
+    if composed is not None:
+        chosen.insert(min(at, len(chosen)), composed)
+    try:
+        parsed = chain.parse(chosen)
+        output = chain.output_for(parsed, "image/png")
+        with composite.using(((EXTRA, tall),), LIMITS, 0, tmp_path / "out"):
+            dest = tmp_path / f"out.{output.extension}"
+            VipsEngine(threads_per_job=1).render(main, parsed, output, dest, LIMITS)
+    except errors.StowageError as exc:
+        assert 400 <= exc.status < 500, (chosen, exc.code, str(exc))
+        assert exc.code != "INVALID_IMAGE", (chosen, str(exc))
+        return
+    assert dest.stat().st_size > 0, chosen
