@@ -56,6 +56,18 @@ const flows = {
     // Only the URL client.transform builds (an answer that is JSON, not a file: video_convert).
     return { url: client(input).transform(input.source, input.options || {}) };
   },
+  transformUrls(input) {
+    // The URLs client.transform builds for many option sets; the SDK's own refusals
+    // (its schema validation) as errors, for the Python side to skip.
+    const c = client(input);
+    return input.optionSets.map((options) => {
+      try {
+        return { url: c.transform(input.source, options) };
+      } catch (err) {
+        return { error: String((err && err.message) || err) };
+      }
+    });
+  },
   async retrieve(input) {
     const out = await client(input).retrieve(input.handle, input.options || {});
     return Buffer.isBuffer(out) || typeof out === 'string' ? { sha256: sha256(out) } : out;
