@@ -11,8 +11,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from aiohttp import web
-from aiohttp.test_utils import TestServer
 
 from stowage.processing.cache import PREFIX
 from stowage.storage.base import Lists, WriteOptions
@@ -260,19 +258,6 @@ async def test_metrics_count_jobs_and_cache(harness: Harness) -> None:
 
 
 # -- external URLs ----------------------------------------------------------------------
-@pytest.fixture
-async def image_site() -> AsyncIterator[str]:
-    async def image(request: web.Request) -> web.Response:
-        return web.Response(body=picture(300, 150, ".png"), content_type="image/png")
-
-    app = web.Application()
-    app.router.add_get("/pic.png", image)
-    server = TestServer(app)
-    await server.start_server()
-    yield str(server.make_url("/pic.png"))
-    await server.close()
-
-
 async def test_external_url_source(harness: Harness, image_site: str) -> None:
     key = harness.open_app.api_key
     resp, body = await get(harness, f"/{key}/resize=width:100/{image_site}")

@@ -329,3 +329,51 @@ async def test_a_list_item_that_is_no_handle_is_a_client_error(
         body = await resp.json()
         assert body["error"]["code"] == "INVALID_PARAMETER", body
         assert body["error"]["details"]["parameter"] == "sources", body
+
+
+# -- a URL source with stored files ----------------------------------------------------------
+
+
+@given(
+    vertical=st.sampled_from(["top", "bottom"]),
+    horizontal=st.sampled_from(["left", "right"]),
+    collage=st.booleans(),
+)
+@GENERATED
+async def test_a_url_source_takes_a_stored_watermark_or_collage_file(
+    harness: Harness, image_site: str, vertical: str, horizontal: str, collage: bool
+) -> None:
+    """``/<key>/watermark=file:H/<URL>`` answered 400 "source was not read": the files a
+    URL source's tasks name were never read. They are, authorised like the URL."""
+    key = harness.open_app.api_key
+    mark = await stored(harness, plain(30, 15, [0, 0, 255]), "mark.png")
+    if collage:
+        task = f"collage=files:[{mark}],width:620,height:170,margin:10"
+        _, body = await get(harness, f"/{key}/{task}/{image_site}")
+        image = decoded(body)
+        assert (image.width, image.height) == (620, 170)
+        assert colour(image, 465, 85) == (0, 0, 255)  # the stored file's cell
+        return
+    task = f"watermark=file:{mark},position:[{vertical},{horizontal}]"
+    _, body = await get(harness, f"/{key}/{task}/{image_site}")
+    image = decoded(body)
+    x = 15 if horizontal == "left" else image.width - 15
+    y = 7 if vertical == "top" else image.height - 7
+    assert (image.width, image.height) == (300, 150) and colour(image, x, y) == (0, 0, 255)
+
+
+async def test_a_url_sources_stored_file_is_authorised(harness: Harness, image_site: str) -> None:
+    app = harness.secure_app
+    mark = await stored(harness, plain(10, 10, [0, 0, 255]), "m.png", app=app)
+    url_only = harness.policy(
+        app, call=["convert"], url="http://127\\.0\\.0\\.1:.*", handle="x" * 20
+    )
+    resp = await harness.cdn.get(
+        f"/{app.api_key}/watermark=file:{mark}/{image_site}", params=url_only
+    )
+    assert resp.status == 403 and await code_of(resp) == "POLICY_DENIED"
+    both = harness.policy(app, call=["convert"], url="http://127\\.0\\.0\\.1:.*")
+    resp = await harness.cdn.get(f"/{app.api_key}/watermark=file:{mark}/{image_site}", params=both)
+    assert resp.status == 200
+    missing = await harness.cdn.get(f"/{app.api_key}/watermark=file:{'n' * 20}/{image_site}")
+    assert missing.status in (401, 403, 404)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,9 +31,10 @@ from stowage.processing.urlsources import UrlSources
 from stowage.registry.base import App, FileRecord
 
 Charge = Callable[[App], Awaitable[None]]  # a rate charge, once the app is known
-Run = Callable[
-    [Path, Chain, Output, Path, tuple[tuple[str, Path], ...], Kind | None], Awaitable[None]
-]
+Paths = tuple[tuple[str, Path], ...]  # other sources of a job: handle and file
+Run = Callable[[Path, Chain, Output, Path, Paths, Kind | None], Awaitable[None]]
+#: The stored files the chain's tasks name (a watermark's), authorised and read.
+Named = Callable[[Chain, Credentials, str | None], AbstractAsyncContextManager[Paths]]
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,7 @@ class External:
     app_of: Callable[[str | None], Awaitable[App]]
     store: Store
     authorize: Callable[[App, Credentials, Target], None]
+    named: Named
     run: Run
     spool: Spool
     url_sources: UrlSources
@@ -64,7 +67,7 @@ class External:
     async def transformed(self, ask: UrlAsk) -> Spooled:
         """The tasks' result of the URL, spooled: the caller sends it and removes it."""
         chain, app = await self._authorized(ask)
-        return await self._spooled(ask.url, chain, app, ask.before)
+        return await self._spooled(ask, chain, app)
 
     async def kept_screenshot(self, ask: UrlAsk) -> Derivative | None:
         """A ``urlscreenshot`` chain's result, kept a while (``shotcache.py``); None when
@@ -74,7 +77,7 @@ class External:
             return None
         chain, app = await self._authorized(ask)
         output = chains.output_for(screenshots.without(chain), "image/png")
-        draw = functools.partial(self._spooled, ask.url, chain, app, ask.before)
+        draw = functools.partial(self._spooled, ask, chain, app)
         return await self.kept_shots.derivative(ask.url, chain.key(), output, app, draw)
 
     async def stored(self, ask: UrlAsk) -> FileRecord:
@@ -104,20 +107,18 @@ class External:
         self.authorize(app, ask.creds, Target(url=ask.url))
         return chain, app
 
-    async def _spooled(
-        self, url: str, chain: Chain, app: App, before: Charge | None = None
-    ) -> Spooled:
-        if before is not None:
-            await before(app)
-        shot = screenshots.task_of(chain)  # the page drawn, not its file read
+    async def _spooled(self, ask: UrlAsk, chain: Chain, app: App) -> Spooled:
+        if ask.before is not None:
+            await ask.before(app)
+        url, shot = ask.url, screenshots.task_of(chain)  # a shot: the page drawn, not read
         source = self.shots.opened(url, shot) if shot else self.url_sources.opened(url)
-        async with source as held:
+        async with self.named(chain, ask.creds, ask.api_key) as others, source as held:
             chain = screenshots.without(chain)
             mimetype = held.content_type
             output, kind = chains.output_for(chain, mimetype), kind_of(mimetype, url)
             dest = self.spool.new("." + output.extension)
             try:
-                await self.run(held.path, chain, output, dest, (), kind)
+                await self.run(held.path, chain, output, dest, others, kind)
             except BaseException:
                 dest.unlink(missing_ok=True)
                 raise

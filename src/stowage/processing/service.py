@@ -114,6 +114,7 @@ class Processor:
             core.providers.app,
             core.store,
             self._authorize,
+            self.named_sources,
             self._run,
             self.spool,
             self.url_sources,
@@ -260,23 +261,46 @@ class Processor:
         others: tuple[Other, ...] = (),
         listed: int = 0,
     ) -> ObjectInfo:
-        for row in (record, *(r for _, r, _ in others)):
-            if row.size > self.limits.max_input_bytes:
-                metrics.REFUSALS.inc(code=errors.PayloadTooLarge.code)
-                raise errors.PayloadTooLarge(max_bytes=self.limits.max_input_bytes)
+        self._within_input_bytes(record)
         provider = self.core.providers.provider_for(app, record.provider)
         with self.spool.held("." + output.extension) as dest:
             async with contextlib.AsyncExitStack() as stack:
                 source = await stack.enter_async_context(self._readable(provider, record))
-                paths: dict[str, Path] = {}
-                for handle, row, owner in others:  # a handle listed twice is read once
-                    if handle not in paths:
-                        read = self.core.providers.provider_for(owner, row.provider)
-                        paths[handle] = await stack.enter_async_context(self._readable(read, row))
-                sources = tuple((handle, paths[handle]) for handle, _, _ in others)
+                sources = await self._read(stack, others)
                 kind = kind_of(record.mimetype, record.filename)
                 await self._run(source, chain, output, dest, sources, kind, listed)
             return await self.cache.put(key, dest, output.mimetype)
+
+    @contextlib.asynccontextmanager
+    async def named_sources(
+        self, chain: Chain, creds: Credentials, api_key: str | None
+    ) -> AsyncIterator[tuple[tuple[str, Path], ...]]:
+        """The stored files a URL source's tasks name (a watermark's, a collage's), each
+        authorised like a stored source's and read for the job (the URL counts as one)."""
+        wanted = _named_sources(chain)
+        _count_within(self.core.settings, len(wanted) + 1)
+        found = {h: await self._authorized(h, creds, api_key) for h in dict.fromkeys(wanted)}
+        _bytes_within(self.core.settings, sum(found[h][0].size for h in wanted))
+        async with contextlib.AsyncExitStack() as stack:
+            yield await self._read(stack, tuple((h, *found[h]) for h in wanted))
+
+    async def _read(
+        self, stack: contextlib.AsyncExitStack, others: tuple[Other, ...]
+    ) -> tuple[tuple[str, Path], ...]:
+        """Each other source as a file for the job, held until ``stack`` closes; a handle
+        listed twice is read once."""
+        paths: dict[str, Path] = {}
+        for handle, row, owner in others:
+            if handle not in paths:
+                self._within_input_bytes(row)
+                read = self.core.providers.provider_for(owner, row.provider)
+                paths[handle] = await stack.enter_async_context(self._readable(read, row))
+        return tuple((handle, paths[handle]) for handle, _, _ in others)
+
+    def _within_input_bytes(self, row: FileRecord) -> None:
+        if row.size > self.limits.max_input_bytes:
+            metrics.REFUSALS.inc(code=errors.PayloadTooLarge.code)
+            raise errors.PayloadTooLarge(max_bytes=self.limits.max_input_bytes)
 
     def _readable(
         self, provider: Provider, record: FileRecord
