@@ -1,8 +1,10 @@
-"""An origin on loopback for URL sources: ``image_site`` serves a 300x150 PNG."""
+"""Origins on loopback for URL sources: ``serving`` one file, and ``image_site``, a
+300x150 PNG."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import pytest
 from aiohttp import web
@@ -11,14 +13,24 @@ from aiohttp.test_utils import TestServer
 from tests.api.test_transform import picture
 
 
-@pytest.fixture
-async def image_site() -> AsyncIterator[str]:
-    async def image(request: web.Request) -> web.Response:
-        return web.Response(body=picture(300, 150, ".png"), content_type="image/png")
+@asynccontextmanager
+async def serving(path: str, body: bytes, content_type: str) -> AsyncIterator[str]:
+    """The URL of ``body`` at ``path`` on a server of its own, for the block."""
+
+    async def answer(request: web.Request) -> web.Response:
+        return web.Response(body=body, content_type=content_type)
 
     app = web.Application()
-    app.router.add_get("/pic.png", image)
+    app.router.add_get(path, answer)
     server = TestServer(app)
     await server.start_server()
-    yield str(server.make_url("/pic.png"))
-    await server.close()
+    try:
+        yield str(server.make_url(path))
+    finally:
+        await server.close()
+
+
+@pytest.fixture
+async def image_site() -> AsyncIterator[str]:
+    async with serving("/pic.png", picture(300, 150, ".png"), "image/png") as url:
+        yield url

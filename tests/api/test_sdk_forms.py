@@ -9,12 +9,11 @@ import time
 from typing import Any
 
 import pytest
-from aiohttp import web
-from aiohttp.test_utils import TestServer
 
 from stowage.core.security import sign
 from stowage.http import cdnpath
 from tests.api.harness import Harness
+from tests.api.sites import serving
 
 
 def js_policy(**fields: Any) -> str:
@@ -105,15 +104,8 @@ async def test_cdn_stays_read_only(harness: Harness) -> None:
 
 @pytest.fixture
 async def source_url() -> Any:
-    async def file(request: web.Request) -> web.Response:
-        return web.Response(body=b"fetched content", content_type="text/plain")
-
-    app = web.Application()
-    app.router.add_get("/doc.txt", file)
-    server = TestServer(app)
-    await server.start_server()
-    yield str(server.make_url("/doc.txt"))
-    await server.close()
+    async with serving("/doc.txt", b"fetched content", "text/plain") as url:
+        yield url
 
 
 async def test_process_store_task(harness: Harness, source_url: str) -> None:
