@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from stowage import errors
-from stowage.processing import chain, composite
+from stowage.processing import chain, composite, svg
 from stowage.processing.base import Limits
 from stowage.processing.vips import VipsEngine
 
@@ -350,3 +350,13 @@ def test_an_animation_of_a_wide_image_has_at_least_one_row(
     segments = [f"animate=width:{width},fit:{fit}", "output=format:gif"]
     out = render(tmp_path, path, segments, (("W" * 20, path),), listed=1)
     assert out.width == width and out.height >= 1
+
+
+def test_no_checked_svg_outlives_its_job(tmp_path: Path) -> None:
+    """An SVG main source and an SVG watermark end in another order than they began; the
+    checked copies libvips may open must all be forgotten when the job ends."""
+    main = logo(tmp_path / "main.svg", 80, 60, "#ff0000")
+    mark = logo(tmp_path / "logo.svg", 20, 20, "#0000ff")
+    out = render(tmp_path, main, [f"watermark=file:{'L' * 20},size:50"], (("L" * 20, mark),))
+    assert colour(out, 40, 30) == BLUE
+    assert svg._SAFE.get() == frozenset()

@@ -74,7 +74,9 @@ def rewritten(source: Path, dest: Path) -> Iterator[Path]:
         yield source
         return
     safe = dest.with_name(dest.name + ".safe.svg")
-    token = _SAFE.set(_SAFE.get() | {safe})
+    # Added and taken away by name, not reset by token: a job's rewritten files (its
+    # source's, its watermark's) end in any order, and none may outlive its job.
+    _SAFE.set(_SAFE.get() | {safe})
     try:
         try:
             with source.open("rb") as read, safe.open("w", encoding="utf-8") as write:
@@ -83,7 +85,7 @@ def rewritten(source: Path, dest: Path) -> Iterator[Path]:
             raise errors.InvalidImage(f"the SVG cannot be drawn: {exc}") from exc
         yield safe
     finally:
-        _SAFE.reset(token)
+        _SAFE.set(_SAFE.get() - {safe})
         safe.unlink(missing_ok=True)
 
 
