@@ -63,6 +63,33 @@ async def test_images_and_pdfs_in_the_urls_order(harness: Harness) -> None:
     assert pages_of(await one.read())[0][0] == (144, 72)
 
 
+@given(size=st.tuples(st.integers(10, 300), st.integers(10, 300)), first=st.booleans())
+@settings(
+    max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+async def test_an_svg_is_a_page_like_any_image(
+    harness: Harness, size: tuple[int, int], first: bool
+) -> None:
+    """An SVG in the list was 415 while watermark and collage took one: it is checked and
+    rewritten as every SVG source is, then drawn at its own size as a page."""
+    w, h = size
+    svg = f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}">{{}}</svg>'
+    drawn = svg.format(f'<rect width="{w}" height="{h}" fill="#0000ff"/>')
+    logo = await stored(harness, drawn.encode(), "logo.svg")
+    green = await stored(harness, solid(pdfs.GREEN, (100, 50), ".jpg"), "green.jpg")
+    listed = [logo, green] if first else [green, logo]
+    resp = await harness.cdn.get(f"/pdfcreate/[{','.join(listed)}]")
+    body = await resp.read()
+    assert resp.status == 200, body[:300]
+    found = pages_of(body)
+    page = found[0 if first else 1]
+    assert page[0] == (w, h) and near(page[1], pdfs.BLUE), found
+    hostile = svg.format('<image href="file:///etc/passwd" width="5" height="5"/>')
+    bad = await stored(harness, hostile.encode(), "bad.svg")
+    resp = await harness.cdn.get(f"/pdfcreate/[{green},{bad}]")
+    assert resp.status == 422 and await code_of(resp) == "INVALID_IMAGE"
+
+
 @given(st.lists(st.sampled_from(["r", "g", "b", "doc"]), min_size=1, max_size=5, unique=True))
 @settings(
     max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]

@@ -21,7 +21,7 @@ import pypdfium2.raw as pdfium_c
 import pyvips
 
 from stowage import errors
-from stowage.processing import frames, pdf
+from stowage.processing import frames, pdf, svg
 from stowage.processing.base import Chain, Job, Rendered
 from stowage.processing.pageimages import MAX_CREATED_PAGES as MAX_PAGES
 from stowage.processing.pageimages import PDFCREATE as NAME
@@ -40,11 +40,14 @@ def render(job: Job) -> Rendered:
     paths = [path for _, path in job.sources] or [job.source]
     made = pdfium.PdfDocument.new()
     try:
-        for path in paths:
+        for index, path in enumerate(paths):
             if pdf.is_pdf(path):
                 _import(made, path)
-            else:
-                _image_page(made, path, job)
+                continue
+            # An SVG is checked and rewritten first, as every SVG source is (svg.py).
+            beside = job.dest.with_name(f"{job.dest.name}.page{index}")
+            with svg.rewritten(path, beside) as drawable:
+                _image_page(made, drawable, job)
             if len(made) > MAX_PAGES:
                 raise errors.DocumentTooLarge(
                     f"the new PDF would have over {MAX_PAGES} pages", max_pages=MAX_PAGES
@@ -69,7 +72,7 @@ def _import(made: pdfium.PdfDocument, path: Path) -> None:
 
 def _image_page(made: pdfium.PdfDocument, path: Path, job: Job) -> None:
     """One page holding the image, as large as the image at its resolution."""
-    frames.check_raster(path)  # raster formats only, as every image source
+    frames.check_raster(path, rewritten=svg.is_rewritten(path))  # rasters, checked SVGs
     try:
         image = pyvips.Image.new_from_file(str(path), access="sequential", fail_on="error")
         if image.width * image.height > job.limits.max_input_pixels:
