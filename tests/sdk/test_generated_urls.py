@@ -51,7 +51,7 @@ def handles(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> dict[str,
     folder = tmp_path_factory.mktemp("generated")
     xy = pyvips.Image.xyz(640, 480)
     photo = (xy[0] * 255 / 640).bandjoin([xy[1] * 255 / 480, 128]).cast("uchar")
-    grey = pyvips.Image.gaussnoise(300, 1800, sigma=40, mean=128, seed=5).cast("uchar")
+    grey = pyvips.Image.gaussnoise(200, 1200, sigma=40, mean=128, seed=5).cast("uchar")
     tall = grey.bandjoin([grey.flip("horizontal"), grey.flip("vertical")])
     made = {"jpg": (photo, "photo.jpg"), "png": (tall.rot90(), "wide.png"), "file": (tall, "t.png")}
     found = {}
