@@ -206,20 +206,22 @@ class Processor:
         self,
         chain: Chain,
         listed: tuple[str, ...],
-        record: FileRecord,
+        record: FileRecord | None,
         creds: Credentials,
         api_key: str | None,
     ) -> tuple[Other, ...]:
         """The other sources a chain reads, in the list's order with its repeats (an
         animation's frames, a zip's entries are the list as written); each distinct
         file authorised once, like the main one. Their number and bytes are limited as
-        the task uses them: a handle listed twice counts twice."""
+        the task uses them: a handle listed twice counts twice. ``record``: the main
+        file, counted unless the list holds it; None for a URL source (one more source,
+        of bytes the fetch limits)."""
         wanted = [*listed, *_named_sources(chain)]
-        used = wanted if listed else [record.handle, *wanted]  # a list holds the main one
-        _count_within(self.core.settings, len(used))
+        main = 0 if listed else 1
+        _count_within(self.core.settings, len(wanted) + main)
         found = {h: await self._authorized(h, creds, api_key) for h in dict.fromkeys(wanted)}
-        sizes = {record.handle: record.size, **{h: row.size for h, (row, _) in found.items()}}
-        _bytes_within(self.core.settings, sum(sizes[h] for h in used))
+        main_bytes = record.size if record is not None and main else 0
+        _bytes_within(self.core.settings, main_bytes + sum(found[h][0].size for h in wanted))
         return tuple((h, *found[h]) for h in wanted)
 
     async def _derivative(
@@ -277,22 +279,20 @@ class Processor:
     ) -> AsyncIterator[tuple[tuple[str, Path], ...]]:
         """The stored files a URL source's tasks name (a watermark's, a collage's), each
         authorised like a stored source's and read for the job (the URL counts as one)."""
-        wanted = _named_sources(chain)
-        _count_within(self.core.settings, len(wanted) + 1)
-        found = {h: await self._authorized(h, creds, api_key) for h in dict.fromkeys(wanted)}
-        _bytes_within(self.core.settings, sum(found[h][0].size for h in wanted))
+        others = await self._others(chain, (), None, creds, api_key)
         async with contextlib.AsyncExitStack() as stack:
-            yield await self._read(stack, tuple((h, *found[h]) for h in wanted))
+            yield await self._read(stack, others)
 
     async def _read(
         self, stack: contextlib.AsyncExitStack, others: tuple[Other, ...]
     ) -> tuple[tuple[str, Path], ...]:
         """Each other source as a file for the job, held until ``stack`` closes; a handle
-        listed twice is read once."""
+        listed twice is read once. Every size is checked before the first is read."""
+        for _, row, _ in others:
+            self._within_input_bytes(row)
         paths: dict[str, Path] = {}
         for handle, row, owner in others:
             if handle not in paths:
-                self._within_input_bytes(row)
                 read = self.core.providers.provider_for(owner, row.provider)
                 paths[handle] = await stack.enter_async_context(self._readable(read, row))
         return tuple((handle, paths[handle]) for handle, _, _ in others)

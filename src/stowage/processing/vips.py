@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +84,7 @@ class VipsEngine:
         deadline: float,
     ) -> Rendered:
         frames.check_raster(source, rewritten=svg.is_rewritten(source))
-        random = any(catalogue.TABLE[t.name].random_access for t in chain.tasks)
+        random = _out_of_order(chain.tasks)
         access = "random" if random else "sequential"
         opened = frames.open_source(str(source), chain, output, limits, access)
         if random or opened.frames > 1:  # an animation's frames each read the extra sources
@@ -175,28 +176,24 @@ def _composed(opened: frames.Opened, chain: Chain, limits: Limits) -> pyvips.Ima
     """A collage or an animation of several sources (one per chain: ``chain.parse``). A
     collage places the file as the tasks before it made it, and the tasks after it run on
     the collage; an animation's tasks run on each frame, wherever they are."""
-    made = [t for t in chain.tasks if t.name in composite.BUILT]
-    if not made:
+    at = next((i for i, t in enumerate(chain.tasks) if t.name in composite.BUILT), None)
+    if at is None:
         return None
-    at = chain.tasks.index(made[0])  # the only one
-    steps = [
-        (i, t) for i, t in enumerate(chain.tasks) if catalogue.TABLE[t.name].kind is Kind.IMAGE
-    ]
-    before, after = [t for i, t in steps if i < at], [t for i, t in steps if i > at]
-    limit = limits.max_output_dimension
+    before, after = _image_tasks(chain.tasks[:at]), _image_tasks(chain.tasks[at + 1 :])
+    made, limit = chain.tasks[at], limits.max_output_dimension
     first = opened.image.extract_area(0, 0, opened.image.width, opened.frame_height)
-    if made[0].name == "collage":
+    if made.name == "collage":
         first, todo = _steps(ops.srgb(first), before, limit), after
     else:
         todo = before + after
-    return composite.build(made[0], first, lambda i: _steps(ops.srgb(i), todo, limit))
+    return composite.build(made, first, lambda i: _steps(ops.srgb(i), todo, limit))
 
 
 def _animated(opened: frames.Opened, chain: Chain, limits: Limits) -> pyvips.Image | None:
     """An animation kept as one: the chain on each frame (shrink-on-load does not apply)."""
     if opened.frames == 1:
         return None
-    todo = [t for t in chain.tasks if catalogue.TABLE[t.name].kind is Kind.IMAGE]
+    todo = _image_tasks(chain.tasks)
     limit = limits.max_output_dimension
     strip = frames.each_frame(opened, opened.image, lambda f: _steps(ops.srgb(f), todo, limit))
     total = strip.width * strip.height
@@ -211,13 +208,13 @@ def _pipeline(source: Path, header: pyvips.Image, chain: Chain, limit: int) -> p
     """The image tasks' operations, from the table, as one lazy pipeline. The first one
     shrinks on load when it can (its ``load_op``)."""
     image = header
-    todo = [t for t in chain.tasks if catalogue.TABLE[t.name].kind is Kind.IMAGE]
+    todo = _image_tasks(chain.tasks)
     load_op = catalogue.TABLE[todo[0].name].load_op if todo else None
     if load_op is not None:
         scale = _from_file(source, header)
         first = todo.pop(0)
         image = _grown(header, load_op(scale, first, header.width, header.height), limit)
-        if any(catalogue.TABLE[t.name].random_access for t in todo):
+        if _out_of_order(todo):
             # Shrink-on-load reads the file in one pass, whatever comes after: a task that
             # reads its image twice (enhance measures, then changes) gets it held; when it
             # is too big to hold, the source opened for random access is resized instead.
@@ -225,6 +222,16 @@ def _pipeline(source: Path, header: pyvips.Image, chain: Chain, limit: int) -> p
             if image is shrunk:
                 image = _grown(header, _op(first)(header, first), limit)
     return _steps(ops.srgb(image), todo, limit)
+
+
+def _image_tasks(tasks: Sequence[Task]) -> list[Task]:
+    """The tasks with an image operation (not save options, answers or request tasks)."""
+    return [t for t in tasks if catalogue.TABLE[t.name].kind is Kind.IMAGE]
+
+
+def _out_of_order(tasks: Sequence[Task]) -> bool:
+    """Whether any of ``tasks`` reads its image out of order or twice (the table says)."""
+    return any(catalogue.TABLE[t.name].random_access for t in tasks)
 
 
 def _steps(image: pyvips.Image, todo: list[Task], limit: int) -> pyvips.Image:
