@@ -8,7 +8,7 @@ from __future__ import annotations
 import string
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from stowage import booleans, errors
@@ -277,6 +277,58 @@ def test_every_parameter_quoted_is_the_value_unquoted(
         both = plain.replace(item, f"{spelling}:{quoted(value)}", 1)
         task = grammar.parse_task(both)
         assert task.get(param.name) == grammar.parse_task(plain).get(param.name), both
+
+
+def respelled(value: Value, data: st.DataObject) -> str:
+    """``value`` with each number spelled as a saved URL may have it: leading zeros or a
+    plus sign (``0100``, ``+100``), a decimal with zeros around it (``00.50``)."""
+    if isinstance(value, tuple):
+        return "[" + ",".join(respelled(v, data) for v in value) + "]"
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        return _text(value)
+    zeros = "0" * data.draw(st.integers(1, 3))
+    if isinstance(value, int):
+        return data.draw(st.sampled_from([zeros + str(value), "+" + str(value)]))
+    return zeros + repr(value) + "0" * data.draw(st.integers(0, 2))
+
+
+def _reads_numbers(check: object) -> bool:
+    if isinstance(check, Either):
+        return _reads_numbers(check.first) or _reads_numbers(check.second)
+    return isinstance(check, Integer | Whole | Number | effects.Pair) or check in (
+        params.dims,
+        effects_regions.objects,
+        facetasks.face_choice,
+        request_tasks.seconds,
+    )
+
+
+NUMERIC = [(spec, param) for spec, param in PARAMS if _reads_numbers(param.check)]
+
+
+def _has_number(value: Value) -> bool:
+    if isinstance(value, tuple):
+        return any(_has_number(v) for v in value)
+    return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+
+
+@pytest.mark.parametrize("pair", NUMERIC, ids=_id)
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_every_number_spelled_otherwise_is_the_same_number(
+    pair: tuple[TaskSpec, Param], data: st.DataObject
+) -> None:
+    """A number with leading zeros or a plus sign is that number wherever a number is
+    read, alone or in a list (``width:0100`` was refused while ``width:100`` worked)."""
+    spec, param = pair
+    value = data.draw(inside(param.check))
+    assume(_has_number(value))
+    for spelling in (param.name, *param.short):
+        plain = segment(spec, spelling, value, data)
+        item = f"{spelling}:{_text(value)}"
+        other = plain.replace(item, f"{spelling}:{respelled(value, data)}", 1)
+        task = grammar.parse_task(other)
+        assert task.get(param.name) == grammar.parse_task(plain).get(param.name), other
 
 
 def test_store_locations_are_the_api_providers() -> None:

@@ -13,6 +13,8 @@ from stowage.processing.colornames import RGB
 
 Convert = Callable[[Value], Value]
 _HEX = re.compile(r"(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})")
+#: A number the grammar leaves as text (``007``, ``+5``, ``5.``): a numeric check reads it.
+_SPELLED = re.compile(r"[+-]?(?:[0-9]{1,12}(?:\.[0-9]{0,12})?|\.[0-9]{1,12})")
 #: name -> red, green, blue, alpha: the CSS names, gray0..gray100, and transparent/none.
 COLOR_NAMES: dict[str, tuple[int, int, int, int]] = {
     **{name: (*rgb, 255) for name, rgb in RGB.items()},
@@ -24,6 +26,15 @@ ALIGNS = ("center", "top", "bottom", "left", "right", "faces")
 FORMATS = ("jpg", "jpeg", "pjpg", "png", "webp", "avif", "gif", "tiff", "svg")
 
 
+def spelled_number(value: Value) -> Value:
+    """A number spelled as the grammar leaves it text (leading zeros, a plus sign, a bare
+    point) as that number; anything else as it is. A saved URL the hosted service took
+    with ``width:0100`` must still work, and a check that is not a number never sees it."""
+    if not isinstance(value, str) or not _SPELLED.fullmatch(value):
+        return value
+    return float(value) if "." in value else int(value)
+
+
 @dataclass(frozen=True)
 class Integer:
     """A whole number from ``low`` to ``high``."""
@@ -32,6 +43,7 @@ class Integer:
     high: int
 
     def __call__(self, value: Value) -> Value:
+        value = spelled_number(value)
         if isinstance(value, bool) or not isinstance(value, int):
             raise ValueError(f"must be a whole number from {self.low} to {self.high}")
         if not self.low <= value <= self.high:
@@ -56,6 +68,7 @@ class Whole:
     modulo: int = 0
 
     def __call__(self, value: Value) -> Value:
+        value = spelled_number(value)
         floor = 0 if self.zero_unset else self.low
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ValueError(f"must be a number from {floor} to {self.high}")
@@ -75,6 +88,7 @@ class Number:
     high: float
 
     def __call__(self, value: Value) -> Value:
+        value = spelled_number(value)
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ValueError(f"must be a number from {self.low} to {self.high}")
         if not self.low <= value <= self.high:

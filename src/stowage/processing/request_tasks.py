@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from stowage import booleans
 from stowage.processing.base import Value
-from stowage.processing.params import Text, boolean, choice, integer, text, texts
+from stowage.processing.params import Text, boolean, choice, integer, spelled_number, text, texts
 from stowage.processing.table import Kind, Param, TaskSpec
 from stowage.storage import API_PROVIDERS
 
@@ -30,6 +30,7 @@ def flag(value: Value) -> Value:
 def seconds(value: Value) -> Value:
     if isinstance(value, str) and value.lower() == "max":
         return YEAR
+    value = spelled_number(value)
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_EXPIRY:
         raise ValueError("must be seconds (a whole number) or max")
     return value
