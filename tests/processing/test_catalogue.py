@@ -331,6 +331,23 @@ def test_every_number_spelled_otherwise_is_the_same_number(
         assert task.get(param.name) == grammar.parse_task(plain).get(param.name), other
 
 
+@pytest.mark.parametrize("pair", PARAMS, ids=_id)
+@settings(max_examples=10, deadline=None)
+@given(data=st.data())
+def test_empty_items_between_options_change_nothing(
+    pair: tuple[TaskSpec, Param], data: st.DataObject
+) -> None:
+    """``resize=width:100,`` and ``a:1,,b:2`` are the task without the empty items."""
+    spec, param = pair
+    plain = segment(spec, param.name, data.draw(inside(param.check)), data)
+    name, _, body = plain.partition("=")
+    items = grammar.split(body, ",")
+    for _ in range(data.draw(st.integers(1, 3))):
+        items.insert(data.draw(st.integers(0, len(items))), data.draw(st.sampled_from(["", " "])))
+    spaced = f"{name}={','.join(items)}"
+    assert grammar.parse_task(spaced) == grammar.parse_task(plain), spaced
+
+
 def test_store_locations_are_the_api_providers() -> None:
     from stowage.storage import API_PROVIDERS
 

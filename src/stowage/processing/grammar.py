@@ -192,10 +192,9 @@ def parse_task(segment: str) -> Task:
 
 def pairs(body: str, spec: TaskSpec) -> list[tuple[str, str]]:
     """The ``key:value`` items of a task's body, keys lower-cased; a body that is one
-    value without a name (``cache=false``) sets the task's ``bare`` parameter."""
-    if not body.strip():
-        return []
-    items = split(body, ",")
+    value without a name (``cache=false``) sets the task's ``bare`` parameter. Empty
+    items (``width:100,``, ``a:1,,b:2``) are none: a hand-written URL has them."""
+    items = [item for item in split(body, ",") if item.strip()]
     if spec.bare and len(items) == 1 and ":" not in items[0]:
         return [(spec.bare, items[0].strip())]
     found: list[tuple[str, str]] = []

@@ -14,7 +14,7 @@ from stowage.processing.colornames import RGB
 Convert = Callable[[Value], Value]
 _HEX = re.compile(r"(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})")
 #: A number the grammar leaves as text (``007``, ``+5``, ``5.``): a numeric check reads it.
-_SPELLED = re.compile(r"[+-]?(?:[0-9]{1,12}(?:\.[0-9]{0,12})?|\.[0-9]{1,12})")
+_SPELLED = re.compile(r"[+-]?0*(?:[0-9]{1,12}(?:\.[0-9]{0,12})?|\.[0-9]{1,12})")
 #: name -> red, green, blue, alpha: the CSS names, gray0..gray100, and transparent/none.
 COLOR_NAMES: dict[str, tuple[int, int, int, int]] = {
     **{name: (*rgb, 255) for name, rgb in RGB.items()},
