@@ -50,10 +50,18 @@ def small_file(tmp_path: Path) -> Sample:
     return Sample(path, hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_size)
 
 
+SITE = "sdk-site"  # browser tests make "site*" folders too, in an order that varies
+
+
+def site_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder ``source_site`` serves (one per session: its fixture is)."""
+    return next(Path(tmp_path_factory.getbasetemp()).glob(SITE + "*"))
+
+
 @pytest.fixture(scope="module")
 def source_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, bytes]]:
     """A plain web server on loopback with one file, for store-from-URL."""
-    root = tmp_path_factory.mktemp("site")
+    root = tmp_path_factory.mktemp(SITE)
     body = os.urandom(300_000)
     (root / "remote.bin").write_bytes(body)
     httpd = http.server.ThreadingHTTPServer(

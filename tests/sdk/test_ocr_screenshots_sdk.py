@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import filestack
 import filestack.utils
@@ -14,6 +13,7 @@ import pyvips
 import requests
 from filestack import Client, Filelink, Security
 
+from tests.sdk.conftest import site_folder
 from tests.sdk.filestack_shim import point_filestack_at
 from tests.sdk.stack import Stack
 from tests.sdk.test_python_sdk import pointed  # noqa: F401  (autouse: SDK pointed at us)
@@ -56,14 +56,8 @@ def test_python_sdk_ocr(stack: Stack, text_page: Filelink) -> None:
 def test_python_sdk_urlscreenshot(
     stack: Stack, source_site: tuple[str, bytes], tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    url, body = source_site
-    # The folder the site serves: the one whose remote.bin is its body (other tests make
-    # "site*" folders too, in an order that changes with the tests run before).
-    site = next(
-        folder
-        for folder in Path(tmp_path_factory.getbasetemp()).glob("site*")
-        if (folder / "remote.bin").is_file() and (folder / "remote.bin").read_bytes() == body
-    )
+    url, _ = source_site
+    site = site_folder(tmp_path_factory)
     (site / "page.html").write_text(
         "<!doctype html><body style='margin:0;background:#0f0'><h1>hello</h1></body>"
     )

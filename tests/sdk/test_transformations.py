@@ -18,6 +18,7 @@ import pyvips
 import requests
 from filestack import Client, Filelink, Security
 
+from tests.sdk.conftest import site_folder
 from tests.sdk.filestack_shim import point_filestack_at
 from tests.sdk.stack import JsError, Stack, run_js
 from tests.sdk.test_python_sdk import pointed  # noqa: F401  (autouse: SDK pointed at us)
@@ -142,8 +143,7 @@ def source_image(source_site: tuple[str, bytes], tmp_path_factory: pytest.TempPa
     """A PNG on the module's loopback web server (the server runs with fetches to private
     addresses allowed, as the tests' URL stores do)."""
     url, _ = source_site
-    folder = Path(tmp_path_factory.getbasetemp())
-    site = next(folder.glob("site*"))
+    site = site_folder(tmp_path_factory)
     picture(site / "remote.png", 160, 80)
     return url.replace("remote.bin", "remote.png")
 
