@@ -4,6 +4,7 @@ the request tasks read into the parsed path by the table."""
 from __future__ import annotations
 
 import string
+from urllib.parse import quote
 
 import pytest
 from hypothesis import given
@@ -49,6 +50,30 @@ def test_external_urls_as_sent_or_encoded() -> None:
         assert path.url is not None and path.url.startswith("https://example.test/a/b.jpg")
         assert path.api_key == "KEY" and path.tasks == ["resize=width:10"]
         assert path.url_as_sent == ("://" in url)  # then the request's query is the URL's
+
+
+LABELS = st.text(string.ascii_lowercase + string.digits, min_size=1, max_size=10)
+PATHS = st.lists(st.text(string.ascii_letters + string.digits + "._-", min_size=1), max_size=4)
+
+
+@given(
+    scheme=st.sampled_from(["http", "https", "HTTPS"]),
+    host=st.lists(LABELS, min_size=1, max_size=3).map(".".join),
+    parts=PATHS,
+    query=st.sampled_from(["", "?x=1", "?a=b&c=d"]),
+)
+def test_a_url_that_lost_a_slash_after_its_scheme_is_the_url(
+    scheme: str, host: str, parts: list[str], query: str
+) -> None:
+    """``https:/host/a.jpg``: proxies and CMSs that merge slashes in paths send that."""
+    whole = f"{scheme}://{host}/{'/'.join(parts)}{query}"
+    wanted = grammar.parse_path(f"/KEY/resize=w:10/{whole}")
+    for sent in (whole.replace("://", ":/", 1), quote(whole.replace("://", ":/", 1), safe="")):
+        path = grammar.parse_path(f"/KEY/resize=w:10/{sent}")
+        assert path.url == wanted.url and path.url is not None, sent
+        assert path.url.startswith(f"{scheme}://{host}/")
+        assert (path.api_key, path.tasks) == ("KEY", ["resize=w:10"])
+        assert path.url_as_sent == ("%" not in sent)
 
 
 def test_tasks_are_checked_when_the_path_is_parsed() -> None:

@@ -31,6 +31,8 @@ _INT = re.compile(r"-?[0-9]{1,12}")
 _FLOAT = re.compile(r"-?[0-9]{0,12}\.[0-9]{1,12}")
 _QUOTE = re.compile("%22", re.IGNORECASE)
 _URL = re.compile(r"(?:https?|src)(?::|%3A)", re.IGNORECASE)
+#: ``https:/host/a.jpg``: a proxy or CMS that merges slashes in paths has taken one.
+_ONE_SLASH = re.compile(r"(https?):/(?!/)", re.IGNORECASE)
 MAX_TASK_LENGTH = 2048
 MAX_NESTING = 2
 MAX_SOURCES = 32
@@ -124,12 +126,13 @@ def _source(found: CdnPath, last: str) -> None:
 def _url_source(raw: list[str]) -> tuple[str, int, bool] | None:
     """An external URL source: the rest of the path from its scheme on, the segment it
     starts at, and whether it was sent as is (``https://host/a.jpg``), not
-    percent-encoded."""
+    percent-encoded. A scheme followed by one slash has lost the other on its way."""
     for index, segment in enumerate(raw[1:], start=1):
         if _URL.match(segment) and "=" not in segment.split(":")[0]:
             rest = "/".join(raw[index:])
-            as_sent = "://" in rest
-            return (rest if as_sent else unquote(rest)), index, as_sent
+            as_sent = "://" in rest or _ONE_SLASH.match(rest) is not None
+            url = rest if as_sent else unquote(rest)
+            return _ONE_SLASH.sub(r"\1://", url, count=1), index, as_sent
     return None
 
 
