@@ -64,8 +64,7 @@ def inside(check: object) -> st.SearchStrategy[Value]:
     if isinstance(check, effects.Pair):
         return st.tuples(*[st.integers(check.low, check.high)] * 2)
     known: dict[object, st.SearchStrategy[Value]] = {
-        params.boolean: st.booleans(),
-        request_tasks.flag: st.sampled_from(booleans.WORDS) | st.booleans(),
+        params.boolean: st.sampled_from(booleans.WORDS) | st.booleans() | st.sampled_from([0, 1]),
         request_tasks.seconds: st.integers(0, request_tasks.MAX_EXPIRY) | st.just("max"),
         params.text: PLAIN,
         request_tasks.token: PLAIN,
@@ -132,8 +131,8 @@ def outside(check: object) -> st.SearchStrategy[Value]:
         )
     nested = st.just((("a",),))
     known: dict[object, st.SearchStrategy[Value]] = {
-        params.boolean: WORDS.filter(lambda w: w not in ("true", "false")) | st.integers(),
-        request_tasks.flag: WORDS.filter(lambda w: w not in booleans.WORDS),
+        params.boolean: WORDS.filter(lambda w: w not in booleans.WORDS)
+        | st.integers().filter(lambda n: n not in (0, 1)),
         request_tasks.seconds: st.integers(-(10**11), -1)
         | st.integers(request_tasks.MAX_EXPIRY + 1, 10**11)
         | WORDS.filter(lambda w: w != "max"),

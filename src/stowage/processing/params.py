@@ -8,6 +8,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from stowage import booleans
 from stowage.processing.base import Value
 from stowage.processing.colornames import RGB
 
@@ -145,9 +146,14 @@ def either(first: Convert, second: Convert) -> Convert:
 
 
 def boolean(value: Value) -> Value:
-    if not isinstance(value, bool):
-        raise ValueError("must be true or false")
-    return value
+    """``true false 1 0 yes no on off``, any case, as the one boolean parser reads them
+    (``stowage/booleans.py``) for every other flag of the service."""
+    if isinstance(value, bool):
+        return value
+    word = str(value).strip().lower()
+    if isinstance(value, tuple) or word not in booleans.WORDS:
+        raise ValueError(f"must be one of {', '.join(booleans.WORDS)}")
+    return word in booleans.TRUE
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,6 @@ sees ``security`` or ``cache``."""
 
 from __future__ import annotations
 
-from stowage import booleans
 from stowage.processing.base import Value
 from stowage.processing.params import Text, boolean, choice, integer, spelled_number, text, texts
 from stowage.processing.table import Kind, Param, TaskSpec
@@ -13,18 +12,6 @@ from stowage.storage import API_PROVIDERS
 
 MAX_EXPIRY = 10**10 - 1  # ten digits of seconds, as the header may carry
 YEAR = 31_536_000  # cache=expiry:max
-
-
-def flag(value: Value) -> Value:
-    """``true false 1 0 yes no on off``, as the one boolean parser reads them."""
-    if isinstance(value, tuple):
-        raise ValueError("must be true or false")
-    if isinstance(value, bool):
-        return value
-    word = str(value).strip().lower()
-    if word not in booleans.WORDS:
-        raise ValueError(f"must be one of {', '.join(booleans.WORDS)}")
-    return word in booleans.TRUE
 
 
 def seconds(value: Value) -> Value:
@@ -52,7 +39,7 @@ TASKS: tuple[TaskSpec, ...] = (
     ),
     TaskSpec(
         "cache",
-        (Param("cache", flag, (), True), Param("expiry", seconds, ("e",))),
+        (Param("cache", boolean, (), True), Param("expiry", seconds, ("e",))),
         kind=Kind.REQUEST,
         bare="cache",
         doc="cache=false: not kept by caches; expiry: seconds they may keep it",
