@@ -250,6 +250,8 @@ def test_every_parameter_out_of_range_is_refused(
         assert caught.value.status == 400
         assert caught.value.code == "INVALID_PARAMETER"
         assert caught.value.details["parameter"] == f"{spec.name}.{param.name}"
+        if isinstance(param.check, Either):  # the reason names both kinds of value taken
+            assert "; or " in str(caught.value), str(caught.value)
 
 
 def quoted(value: Value) -> str:

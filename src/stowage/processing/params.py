@@ -119,8 +119,11 @@ class Either:
     def __call__(self, value: Value) -> Value:
         try:
             return self.first(value)
-        except ValueError:
-            return self.second(value)
+        except ValueError as first:
+            try:
+                return self.second(value)
+            except ValueError as second:  # both reasons: "must be one of exif" misled
+                raise ValueError(f"{first}; or {second}") from None
 
 
 # The checks are small classes (not closures) so that the table can be read back: the
