@@ -151,11 +151,11 @@ def test_documented_defaults_pass_their_own_checks(name: str) -> None:
         ("partial_blur", "blur", -1),
         ("upscale", "noise", "extreme"),
         ("upscale", "style", "cartoon"),
-        ("upscale", "upscale", "yes"),
+        ("upscale", "upscale", "maybe"),
         ("enhance", "preset", "magic"),
         ("ascii", "size", 9),
         ("ascii", "size", 101),
-        ("ascii", "colored", 1),
+        ("ascii", "colored", 2),
     ],
 )
 def test_out_of_range_values_are_refused(name: str, option: str, value: Value) -> None:

@@ -396,7 +396,7 @@ def test_documented_values_are_accepted(
         ("crop_faces", "mode", "zoom"),
         ("pixelate_faces", "type", "star"),
         ("smart_crop", "mode", "dog"),
-        ("detect_faces", "export", "yes"),
+        ("detect_faces", "export", "sometimes"),
         ("metadata", "params", ("width", "colour")),
         ("metadata", "params", ("width", "width")),
     ],
