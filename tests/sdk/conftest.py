@@ -50,12 +50,17 @@ def small_file(tmp_path: Path) -> Sample:
     return Sample(path, hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_size)
 
 
-SITE = "sdk-site"  # browser tests make "site*" folders too, in an order that varies
+SITE = "sdk-site"  # browser tests make "site*" folders too
 
 
-def site_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The folder ``source_site`` serves (one per session: its fixture is)."""
-    return next(Path(tmp_path_factory.getbasetemp()).glob(SITE + "*"))
+def site_folder(tmp_path_factory: pytest.TempPathFactory, body: bytes) -> Path:
+    """The folder a ``source_site`` serves: the one whose remote.bin is its random body
+    (the fixture may be made more than once in a run, each in a folder of its own)."""
+    return next(
+        folder
+        for folder in Path(tmp_path_factory.getbasetemp()).glob(SITE + "*")
+        if (folder / "remote.bin").is_file() and (folder / "remote.bin").read_bytes() == body
+    )
 
 
 @pytest.fixture(scope="module")

@@ -56,8 +56,8 @@ def test_python_sdk_ocr(stack: Stack, text_page: Filelink) -> None:
 def test_python_sdk_urlscreenshot(
     stack: Stack, source_site: tuple[str, bytes], tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    url, _ = source_site
-    site = site_folder(tmp_path_factory)
+    url, body = source_site
+    site = site_folder(tmp_path_factory, body)
     (site / "page.html").write_text(
         "<!doctype html><body style='margin:0;background:#0f0'><h1>hello</h1></body>"
     )

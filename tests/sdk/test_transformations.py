@@ -142,8 +142,8 @@ def test_python_sdk_transform_external(stack: Stack, source_image: str) -> None:
 def source_image(source_site: tuple[str, bytes], tmp_path_factory: pytest.TempPathFactory) -> str:
     """A PNG on the module's loopback web server (the server runs with fetches to private
     addresses allowed, as the tests' URL stores do)."""
-    url, _ = source_site
-    site = site_folder(tmp_path_factory)
+    url, body = source_site
+    site = site_folder(tmp_path_factory, body)
     picture(site / "remote.png", 160, 80)
     return url.replace("remote.bin", "remote.png")
 
