@@ -51,11 +51,11 @@ async def test_a_download_sends_one_request_to_the_store(
     ranged = await harness.api.get(path, params=params, headers={"Range": "bytes=100-199"})
     assert ranged.status == 206 and await ranged.read() == data[100:200]
     assert ranged.headers["ETag"] == etag
-    assert len(stats) == whole + 2
+    assert len(stats) == 2 * whole + 1  # a range of a row's file: one request too
 
     again = await harness.api.get(path, params=params, headers={"If-None-Match": etag})
     assert again.status == 304
-    assert len(stats) <= whole + 3  # judged by the row's content tag: no extra request
+    assert len(stats) <= 2 * whole + 2  # judged by the row's content tag: no extra request
     other: dict[str, Any] = {"If-None-Match": '"not-it"'}
     fresh = await harness.api.get(path, params=params, headers=other)
     assert fresh.status == 200 and await fresh.read() == data

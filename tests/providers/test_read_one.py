@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import cast
 
 import pytest
 
 from stowage import errors
 from stowage.core import reading
-from stowage.storage.base import ObjectInfo, OpensWhole, Provider, open_whole, pin_of
+from stowage.storage.base import ObjectInfo, OpensWhole, Provider, open_span, open_whole, pin_of
 from stowage.storage.rackspace import from_config
 from tests.providers.test_contract import OPTS, chunks_of, new_key
 from tests.servers.fx_swift import rackspace_config
@@ -97,6 +98,10 @@ async def test_a_segmented_swift_object_reads_in_one_request_too(
         info, body = await _whole(provider, key)
         assert body == data
         _same(info, await provider.stat(provider.default_container, key))
+        start, end = (1 << 20) - 5, (1 << 20) + 5  # across a segment boundary
+        stream = open_span(provider, provider.default_container, key, start, end)
+        _same(cast(ObjectInfo, await anext(stream)), info)
+        assert b"".join([c async for c in stream if isinstance(c, bytes)]) == data[start : end + 1]
         await provider.delete(provider.default_container, key)
     finally:
         await provider.close()

@@ -29,7 +29,15 @@ from typing import TypeVar, cast
 
 from stowage import errors
 from stowage.registry.base import App, FileRecord, FileRows
-from stowage.storage.base import Chunks, LocalFiles, ObjectInfo, Provider, open_whole, pin_of
+from stowage.storage.base import (
+    Chunks,
+    LocalFiles,
+    ObjectInfo,
+    Provider,
+    open_span,
+    open_whole,
+    pin_of,
+)
 
 MAX_ATTEMPTS = 5
 BACKOFF = 0.005  # seconds, doubled per attempt: at most about 0.15 s in all
@@ -108,13 +116,19 @@ async def open_version(
 
 
 async def open_current(
-    provider: Provider, container: str, key: str, span: Span | None = None, body: bool = True
+    provider: Provider,
+    container: str,
+    key: str,
+    span: Span | None = None,
+    body: bool = True,
+    size: int | None = None,
 ) -> Opened:
     """The current version of an object, opened (whole, or the ``span`` of it): for
-    internal readers (hashes, copies, verification), which have no row version to keep to."""
+    internal readers (hashes, copies, verification), which have no row version to keep to.
+    ``size``, the size a caller believes it has, lets a range be read in one request."""
     for attempt in range(MAX_ATTEMPTS):
         try:
-            return await _open(provider, container, key, None, span, body)
+            return await _open(provider, container, key, None, span, body, size)
         except errors.StorageVersionChanged:
             await _back_off(attempt)
     raise errors.StorageVersionChanged()
@@ -136,7 +150,9 @@ async def open_download(
     info = None if isinstance(plan.info, Unopened) else plan.info
     for attempt in range(MAX_ATTEMPTS):
         try:
-            opened = await _open(plan.provider, record.container, record.key, info, span, body)
+            opened = await _open(
+                plan.provider, record.container, record.key, info, span, body, record.size
+            )
         except errors.StorageVersionChanged:
             await _back_off(attempt)
             record, info = await _row(registry, record), None
@@ -163,14 +179,52 @@ async def _open(
     info: ObjectInfo | None,
     span: Span | None,
     body: bool = True,
+    size: int | None = None,
 ) -> Opened:
     """The version ``info`` describes, or (None) the current one: a whole read in one
-    request where the provider can, anything else a ``stat`` first."""
+    request where the provider can, a range of a file whose ``size`` the row says too,
+    anything else a ``stat`` first."""
     if info is None:
         if span is None and body:
             return await _open_whole(provider, container, key)
+        if span is not None and body and size is not None:
+            return await _open_span(provider, container, key, span, size)
         info = await provider.stat(container, key)
     return await open_version(provider, container, key, info, span, body)
+
+
+async def _open_span(provider: Provider, container: str, key: str, span: Span, size: int) -> Opened:
+    """The range the row's ``size`` gives, read with the version it is cut from (one request
+    where the provider can); when that version's size gives another range, that version's
+    own range, pinned."""
+    try:
+        bounds = span(size)
+    except errors.RangeNotSatisfiable:
+        bounds = None  # for the row's size: the object's own size decides
+    if bounds is None or bounds[1] < bounds[0]:
+        return await _open_stated(provider, container, key, span)
+    stream = open_span(provider, container, key, *bounds)
+    try:
+        info = await anext(stream)
+        if not isinstance(info, ObjectInfo):
+            raise errors.StorageError("storage: a range read did not say what it sent")
+        if span(info.size) != bounds:
+            await close(stream)
+            return await open_version(provider, container, key, info, span)
+        first = await anext(stream, None)
+        if isinstance(first, ObjectInfo):
+            raise errors.StorageError("storage: a range read said twice what it sent")
+    except errors.RangeNotSatisfiable:
+        await close(stream)  # the object is shorter than the row says: its size decides
+        return await _open_stated(provider, container, key, span)
+    except BaseException:
+        await close(stream)
+        raise
+    return Opened(info, bounds, _prepended(first, cast(Chunks, stream)))
+
+
+async def _open_stated(provider: Provider, container: str, key: str, span: Span) -> Opened:
+    return await open_version(provider, container, key, await provider.stat(container, key), span)
 
 
 async def _open_whole(provider: Provider, container: str, key: str) -> Opened:

@@ -23,6 +23,9 @@ Contract (checked by ``tests/providers/test_contract.py`` on every provider):
 - ``open_whole`` (``OpensWhole``, optional; ``open_whole()`` below for any provider) reads
   the current version whole with one request where the store names the version it sends:
   it yields that version's ``ObjectInfo`` first, from the response itself, then its bytes.
+- ``open_span`` (``OpensSpan``, optional; ``open_span()`` below for any provider) does the
+  same for the byte range ``[start, end]``: one request, whose reply names the version (and
+  its whole size) the range was cut from.
 - ``delete`` removes the object and raises ``StorageNotFound`` when it is
   missing (callers that do not care catch it).
 - ``exists`` is ``stat`` without the error.
@@ -149,13 +152,13 @@ def open_whole(provider: Provider, container: str, key: str) -> AsyncIterator[Ob
 
 
 async def _stat_then_open(
-    provider: Provider, container: str, key: str
+    provider: Provider, container: str, key: str, start: int = 0, end: int | None = None
 ) -> AsyncIterator[ObjectInfo | bytes]:
     info = await provider.stat(container, key)
     yield info
     if info.size == 0:
         return
-    chunks = provider.open(container, key, version=pin_of(info))
+    chunks = provider.open(container, key, start, end, version=pin_of(info))
     try:
         async for chunk in chunks:
             yield chunk
@@ -163,6 +166,30 @@ async def _stat_then_open(
         aclose = getattr(chunks, "aclose", None)
         if aclose is not None:
             await aclose()
+
+
+@runtime_checkable
+class OpensSpan(Protocol):
+    """A provider whose ranged read answers with the version it was cut from: a range read
+    is one request, so an overwrite cannot land between a ``stat`` and a pinned ``open``."""
+
+    def open_span(
+        self, container: str, key: str, start: int, end: int
+    ) -> AsyncIterator[ObjectInfo | bytes]:
+        """Yields the ``ObjectInfo`` of the whole version the range is of, then the bytes
+        ``[start, end]`` of it (fewer when it is shorter). Raises ``StorageNotFound``, and
+        ``RangeNotSatisfiable`` when it begins after its end."""
+        ...
+
+
+def open_span(
+    provider: Provider, container: str, key: str, start: int, end: int
+) -> AsyncIterator[ObjectInfo | bytes]:
+    """``provider.open_span``, or a ``stat`` and (when the caller reads on) an ``open`` of the
+    range pinned to what it found."""
+    if isinstance(provider, OpensSpan):
+        return provider.open_span(container, key, start, end)
+    return _stat_then_open(provider, container, key, start, end)
 
 
 @runtime_checkable

@@ -152,7 +152,21 @@ class DropboxProvider:
 
     async def open_whole(self, container: str, key: str) -> AsyncIterator[ObjectInfo | bytes]:
         # One request: its result is the metadata of the revision its body is.
-        meta, response = await _call(self.client.files_download, self.path(key))
+        async for item in self._download(key, None):
+            yield item
+
+    async def open_span(
+        self, container: str, key: str, start: int, end: int
+    ) -> AsyncIterator[ObjectInfo | bytes]:
+        async for item in self._download(key, {"Range": f"bytes={start}-{end}"}):
+            yield item
+
+    async def _download(
+        self, key: str, headers: dict[str, str] | None
+    ) -> AsyncIterator[ObjectInfo | bytes]:
+        """One download: its result is the whole revision's metadata, then its bytes."""
+        path = self.path(key)
+        meta, response = await _call(self.client.files_download, path, extra_headers=headers)
         try:
             yield _info(meta)
             pieces = response.iter_content(READ_CHUNK)

@@ -16,6 +16,7 @@ from stowage.storage.base import (
     ObjectInfo,
     Provider,
     WriteOptions,
+    open_span,
     open_whole,
 )
 
@@ -48,6 +49,11 @@ class PrefixedProvider:
 
     def open_whole(self, container: str, key: str) -> AsyncIterator[ObjectInfo | bytes]:
         return open_whole(self.inner, container, self._key(key))
+
+    def open_span(
+        self, container: str, key: str, start: int, end: int
+    ) -> AsyncIterator[ObjectInfo | bytes]:
+        return open_span(self.inner, container, self._key(key), start, end)
 
     async def stat(self, container: str, key: str) -> ObjectInfo:
         return await self.inner.stat(container, self._key(key))
