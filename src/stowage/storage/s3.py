@@ -45,7 +45,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -222,29 +222,28 @@ class S3Provider:
         finally:
             body.close()
 
-    async def open_whole(self, container: str, key: str) -> AsyncIterator[ObjectInfo | bytes]:
+    def open_whole(self, container: str, key: str) -> AsyncIterator[ObjectInfo | bytes]:
         # One GetObject: its headers are the stat of the version its body is.
-        s3 = await self._s3()
-        with _mapped("read"):
-            reply = await s3.get_object(Bucket=container, Key=key)
-        body = reply["Body"]
-        try:
-            yield _info(reply)
-            async for chunk in _body_chunks(body):
-                yield chunk
-        finally:
-            body.close()
+        return self._described(_info, Bucket=container, Key=key)
 
-    async def open_span(
+    def open_span(
         self, container: str, key: str, start: int, end: int
     ) -> AsyncIterator[ObjectInfo | bytes]:
         # One ranged GetObject: its ETag and Content-Range total describe the version cut.
+        return self._described(
+            _ranged_info, Bucket=container, Key=key, Range=f"bytes={start}-{end}"
+        )
+
+    async def _described(
+        self, describe: Callable[[Mapping[str, Any]], ObjectInfo], **params: str
+    ) -> AsyncIterator[ObjectInfo | bytes]:
+        """One GetObject: what ``describe`` reads in its reply, then its body."""
         s3 = await self._s3()
         with _mapped("read"):
-            reply = await s3.get_object(Bucket=container, Key=key, Range=f"bytes={start}-{end}")
+            reply = await s3.get_object(**params)
         body = reply["Body"]
         try:
-            yield _ranged_info(reply)
+            yield describe(reply)
             async for chunk in _body_chunks(body):
                 yield chunk
         finally:
