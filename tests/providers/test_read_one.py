@@ -14,7 +14,7 @@ from stowage import errors
 from stowage.core import reading
 from stowage.storage.base import ObjectInfo, OpensWhole, Provider, open_span, open_whole, pin_of
 from stowage.storage.rackspace import from_config
-from tests.providers.test_contract import OPTS, chunks_of, new_key
+from tests.providers.test_contract import OPTS, chunks_of, counting_stats, new_key
 from tests.servers.fx_swift import rackspace_config
 from tests.servers.rackspace_identity import RackspaceIdentity
 
@@ -62,14 +62,7 @@ async def test_open_current_of_a_store_sends_no_stat(
     key = new_key()
     data = os.urandom(3000)
     await provider.write(provider.default_container, key, chunks_of(data), OPTS)
-    stats: list[str] = []
-    real_stat = provider.stat
-
-    async def counted(container: str, key: str) -> ObjectInfo:
-        stats.append(key)
-        return await real_stat(container, key)
-
-    monkeypatch.setattr(provider, "stat", counted)
+    stats = counting_stats(provider, monkeypatch)
     opened = await reading.open_current(provider, provider.default_container, key)
     assert b"".join([c async for c in opened.chunks]) == data
     one = provider.location in ONE_REQUEST

@@ -56,7 +56,7 @@ from azure.storage.blob.aio import BlobClient, BlobServiceClient, ExponentialRet
 from stowage import errors
 from stowage.storage.base import WRITE_MIN_RATE, Chunks, ObjectInfo, WriteOptions
 from stowage.storage.settings import AzureSettings, parse
-from stowage.storage.status import error_for
+from stowage.storage.status import error_for, whole_size
 
 DEFAULT_BLOCK = 8 * 1024 * 1024
 MAX_BLOCK = 4000 * 1024 * 1024  # the service's limit per staged block
@@ -165,7 +165,7 @@ class AzureProvider:
                 offset=start, length=end - start + 1, max_concurrency=1
             )
             props = downloader.properties
-            total = int(str(props.content_range).rpartition("/")[2])
+            total = whole_size(props.content_range, "azure")
             yield ObjectInfo(total, _etag(props.etag), props.last_modified.timestamp())
             async for chunk in downloader.chunks():
                 yield chunk

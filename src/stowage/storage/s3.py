@@ -58,6 +58,7 @@ from stowage import errors
 from stowage.storage.base import WRITE_MIN_RATE, Chunks, ObjectInfo, WriteOptions
 from stowage.storage.s3parts import PartBuffer, PartUploads
 from stowage.storage.settings import S3Settings, parse
+from stowage.storage.status import whole_size
 
 MIB = 1024 * 1024
 MIN_PART = 5 * MIB
@@ -336,10 +337,8 @@ def _info(reply: Mapping[str, Any]) -> ObjectInfo:
 
 def _ranged_info(reply: Mapping[str, Any]) -> ObjectInfo:
     """A ranged GetObject's description of the whole object (``bytes 0-499/5585``)."""
-    total = str(reply.get("ContentRange", "")).rpartition("/")[2]
-    if not total.isdigit():
-        raise errors.StorageError("s3 storage: the server ignored the byte range")
-    return ObjectInfo(int(total), _etag(reply), reply["LastModified"].timestamp())
+    total = whole_size(reply.get("ContentRange"), "s3 storage")
+    return ObjectInfo(total, _etag(reply), reply["LastModified"].timestamp())
 
 
 def _etag(reply: Mapping[str, Any]) -> str:

@@ -1,5 +1,5 @@
 """A storage service's HTTP status, as the neutral storage error: one table for every
-provider that speaks HTTP (GCS, Azure, Swift)."""
+provider that speaks HTTP (GCS, Azure, Swift); and the whole size a ranged answer names."""
 
 from __future__ import annotations
 
@@ -25,3 +25,11 @@ def error_for(status: int, message: str) -> errors.StowageError:
     if cls is None:
         cls = errors.StorageUnavailable if status >= 500 else errors.StorageError
     return cls(message)
+
+
+def whole_size(content_range: object, store: str) -> int:
+    """The object's size a ranged answer's ``Content-Range`` names (``bytes 0-499/5585``)."""
+    total = str(content_range or "").rpartition("/")[2]
+    if not total.isdigit():
+        raise errors.StorageError(f"{store}: a range answered without the object's size")
+    return int(total)

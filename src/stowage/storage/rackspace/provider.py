@@ -22,10 +22,10 @@ from stowage.storage.rackspace.replies import (
     info,
     is_slo,
     object_path,
-    whole_size,
 )
 from stowage.storage.rackspace.segments import SEGMENTS_SUFFIX, Segment, Segments
 from stowage.storage.settings import RackspaceSettings, parse
+from stowage.storage.status import whole_size
 
 READ_CHUNK = 256 * 1024
 
@@ -97,7 +97,7 @@ class RackspaceProvider:
         headers = {"Range": f"bytes={start}-{end}"}
         async with self.client.request("GET", object_path(container, key), headers=headers) as resp:
             expect(resp, 206)
-            yield info(resp, whole_size(resp))
+            yield info(resp, whole_size(resp.headers.get("Content-Range"), "rackspace"))
             async for chunk in _body(resp):
                 yield chunk
 

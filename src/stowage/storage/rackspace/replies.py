@@ -27,14 +27,6 @@ def etag(resp: aiohttp.ClientResponse) -> str:
     return resp.headers.get("Etag", "").strip('"')
 
 
-def whole_size(resp: aiohttp.ClientResponse) -> int:
-    """The object's size a ranged answer names (``Content-Range: bytes 0-499/5585``)."""
-    total = resp.headers.get("Content-Range", "").rpartition("/")[2]
-    if not total.isdigit():
-        raise errors.StorageError("rackspace: a range answered without the object's size")
-    return int(total)
-
-
 def info(resp: aiohttp.ClientResponse, size: int) -> ObjectInfo:
     modified = time.time()
     if stamp := resp.headers.get("X-Timestamp"):
