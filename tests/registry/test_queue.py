@@ -14,7 +14,7 @@ from typing import Any
 
 import asyncpg
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stowage.registry import migrate
@@ -164,6 +164,82 @@ async def test_concurrent_claims_never_share_a_row(queues: Any) -> None:
     )
     ids = [job.id for batch in batches for job in batch]
     assert len(ids) == 40 and len(set(ids)) == 40
+
+
+async def test_an_idle_sqlite_claim_only_reads(tmp_path: Path, monkeypatch: Any) -> None:
+    """Workers poll several times a second: with nothing due, a claim is one read on the
+    loop's connection, not a hand-off to the writer thread and its write lock."""
+    db = SQLiteDB(tmp_path / "q.db", 1, [])
+    queue = SQLiteQueue(db, DROPPED)
+    db.setups.append(queue.setup)
+    await db.open()
+    writes: list[object] = []
+    real = db.write
+
+    async def counted(fn: Any) -> Any:
+        writes.append(fn)
+        return await real(fn)
+
+    monkeypatch.setattr(db, "write", counted)
+    try:
+        await queue.put([render(1, due=150.0)])
+        assert len(writes) == 1
+        assert await queue.claim("w", now=100.0, lease=30, limit=5) == []
+        assert len(writes) == 1
+        [job] = await queue.claim("w", now=150.0, lease=30, limit=5)
+        assert len(writes) == 2
+        assert await queue.claim("w", now=179.0, lease=30, limit=5) == []  # held to 180
+        assert len(writes) == 2
+        [again] = await queue.claim("w2", now=180.0, lease=30, limit=5)
+        assert (again.id, again.attempts, len(writes)) == (job.id, 2, 3)
+    finally:
+        await db.close()
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    steps=st.lists(
+        st.tuples(st.sampled_from(["put", "claim", "complete"]), st.integers(0, 60)),
+        min_size=1,
+        max_size=25,
+    ),
+    lease=st.integers(1, 40),
+)
+def test_a_claim_takes_exactly_the_due_rows(
+    tmp_path_factory: pytest.TempPathFactory,
+    steps: list[tuple[str, int]],
+    lease: int,
+) -> None:
+    """Generated schedules against a model: the read before the claim never hides a due
+    row (pending and due, or leased with its lease run out) and never shows another."""
+    path = tmp_path_factory.mktemp("q") / "q.db"
+    asyncio.run(_run_schedule(path, steps, lease))
+
+
+async def _run_schedule(path: Path, steps: list[tuple[str, int]], lease: int) -> None:
+    db = SQLiteDB(path, 1, [])
+    queue = SQLiteQueue(db, DROPPED)
+    db.setups.append(queue.setup)
+    await db.open()
+    now, rows = 100.0, {}  # id -> (due, holder or None)
+    try:
+        for n, (step, arg) in enumerate(steps):
+            now += arg % 7
+            if step == "put":
+                [job] = await queue.put([render(n, due=now + arg % 11 - 5)])
+                rows[job.id] = (job.next_attempt, None)
+            elif step == "claim":
+                due = {i for i, (at, holder) in rows.items() if at <= now}
+                got = await queue.claim(f"w{n}", now=now, lease=lease, limit=100)
+                assert {job.id for job in got} == due
+                rows |= {job.id: (now + lease, f"w{n}") for job in got}
+            elif rows:
+                job_id = sorted(rows)[arg % len(rows)]
+                holder = rows[job_id][1]
+                if holder is not None and await queue.complete(job_id, holder, now):
+                    del rows[job_id]
+    finally:
+        await db.close()
 
 
 async def test_an_unknown_outcome_column_is_refused(queues: Any) -> None:

@@ -312,11 +312,16 @@ class Statements:
             self.insert += (
                 f" WHERE NOT EXISTS (SELECT 1 FROM {t} WHERE {same}) ON CONFLICT DO NOTHING"
             )
+        #: The ids of due jobs (values: now, leased, now): pending and due, or leased
+        #: with the lease run out.
+        self.due = (
+            f"SELECT id FROM {t} WHERE (status = 'pending' AND next_attempt <= {{p}}) "
+            "OR (status = {p} AND lease_until <= {p})"
+        )
         self.claim_set = (
             f"UPDATE {t} SET status = {{p}}, claimed_by = {{p}}, lease_until = {{p}}, "
-            "attempts = attempts + 1, updated = {p} WHERE id IN ("
-            f"SELECT id FROM {t} WHERE (status = 'pending' AND next_attempt <= {{p}}) "
-            "OR (status = {p} AND lease_until <= {p}) ORDER BY next_attempt, id LIMIT {p}"
+            f"attempts = attempts + 1, updated = {{p}} WHERE id IN ({self.due} "
+            "ORDER BY next_attempt, id LIMIT {p}"
         )
         self.mine = "id = {p} AND claimed_by = {p} AND status = {p}"
         self.delete = f"DELETE FROM {t} WHERE " + self.mine

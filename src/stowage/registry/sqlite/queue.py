@@ -57,6 +57,10 @@ class SQLiteQueue(QueueBase[J]):
 
     async def claim(self, worker: str, now: float, lease: float, limit: int) -> list[J]:
         leased = self.spec.leased
+        # Idle workers poll several times a second: a read on the loop's connection
+        # finds nothing due without the writer thread's hand-off and the write lock.
+        if not self.db.rows(question_marks(self.sql.due) + " LIMIT 1", (now, leased, now)):
+            return []
         sql = question_marks(self.sql.claim_set) + f") RETURNING {self.sql.returning}"
         values = (leased, worker, now + lease, now, now, leased, now, limit)
         rows = await self.db.write(lambda conn: conn.execute(sql, values).fetchall())
