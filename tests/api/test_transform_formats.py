@@ -95,3 +95,54 @@ async def test_svg_output_holds_the_result_as_a_png(
     inner = decoded(base64.b64decode(href.split(",", 1)[1]))
     assert (inner.width, inner.height) == size
     assert b"<script" not in body
+
+
+#: (as Filestack's PHP SDK builds it: short names, lists as percent-encoded JSON; the
+#: same in long names). ``MARK`` is the second file's handle.
+PHP_SHAPES = [
+    ("watermark=f:MARK,p:center,s:30", "watermark=file:MARK,position:center,size:30"),
+    (
+        "collage=f:%5B%22MARK%22%5D,w:300,h:200,c:white,i:auto,m:10,a:false",
+        "collage=files:[MARK],width:300,height:200,color:white,fit:auto,margin:10,autorotate:false",
+    ),
+    ("rounded_corners=b:white,l:0.3,r:5", "rounded_corners=background:white,blur:0.3,radius:5"),
+    (
+        "shadow=b:white,l:4,o:60,v:%5B4%2C4%5D",
+        "shadow=background:white,blur:4,opacity:60,vector:[4,4]",
+    ),
+    ("torn_edges=b:white,s:%5B1%2C10%5D", "torn_edges=background:white,spread:[1,10]"),
+    ("polaroid=b:gray,c:white,r:45", "polaroid=background:gray,color:white,rotate:45"),
+    ("vignette=a:20,b:white,m:gaussian", "vignette=amount:20,background:white,blurmode:gaussian"),
+    (
+        "partial_pixelate=a:10,l:4,o:%5B%5B10%2C20%2C200%2C150%5D%5D,t:oval",
+        "partial_pixelate=amount:10,blur:4,objects:[[10,20,200,150]],type:oval",
+    ),
+    (
+        "partial_blur=a:10,l:4,o:%5B%5B10%2C20%2C200%2C150%5D%5D,t:oval",
+        "partial_blur=amount:10,blur:4,objects:[[10,20,200,150]],type:oval",
+    ),
+    ("oil_paint=a:5", "oil_paint=amount:5"),
+    ("upscale=n:none,s:photo,u:true", "upscale=noise:none,style:photo,upscale:true"),
+    ("compress=m:true", "compress=metadata:true"),
+    (
+        "ascii=b:black,c:true,f:white,r:false,s:40",
+        "ascii=background:black,colored:true,foreground:white,reverse:false,size:40",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("short", "long"), PHP_SHAPES, ids=[s.split("=")[0] for s, _ in PHP_SHAPES]
+)
+async def test_urls_of_the_php_sdk_answer_as_their_long_spelling(
+    harness: Harness, short: str, long: str
+) -> None:
+    """A URL the PHP SDK made and a customer saved gives what the long names give."""
+    handle = await stored(harness, picture(400, 300))
+    mark = await stored(harness, picture(60, 40, ".png"), name="m.png")
+    answers = []
+    for chain in (short, long):
+        resp, body = await get(harness, f"/{chain.replace('MARK', mark)}/{handle}")
+        assert resp.status == 200, body[:300]
+        answers.append((resp.headers["Content-Type"], body))
+    assert answers[0] == answers[1]

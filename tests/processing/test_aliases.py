@@ -9,6 +9,10 @@ www.filestack.com/docs/api/processing show the security (``p``, ``s``) and cache
 and ``crop_faces=...,w:300`` in docs/image-transformations/chaining; the other rows are
 the ones issue 23's brief quoted from the same column (docs/decisions.md, "Short
 names"). ``cache``'s ``f`` is not taken (docs/decisions.md: ``cache=false`` is).
+The rows marked ``PHP`` are the ones Filestack's PHP SDK builds (filestack-php: its
+``FilestackConfig::ALLOWED_ATTRS`` and the URLs its transform tests expect, such as
+``watermark=f:<handle>,p:center,s:30`` and ``shadow=b:white,l:4,o:60,v:[4,4]``): URLs it
+made are saved in customers' pages.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from stowage.processing.base import Limits, Task
 from stowage.processing.table import Kind
 from stowage.processing.vips import VipsEngine
 
+H, H2 = "A" * 20, "B" * 20
 #: task -> {alias: (long name, a value it takes)}
 DOCUMENTED: dict[str, dict[str, tuple[str, str]]] = {
     "resize": {
@@ -36,7 +41,7 @@ DOCUMENTED: dict[str, dict[str, tuple[str, str]]] = {
     "rotate": {"d": ("deg", "90"), "e": ("exif", "true"), "b": ("background", "red")},
     "border": {"w": ("width", "3"), "c": ("color", "red"), "b": ("background", "blue")},
     "circle": {"b": ("background", "white")},
-    "rounded_corners": {"r": ("radius", "20"), "b": ("blur", "0.5")},
+    "rounded_corners": {"r": ("radius", "20"), "l": ("blur", "0.5"), "b": ("background", "red")},
     "blur": {"a": ("amount", "3")},
     "sharpen": {"a": ("amount", "3")},
     "pixelate": {"a": ("amount", "4")},
@@ -78,6 +83,55 @@ DOCUMENTED: dict[str, dict[str, tuple[str, str]]] = {
     },
     "smart_crop": {"m": ("mode", "face"), "w": ("width", "50"), "h": ("height", "40")},
     "metadata": {"p": ("params", "[width,height]")},
+    # PHP (see above), through "upscale".
+    "watermark": {"f": ("file", H2), "s": ("size", "50"), "p": ("position", "[top,left]")},
+    "collage": {
+        "f": ("files", f"[{H2}]"),
+        "w": ("width", "80"),
+        "h": ("height", "60"),
+        "c": ("color", "red"),
+        "i": ("fit", "crop"),
+        "m": ("margin", "5"),
+        "a": ("autorotate", "true"),
+    },
+    "ascii": {
+        "b": ("background", "black"),
+        "f": ("foreground", "white"),
+        "c": ("colored", "true"),
+        "s": ("size", "40"),
+        "r": ("reverse", "true"),
+    },
+    "compress": {"m": ("metadata", "true")},
+    "oil_paint": {"a": ("amount", "5")},
+    "vignette": {"a": ("amount", "30"), "b": ("background", "black"), "m": ("blurmode", "linear")},
+    "torn_edges": {"s": ("spread", "[2,8]"), "b": ("background", "black")},
+    "shadow": {
+        "b": ("background", "black"),
+        "l": ("blur", "2"),
+        "o": ("opacity", "40"),
+        "v": ("vector", "[3,5]"),
+    },
+    "polaroid": {"b": ("background", "black"), "c": ("color", "red"), "r": ("rotate", "30")},
+    "partial_blur": {
+        "o": ("objects", "[[1,2,20,10]]"),
+        "a": ("amount", "5"),
+        "l": ("blur", "2"),
+        "t": ("type", "oval"),
+    },
+    "partial_pixelate": {
+        "o": ("objects", "[[1,2,20,10]]"),
+        "a": ("amount", "5"),
+        "l": ("blur", "2"),
+        "t": ("type", "oval"),
+    },
+    "upscale": {"u": ("upscale", "false"), "n": ("noise", "low"), "s": ("style", "artwork")},
+    "urlscreenshot": {
+        "a": ("agent", "mobile"),
+        "w": ("width", "800"),
+        "h": ("height", "600"),
+        "m": ("mode", "window"),
+        "d": ("delay", "500"),
+    },
     "output": {
         "f": ("format", "png"),
         "q": ("quality", "60"),
@@ -111,7 +165,6 @@ IDS = [f"{task}.{alias}" for task, alias, _, _ in ROWS]
 LIMITS = Limits(
     max_input_pixels=10_000_000, max_input_bytes=10**8, max_output_dimension=4000, seconds=10
 )
-H = "A" * 20
 
 
 def body(task: str, key: str, long: str, raw: str) -> str:

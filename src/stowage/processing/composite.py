@@ -300,9 +300,9 @@ TASKS: tuple[TaskSpec, ...] = (
     TaskSpec(
         "watermark",
         (
-            Param("file", handle),
-            Param("size", whole(1, 500, zero_unset=True), (), 100),
-            Param("position", position, (), "center"),
+            Param("file", handle, ("f",)),
+            Param("size", whole(1, 500, zero_unset=True), ("s",), 100),
+            Param("position", position, ("p",), "center"),
         ),
         op=watermark,
         needs_one_of=("file",),
@@ -311,13 +311,13 @@ TASKS: tuple[TaskSpec, ...] = (
     TaskSpec(
         "collage",
         (
-            Param("files", handles),
-            Param("margin", integer(1, 100), (), 10),
-            Param("width", whole(1, 10_000, zero_unset=True)),
-            Param("height", whole(1, 10_000, zero_unset=True)),
-            Param("color", color, (), "white"),
-            Param("fit", choice("auto", "crop"), (), "auto"),
-            Param("autorotate", boolean, (), False),
+            Param("files", handles, ("f",)),
+            Param("margin", integer(1, 100), ("m",), 10),
+            Param("width", whole(1, 10_000, zero_unset=True), ("w",)),
+            Param("height", whole(1, 10_000, zero_unset=True), ("h",)),
+            Param("color", color, ("c",), "white"),
+            Param("fit", choice("auto", "crop"), ("i",), "auto"),
+            Param("autorotate", boolean, ("a",), False),
         ),
         kind=Kind.FILES,
         size=_canvas_size,

@@ -239,9 +239,11 @@ TASKS: tuple[TaskSpec, ...] = (
     TaskSpec(
         "vignette",
         (
-            Param("amount", params.integer(0, 100), default=20),
-            Param("blurmode", params.choice("gaussian", "linear"), default="gaussian"),
-            Param("background", COLOR, default="white"),
+            Param("amount", params.integer(0, 100), short=("a",), default=20),
+            Param(
+                "blurmode", params.choice("gaussian", "linear"), short=("m",), default="gaussian"
+            ),
+            Param("background", COLOR, short=("b",), default="white"),
         ),
         op=vignette,
         doc="fades the corners into the background, the centre kept",
@@ -249,8 +251,8 @@ TASKS: tuple[TaskSpec, ...] = (
     TaskSpec(
         "torn_edges",
         (
-            Param("spread", Pair(1, 10_000), default=(1, 10)),
-            Param("background", COLOR, default="white"),
+            Param("spread", Pair(1, 10_000), short=("s",), default=(1, 10)),
+            Param("background", COLOR, short=("b",), default="white"),
         ),
         op=torn_edges,
         doc="tears the four edges; the torn-off parts show the background",
@@ -258,11 +260,11 @@ TASKS: tuple[TaskSpec, ...] = (
     TaskSpec(
         "shadow",
         (
-            Param("blur", params.number(0, 20), default=4),
-            Param("opacity", params.integer(0, 100), default=60),
-            Param("vector", Pair(-1000, 1000), default=(4, 4)),
+            Param("blur", params.number(0, 20), short=("l",), default=4),
+            Param("opacity", params.integer(0, 100), short=("o",), default=60),
+            Param("vector", Pair(-1000, 1000), short=("v",), default=(4, 4)),
             Param("color", COLOR, default="black"),
-            Param("background", COLOR, default="white"),
+            Param("background", COLOR, short=("b",), default="white"),
         ),
         op=shadow,
         size=shadow_size,
@@ -272,9 +274,9 @@ TASKS: tuple[TaskSpec, ...] = (
     TaskSpec(
         "polaroid",
         (
-            Param("color", COLOR, default="snow"),
-            Param("rotate", params.integer(0, 359), default=0),
-            Param("background", COLOR, default="white"),
+            Param("color", COLOR, short=("c",), default="snow"),
+            Param("rotate", params.integer(0, 359), short=("r",), default=0),
+            Param("background", COLOR, short=("b",), default="white"),
         ),
         op=polaroid,
         size=polaroid_size,
@@ -284,7 +286,7 @@ TASKS: tuple[TaskSpec, ...] = (
     ),
     TaskSpec(
         "oil_paint",
-        (Param("amount", params.integer(2, 100), default=2),),
+        (Param("amount", params.integer(2, 100), short=("a",), default=2),),
         op=oil_paint,
         doc="a painted look: a median filter of radius amount",
     ),

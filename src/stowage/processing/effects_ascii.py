@@ -98,11 +98,11 @@ TASKS: tuple[TaskSpec, ...] = (
     TaskSpec(
         "ascii",
         (
-            Param("background", params.color, default="ffffff"),
-            Param("foreground", params.color, default="000000"),
-            Param("colored", params.boolean, default=False),
-            Param("size", params.integer(10, 100), default=100),
-            Param("reverse", params.boolean, default=False),
+            Param("background", params.color, short=("b",), default="ffffff"),
+            Param("foreground", params.color, short=("f",), default="000000"),
+            Param("colored", params.boolean, short=("c",), default=False),
+            Param("size", params.integer(10, 100), short=("s",), default=100),
+            Param("reverse", params.boolean, short=("r",), default=False),
         ),
         kind=Kind.ANSWER,
         answer=Answer(render_ascii, OUTPUT),

@@ -139,10 +139,10 @@ TASKS: tuple[TaskSpec, ...] = (
     TaskSpec(
         "partial_pixelate",
         (
-            Param("objects", objects),
-            Param("amount", params.number(2, 100), default=10),
-            Param("blur", params.number(0, 20), default=4),
-            Param("type", SHAPE, default="rect"),
+            Param("objects", objects, ("o",)),
+            Param("amount", params.number(2, 100), short=("a",), default=10),
+            Param("blur", params.number(0, 20), short=("l",), default=4),
+            Param("type", SHAPE, short=("t",), default="rect"),
         ),
         op=partial_pixelate,
         needs_one_of=("objects",),
@@ -152,10 +152,10 @@ TASKS: tuple[TaskSpec, ...] = (
     TaskSpec(
         "partial_blur",
         (
-            Param("objects", objects),
-            Param("amount", params.number(0, 20), default=10),
-            Param("blur", params.number(0, 20), default=4),
-            Param("type", SHAPE, default="rect"),
+            Param("objects", objects, ("o",)),
+            Param("amount", params.number(0, 20), short=("a",), default=10),
+            Param("blur", params.number(0, 20), short=("l",), default=4),
+            Param("type", SHAPE, short=("t",), default="rect"),
         ),
         op=partial_blur,
         needs_one_of=("objects",),

@@ -129,9 +129,14 @@ TASKS: tuple[TaskSpec, ...] = (
     TaskSpec(
         "upscale",
         (
-            Param("upscale", params.boolean, default=True),
-            Param("noise", params.choice("none", "low", "medium", "high"), default="none"),
-            Param("style", params.choice("artwork", "photo"), default="photo"),
+            Param("upscale", params.boolean, short=("u",), default=True),
+            Param(
+                "noise",
+                params.choice("none", "low", "medium", "high"),
+                short=("n",),
+                default="none",
+            ),
+            Param("style", params.choice("artwork", "photo"), short=("s",), default="photo"),
         ),
         op=upscale,
         size=upscale_size,

@@ -40,7 +40,7 @@ TASKS: tuple[TaskSpec, ...] = (
     ),
     TaskSpec(
         "compress",
-        (Param("metadata", boolean),),
+        (Param("metadata", boolean, ("m",)),),
         kind=SAVE,
         doc="optimised encoding",
     ),

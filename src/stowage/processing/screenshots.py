@@ -74,11 +74,11 @@ TASKS: tuple[TaskSpec, ...] = (
     TaskSpec(
         NAME,
         (
-            Param("agent", params.choice("desktop", "mobile"), default="desktop"),
-            Param("width", params.integer(1, 1920), default=1024),
-            Param("height", params.integer(1, MAX_HEIGHT), default=768),
-            Param("mode", params.choice("all", "window"), default="all"),
-            Param("delay", params.integer(0, 20000), default=1000),
+            Param("agent", params.choice("desktop", "mobile"), short=("a",), default="desktop"),
+            Param("width", params.integer(1, 1920), short=("w",), default=1024),
+            Param("height", params.integer(1, MAX_HEIGHT), short=("h",), default=768),
+            Param("mode", params.choice("all", "window"), short=("m",), default="all"),
+            Param("delay", params.integer(0, 20000), short=("d",), default=1000),
             Param("orientation", params.choice("portrait", "landscape"), default="portrait"),
             Param("device", params.choice(*DEVICES)),
         ),

@@ -67,8 +67,8 @@ TASKS: tuple[TaskSpec, ...] = (
         "rounded_corners",
         (
             Param("radius", either(integer(1, 10_000), choice("max")), ("r",), 10),
-            Param("blur", number(0, 20), ("b",), 0.3),
-            Param("background", color),
+            Param("blur", number(0, 20), ("l",), 0.3),
+            Param("background", color, ("b",)),
         ),
         op=rounded_corners,
         aliases=("round_corners",),
