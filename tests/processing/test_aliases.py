@@ -29,6 +29,13 @@ from stowage.processing.table import Kind
 from stowage.processing.vips import VipsEngine
 
 H, H2 = "A" * 20, "B" * 20
+#: partial_blur's and partial_pixelate's (the PHP SDK's, see above)
+REGIONS = {
+    "o": ("objects", "[[1,2,20,10]]"),
+    "a": ("amount", "5"),
+    "l": ("blur", "2"),
+    "t": ("type", "oval"),
+}
 #: task -> {alias: (long name, a value it takes)}
 DOCUMENTED: dict[str, dict[str, tuple[str, str]]] = {
     "resize": {
@@ -112,18 +119,8 @@ DOCUMENTED: dict[str, dict[str, tuple[str, str]]] = {
         "v": ("vector", "[3,5]"),
     },
     "polaroid": {"b": ("background", "black"), "c": ("color", "red"), "r": ("rotate", "30")},
-    "partial_blur": {
-        "o": ("objects", "[[1,2,20,10]]"),
-        "a": ("amount", "5"),
-        "l": ("blur", "2"),
-        "t": ("type", "oval"),
-    },
-    "partial_pixelate": {
-        "o": ("objects", "[[1,2,20,10]]"),
-        "a": ("amount", "5"),
-        "l": ("blur", "2"),
-        "t": ("type", "oval"),
-    },
+    "partial_blur": REGIONS,
+    "partial_pixelate": REGIONS,
     "upscale": {"u": ("upscale", "false"), "n": ("noise", "low"), "s": ("style", "artwork")},
     "urlscreenshot": {
         "a": ("agent", "mobile"),
