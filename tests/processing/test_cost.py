@@ -158,4 +158,7 @@ def test_an_animation_saved_as_gif_is_estimated_near_its_cpu_time(
     spent = time.process_time() - started
     print(f"{frames} frames of {width}x{height}: estimated {seconds:.2f} s, took {spent:.2f} s")
     assert made.output.format == "gif"
-    assert spent / 3 < seconds < spent * 3
+    # The model's rates were measured on a machine about twice as fast as the slowest
+    # that runs this (where 30 frames took 3.0x the estimate): 3.5 allows that and still
+    # fails the 3.9x underestimate this test was written for.
+    assert spent / 3.5 < seconds < spent * 3
