@@ -166,13 +166,18 @@ async def test_concurrent_claims_never_share_a_row(queues: Any) -> None:
     assert len(ids) == 40 and len(set(ids)) == 40
 
 
-async def test_an_idle_sqlite_claim_only_reads(tmp_path: Path, monkeypatch: Any) -> None:
-    """Workers poll several times a second: with nothing due, a claim is one read on the
-    loop's connection, not a hand-off to the writer thread and its write lock."""
-    db = SQLiteDB(tmp_path / "q.db", 1, [])
+async def _sqlite_queue(path: Path) -> tuple[SQLiteDB, SQLiteQueue[Render]]:
+    db = SQLiteDB(path, 1, [])
     queue = SQLiteQueue(db, DROPPED)
     db.setups.append(queue.setup)
     await db.open()
+    return db, queue
+
+
+async def test_an_idle_sqlite_claim_only_reads(tmp_path: Path, monkeypatch: Any) -> None:
+    """Workers poll several times a second: with nothing due, a claim is one read on the
+    loop's connection, not a hand-off to the writer thread and its write lock."""
+    db, queue = await _sqlite_queue(tmp_path / "q.db")
     writes: list[object] = []
     real = db.write
 
@@ -217,10 +222,7 @@ def test_a_claim_takes_exactly_the_due_rows(
 
 
 async def _run_schedule(path: Path, steps: list[tuple[str, int]], lease: int) -> None:
-    db = SQLiteDB(path, 1, [])
-    queue = SQLiteQueue(db, DROPPED)
-    db.setups.append(queue.setup)
-    await db.open()
+    db, queue = await _sqlite_queue(path)
     now, rows = 100.0, {}  # id -> (due, holder or None)
     try:
         for n, (step, arg) in enumerate(steps):
