@@ -1,7 +1,9 @@
 """The CDN origin: read-only, on its own port, so user files never share the API's origin.
 
 Every GET is parsed as one of the URL forms of ``cdnpath`` (handle, security and cache
-tasks, an API key, ``/metadata``). ``POST /process`` is sent on to the API origin.
+tasks, an API key, ``/metadata``); a path that asks for ``debug`` is answered by its
+report (``debug.py``), here and on the API origin's ``/process/`` address, whose chains
+are read here too. ``POST /process`` is sent on to the API origin.
 """
 
 from __future__ import annotations
@@ -9,12 +11,15 @@ from __future__ import annotations
 from aiohttp import web
 
 from stowage import errors
-from stowage.http import cdnpath, preview, transform
+from stowage.http import cdnpath, debug, preview, transform
 from stowage.http.api import download, metadata_handler
 
 
 async def cdn_get(request: web.Request) -> web.StreamResponse:
-    path = cdnpath.parse(request.raw_path.split("?", 1)[0])
+    raw = request.raw_path.split("?", 1)[0]
+    if (asked := cdnpath.debug_asked(raw)) is not None:
+        return await debug.report(request, raw, asked)
+    path = cdnpath.parse(raw)
     if path.preview is not None:  # /preview/<HANDLE>: the viewer page
         return await preview.page(request, path)
     if path.tasks or path.url:
@@ -22,6 +27,14 @@ async def cdn_get(request: web.Request) -> web.StreamResponse:
     if path.metadata:
         return await metadata_handler(request, handle=path.handle, path=path)
     return await download(request, cdn=True, handle=path.handle, path=path)
+
+
+async def chain_on_api(request: web.Request) -> web.StreamResponse:
+    """The API origin's process address: ``/process/<tasks>/<HANDLE or URL>``."""
+    raw = request.raw_path.split("?", 1)[0].removeprefix("/process")
+    if (asked := cdnpath.debug_asked(raw)) is not None:
+        return await debug.report(request, raw, asked)
+    return await transform.transform(request, cdnpath.parse(raw), cdn=False)
 
 
 async def cdn_post_chain(request: web.Request) -> web.StreamResponse:

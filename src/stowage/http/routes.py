@@ -16,7 +16,6 @@ from stowage.http import (
     picker,
     preview,
     process,
-    transform,
 )
 
 
@@ -49,8 +48,8 @@ def add_api_routes(app: web.Application) -> None:
     for path in ("/folder/list", "/store/", "/metadata", "/auth/logout"):  # cloudApiUrl
         router.add_post(path, cloud.cloud_drive_handler)
     router.add_post("/recording/{kind}/{step}", cloud.cloud_drive_handler)
-    router.add_get("/process/{tail:.+}", transform.process_handler)  # transformation chains
-    router.add_post("/process/{tail:.+}", transform.process_handler)
+    router.add_get("/process/{tail:.+}", cdn.chain_on_api)  # transformation chains
+    router.add_post("/process/{tail:.+}", cdn.chain_on_api)
 
 
 def add_cdn_routes(app: web.Application) -> None:

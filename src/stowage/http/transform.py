@@ -25,7 +25,7 @@ from stowage.assembly import Assembly
 from stowage.core.reading import Download
 from stowage.core.security import Credentials
 from stowage.edge.headers import TAG_HEADER
-from stowage.http import cdnpath, inputs, observe, ratelimit
+from stowage.http import inputs, observe, ratelimit
 from stowage.http.api import download, request_credentials, store_result
 from stowage.http.cdnpath import CdnPath
 from stowage.http.keys import PARTS
@@ -64,7 +64,7 @@ async def transform(request: web.Request, path: CdnPath, *, cdn: bool) -> web.St
     if path.url is not None and path.store is not None:  # /<APIKEY>/[tasks/]store/<URL>
         if cdn:
             _to_process_address(request, parts)
-        fetching = _charger(request)  # each one fetches (and runs a job): it costs the app
+        fetching = charger(request)  # each one fetches (and runs a job): it costs the app
         record = await processor.external.stored(
             UrlAsk(api_key, path.url, path.tasks, creds, fetching)
         )
@@ -83,7 +83,7 @@ async def transform(request: web.Request, path: CdnPath, *, cdn: bool) -> web.St
     dl, cache = inputs.flag(request, "dl"), _cache(request, path)
     try:
         with contextlib.nullcontext() if cache else fresh():  # cache=false: a new render
-            charge = None if cache else _charger(request)  # a new render costs the app
+            charge = None if cache else charger(request)  # a new render costs the app
             ask = FilesAsk(path.handle, path.tasks, creds, api_key, path.handles, charge)
             made = await processor.derivative(ask)
     except errors.StowageError as exc:
@@ -103,12 +103,6 @@ async def transform(request: web.Request, path: CdnPath, *, cdn: bool) -> web.St
 
     # A derivative's key is never rewritten with other bytes: no row version to keep to.
     return await send_file(request, plan, headers, None)
-
-
-async def process_handler(request: web.Request) -> web.StreamResponse:
-    """The API origin's process address: ``/process/<tasks>/<HANDLE or URL>``."""
-    raw = request.raw_path.split("?", 1)[0].removeprefix("/process")
-    return await transform(request, cdnpath.parse(raw), cdn=False)
 
 
 async def _video(
@@ -156,7 +150,7 @@ async def _external(
     assert path.url is not None
     creds = request_credentials(request, path)
     cache = _cache(request, path)
-    charge = _charger(request)  # the result is not kept: each request runs a job
+    charge = charger(request)  # the result is not kept: each request runs a job
     ask = UrlAsk(api_key, path.url, path.tasks, creds, charge)
     try:
         with contextlib.nullcontext() if cache else fresh():  # cache=false: drawn anew
@@ -246,7 +240,7 @@ async def _send_zip(
 
 #: Failures a fallback file stands in for: the source or its transformation, never the
 #: request's credentials, its rate or a busy server (those answer as they are).
-_NO_FALLBACK = frozenset({401, 403, 429, 503})
+NO_FALLBACK = frozenset({401, 403, 429, 503})
 
 
 def _fallback(path: CdnPath, failure: errors.StowageError) -> CdnPath | None:
@@ -254,7 +248,7 @@ def _fallback(path: CdnPath, failure: errors.StowageError) -> CdnPath | None:
     credentials, kept N seconds by caches, in place of a failed transformation."""
     tasks = [grammar.parse_task(task) for task in path.tasks]
     found = next((task for task in tasks if task.name == "fallback"), None)
-    if found is None or failure.status in _NO_FALLBACK:
+    if found is None or failure.status in NO_FALLBACK:
         return None
     seconds = found.get("cache", 300)
     max_age = seconds if isinstance(seconds, int) else 300
@@ -262,7 +256,7 @@ def _fallback(path: CdnPath, failure: errors.StowageError) -> CdnPath | None:
     return dataclasses.replace(path, handle=handle, max_age=max_age, tasks=[], handles=(), url=None)
 
 
-def _charger(request: web.Request) -> Callable[[App], Awaitable[None]]:
+def charger(request: web.Request) -> Callable[[App], Awaitable[None]]:
     """cache=false renders anew every time: the request counts against its app's rate
     limit, once (the middleware has charged it already when ``?key=`` named the app)."""
 

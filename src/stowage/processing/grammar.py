@@ -59,6 +59,7 @@ class CdnPath:
     handles: tuple[str, ...] = ()  # [h1,h2]: several sources (zip, collage, animate)
     store: Task | None = None  # a store task: the result becomes a new file
     preview: Task | None = None  # preview[=css:"URL"]: the viewer page (http/preview.py)
+    debug: bool = False  # debug: a report of the transformation (http/debug.py)
 
     @property
     def sources(self) -> tuple[str, ...]:
@@ -93,6 +94,22 @@ def parse_path(raw_path: str) -> CdnPath:
             parameter="sources",
         )
     return found
+
+
+def debug_asked(raw_path: str) -> tuple[str | None, str] | None:
+    """The API key and the tasks, as written, of a path that asks for ``debug`` (first,
+    or after the API key, where the hosted service and the SDKs put it): what the report
+    tells even when the path does not parse; a ``security`` task is left out of the tasks.
+    None when the path does not ask for it."""
+    raw = split(_QUOTE.sub('"', raw_path), "/")
+    url = _url_source(raw)
+    segments = [unquote(s) for s in (raw[: url[1]] if url else raw) if s]
+    if "debug" not in segments[:2]:
+        return None
+    at = segments.index("debug")
+    tasks = segments[at + 1 :] if url else segments[at + 1 : -1]
+    shown = [t for t in tasks if t.partition("=")[0].strip().lower() != "security"]
+    return (segments[0] if at else None), "/".join(shown)
 
 
 def _reads_list(segment: str) -> bool:
@@ -152,6 +169,9 @@ def _apply(found: CdnPath, segment: str, task: Task) -> None:
         return
     if task.name == "preview":
         found.preview = task
+        return
+    if task.name == "debug":
+        found.debug = True
         return
     if task.name == "store":
         found.store = task

@@ -1,7 +1,8 @@
 """Tasks about the request, not the pixels: ``security`` (the policy and signature),
-``cache`` (whether and how long the answer may be kept) and ``store`` (the result
-becomes a new file). The URL grammar reads them into the parsed path; the engine never
-sees ``security`` or ``cache``."""
+``cache`` (whether and how long the answer may be kept), ``store`` (the result
+becomes a new file) and ``debug`` (a report of the transformation instead of its
+result). The URL grammar reads them into the parsed path; the engine never sees
+``security``, ``cache`` or ``debug``."""
 
 from __future__ import annotations
 
@@ -58,6 +59,11 @@ TASKS: tuple[TaskSpec, ...] = (
         ),
         kind=Kind.REQUEST,
         doc="the result becomes a new file of the same app",
+    ),
+    TaskSpec(
+        "debug",
+        kind=Kind.REQUEST,
+        doc="a JSON report of the transformation (its tasks, source, result or error)",
     ),
     TaskSpec(
         "fallback",

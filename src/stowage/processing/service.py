@@ -124,8 +124,13 @@ class Processor:
 
     async def derivative(self, ask: FilesAsk) -> Derivative:
         """The tasks' result of a stored file (or of a list's files), kept as a derivative."""
-        made, _, _ = await self._made(ask, chains.parse(ask.segments))
+        made, _ = await self.described(ask)
         return made
+
+    async def described(self, ask: FilesAsk) -> tuple[Derivative, FileRecord]:
+        """``derivative``, and the (first) source file's row: what a debug report tells."""
+        made, record, _ = await self._made(ask, chains.parse(ask.segments))
+        return made, record
 
     async def archive_of(
         self, handles: tuple[str, ...], creds: Credentials, api_key: str | None
