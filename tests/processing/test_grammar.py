@@ -186,3 +186,22 @@ def test_only_a_task_that_reads_a_list_takes_one(task: str, reader: str | None) 
         assert caught.value.details["parameter"] == "sources"
     else:
         assert grammar.parse_path(path).handles == (H, H2)
+
+
+@given(
+    scheme=st.sampled_from(["src", "SRC", "Src"]),
+    alias=st.text(string.ascii_letters + string.digits + "_-", min_size=1, max_size=20),
+    path=st.lists(st.text(string.ascii_letters + ".-", min_size=1, max_size=12), max_size=4),
+    tasks=st.sampled_from(["", "resize=w:100/", "flip/store/"]),
+    encoded=st.booleans(),
+)
+def test_a_storage_alias_source_is_refused_with_what_to_do(
+    scheme: str, alias: str, path: list[str], tasks: str, encoded: bool
+) -> None:
+    """``/<KEY>/[tasks/]src://<alias>/<path>``: the hosted storage aliases have no
+    counterpart here; the answer says so and names the two ways in (never a 404 or a
+    fetch)."""
+    url = f"{scheme}://{alias}/" + "/".join(path)
+    with pytest.raises(errors.InvalidUrl, match=r"storage aliases .*stowage import.*link=true"):
+        grammar.parse_path(f"/KEY/{tasks}{quote(url, safe='') if encoded else url}")
+    assert grammar.parse_path(f"/KEY/resize=w:100/{H}").handle == H  # a handle still is one

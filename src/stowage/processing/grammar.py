@@ -71,6 +71,7 @@ def parse_path(raw_path: str) -> CdnPath:
     raw = split(_QUOTE.sub('"', raw_path), "/")
     url = _url_source(raw)
     if url is not None:
+        _not_a_storage_alias(url[0])
         raw = raw[: url[1]]
     segments = [unquote(s) for s in raw if s]
     metadata = url is None and len(segments) > 1 and segments[-1] == "metadata"
@@ -151,6 +152,17 @@ def _url_source(raw: list[str]) -> tuple[str, int, bool] | None:
             url = rest if as_sent else unquote(rest)
             return _ONE_SLASH.sub(r"\1://", url, count=1), index, as_sent
     return None
+
+
+def _not_a_storage_alias(url: str) -> None:
+    """``src://<alias>/<path>``: a hosted storage alias, a bucket named in the hosted
+    developer portal, which has no counterpart here (docs/decisions.md)."""
+    if url[:4].lower() == "src:":
+        raise errors.InvalidUrl(
+            "storage aliases (src://<alias>/<path>) are not served here: bring the files "
+            "in with `stowage import` (keeping their handles) or make handles for them "
+            "with POST /api/store/<PROVIDER>?path=<key>&link=true"
+        )
 
 
 def _apply(found: CdnPath, segment: str, task: Task) -> None:
