@@ -1,7 +1,8 @@
-"""``debug``, the hosted service's debug mode (what the PHP and Java SDKs' ``debug()``
-ask): ``/debug/<tasks>/<H>``, ``/<APIKEY>/debug/<tasks>/<H or URL>`` and the process
-address answer a JSON report that agrees with what the same URL without ``debug``
-answers: its status and error, or its result's type, size and sides."""
+"""``debug``, the hosted service's debug mode (what the PHP, Java and Ruby SDKs'
+``debug()`` ask): ``/debug/<tasks>/<H>``, ``/<APIKEY>/debug/<tasks>/<H or URL>``,
+``/debug/<APIKEY>/<tasks>/<URL>`` and the process address answer a JSON report that
+agrees with what the same URL without ``debug`` answers: its status and error, or its
+result's type, size and sides."""
 
 from __future__ import annotations
 
@@ -141,7 +142,11 @@ async def test_a_url_source_and_the_process_address(harness: Harness, site: Orig
     report = await _report(harness, f"/{key}/debug/resize=width:30/{site.url}")
     assert report["source"] == {"url": site.url} and report["task_uri"] == "resize=width:30"
     assert (report["result"]["width"], report["result"]["height"]) == (30, 15)
+    ruby = await _report(harness, f"/debug/{key}/resize=width:30/{site.url}")  # its order
+    assert (ruby["apikey"], ruby["result"]) == (key, report["result"])
     handle = await stored(harness)
+    among = await _report(harness, f"/resize=width:50/debug/flip/{handle}")
+    assert among["task_uri"] == "resize=width:50/flip" and among["result"]["width"] == 50
     resp = await harness.api.get(f"/process/debug/rotate=deg:90/{handle}")
     assert resp.status == 200
     found = await resp.json()

@@ -205,3 +205,41 @@ def test_a_storage_alias_source_is_refused_with_what_to_do(
     with pytest.raises(errors.InvalidUrl, match=r"storage aliases .*stowage import.*link=true"):
         grammar.parse_path(f"/KEY/{tasks}{quote(url, safe='') if encoded else url}")
     assert grammar.parse_path(f"/KEY/resize=w:100/{H}").handle == H  # a handle still is one
+
+
+@given(
+    tasks=st.lists(st.sampled_from(["flip", "resize=w:100", "output=f:png", "blur"]), max_size=3),
+    at=st.integers(0, 4),
+    key_first=st.sampled_from([None, True, False]),
+    source=st.sampled_from([H, f"[{H},{H2}]", "https://example.com/a.jpg?v=1"]),
+)
+def test_debug_anywhere_before_the_source_asks_for_a_report(
+    tasks: list[str], at: int, key_first: bool | None, source: str
+) -> None:
+    """As the SDKs place it: first (Java; Ruby, with the API key after it), after the API
+    key (PHP), or among the tasks. The report is of the same path without ``debug``."""
+    if source.startswith("[") and not tasks:
+        tasks = ["animate"]
+    elif source.startswith("["):
+        tasks = [*tasks, "animate"]
+    chain = list(tasks)
+    chain.insert(min(at, len(chain)), "debug")
+    if key_first is True:
+        chain = ["KEY", *chain]
+    elif key_first is False:  # Ruby: debug, then the key
+        chain = ["debug", "KEY", *[t for t in chain if t != "debug"]]
+    asked = grammar.debug_asked("/" + "/".join([*chain, source]))
+    assert asked is not None
+    assert asked.api_key == ("KEY" if key_first is not None else None)
+    assert asked.task_uri == "/".join(tasks)
+    plain = "/".join([*(["KEY"] if key_first is not None else []), *tasks, source])
+    assert _parsed(asked.path) == _parsed("/" + plain)
+    assert grammar.debug_asked("/" + plain) is None
+
+
+def _parsed(path: str) -> object:
+    """The parsed path, or the error it is refused with (a URL with no API key is)."""
+    try:
+        return grammar.parse_path(path)
+    except errors.StowageError as exc:
+        return (exc.code, exc.message)

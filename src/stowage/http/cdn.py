@@ -18,7 +18,7 @@ from stowage.http.api import download, metadata_handler
 async def cdn_get(request: web.Request) -> web.StreamResponse:
     raw = request.raw_path.split("?", 1)[0]
     if (asked := cdnpath.debug_asked(raw)) is not None:
-        return await debug.report(request, raw, asked)
+        return await debug.report(request, asked)
     path = cdnpath.parse(raw)
     if path.preview is not None:  # /preview/<HANDLE>: the viewer page
         return await preview.page(request, path)
@@ -33,7 +33,7 @@ async def chain_on_api(request: web.Request) -> web.StreamResponse:
     """The API origin's process address: ``/process/<tasks>/<HANDLE or URL>``."""
     raw = request.raw_path.split("?", 1)[0].removeprefix("/process")
     if (asked := cdnpath.debug_asked(raw)) is not None:
-        return await debug.report(request, raw, asked)
+        return await debug.report(request, asked)
     return await transform.transform(request, cdnpath.parse(raw), cdn=False)
 
 

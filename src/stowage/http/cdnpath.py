@@ -11,7 +11,7 @@ path (``stowage.processing.grammar``, which reads every task against the task ta
 
 from __future__ import annotations
 
-from stowage.processing.grammar import CdnPath, debug_asked
+from stowage.processing.grammar import CdnPath, DebugAsk, debug_asked
 from stowage.processing.grammar import parse_path as parse
 
-__all__ = ["CdnPath", "debug_asked", "parse"]
+__all__ = ["CdnPath", "DebugAsk", "debug_asked", "parse"]

@@ -1,7 +1,8 @@
-"""``debug``: a transformation URL with ``debug`` first (``/debug/<tasks>/<HANDLE>``,
-``/<APIKEY>/debug/<tasks>/<URL>``, as the hosted service documents it and the PHP and
-Java SDKs build it) answers a JSON report instead of the result: the tasks as read, the
-source, the result's type, size and dimensions, or the error the transformation met.
+"""``debug``: a transformation URL with ``debug`` before its source
+(``/debug/<tasks>/<HANDLE>``, ``/<APIKEY>/debug/<tasks>/<URL>``, ``/debug/<APIKEY>/...``:
+as the hosted service documents it and the PHP, Java and Ruby SDKs build it) answers a
+JSON report instead of the result: the tasks as read, the source, the result's type,
+size and dimensions, or the error the transformation met.
 
 The transformation runs as it would without ``debug``, with the same credentials and
 the same kept result (``cache=false`` draws nothing anew here). A request refused for
@@ -22,7 +23,7 @@ from stowage import errors
 from stowage.core import imagesize
 from stowage.http import cdnpath, transform
 from stowage.http.api import request_credentials
-from stowage.http.cdnpath import CdnPath
+from stowage.http.cdnpath import CdnPath, DebugAsk
 from stowage.http.keys import PARTS
 from stowage.processing import archive, docpages, grammar, videojobs
 from stowage.processing.external import UrlAsk
@@ -36,23 +37,19 @@ _NOT_RUN = (
 )
 
 
-async def report(
-    request: web.Request, raw_path: str, asked: tuple[str | None, str]
-) -> web.Response:
-    """``asked``: the API key and the tasks as written (``grammar.debug_asked``)."""
+async def report(request: web.Request, asked: DebugAsk) -> web.Response:
     clock = time.perf_counter()
-    api_key, task_uri = asked
     body: dict[str, Any] = {
-        "apikey": api_key or request.query.get("key"),
+        "apikey": asked.api_key or request.query.get("key"),
         "debug": True,
         "start_time": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
-        "task_uri": task_uri,
+        "task_uri": asked.task_uri,
         "source": None,
         "chain": None,
         "result": None,
     }
     try:
-        path = cdnpath.parse(raw_path)
+        path = cdnpath.parse(asked.path)
         _refuse_what_is_not_run(path)
         # auto_image: the format the client's Accept takes becomes part of the chain.
         path.tasks, _ = negotiated(path.tasks, request.headers.get("Accept"))

@@ -59,7 +59,6 @@ class CdnPath:
     handles: tuple[str, ...] = ()  # [h1,h2]: several sources (zip, collage, animate)
     store: Task | None = None  # a store task: the result becomes a new file
     preview: Task | None = None  # preview[=css:"URL"]: the viewer page (http/preview.py)
-    debug: bool = False  # debug: a report of the transformation (http/debug.py)
 
     @property
     def sources(self) -> tuple[str, ...]:
@@ -97,20 +96,32 @@ def parse_path(raw_path: str) -> CdnPath:
     return found
 
 
-def debug_asked(raw_path: str) -> tuple[str | None, str] | None:
-    """The API key and the tasks, as written, of a path that asks for ``debug`` (first,
-    or after the API key, where the hosted service and the SDKs put it): what the report
-    tells even when the path does not parse; a ``security`` task is left out of the tasks.
+@dataclass(frozen=True)
+class DebugAsk:
+    """A path that asks for ``debug``: what its report tells even when the path does not
+    parse (the API key, the tasks as written but a ``security`` task), and the path
+    without ``debug``, which is the transformation reported on."""
+
+    api_key: str | None
+    task_uri: str
+    path: str
+
+
+def debug_asked(raw_path: str) -> DebugAsk | None:
+    """``debug`` anywhere before the source: first (the hosted documentation, Java,
+    Ruby, which puts the API key after it), after the API key (PHP), or among the tasks.
     None when the path does not ask for it."""
     raw = split(_QUOTE.sub('"', raw_path), "/")
     url = _url_source(raw)
-    segments = [unquote(s) for s in (raw[: url[1]] if url else raw) if s]
-    if "debug" not in segments[:2]:
+    filled = [i for i, segment in enumerate(raw) if segment]
+    before = [i for i in filled if i < url[1]] if url else filled[:-1]
+    at = next((i for i in before if unquote(raw[i]).strip().lower() == "debug"), None)
+    if at is None:
         return None
-    at = segments.index("debug")
-    tasks = segments[at + 1 :] if url else segments[at + 1 : -1]
+    tasks = [unquote(raw[i]) for i in before if i != at]
+    key = tasks.pop(0) if tasks and "=" not in tasks[0] and not catalogue.spec(tasks[0]) else None
     shown = [t for t in tasks if t.partition("=")[0].strip().lower() != "security"]
-    return (segments[0] if at else None), "/".join(shown)
+    return DebugAsk(key, "/".join(shown), "/".join(raw[:at] + raw[at + 1 :]))
 
 
 def _reads_list(segment: str) -> bool:
@@ -182,8 +193,7 @@ def _apply(found: CdnPath, segment: str, task: Task) -> None:
     if task.name == "preview":
         found.preview = task
         return
-    if task.name == "debug":
-        found.debug = True
+    if task.name == "debug":  # read before the path is parsed (debug_asked)
         return
     if task.name == "store":
         found.store = task
