@@ -224,6 +224,23 @@ async def test_the_query_of_a_url_sent_as_is_is_the_sources(
     assert resp.status == 200 and origin.queries[-1] == "v=5"  # no policy sent on
 
 
+async def test_a_url_in_double_quotes_as_filestack_js_sends_it(
+    harness: Harness, origin: Origin
+) -> None:
+    """``/<KEY>/<tasks>/"<URL>"`` (filestack-js quotes a source holding ``/``), the quotes
+    as they are or as ``%22``; a URL with a query string has its closing quote after the
+    query, which is the source's but for that quote and Stowage's own parameters."""
+    key = harness.open_app.api_key
+    for quoted in (f'"{origin.url}"', f"%22{origin.url}%22", f'"{quote(origin.url, safe="")}"'):
+        resp = await harness.cdn.get(f"/{key}/resize=width:20/{quoted}")
+        assert resp.status == 200, await resp.text()
+        assert decoded(await resp.read()).width == 20 and origin.queries[-1] == ""
+    for closing in ('"', "%22"):
+        resp = await harness.cdn.get(f'/{key}/resize=width:30/"{origin.url}?v=6&dl=false{closing}')
+        assert resp.status == 200, await resp.text()
+        assert decoded(await resp.read()).width == 30 and origin.queries[-1] == "v=6"
+
+
 # A bucket of 3 requests, refilled one per 1000 s.
 @pytest.mark.settings(rate_limit_app=0.001, rate_limit_burst=3000, rate_limit_ip=0)
 async def test_every_external_transformation_counts_against_the_app(

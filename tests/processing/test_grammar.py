@@ -243,3 +243,33 @@ def _parsed(path: str) -> object:
         return grammar.parse_path(path)
     except errors.StowageError as exc:
         return (exc.code, exc.message)
+
+
+_HOSTS = st.from_regex(r"[a-z][a-z0-9-]{0,10}(\.[a-z]{2,5}){1,2}", fullmatch=True)
+_PARTS = st.lists(st.text(string.ascii_letters + string.digits + "._~-", min_size=1, max_size=9))
+
+
+@given(host=_HOSTS, parts=_PARTS, scheme=st.sampled_from(["http", "https", "HTTPS"]))
+def test_a_url_in_double_quotes_is_the_url(host: str, parts: list[str], scheme: str) -> None:
+    """filestack-js quotes a source holding ``/``: ``"<URL>"``, ``%22<URL>%22``, the URL
+    inside percent-encoded or not; an open quote is closed by the query string's end."""
+    url = f"{scheme}://{host}/" + "/".join(parts)
+    for written in (f'"{url}"', f"%22{url}%22", f'"{quote(url, safe="")}"', f"%22{url}%22/"):
+        path = grammar.parse_path(f"/KEY/resize=w:10/{written}")
+        assert (path.url, path.api_key, path.tasks) == (url, "KEY", ["resize=w:10"])
+        assert not path.url_as_sent and not path.url_quote_open
+    opened = grammar.parse_path(f'/KEY/flip/"{url}')
+    assert (opened.url, opened.url_as_sent, opened.url_quote_open) == (url, True, True)
+
+
+@given(handle=st.text(string.ascii_letters + string.digits + "_-", min_size=20, max_size=20))
+def test_a_filestack_cdn_link_of_a_handle_is_that_handle(handle: str) -> None:
+    """As filestack-js sends it (no API key needed) or with a key: the handle, which an
+    import keeps; a longer path is a URL like any other."""
+    for host in ("cdn.filestackcontent.com", "CDN.FILESTACKCONTENT.COM", "filestackcontent.com"):
+        link = f"https://{host}/{handle}"
+        for path in (f'/flip/"{link}"', f"/KEY/flip/{link}", f"/KEY/flip/%22{link}/%22"):
+            found = grammar.parse_path(path)
+            assert (found.handle, found.url, found.tasks) == (handle, None, ["flip"]), path
+    other = grammar.parse_path(f"/KEY/flip/https://cdn.filestackcontent.com/{handle}/x.jpg")
+    assert other.url == f"https://cdn.filestackcontent.com/{handle}/x.jpg"

@@ -161,6 +161,28 @@ def test_js_sdk_transform(stack: Stack, uploaded: Filelink) -> None:
     assert decoded(base64.b64decode(out["body"])).width == 640
 
 
+def test_js_sdk_transform_external(stack: Stack, source_image: str) -> None:
+    """filestack-js puts a source holding ``/`` in double quotes (``escapeValue``):
+    ``/<KEY>/resize=width:40/"http://127.0.0.1:<port>/remote.png"``; with a query
+    string, the request's query closes the quote."""
+    for source in (source_image, source_image + "?v=2"):
+        out = run_js(stack, "transform", source=source, options={"resize": {"width": 40}})
+        assert out["url"].endswith(f'/resize=width:40/"{source}"'), out["url"]
+        assert out["status"] == 200 and decoded(base64.b64decode(out["body"])).width == 40
+
+
+def test_js_sdk_source_of_a_filestack_cdn_link_is_its_handle(
+    stack: Stack, uploaded: Filelink
+) -> None:
+    """``new Filelink("https://cdn.filestackcontent.com/<H>")`` (no API key needed):
+    the handle, kept by an import, is the source here; nothing is fetched."""
+    link = f"https://cdn.filestackcontent.com/{uploaded.handle}"
+    out = run_js(stack, "transform", source=link, options={"resize": {"width": 64}})
+    assert out["url"].endswith(f'/resize=width:64/"{link}"'), out["url"]
+    image = decoded(base64.b64decode(out["body"]))
+    assert (out["status"], image.width, image.height) == (200, 64, 48)
+
+
 def test_js_sdk_transform_with_security(stack: Stack, tmp_path: Path) -> None:
     policy = {"expiry": int(time.time()) + 600, "call": ["store", "read", "convert"]}
     security = Security(policy, stack.secure_secret)

@@ -96,7 +96,7 @@ async def _run(request: web.Request, path: CdnPath) -> dict[str, Any]:
 async def _run_url(request: web.Request, path: CdnPath) -> dict[str, Any]:
     assert path.url is not None
     if path.url_as_sent:
-        path.url = transform.with_source_query(path.url, request.raw_path.partition("?")[2])
+        path.url = transform.with_source_query(path, request.raw_path.partition("?")[2])
     creds = request_credentials(request, path)
     api_key = path.api_key or request.query.get("key")
     ask = UrlAsk(api_key, path.url, path.tasks, creds, transform.charger(request))

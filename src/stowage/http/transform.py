@@ -49,7 +49,7 @@ async def transform(request: web.Request, path: CdnPath, *, cdn: bool) -> web.St
     parts = request.app[PARTS]
     processor = parts.processor
     if path.url is not None and path.url_as_sent:
-        path.url = with_source_query(path.url, request.raw_path.partition("?")[2])
+        path.url = with_source_query(path, request.raw_path.partition("?")[2])
     creds = request_credentials(request, path)
     api_key = path.api_key or request.query.get("key")
     if path.preview is not None:  # the page is the CDN's (http/preview.py)
@@ -122,10 +122,15 @@ async def _video(
 OWN_PARAMETERS = frozenset({"key", "policy", "signature", "dl", "cache"})
 
 
-def with_source_query(url: str, query: str) -> str:
+def with_source_query(path: CdnPath, query: str) -> str:
     """An external URL sent as it is (``/<KEY>/resize=w:9/https://host/a.jpg?v=2``):
     the request's query string is the source's, as the SDKs build it, but for Stowage's
-    own parameters, which stay here (a policy is never sent to the origin)."""
+    own parameters, which stay here (a policy is never sent to the origin), and for the
+    quote that closes a quoted URL (``"https://host/a.jpg?v=2"``)."""
+    assert path.url is not None
+    url = path.url
+    if path.url_quote_open:
+        query = query.removesuffix('"').removesuffix("%22")
     kept = [p for p in query.split("&") if p and unquote(p.partition("=")[0]) not in OWN_PARAMETERS]
     if not kept:
         return url

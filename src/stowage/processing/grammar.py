@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass, field
+from typing import NamedTuple
 from urllib.parse import unquote
 
 from stowage import errors
@@ -31,6 +32,13 @@ _INT = re.compile(r"-?[0-9]{1,12}")
 _FLOAT = re.compile(r"-?[0-9]{0,12}\.[0-9]{1,12}")
 _QUOTE = re.compile("%22", re.IGNORECASE)
 _URL = re.compile(r"(?:https?|src)(?::|%3A)", re.IGNORECASE)
+#: ``"https://host/a.jpg"``: filestack-js quotes a source holding ``/`` (``escapeValue``).
+_QUOTED_URL = re.compile(r'"(?:https?|src)(?::|%3A)', re.IGNORECASE)
+#: A Filestack CDN link of a handle (``https://cdn.filestackcontent.com/<HANDLE>``): the
+#: handle, which an import keeps (filestack-js sends it as a source with no API key).
+_HOSTED_LINK = re.compile(
+    r"https?://(?:[a-z0-9-]+\.)*filestackcontent\.com/([A-Za-z0-9_-]{20})/?", re.IGNORECASE
+)
 #: ``https:/host/a.jpg``: a proxy or CMS that merges slashes in paths has taken one.
 _ONE_SLASH = re.compile(r"(https?):/(?!/)", re.IGNORECASE)
 MAX_TASK_LENGTH = 2048
@@ -56,6 +64,9 @@ class CdnPath:
     #: The URL came as it is, not percent-encoded: the request's query string is its own
     #: (``http/transform.py`` adds it back; the parser sees only the path).
     url_as_sent: bool = False
+    #: The URL opened a double quote that its query string closes (``"https://h/a?v=2"``
+    #: sent as is): the query's last ``"`` is the quote's, not the URL's.
+    url_quote_open: bool = False
     handles: tuple[str, ...] = ()  # [h1,h2]: several sources (zip, collage, animate)
     store: Task | None = None  # a store task: the result becomes a new file
     preview: Task | None = None  # preview[=css:"URL"]: the viewer page (http/preview.py)
@@ -70,16 +81,19 @@ def parse_path(raw_path: str) -> CdnPath:
     raw = split(_QUOTE.sub('"', raw_path), "/")
     url = _url_source(raw)
     if url is not None:
-        _not_a_storage_alias(url[0])
-        raw = raw[: url[1]]
+        _not_a_storage_alias(url.url)
+        hosted = _HOSTED_LINK.fullmatch(url.url)
+        raw = raw[: url.at] + ([hosted.group(1)] if hosted else [])
+        url = None if hosted else url
     segments = [unquote(s) for s in raw if s]
     metadata = url is None and len(segments) > 1 and segments[-1] == "metadata"
     if metadata:
         segments.pop()
     if not segments:
         raise errors.NotFound()
-    found = CdnPath(handle="", metadata=metadata, url=url[0] if url else None)
-    found.url_as_sent = url is not None and url[2]
+    found = CdnPath(handle="", metadata=metadata, url=url.url if url else None)
+    found.url_as_sent = url is not None and url.as_sent
+    found.url_quote_open = url is not None and url.quote_open
     if url is None:
         _source(found, segments.pop())
     if segments and "=" not in segments[0] and catalogue.spec(segments[0]) is None:
@@ -114,7 +128,7 @@ def debug_asked(raw_path: str) -> DebugAsk | None:
     raw = split(_QUOTE.sub('"', raw_path), "/")
     url = _url_source(raw)
     filled = [i for i, segment in enumerate(raw) if segment]
-    before = [i for i in filled if i < url[1]] if url else filled[:-1]
+    before = [i for i in filled if i < url.at] if url else filled[:-1]
     at = next((i for i in before if unquote(raw[i]).strip().lower() == "debug"), None)
     if at is None:
         return None
@@ -152,17 +166,37 @@ def _source(found: CdnPath, last: str) -> None:
     found.handles = tuple(str(h) for h in handles)
 
 
-def _url_source(raw: list[str]) -> tuple[str, int, bool] | None:
-    """An external URL source: the rest of the path from its scheme on, the segment it
-    starts at, and whether it was sent as is (``https://host/a.jpg``), not
-    percent-encoded. A scheme followed by one slash has lost the other on its way."""
+class UrlSource(NamedTuple):
+    url: str
+    at: int  # the segment it starts at
+    as_sent: bool  # sent as is, not percent-encoded: the query string is the URL's
+    quote_open: bool = False  # in a double quote the query string closes
+
+
+def _url_source(raw: list[str]) -> UrlSource | None:
+    """An external URL source: the rest of the path from its scheme on, or the last
+    segment when it is a URL in double quotes (filestack-js). A scheme followed by one
+    slash has lost the other on its way."""
+    last = max((i for i, segment in enumerate(raw) if segment), default=0)
     for index, segment in enumerate(raw[1:], start=1):
+        if index == last and _QUOTED_URL.match(segment):
+            return _quoted_url(segment, index)
         if _URL.match(segment) and "=" not in segment.split(":")[0]:
             rest = "/".join(raw[index:])
             as_sent = "://" in rest or _ONE_SLASH.match(rest) is not None
             url = rest if as_sent else unquote(rest)
-            return _ONE_SLASH.sub(r"\1://", url, count=1), index, as_sent
+            return UrlSource(_ONE_SLASH.sub(r"\1://", url, count=1), index, as_sent)
     return None
+
+
+def _quoted_url(segment: str, index: int) -> UrlSource:
+    """``"https://host/a.jpg"``: the URL within the quotes; its query string, if it had
+    one, came as the request's, with the closing quote (the quote is left open here)."""
+    closed = len(segment) > 1 and segment.endswith('"')
+    inner = segment[1:-1] if closed else segment[1:]
+    plain = "://" in inner or _ONE_SLASH.match(inner) is not None
+    url = _ONE_SLASH.sub(r"\1://", inner if plain else unquote(inner), count=1)
+    return UrlSource(url, index, as_sent=not closed, quote_open=not closed)
 
 
 def _not_a_storage_alias(url: str) -> None:
