@@ -273,3 +273,53 @@ def test_a_filestack_cdn_link_of_a_handle_is_that_handle(handle: str) -> None:
             assert (found.handle, found.url, found.tasks) == (handle, None, ["flip"]), path
     other = grammar.parse_path(f"/KEY/flip/https://cdn.filestackcontent.com/{handle}/x.jpg")
     assert other.url == f"https://cdn.filestackcontent.com/{handle}/x.jpg"
+
+
+def _b64(value: object) -> str:
+    import base64
+    import json
+
+    text = value if isinstance(value, str) else json.dumps(value)
+    return base64.urlsafe_b64encode(text.encode()).decode()
+
+
+@given(
+    junk=st.one_of(
+        st.text(max_size=40).map(lambda t: _b64(t)),  # base64 of anything: not JSON mostly
+        st.text(string.printable, max_size=40),  # not base64 at all
+        st.recursive(
+            st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+            lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner),
+            max_leaves=8,
+        ).map(_b64),  # JSON of any shape
+    )
+)
+def test_any_base64_part_is_read_or_refused_with_a_400(junk: str) -> None:
+    for path in (f"/KEY/b64/{junk}/{H}", f"/KEY/flip/b64://{junk}"):
+        try:
+            grammar.parse_path(path)
+        except errors.StowageError as exc:
+            assert 400 <= exc.status < 500, (path, exc)
+
+
+def test_a_base64_part_that_cannot_be_read_says_why() -> None:
+    quoted = _b64([{"name": "watermark", "params": {"file": 'a"b'}}])
+    quoted_url = _b64('https://h/a"b')
+    cases = {
+        f"/KEY/b64/%%%/{H}": "not base64",
+        f"/KEY/b64/{_b64('[oops')}/{H}": "not JSON",
+        f"/KEY/b64/{_b64({'name': 'flip'})}/{H}": "JSON list",
+        f"/KEY/b64/{_b64([{'name': 'resize', 'params': 5}])}/{H}": "not an object",
+        f"/KEY/b64/{quoted}/{H}": "value",
+        f"/KEY/flip/b64://{quoted_url}": "double quote",
+    }
+    for path, reason in cases.items():
+        with pytest.raises(errors.InvalidParameter, match=reason) as refused:
+            grammar.parse_path(path)
+        assert refused.value.details["parameter"] == "b64"
+    tasks = [{"name": "resize", "params": {"width": 100, "fit": "crop", "height": 50.0}}]
+    read = grammar.parse_path(f"/KEY/b64/{_b64(tasks)}/b64://{_b64(H)}")
+    assert (read.tasks, read.handle) == (["resize=width:100,fit:crop,height:50.0"], H)
+    store = [{"name": "store", "params": {"path": "/a%20b/", "filename": "x,y.jpg"}}]
+    read = grammar.parse_path(f"/KEY/b64/{_b64(store)}/{H}")
+    assert read.store is not None and read.store.get("path") == "/a%20b/"

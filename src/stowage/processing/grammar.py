@@ -23,7 +23,7 @@ from urllib.parse import unquote
 
 from stowage import errors
 from stowage.core import names
-from stowage.processing import catalogue
+from stowage.processing import b64paths, catalogue
 from stowage.processing.base import Task, Value
 from stowage.processing.params import Convert, NotGiven, Text
 from stowage.processing.table import TaskSpec
@@ -78,7 +78,7 @@ class CdnPath:
 
 
 def parse_path(raw_path: str) -> CdnPath:
-    raw = split(_QUOTE.sub('"', raw_path), "/")
+    raw = b64paths.expanded(split(_QUOTE.sub('"', raw_path), "/"))
     url = _url_source(raw)
     if url is not None:
         _not_a_storage_alias(url.url)
@@ -125,7 +125,7 @@ def debug_asked(raw_path: str) -> DebugAsk | None:
     """``debug`` anywhere before the source: first (the hosted documentation, Java,
     Ruby, which puts the API key after it), after the API key (PHP), or among the tasks.
     None when the path does not ask for it."""
-    raw = split(_QUOTE.sub('"', raw_path), "/")
+    raw = b64paths.expanded(split(_QUOTE.sub('"', raw_path), "/"))
     url = _url_source(raw)
     filled = [i for i, segment in enumerate(raw) if segment]
     before = [i for i in filled if i < url.at] if url else filled[:-1]

@@ -57,12 +57,13 @@ const flows = {
     return { url: client(input).transform(input.source, input.options || {}) };
   },
   transformUrls(input) {
-    // The URLs client.transform builds for many option sets; the SDK's own refusals
-    // (its schema validation) as errors, for the Python side to skip.
+    // The URLs client.transform builds for many option sets (in its base64 form with
+    // input.b64); the SDK's own refusals (its schema validation) as errors, for the
+    // Python side to skip.
     const c = client(input);
     return input.optionSets.map((options) => {
       try {
-        return { url: c.transform(input.source, options) };
+        return { url: c.transform(input.source, options, Boolean(input.b64)) };
       } catch (err) {
         return { error: String((err && err.message) || err) };
       }

@@ -1,0 +1,111 @@
+"""filestack-js's base64 form of a transformation URL (``client.transform(source,
+options, true)``, ``Filelink.setBase64(true)``)::
+
+    /<APIKEY>/b64/<base64 of the tasks' JSON>/b64://<base64 of the source>
+    /b64://<base64 of "[h1,h2]">
+
+The tasks' JSON is the SDK's list of ``{"name": ..., "params": {...}}``; the base64 is
+standard or URL-safe (``-`` and ``_``), with or without padding. Both parts are turned
+back into the segments of the plain form here, before the URL grammar reads the path,
+so that every rule of the plain form applies to them unchanged.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from typing import Any
+
+from stowage import errors
+
+MARK = "b64"
+SOURCE_MARK = "b64:"
+MAX_TASKS = 64
+_PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-+")
+
+
+def expanded(raw: list[str]) -> list[str]:
+    """``raw`` (a path split on ``/``) with its base64 parts as plain segments."""
+    if MARK not in raw and SOURCE_MARK not in raw:
+        return raw
+    found: list[str] = []
+    at = 0
+    while at < len(raw):
+        segment = raw[at]
+        if segment == SOURCE_MARK and at + 2 < len(raw) and raw[at + 1] == "":
+            found.append(_source(_decoded(raw[at + 2], "source")))
+            at += 3
+        elif segment == MARK and at + 1 < len(raw):
+            found.extend(_tasks(_decoded(raw[at + 1], "tasks")))
+            at += 2
+        else:
+            found.append(segment)
+            at += 1
+    return found
+
+
+def _decoded(text: str, part: str) -> str:
+    data = text.replace("-", "+").replace("_", "/").replace("%3D", "=").replace("%3d", "=")
+    try:
+        return base64.b64decode(data + "=" * (-len(data) % 4), validate=True).decode("utf-8")
+    except (binascii.Error, ValueError) as exc:
+        raise _bad(f"the {part} after b64 is not base64 of UTF-8 text") from exc
+
+
+def _source(text: str) -> str:
+    """A handle, a list ``[h1,h2]``, or a URL, in double quotes as the plain form takes a
+    URL holding ``/`` (and as it is: a quoted URL is not percent-decoded)."""
+    if text.startswith("[") or all(c in _PLAIN for c in text):
+        return _escaped(text)
+    if '"' in text:
+        raise _bad("a source in base64 holds no double quote")
+    return f'"{text}"'
+
+
+def _tasks(text: str) -> list[str]:
+    try:
+        tasks = json.loads(text)
+    except ValueError as exc:
+        raise _bad("the tasks after b64 are not JSON") from exc
+    if not isinstance(tasks, list) or len(tasks) > MAX_TASKS:
+        raise _bad(f"the tasks after b64 are a JSON list of at most {MAX_TASKS}")
+    return [segment for task in tasks if (segment := _task(task)) is not None]
+
+
+def _task(task: Any) -> str | None:
+    """``{"name": "resize", "params": {"width": 100}}`` as ``resize=width:100``; params
+    true or absent: the bare name; ``cache`` with params false: ``cache=false`` (the
+    SDK drops any other task whose params are false)."""
+    if not isinstance(task, dict) or not isinstance(task.get("name"), str):
+        raise _bad('each task after b64 is {"name": ..., "params": ...}')
+    name, params = task["name"], task.get("params")
+    if params is None or params is True:
+        return _escaped(name)
+    if params is False:
+        return "cache=false" if name == "cache" else None
+    if not isinstance(params, dict):
+        raise _bad(f"the params of {name[:64]!r} after b64 are not an object")
+    options = ",".join(f"{key}:{_value(value)}" for key, value in params.items())
+    return _escaped(f"{name}={options}")
+
+
+def _value(value: Any, depth: int = 0) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return json.dumps(value)
+    if isinstance(value, list) and depth < 3:
+        return "[" + ",".join(_value(item, depth + 1) for item in value) + "]"
+    if isinstance(value, str) and '"' not in value:
+        return value if all(c in _PLAIN for c in value) else f'"{value}"'
+    raise _bad("a value after b64 is a number, a boolean, text without double quotes or a list")
+
+
+def _escaped(segment: str) -> str:
+    """As it would come in a URL: the grammar percent-decodes each segment once."""
+    return segment.replace("%", "%25")
+
+
+def _bad(reason: str) -> errors.InvalidParameter:
+    return errors.InvalidParameter(reason, parameter="b64")
