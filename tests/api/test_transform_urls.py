@@ -5,17 +5,19 @@ revalidated with its validators."""
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
 import pytest
+import pyvips
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from tests.api.harness import Harness
-from tests.api.test_transform import decoded, get, picture
+from tests.api.test_transform import decoded, get, picture, stored
 from tests.servers.ports import free_port
 
 
@@ -269,3 +271,61 @@ async def test_an_answer_with_no_file_is_an_upstream_error(
     assert resp.status == 502 and (await resp.json())["error"]["code"] == "UPSTREAM_ERROR"
     resp = await harness.cdn.get(f"/{key}/flip/{empty}")
     assert resp.status == 502
+
+
+async def test_a_list_of_urls_is_read_as_a_list_of_handles(
+    harness: Harness, origin: Origin
+) -> None:
+    """``/<KEY>/animate/["<URL>","<URL>"]`` as filestack-js writes a list of URLs (each
+    quoted), and unquoted as filestack-swift does: one frame a listed URL, a URL listed
+    twice fetched once; a Filestack CDN link in a list is its handle."""
+    key, base = harness.open_app.api_key, origin.url.rsplit("/", 1)[0]
+    first, second = f"{base}/one.png", f"{base}/two.png"
+    for listed in (f'["{first}","{second}","{first}"]', f"[{first},{second},{first}]"):
+        before = origin.bodies
+        resp = await harness.cdn.get(f"/{key}/animate=delay:100,width:60/{listed}")
+        assert resp.status == 200, await resp.text()
+        image = pyvips.Image.new_from_buffer(await resp.read(), "", n=-1)
+        assert resp.headers["Content-Type"] == "image/gif"
+        assert (image.get("n-pages"), image.width) == (3, 60)
+        assert origin.bodies - before <= 2  # fetched once each (kept copies revalidated)
+    handle = await stored(harness, picture(80, 40, ".png"), "h.png")
+    mixed = f'["https://cdn.filestackcontent.com/{handle}","{handle}"]'
+    resp = await harness.cdn.get(f"/{key}/animate/{mixed}")
+    assert (
+        resp.status == 200
+        and pyvips.Image.new_from_buffer(await resp.read(), "", n=-1).get("n-pages") == 2
+    )
+
+
+async def test_a_list_of_urls_is_authorised_and_limited_as_a_list_of_handles(
+    harness: Harness, origin: Origin
+) -> None:
+    app, base = harness.secure_app, origin.url.rsplit("/", 1)[0]
+    listed = f'["{base}/ok/1.png","{base}/other/2.png"]'
+    only_ok = harness.policy(app, call=["convert"], url=f"^{re.escape(base)}/ok/.*")
+    resp = await harness.cdn.get(f"/{app.api_key}/animate/{listed}", params=only_ok)
+    assert resp.status == 403, await resp.text()
+    assert origin.bodies == 0  # refused before anything was fetched
+    key = harness.open_app.api_key
+    for refused, code in (
+        (f"zip/{listed}", "INVALID_PARAMETER"),
+        (f"flip/{listed}", "INVALID_PARAMETER"),
+        (f'animate/["{base}/a.png","{base}/b.png"]', "ok"),
+        (f'animate/["{base}/a.png",{"A" * 20}]', "INVALID_PARAMETER"),
+    ):
+        resp = await harness.cdn.get(f"/{key}/{refused}")
+        if code == "ok":
+            assert resp.status == 200, await resp.text()
+        else:
+            assert resp.status == 400 and (await resp.json())["error"]["code"] == code, refused
+
+
+@pytest.mark.settings(processing_max_sources=2)
+async def test_a_list_of_urls_past_the_count_is_refused_before_a_fetch(
+    harness: Harness, origin: Origin
+) -> None:
+    key, base = harness.open_app.api_key, origin.url.rsplit("/", 1)[0]
+    resp = await harness.cdn.get(f'/{key}/animate/["{base}/1.png","{base}/2.png","{base}/3.png"]')
+    assert resp.status == 400, await resp.text()
+    assert origin.bodies == 0

@@ -323,3 +323,25 @@ def test_a_base64_part_that_cannot_be_read_says_why() -> None:
     store = [{"name": "store", "params": {"path": "/a%20b/", "filename": "x,y.jpg"}}]
     read = grammar.parse_path(f"/KEY/b64/{_b64(store)}/{H}")
     assert read.store is not None and read.store.get("path") == "/a%20b/"
+
+
+_URLS = st.builds(lambda host, parts: f"https://{host}/" + "/".join(parts), _HOSTS, _PARTS)
+
+
+@given(
+    urls=st.lists(_URLS, min_size=1, max_size=5),
+    quoted=st.booleans(),
+    encoded=st.booleans(),
+)
+def test_a_list_of_urls_is_read_in_order(urls: list[str], quoted: bool, encoded: bool) -> None:
+    """As filestack-js (each quoted) and filestack-swift (not) write it, its brackets
+    as sent or percent-encoded (``%5B``, as HTTP clients send ``[``)."""
+    items = ",".join(f'"{u}"' if quoted else u for u in urls)
+    listed = f"%5B{items}%5D" if encoded else f"[{items}]"
+    found = grammar.parse_path(f"/KEY/animate=delay:100/{listed}")
+    assert (found.urls, found.handles, found.url, found.api_key) == (tuple(urls), (), None, "KEY")
+    links = [f"https://cdn.filestackcontent.com/{h}" for h in (H, H2, H)]
+    both = grammar.parse_path(f"/KEY/animate/[{','.join(links)}]")
+    assert (both.handles, both.urls) == ((H, H2, H), ())
+    with pytest.raises(errors.InvalidParameter, match="not both"):
+        grammar.parse_path(f"/KEY/animate/[{urls[0]},{H}]")

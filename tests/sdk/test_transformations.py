@@ -171,6 +171,19 @@ def test_js_sdk_transform_external(stack: Stack, source_image: str) -> None:
         assert out["status"] == 200 and decoded(base64.b64decode(out["body"])).width == 40
 
 
+def test_js_sdk_list_of_urls(stack: Stack, source_image: str, uploaded: Filelink) -> None:
+    """``client.transform([url, url], {animate})``: a list of quoted URLs; and a list of
+    Filestack CDN links, which are handles here."""
+    link = f"https://cdn.filestackcontent.com/{uploaded.handle}"
+    for sources, size in (([source_image, source_image], (160, 80)), ([link, link], (640, 480))):
+        options = {"animate": {"delay": 100}}
+        out = run_js(stack, "transform", source=sources, options=options)
+        assert out["url"].endswith('","'.join(sources) + '"]'), out["url"]
+        image = pyvips.Image.new_from_buffer(base64.b64decode(out["body"]), "", n=-1)
+        assert (out["type"], image.get("n-pages")) == ("image/gif", 2)
+        assert (image.width, image.get("page-height")) == size
+
+
 def test_js_sdk_source_of_a_filestack_cdn_link_is_its_handle(
     stack: Stack, uploaded: Filelink
 ) -> None:

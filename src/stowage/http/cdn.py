@@ -22,7 +22,7 @@ async def cdn_get(request: web.Request) -> web.StreamResponse:
     path = cdnpath.parse(raw)
     if path.preview is not None:  # /preview/<HANDLE>: the viewer page
         return await preview.page(request, path)
-    if path.tasks or path.url:
+    if path.tasks or transform.is_url(path):
         return await transform.transform(request, path, cdn=True)
     if path.metadata:
         return await metadata_handler(request, handle=path.handle, path=path)

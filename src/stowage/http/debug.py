@@ -26,7 +26,6 @@ from stowage.http.api import request_credentials
 from stowage.http.cdnpath import CdnPath, DebugAsk
 from stowage.http.keys import PARTS
 from stowage.processing import archive, docpages, grammar, videojobs
-from stowage.processing.external import UrlAsk
 from stowage.processing.grammar import negotiated
 from stowage.processing.results import Derivative
 from stowage.processing.service import FilesAsk
@@ -83,7 +82,7 @@ def _refuse_what_is_not_run(path: CdnPath) -> None:
 
 
 async def _run(request: web.Request, path: CdnPath) -> dict[str, Any]:
-    if path.url is not None:
+    if transform.is_url(path):
         return await _run_url(request, path)
     creds = request_credentials(request, path)
     api_key = path.api_key or request.query.get("key")
@@ -94,14 +93,13 @@ async def _run(request: web.Request, path: CdnPath) -> dict[str, Any]:
 
 
 async def _run_url(request: web.Request, path: CdnPath) -> dict[str, Any]:
-    assert path.url is not None
-    if path.url_as_sent:
+    if path.url is not None and path.url_as_sent:
         path.url = transform.with_source_query(path, request.raw_path.partition("?")[2])
     creds = request_credentials(request, path)
     api_key = path.api_key or request.query.get("key")
-    ask = UrlAsk(api_key, path.url, path.tasks, creds, transform.charger(request))
+    ask = transform.url_ask(path, api_key, creds, transform.charger(request))
     external = request.app[PARTS].processor.external
-    source = {"url": path.url}
+    source: dict[str, Any] = {"urls": list(path.urls)} if path.urls else {"url": path.url}
     kept = await external.kept_screenshot(ask)
     if kept is not None:
         return {"source": source, "result": await _kept(kept)}

@@ -57,7 +57,7 @@ ASSET_CSP = (
 
 async def page(request: web.Request, path: CdnPath) -> web.Response:
     """The viewer page of one stored file, read with the request's credentials."""
-    if path.tasks or path.url or path.handles or path.metadata or not path.handle:
+    if path.tasks or path.url or path.urls or path.handles or path.metadata or not path.handle:
         raise errors.InvalidParameter(
             "preview shows one stored file: /preview/<HANDLE>, with no other task",
             parameter="preview",

@@ -32,7 +32,7 @@ from stowage.http.keys import PARTS
 from stowage.http.responses import SANDBOX_CSP, disposition, file_headers, send_file
 from stowage.processing import archive, docpages, grammar, metrics, videojobs
 from stowage.processing.cache import fresh
-from stowage.processing.external import UrlAsk
+from stowage.processing.external import Charge, UrlAsk
 from stowage.processing.grammar import negotiated
 from stowage.processing.results import Derivative, Spooled
 from stowage.processing.service import FilesAsk, Processor
@@ -61,15 +61,13 @@ async def transform(request: web.Request, path: CdnPath, *, cdn: bool) -> web.St
         return web.json_response(found, headers={"Cache-Control": "private, no-cache"})
     # auto_image: the format the client's Accept takes becomes part of the chain.
     path.tasks, varies = negotiated(path.tasks, request.headers.get("Accept"))
-    if path.url is not None and path.store is not None:  # /<APIKEY>/[tasks/]store/<URL>
+    if is_url(path) and path.store is not None:  # /<APIKEY>/[tasks/]store/<URL>
         if cdn:
             _to_process_address(request, parts)
         fetching = charger(request)  # each one fetches (and runs a job): it costs the app
-        record = await processor.external.stored(
-            UrlAsk(api_key, path.url, path.tasks, creds, fetching)
-        )
+        record = await processor.external.stored(url_ask(path, api_key, creds, fetching))
         return web.json_response(store_result(parts.links, record))
-    if path.url is not None:
+    if is_url(path):
         return await _external(request, processor, path, api_key, varies, cdn)
     if path.store is not None:
         if cdn:
@@ -137,6 +135,18 @@ def with_source_query(path: CdnPath, query: str) -> str:
     return url + ("&" if "?" in url else "?") + "&".join(kept)
 
 
+def is_url(path: CdnPath) -> bool:
+    """The source is a URL, or a list of them."""
+    return path.url is not None or bool(path.urls)
+
+
+def url_ask(
+    path: CdnPath, api_key: str | None, creds: Credentials, charge: Charge | None
+) -> UrlAsk:
+    url = path.url if path.url is not None else path.urls[0]
+    return UrlAsk(api_key, url, path.tasks, creds, charge, path.urls)
+
+
 def _to_process_address(request: web.Request, parts: Assembly) -> None:
     target = parts.links.process_url(request.raw_path)
     if request.method in ("GET", "HEAD"):
@@ -152,11 +162,10 @@ async def _external(
     varies: bool,
     cdn: bool,
 ) -> web.StreamResponse:
-    assert path.url is not None
     creds = request_credentials(request, path)
     cache = _cache(request, path)
     charge = charger(request)  # the result is not kept: each request runs a job
-    ask = UrlAsk(api_key, path.url, path.tasks, creds, charge)
+    ask = url_ask(path, api_key, creds, charge)
     try:
         with contextlib.nullcontext() if cache else fresh():  # cache=false: drawn anew
             kept = await processor.external.kept_screenshot(ask)
@@ -258,7 +267,9 @@ def _fallback(path: CdnPath, failure: errors.StowageError) -> CdnPath | None:
     seconds = found.get("cache", 300)
     max_age = seconds if isinstance(seconds, int) else 300
     handle = str(found.get("handle"))
-    return dataclasses.replace(path, handle=handle, max_age=max_age, tasks=[], handles=(), url=None)
+    return dataclasses.replace(
+        path, handle=handle, max_age=max_age, tasks=[], handles=(), url=None, urls=()
+    )
 
 
 def charger(request: web.Request) -> Callable[[App], Awaitable[None]]:

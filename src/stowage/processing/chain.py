@@ -11,6 +11,7 @@ about the request, not the result: they are not part of the chain.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 from stowage import errors
@@ -104,3 +105,20 @@ def output_for(chain: Chain, input_mimetype: str) -> Output:
         return document
     fmt = chain.output_format or _BY_MIMETYPE.get(input_mimetype.split(";")[0].lower(), "png")
     return _OUTPUTS.get(fmt) or officeformats.OUTPUTS[fmt]
+
+
+def named_handles(chain: Chain) -> list[str]:
+    """Handles the chain's tasks name: watermark's file, collage's files."""
+    named: list[str] = []
+    for task in chain.tasks:
+        value = task.get("file") if task.name == "watermark" else task.get("files")
+        if task.name in ("watermark", "collage") and value is not None:
+            named += [str(v) for v in value] if isinstance(value, tuple) else [str(value)]
+    return named
+
+
+def made_output(chain: Chain, input_mimetype: str) -> Output:
+    """``output_for``, but ``animate`` makes a GIF unless the chain asks for WebP."""
+    if any(t.name == "animate" for t in chain.tasks) and chain.output_format != "webp":
+        return output_for(dataclasses.replace(chain, output_format="gif"), "image/gif")
+    return output_for(chain, input_mimetype)

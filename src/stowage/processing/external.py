@@ -3,36 +3,44 @@
 
 Every request passes the app's policy (its ``url`` rule) before anything is fetched;
 the source is read through the URL guard and the kept copies (``urlsources.py``), and
-rendered in the processor's job pool. The result is not kept (but a screenshot, for a
-while): each request runs a job, so each is charged to its app (``Charge``).
+rendered in the processor's job pool. A list of URLs (``/<APIKEY>/animate/[u1,u2]``)
+is read as a list of handles is: each URL authorised, the sources counted and their
+bytes held to the same limits, then one job with every source. The result is not
+kept (but a screenshot, for a while): each request runs a job, so each is charged to
+its app (``Charge``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
+from stowage import errors
 from stowage.core.security import Credentials, Target
 from stowage.core.service import StoreParams
 from stowage.core.sources import Source
 from stowage.core.uploads import Store, provider_for_location
+from stowage.processing import archive, screenshots
 from stowage.processing import chain as chains
-from stowage.processing import screenshots
 from stowage.processing.base import Chain, Output, Task
 from stowage.processing.cache import file_chunks
 from stowage.processing.officeformats import Kind, kind_of
 from stowage.processing.results import Derivative, Spooled
 from stowage.processing.shotcache import KeptScreenshots
 from stowage.processing.spool import Spool
-from stowage.processing.urlsources import UrlSources
+from stowage.processing.urlsources import Held, UrlSources
 from stowage.registry.base import App, FileRecord
 
 Charge = Callable[[App], Awaitable[None]]  # a rate charge, once the app is known
 Paths = tuple[tuple[str, Path], ...]  # other sources of a job: handle and file
-Run = Callable[[Path, Chain, Output, Path, Paths, Kind | None], Awaitable[None]]
+#: (source, chain, output, dest, other sources, kind, how many of them a list names)
+Run = Callable[[Path, Chain, Output, Path, Paths, Kind | None, int], Awaitable[None]]
+#: The sources' number and bytes, refused past the limits (``processing_max_sources*``).
+Within = Callable[[int, int], None]
 #: The stored files the chain's tasks name (a watermark's), authorised and read.
 Named = Callable[[Chain, Credentials, str | None], AbstractAsyncContextManager[Paths]]
 
@@ -43,10 +51,11 @@ class UrlAsk:
     charge to make once the app is known (``before``: each such request runs a job)."""
 
     api_key: str | None
-    url: str
+    url: str  # the source; a list's first URL
     segments: list[str]
     creds: Credentials
     before: Charge | None = None
+    listed: tuple[str, ...] = ()  # a list of URLs (repeats kept), or none
 
 
 @dataclass(frozen=True)
@@ -58,6 +67,7 @@ class External:
     store: Store
     authorize: Callable[[App, Credentials, Target], None]
     named: Named
+    within: Within
     run: Run
     spool: Spool
     url_sources: UrlSources
@@ -101,28 +111,51 @@ class External:
             made.path.unlink(missing_ok=True)
 
     async def _authorized(self, ask: UrlAsk) -> tuple[Chain, App]:
-        """The chain, and the app once its policy allows the URL (its ``url`` rule)."""
+        """The chain, and the app once its policy allows the URL (its ``url`` rule), or
+        every URL of a list."""
         chain = chains.parse(ask.segments)
+        if ask.listed:
+            _list_readable(chain)
+            self.within(len(ask.listed) + len(chains.named_handles(chain)), 0)
         app = await self.app_of(ask.api_key)
-        self.authorize(app, ask.creds, Target(url=ask.url))
+        for url in dict.fromkeys(ask.listed or (ask.url,)):
+            self.authorize(app, ask.creds, Target(url=url))
         return chain, app
 
     async def _spooled(self, ask: UrlAsk, chain: Chain, app: App) -> Spooled:
         if ask.before is not None:
             await ask.before(app)
-        url, shot = ask.url, screenshots.task_of(chain)  # a shot: the page drawn, not read
-        source = self.shots.opened(url, shot) if shot else self.url_sources.opened(url)
-        async with self.named(chain, ask.creds, ask.api_key) as others, source as held:
+        async with contextlib.AsyncExitStack() as stack:
+            held, listed = await self._sources(stack, ask, chain)
+            others = await stack.enter_async_context(self.named(chain, ask.creds, ask.api_key))
             chain = screenshots.without(chain)
             mimetype = held.content_type
-            output, kind = chains.output_for(chain, mimetype), kind_of(mimetype, url)
+            output, kind = chains.made_output(chain, mimetype), kind_of(mimetype, ask.url)
             dest = self.spool.new("." + output.extension)
             try:
-                await self.run(held.path, chain, output, dest, others, kind)
+                await self.run(held.path, chain, output, dest, listed + others, kind, len(listed))
             except BaseException:
                 dest.unlink(missing_ok=True)
                 raise
         return Spooled(dest, output, private=app.security)
+
+    async def _sources(
+        self, stack: contextlib.AsyncExitStack, ask: UrlAsk, chain: Chain
+    ) -> tuple[Held, Paths]:
+        """The URL (or the page a screenshot draws), or every URL of a list (each read
+        once, in the list's order with its repeats, their bytes within the limit)."""
+        shot = screenshots.task_of(chain)  # a shot: the page drawn, not read
+        if not ask.listed:
+            opened = self.shots.opened(ask.url, shot) if shot else self.url_sources.opened(ask.url)
+            return await stack.enter_async_context(opened), ()
+        held: dict[str, Held] = {}
+        total = 0
+        for url in ask.listed:  # a URL listed twice counts twice, as a handle does
+            if url not in held:
+                held[url] = await stack.enter_async_context(self.url_sources.opened(url))
+            total += held[url].path.stat().st_size
+            self.within(len(ask.listed), total)
+        return held[ask.listed[0]], tuple((url, held[url].path) for url in ask.listed)
 
 
 async def stored(
@@ -144,6 +177,17 @@ async def stored(
     )
     location = provider_for_location(_text(task.get("location")))
     return await store(api_key, location, source, params, creds)
+
+
+def _list_readable(chain: Chain) -> None:
+    """A list of URLs is read by the tasks of a job (``animate``, ``pdfcreate``); a zip
+    is streamed from stored files, and a screenshot draws one page."""
+    if archive.is_zip([t.name for t in chain.tasks]) or screenshots.task_of(chain):
+        raise errors.InvalidParameter(
+            "a list of URLs is read by animate and pdfcreate (zip reads stored files, "
+            "urlscreenshot one page)",
+            parameter="sources",
+        )
 
 
 def _text(value: object) -> str | None:

@@ -31,6 +31,7 @@ from stowage.processing.table import TaskSpec
 _INT = re.compile(r"-?[0-9]{1,12}")
 _FLOAT = re.compile(r"-?[0-9]{0,12}\.[0-9]{1,12}")
 _QUOTE = re.compile("%22", re.IGNORECASE)
+_LIST_OPEN = re.compile("/%5B", re.IGNORECASE)
 _URL = re.compile(r"(?:https?|src)(?::|%3A)", re.IGNORECASE)
 #: ``"https://host/a.jpg"``: filestack-js quotes a source holding ``/`` (``escapeValue``).
 _QUOTED_URL = re.compile(r'"(?:https?|src)(?::|%3A)', re.IGNORECASE)
@@ -68,17 +69,18 @@ class CdnPath:
     #: sent as is): the query's last ``"`` is the quote's, not the URL's.
     url_quote_open: bool = False
     handles: tuple[str, ...] = ()  # [h1,h2]: several sources (zip, collage, animate)
+    urls: tuple[str, ...] = ()  # ["https://...","https://..."]: several URL sources
     store: Task | None = None  # a store task: the result becomes a new file
     preview: Task | None = None  # preview[=css:"URL"]: the viewer page (http/preview.py)
 
     @property
     def sources(self) -> tuple[str, ...]:
-        """The handles the path names: one, or the list's."""
+        """The handles the path names: one, or the list's (none for URLs)."""
         return self.handles or ((self.handle,) if self.handle else ())
 
 
 def parse_path(raw_path: str) -> CdnPath:
-    raw = b64paths.expanded(split(_QUOTE.sub('"', raw_path), "/"))
+    raw = _segments(raw_path)
     url = _url_source(raw)
     if url is not None:
         _not_a_storage_alias(url.url)
@@ -100,7 +102,7 @@ def parse_path(raw_path: str) -> CdnPath:
         found.api_key = segments.pop(0)
     for segment in segments:
         _apply(found, segment, parse_task(segment))
-    if found.handles and not any(_reads_list(segment) for segment in found.tasks):
+    if (found.handles or found.urls) and not any(_reads_list(s) for s in found.tasks):
         # A list is no file to download or describe, and a task of one file would read
         # the first and drop the others without a word.
         raise errors.InvalidParameter(
@@ -125,7 +127,7 @@ def debug_asked(raw_path: str) -> DebugAsk | None:
     """``debug`` anywhere before the source: first (the hosted documentation, Java,
     Ruby, which puts the API key after it), after the API key (PHP), or among the tasks.
     None when the path does not ask for it."""
-    raw = b64paths.expanded(split(_QUOTE.sub('"', raw_path), "/"))
+    raw = _segments(raw_path)
     url = _url_source(raw)
     filled = [i for i, segment in enumerate(raw) if segment]
     before = [i for i in filled if i < url.at] if url else filled[:-1]
@@ -148,22 +150,42 @@ def _source(found: CdnPath, last: str) -> None:
         found.handle = last
         return
     try:
-        handles = value(last, literal=True)  # a handle of digits stays text
+        items = value(last, literal=True)  # a handle of digits stays text
     except ValueError as exc:
         raise errors.InvalidParameter(f"the list of sources: {exc}", parameter="sources") from exc
-    if not isinstance(handles, tuple) or not 0 < len(handles) <= MAX_SOURCES:
+    if not isinstance(items, tuple) or not 0 < len(items) <= MAX_SOURCES:
         raise errors.InvalidParameter(
             f"a list of sources holds 1 to {MAX_SOURCES} handles (repeats included)",
             parameter="sources",
         )
+    read = [_list_item(item) for item in items]
     # No file has a name that is not a handle: an item that cannot be one ([h,], [,],
     # a path) is the list's mistake, not a missing file (a 404 naming "").
-    if not all(isinstance(h, str) and names.is_handle(h) for h in handles):
+    if all(is_handle for _, is_handle in read):
+        found.handles = tuple(item for item, _ in read)
+    elif not any(is_handle for _, is_handle in read):
+        found.urls = tuple(item for item, _ in read)
+    else:
         raise errors.InvalidParameter(
-            "a list of sources holds handles (20 letters, digits, '_' or '-')",
+            "a list of sources holds handles (20 letters, digits, '_' or '-') or URLs "
+            "(http or https), not both",
             parameter="sources",
         )
-    found.handles = tuple(str(h) for h in handles)
+
+
+def _list_item(item: Value) -> tuple[str, bool]:
+    """A list's item: a handle (a Filestack CDN link's too), or a URL; (it, is a handle)."""
+    text = str(item) if isinstance(item, str) else ""
+    if names.is_handle(text):
+        return text, True
+    if _URL.match(text) and "://" in text:
+        _not_a_storage_alias(text)
+        hosted = _HOSTED_LINK.fullmatch(text)
+        return (hosted.group(1), True) if hosted else (text, False)
+    raise errors.InvalidParameter(
+        "a list of sources holds handles (20 letters, digits, '_' or '-') or URLs",
+        parameter="sources",
+    )
 
 
 class UrlSource(NamedTuple):
@@ -197,6 +219,19 @@ def _quoted_url(segment: str, index: int) -> UrlSource:
     plain = "://" in inner or _ONE_SLASH.match(inner) is not None
     url = _ONE_SLASH.sub(r"\1://", inner if plain else unquote(inner), count=1)
     return UrlSource(url, index, as_sent=not closed, quote_open=not closed)
+
+
+def _segments(raw_path: str) -> list[str]:
+    """The path split on ``/`` outside quotes and brackets, its base64 parts read. A
+    list source sent with its brackets percent-encoded (``/%5B"https://h/a.jpg"%5D``,
+    as HTTP clients send ``[``) gets them back first: its URLs hold ``/``. No segment
+    but the source, the last, starts with ``[``."""
+    path = _QUOTE.sub('"', raw_path)
+    opened = _LIST_OPEN.search(path)
+    trimmed = path.rstrip("/")
+    if opened is not None and trimmed[-3:].upper() == "%5D":
+        path = f"{path[: opened.start()]}/[{trimmed[opened.end() : -3]}]"
+    return b64paths.expanded(split(path, "/"))
 
 
 def _not_a_storage_alias(url: str) -> None:

@@ -9,7 +9,6 @@ the store operation itself); a URL source must match the policy's ``url`` patter
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import time
 from collections.abc import AsyncIterator
@@ -115,6 +114,7 @@ class Processor:
             core.store,
             self._authorize,
             self.named_sources,
+            self._within,
             self._run,
             self.spool,
             self.url_sources,
@@ -221,7 +221,7 @@ class Processor:
         the task uses them: a handle listed twice counts twice. ``record``: the main
         file, counted unless the list holds it; None for a URL source (one more source,
         of bytes the fetch limits)."""
-        wanted = [*listed, *_named_sources(chain)]
+        wanted = [*listed, *chains.named_handles(chain)]
         main = 0 if listed else 1
         _count_within(self.core.settings, len(wanted) + main)
         found = {h: await self._authorized(h, creds, api_key) for h in dict.fromkeys(wanted)}
@@ -239,7 +239,7 @@ class Processor:
     ) -> Derivative:
         """``others``: the files of a ``[h1,h2]`` source (its first ``listed``), then
         those the tasks name (watermark's, collage's)."""
-        output = _animated_output(chain) or chains.output_for(chain, record.mimetype)
+        output = chains.made_output(chain, record.mimetype)
         versions = "".join(f"|{h}@{version_of(r)}" for h, r, _ in others)
         key = self.cache.key(record, chain.key() + versions, output.extension)
         info = await self.cache.stat(key)
@@ -301,6 +301,11 @@ class Processor:
                 read = self.core.providers.provider_for(owner, row.provider)
                 paths[handle] = await stack.enter_async_context(self._readable(read, row))
         return tuple((handle, paths[handle]) for handle, _, _ in others)
+
+    def _within(self, count: int, total: int) -> None:
+        """Sources of a job: their number and their bytes."""
+        _count_within(self.core.settings, count)
+        _bytes_within(self.core.settings, total)
 
     def _within_input_bytes(self, row: FileRecord) -> None:
         if row.size > self.limits.max_input_bytes:
@@ -371,20 +376,3 @@ def _opener(providers: Providers, app: App, record: FileRecord) -> archive.Opene
 
 def _first(handles: tuple[str, ...]) -> str:
     return handles[0] if handles else ""
-
-
-def _named_sources(chain: Chain) -> list[str]:
-    """Handles the chain's tasks name: watermark's file, collage's files."""
-    named: list[str] = []
-    for task in chain.tasks:
-        value = task.get("file") if task.name == "watermark" else task.get("files")
-        if task.name in ("watermark", "collage") and value is not None:
-            named += [str(v) for v in value] if isinstance(value, tuple) else [str(value)]
-    return named
-
-
-def _animated_output(chain: Chain) -> Output | None:
-    """``animate`` makes a GIF unless the chain asks for WebP."""
-    if not any(t.name == "animate" for t in chain.tasks) or chain.output_format == "webp":
-        return None
-    return chains.output_for(dataclasses.replace(chain, output_format="gif"), "image/gif")
