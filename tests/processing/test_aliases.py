@@ -9,7 +9,9 @@ www.filestack.com/docs/api/processing show the security (``p``, ``s``) and cache
 and ``crop_faces=...,w:300`` in docs/image-transformations/chaining; the other rows are
 the ones issue 23's brief quoted from the same column (docs/decisions.md, "Short
 names"). ``cache``'s ``f`` is not taken (docs/decisions.md: ``cache=false`` is).
-The rows marked ``PHP`` are the ones Filestack's PHP SDK builds (filestack-php: its
+The ``video_convert`` and ``minify_js`` rows are filestack-swift's spellings (its
+``AVTransform`` and ``MinifyJSTransform``). The rows marked ``PHP`` are the ones
+Filestack's PHP SDK builds (filestack-php: its
 ``FilestackConfig::ALLOWED_ATTRS`` and the URLs its transform tests expect, such as
 ``watermark=f:<handle>,p:center,s:30`` and ``shadow=b:white,l:4,o:60,v:[4,4]``): URLs it
 made are saved in customers' pages.
@@ -142,6 +144,27 @@ DOCUMENTED: dict[str, dict[str, tuple[str, str]]] = {
     "pjpg": {"q": ("quality", "70"), "m": ("metadata", "true")},
     "cache": {"e": ("expiry", "600")},
     "security": {"p": ("policy", "PPP"), "s": ("signature", "SSS")},
+    # filestack-swift: its AVTransform's audioSampleRate, and minify_js in babel-minify's
+    # camelCase (MinifyJSTransform: mergeVars, removeConsole, ...), read lower-cased.
+    "video_convert": {"audio_samplerate": ("audio_sample_rate", "44100")},
+    "minify_js": {
+        "keepfnname": ("keep_fn_name", "true"),
+        "keepclassname": ("keep_class_name", "true"),
+        "mergevars": ("merge_vars", "true"),
+        "removeconsole": ("remove_console", "true"),
+        "removeundefined": ("remove_undefined", "true"),
+        "builtins": ("built_ins", "true"),
+        "consecutiveadds": ("consecutive_adds", "true"),
+        "flipcomparisons": ("flip_comparisons", "true"),
+        "memberexpressions": ("member_expressions", "true"),
+        "numericliterals": ("numeric_literals", "true"),
+        "propertyliterals": ("property_literals", "true"),
+        "regexpconstructors": ("regexp_constructors", "true"),
+        "removedebugger": ("remove_debugger", "true"),
+        "simplifycomparisons": ("simplify_comparisons", "true"),
+        "typeconstructors": ("type_constructors", "true"),
+        "undefinedtovoid": ("undefined_to_void", "true"),
+    },
     "store": {
         "f": ("filename", "a.png"),
         "l": ("location", "s3"),
@@ -230,3 +253,37 @@ def test_the_value_reaches_the_operation_under_the_long_name(
     output = chain.output_for(parsed, "image/png")
     VipsEngine().render(source, parsed, output, tmp_path / f"out.{output.extension}", LIMITS)
     assert seen and all(t.options == spelled.options for t in seen)
+
+
+#: URLs filestack-swift's own tests expect (Tests/FilestackSDKTests/TransformableTests):
+#: each reads as its long spelling, or as a task this server does not run.
+SWIFT = {
+    "video_convert=preset:m4a,extname:m4a,filename:audio_1,audio_bitrate:320,"
+    "audio_samplerate:44100": "video_convert=preset:m4a,extname:m4a,filename:audio_1,"
+    "audio_bitrate:320,audio_sample_rate:44100",
+    "minify_js=booleans:true,builtIns:false,consecutiveAdds:true,deadcode:true,"
+    "evaluate:false,flipComparisons:true,guards:true,infinity:false,mangle:true,"
+    "memberExpressions:true,mergeVars:true,numericLiterals:true,propertyLiterals:true,"
+    "regexpConstructors:true,removeConsole:false,removeDebugger:false,removeUndefined:true,"
+    "simplify:true,simplifyComparisons:true,typeConstructors:true,undefinedToVoid:true": (
+        "minify_js=booleans:true,built_ins:false,consecutive_adds:true,deadcode:true,"
+        "evaluate:false,flip_comparisons:true,guards:true,infinity:false,mangle:true,"
+        "member_expressions:true,merge_vars:true,numeric_literals:true,"
+        "property_literals:true,regexp_constructors:true,remove_console:false,"
+        "remove_debugger:false,remove_undefined:true,simplify:true,"
+        "simplify_comparisons:true,type_constructors:true,undefined_to_void:true"
+    ),
+}
+
+
+@pytest.mark.parametrize("swift", sorted(SWIFT))
+def test_urls_of_the_swift_sdk_read_as_their_long_spelling(swift: str) -> None:
+    assert grammar.parse_task(swift) == grammar.parse_task(SWIFT[swift])
+
+
+@pytest.mark.parametrize("segment", ["copyright", "doc_detection=coords:false,preprocess:true"])
+def test_the_swift_sdks_detection_tasks_are_not_available(segment: str) -> None:
+    from stowage import errors
+
+    with pytest.raises(errors.TaskNotAvailable, match="detection is not run"):
+        grammar.parse_task(segment)

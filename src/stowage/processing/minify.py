@@ -34,14 +34,33 @@ def _css(source: Any, task: Task) -> str:
     return str(rcssmin.cssmin(str(source), keep_bang_comments=False))
 
 
-_JS_FLAGS = (
-    "use_babel_polyfill",
-    "keep_fn_name",
-    "keep_class_name",
-    "mangle",
-    "merge_vars",
-    "remove_console",
-    "remove_undefined",
+#: The hosted options (filestack-js's schema), then babel-minify's, which filestack-swift
+#: sends in camelCase (``mergeVars``, read lower-cased): each name with that spelling.
+_JS_FLAGS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("use_babel_polyfill", ()),
+    ("keep_fn_name", ("keepfnname",)),
+    ("keep_class_name", ("keepclassname",)),
+    ("mangle", ()),
+    ("merge_vars", ("mergevars",)),
+    ("remove_console", ("removeconsole",)),
+    ("remove_undefined", ("removeundefined",)),
+    ("booleans", ()),
+    ("built_ins", ("builtins",)),
+    ("consecutive_adds", ("consecutiveadds",)),
+    ("deadcode", ()),
+    ("evaluate", ()),
+    ("flip_comparisons", ("flipcomparisons",)),
+    ("guards", ()),
+    ("infinity", ()),
+    ("member_expressions", ("memberexpressions",)),
+    ("numeric_literals", ("numericliterals",)),
+    ("property_literals", ("propertyliterals",)),
+    ("regexp_constructors", ("regexpconstructors",)),
+    ("remove_debugger", ("removedebugger",)),
+    ("simplify", ()),
+    ("simplify_comparisons", ("simplifycomparisons",)),
+    ("type_constructors", ("typeconstructors",)),
+    ("undefined_to_void", ("undefinedtovoid",)),
 )
 
 TASKS: tuple[TaskSpec, ...] = (
@@ -49,7 +68,7 @@ TASKS: tuple[TaskSpec, ...] = (
         "minify_js",
         (
             Param("gzip", boolean, (), False),
-            *(Param(name, boolean) for name in _JS_FLAGS),
+            *(Param(name, boolean, spellings) for name, spellings in _JS_FLAGS),
             Param("targets", text),
         ),
         kind=Kind.TEXT,

@@ -148,7 +148,7 @@ TASKS: tuple[TaskSpec, ...] = (
             Param("keyframe_interval", integer(1, 1000)),
             Param("audio_codec", choice(*_AUDIO_CODECS)),
             Param("audio_bitrate", integer(1, 999)),
-            Param("audio_sample_rate", integer(8000, 99999)),
+            Param("audio_sample_rate", integer(8000, 99999), ("audio_samplerate",)),  # swift
             Param("audio_channels", integer(1, 12)),
             Param("clip_length", text),
             Param("clip_offset", text),
