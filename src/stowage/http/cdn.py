@@ -11,7 +11,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from stowage import errors
-from stowage.http import cdnpath, debug, preview, transform
+from stowage.http import cdnpath, debug, playlist, preview, transform
 from stowage.http.api import download, metadata_handler
 
 
@@ -22,6 +22,8 @@ async def cdn_get(request: web.Request) -> web.StreamResponse:
     path = cdnpath.parse(raw)
     if path.preview is not None:  # /preview/<HANDLE>: the viewer page
         return await preview.page(request, path)
+    if path.playlist:  # /<APIKEY>/video_playlist/<HANDLE>
+        return await playlist.answer(request, path)
     if path.tasks or transform.is_url(path):
         return await transform.transform(request, path, cdn=True)
     if path.metadata:
@@ -34,7 +36,10 @@ async def chain_on_api(request: web.Request) -> web.StreamResponse:
     raw = request.raw_path.split("?", 1)[0].removeprefix("/process")
     if (asked := cdnpath.debug_asked(raw)) is not None:
         return await debug.report(request, asked)
-    return await transform.transform(request, cdnpath.parse(raw), cdn=False)
+    path = cdnpath.parse(raw)
+    if path.playlist:
+        return await playlist.answer(request, path)
+    return await transform.transform(request, path, cdn=False)
 
 
 async def cdn_post_chain(request: web.Request) -> web.StreamResponse:

@@ -72,6 +72,7 @@ class CdnPath:
     urls: tuple[str, ...] = ()  # ["https://...","https://..."]: several URL sources
     store: Task | None = None  # a store task: the result becomes a new file
     preview: Task | None = None  # preview[=css:"URL"]: the viewer page (http/preview.py)
+    playlist: bool = False  # video_playlist: a stored HLS playlist (http/playlist.py)
 
     @property
     def sources(self) -> tuple[str, ...]:
@@ -263,6 +264,9 @@ def _apply(found: CdnPath, segment: str, task: Task) -> None:
         found.preview = task
         return
     if task.name == "debug":  # read before the path is parsed (debug_asked)
+        return
+    if task.name == "video_playlist":
+        found.playlist = True
         return
     if task.name == "store":
         found.store = task

@@ -61,6 +61,11 @@ TASKS: tuple[TaskSpec, ...] = (
         doc="the result becomes a new file of the same app",
     ),
     TaskSpec(
+        "video_playlist",
+        kind=Kind.REQUEST,
+        doc="a stored HLS playlist, its segment links this server's with the request's policy",
+    ),
+    TaskSpec(
         "debug",
         kind=Kind.REQUEST,
         doc="a JSON report of the transformation (its tasks, source, result or error)",
