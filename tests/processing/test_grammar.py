@@ -345,3 +345,13 @@ def test_a_list_of_urls_is_read_in_order(urls: list[str], quoted: bool, encoded:
     assert (both.handles, both.urls) == ((H, H2, H), ())
     with pytest.raises(errors.InvalidParameter, match="not both"):
         grammar.parse_path(f"/KEY/animate/[{urls[0]},{H}]")
+
+
+@given(parts=_PARTS, encoded=st.booleans())
+def test_brackets_in_a_url_source_stay_the_urls(parts: list[str], encoded: bool) -> None:
+    """A URL source whose last segment is ``%5B...%5D`` is that URL as sent; only a list
+    source gets its percent-encoded brackets back."""
+    url = "https://example.com/" + "/".join([*parts, "%5Bx%5D"])
+    sent = quote(url, safe="") if encoded else url
+    found = grammar.parse_path(f"/KEY/flip/{sent}")
+    assert (found.url, found.urls, found.handles) == (url, (), ())

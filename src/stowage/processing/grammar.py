@@ -230,7 +230,9 @@ def _segments(raw_path: str) -> list[str]:
     path = _QUOTE.sub('"', raw_path)
     opened = _LIST_OPEN.search(path)
     trimmed = path.rstrip("/")
-    if opened is not None and trimmed[-3:].upper() == "%5D":
+    # Not in a URL source (https://host/a/%5B1%5D is that URL, as sent).
+    in_url = opened is not None and _URL.search(path, 0, opened.start()) is not None
+    if opened is not None and trimmed[-3:].upper() == "%5D" and not in_url:
         path = f"{path[: opened.start()]}/[{trimmed[opened.end() : -3]}]"
     return b64paths.expanded(split(path, "/"))
 
