@@ -225,12 +225,11 @@ def _quoted_url(segment: str, index: int) -> UrlSource:
 def _segments(raw_path: str) -> list[str]:
     """The path split on ``/`` outside quotes and brackets, its base64 parts read. A
     list source sent with its brackets percent-encoded (``/%5B"https://h/a.jpg"%5D``,
-    as HTTP clients send ``[``) gets them back first: its URLs hold ``/``. No segment
-    but the source, the last, starts with ``[``."""
+    as HTTP clients send ``[``) gets them back first (its URLs hold ``/``), unless a
+    URL source comes before them: ``https://h/a/%5Bx%5D`` is that URL, as sent."""
     path = _QUOTE.sub('"', raw_path)
     opened = _LIST_OPEN.search(path)
     trimmed = path.rstrip("/")
-    # Not in a URL source (https://host/a/%5B1%5D is that URL, as sent).
     in_url = opened is not None and _URL.search(path, 0, opened.start()) is not None
     if opened is not None and trimmed[-3:].upper() == "%5D" and not in_url:
         path = f"{path[: opened.start()]}/[{trimmed[opened.end() : -3]}]"
