@@ -32,7 +32,9 @@ async def answer(request: web.Request, path: CdnPath) -> web.Response:
         raise errors.UnsupportedMediaType(
             f"video_playlist reads an HLS playlist of at most {playlists.MAX_BYTES} bytes"
         )
-    chunks = reading.whole(plan.provider, plan.record.container, plan.record.key)
+    # The row's size was checked; the bytes read are held to it too (an overwrite may
+    # have come between).
+    chunks = reading.whole(plan.provider, plan.record.container, plan.record.key, _head)
     try:
         text = b"".join([chunk async for chunk in chunks]).decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -55,3 +57,7 @@ async def answer(request: web.Request, path: CdnPath) -> web.Response:
             TAG_HEADER: path.handle,  # purged with the playlist's file
         },
     )
+
+
+def _head(size: int) -> tuple[int, int] | None:
+    return (0, min(size, playlists.MAX_BYTES) - 1) if size else None
