@@ -78,6 +78,11 @@ class Thumbor:
                 "RESULT_STORAGE = None",
                 "ALLOW_UNSAFE_URL = True",
                 "AUTO_WEBP = False",
+                # What its smart crop (``/smart/``) looks for: faces, else features, as
+                # Stowage's smart_crop looks for faces, else the most interesting part.
+                # Without detectors Thumbor's smart crop is a centre crop.
+                "DETECTORS = ['thumbor.detectors.face_detector',"
+                " 'thumbor.detectors.feature_detector']",
                 "",
             ]
         )

@@ -7,7 +7,8 @@ cd "$(dirname "$0")/../.."
 
 THUMBOR_VERSION="7.8.0"
 venv=".test-servers/thumbor-venv"
-stamp="$venv/.installed-thumbor-$THUMBOR_VERSION"
+# [opencv]: its face and feature detectors, which its smart crop runs (bench/thumbor.py).
+stamp="$venv/.installed-thumbor-$THUMBOR_VERSION-opencv"
 
 if [ ! -f "$stamp" ]; then
   mkdir -p .test-servers
@@ -15,9 +16,10 @@ if [ ! -f "$stamp" ]; then
     set -euo pipefail
     [ -x '$venv/bin/python' ] || python3 -m venv '$venv'
     '$venv/bin/pip' install --quiet --upgrade pip
-    '$venv/bin/pip' install --quiet 'thumbor==$THUMBOR_VERSION'
+    '$venv/bin/pip' install --quiet 'thumbor[opencv]==$THUMBOR_VERSION'
   "
   # Fails here, not in the middle of a benchmark, if the release does not run on this Python.
   "$venv/bin/thumbor" --help >/dev/null
+  "$venv/bin/python" -c "import cv2, thumbor.detectors.face_detector"
   touch "$stamp"
 fi

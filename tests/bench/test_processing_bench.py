@@ -85,3 +85,17 @@ def test_floor_does_the_cold_work_alone_with_both_libraries(sources: list[Path])
     assert "needs <= 24.0 ms" in row.scenario
     best = min(row.stowage, row.reference)
     assert row.extra["best_reachable_x_thumbor_cpu"] == pytest.approx(36.0 / best)
+
+
+def test_thumbors_smart_crop_looks_for_faces_as_stowages_does(thumbor: Thumbor) -> None:
+    """The per-task row "smart crop" compares like with like: Thumbor's ``/smart/`` runs its
+    face detector (then its feature detector), as smart_crop looks for faces, then the
+    most interesting part. Without detectors Thumbor's smart crop is a centre crop."""
+    from skimage import data
+
+    astronaut = Path(data.__file__).parent / "astronaut.png"
+    (thumbor.images / "astronaut.png").hardlink_to(astronaut)
+    meta = f"{thumbor.url}/unsafe/meta/100x100/smart/astronaut.png"
+    with urllib.request.urlopen(meta, timeout=60) as resp:
+        found = json.loads(resp.read())["thumbor"]["focal_points"]
+    assert any(point["origin"] == "Face Detection" for point in found), found

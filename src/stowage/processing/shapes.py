@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pyvips
 
 from stowage.processing import ops
@@ -18,18 +20,54 @@ def circle(image: pyvips.Image, task: Task) -> pyvips.Image:
 
 
 def rounded_corners(image: pyvips.Image, task: Task) -> pyvips.Image:
-    limit = min(image.width, image.height) / 2
+    """Only the corners differ from the image (and, without a background, its alpha):
+    one corner's mask is computed, on a tile reaching past the arc by the blur's reach
+    (blurring the tile gives what blurring the whole mask gives there), and mirrored into
+    the other three. Computing every pixel's distance in floats and blurring it, then
+    compositing the whole image, cost a 2-megapixel photo five times its decode."""
+    width, height = image.width, image.height
     radius = task.get("radius", 10)
+    limit = min(width, height) / 2
     r = limit if radius == "max" else min(float(radius), limit)  # type: ignore[arg-type]
-    xy = pyvips.Image.xyz(image.width, image.height) + 0.5
-    x, y = xy[0], xy[1]
-    dx = (x < r).ifthenelse(r - x, (x > image.width - r).ifthenelse(x - (image.width - r), 0))
-    dy = (y < r).ifthenelse(r - y, (y > image.height - r).ifthenelse(y - (image.height - r), 0))
-    inside = (dx * dx + dy * dy) <= r * r
     softness = float(task.get("blur", 0.3))  # type: ignore[arg-type]
-    if softness > 0:
-        inside = inside.gaussblur(softness)
-    return ops.masked(image, inside, task)
+    side = math.ceil(r + 3 * softness) + 2
+    if 2 * side > min(width, height):  # the corners meet: the whole mask
+        return ops.masked(image, _mask_tile(width, height, r, softness), task)
+    tile = _mask_tile(side, side, r, softness, whole=(width, height))
+    right, bottom = width - side, height - side
+    corners = (
+        (tile, 0, 0),
+        (tile.fliphor(), right, 0),
+        (tile.flipver(), 0, bottom),
+        (tile.rot180(), right, bottom),
+    )
+    if task.get("background") is not None and image.format == "uchar" and not image.hasalpha():
+        for mask, left, top in corners:
+            piece = image.extract_area(left, top, side, side)
+            image = image.insert(ops.masked(piece, mask, task), left, top)
+        return image
+    whole = (pyvips.Image.black(width, height) + 255).cast("uchar")
+    for mask, left, top in corners:
+        whole = whole.insert(mask, left, top)
+    return ops.masked(image, whole, task)
+
+
+def _mask_tile(
+    width: int, height: int, r: float, softness: float, whole: tuple[int, int] | None = None
+) -> pyvips.Image:
+    """The mask's top-left ``width`` x ``height`` pixels, of a mask ``whole`` in size
+    (the tile's own size by default)."""
+    outer_w, outer_h = whole or (width, height)
+    xy = pyvips.Image.xyz(width, height) + 0.5
+    x, y = xy[0], xy[1]
+    dx = (x < r).ifthenelse(r - x, (x > outer_w - r).ifthenelse(x - (outer_w - r), 0))
+    dy = (y < r).ifthenelse(r - y, (y > outer_h - r).ifthenelse(y - (outer_h - r), 0))
+    inside = (dx * dx + dy * dy) <= r * r
+    if softness == 0:
+        return inside
+    # In floats: libvips' integer kernel sums to a little under 1, which made the whole
+    # image slightly transparent (255 blurred to 251), not only its edge.
+    return inside.gaussblur(softness, precision="float").rint().cast("uchar")
 
 
 def border(image: pyvips.Image, task: Task) -> pyvips.Image:

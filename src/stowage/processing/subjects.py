@@ -16,6 +16,7 @@ import pyvips
 from stowage.processing import faces
 from stowage.processing.base import Task, Value
 from stowage.processing.facetasks import JSON
+from stowage.processing.geometry import Scaler
 from stowage.processing.params import boolean, choice, color, integer, text
 from stowage.processing.table import Answer, Kind, Param, TaskSpec
 
@@ -30,19 +31,28 @@ MIN_RED = 60  # ... and bright enough to be one (dark reds are shadows)
 
 # -- smart_crop -----------------------------------------------------------------
 def smart_crop(image: pyvips.Image, task: Task) -> pyvips.Image:
+    def scale(width: int, height: int, size: str) -> pyvips.Image:
+        return image.thumbnail_image(width, height=height, size=size)
+
+    return smart_crop_with(scale, task, image.width, image.height)
+
+
+def smart_crop_with(scale: Scaler, task: Task, width: int, height: int) -> pyvips.Image:
     """Exactly width x height: the image scaled to cover that size, then the window on
     its faces (``face``, and ``auto`` when it finds any) or on the most interesting part
-    (libvips' attention measure: ``object``, and ``auto`` without faces)."""
-    width, height = _target(task, image.width, image.height)
-    if (width, height) == (image.width, image.height):
-        return image
-    cover_w, cover_h = cover_size(task, image.width, image.height)
-    cover = image.thumbnail_image(cover_w, height=cover_h, size="force").copy_memory()
+    (libvips' attention measure: ``object``, and ``auto`` without faces). ``scale`` shrinks
+    on load when the task is first: a 2-megapixel JPEG to a 300-px crop decoded at 1/4."""
+    want_w, want_h = _target(task, width, height)
+    cover_w, cover_h = cover_size(task, width, height)
+    cover = scale(cover_w, cover_h, "force")
+    if (want_w, want_h) == (width, height):
+        return cover
+    cover = cover.copy_memory()  # read twice: by the finders, then by the cut
     if task.get("mode", "auto") != "object":
-        offset = faces.faces_offset(cover, width, height)
+        offset = faces.faces_offset(cover, want_w, want_h)
         if offset is not None:
-            return cover.extract_area(offset[0], offset[1], width, height)
-    return cover.smartcrop(width, height, interesting="attention")
+            return cover.extract_area(offset[0], offset[1], want_w, want_h)
+    return cover.smartcrop(want_w, want_h, interesting="attention")
 
 
 def cover_size(task: Task, width: int, height: int) -> tuple[int, int]:
@@ -127,6 +137,7 @@ TASKS: tuple[TaskSpec, ...] = (
             Param("object", text),
         ),
         op=smart_crop,
+        load_op=smart_crop_with,
         size=_target,
         works_on=cover_size,
         needs_one_of=("width", "height"),
