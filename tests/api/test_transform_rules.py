@@ -90,6 +90,24 @@ async def test_store_task_makes_a_new_file(harness: Harness) -> None:
     assert decoded(body).width == 64 and len(body) == result["size"]
 
 
+async def test_store_with_the_path_unquoted_as_filestack_swift_sends_it(
+    harness: Harness,
+) -> None:
+    """filestack-swift GETs the CDN with the path's slashes as they are (its own test's
+    URL); the path is the stored file's folder, as the quoted spelling's is."""
+    handle = await stored(harness)
+    store = "store=location:S3,path:my/custom/path/,filename:crop.png,access:public"
+    chain = f"{store}/crop=dim:[1,1,8,6]"
+    resp = await harness.cdn.get(f"/{chain}/{handle}", allow_redirects=False)
+    assert resp.status == 307
+    resp = await harness.api.get(f"/process/{chain}/{handle}")
+    result = await resp.json()
+    assert resp.status == 200, result
+    assert result["key"].startswith("my/custom/path/") and result["filename"] == "crop.png"
+    _, body = await get(harness, f"/{result['handle']}")
+    assert decoded(body).width == 8 and decoded(body).height == 6
+
+
 async def test_derivatives_are_not_files(harness: Harness) -> None:
     handle = await stored(harness)
     await get(harness, f"/resize=width:10/{handle}")

@@ -38,11 +38,13 @@ def test_aliases_and_bare_names() -> None:
     assert chain.parse_task("flip") == Task("flip")
 
 
-def test_store_is_last_and_imagesize_too() -> None:
+def test_store_keeps_the_chains_result_wherever_it_stands_and_imagesize_is_last() -> None:
     parsed = chain.parse(["resize=width:10", "store=filename:a.png"])
     assert parsed.store is not None and parsed.key() == "resize=width:10"
+    first = chain.parse(["store=filename:a.png", "resize=width:10", "flip"])  # filestack-swift
+    assert first.store == parsed.store and first.key() == "resize=width:10/flip"
     with pytest.raises(errors.InvalidParameter):
-        chain.parse(["store", "flip"])
+        chain.parse(["store", "flip", "store"])
     with pytest.raises(errors.InvalidParameter):
         chain.parse(["imagesize", "flip"])
 

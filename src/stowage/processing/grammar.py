@@ -23,7 +23,7 @@ from urllib.parse import unquote
 
 from stowage import errors
 from stowage.core import names
-from stowage.processing import b64paths, catalogue
+from stowage.processing import b64paths, catalogue, storepaths
 from stowage.processing.base import Task, Value
 from stowage.processing.params import Convert, NotGiven, Text
 from stowage.processing.table import TaskSpec
@@ -233,7 +233,7 @@ def _segments(raw_path: str) -> list[str]:
     in_url = opened is not None and _URL.search(path, 0, opened.start()) is not None
     if opened is not None and trimmed[-3:].upper() == "%5D" and not in_url:
         path = f"{path[: opened.start()]}/[{trimmed[opened.end() : -3]}]"
-    return b64paths.expanded(split(path, "/"))
+    return storepaths.rejoined(b64paths.expanded(split(path, "/")))
 
 
 def _not_a_storage_alias(url: str) -> None:
