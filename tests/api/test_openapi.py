@@ -22,7 +22,11 @@ ALIASES = {
     ("api", "/console/{name}"): (),  # the console's own assets
 }
 #: Routes of the CDN documented once with the API's operation (one path, one entry).
-SHARED = {("cdn", "post", "/process"): ("api", "post", "/process")}
+SHARED = {
+    ("cdn", "post", "/process"): ("api", "post", "/process"),
+    ("cdn", "get", "/api/file/{handle}"): ("api", "get", "/api/file/{handle}"),
+    ("cdn", "get", "/api/file/{handle}/convert"): ("api", "get", "/api/file/{handle}/convert"),
+}
 
 
 def _openapi_path(canonical: str) -> str:

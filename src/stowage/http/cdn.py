@@ -3,7 +3,9 @@
 Every GET is parsed as one of the URL forms of ``cdnpath`` (handle, security and cache
 tasks, an API key, ``/metadata``); a path that asks for ``debug`` is answered by its
 report (``debug.py``), here and on the API origin's ``/process/`` address, whose chains
-are read here too. ``POST /process`` is sent on to the API origin.
+are read here too. ``POST /process`` is sent on to the API origin. The first File API's
+addresses, which saved links still hold, are served too: ``/api/file/<HANDLE>`` (a CDN
+link of filepicker.io) and ``/api/file/<HANDLE>/convert?w=...`` (``processing/legacy``).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from aiohttp import web
 from stowage import errors
 from stowage.http import cdnpath, debug, playlist, preview, transform
 from stowage.http.api import download, metadata_handler
+from stowage.processing import legacy
 
 
 async def cdn_get(request: web.Request) -> web.StreamResponse:
@@ -51,3 +54,21 @@ async def cdn_post_chain(request: web.Request) -> web.StreamResponse:
 
 async def cdn_refuse_write(request: web.Request) -> web.Response:
     raise errors.CdnLinkRefused()
+
+
+async def legacy_on_cdn(request: web.Request) -> web.StreamResponse:
+    return await _legacy(request, cdn=True)
+
+
+async def legacy_on_api(request: web.Request) -> web.StreamResponse:
+    return await _legacy(request, cdn=False)
+
+
+async def _legacy(request: web.Request, *, cdn: bool) -> web.StreamResponse:
+    """``/api/file/<HANDLE>[/convert]``: the conversion query read as today's chain."""
+    converts = request.path.endswith("/convert")
+    tasks = legacy.chain_of(request.query) if converts else []
+    path = cdnpath.parse("/" + "/".join([*tasks, request.match_info["handle"]]))
+    if tasks:
+        return await transform.transform(request, path, cdn=cdn)
+    return await download(request, cdn=cdn, handle=path.handle, path=path)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from stowage.processing import legacy
+
 Doc = dict[str, Any]
 _ERROR = {"$ref": "#/components/responses/Error"}
 _TAIL = {
@@ -53,9 +55,23 @@ def processing_paths(cdn: list[Doc]) -> Doc:
             "get": _op("Transform a file or a url", "processGet", "files", [_TAIL]),
             "post": _op("Transform, and store with a store task", "processPost", "files", [_TAIL]),
         },
+        "/api/file/{handle}/convert": {"get": _legacy(handle)},
         "/{tasks}/{handle}": {"servers": cdn, "post": redirect},
         "/preview-assets/{name}": {"servers": cdn, "get": _preview_asset()},
     }
+
+
+def _legacy(handle: Doc) -> Doc:
+    """The first File API's conversion address (``processing/legacy.py``)."""
+    params = [{"name": n, "in": "query", "schema": {"type": "string"}} for n in legacy.NAMES]
+    described = {
+        **_op("Convert with the first File API's query", "legacyConvert", "files", []),
+        "description": "Saved links of filepicker.io and Filestack's older SDKs "
+        "(`/api/file/<HANDLE>/convert?w=200&h=150&fit=crop`), read as today's chain "
+        '(docs/transformations.md, "The first File API\'s convert links"). Served on the '
+        "CDN origin too, with `/api/file/<HANDLE>` as a CDN link of the file.",
+    }
+    return {**described, "parameters": [handle, *params]}
 
 
 def _preview_asset() -> Doc:

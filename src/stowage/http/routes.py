@@ -28,6 +28,7 @@ def add_api_routes(app: web.Application) -> None:
     router.add_delete("/api/file/{handle}", api.remove_handler)
     router.add_post("/api/file/{handle}/remove", api.remove_handler)
     router.add_get("/api/file/{handle}/metadata", api.metadata_handler)
+    router.add_get("/api/file/{handle}/convert", cdn.legacy_on_api)  # the first File API's
     router.add_get("/healthz", api.healthz)
     router.add_get("/readyz", api.readyz)
     router.add_get("/api/files", listing.list_handler)
@@ -60,6 +61,8 @@ def add_cdn_routes(app: web.Application) -> None:
     router.add_post("/{handle}/remove", cdn.cdn_refuse_write)
     router.add_post("/{tasks:.+}/{handle}", cdn.cdn_post_chain)  # store task: to the API origin
     router.add_get(preview.ASSETS + "{name:.+}", preview.asset)  # the preview page's files
+    router.add_get("/api/file/{handle}", cdn.legacy_on_cdn)  # filepicker.io's CDN links
+    router.add_get("/api/file/{handle}/convert", cdn.legacy_on_cdn)
     router.add_get("/{tail:.+}", cdn.cdn_get)  # last: it matches every path
 
 

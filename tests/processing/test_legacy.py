@@ -1,0 +1,85 @@
+"""The first File API's convert query read as today's chain (processing/legacy.py):
+every combination of its parameters makes a chain the grammar takes; a value or a
+parameter it does not know is a 400 that names it."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from stowage import errors
+from stowage.processing import chain, legacy
+
+H2 = "W" * 20
+VALUES = {
+    "w": st.integers(1, 4000).map(str),
+    "h": st.integers(1, 4000).map(str),
+    "fit": st.sampled_from(["clip", "crop", "scale", "max"]),
+    "align": st.sampled_from(["top", "bottom", "left", "right", "faces", "center", "top,left"]),
+    "crop": st.tuples(*[st.integers(0, 500)] * 2, *[st.integers(1, 500)] * 2).map(
+        lambda box: ",".join(map(str, box))
+    ),
+    "crop_first": st.sampled_from(["true", "false"]),
+    "rotate": st.sampled_from(["0", "90", "180", "270", "45", "exif", "-30"]),
+    "filter": st.sampled_from(["blur", "sharpen"]),
+    "blurAmount": st.integers(1, 20).map(str),
+    "sharpenAmount": st.integers(1, 20).map(str),
+    "watermark": st.sampled_from(
+        [H2, f"https://www.filepicker.io/api/file/{H2}", f"https://cdn.filestackcontent.com/{H2}"]
+    ),
+    "watersize": st.integers(1, 500).map(str),
+    "waterposition": st.sampled_from(["top", "middle,center", "bottom,right"]),
+    "compress": st.sampled_from(["true", "false"]),
+    "format": st.sampled_from(["jpg", "png", "webp", "gif"]),
+    "quality": st.integers(1, 100).map(str),
+    "cache": st.sampled_from(["true", "false"]),
+}
+
+
+@given(
+    st.dictionaries(st.sampled_from(sorted(VALUES)), st.none()).flatmap(
+        lambda keys: st.fixed_dictionaries({k: VALUES[k] for k in keys})
+    )
+)
+def test_every_query_of_its_parameters_is_a_chain_the_grammar_takes(query: dict[str, str]) -> None:
+    segments = legacy.chain_of(query)
+    parsed = chain.parse(segments)
+    names = [task.name for task in parsed.tasks]
+    assert ("resize" in names) == ("w" in query or "h" in query)
+    assert ("crop" in names) == ("crop" in query)
+    assert ("watermark" in names) == ("watermark" in query)
+    assert ("output" in names) == ("format" in query or "quality" in query)
+    if "resize" in names and "crop" in names:
+        first = "crop" if query.get("crop_first") == "true" else "resize"
+        assert names.index(first) < names.index({"crop": "resize", "resize": "crop"}[first])
+
+
+def test_the_sdks_url_reads_as_its_tasks() -> None:
+    query = {"w": "160", "h": "120", "fit": "crop", "align": "faces", "format": "png"}
+    assert legacy.chain_of(query) == [
+        "resize=width:160,height:120,fit:crop,align:faces",
+        "output=format:png",
+    ]
+    assert legacy.chain_of(
+        {"watermark": f"https://x/api/file/{H2}", "waterposition": "top,left"}
+    ) == [f"watermark=file:{H2},position:[top,left]"]
+    assert legacy.chain_of({"policy": "p", "signature": "s", "cache": "false"}) == []
+
+
+@pytest.mark.parametrize(
+    ("query", "parameter"),
+    [
+        ({"w": "100", "zoom": "2"}, "zoom"),
+        ({"w": "10/flip"}, "w"),
+        ({"crop": "1,2,3"}, "crop"),
+        ({"rotate": "90,fit:crop"}, "rotate"),
+        ({"watermark": "https://example.com/logo.png"}, "watermark"),
+        ({"filter": "sepia"}, "filter"),
+        ({"fit": "crop/x"}, "fit"),
+    ],
+)
+def test_what_it_does_not_know_is_a_400_naming_it(query: dict[str, str], parameter: str) -> None:
+    with pytest.raises(errors.InvalidParameter) as refused:
+        legacy.chain_of(query)
+    assert refused.value.details["parameter"] == parameter
