@@ -5,8 +5,10 @@ revalidated with its validators."""
 from __future__ import annotations
 
 import asyncio
+import io
 import re
 import time
+import zipfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from urllib.parse import quote
@@ -309,8 +311,8 @@ async def test_a_list_of_urls_is_authorised_and_limited_as_a_list_of_handles(
     assert origin.bodies == 0  # refused before anything was fetched
     key = harness.open_app.api_key
     for refused, code in (
-        (f"zip/{listed}", "INVALID_PARAMETER"),
         (f"flip/{listed}", "INVALID_PARAMETER"),
+        (f"urlscreenshot/{listed}", "INVALID_PARAMETER"),
         (f'animate/["{base}/a.png","{base}/b.png"]', "ok"),
         (f'animate/["{base}/a.png",{"A" * 20}]', "INVALID_PARAMETER"),
     ):
@@ -321,11 +323,36 @@ async def test_a_list_of_urls_is_authorised_and_limited_as_a_list_of_handles(
             assert resp.status == 400 and (await resp.json())["error"]["code"] == code, refused
 
 
+async def test_a_list_of_urls_is_zipped_as_fetched(harness: Harness, origin: Origin) -> None:
+    """``/<KEY>/zip/["u1","u2"]`` (filestack-js) and unquoted (filestack-swift), and one
+    URL: an entry per listed URL, named after its last part, holding what the origin
+    sent; a URL the policy does not allow refuses the whole before any fetch."""
+    key, base = harness.open_app.api_key, origin.url.rsplit("/", 1)[0]
+    one, two = f"{base}/one.png", f"{base}/two%20b.png"
+    for source in (f'["{one}","{two}","{one}"]', f"[{one},{two},{one}]"):
+        resp = await harness.cdn.get(f"/{key}/zip/{source}")
+        assert resp.status == 200, await resp.text()
+        assert resp.headers["Content-Type"] == "application/zip"
+        with zipfile.ZipFile(io.BytesIO(await resp.read())) as archive:
+            assert archive.namelist() == ["one.png", "two b.png", "one (2).png"]
+            assert all(archive.read(name) == origin.body for name in archive.namelist())
+    resp = await harness.cdn.get(f"/{key}/zip/{one}")
+    with zipfile.ZipFile(io.BytesIO(await resp.read())) as archive:
+        assert archive.namelist() == ["one.png"]
+    app, fetched = harness.secure_app, origin.bodies
+    only_one = harness.policy(app, call=["convert"], url=f"^{re.escape(one)}$")
+    resp = await harness.cdn.get(f'/{app.api_key}/zip/["{one}","{two}"]', params=only_one)
+    assert resp.status == 403 and origin.bodies == fetched
+
+
 @pytest.mark.settings(processing_max_sources=2)
 async def test_a_list_of_urls_past_the_count_is_refused_before_a_fetch(
     harness: Harness, origin: Origin
 ) -> None:
     key, base = harness.open_app.api_key, origin.url.rsplit("/", 1)[0]
-    resp = await harness.cdn.get(f'/{key}/animate/["{base}/1.png","{base}/2.png","{base}/3.png"]')
-    assert resp.status == 400, await resp.text()
+    for task in ("animate", "zip"):
+        resp = await harness.cdn.get(
+            f'/{key}/{task}/["{base}/1.png","{base}/2.png","{base}/3.png"]'
+        )
+        assert resp.status == 400, await resp.text()
     assert origin.bodies == 0

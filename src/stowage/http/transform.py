@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from urllib.parse import unquote
 
 from aiohttp import web
@@ -67,6 +67,10 @@ async def transform(request: web.Request, path: CdnPath, *, cdn: bool) -> web.St
         fetching = charger(request)  # each one fetches (and runs a job): it costs the app
         record = await processor.external.stored(url_ask(path, api_key, creds, fetching))
         return web.json_response(store_result(parts.links, record))
+    if is_url(path) and _is_zip(path):  # /<APIKEY>/zip/[u1,u2]: fetched, then archived
+        fetch = url_ask(path, api_key, creds, charger(request))
+        async with processor.external.zipped(fetch) as archived:
+            return await _stream_zip(request, archived)
     if is_url(path):
         return await _external(request, processor, path, api_key, varies, cdn)
     if path.store is not None:
@@ -236,6 +240,10 @@ async def _send_zip(
     """``zip/[h1,h2]``: every file authorised first, then the archive as it is made."""
     creds = request_credentials(request, path)
     _, chunks = await processor.archive_of(path.sources, creds, api_key)
+    return await _stream_zip(request, chunks)
+
+
+async def _stream_zip(request: web.Request, chunks: AsyncIterator[bytes]) -> web.StreamResponse:
     response = web.StreamResponse(
         headers={
             "Content-Type": archive.MIMETYPE,

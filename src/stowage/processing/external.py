@@ -13,11 +13,13 @@ its app (``Charge``).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from urllib.parse import unquote, urlsplit
 
 from stowage import errors
 from stowage.core.security import Credentials, Target
@@ -110,12 +112,30 @@ class External:
         finally:
             made.path.unlink(missing_ok=True)
 
-    async def _authorized(self, ask: UrlAsk) -> tuple[Chain, App]:
+    @contextlib.asynccontextmanager
+    async def zipped(self, ask: UrlAsk) -> AsyncIterator[AsyncIterator[bytes]]:
+        """``/<APIKEY>/zip/[u1,u2]`` (or one URL): every URL authorised and read, their
+        number and bytes within the limits, before the archive's first byte (a failed
+        fetch is an error answer, not a broken archive); then the archive of the files
+        as read, each entry named after its URL's last part."""
+        ask = ask if ask.listed else dataclasses.replace(ask, listed=(ask.url,))
+        chain, app = await self._authorized(ask, zipping=True)
+        if ask.before is not None:
+            await ask.before(app)
+        async with contextlib.AsyncExitStack() as stack:
+            _, listed = await self._sources(stack, ask, chain)
+            fallbacks = [f"file-{index}" for index in range(1, len(listed) + 1)]
+            named = archive.names([_url_filename(url) for url, _ in listed], fallbacks)
+            openers = [functools.partial(file_chunks, path) for _, path in listed]
+            yield archive.stream(list(zip(named, openers, strict=True)))
+
+    async def _authorized(self, ask: UrlAsk, *, zipping: bool = False) -> tuple[Chain, App]:
         """The chain, and the app once its policy allows the URL (its ``url`` rule), or
         every URL of a list."""
         chain = chains.parse(ask.segments)
         if ask.listed:
-            _list_readable(chain)
+            if not zipping:
+                _list_readable(chain)
             self.within(len(ask.listed) + len(chains.named_handles(chain)), 0)
         app = await self.app_of(ask.api_key)
         for url in dict.fromkeys(ask.listed or (ask.url,)):
@@ -180,14 +200,19 @@ async def stored(
 
 
 def _list_readable(chain: Chain) -> None:
-    """A list of URLs is read by the tasks of a job (``animate``, ``pdfcreate``); a zip
-    is streamed from stored files, and a screenshot draws one page."""
+    """A list of URLs is read by the tasks of a job (``animate``, ``pdfcreate``) or put
+    in an archive (``zipped``, which the HTTP layer asks for a zip); a screenshot draws
+    one page."""
     if archive.is_zip([t.name for t in chain.tasks]) or screenshots.task_of(chain):
         raise errors.InvalidParameter(
-            "a list of URLs is read by animate and pdfcreate (zip reads stored files, "
-            "urlscreenshot one page)",
+            "a list of URLs is read by animate, pdfcreate and zip (urlscreenshot draws "
+            "one page; a zip of URLs is not stored)",
             parameter="sources",
         )
+
+
+def _url_filename(url: str) -> str:
+    return unquote(PurePosixPath(urlsplit(url).path).name)
 
 
 def _text(value: object) -> str | None:
