@@ -1,4 +1,5 @@
-"""Pillow's path for a JPEG resized to WebP or JPEG (processing/pillowjpeg.py) gives what
+"""Pillow's path for a JPEG resized (or only converted) to WebP or JPEG
+(processing/pillowjpeg.py) gives what
 libvips' path gives: the same size for every source size and resize it takes (checked
 against libvips' own arithmetic), close pixels, the same metadata (EXIF orientation kept,
 not applied), the same limits and errors; every other chain or source stays libvips'."""
@@ -122,7 +123,7 @@ def test_the_size_is_libvips_thumbnail_size(
     width=st.integers(64, 1400),
     height=st.integers(64, 1400),
     orientation=st.integers(1, 8),
-    side=st.sampled_from(["width", "height", "both"]),
+    side=st.sampled_from(["width", "height", "both", "none"]),
     fit=st.sampled_from(["clip", "max", "scale"]),
     scale=st.floats(0.05, 0.9),
     output=st.sampled_from([[], ["output=format:webp"], ["output=format:jpg", "quality=value:92"]]),
@@ -143,7 +144,10 @@ def test_pillow_gives_what_libvips_gives(
     source = photo(tmp_path / f"s{next(_names)}.jpg", width, height, orientation, **metadata)
     first = max(1, round((width if side != "height" else height) * scale))
     second = max(1, round(height * scale))
-    segments = [resize_segment(side, first, second, fit), *output]
+    if side == "none":  # only converted to WebP, at its own size
+        segments = ["output=format:webp,quality:80"]
+    else:
+        segments = [resize_segment(side, first, second, fit), *output]
     (by_vips, done), (by_pillow, fast) = engines(tmp_path, source, segments)
     assert fast is not None, "the Pillow path declined a chain it takes"
     assert (fast.width, fast.height) == (done.width, done.height)
@@ -205,7 +209,9 @@ def test_quality_and_subsampling_are_libvips(tmp_path: Path) -> None:
         ["resize=width:100", "compress"],
         ["resize=width:100", "output=format:jpg,quality:input"],
         ["resize=width:900"],  # an upscale
-        ["output=format:webp"],  # no resize
+        ["output=format:webp", "flip"],  # no resize, another task
+        ["output=format:png"],  # no resize, a format Pillow's path does not save
+        ["output=format:jpg,quality:80"],  # no resize, a JPEG: libvips streams it
         ["resize=width:100", "imagesize"],
     ],
 )

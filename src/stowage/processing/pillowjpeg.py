@@ -1,9 +1,12 @@
-"""Pillow for one chain shape: a JPEG resized smaller and saved as WebP or JPEG.
+"""Pillow for one chain shape: a JPEG resized smaller (or kept at its size) and saved as
+WebP or JPEG.
 
 The most common request (a photo's thumbnail, ``resize=width:300/output=format:webp``)
 costs less with Pillow than with libvips: Pillow's draft mode asks libjpeg for the
 smallest DCT scale (1/2, 1/4, 1/8) that still covers the result, then one Lanczos
-reduction, with no pipeline to build (docs/decisions.md, issue 23). It runs in the same
+reduction, with no pipeline to build (docs/decisions.md, issue 23). A JPEG only
+converted to WebP (``output=format:webp,quality:80``) is Pillow's too: its libwebp
+encodes a 2-megapixel photo in about two thirds of libvips' time. It runs in the same
 job process as libvips, under the same limits, and gives what the libvips path gives:
 
 - the same size (libvips' thumbnail arithmetic, ``size``), never an upscale;
@@ -35,6 +38,8 @@ from stowage.processing.base import Chain, Limits, Output, Rendered, Task
 from stowage.processing.geometry import UNBOUNDED, resize_box
 
 SAVERS = {"jpeg": "JPEG", "webp": "WEBP"}
+#: The chain keeps the image's size: no resize, only how to save it.
+SAME_SIZE = Task("resize")
 DEFAULT_QUALITY = 75  # libvips' jpegsave and webpsave default
 SUBSAMPLE_FROM = 90  # libvips saves JPEG 4:4:4 from this quality up, 4:2:0 below
 _RESIZE_OPTIONS = {"width", "height", "fit"}
@@ -74,7 +79,7 @@ def render(
         width, height = image.size
         if width * height > min(limits.max_input_pixels, limits.max_total_pixels):
             return None  # libvips refuses it, with its answer
-        box = size(task, width, height)
+        box = (width, height) if task is SAME_SIZE else size(task, width, height)
         if box is None or max(box) > limits.max_output_dimension:
             return None
         cost.check(
@@ -93,15 +98,20 @@ def render(
 
 
 def _resize_task(chain: Chain, output: Output, options: dict[str, Any]) -> Task | None:
-    """The chain's resize when the chain is one resize and how to save it, else None."""
+    """The chain's resize when the chain is one resize and how to save it (``SAME_SIZE``
+    when it is only how to save it), else None."""
     if output.format not in SAVERS or chain.output_format not in (None, "jpg", "webp"):
         return None
     if set(options) - {"Q"} or chain.store is not None:
         return None
     resizes = [t for t in chain.tasks if t.name == "resize"]
-    if len(resizes) != 1 or not all(_plain(t) for t in chain.tasks):
+    if len(resizes) > 1 or not chain.tasks or not all(_plain(t) for t in chain.tasks):
         return None
-    return resizes[0]
+    if resizes:
+        return resizes[0]
+    # Kept at its size: WebP only, whose encoder holds the whole picture anyway; a JPEG
+    # saved again streams through libvips in strips, Pillow would hold it whole.
+    return SAME_SIZE if output.format == "webp" else None
 
 
 def _plain(task: Task) -> bool:
@@ -168,10 +178,12 @@ def _encoded(
 ) -> bytes:
     metadata = _metadata(image, box)
     try:
-        image.draft("RGB", box)  # libjpeg's DCT scaling: the smallest one covering ``box``
+        if box != image.size:
+            image.draft("RGB", box)  # libjpeg's DCT scaling: the smallest one covering ``box``
         image.load()
         _stop_at(deadline, limits)
-        resized = image.resize(box, PIL.Image.Resampling.LANCZOS)
+        same = image.size == box
+        resized = image if same else image.resize(box, PIL.Image.Resampling.LANCZOS)
     except _DECODE_ERRORS as exc:
         raise errors.InvalidImage(f"the image cannot be processed: {_reason(exc)}") from exc
     _stop_at(deadline, limits)
