@@ -72,3 +72,17 @@ async def test_security_and_refusals(harness: Harness) -> None:
         resp = await harness.cdn.get(url, params={**bad, **convert})
         assert resp.status == 400, bad
         assert await code_of(resp) == "INVALID_PARAMETER"
+
+
+async def test_a_post_stores_the_result_as_a_new_file(harness: Harness) -> None:
+    """The old API stored a conversion when it was POSTed, with its storage parameters."""
+    handle = await stored(harness, picture(200, 100))
+    query = {"w": "50", "format": "png", "path": "old/api/", "filename": "small.png"}
+    resp = await harness.api.post(f"/api/file/{handle}/convert", params=query)
+    result = await resp.json()
+    assert resp.status == 200, result
+    assert result["handle"] != handle and result["filename"] == "small.png"
+    assert result["key"].startswith("old/api/") and result["type"] == "image/png"
+    resp = await harness.cdn.get(f"/{result['handle']}")
+    image = decoded(await resp.read())
+    assert (image.width, image.height) == (50, 25)

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from stowage import errors
-from stowage.processing import chain, legacy
+from stowage.processing import chain, grammar, legacy
 
 H2 = "W" * 20
 VALUES = {
@@ -53,6 +53,33 @@ def test_every_query_of_its_parameters_is_a_chain_the_grammar_takes(query: dict[
     if "resize" in names and "crop" in names:
         first = "crop" if query.get("crop_first") == "true" else "resize"
         assert names.index(first) < names.index({"crop": "resize", "resize": "crop"}[first])
+    # the old API's order, whatever the query's: resize, crop, watermark, filter, rotate
+    ranks = {"resize": 0, "crop": 0, "watermark": 1, "blur": 2, "sharpen": 2, "rotate": 3}
+    ranked = [ranks[name] for name in names if name in ranks]
+    assert ranked == sorted(ranked)
+
+
+_TEXT = st.text(
+    st.characters(blacklist_characters='"', blacklist_categories=("Cs", "Cc")), min_size=1
+).filter(str.strip)  # a query's text: UTF-8, no quote (the store task quotes it)
+
+
+@given(
+    path=_TEXT,
+    location=st.sampled_from(["S3", "azure", "gcs", "dropbox", "rackspace"]),
+    filename=_TEXT,
+)
+def test_a_post_stores_where_its_query_says(path: str, location: str, filename: str) -> None:
+    query = {"w": "10", "location": location, "path": path, "filename": filename}
+    segments = legacy.chain_of(query, storing=True)
+    found = grammar.parse_path("/" + "/".join([*segments, H2]))
+    assert found.store is not None and found.handle == H2
+    assert (
+        found.store.get("path") == path.strip() and found.store.get("filename") == filename.strip()
+    )
+    assert found.store.get("location") == location.lower()
+    with pytest.raises(errors.InvalidParameter):
+        legacy.chain_of(query)  # a GET stores nothing: these are not its parameters
 
 
 def test_the_sdks_url_reads_as_its_tasks() -> None:

@@ -65,9 +65,11 @@ async def legacy_on_api(request: web.Request) -> web.StreamResponse:
 
 
 async def _legacy(request: web.Request, *, cdn: bool) -> web.StreamResponse:
-    """``/api/file/<HANDLE>[/convert]``: the conversion query read as today's chain."""
+    """``/api/file/<HANDLE>[/convert]``: the conversion query read as today's chain; a
+    POST (the API origin's) stores its result as a new file."""
     converts = request.path.endswith("/convert")
-    tasks = legacy.chain_of(request.query) if converts else []
+    storing = request.method == "POST"
+    tasks = legacy.chain_of(request.query, storing=storing) if converts else []
     path = cdnpath.parse("/" + "/".join([*tasks, request.match_info["handle"]]))
     if tasks:
         return await transform.transform(request, path, cdn=cdn)

@@ -55,7 +55,7 @@ def processing_paths(cdn: list[Doc]) -> Doc:
             "get": _op("Transform a file or a url", "processGet", "files", [_TAIL]),
             "post": _op("Transform, and store with a store task", "processPost", "files", [_TAIL]),
         },
-        "/api/file/{handle}/convert": {"get": _legacy(handle)},
+        "/api/file/{handle}/convert": {"get": _legacy(handle), "post": _legacy_store(handle)},
         "/{tasks}/{handle}": {"servers": cdn, "post": redirect},
         "/preview-assets/{name}": {"servers": cdn, "get": _preview_asset()},
     }
@@ -72,6 +72,17 @@ def _legacy(handle: Doc) -> Doc:
         "CDN origin too, with `/api/file/<HANDLE>` as a CDN link of the file.",
     }
     return {**described, "parameters": [handle, *params]}
+
+
+def _legacy_store(handle: Doc) -> Doc:
+    names = (*legacy.NAMES, *legacy.STORE_NAMES)
+    params = [{"name": n, "in": "query", "schema": {"type": "string"}} for n in names]
+    return {
+        **_op("Convert and store, the first File API's way", "legacyConvertStore", "files", []),
+        "description": "As the GET, its result stored as a new file of the app (the "
+        "policy needs `convert` and `store`); answers the store result JSON.",
+        "parameters": [handle, *params],
+    }
 
 
 def _preview_asset() -> Doc:

@@ -29,6 +29,7 @@ def add_api_routes(app: web.Application) -> None:
     router.add_post("/api/file/{handle}/remove", api.remove_handler)
     router.add_get("/api/file/{handle}/metadata", api.metadata_handler)
     router.add_get("/api/file/{handle}/convert", cdn.legacy_on_api)  # the first File API's
+    router.add_post("/api/file/{handle}/convert", cdn.legacy_on_api)  # ... storing the result
     router.add_get("/healthz", api.healthz)
     router.add_get("/readyz", api.readyz)
     router.add_get("/api/files", listing.list_handler)

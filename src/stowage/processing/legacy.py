@@ -15,7 +15,9 @@ checks like any chain: so every range and limit is the task table's.
   ``watersize``, ``waterposition``), ``compress``;
 - ``format``/``quality``: ``output``;
 - ``cache``, ``dl``, ``key``, ``policy``, ``signature``: read from the query by the
-  transformation itself, as for any chain.
+  transformation itself, as for any chain;
+- a POST stores the result as a new file (``store``: ``location``, ``path``,
+  ``container``, ``access``, ``filename``), as the old API did.
 
 A parameter outside this list is refused with the list: a URL must not quietly lose a
 part of what it asked for.
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from urllib.parse import quote
 
 from stowage import errors
 from stowage.core import names
@@ -33,42 +36,53 @@ from stowage.core import names
 PASSED = ("cache", "dl", "key", "policy", "signature")
 _NUMBER = re.compile(r"^[0-9]{1,5}$")
 _WORD = re.compile(r"^[a-z]{1,12}$")
+_NAME = re.compile(r"^[a-z][a-z0-9]{0,11}$")
 _WORDS = re.compile(r"^[a-z]{1,12}(?:,[a-z]{1,12})?$")
 _ROTATION = re.compile(r"^(?:-?[0-9]{1,3}|exif)$")
 _BOX = re.compile(r"^[0-9]{1,5},[0-9]{1,5},[0-9]{1,5},[0-9]{1,5}$")
+#: A store path, container or filename: quoted in the store task, so no quote in it.
+_STORE_TEXT = re.compile(r'^[^"\x00-\x1f]{1,1000}$')
 _HANDLE_AT_END = re.compile(r"/([A-Za-z0-9_-]{20})/?(?:\?.*)?$")
 
 
-def chain_of(query: Mapping[str, str]) -> list[str]:
-    """The task segments that do what ``query`` asks (empty: the file as it is)."""
-    unknown = sorted(set(query) - set(NAMES))
+def chain_of(query: Mapping[str, str], *, storing: bool = False) -> list[str]:
+    """The task segments that do what ``query`` asks (empty: the file as it is), in the
+    old API's own order whatever the query's: resize, crop, watermark, filter, then
+    rotate, compression and format. ``storing``: a POST, whose result is stored with
+    the query's ``location``, ``path``, ``container``, ``access`` and ``filename``."""
+    known = NAMES + STORE_NAMES if storing else NAMES
+    unknown = sorted(set(query) - set(known))
     if unknown:
-        known = ", ".join(NAMES)
         raise errors.InvalidParameter(
-            f"convert: parameter {unknown[0]!r} is not one of {known}", parameter=unknown[0]
+            f"convert: parameter {unknown[0]!r} is not one of {', '.join(known)}",
+            parameter=unknown[0],
         )
     given = {name: _checked(name, value) for name, value in query.items() if name in _CHECKS}
     sized = _resize(given)
     cut = f"crop=dim:[{given['crop']}]" if "crop" in given else None
     steps = [cut, sized] if given.get("crop_first") == "true" else [sized, cut]
     steps += [
-        _rotate(given),
-        _filter(given),
         _watermark(given),
+        _filter(given),
+        _rotate(given),
         "compress" if given.get("compress") == "true" else None,
         _output(given),
+        _store(given) if storing else None,
     ]
     return [step for step in steps if step is not None]
 
 
 def _checked(name: str, value: str) -> str:
     check = _CHECKS[name]
-    found = check(value.strip().lower() if name != "watermark" else value.strip())
+    found = check(value.strip() if name in _AS_SENT else value.strip().lower())
     if found is None:
         raise errors.InvalidParameter(
             f"convert: {name}={value[:60]!r} is not valid", parameter=name
         )
     return found
+
+
+_AS_SENT = {"watermark", "path", "container", "filename"}
 
 
 def _matching(pattern: re.Pattern[str]) -> Callable[[str], str | None]:
@@ -105,8 +119,17 @@ _CHECKS: dict[str, Callable[[str], str | None]] = {
     "format": _matching(_WORD),
     "quality": _matching(_NUMBER),
 }
-#: Every parameter of the address, in the order the documentation lists them.
-NAMES: tuple[str, ...] = (*_CHECKS, *PASSED)
+#: Where a POST stores its result (the old API's storage parameters).
+STORE_NAMES = ("location", "path", "container", "access", "filename")
+_CHECKS |= {
+    "location": _matching(_NAME),
+    "path": _matching(_STORE_TEXT),
+    "container": _matching(_STORE_TEXT),
+    "access": _matching(_WORD),
+    "filename": _matching(_STORE_TEXT),
+}
+#: Every parameter of a GET, in the order the documentation lists them.
+NAMES: tuple[str, ...] = tuple(n for n in (*_CHECKS, *PASSED) if n not in STORE_NAMES)
 
 
 def _resize(given: dict[str, str]) -> str | None:
@@ -152,6 +175,12 @@ def _watermark(given: dict[str, str]) -> str | None:
 def _output(given: dict[str, str]) -> str | None:
     options = [f"{name}:{given[name]}" for name in ("format", "quality") if name in given]
     return "output=" + ",".join(options) if options else None
+
+
+def _store(given: dict[str, str]) -> str:
+    # Percent-encoded: the grammar decodes each segment (a name may hold ``%``).
+    options = [f'{name}:"{quote(given[name], safe="/ ")}"' for name in STORE_NAMES if name in given]
+    return "store=" + ",".join(options) if options else "store"
 
 
 def _listed(value: str) -> str:
