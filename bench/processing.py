@@ -28,7 +28,8 @@ import aiohttp
 import PIL.Image
 import pyvips
 
-from bench import images, load
+from bench import images, load, processing_tasks
+from bench.cdnclient import CONNECTIONS, cdn, fetch_all
 from bench.scenarios import (
     Context,
     Row,
@@ -44,7 +45,6 @@ from bench.thumbor import Thumbor, thumbor_version
 
 WIDTH = 300
 CHAIN = f"resize=width:{WIDTH}/output=format:webp"
-CONNECTIONS = 8
 FLOOR_SOURCES = 8
 
 
@@ -58,10 +58,6 @@ class Engine:
 
     def label(self) -> str:
         return "" if self.present else f" [Stowage: no processing engine, {self.detail}]"
-
-
-def cdn(stowage: Stowage) -> str:
-    return f"http://127.0.0.1:{stowage.cdn_port}"
 
 
 def transform_url(stowage: Stowage, handle: str, chain: str = CHAIN) -> str:
@@ -93,8 +89,6 @@ def processing(ctx: Context) -> list[Row]:
         rows.append(warm(ctx, engine, handles[0]))
         rows.append(bomb(ctx, thumbor, engine, images.large(work / "large.jpg")))
         if engine.present:  # issue 23: per task, and auto_image warm
-            from bench import processing_tasks  # imports this module: not at the top
-
             rows += processing_tasks.tasks(ctx, thumbor, per_run)
             rows.append(processing_tasks.warm_auto_image(ctx, handles[0]))
     finally:
@@ -139,44 +133,11 @@ def warm_up(stowage: Stowage, thumbor: Thumbor, engine: Engine, handle: str, nam
     that run). Stowage's use other widths: each is a miss, and none touches the sources
     the cold runs use."""
     count = 2 * CONNECTIONS
-    asyncio.run(_fetch_all([thumbor.resize_url(name)] * count, CONNECTIONS))
+    asyncio.run(fetch_all([thumbor.resize_url(name)] * count, CONNECTIONS))
     if engine.present:
         chains = (f"resize=width:{WIDTH - 1 - i}/output=format:webp" for i in range(count))
         urls = [transform_url(stowage, handle, chain) for chain in chains]
-        asyncio.run(_fetch_all(urls, CONNECTIONS))
-
-
-async def _fetch_all(urls: list[str], connections: int) -> tuple[float, list[int], int]:
-    """Every URL once, ``connections`` at a time; (requests per second, statuses, 503s).
-
-    A 503 is the engine's back-pressure (its bounded job count): the client waits as its
-    Retry-After says (at most a second) and asks again, as a team's client would; the
-    time counts, and the number of 503s is reported."""
-    queue = list(reversed(urls))
-    statuses: list[int] = []
-    busy = 0
-    connector = aiohttp.TCPConnector(limit=connections)
-    timeout = aiohttp.ClientTimeout(total=120)
-    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as http:
-
-        async def worker() -> None:
-            nonlocal busy
-            while queue:
-                url = queue.pop()
-                while True:
-                    async with http.get(url) as resp:
-                        await resp.read()
-                        wait = resp.headers.get("Retry-After", "1")
-                    if resp.status != 503:
-                        statuses.append(resp.status)
-                        break
-                    busy += 1
-                    await asyncio.sleep(min(1.0, float(wait) if wait.isdigit() else 1.0))
-
-        started = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(connections)))
-        seconds = time.perf_counter() - started
-    return len(urls) / seconds, statuses, busy
+        asyncio.run(fetch_all(urls, CONNECTIONS))
 
 
 def cold(
@@ -193,7 +154,7 @@ def cold(
             batch = urls[name][done[name] : done[name] + per_run]
             done[name] += per_run
             before = cpu_seconds(pids[name]())
-            rate, statuses, busy = asyncio.run(_fetch_all(batch, CONNECTIONS))
+            rate, statuses, busy = asyncio.run(fetch_all(batch, CONNECTIONS))
             cpu_ms[name].append((cpu_seconds(pids[name]()) - before) * 1000 / len(batch))
             retried[name] += busy
             bad = [s for s in statuses if s != 200]

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import pyvips
 
 from bench import images, load
-from bench.processing import CONNECTIONS, _fetch_all, cdn
+from bench.cdnclient import CONNECTIONS, cdn, fetch_all
 from bench.scenarios import (
     Context,
     Row,
@@ -123,7 +123,7 @@ def tasks(ctx: Context, thumbor: Thumbor, per_run: int) -> list[Row]:
 
 def _cpu_ms(urls: list[str], pids: Callable[[], list[int]]) -> float:
     before = cpu_seconds(pids())
-    _, statuses, _ = asyncio.run(_fetch_all(urls, CONNECTIONS // 2))
+    _, statuses, _ = asyncio.run(fetch_all(urls, CONNECTIONS // 2))
     spent = cpu_seconds(pids()) - before
     bad = [s for s in statuses if s != 200]
     if bad:
