@@ -64,3 +64,15 @@ def test_the_swift_sdks_own_store_url() -> None:
 def test_the_path_stops_at_a_task_and_at_the_source(raw: str) -> None:
     found = grammar.parse_path(raw)
     assert found.store is not None and found.store.get("path") == "a" and found.handle == H
+
+
+def test_the_java_sdks_store_task() -> None:
+    """filestack-java's TestStorageOptions.testGetTask: the path unquoted, with a leading
+    slash, and an option after it."""
+    task = (
+        "store=access:private,base64decode:false,container:some_bucket,"
+        "filename:some_file.txt,location:S3,path:/some/path/,region:us-east-1"
+    )
+    found = grammar.parse_path(f"/{task}/resize=width:10/{H}")
+    assert found.store is not None and found.store.get("path") == "/some/path/"
+    assert found.store.get("region") == "us-east-1" and found.tasks[1] == "resize=width:10"
