@@ -82,14 +82,21 @@ async def test_nothing_starts_without_converters(
 
 
 @pytest.mark.needs("soffice", by="scripts/setup.d/79-office.sh")
+@pytest.mark.parametrize("turns", [0, 1, 2, 3, 4, 6, 9, 14])
 async def test_closing_while_a_converter_starts_kills_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, turns: int
 ) -> None:
+    """Closed ``turns`` turns of the event loop after the start began: while the
+    sandbox's processes are made, their pipes connected, or LibreOffice loads. Once, a
+    close at one of those points waited for ever, LibreOffice left running and its folder
+    kept (``sandbox.spawn``)."""
     starts = counted_starts(monkeypatch)
     converters = office.converters_for(Settings(data_dir=tmp_path))
     converters.prewarm()  # returns at once: the start is in the background
     assert not converters._all
     while not starts:
         await asyncio.sleep(0.01)
-    await converters.close()
+    for _ in range(turns):
+        await asyncio.sleep(0)
+    await asyncio.wait_for(converters.close(), 30)
     assert not converters._all and not list((tmp_path / "office").glob("*-*"))

@@ -4,6 +4,7 @@ none of the server's environment, and is killed with its children as a group."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import subprocess
@@ -171,3 +172,63 @@ def test_a_confined_command_sees_its_folder_only(tmp_path: Path, listener: socke
         **sandbox.spawn_options(folder),
     )
     assert done.stdout.startswith("refused") and not _accepted(listener), done
+
+
+@pytest.mark.needs("bwrap", "prlimit", by="scripts/setup.d/79-office.sh")
+@pytest.mark.parametrize("turns", range(16))
+async def test_a_start_cancelled_at_any_point_leaves_nothing_running(
+    tmp_path: Path, turns: int
+) -> None:
+    """Cancelled after ``turns`` turns of the event loop: every point of a start, from
+    before the process exists to after the pipes are connected. A confined engine is
+    several processes (bwrap forks); asyncio's own clean-up killed the first only, and
+    waited for ever on pipes the others held (turn 3 here), or left them running."""
+    mark = f"31.{turns}{os.getpid()}"  # this test's sleeps, and no one else's
+    argv = [*sandbox.prefix(sandbox.Caps(readable=()), tmp_path), "sh", "-c"]
+    starting = asyncio.ensure_future(
+        sandbox.spawn(
+            *argv,
+            f"sleep {mark} & sleep {mark}",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            **sandbox.spawn_options(tmp_path),
+        )
+    )
+    for _ in range(turns):
+        await asyncio.sleep(0)
+    starting.cancel()
+    try:
+        proc = await asyncio.wait_for(asyncio.shield(starting), 10)
+    except asyncio.CancelledError:
+        proc = None
+    if proc is not None:  # started before the cancel: the caller's to end, as ever
+        sandbox.kill_group(proc.pid)
+        await proc.wait()
+    deadline = time.monotonic() + 5
+    while _running(mark) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert _running(mark) == []
+
+
+def _running(mark: str) -> list[str]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            line = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if entry.name.isdigit() and mark.encode() in line:
+            found.append(line.decode(errors="replace"))
+    return found
+
+
+def test_every_engine_is_started_through_spawn() -> None:
+    """The cancellation-safe start is the only one: a module starting its engine with
+    asyncio's own would bring the leak back."""
+    source = Path(sandbox.__file__).parents[1]
+    starting = [
+        str(path.relative_to(source))
+        for path in source.rglob("*.py")
+        if "create_subprocess_exec(" in path.read_text() and path.name != "sandbox.py"
+    ]
+    assert starting == []

@@ -26,6 +26,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from stowage.processing import sandbox
+
 _NOBODY = 65534
 _START_SECONDS = 10.0
 _MESSAGE_LIMIT = 256 * 1024 * 1024  # a screenshot comes back whole, base64 in one message
@@ -138,7 +140,7 @@ class Browser:
         ours, theirs = socket.socketpair()
         inside = [str(theirs.fileno()), str(to_child[0]), str(from_child[1])]
         try:
-            proc = await asyncio.create_subprocess_exec(
+            proc = await sandbox.spawn(
                 *("unshare", "--net", "--", sys.executable, "-I", "-S", "-c", _INSIDE),
                 *inside,
                 *command,

@@ -166,7 +166,7 @@ async def spawn(
     caps = sandbox.Caps(memory=limits.memory, output_bytes=limits.output_bytes)
     if (tool := sandbox.missing((argv[0],), caps)) is not None:  # retried, then failed: the node's
         raise RuntimeError(f"{tool} is not installed on this node (Debian: ffmpeg, util-linux)")
-    return await asyncio.create_subprocess_exec(
+    return await sandbox.spawn(
         *sandbox.prefix(caps),  # no network, limits, below the server's own processes
         *argv,
         stdin=stdin,

@@ -118,7 +118,11 @@ class Converters:
             _sweep(self.root)
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
-        converter = await _Converter.start(folder, self.caps, self.driver)
+        try:
+            converter = await _Converter.start(folder, self.caps, self.driver)
+        except BaseException:  # cancelled or failed before a converter owned the folder
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
         if self._closed:
             await converter.kill()
             raise errors.ShuttingDown()
@@ -160,7 +164,7 @@ class _Converter:
 
     @classmethod
     async def start(cls, folder: Path, caps: sandbox.Caps, driver: Path) -> _Converter:
-        proc = await asyncio.create_subprocess_exec(
+        proc = await sandbox.spawn(
             *sandbox.prefix(caps, folder),
             PYTHON,
             str(driver),

@@ -26,7 +26,7 @@ import pickle
 import sys
 
 from stowage import errors
-from stowage.processing import metrics
+from stowage.processing import metrics, sandbox
 from stowage.processing.base import BigJob, Job, Rendered
 from stowage.processing.worker import LENGTH, frame
 
@@ -149,7 +149,7 @@ class _Process:
     @classmethod
     async def start(cls, argv: list[str]) -> _Process:
         env = {"GLIBC_TUNABLES": JOB_TUNABLES, **os.environ, "MALLOC_ARENA_MAX": "2"}
-        proc = await asyncio.create_subprocess_exec(
+        proc = await sandbox.spawn(
             *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=env
         )
         return cls(proc)

@@ -95,7 +95,7 @@ class Prober:
             if (tool := sandbox.missing((PYTHON,), caps)) is not None:
                 raise RuntimeError(f"{tool} is not installed on this node (Debian: python3-av)")
             self.folder.mkdir(parents=True, exist_ok=True)
-            proc = await asyncio.create_subprocess_exec(
+            proc = await sandbox.spawn(
                 *sandbox.prefix(caps),
                 PYTHON,
                 "-I",

@@ -20,6 +20,7 @@ An engine is started as ``prefix(...) + argv`` with ``spawn_options(...)``:
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import shutil
@@ -131,3 +132,32 @@ def kill_group(pid: int) -> None:
     """Kills the engine's session: the engine and every process it started."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
+
+
+async def spawn(*argv: str, **options: Any) -> asyncio.subprocess.Process:
+    """``asyncio.create_subprocess_exec``, safe to cancel: the process is always started
+    to the end, and when the caller was cancelled meanwhile, its session is killed and
+    waited for before the cancellation goes on.
+
+    asyncio's own clean-up (Python 3.11) kills only the first process, then waits for
+    every pipe to close; pipes not yet connected never count as closed, and a sandbox's
+    other processes (bwrap's child, LibreOffice) keep theirs open. A LibreOffice
+    converter cancelled while it started hung the server's close for ever and stayed
+    running (tests/processing/test_sandbox.py)."""
+    started = asyncio.ensure_future(asyncio.create_subprocess_exec(*argv, **options))
+    try:
+        return await asyncio.shield(started)
+    except asyncio.CancelledError:
+        await _ended(started)
+        raise
+
+
+async def _ended(started: asyncio.Future[asyncio.subprocess.Process]) -> None:
+    try:
+        proc = await started
+    except Exception:
+        return  # it did not start
+    kill_group(proc.pid)  # a session of its own: everything it started
+    with contextlib.suppress(ProcessLookupError):
+        proc.kill()  # no session of its own: the process alone
+    await proc.wait()
