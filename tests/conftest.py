@@ -25,6 +25,7 @@ _SERVERS = Path(__file__).parent / "servers"
 os.environ.setdefault("STOWAGE_OFFICE_PREWARM", "false")
 pytest_plugins = [
     "tests.report_guard",
+    "tests.reliability.totals",
     *(f"tests.servers.{p.stem}" for p in sorted(_SERVERS.glob("fx_*.py"))),
 ]
 
