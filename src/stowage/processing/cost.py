@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from stowage import errors
-from stowage.processing import catalogue
+from stowage.processing import catalogue, faces
 from stowage.processing.base import BigJob, Chain, Limits, Task
 from stowage.processing.table import Kind
 
@@ -40,24 +40,43 @@ RATES = {
     "flip": 0.013,
     "flop": 0.013,
     "blur": 0.02,
-    "sharpen": 0.052,
+    "sharpen": 0.11,  # and PER_AMOUNT: its mask widens with the amount
     "monochrome": 0.012,
     "blackwhite": 0.015,
     "negative": 0.01,
     "sepia": 0.03,
-    "modulate": 0.045,
+    "modulate": 0.15,  # to LCh in floats and back
     "pixelate": 0.015,
     "border": 0.01,
     "polaroid": 0.012,  # a frame and a rotation
-    "shadow": 0.015,  # of its grown canvas
-    "oil_paint": 0.12,  # a median window, or a smaller copy painted and scaled back
+    "shadow": 0.05,  # of its grown canvas
+    "oil_paint": 0.27,  # and PER_AMOUNT: a median window, or a smaller copy painted
     "smart_crop": 0.025,  # of its cover (``works_on``): scaled, held, searched
+    "enhance": 0.3,  # statistics, then curves in floats
+    "circle": 0.1,
+    "vignette": 0.08,
+    "torn_edges": 0.08,
+    "rounded_corners": 0.02,  # and ROUNDED_BLUR for the corners' blurred mask
 }
+#: Seconds a megapixel more for each unit of ``amount`` (up to ``AMOUNT_CAP``: oil_paint
+#: paints a larger radius on a smaller copy).
+PER_AMOUNT = {"sharpen": 0.008, "oil_paint": 0.009}
+AMOUNT_CAP = {"oil_paint": 15}
+#: rounded_corners: seconds a megapixel of the corner tiles for each unit of ``blur``
+#: (with ``radius:max`` the tiles are the whole image: 0.33 s a megapixel at blur 20).
+ROUNDED_BLUR = 0.016
+#: upscale's median filter (``noise``), on the source: 0.3-0.45 s a megapixel of it,
+#: a quarter of that a megapixel of the result.
+UPSCALE_DENOISE = 0.08
+#: The face finder's own work: seconds a megapixel of the copy it searches, at most
+#: ``faces.DETECT_SIDE`` pixels long (0.6 s for any photo of a megapixel or more).
+FACE_SEARCH = 0.7
+FACE_TASKS = {"detect_faces", "crop_faces", "pixelate_faces", "blur_faces", "redeye"}
 OTHER = 0.05
-DENOISE = 0.2  # enhance=preset:fix_noise: a median filter (2.9 s for 12 MP)
+DENOISE = 0.9  # enhance=preset:fix_noise: a median filter (3.6 s for 4 MP of noise)
 SHRINK = 0.01  # seconds a megapixel a resize reads
 #: Seconds a megapixel of the result costs to save (GIF: a palette for every frame).
-SAVE = {"jpeg": 0.01, "png": 0.03, "webp": 0.16, "gif": 0.5, "avif": 0.5, "tiff": 0.01}
+SAVE = {"jpeg": 0.01, "png": 0.09, "webp": 0.16, "gif": 0.5, "avif": 0.5, "tiff": 0.01}
 #: Seconds a frame of the result costs to save besides its pixels (GIF: a palette made for
 #: each frame, 4 ms for a 40x30 one of many colours).
 SAVE_FRAME = {"gif": 0.005}
@@ -84,12 +103,14 @@ def estimate(opened: Header, chain: Chain, width: int, fmt: str = "png") -> floa
     for task in chain.tasks:
         if catalogue.TABLE[task.name].kind not in (Kind.IMAGE, Kind.FILES):
             continue  # save options, answers, request tasks: no pixels of their own
-        before, works_on = w * h, catalogue.TABLE[task.name].works_on
+        before, works_on = (w, h), catalogue.TABLE[task.name].works_on
         worked = works_on(task, w, h) if works_on is not None else (0, 0)
         w, h = size_after(task, w, h)
-        made = _rate(task) * max(w * h, worked[0] * worked[1])
+        made = _rate(task, *before) * max(w * h, worked[0] * worked[1])
         if task.name == "resize":
-            made += SHRINK * before
+            made += SHRINK * before[0] * before[1]
+        if task.name in FACE_TASKS or "faces" in str(task.get("align")):
+            made += FACE_SEARCH * _searched(*before)
         steps.append((made * opened.frames / 1e6, _amplification(task), _held(task)))
     total, amplified = 0.0, 1.0
     for seconds, amplification, held in reversed(steps):
@@ -124,10 +145,37 @@ def size_after(task: Task, width: int, height: int) -> tuple[int, int]:
     return declared(task, width, height) if declared is not None else (width, height)
 
 
-def _rate(task: Task) -> float:
+def _rate(task: Task, width: int, height: int) -> float:
+    """Seconds a megapixel of the task's result, on the ``width`` x ``height`` it gets."""
     if task.name == "enhance" and task.get("preset") == "fix_noise":
         return DENOISE
-    return RATES.get(task.name, OTHER)
+    rate = RATES.get(task.name, OTHER)
+    amount = task.get("amount", 2)
+    if task.name in PER_AMOUNT and isinstance(amount, int | float):
+        rate += PER_AMOUNT[task.name] * min(amount, AMOUNT_CAP.get(task.name, amount))
+    if task.name == "rounded_corners":
+        rate += ROUNDED_BLUR * _blur(task) * _corners_share(task, width, height)
+    if task.name == "upscale" and task.get("noise", "none") != "none":
+        rate += UPSCALE_DENOISE
+    return rate
+
+
+def _searched(width: int, height: int) -> float:
+    """Pixels of the copy the face finder searches (``faces._small_grey``)."""
+    return width * height * min(1.0, faces.DETECT_SIDE / max(1, width, height)) ** 2
+
+
+def _blur(task: Task) -> float:
+    blur = task.get("blur", 0.3)
+    return float(blur) if isinstance(blur, int | float) else 0.3
+
+
+def _corners_share(task: Task, width: int, height: int) -> float:
+    """The share of the image in rounded_corners' four blurred tiles (``shapes``)."""
+    radius, limit = task.get("radius", 10), min(width, height) / 2
+    r = limit if not isinstance(radius, int | float) else min(float(radius), limit)
+    side = r + 3 * _blur(task) + 2
+    return min(1.0, 4 * side * side / max(1, width * height))
 
 
 def _held(task: Task) -> bool:
