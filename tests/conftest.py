@@ -30,6 +30,24 @@ pytest_plugins = [
 ]
 
 
+#: The longest test files (minutes each), run first: with a process per core
+#: (``scripts/test``), one of them started last kept one process busy long after the
+#: others had finished.
+LONGEST_FIRST = (
+    "tests/providers/test_contract.py",
+    "tests/multinode/test_api_suite.py",
+    "tests/bench/test_bench_smoke.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        path = item.nodeid.split("::", 1)[0]
+        return LONGEST_FIRST.index(path) if path in LONGEST_FIRST else len(LONGEST_FIRST)
+
+    items.sort(key=rank)  # stable: each file's own order is kept
+
+
 def provider_names() -> list[str]:
     names: list[str] = []
     for plugin in pytest_plugins:
