@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from stowage import errors
-from stowage.processing import catalogue, faces
+from stowage.processing import catalogue, faces, geometry, shapes
 from stowage.processing.base import BigJob, Chain, Limits, Task
 from stowage.processing.table import Kind
 
@@ -109,7 +109,7 @@ def estimate(opened: Header, chain: Chain, width: int, fmt: str = "png") -> floa
         made = _rate(task, *before) * max(w * h, worked[0] * worked[1])
         if task.name == "resize":
             made += SHRINK * before[0] * before[1]
-        if task.name in FACE_TASKS or "faces" in str(task.get("align")):
+        if task.name in FACE_TASKS or geometry.aligns_on_faces(task):
             made += FACE_SEARCH * _searched(*before)
         steps.append((made * opened.frames / 1e6, _amplification(task), _held(task)))
     total, amplified = 0.0, 1.0
@@ -154,28 +154,16 @@ def _rate(task: Task, width: int, height: int) -> float:
     if task.name in PER_AMOUNT and isinstance(amount, int | float):
         rate += PER_AMOUNT[task.name] * min(amount, AMOUNT_CAP.get(task.name, amount))
     if task.name == "rounded_corners":
-        rate += ROUNDED_BLUR * _blur(task) * _corners_share(task, width, height)
+        _, blur, side = shapes.corner_tile(task, width, height)
+        rate += ROUNDED_BLUR * blur * min(1.0, 4 * side * side / max(1, width * height))
     if task.name == "upscale" and task.get("noise", "none") != "none":
         rate += UPSCALE_DENOISE
     return rate
 
 
 def _searched(width: int, height: int) -> float:
-    """Pixels of the copy the face finder searches (``faces._small_grey``)."""
-    return width * height * min(1.0, faces.DETECT_SIDE / max(1, width, height)) ** 2
-
-
-def _blur(task: Task) -> float:
-    blur = task.get("blur", 0.3)
-    return float(blur) if isinstance(blur, int | float) else 0.3
-
-
-def _corners_share(task: Task, width: int, height: int) -> float:
-    """The share of the image in rounded_corners' four blurred tiles (``shapes``)."""
-    radius, limit = task.get("radius", 10), min(width, height) / 2
-    r = limit if not isinstance(radius, int | float) else min(float(radius), limit)
-    side = r + 3 * _blur(task) + 2
-    return min(1.0, 4 * side * side / max(1, width * height))
+    """Pixels of the copy the face finder searches."""
+    return width * height / faces.search_scale(width, height) ** 2
 
 
 def _held(task: Task) -> bool:

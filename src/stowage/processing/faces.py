@@ -135,12 +135,18 @@ def window_at(
     return left, top
 
 
+def search_scale(width: int, height: int, side: int = DETECT_SIDE) -> float:
+    """How much the face finder shrinks a ``width`` x ``height`` image to search it
+    (1: not at all); the cost estimate reads it too."""
+    return max(1.0, max(width, height) / side)
+
+
 def _small_grey(image: pyvips.Image, side: int = DETECT_SIDE) -> tuple[Any, float]:
     """A uint8 numpy array of the image in grey, longest side at most ``side``, and the
     factor from its coordinates back to the image's."""
     import numpy as np
 
-    scale = max(1.0, max(image.width, image.height) / side)
+    scale = search_scale(image.width, image.height, side)
     small = image if scale == 1.0 else image.resize(1 / scale)
     if small.hasalpha():
         small = small.flatten(background=[255] * (small.bands - 1))

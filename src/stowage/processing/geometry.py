@@ -62,7 +62,7 @@ def resize_with(scale: Scaler, task: Task, width: int, height: int) -> pyvips.Im
         return scale(box_w, box_h, "down" if fit == "max" else "both")
     factor = max(box_w / width, box_h / height)
     cover = scale(max(box_w, round(width * factor)), max(box_h, round(height * factor)), "force")
-    if "faces" in str(task.get("align")):  # read twice, by the face finder and the cut
+    if aligns_on_faces(task):  # read twice, by the face finder and the cut
         cover = cover.copy_memory()  # (a cover shrunk on load can only be read once)
     left, top = aligned(cover, task.get("align", "center"), box_w, box_h)
     return cover.extract_area(left, top, box_w, box_h)
@@ -80,6 +80,11 @@ def _kept_aspect(image: pyvips.Image, width: int, height: int, by_width: bool) -
     if by_width:
         return image.thumbnail_image(given, height=fixed, size="force")
     return image.thumbnail_image(fixed, height=given, size="force")
+
+
+def aligns_on_faces(task: Task) -> bool:
+    """``align:faces``, alone or in a list: the face finder runs (the cost estimate asks)."""
+    return "faces" in str(task.get("align"))
 
 
 def aligned(image: pyvips.Image, align: object, box_w: int, box_h: int) -> tuple[int, int]:

@@ -26,11 +26,7 @@ def rounded_corners(image: pyvips.Image, task: Task) -> pyvips.Image:
     the other three. Computing every pixel's distance in floats and blurring it, then
     compositing the whole image, cost a 2-megapixel photo five times its decode."""
     width, height = image.width, image.height
-    radius = task.get("radius", 10)
-    limit = min(width, height) / 2
-    r = limit if radius == "max" else min(float(radius), limit)  # type: ignore[arg-type]
-    softness = float(task.get("blur", 0.3))  # type: ignore[arg-type]
-    side = math.ceil(r + 3 * softness) + 2
+    r, softness, side = corner_tile(task, width, height)
     if 2 * side > min(width, height):  # the corners meet: the whole mask
         return ops.masked(image, _mask_tile(width, height, r, softness), task)
     tile = _mask_tile(side, side, r, softness, whole=(width, height))
@@ -50,6 +46,16 @@ def rounded_corners(image: pyvips.Image, task: Task) -> pyvips.Image:
     for mask, left, top in corners:
         whole = whole.insert(mask, left, top)
     return ops.masked(image, whole, task)
+
+
+def corner_tile(task: Task, width: int, height: int) -> tuple[float, float, int]:
+    """rounded_corners' radius, blur and the side of one corner's tile (past the arc by
+    the blur's reach) on a ``width`` x ``height`` image; the cost estimate reads it too."""
+    radius = task.get("radius", 10)
+    limit = min(width, height) / 2
+    r = limit if radius == "max" else min(float(radius), limit)  # type: ignore[arg-type]
+    softness = float(task.get("blur", 0.3))  # type: ignore[arg-type]
+    return r, softness, math.ceil(r + 3 * softness) + 2
 
 
 def _mask_tile(
