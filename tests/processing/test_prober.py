@@ -182,6 +182,9 @@ async def test_reads_in_flight_when_the_process_dies_fail_and_are_retried(
     proc.kill()
     with pytest.raises(RuntimeError, match="probe process ended"):
         await waiting  # not a file's fault: the job is retried
+    await probes.close()  # a process the loop forgot was closed later on a closed loop
+    assert proc.returncode is not None
+    assert proc._transport.is_closing()  # type: ignore[attr-defined]
 
 
 async def test_without_python3_av_the_node_says_so(

@@ -202,8 +202,7 @@ async def test_a_start_cancelled_at_any_point_leaves_nothing_running(
     except asyncio.CancelledError:
         proc = None
     if proc is not None:  # started before the cancel: the caller's to end, as ever
-        sandbox.kill_group(proc.pid)
-        await proc.wait()
+        await sandbox.reap(proc)
     deadline = time.monotonic() + 5
     while _running(mark) and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
@@ -232,3 +231,19 @@ def test_every_engine_is_started_through_spawn() -> None:
         if "create_subprocess_exec(" in path.read_text() and path.name != "sandbox.py"
     ]
     assert starting == []
+
+
+async def test_a_reaped_process_leaves_its_transport_closed(tmp_path: Path) -> None:
+    """A transport left open after the wait was closed later by the garbage collector,
+    on a loop already closed: an error in whatever ran next."""
+    proc = await sandbox.spawn(
+        "sleep",
+        "30",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        **sandbox.spawn_options(tmp_path),
+    )
+    await sandbox.reap(proc)
+    assert proc.returncode is not None
+    assert proc._transport.is_closing()  # type: ignore[attr-defined]

@@ -192,13 +192,12 @@ async def finish(
         async with asyncio.timeout(seconds):
             out, err = await _read(proc, lines)
     except TimeoutError as exc:
-        kill(proc)
-        await proc.wait()
+        await sandbox.reap(proc)
         raise MediaRefused(f"{argv[0]} ran past its {seconds:g} s deadline") from exc
     except BaseException:
-        kill(proc)
+        kill(proc)  # at once, even if this wait is cancelled again
         with contextlib.suppress(Exception):
-            await asyncio.shield(proc.wait())
+            await asyncio.shield(sandbox.reap(proc))
         raise
     if proc.returncode != 0:
         # The last lines say why; the job folder's path is no business of the client's.

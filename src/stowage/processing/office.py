@@ -243,8 +243,7 @@ class _Converter:
         return found
 
     async def kill(self) -> None:
-        sandbox.kill_group(self.proc.pid)
-        await self.proc.wait()
+        await sandbox.reap(self.proc)
         shutil.rmtree(self.folder, ignore_errors=True)
 
 

@@ -17,7 +17,6 @@ the job with a 422, and an address-space limit refuses a runaway allocation.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
 import math
@@ -172,12 +171,8 @@ class _Process:
         raise value
 
     async def kill(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            self._proc.kill()
-        try:
-            async with asyncio.timeout(_REAP_SECONDS):
-                await self._proc.wait()
-        except TimeoutError:  # SIGKILL was sent; a stop must not hang on its report
+        if not await sandbox.reap(self._proc, _REAP_SECONDS):
+            # SIGKILL was sent; a stop must not hang on its report
             log.warning(
                 "job process %s: no exit reported %s s after SIGKILL", self._proc.pid, _REAP_SECONDS
             )

@@ -17,6 +17,7 @@ import itertools
 import json
 import os
 import signal
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,7 @@ class Prober:
     def __init__(self, folder: Path) -> None:
         self.folder = folder  # the probe process's working directory
         self._proc: asyncio.subprocess.Process | None = None
+        self._unreaped: set[asyncio.subprocess.Process] = set()  # ended by close() or _started()
         self._replies: asyncio.Task[None] | None = None
         #: Each read's ask id: the process it was sent to, and its exit status to come.
         self._waiting: dict[int, tuple[asyncio.subprocess.Process, asyncio.Future[int]]] = {}
@@ -79,10 +81,8 @@ class Prober:
 
     async def close(self) -> None:
         """Ends the probe process and any child still reading."""
-        proc, self._proc = self._proc, None
-        if proc is not None:
-            sandbox.kill_group(proc.pid)
-            await proc.wait()
+        self._proc = None
+        await self._reap(lambda proc: True)
         if self._replies is not None:
             await asyncio.gather(self._replies, return_exceptions=True)
             self._replies = None
@@ -91,6 +91,7 @@ class Prober:
         async with self._starting:
             if self._proc is not None and self._proc.returncode is None:
                 return self._proc
+            await self._reap(lambda proc: proc.returncode is not None)  # died: replaced here
             caps = sandbox.Caps(die_with_parent=True)
             if (tool := sandbox.missing((PYTHON,), caps)) is not None:
                 raise RuntimeError(f"{tool} is not installed on this node (Debian: python3-av)")
@@ -107,10 +108,18 @@ class Prober:
                 start_new_session=True,
                 env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C"},
             )
+            self._unreaped.add(proc)
             await _ready(proc)
             self._proc = proc
             self._replies = asyncio.get_running_loop().create_task(self._answer(proc))
             return proc
+
+    async def _reap(self, which: Callable[[asyncio.subprocess.Process], bool]) -> None:
+        """A process the loop forgot (killed, never waited) was closed later by the garbage
+        collector, on a closed loop: every one started is reaped here."""
+        for proc in [proc for proc in self._unreaped if which(proc)]:
+            self._unreaped.discard(proc)
+            await sandbox.reap(proc)
 
     async def _answer(self, proc: asyncio.subprocess.Process) -> None:
         assert proc.stdout is not None
@@ -136,8 +145,7 @@ async def _ready(proc: asyncio.subprocess.Process) -> None:
     except (TimeoutError, ValueError):
         said = {}
     if said.get("ready") is not True:
-        sandbox.kill_group(proc.pid)
-        await proc.wait()
+        await sandbox.reap(proc)
         why = said.get("error", "no answer")
         raise RuntimeError(f"the probe process did not start: {why} (Debian: python3-av)")
 

@@ -157,7 +157,39 @@ async def _ended(started: asyncio.Future[asyncio.subprocess.Process]) -> None:
         proc = await started
     except Exception:
         return  # it did not start
+    await reap(proc)
+
+
+async def reap(proc: asyncio.subprocess.Process, grace: float = 5.0) -> bool:
+    """Kills the process and its session, waits for it and closes its pipes; False when
+    that did not end within ``grace`` seconds (the kill was sent all the same).
+
+    Waiting alone is not enough: the process's transport closes only once each pipe has
+    seen its end, which for stdin comes a turn of the loop later. A loop closed before
+    that (a request's, a test's) left the transport to the garbage collector, which
+    closed it on a closed loop ("Event loop is closed", tests/processing/test_sandbox.py).
+    ``grace`` bounds the wait for pipes a stray process might still hold."""
     kill_group(proc.pid)  # a session of its own: everything it started
     with contextlib.suppress(ProcessLookupError):
         proc.kill()  # no session of its own: the process alone
-    await proc.wait()
+    if proc.stdin is not None:
+        proc.stdin.close()
+    ends = [proc.wait(), *(_eof(r) for r in (proc.stdout, proc.stderr) if r is not None)]
+    if proc.stdin is not None:
+        ends.append(_closed(proc.stdin))
+    try:
+        await asyncio.wait_for(asyncio.gather(*ends), grace)
+    except TimeoutError:
+        return False
+    return True
+
+
+async def _eof(reader: asyncio.StreamReader) -> None:
+    with contextlib.suppress(Exception):  # already failed: nothing more to read
+        while await reader.read(65536):
+            pass  # a killed process's leftovers: at most a pipe's buffer
+
+
+async def _closed(writer: asyncio.StreamWriter) -> None:
+    with contextlib.suppress(ConnectionError):
+        await writer.wait_closed()
