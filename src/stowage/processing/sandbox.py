@@ -178,7 +178,8 @@ async def reap(proc: asyncio.subprocess.Process, grace: float = 5.0) -> bool:
     if proc.stdin is not None:
         ends.append(_closed(proc.stdin))
     try:
-        await asyncio.wait_for(asyncio.gather(*ends), grace)
+        async with asyncio.timeout(grace):
+            await asyncio.gather(*ends)
     except TimeoutError:
         return False
     return True
