@@ -5,7 +5,11 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
+import os
+import threading
+import time
 from collections.abc import AsyncIterator, Coroutine, Iterable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
@@ -357,3 +361,35 @@ async def test_then_raises_into_the_consumer_instead_of_ending() -> None:
 
     with pytest.raises(errors.Conflict):
         await collect(streams.then(chunks_of([b"a"]), refuse))
+
+
+async def test_file_chunks_reads_a_file_whole_in_chunks(tmp_path: Path) -> None:
+    data = os.urandom(1000)
+    (tmp_path / "f").write_bytes(data)
+    got = [chunk async for chunk in streams.file_chunks(tmp_path / "f", 300)]
+    assert [len(c) for c in got] == [300, 300, 300, 100] and b"".join(got) == data
+
+
+async def test_file_chunks_waits_for_the_disk_off_the_event_loop(tmp_path: Path) -> None:
+    """A FIFO stands for a slow disk: its open and reads block until a writer comes, here
+    0.3 s later. Read on the loop, they froze every other request (and these ticks)."""
+    fifo = tmp_path / "slow"
+    os.mkfifo(fifo)
+
+    def write_later() -> None:
+        time.sleep(0.3)
+        with open(fifo, "wb") as writer:
+            writer.write(b"0123456789")
+
+    threading.Thread(target=write_later, daemon=True).start()
+    reading = asyncio.ensure_future(_joined(streams.file_chunks(fifo, 4)))
+    ticks = 0
+    while not reading.done():
+        await asyncio.sleep(0.005)
+        ticks += 1
+    assert reading.result() == b"0123456789"
+    assert ticks >= 20, ticks  # the loop went on while the read waited
+
+
+async def _joined(chunks: AsyncIterator[bytes]) -> bytes:
+    return b"".join([chunk async for chunk in chunks])

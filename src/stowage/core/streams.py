@@ -15,6 +15,17 @@ from stowage import errors
 Chunks = AsyncIterator[bytes]
 
 
+async def file_chunks(path: str | os.PathLike[str], size: int = 256 * 1024) -> Chunks:
+    """A file of this node's disk in chunks of ``size``, each read in a thread: a read
+    that misses the page cache waits for the disk there, not on the event loop."""
+    handle = await asyncio.to_thread(open, path, "rb")
+    try:
+        while chunk := await asyncio.to_thread(handle.read, size):
+            yield chunk
+    finally:
+        handle.close()
+
+
 async def limited(chunks: Chunks, max_bytes: int, message: str) -> Chunks:
     total = 0
     async for chunk in chunks:

@@ -22,6 +22,7 @@ from aiohttp import web
 
 from stowage import errors
 from stowage.assembly import Assembly
+from stowage.core import streams
 from stowage.core.reading import Download
 from stowage.core.security import Credentials
 from stowage.edge.headers import TAG_HEADER
@@ -203,9 +204,8 @@ async def _send_spooled(
     response.content_length = result.path.stat().st_size
     await response.prepare(request)
     if request.method != "HEAD":
-        with result.path.open("rb") as handle:
-            while chunk := handle.read(_CHUNK):
-                await response.write(chunk)
+        async for chunk in streams.file_chunks(result.path, _CHUNK):
+            await response.write(chunk)
     await response.write_eof()
     return response
 

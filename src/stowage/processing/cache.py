@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from stowage import errors
+from stowage.core import streams
 from stowage.registry.base import FileRecord
 from stowage.storage.base import Adopts, Lists, LocalFiles, ObjectInfo, Provider, WriteOptions
 
@@ -160,8 +161,6 @@ async def _delete(provider: Provider, container: str, key: str) -> None:
         await provider.delete(container, key)
 
 
-async def file_chunks(path: Path) -> AsyncIterator[bytes]:
+def file_chunks(path: Path) -> AsyncIterator[bytes]:
     """A file of this node's disk, read in chunks (a result to store)."""
-    with path.open("rb") as handle:
-        while chunk := handle.read(CHUNK):
-            yield chunk
+    return streams.file_chunks(path, CHUNK)

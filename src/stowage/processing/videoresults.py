@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from stowage.core import streams
 from stowage.core.security import Credentials
 from stowage.core.service import StoreParams
 from stowage.core.sources import Source
@@ -229,7 +230,5 @@ def _text(value: object) -> str | None:
     return None if value is None else str(value)
 
 
-async def _chunks(path: Path) -> AsyncIterator[bytes]:
-    with path.open("rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            yield chunk
+def _chunks(path: Path) -> AsyncIterator[bytes]:
+    return streams.file_chunks(path, _CHUNK)
