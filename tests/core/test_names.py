@@ -288,6 +288,15 @@ def test_truncation_never_leaves_a_trailing_dot_or_space(filler: str) -> None:
     assert clean and len(clean.encode()) <= names.MAX_FILENAME_BYTES
 
 
+@pytest.mark.parametrize("name", ["\ufffd", "caf\ufffd.jpg", "\ufffd\ufffd.png"])
+def test_a_replacement_character_is_dropped_from_a_filename(name: str) -> None:
+    """Found by the generated test with more examples: kept, it made a name that
+    ``clean_path`` refuses ("not valid UTF-8")."""
+    clean = names.clean_filename(name)
+    assert "\ufffd" not in clean
+    assert_safe_component(clean)
+
+
 def assert_safe_component(clean: str) -> None:
     assert clean
     assert "/" not in clean and "\\" not in clean

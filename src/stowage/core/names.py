@@ -44,7 +44,10 @@ def clean_filename(name: str | None, fallback: str = "file") -> str:
     """A name safe as one path component and in headers; never refuses, it repairs."""
     name = unicodedata.normalize("NFC", name or "")
     name = name.replace("\\", "/").rsplit("/", 1)[-1]
-    name = "".join(c for c in name if unicodedata.category(c) not in _FORMAT_CATEGORIES)
+    # U+FFFD too: what a bad decoding left, and a path holding it is refused (clean_path)
+    name = "".join(
+        c for c in name if unicodedata.category(c) not in _FORMAT_CATEGORIES and c != "\ufffd"
+    )
     name = _trim(name)
     if name in {"", ".", ".."}:
         name = fallback
