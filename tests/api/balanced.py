@@ -127,7 +127,7 @@ async def _empty_registry(settings: Settings, postgres: PostgresServer) -> str:
 
 @asynccontextmanager
 async def balanced_nodes(settings: Settings, postgres: PostgresServer) -> AsyncIterator[Nodes]:
-    """Three nodes on a new database behind nginx: (first node's assembly, API client,
+    """Three nodes on an emptied database behind nginx: (first node's assembly, API client,
     CDN client, the nodes' settings)."""
     settings = dataclasses.replace(settings, registry_url=await _empty_registry(settings, postgres))
     nodes: list[_Node] = []

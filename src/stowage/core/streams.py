@@ -7,7 +7,7 @@ import base64
 import binascii
 import hashlib
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from stowage import errors
@@ -15,7 +15,9 @@ from stowage import errors
 Chunks = AsyncIterator[bytes]
 
 
-async def file_chunks(path: str | os.PathLike[str], size: int = 256 * 1024) -> Chunks:
+async def file_chunks(
+    path: str | os.PathLike[str], size: int = 256 * 1024
+) -> AsyncGenerator[bytes, None]:
     """A file of this node's disk in chunks of ``size``, each read in a thread: a read
     that misses the page cache waits for the disk there, not on the event loop."""
     handle = await asyncio.to_thread(open, path, "rb")

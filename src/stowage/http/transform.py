@@ -204,8 +204,10 @@ async def _send_spooled(
     response.content_length = result.path.stat().st_size
     await response.prepare(request)
     if request.method != "HEAD":
-        async for chunk in streams.file_chunks(result.path, _CHUNK):
-            await response.write(chunk)
+        # Closed here even when the client goes away mid-write, not when collected.
+        async with contextlib.aclosing(streams.file_chunks(result.path, _CHUNK)) as chunks:
+            async for chunk in chunks:
+                await response.write(chunk)
     await response.write_eof()
     return response
 
