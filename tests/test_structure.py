@@ -173,6 +173,18 @@ def test_no_module_uses_asyncio_wait_for() -> None:
     assert used == []
 
 
+def test_images_are_scaled_only_through_ops_scaled() -> None:
+    # libvips' thumbnail_image turns an image by its EXIF orientation unless told not to;
+    # ops.scaled never does (the service keeps the stored orientation for viewers).
+    used = [
+        f"{module}:{node.lineno}"
+        for module, path in MODULES.items()
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Attribute) and node.attr == "thumbnail_image"
+    ]
+    assert [place.split(":")[0] for place in used] == ["stowage.processing.ops"]
+
+
 def test_the_repository_tracks_no_links() -> None:
     # A worktree's link to the main checkout's .venv or vendored assets, committed by
     # mistake, broke a clean clone's setup ("Too many levels of symbolic links").

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import pyvips
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from stowage import errors
@@ -20,6 +20,7 @@ from stowage.processing.base import Limits, _text
 from stowage.processing.table import Kind
 from stowage.processing.vips import VipsEngine
 from tests.processing.test_catalogue import SPECS, inside
+from tests.processing.test_faces import ASTRONAUT
 
 LIMITS = Limits(10**8, 10**9, 10_000, 60, max_cost=8.0)
 TASKS = [s for s in SPECS if s.kind in (Kind.IMAGE, Kind.SAVE, Kind.ANSWER)]
@@ -123,3 +124,103 @@ def test_a_generated_chain_on_a_png_with_other_files(
         assert exc.code != "INVALID_IMAGE", (chosen, str(exc))
         return
     assert dest.stat().st_size > 0, chosen
+
+
+@pytest.fixture(scope="module")
+def turned(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """One wide photo with a face, saved twice: untagged, and tagged EXIF orientation 6
+    (turn right). A turn shows in the size, and the face makes the face tasks cut."""
+    folder = tmp_path_factory.mktemp("turned")
+    photo = pyvips.Image.new_from_file(str(ASTRONAUT)).extract_area(0, 0, 512, 300)
+    found = []
+    for orientation in (1, 6):
+        tagged = photo.copy()
+        tagged.set_type(pyvips.GValue.gint_type, "orientation", orientation)
+        tagged.jpegsave(str(folder / f"o{orientation}.jpg"), Q=95)
+        found.append(folder / f"o{orientation}.jpg")
+    return found[0], found[1]
+
+
+def _made(
+    source: Path, chosen: list[str], dest: Path, other: Path | None = None
+) -> pyvips.Image | None:
+    """The rendered image, ``other`` being the file ``X...`` that tasks name (None for a
+    refusal, or for an answer that is no image: metadata, detect_faces' JSON...)."""
+    try:
+        parsed = chain.parse(chosen)
+        output = chain.output_for(parsed, "image/jpeg")
+        dest = dest.with_suffix(f".{output.extension}")
+        with composite.using(((EXTRA, other or source),), LIMITS, 0, dest):
+            VipsEngine(threads_per_job=1).render(source, parsed, output, dest, LIMITS)
+    except errors.StowageError:
+        return None
+    try:
+        return pyvips.Image.new_from_file(str(dest), access="sequential").copy_memory()
+    except pyvips.Error:
+        return None
+
+
+def _same_pixels(tagged: pyvips.Image | None, upright: pyvips.Image | None, chosen: object) -> None:
+    if upright is None or tagged is None:
+        assert (upright is None) is (tagged is None), chosen
+        return
+    shape = (tagged.width, tagged.height, tagged.bands)
+    assert shape == (upright.width, upright.height, upright.bands), chosen
+    assert (tagged - upright).abs().max() <= 2, chosen
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(chosen=segments())
+def test_no_task_turns_the_image_by_its_exif_orientation_unless_asked(
+    turned: tuple[Path, Path], tmp_path: Path, chosen: list[str]
+) -> None:
+    """The pixels are never turned upright (the orientation is kept for viewers) except by
+    ``rotate=deg:exif``: a source tagged orientation 6 gives the same pixels as the same
+    source untagged, whatever the chain."""
+    assume(not any("exif" in segment for segment in chosen))
+    upright = _made(turned[0], chosen, tmp_path / "upright")
+    _same_pixels(_made(turned[1], chosen, tmp_path / "tagged"), upright, chosen)
+
+
+#: Every place that scales an image mid-chain, first in the chain and after another task
+#: (libvips' ``thumbnail_image`` turned the image by its tag: smart_crop after a flip
+#: squeezed the turned photo into the untagged size).
+SCALING = [
+    "smart_crop=width:60",
+    "smart_crop=width:60,height:40",
+    "smart_crop=width:60,height:40,mode:face",
+    "crop_faces=width:60,height:60",
+    "crop_faces=width:60",
+    "crop_faces=height:60",
+    "resize=width:60",
+    "resize=width:60,height:60,fit:crop,align:faces",
+    "enhance",
+    "collage=files:[X],width:300,height:300",
+    "collage=files:[X],width:300,height:300,fit:crop",
+]
+
+
+@pytest.mark.parametrize("after", [None, "flip"])
+@pytest.mark.parametrize("task", SCALING)
+def test_a_scaling_task_keeps_the_pixels_as_stored(
+    turned: tuple[Path, Path], tmp_path: Path, task: str, after: str | None
+) -> None:
+    chosen = [*([after] if after else []), task.replace("[X]", f"[{EXTRA}]")]
+    upright = _made(turned[0], chosen, tmp_path / "upright")
+    assert upright is not None, chosen
+    _same_pixels(_made(turned[1], chosen, tmp_path / "tagged"), upright, chosen)
+
+
+@pytest.mark.parametrize(
+    "task", [f"watermark=file:{EXTRA},size:50", f"collage=files:[{EXTRA}],width:300,height:300"]
+)
+def test_another_file_is_placed_as_stored(
+    turned: tuple[Path, Path], tmp_path: Path, task: str
+) -> None:
+    """A watermark or a collage cell from a file tagged orientation 6 is placed as stored,
+    as the main image is (collage's ``autorotate:true`` turns them)."""
+    upright = _made(turned[0], [task], tmp_path / "upright", turned[0])
+    assert upright is not None
+    _same_pixels(_made(turned[0], [task], tmp_path / "tagged", turned[1]), upright, task)

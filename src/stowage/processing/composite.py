@@ -259,7 +259,7 @@ def _framed(
     """One frame of ``width`` x ``height``: every frame of an animation is one size."""
     fit = task.get("fit", "clip")
     if fit == "scale":
-        return image.thumbnail_image(width, height=height, size="force")
+        return ops.scaled(image, width, height, "force")
     small = ops.with_alpha(fitted(image, width, height, fit == "crop"))
     x, y = _placed(task.get("align", "center"), width - small.width, height - small.height)
     return small.embed(x, y, width, height, extend="background", background=background)
@@ -271,14 +271,14 @@ def fitted(image: pyvips.Image, width: int, height: int, crop: bool) -> pyvips.I
     (1800x300 into 297x8817) made libvips scale it to 52900x8817 before cutting, and the
     job ran to its deadline."""
     if not crop:
-        return image.thumbnail_image(width, height=height)
+        return ops.scaled(image, width, height)
     if image.width * height > width * image.height:  # wider than the cell: cut the sides
         keep = max(1, round(image.height * width / height))
         image = image.extract_area((image.width - keep) // 2, 0, keep, image.height)
     else:
         keep = max(1, round(image.width * height / width))
         image = image.extract_area(0, (image.height - keep) // 2, image.width, keep)
-    return image.thumbnail_image(width, height=height, size="force")
+    return ops.scaled(image, width, height, "force")
 
 
 def _handles(task: Task) -> tuple[str, ...]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pyvips
 
-from stowage.processing import params
+from stowage.processing import ops, params
 from stowage.processing.base import Task
 from stowage.processing.ops import OUTPUT_LIMIT, join_alpha, split_alpha, srgb
 from stowage.processing.table import Param, TaskSpec
@@ -96,7 +96,7 @@ def _stretch(colour: pyvips.Image, preset: Preset) -> pyvips.Image:
     """Maps the ``low``/``high`` percentiles, measured on a thumbnail, to 0 and 255 (one
     range for all channels, so that hues stay). ``per_channel`` first balances the
     channels' means to their grey (the grey-world white balance)."""
-    sample = colour.thumbnail_image(STATS_SIDE, height=STATS_SIDE).copy_memory()
+    sample = ops.scaled(colour, STATS_SIDE, STATS_SIDE).copy_memory()
     if preset.per_channel and sample.bands >= 3:
         means = [max(1.0, sample[b].avg()) for b in range(sample.bands)]
         gains = [sum(means) / len(means) / m for m in means]

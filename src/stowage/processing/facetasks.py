@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import pyvips
 
-from stowage.processing import faces
+from stowage.processing import faces, ops
 from stowage.processing.base import Output, Task, Value
 from stowage.processing.faces import Box
 from stowage.processing.params import boolean, choice, color, integer, number, rgba, whole
@@ -129,11 +129,11 @@ def crop_faces(image: pyvips.Image, task: Task) -> pyvips.Image:
         box = _shaped(box, want_w / want_h, mode == "fill", image.width, image.height)
     crop = image.extract_area(box.x, box.y, box.width, box.height)
     if isinstance(want_w, int) and isinstance(want_h, int):
-        return crop.thumbnail_image(want_w, height=want_h, size="force")
+        return ops.scaled(crop, want_w, want_h, "force")
     if isinstance(want_w, int):
-        return crop.thumbnail_image(want_w, height=UNBOUNDED, size="both")
+        return ops.scaled(crop, want_w, UNBOUNDED)
     if isinstance(want_h, int):
-        return crop.thumbnail_image(UNBOUNDED, height=want_h, size="both")
+        return ops.scaled(crop, UNBOUNDED, want_h)
     return crop
 
 

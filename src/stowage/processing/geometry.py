@@ -73,13 +73,19 @@ def _kept_aspect(image: pyvips.Image, width: int, height: int, by_width: bool) -
     tiny JPEG shrunk on load keeps it only roughly (libjpeg rounds each side of its 1/8
     scale up: 9x57 loads as 2x8), and 9x57 to width 1 came out 1x7, not 1x6."""
     given, other = (image.width, image.height) if by_width else (image.height, image.width)
-    exact = given * (height / width if by_width else width / height)
-    if abs(other - exact) <= 1:
+    fixed = kept_side(given, other, width, height, by_width)
+    if fixed == other:
         return image
-    fixed = max(1, round(exact))
     if by_width:
-        return image.thumbnail_image(given, height=fixed, size="force")
-    return image.thumbnail_image(fixed, height=given, size="force")
+        return ops.scaled(image, given, fixed, "force")
+    return ops.scaled(image, fixed, given, "force")
+
+
+def kept_side(given: int, other: int, width: int, height: int, by_width: bool) -> int:
+    """``other``, or the side the source's aspect gives when ``other`` is more than a
+    pixel from it (``_kept_aspect``; the Pillow path sizes its result with it too)."""
+    exact = given * (height / width if by_width else width / height)
+    return other if abs(other - exact) <= 1 else max(1, round(exact))
 
 
 def aligns_on_faces(task: Task) -> bool:
@@ -109,7 +115,7 @@ face_anchor: Callable[[pyvips.Image, int, int], tuple[int, int]] = faces.anchor
 
 def resize(image: pyvips.Image, task: Task) -> pyvips.Image:
     def scale(width: int, height: int, size: str) -> pyvips.Image:
-        return image.thumbnail_image(width, height=height, size=size, no_rotate=True)
+        return ops.scaled(image, width, height, size)
 
     return resize_with(scale, task, image.width, image.height)
 

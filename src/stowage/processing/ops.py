@@ -50,6 +50,15 @@ def held(image: pyvips.Image) -> pyvips.Image:
     return image.copy_memory()
 
 
+def scaled(image: pyvips.Image, width: int, height: int, size: str = "both") -> pyvips.Image:
+    """``image`` scaled to ``width`` x ``height`` (libvips' ``size`` mode), never turned by
+    its EXIF orientation: libvips' ``thumbnail_image`` turns an image upright by default,
+    and the service keeps the pixels as stored (``rotate=deg:exif`` turns them). A
+    ``smart_crop`` after a ``flip`` turned a photo tagged orientation 6 and squeezed it
+    into the untagged size. Every scaling goes through here (``test_structure``)."""
+    return image.thumbnail_image(width, height=height, size=size, no_rotate=True)
+
+
 def srgb(image: pyvips.Image) -> pyvips.Image:
     """Every task works on 8-bit sRGB (or grey), with or without alpha."""
     if image.interpretation not in ("srgb", "b-w"):

@@ -35,7 +35,7 @@ from PIL import JpegImagePlugin
 from stowage import errors
 from stowage.processing import cost
 from stowage.processing.base import Chain, Limits, Output, Rendered, Task
-from stowage.processing.geometry import UNBOUNDED, resize_box
+from stowage.processing.geometry import UNBOUNDED, kept_side, resize_box
 
 SAVERS = {"jpeg": "JPEG", "webp": "WEBP"}
 #: The chain keeps the image's size: no resize, only how to save it.
@@ -126,7 +126,8 @@ def _plain(task: Task) -> bool:
 def size(task: Task, width: int, height: int) -> tuple[int, int] | None:
     """The size libvips' path makes (``geometry.resize_with`` through libvips' thumbnail:
     a JPEG shrink-on-load leaving a factor of two, rounded down, then a resize rounded to
-    the nearest pixel), or None for an upscale, which stays libvips'."""
+    the nearest pixel, then the aspect kept to within a pixel), or None for an upscale or
+    a side at exactly half a pixel, which stay libvips'."""
     box_w, box_h = resize_box(task, width, height)
     force = task.get("fit") == "scale"
     if task.get("width") is None or task.get("height") is None:
@@ -142,7 +143,17 @@ def size(task: Task, width: int, height: int) -> tuple[int, int] | None:
         return None
     across, down = _shrinks(loaded_w, loaded_h, box_w, box_h, force)
     across, down = min(across, loaded_w), min(down, loaded_h)
-    return int(loaded_w * (1.0 / across) + 0.5), int(loaded_h * (1.0 / down) + 0.5)
+    sized = [loaded_w * (1.0 / across), loaded_h * (1.0 / down)]
+    if any(abs(side % 1 - 0.5) < 1e-6 for side in sized):
+        return None  # half a pixel: libvips' own arithmetic decides which way (it renders)
+    made_w, made_h = (int(side + 0.5) for side in sized)
+    if task.get("width") is None or task.get("height") is None:
+        by_width = task.get("width") is not None
+        if by_width:
+            made_h = kept_side(made_w, made_h, width, height, True)
+        else:
+            made_w = kept_side(made_h, made_w, width, height, False)
+    return made_w, made_h
 
 
 def _shrinks(width: int, height: int, box_w: int, box_h: int, force: bool) -> tuple[float, float]:

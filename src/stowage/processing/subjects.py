@@ -13,7 +13,7 @@ import json
 
 import pyvips
 
-from stowage.processing import faces
+from stowage.processing import faces, ops
 from stowage.processing.base import Task, Value
 from stowage.processing.facetasks import JSON
 from stowage.processing.geometry import Scaler
@@ -32,7 +32,7 @@ MIN_RED = 60  # ... and bright enough to be one (dark reds are shadows)
 # -- smart_crop -----------------------------------------------------------------
 def smart_crop(image: pyvips.Image, task: Task) -> pyvips.Image:
     def scale(width: int, height: int, size: str) -> pyvips.Image:
-        return image.thumbnail_image(width, height=height, size=size)
+        return ops.scaled(image, width, height, size)
 
     return smart_crop_with(scale, task, image.width, image.height)
 

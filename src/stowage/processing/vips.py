@@ -274,7 +274,7 @@ def _from_file(source: Path, header: pyvips.Image) -> Scaler:
         small = pyvips.Image.new_from_file(
             named, shrink=shrink, access="sequential", fail_on="error"
         )
-        return small.thumbnail_image(full.width, height=full.height, size="force", no_rotate=True)
+        return ops.scaled(small, full.width, full.height, "force")
 
     return scale
 
