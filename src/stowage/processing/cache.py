@@ -1,7 +1,10 @@
 """Derivatives, kept in the default store so that every node shares them.
 
-Key: ``.stowage-derivatives/<api key>/<handle>/v<version>-<sha256>-<chain digest>.<ext>``:
-one folder per handle, so the first derivative of a file makes one folder, not two.
+Key: ``.stowage-derivatives/<api key>/<handle>/v<version>-<sha256>-r<rendering>-<chain
+digest>.<ext>``: one folder per handle, so the first derivative of a file makes one
+folder, not two. ``RENDERING`` is bumped by a release whose fix changes what a URL
+renders: derivatives made before are then not served again but made anew on their next
+request, and the old ones are removed with the file's next version or its delete.
 The version part comes from the file's row: an overwrite bumps the version and a delete
 removes the row, so a derivative of an old version is unreachable the moment the write
 has answered, without touching the store. The old bytes are removed afterwards, in the
@@ -31,6 +34,9 @@ from stowage.registry.base import FileRecord
 from stowage.storage.base import Adopts, Lists, LocalFiles, ObjectInfo, Provider, WriteOptions
 
 PREFIX = ".stowage-derivatives"
+#: 2: no task turns an image by its EXIF orientation (crop_faces, smart_crop after
+#: another task and collage cells did), and the Pillow path's sizes are libvips' own.
+RENDERING = 2
 CHUNK = 256 * 1024
 log = logging.getLogger("stowage.processing")
 T = TypeVar("T")
@@ -69,7 +75,7 @@ class DerivativeCache:
 
     def key(self, record: FileRecord, chain_key: str, extension: str) -> str:
         digest = hashlib.sha256(chain_key.encode()).hexdigest()[:40]
-        return f"{_folder(record)}{version_of(record)}-{digest}.{extension}"
+        return f"{_current(record)}{digest}.{extension}"
 
     async def stat(self, key: str) -> ObjectInfo | None:
         looked = _FRESH.get()
@@ -133,8 +139,8 @@ class DerivativeCache:
         if not isinstance(self.provider, Lists):
             return
         folder = _folder(record)
-        # Keys of another version, and those of the layout before (``<version>/<digest>``).
-        current = f"{folder}{version_of(keep)}-" if keep is not None else None
+        # Keys of another version or rendering, and of the layout before (``<version>/``).
+        current = _current(keep) if keep is not None else None
         try:
             async for key in self.provider.keys(self.container, folder):
                 if current is None or not key.startswith(current):
@@ -150,6 +156,11 @@ class DerivativeCache:
         pending = [*self._flights.values(), *self._purges]
         if pending:
             await asyncio.wait(pending, timeout=_CLOSE_SECONDS)
+
+
+def _current(record: FileRecord) -> str:
+    """What the keys of the record's derivatives made by this release start with."""
+    return f"{_folder(record)}{version_of(record)}-r{RENDERING}-"
 
 
 def _folder(record: FileRecord) -> str:
