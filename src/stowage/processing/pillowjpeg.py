@@ -126,8 +126,8 @@ def _plain(task: Task) -> bool:
 def size(task: Task, width: int, height: int) -> tuple[int, int] | None:
     """The size libvips' path makes (``geometry.resize_with`` through libvips' thumbnail:
     a JPEG shrink-on-load leaving a factor of two, rounded down, then a resize rounded to
-    the nearest pixel, then the aspect kept to within a pixel), or None for an upscale or
-    a side at exactly half a pixel, which stay libvips'."""
+    the nearest pixel, then the aspect kept to within a pixel), or None for an upscale,
+    which stays libvips'."""
     box_w, box_h = resize_box(task, width, height)
     force = task.get("fit") == "scale"
     if task.get("width") is None or task.get("height") is None:
@@ -143,10 +143,11 @@ def size(task: Task, width: int, height: int) -> tuple[int, int] | None:
         return None
     across, down = _shrinks(loaded_w, loaded_h, box_w, box_h, force)
     across, down = min(across, loaded_w), min(down, loaded_h)
-    sized = [loaded_w * (1.0 / across), loaded_h * (1.0 / down)]
-    if any(abs(side % 1 - 0.5) < 1e-6 for side in sized):
-        return None  # half a pixel: libvips' own arithmetic decides which way (it renders)
-    made_w, made_h = (int(side + 0.5) for side in sized)
+    # libvips' thumbnail hands resize the scale 1/shrink, and reduce divides by 1/scale:
+    # that round trip decides a side at exactly half a pixel (4000x3000 to width 302 is
+    # 302x226, where 3000 * 302 / 4000 is 226.5).
+    made_w = int(loaded_w / (1.0 / (1.0 / across)) + 0.5)
+    made_h = int(loaded_h / (1.0 / (1.0 / down)) + 0.5)
     if task.get("width") is None or task.get("height") is None:
         by_width = task.get("width") is not None
         if by_width:
