@@ -23,6 +23,25 @@ from tests.processing import officedocs
 
 needs_office = pytest.mark.needs("soffice", by="scripts/setup.d/79-office.sh")
 WORDS = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=12)
+TMP = Path("/tmp")  # LibreOffice's pipe folder whenever it is writable (sal/osl/unx)
+
+
+@pytest.fixture(autouse=True)
+def _stale_office_pipes_removed() -> Iterator[None]:
+    """A LibreOffice run unconfined (the tests below that need it) makes its pipes in the
+    machine's /tmp, where bubblewrap gives a confined one a private /tmp, and leaves them
+    there when it is killed: six sockets a run, found after a day of test runs. Those the
+    test left and nothing listens on any more are removed."""
+    before = set(TMP.glob("OSL_PIPE_*"))
+    yield
+    for path in set(TMP.glob("OSL_PIPE_*")) - before:
+        with socket.socket(socket.AF_UNIX) as probe:
+            try:
+                probe.connect(str(path))
+            except ConnectionRefusedError:
+                path.unlink(missing_ok=True)
+            except OSError:
+                pass
 
 
 @pytest.fixture(scope="module")
