@@ -160,28 +160,27 @@ def test_no_module_imports_another_modules_private_names() -> None:
     assert private == []
 
 
+def _uses_of(attribute: str) -> list[str]:
+    """``module:line`` of every ``x.<attribute>`` in src/."""
+    return [
+        f"{module}:{node.lineno}"
+        for module, path in MODULES.items()
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Attribute) and node.attr == attribute
+    ]
+
+
 def test_no_module_uses_asyncio_wait_for() -> None:
     # Python 3.11's wait_for swallows a cancel that meets the awaited result (CPython
     # gh-86296): a worker loop then never ends and a shutdown hangs (core/wake.py).
     # asyncio.timeout keeps the cancel.
-    used = [
-        f"{module}:{node.lineno}"
-        for module, path in MODULES.items()
-        for node in ast.walk(ast.parse(path.read_text()))
-        if isinstance(node, ast.Attribute) and node.attr == "wait_for"
-    ]
-    assert used == []
+    assert _uses_of("wait_for") == []
 
 
 def test_images_are_scaled_only_through_ops_scaled() -> None:
     # libvips' thumbnail_image turns an image by its EXIF orientation unless told not to;
     # ops.scaled never does (the service keeps the stored orientation for viewers).
-    used = [
-        f"{module}:{node.lineno}"
-        for module, path in MODULES.items()
-        for node in ast.walk(ast.parse(path.read_text()))
-        if isinstance(node, ast.Attribute) and node.attr == "thumbnail_image"
-    ]
+    used = _uses_of("thumbnail_image")
     assert [place.split(":")[0] for place in used] == ["stowage.processing.ops"]
 
 
