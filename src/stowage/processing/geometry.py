@@ -6,6 +6,7 @@ that asks the decoder for a smaller image); later in a chain it works on the pip
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 
@@ -114,10 +115,7 @@ face_anchor: Callable[[pyvips.Image, int, int], tuple[int, int]] = faces.anchor
 
 
 def resize(image: pyvips.Image, task: Task) -> pyvips.Image:
-    def scale(width: int, height: int, size: str) -> pyvips.Image:
-        return ops.scaled(image, width, height, size)
-
-    return resize_with(scale, task, image.width, image.height)
+    return resize_with(functools.partial(ops.scaled, image), task, image.width, image.height)
 
 
 def crop(image: pyvips.Image, task: Task) -> pyvips.Image:

@@ -130,8 +130,10 @@ def size(task: Task, width: int, height: int) -> tuple[int, int] | None:
     which stays libvips'."""
     box_w, box_h = resize_box(task, width, height)
     force = task.get("fit") == "scale"
-    if task.get("width") is None or task.get("height") is None:
-        box_w, box_h = (box_w, UNBOUNDED) if task.get("width") is not None else (UNBOUNDED, box_h)
+    one_side = task.get("width") is None or task.get("height") is None
+    by_width = task.get("width") is not None
+    if one_side:
+        box_w, box_h = (box_w, UNBOUNDED) if by_width else (UNBOUNDED, box_h)
         force = False
     shrink = _shrinks(width, height, box_w, box_h, force)
     if min(shrink) < 1:
@@ -148,12 +150,10 @@ def size(task: Task, width: int, height: int) -> tuple[int, int] | None:
     # 302x226, where 3000 * 302 / 4000 is 226.5).
     made_w = int(loaded_w / (1.0 / (1.0 / across)) + 0.5)
     made_h = int(loaded_h / (1.0 / (1.0 / down)) + 0.5)
-    if task.get("width") is None or task.get("height") is None:
-        by_width = task.get("width") is not None
-        if by_width:
-            made_h = kept_side(made_w, made_h, width, height, True)
-        else:
-            made_w = kept_side(made_h, made_w, width, height, False)
+    if one_side and by_width:
+        made_h = kept_side(made_w, made_h, width, height, True)
+    elif one_side:
+        made_w = kept_side(made_h, made_w, width, height, False)
     return made_w, made_h
 
 

@@ -9,6 +9,7 @@ finder's eye cascade with a redness threshold. docs/transformations.md says so.
 
 from __future__ import annotations
 
+import functools
 import json
 
 import pyvips
@@ -31,9 +32,7 @@ MIN_RED = 60  # ... and bright enough to be one (dark reds are shadows)
 
 # -- smart_crop -----------------------------------------------------------------
 def smart_crop(image: pyvips.Image, task: Task) -> pyvips.Image:
-    def scale(width: int, height: int, size: str) -> pyvips.Image:
-        return ops.scaled(image, width, height, size)
-
+    scale = functools.partial(ops.scaled, image)
     return smart_crop_with(scale, task, image.width, image.height)
 
 
