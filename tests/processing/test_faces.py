@@ -288,6 +288,41 @@ def test_smart_crop_with_one_side_keeps_the_proportion() -> None:
     assert (cropped.width, cropped.height) == (128, 128)
 
 
+@st.composite
+def one_side(draw: st.DrawFn) -> tuple[int, int, int]:
+    """A source's width and height and a width to make, half of them where the height in
+    proportion is exactly half a pixel (width 2*want*r, height r*odd)."""
+    if draw(st.booleans()):
+        return draw(st.integers(2, 500)), draw(st.integers(2, 500)), draw(st.integers(1, 400))
+    want, r, odd = draw(st.integers(1, 60)), draw(st.integers(1, 4)), draw(st.integers(0, 60))
+    return 2 * want * r, r * (2 * odd + 1), want
+
+
+@settings(max_examples=40, deadline=None)
+@given(sizes=one_side(), by_width=st.booleans())
+def test_smart_crop_with_one_side_is_the_size_resize_makes(
+    tmp_path_factory: pytest.TempPathFactory, sizes: tuple[int, int, int], by_width: bool
+) -> None:
+    width, height, want = sizes
+    if not by_width:  # the same sizes turned: the width derived from a height
+        width, height = height, width
+    folder = tmp_path_factory.mktemp("one-side")
+    source = folder / "source.png"
+    pyvips.Image.gaussnoise(width, height, seed=1).cast("uchar").pngsave(str(source))
+    side = f"{'width' if by_width else 'height'}:{want}"
+    made = [rendered_from(source, folder, f"{name}={side}") for name in ("resize", "smart_crop")]
+    assert made[0] == made[1], (width, height, side)
+
+
+def rendered_from(source: Path, folder: Path, segment: str) -> tuple[int, int]:
+    parsed = chain.parse([segment])
+    output = chain.output_for(parsed, "image/png")
+    dest = folder / f"{segment.split('=')[0]}.{output.extension}"
+    VipsEngine(threads_per_job=1).render(source, parsed, output, dest, LIMITS)
+    image = pyvips.Image.new_from_file(str(dest))
+    return image.width, image.height
+
+
 def test_redeye_turns_red_pupils_dark_and_leaves_the_rest() -> None:
     image = astronaut().copy_memory()
     face = faces.detect(image)[0]

@@ -82,6 +82,13 @@ def _kept_aspect(image: pyvips.Image, width: int, height: int, by_width: bool) -
     return ops.scaled(image, fixed, given, "force")
 
 
+def proportional(other: int, have: int, want: int) -> int:
+    """``other`` scaled as a side of ``have`` pixels goes to ``want``, rounded as libvips'
+    resize rounds it (half a pixel up, through its scale's round trip): a task given one
+    side derives the other as ``resize`` does (96x40 to width 30 is 30x13 in both)."""
+    return max(1, int(other / (1.0 / (1.0 / (have / want))) + 0.5))
+
+
 def kept_side(given: int, other: int, width: int, height: int, by_width: bool) -> int:
     """``other``, or the side the source's aspect gives when ``other`` is more than a
     pixel from it (``_kept_aspect``; the Pillow path sizes its result with it too)."""

@@ -17,7 +17,7 @@ import pyvips
 from stowage.processing import faces, ops
 from stowage.processing.base import Task, Value
 from stowage.processing.facetasks import JSON
-from stowage.processing.geometry import Scaler
+from stowage.processing.geometry import Scaler, proportional
 from stowage.processing.params import boolean, choice, color, integer, text
 from stowage.processing.table import Answer, Kind, Param, TaskSpec
 
@@ -67,9 +67,9 @@ def _target(task: Task, width: int, height: int) -> tuple[int, int]:
     want_w, want_h = task.get("width") or 0, task.get("height") or 0
     assert isinstance(want_w, int) and isinstance(want_h, int)
     if want_w and not want_h:
-        return want_w, max(1, round(height * want_w / width))
+        return want_w, proportional(height, width, want_w)
     if want_h and not want_w:
-        return max(1, round(width * want_h / height)), want_h
+        return proportional(width, height, want_h), want_h
     return (want_w or width), (want_h or height)
 
 
