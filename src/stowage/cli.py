@@ -309,6 +309,27 @@ def fsck_command(ctx: click.Context, repair: bool) -> None:
         ctx.exit(1)
 
 
+@main.group()
+def derivatives() -> None:
+    """The derivative cache: the kept results of transformations."""
+
+
+@derivatives.command("prune")
+@click.option("--dry-run", is_flag=True, help="Count what would be removed; remove nothing.")
+@click.pass_context
+def derivatives_prune(ctx: click.Context, dry_run: bool) -> None:
+    """Remove the derivatives no request can reach: of deleted files, of older versions,
+    and those an older release rendered (run it after an upgrade). Safe while servers
+    run: one removed in a race is made again on its next request."""
+    from stowage.processing.cacheprune import prune
+
+    found = _with_parts(
+        _settings(ctx),
+        lambda p: prune(p.processor.cache, p.registry.get, click.echo, remove=not dry_run),
+    )
+    click.echo(found.line() + (" (dry run: none removed)" if dry_run else ", removed"))
+
+
 @main.command("sign")
 @click.option("--secret", envvar="STOWAGE_SECRET", help="App secret (or STOWAGE_SECRET).")
 @click.option("--app", "api_key", help="Read the secret of this app from the registry instead.")

@@ -16,8 +16,10 @@ from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestClient
+from click.testing import CliRunner
 
 from stowage.assembly import Assembly
+from stowage.cli import main
 from stowage.config import Settings
 from stowage.core.security import encode_policy, sign
 from stowage.core.service import Stowage
@@ -63,6 +65,14 @@ class Harness:
         assert resp.status == 200, await resp.text()
         result: dict[str, Any] = await resp.json()
         return result
+
+    async def cli(self, *args: str) -> tuple[int, str]:
+        """``stowage --data-dir <this node's> ARGS`` in a thread: the command runs its own
+        event loop, as from a shell. Its exit code and output."""
+        command = ["--data-dir", str(self.settings.data_dir), *args]
+        result = await asyncio.to_thread(CliRunner().invoke, main, command)
+        assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+        return result.exit_code, result.output
 
     def object_path(self, app: App, key: str, container: str = "default") -> Path:
         return self.settings.data_dir / "storage" / app.api_key / "objects" / container / key

@@ -46,3 +46,27 @@ async def test_a_derivative_of_an_older_rendering_is_made_anew(
             break
         await asyncio.sleep(0.05)
     assert now is not None and len(now) == 1 and not set(now) & set(made)
+
+
+async def test_prune_after_an_upgrade_removes_the_older_rendering(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``stowage derivatives prune`` through the command line: a dry run counts, a run
+    removes; the derivative of the running release is kept."""
+    handle = await stored(harness, picture(400, 300))
+    url = f"/flip/resize=width:100/{handle}"
+    await get(harness, url)
+    older = await derivatives(harness)
+    monkeypatch.setattr(cache, "RENDERING", cache.RENDERING + 1)  # the upgrade
+    await get(harness, url)
+    both = await derivatives(harness)
+    assert older is not None and both is not None and len(both) == 2
+
+    code, out = await harness.cli("derivatives", "prune", "--dry-run")
+    assert code == 0 and "2 derivatives checked, 1 unreachable (dry run" in out, out
+    assert await derivatives(harness) == both
+    code, out = await harness.cli("derivatives", "prune")
+    assert code == 0 and "2 derivatives checked, 1 unreachable, removed" in out, out
+    assert await derivatives(harness) == sorted(set(both) - set(older))
+    code, out = await harness.cli("derivatives", "prune")
+    assert "1 derivatives checked, 0 unreachable" in out, out

@@ -5,9 +5,15 @@ from it (ranges and conditionals on a streamed body), and old versions removed."
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 
+import pytest
+
+from stowage import errors
+from stowage.processing import cache as cache_module
+from stowage.processing import cacheprune
 from stowage.processing.cache import PREFIX
-from stowage.storage.base import Lists, LocalFiles
+from stowage.storage.base import Lists, LocalFiles, WriteOptions
 from tests.api.harness import Harness
 from tests.api.shared_store import settings, shared  # noqa: F401 - the fixtures
 from tests.api.test_file_ops import basic
@@ -54,3 +60,50 @@ async def test_derivatives_in_the_default_store(harness: Harness, provider_name:
                 break
             await asyncio.sleep(0.05)
         assert not set(kept) & set(await derivatives(harness) or [])
+
+
+async def test_prune_removes_what_no_request_reaches(harness: Harness) -> None:
+    """Leftovers of every kind in the provider's store: another rendering, the layout
+    before, another version, a handle gone. Kept: the current derivative and a kept
+    screenshot (they expire on their own). The store is the server's, shared by the
+    session's tests: their derivatives are leftovers here too (not this registry's)."""
+    cache = harness.parts.processor.cache
+    handle = await stored(harness, picture(400, 300))
+    _, body = await get(harness, f"/resize=width:100/{handle}")
+    if not isinstance(cache.provider, Lists):
+        with pytest.raises(errors.NotSupported):
+            await cacheprune.prune(cache, harness.service.registry.get, print)
+        return
+    app = harness.open_app.api_key
+    (current,) = [k for k in await derivatives(harness) or [] if f"/{handle}/" in k]
+    folder, _, name = current.rpartition("/")
+    version, sha, _, digest = name.split("-")
+    left = [
+        f"{folder}/{version}-{sha}-r1-{digest}",
+        f"{folder}/{version}-{sha}/{digest}",
+        f"{folder}/v0-{sha}-r{cache_module.RENDERING}-{digest}",
+        f"{PREFIX}/{app}/NoSuchHandle00000000/{name}",
+    ]
+    screenshot = f"{PREFIX}/_screenshots/{app}.png"
+    for key in [*left, screenshot]:
+        await cache.provider.write(cache.container, key, _chunks(b"left"), WriteOptions())
+    before = set(await derivatives(harness) or [])
+    lines: list[str] = []
+
+    counted = await cacheprune.prune(cache, harness.service.registry.get, lines.append, False, 2)
+    shots = {k for k in before if "/_screenshots/" in k}
+    assert counted.checked == len(before - shots) >= 5
+    assert counted.unreachable == counted.checked - 1  # all but the current one
+    assert [line.split(" derivatives checked, ")[0] for line in lines] == [
+        str(n) for n in range(2, counted.checked + 1, 2)
+    ]
+    assert set(await derivatives(harness) or []) == before
+    removed = await cacheprune.prune(cache, harness.service.registry.get, lines.append)
+    assert (removed.checked, removed.unreachable) == (counted.checked, counted.unreachable)
+    assert set(await derivatives(harness) or []) == {current} | shots
+    _, again = await get(harness, f"/resize=width:100/{handle}")
+    assert again == body
+
+
+async def _chunks(data: bytes) -> AsyncIterator[bytes]:
+    yield data

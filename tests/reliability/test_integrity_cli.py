@@ -3,26 +3,14 @@ the real command line, on a data folder left with every kind of inconsistency.""
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import os
 import time
 
-from click.testing import CliRunner
-
-from stowage.cli import main
 from stowage.core import overwrites
 from tests.api.harness import Harness
 from tests.api.test_file_ops import handle_of
 from tests.reliability.checks import fault
-
-
-async def _cli(harness: Harness, *args: str) -> tuple[int, str]:
-    """The command in a thread: it runs its own event loop, as from a shell."""
-    data_dir = str(harness.settings.data_dir)
-    result = await asyncio.to_thread(CliRunner().invoke, main, ["--data-dir", data_dir, *args])
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
-    return result.exit_code, result.output
 
 
 async def test_verify_reports_corrupt_and_missing_files(harness: Harness) -> None:
@@ -32,15 +20,15 @@ async def test_verify_reports_corrupt_and_missing_files(harness: Harness) -> Non
     harness.object_path(harness.open_app, bad["key"]).write_bytes(b"bad byteS!")
     harness.object_path(harness.open_app, gone["key"]).unlink()
     fault(2)
-    code, out = await _cli(harness, "verify")
+    code, out = await harness.cli("verify")
     handles = {handle_of(good), handle_of(bad), handle_of(gone)}
     words = [line.split() for line in out.splitlines()]
     lines = {w[0]: w[1] for w in words if len(w) > 1 and w[0] in handles}  # not log lines
     assert code == 1, out
     assert lines == {handle_of(good): "ok", handle_of(bad): "corrupt", handle_of(gone): "missing"}
-    code, out = await _cli(harness, "verify", "--", handle_of(good))
+    code, out = await harness.cli("verify", "--", handle_of(good))
     assert code == 0 and f"{handle_of(good)}  ok" in out, out
-    code, out = await _cli(harness, "verify", "-FnoSuchHandle000000")  # handles may begin with -
+    code, out = await harness.cli("verify", "-FnoSuchHandle000000")  # handles may begin with -
     assert code == 1 and "-FnoSuchHandle000000  missing" in out, out
 
 
@@ -58,21 +46,21 @@ async def test_fsck_reports_then_repairs(harness: Harness) -> None:
     past = time.time() - 7200
     os.utime(old_temp, (past, past))
     fault(3)
-    code, out = await _cli(harness, "fsck")
+    code, out = await harness.cli("fsck")
     assert code == 1
     assert f"missing object  {handle_of(gone)}" in out
     assert f"orphan object   {orphan}" in out
     assert "old.part" in out and "new.part" in out
     assert out.rstrip().endswith("inconsistent")
     assert orphan.exists() and old_temp.exists()  # report only
-    code, out = await _cli(harness, "fsck", "--repair")
+    code, out = await harness.cli("fsck", "--repair")
     assert "repaired 3" in out
     assert not orphan.exists() and not old_temp.exists()
     assert new_temp.exists()  # younger than an hour: may be a live upload
     assert await harness.service.registry.get(handle_of(gone)) is None
     assert await harness.service.registry.get(handle_of(kept)) is not None
     new_temp.unlink()
-    code, out = await _cli(harness, "fsck")
+    code, out = await harness.cli("fsck")
     assert code == 0 and out.rstrip().endswith("clean"), out
 
 
@@ -86,11 +74,11 @@ async def test_fsck_reports_and_settles_an_unsettled_overwrite(harness: Harness)
     assert await harness.service.registry.intend_overwrite(overwrites.intent_for(new))
     harness.object_path(harness.open_app, record.key).write_bytes(b"v2")
     fault()
-    code, out = await _cli(harness, "fsck")
+    code, out = await harness.cli("fsck")
     assert code == 1 and f"unsettled write {handle}" in out, out
-    code, out = await _cli(harness, "fsck", "--repair")
+    code, out = await harness.cli("fsck", "--repair")
     assert "repaired 1" in out, out
-    code, out = await _cli(harness, "verify", "--", handle)
+    code, out = await harness.cli("verify", "--", handle)
     assert code == 0 and f"{handle}  ok" in out, out
-    code, out = await _cli(harness, "fsck")
+    code, out = await harness.cli("fsck")
     assert code == 0 and out.rstrip().endswith("clean"), out

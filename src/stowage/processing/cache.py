@@ -75,7 +75,7 @@ class DerivativeCache:
 
     def key(self, record: FileRecord, chain_key: str, extension: str) -> str:
         digest = hashlib.sha256(chain_key.encode()).hexdigest()[:40]
-        return f"{_current(record)}{digest}.{extension}"
+        return f"{current_prefix(record)}{digest}.{extension}"
 
     async def stat(self, key: str) -> ObjectInfo | None:
         looked = _FRESH.get()
@@ -140,11 +140,11 @@ class DerivativeCache:
             return
         folder = _folder(record)
         # Keys of another version or rendering, and of the layout before (``<version>/``).
-        current = _current(keep) if keep is not None else None
+        current = current_prefix(keep) if keep is not None else None
         try:
             async for key in self.provider.keys(self.container, folder):
                 if current is None or not key.startswith(current):
-                    await _delete(self.provider, self.container, key)
+                    await delete(self.provider, self.container, key)
         except Exception:
             log.warning("could not remove old derivatives of %s", record.handle, exc_info=True)
 
@@ -158,7 +158,7 @@ class DerivativeCache:
             await asyncio.wait(pending, timeout=_CLOSE_SECONDS)
 
 
-def _current(record: FileRecord) -> str:
+def current_prefix(record: FileRecord) -> str:
     """What the keys of the record's derivatives made by this release start with."""
     return f"{_folder(record)}{version_of(record)}-r{RENDERING}-"
 
@@ -167,7 +167,7 @@ def _folder(record: FileRecord) -> str:
     return f"{PREFIX}/{record.api_key}/{record.handle}/"
 
 
-async def _delete(provider: Provider, container: str, key: str) -> None:
+async def delete(provider: Provider, container: str, key: str) -> None:
     with contextlib.suppress(errors.StorageNotFound):  # already gone: what we wanted
         await provider.delete(container, key)
 
