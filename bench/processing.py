@@ -33,7 +33,6 @@ from bench.cdnclient import CONNECTIONS, cdn, fetch_all
 from bench.scenarios import (
     Context,
     Row,
-    _no_errors,
     _peak,
     _random_file,
     _stowage_store,
@@ -219,21 +218,8 @@ def warm(ctx: Context, engine: Engine, handle: str) -> Row:
     assert status == 200, status
     plain = _stowage_store(ctx, _random_file(ctx.tmp / "processing" / "same-size", size))
 
-    def run(url: str) -> Callable[[], float]:
-        def go() -> float:
-            res = load.wrk(url, seconds=ctx.sizes.wrk_seconds, connections=CONNECTIONS)
-            _no_errors(url, res)
-            return res.rps
-
-        return go
-
-    # Two rounds at least, so that each side runs first once even in --quick mode.
-    rates = alternate(
-        max(2, ctx.sizes.rounds),
-        {
-            "derivative": run(transform_url(ctx.stowage, handle)),
-            "plain": run(f"{cdn(ctx.stowage)}/{plain}"),
-        },
+    rates = processing_tasks.warm_rates(
+        ctx, (transform_url(ctx.stowage, handle), None), (f"{cdn(ctx.stowage)}/{plain}", None)
     )
     s, p = median(rates["derivative"]), median(rates["plain"])
     return Row(

@@ -131,33 +131,40 @@ def _cpu_ms(urls: list[str], pids: Callable[[], list[int]]) -> float:
     return spent * 1000 / len(urls)
 
 
+def warm_rates(
+    ctx: Context, derivative: tuple[str, dict[str, str] | None], plain: tuple[str, None]
+) -> dict[str, list[float]]:
+    """Requests a second for a cached derivative and for a plain GET, in short runs that
+    take turns: the machine's speed drifts over a minute (a plain GET alone went from
+    2,657 to 2,061 req/s in one row), and runs taken close together share the drift."""
+
+    def run(url: str, headers: dict[str, str] | None) -> Callable[[], float]:
+        def go() -> float:
+            seconds = ctx.sizes.wrk_seconds // 2 + 1  # 3 s in a full run, 1 s in --quick
+            res = load.wrk(url, seconds=seconds, connections=CONNECTIONS, headers=headers)
+            _no_errors(url, res)
+            return res.rps
+
+        return go
+
+    return alternate(
+        max(2, 2 * ctx.sizes.rounds), {"derivative": run(*derivative), "plain": run(*plain)}
+    )
+
+
 def warm_auto_image(ctx: Context, handle: str) -> Row:
-    """``auto_image`` answered from the cache (a WebP for an ``Accept`` that takes it)
+    """``auto_image`` answered from the cache (an AVIF for an ``Accept`` that takes it)
     against a plain CDN GET of a file of the derivative's size."""
     accept = {"Accept": "image/avif,image/webp,*/*"}
     url = f"{cdn(ctx.stowage)}/auto_image/resize=width:300/{handle}"
     status, size, _, _ = load.curl(url, headers=accept)
     assert status == 200, status
     plain = _stowage_store(ctx, _random_file(ctx.tmp / "processing-tasks" / "auto-same", size))
-
-    def run(target: str, headers: dict[str, str] | None) -> Callable[[], float]:
-        def go() -> float:
-            res = load.wrk(
-                target, seconds=ctx.sizes.wrk_seconds, connections=CONNECTIONS, headers=headers
-            )
-            _no_errors(target, res)
-            return res.rps
-
-        return go
-
-    rates = alternate(
-        max(2, ctx.sizes.rounds),
-        {"derivative": run(url, accept), "plain": run(f"{cdn(ctx.stowage)}/{plain}", None)},
-    )
+    rates = warm_rates(ctx, (url, accept), (f"{cdn(ctx.stowage)}/{plain}", None))
     s, p = median(rates["derivative"]), median(rates["plain"])
     return Row(
         "11",
-        "  warm: auto_image (WebP for the Accept) again (cache hit), 8 connections",
+        "  warm: auto_image (AVIF for an Accept that takes it) again (cache hit), 8 connections",
         "req/s",
         s,
         reference=p,
