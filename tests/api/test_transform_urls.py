@@ -11,6 +11,7 @@ import time
 import zipfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -18,6 +19,9 @@ import pyvips
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
+from stowage.core import streams
+from stowage.http import transform
+from stowage.processing.results import Spooled
 from tests.api.harness import Harness
 from tests.api.test_transform import decoded, get, picture, stored
 from tests.servers.ports import free_port
@@ -356,3 +360,46 @@ async def test_a_list_of_urls_past_the_count_is_refused_before_a_fetch(
         )
         assert resp.status == 400, await resp.text()
     assert origin.bodies == 0
+
+
+async def test_a_result_is_closed_by_its_handler_when_the_client_leaves(
+    harness: Harness, origin: Origin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A URL's result is spooled and sent from the spool file: when the client goes away
+    mid-body, the file is closed before the sending returns (``aclosing``), not by the
+    collector later (an open file per abandoned request until then)."""
+    bands = [pyvips.Image.gaussnoise(2400, 2400, seed=seed).cast("uchar") for seed in (5, 6, 7)]
+    origin.change(bands[0].bandjoin(bands[1:]).jpegsave_buffer(Q=100), '"noise"')
+    closed: list[str] = []
+    closed_when_sent: list[list[str]] = []
+    send = transform._send_spooled
+
+    async def watched(path: str, size: int = 256 * 1024) -> AsyncIterator[bytes]:
+        # Read without awaiting: the handler is then only ever suspended in its write,
+        # where the client's leaving reaches it (file_chunks' own reads in a thread may
+        # take the cancellation themselves, and then close the file on their way out).
+        try:
+            with open(path, "rb") as file:
+                while chunk := file.read(size):
+                    yield chunk
+        finally:
+            closed.append(str(path))
+
+    async def sending(request: web.Request, result: Spooled, *rest: Any) -> web.StreamResponse:
+        try:
+            return await send(request, result, *rest)
+        finally:
+            closed_when_sent.append([p for p in closed if p == str(result.path)])
+
+    monkeypatch.setattr(streams, "file_chunks", watched)
+    monkeypatch.setattr(transform, "_send_spooled", sending)
+    key = harness.open_app.api_key
+    resp = await harness.cdn.get(f"/{key}/quality=value:100/{origin.url}")  # about 17 MB
+    assert resp.status == 200 and int(resp.headers["Content-Length"]) > 12 * 2**20
+    await resp.content.read(2**16)
+    resp.close()  # the loopback's buffers hold a few MiB: the handler is mid-body
+    for _ in range(200):
+        if closed_when_sent:
+            break
+        await asyncio.sleep(0.05)
+    assert len(closed_when_sent) == 1 and len(closed_when_sent[0]) == 1, closed_when_sent
