@@ -300,7 +300,16 @@ def _prepared(image: pyvips.Image, chain: Chain, output: Output) -> pyvips.Image
         image = ops.flatten(image, str(background or "white"))
     if settings.get("colorspace") == "cmyk" and output.format in ("jpeg", "tiff"):
         return image.icc_transform("cmyk", embedded=False)
+    if _drops_profile(chain, output) and image.get_typeof("icc-profile-data"):
+        # A file without a profile is shown as sRGB: its pixels must be sRGB's first (a
+        # Display P3 photo stripped as it was came out dull, 22 dB from what it shows).
+        image = image.icc_transform("srgb", embedded=True)
     return ops.srgb(image) if image.interpretation != "b-w" else image
+
+
+def _drops_profile(chain: Chain, output: Output) -> bool:
+    """The saved file will carry no ICC profile: stripped, or a format without one."""
+    return output.format == "gif" or _strips(chain)
 
 
 def save_options(chain: Chain, output: Output) -> dict[str, Any]:
@@ -329,13 +338,16 @@ def save_options(chain: Chain, output: Output) -> dict[str, Any]:
         options["effort"] = GIF_EFFORT
         if _KEEPS_DUPLICATES:  # cgif merges equal frames: [h1,h1] must stay two frames
             options["keep_duplicate_frames"] = True
-    strip = settings.get("strip") or any(
+    if _strips(chain):
+        options["keep"] = "none"
+    return options
+
+
+def _strips(chain: Chain) -> bool:
+    return bool(_merged(chain, "output").get("strip")) or any(
         t.name == "no_metadata" or (t.name == "compress" and t.get("metadata") is True)
         for t in chain.tasks
     )
-    if strip:
-        options["keep"] = "none"
-    return options
 
 
 def _merged(chain: Chain, name: str) -> dict[str, Any]:
