@@ -37,14 +37,17 @@ def psnr(a: pyvips.Image, b: pyvips.Image) -> float:
     return 99.0 if mse == 0 else 10 * math.log10(255**2 / mse)
 
 
+def gradients() -> pyvips.Image:
+    xy = pyvips.Image.xyz(WIDTH, HEIGHT)
+    red, green = (xy[0] * 255 / WIDTH).cast("uchar"), (xy[1] * 255 / HEIGHT).cast("uchar")
+    return red.bandjoin([green, (255 - red)]).copy(interpretation="srgb")
+
+
 @pytest.fixture(scope="module")
 def sources(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Saturated gradients (where P3 and sRGB differ most), tagged Display P3."""
     folder = tmp_path_factory.mktemp("profiles")
-    xy = pyvips.Image.xyz(WIDTH, HEIGHT)
-    red, green = (xy[0] * 255 / WIDTH).cast("uchar"), (xy[1] * 255 / HEIGHT).cast("uchar")
-    rgb = red.bandjoin([green, (255 - red)]).copy(interpretation="srgb")
-    p3 = rgb.icc_export(output_profile="p3")
+    p3 = gradients().icc_export(output_profile="p3")
     for name in SOURCES:
         p3.write_to_file(str(folder / name), **({"Q": 95} if name.endswith("jpg") else {}))
     return folder
@@ -81,3 +84,27 @@ def test_the_colours_shown_are_the_sources_whatever_the_chain(
     )
     bar = 28 if output.format == "gif" else 32  # a GIF holds 256 colours
     assert psnr(shown(made), shown(pyvips.Image.new_from_file(str(expected)))) > bar, segments
+
+
+@pytest.mark.parametrize("profile", ["garbage", "truncated", "cmyk on rgb"])
+@pytest.mark.parametrize("segment", ["no_metadata", "output=format:gif"])
+def test_a_broken_profile_does_not_make_the_image_unreadable(
+    tmp_path: Path, profile: str, segment: str
+) -> None:
+    """libvips falls back to sRGB for a profile it cannot use: the result is the pixels."""
+    rgb = gradients()
+    data = {
+        "garbage": b"\x00" * 36 + b"acsp" + b"\x01" * 300,
+        "truncated": rgb.icc_export(output_profile="p3").get("icc-profile-data")[:100],
+        "cmyk on rgb": rgb.icc_export(output_profile="cmyk").get("icc-profile-data"),
+    }[profile]
+    tagged = rgb.copy()
+    tagged.set_type(pyvips.GValue.blob_type, "icc-profile-data", data)
+    tagged.jpegsave(str(tmp_path / "tagged.jpg"), Q=95)
+    parsed = chain.parse([segment])
+    output = chain.output_for(parsed, "image/jpeg")
+    dest = tmp_path / f"out.{output.extension}"
+    VipsEngine(threads_per_job=1).render(tmp_path / "tagged.jpg", parsed, output, dest, LIMITS)
+    made = pyvips.Image.new_from_file(str(dest))
+    assert (made.width, made.height) == (WIDTH, HEIGHT)
+    assert psnr(shown(made), rgb) > (28 if output.format == "gif" else 32)
