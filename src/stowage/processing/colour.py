@@ -15,9 +15,9 @@ def monochrome(image: pyvips.Image, task: Task) -> pyvips.Image:
 
 
 def blackwhite(image: pyvips.Image, task: Task) -> pyvips.Image:
-    grey = image.colourspace("b-w")[0]
+    grey, alpha = ops.split_alpha(image.colourspace("b-w"))  # transparency kept
     limit = float(task.get("threshold", 50)) * 255 / 100  # type: ignore[arg-type]
-    return (grey > limit).ifthenelse(255, 0).cast("uchar")
+    return ops.join_alpha((grey > limit).ifthenelse(255, 0).cast("uchar"), alpha)
 
 
 def sepia(image: pyvips.Image, task: Task) -> pyvips.Image:

@@ -18,7 +18,7 @@ import pyvips
 from stowage.processing import params
 from stowage.processing.base import Task, Value
 from stowage.processing.geometry import rotated_size
-from stowage.processing.ops import held, srgb, with_alpha
+from stowage.processing.ops import held, premultiplied, srgb, with_alpha
 from stowage.processing.table import Param, TaskSpec
 
 COLOR = params.color
@@ -222,8 +222,11 @@ def oil_paint(image: pyvips.Image, task: Task) -> pyvips.Image:
     corners rounded by a median of at most 5x5 at full size, the default radius' cost
     (radius 10 on 12 megapixels: 7-10 s at full size, about 2 s so; a smooth
     enlargement instead blurred the strokes)."""
-    image = srgb(image)
     size = 2 * whole(task, "amount", 2) + 1
+    return premultiplied(srgb(image), lambda colours: _painted(colours, size))
+
+
+def _painted(image: pyvips.Image, size: int) -> pyvips.Image:
     factor = min(math.ceil(size / MAX_WINDOW), image.width, image.height)
     if factor == 1:
         return _median(image, size)

@@ -16,7 +16,7 @@ import pyvips
 from stowage.processing import params
 from stowage.processing.base import Task, Value
 from stowage.processing.effects import real
-from stowage.processing.filters import pixelate
+from stowage.processing.filters import blocks, blurred
 from stowage.processing.ops import srgb
 from stowage.processing.table import Param, TaskSpec
 
@@ -106,8 +106,8 @@ class Pixelated:
 
     def __call__(self, box: Box) -> pyvips.Image:
         region = self.image.extract_area(*box)
-        blocks = pixelate(region, Task("pixelate", (("amount", self.amount),)))
-        return blocks.gaussblur(self.blur).cast(region.format) if self.blur > 0 else blocks
+        pixels = blocks(region, self.amount)
+        return blurred(pixels, self.blur) if self.blur > 0 else pixels
 
 
 class Blurred:
@@ -116,7 +116,7 @@ class Blurred:
     are blurred with the pixels around them."""
 
     def __init__(self, image: pyvips.Image, sigma: float) -> None:
-        self.blurred = image.gaussblur(sigma).cast(image.format) if sigma > 0 else image
+        self.blurred = blurred(image, sigma) if sigma > 0 else image
 
     def __call__(self, box: Box) -> pyvips.Image:
         return self.blurred.extract_area(*box)

@@ -13,6 +13,7 @@ import pyvips
 
 from stowage.processing import ops, params
 from stowage.processing.base import Task
+from stowage.processing.filters import blurred
 from stowage.processing.ops import OUTPUT_LIMIT, join_alpha, split_alpha, srgb
 from stowage.processing.table import Param, TaskSpec
 
@@ -49,19 +50,23 @@ def denoised(image: pyvips.Image, level: str) -> pyvips.Image:
     if level == "none" or min(image.width, image.height) < 5:
         return image
     size = 5 if level == "high" else 3
-    median = image.rank(size, size, size * size // 2)
-    return ((image + median) / 2).cast(image.format) if level == "low" else median
+
+    def median(colours: pyvips.Image) -> pyvips.Image:
+        middle = colours.rank(size, size, size * size // 2)
+        return (colours + middle) / 2 if level == "low" else middle
+
+    return ops.premultiplied(image, median).cast(image.format)
 
 
 def upscale(image: pyvips.Image, task: Task) -> pyvips.Image:
-    colour, alpha = split_alpha(srgb(image))
-    colour = denoised(colour, str(task.get("noise", "none")))
+    image = denoised(srgb(image), str(task.get("noise", "none")))
     if task.get("upscale", True) is not False:
         width, height = upscaled_size(image.width, image.height, OUTPUT_LIMIT.get())
         hscale, vscale = width / image.width, height / image.height
-        colour = colour.resize(hscale, vscale=vscale, kernel="lanczos3")
-        if alpha is not None:
-            alpha = alpha.resize(hscale, vscale=vscale, kernel="lanczos3")
+        image = ops.premultiplied(
+            image, lambda colours: colours.resize(hscale, vscale=vscale, kernel="lanczos3")
+        )
+    colour, alpha = split_alpha(image)
     # a 3x3 sharpen (identity plus a share of the Laplacian): libvips' unsharp mask
     # works in LabS and took 5 of 6 seconds of a 12-megapixel upscale
     kernel = ARTWORK if task.get("style", "photo") == "artwork" else PHOTO
@@ -92,33 +97,69 @@ PRESETS = {
 }
 
 
-def _stretch(colour: pyvips.Image, preset: Preset) -> pyvips.Image:
+def _stretch(colour: pyvips.Image, alpha: pyvips.Image | None, preset: Preset) -> pyvips.Image:
     """Maps the ``low``/``high`` percentiles, measured on a thumbnail, to 0 and 255 (one
     range for all channels, so that hues stay). ``per_channel`` first balances the
-    channels' means to their grey (the grey-world white balance)."""
-    sample = ops.scaled(colour, STATS_SIDE, STATS_SIDE).copy_memory()
+    channels' means to their grey (the grey-world white balance). Only pixels that show
+    are measured: transparent ones hold colours no one sees."""
+    sample, seen = _sample(colour, alpha)
     if preset.per_channel and sample.bands >= 3:
-        means = [max(1.0, sample[b].avg()) for b in range(sample.bands)]
+        means = [max(1.0, seen.mean(sample[b])) for b in range(sample.bands)]
         gains = [sum(means) / len(means) / m for m in means]
         sample = (sample * gains).minpair(255).cast("uchar")
         colour = (colour * gains).minpair(255)
-    low = min(sample[b].percent(preset.low) for b in range(sample.bands))
-    # libvips' percent() overshoots to 256 near 100: the top is measured from the other end
-    high = max(255 - sample[b].invert().percent(100 - preset.high) for b in range(sample.bands))
+    low = min(seen.percent(sample[b], preset.low) for b in range(sample.bands))
+    # the top is measured from the other end (libvips' percent() overshoots near 100)
+    high = max(
+        255 - seen.percent(sample[b].invert(), 100 - preset.high) for b in range(sample.bands)
+    )
     scale = 255 / max(1, high - low)
     return colour.linear(scale, -low * scale).maxpair(0).minpair(255)
 
 
+def _sample(colour: pyvips.Image, alpha: pyvips.Image | None) -> tuple[pyvips.Image, Seen]:
+    small = ops.scaled(join_alpha(colour, alpha), STATS_SIDE, STATS_SIDE).copy_memory()
+    small_colour, small_alpha = split_alpha(small)
+    return small_colour, Seen(None if small_alpha is None else small_alpha > 0)
+
+
+@dataclass(frozen=True)
+class Seen:
+    """Statistics of a band over the pixels that show (``mask`` 255), or all of them."""
+
+    mask: pyvips.Image | None
+
+    def mean(self, band: pyvips.Image) -> float:
+        if self.mask is None:
+            return float(band.avg())
+        shown = self.mask.avg() / 255
+        return float((band * (self.mask / 255)).avg() / shown) if shown else 0.0
+
+    def percent(self, band: pyvips.Image, percent: float) -> int:
+        """libvips' ``percent()``: one more than the first value at or below which
+        ``percent`` of the pixels lie."""
+        if self.mask is None:
+            return int(band.percent(percent))
+        counts = self.mask.ifthenelse(band, 0).hist_find().tolist()[0]
+        counts[0] -= round((1 - self.mask.avg() / 255) * band.width * band.height)
+        wanted, running = sum(counts) * percent / 100, 0
+        for value, count in enumerate(counts):
+            running += count
+            if running >= wanted:
+                return value + 1
+        return len(counts)
+
+
 def enhance(image: pyvips.Image, task: Task) -> pyvips.Image:
     preset = PRESETS[str(task.get("preset", "auto"))]
-    image = srgb(image)
+    image = denoised(srgb(image), preset.noise)
     colour, alpha = split_alpha(image)
-    colour = denoised(colour, preset.noise)
-    colour = _stretch(colour, preset)
+    colour = _stretch(colour, alpha, preset)
     if preset.gamma != 1.0:
         colour = (colour / 255) ** preset.gamma * 255
     if preset.smooth > 0:
-        colour = colour * (1 - preset.smooth) + colour.gaussblur(2) * preset.smooth
+        soft = split_alpha(blurred(join_alpha(colour, alpha), 2))[0]
+        colour = colour * (1 - preset.smooth) + soft * preset.smooth
     if preset.saturation != 1.0 and colour.bands >= 3:
         lch = colour.copy(interpretation="srgb").colourspace("lch")
         colour = (lch * [1, preset.saturation, 1]).colourspace("srgb")

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import pyvips
 
-from stowage.processing import faces, ops
+from stowage.processing import faces, filters, ops
 from stowage.processing.base import Output, Task, Value
 from stowage.processing.faces import Box
 from stowage.processing.params import boolean, choice, color, integer, number, rgba, whole
@@ -158,7 +158,7 @@ def pixelate_faces(image: pyvips.Image, task: Task) -> pyvips.Image:
 
     def cover(patch: pyvips.Image) -> pyvips.Image:
         block = max(2, round(max(patch.width, patch.height) * amount / 100))
-        return _softened(_blocks(patch, block), float(task.get("blur", 4)))  # type: ignore[arg-type]
+        return _softened(filters.blocks(patch, block), float(task.get("blur", 4)))  # type: ignore[arg-type]
 
     return _over_faces(image, task, cover)
 
@@ -184,16 +184,8 @@ def _over_faces(
     return image
 
 
-def _blocks(patch: pyvips.Image, block: int) -> pyvips.Image:
-    block = min(block, patch.width, patch.height)
-    big = patch.shrink(block, block).zoom(block, block)
-    if big.width < patch.width or big.height < patch.height:
-        big = big.embed(0, 0, patch.width, patch.height, extend="copy")
-    return big.extract_area(0, 0, patch.width, patch.height)
-
-
 def _softened(patch: pyvips.Image, sigma: float) -> pyvips.Image:
-    return patch.gaussblur(sigma) if sigma >= 0.5 else patch
+    return filters.blurred(patch, sigma) if sigma >= 0.5 else patch
 
 
 def _oval(box: Box) -> pyvips.Image:

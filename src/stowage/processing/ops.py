@@ -7,7 +7,7 @@ declarations; ``catalogue`` gathers them.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 
 import pyvips
@@ -78,6 +78,20 @@ def flatten(image: pyvips.Image, colour: str) -> pyvips.Image:
 
 def with_alpha(image: pyvips.Image) -> pyvips.Image:
     return image if image.hasalpha() else image.bandjoin(255)
+
+
+def premultiplied(image: pyvips.Image, op: Callable[[pyvips.Image], pyvips.Image]) -> pyvips.Image:
+    """``op`` (a blur, a resample, block averages: anything that mixes neighbours) on
+    ``image`` with each colour weighted by its alpha. On straight alpha it mixes in the
+    colour of transparent pixels, which no one sees: a blur of a blue disc on
+    transparent red came out edged with red (``tests/processing/test_hidden_colours``)."""
+    if not image.hasalpha():
+        return op(image)
+    # Back to the image's format (rounded) before ``op``: libvips' filters run on 8-bit
+    # bands many times faster than on floats (a blur of sigma 20: 0.6 s against 8.5 s on
+    # 9 megapixels), and a weighted colour fits the band as the colour did.
+    weighted = image.premultiply().linear(1, 0.5).cast(image.format)
+    return op(weighted).unpremultiply().cast(image.format)
 
 
 def bands(image: pyvips.Image, colour: str) -> list[float]:
