@@ -36,8 +36,9 @@ from stowage.storage.base import Adopts, Lists, LocalFiles, ObjectInfo, Provider
 PREFIX = ".stowage-derivatives"
 #: 2: no task turns an image by its EXIF orientation (crop_faces, smart_crop after
 #: another task and collage cells did), and the Pillow path's sizes are libvips' own.
-#: 3: a result saved without its colour profile is turned into sRGB first, and
-#: smart_crop given one side rounds the other as resize does.
+#: 3: a result saved without its colour profile is turned into sRGB first, smart_crop
+#: given one side rounds the other as resize does, tasks that mix neighbours weight
+#: colours by alpha, and blackwhite keeps the alpha band.
 RENDERING = 3
 CHUNK = 256 * 1024
 log = logging.getLogger("stowage.processing")
