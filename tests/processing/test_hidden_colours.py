@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stowage import errors
-from stowage.processing import chain
+from stowage.processing import chain, composite
 from stowage.processing.vips import VipsEngine
 from tests.processing.test_engine import LIMITS
 from tests.processing.test_generated_chains import segments
@@ -99,3 +99,32 @@ def test_no_chain_shows_the_hidden_colour(
     tmp_path: Path, chosen: list[str], hidden: tuple[int, int, int]
 ) -> None:
     same_shown(tmp_path, chosen, hidden)
+
+
+OTHER = "O" * 20  # another file's handle in a chain
+
+
+@pytest.mark.parametrize(
+    ("segment", "listed"),
+    [
+        (f"watermark=file:{OTHER},size:50", 0),
+        (f"watermark=file:{OTHER},size:170", 0),
+        (f"collage=files:[{OTHER}],width:200,height:120", 0),
+        ("animate=width:60", 1),
+    ],
+)
+def test_another_files_hidden_colour_is_never_shown(
+    tmp_path: Path, segment: str, listed: int
+) -> None:
+    """The same for a file placed on the image (a logo exported with colours under its
+    transparent pixels): a watermark scaled by ``size`` mixed them in."""
+    base = tmp_path / "base.png"
+    pyvips.Image.black(SIDE, SIDE).new_from_image([90, 160, 90]).cast("uchar").pngsave(str(base))
+    results = []
+    for hidden in ((0, 0, 0), (255, 0, 0)):
+        other = pictures(tmp_path, hidden)
+        with composite.using(((OTHER, other),), LIMITS, listed, tmp_path / "out"):
+            made = rendered(base, [segment], tmp_path / f"made-{hidden[0]}")
+        assert made is not None, segment
+        results.append(shown(made))
+    assert (results[0] - results[1]).abs().max() <= 2, segment

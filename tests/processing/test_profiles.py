@@ -13,7 +13,7 @@ import pyvips
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stowage.processing import chain
+from stowage.processing import chain, composite
 from stowage.processing.vips import VipsEngine
 from tests.processing.test_engine import LIMITS
 
@@ -108,3 +108,31 @@ def test_a_broken_profile_does_not_make_the_image_unreadable(
     made = pyvips.Image.new_from_file(str(dest))
     assert (made.width, made.height) == (WIDTH, HEIGHT)
     assert psnr(shown(made), rgb) > (28 if output.format == "gif" else 32)
+
+
+OTHER = "O" * 20
+
+
+@pytest.mark.parametrize("tagged", ["base", "mark", "both"])
+def test_files_placed_together_keep_their_colours(tmp_path: Path, tagged: str) -> None:
+    """A logo and a photo in different colour spaces: each shows its own colours in the
+    result (a P3 logo placed as it was on an sRGB photo came out more saturated)."""
+    colours = {"base": [40, 170, 60], "mark": [200, 40, 160]}
+    files = {}
+    for name, side in (("base", 80), ("mark", 20)):
+        plain = pyvips.Image.black(side, side).new_from_image(colours[name]).cast("uchar")
+        plain = plain.copy(interpretation="srgb")
+        if tagged in (name, "both"):  # these numbers, read as Display P3
+            plain = plain.icc_export(output_profile="p3")
+        files[name] = tmp_path / f"{name}.png"
+        plain.pngsave(str(files[name]))
+    parsed = chain.parse([f"watermark=file:{OTHER}"])
+    output = chain.output_for(parsed, "image/png")
+    with composite.using(((OTHER, files["mark"]),), LIMITS, 0, tmp_path / "out"):
+        VipsEngine(threads_per_job=1).render(
+            files["base"], parsed, output, tmp_path / "out.png", LIMITS
+        )
+    made = shown(pyvips.Image.new_from_file(str(tmp_path / "out.png")))
+    for (x, y), name in (((40, 40), "mark"), ((5, 5), "base")):
+        got, want = made(x, y), shown(pyvips.Image.new_from_file(str(files[name])))(5, 5)
+        assert all(abs(g - w) <= 3 for g, w in zip(got, want, strict=True)), (name, got, want)

@@ -38,7 +38,8 @@ PREFIX = ".stowage-derivatives"
 #: another task and collage cells did), and the Pillow path's sizes are libvips' own.
 #: 3: a result saved without its colour profile is turned into sRGB first, smart_crop
 #: given one side rounds the other as resize does, tasks that mix neighbours weight
-#: colours by alpha, and blackwhite keeps the alpha band.
+#: colours by alpha, blackwhite keeps the alpha band, and files placed together are
+#: put in sRGB.
 RENDERING = 3
 CHUNK = 256 * 1024
 log = logging.getLogger("stowage.processing")

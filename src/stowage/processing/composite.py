@@ -135,6 +135,10 @@ def opened(path: Path, limits: Limits, *, sequential: bool = True) -> pyvips.Ima
 
 
 def _rgb(image: pyvips.Image) -> pyvips.Image:
+    """8-bit sRGB, the colour space every file placed together is put in: a Display P3
+    logo placed as it was on an sRGB photo (or the reverse) showed other colours."""
+    if image.get_typeof("icc-profile-data"):
+        image = image.icc_transform("srgb", embedded=True)
     image = ops.srgb(image)
     if image.bands < 3:  # grey, with or without alpha
         grey = image[0]
@@ -149,7 +153,8 @@ def watermark(image: pyvips.Image, task: Task) -> pyvips.Image:
     size = int(task.get("size", 100))  # type: ignore[arg-type]
     if size != 100:
         scale = size / 100
-        mark = mark.resize(scale) if scale * max(mark.width, mark.height) >= 1 else mark
+        if scale * max(mark.width, mark.height) >= 1:
+            mark = ops.premultiplied(mark, lambda colours: colours.resize(scale))
     x, y = _placed(
         task.get("position", "center"), image.width - mark.width, image.height - mark.height
     )
