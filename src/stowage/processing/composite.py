@@ -74,6 +74,16 @@ class Sources:
                 )
         return self._opened[path]
 
+    def profile_file(self, profile: bytes) -> Path | None:
+        """``profile`` in a file beside the job's result (libvips reads an output profile
+        from a file), removed when the job ends; None without a result file."""
+        if self.dest is None:
+            return None
+        path = self.dest.with_name(f"{self.dest.name}.profile.icc")
+        path.write_bytes(profile)
+        self.kept.callback(path.unlink, missing_ok=True)
+        return path
+
     def _drawable(self, path: Path) -> Path:
         """``path``, or for an SVG (a logo as a watermark) the checked copy of it."""
         if self.dest is None or not svg.is_svg(path):
@@ -134,10 +144,11 @@ def opened(path: Path, limits: Limits, *, sequential: bool = True) -> pyvips.Ima
     return ops.with_alpha(_rgb(image))
 
 
-def _rgb(image: pyvips.Image) -> pyvips.Image:
-    """8-bit sRGB, the colour space every file placed together is put in: a Display P3
-    logo placed as it was on an sRGB photo (or the reverse) showed other colours."""
-    if image.get_typeof("icc-profile-data"):
+def _rgb(image: pyvips.Image, profiled: bool = True) -> pyvips.Image:
+    """8-bit sRGB, the colour space files placed together meet in (a Display P3 logo
+    placed as it was on an sRGB photo showed other colours); ``profiled`` False leaves
+    the pixels in the space of their profile."""
+    if profiled and image.get_typeof("icc-profile-data"):
         image = image.icc_transform("srgb", embedded=True)
     image = ops.srgb(image)
     if image.bands < 3:  # grey, with or without alpha
@@ -158,9 +169,21 @@ def watermark(image: pyvips.Image, task: Task) -> pyvips.Image:
     x, y = _placed(
         task.get("position", "center"), image.width - mark.width, image.height - mark.height
     )
-    base = ops.with_alpha(_rgb(image))
+    profile = _rgb_profile(image)
+    into = sources.profile_file(profile) if profile is not None else None
+    if into is not None:  # the logo into the photo's space: the photo is not converted
+        mark = mark.icc_transform(str(into), input_profile="srgb")
+    base = ops.with_alpha(_rgb(image, profiled=into is None))
     made = base.composite2(mark, "over", x=x, y=y).cast("uchar")
     return made if image.hasalpha() else made.extract_band(0, n=3)
+
+
+def _rgb_profile(image: pyvips.Image) -> bytes | None:
+    """The image's ICC profile when it is an RGB one (a CMYK photo is turned into sRGB)."""
+    if image.interpretation != "srgb" or not image.get_typeof("icc-profile-data"):
+        return None
+    profile: bytes = image.get("icc-profile-data")
+    return profile if profile[16:20] == b"RGB " else None
 
 
 def _placed(position: object, spare_w: int, spare_h: int) -> tuple[int, int]:
