@@ -435,7 +435,8 @@ def test_upscale_is_held_to_the_output_limit_and_keeps_colour_and_alpha() -> Non
     with ops.engine_limits(450):
         out = run(image, "upscale")
     assert (out.width, out.height, out.bands) == (450, 150, 4)
-    assert out(225, 75) == [10, 200, 30, 128]
+    # Filtered as 8-bit alpha-weighted colours: within 255 / 128 / 2 levels at alpha 128.
+    assert all(abs(a - b) <= 1 for a, b in zip(out(225, 75), [10, 200, 30, 128], strict=True))
     assert effects_restore.upscaled_size(5000, 100, 4000) == (5000, 100)  # never shrinks
     same_size = run(gradient(40, 30), "upscale", upscale=False, noise="medium")
     assert (same_size.width, same_size.height) == (40, 30)
