@@ -15,11 +15,11 @@ from hypothesis import strategies as st
 
 from stowage import errors
 from stowage.processing import chain
-from stowage.processing.base import _text
 from stowage.processing.table import Kind
 from stowage.processing.vips import VipsEngine
-from tests.processing.test_catalogue import SPECS, inside
+from tests.processing.test_catalogue import SPECS
 from tests.processing.test_frames import LIMITS
+from tests.processing.test_generated_chains import segments
 
 WIDTH, HEIGHT, FRAMES, DELAY = 48, 32, 3, 100
 #: Tasks that look at the whole animation (the faces, the attention measure, statistics)
@@ -32,15 +32,8 @@ TASKS = [s for s in SPECS if s.kind == Kind.IMAGE and s.name not in WHOLE]
 SAVE = "output=format:webp,quality:100"
 
 
-@st.composite
-def chains(draw: st.DrawFn) -> list[str]:
-    found = []
-    for spec in draw(st.lists(st.sampled_from(TASKS), min_size=1, max_size=2)):
-        options = [
-            f"{p.name}:{_text(draw(inside(p.check)))}" for p in spec.params if draw(st.booleans())
-        ]
-        found.append(spec.name + ("=" + ",".join(options) if options else ""))
-    return [*found, SAVE]
+def chains() -> st.SearchStrategy[list[str]]:
+    return segments(TASKS, 2).map(lambda found: [*found, SAVE])
 
 
 @pytest.fixture(scope="module")

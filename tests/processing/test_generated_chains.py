@@ -7,6 +7,7 @@ expected (options that conflict, a size past a limit); anything else fails."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from hypothesis import strategies as st
 from stowage import errors
 from stowage.processing import chain, composite
 from stowage.processing.base import Limits, _text
-from stowage.processing.table import Kind
+from stowage.processing.table import Kind, TaskSpec
 from stowage.processing.vips import VipsEngine
 from tests.processing.test_catalogue import SPECS, inside
 from tests.processing.test_faces import ASTRONAUT
@@ -56,9 +57,10 @@ def sources(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, s
 
 
 @st.composite
-def segments(draw: st.DrawFn) -> list[str]:
+def segments(draw: st.DrawFn, tasks: Sequence[TaskSpec] = TASKS, most: int = 3) -> list[str]:
+    """One to ``most`` of ``tasks``, each with generated options."""
     found = []
-    for spec in draw(st.lists(st.sampled_from(TASKS), min_size=1, max_size=3)):
+    for spec in draw(st.lists(st.sampled_from(tasks), min_size=1, max_size=most)):
         options = [
             f"{p.name}:{_text(draw(inside(p.check)))}" for p in spec.params if draw(st.booleans())
         ]
