@@ -48,6 +48,7 @@ class Sources:
     kept: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
     out_of_order: bool = False  # the chain reads its image out of order (``read_out_of_order``)
     _opened: dict[Path, pyvips.Image] = field(default_factory=dict)
+    _profile: bytes | None = None  # the profile in ``profile_file``
 
     def path(self, handle: str) -> Path:
         for name, path in self.paths:
@@ -80,8 +81,11 @@ class Sources:
         if self.dest is None:
             return None
         path = self.dest.with_name(f"{self.dest.name}.profile.icc")
-        path.write_bytes(profile)
-        self.kept.callback(path.unlink, missing_ok=True)
+        if self._profile != profile:  # once a job, not once a frame of an animation
+            path.write_bytes(profile)
+            if self._profile is None:
+                self.kept.callback(path.unlink, missing_ok=True)
+            self._profile = profile
         return path
 
     def _drawable(self, path: Path) -> Path:

@@ -55,7 +55,7 @@ def denoised(image: pyvips.Image, level: str) -> pyvips.Image:
         middle = colours.rank(size, size, size * size // 2)
         return (colours + middle) / 2 if level == "low" else middle
 
-    return ops.premultiplied(image, median).cast(image.format)
+    return ops.premultiplied(image, median)  # back in the image's format
 
 
 def upscale(image: pyvips.Image, task: Task) -> pyvips.Image:
