@@ -7,14 +7,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 
 from stowage import booleans
 from stowage.cli import main as cli_main
-from stowage.config import GROUPS, Settings, form_of, group_of, setting_fields
+from stowage.config import GROUPS, form_of, group_of, setting_fields
 from stowage.values.storage import ProviderSettings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,7 +57,6 @@ def configuration_markdown() -> str:
 
 
 def _group_table(group: str) -> list[str]:
-    defaults = Settings()
     title = f"`[{group}]`" if group else "The service"
     lines = [
         "",
@@ -67,7 +68,7 @@ def _group_table(group: str) -> list[str]:
     for f in setting_fields():
         if group_of(f.name) != group:
             continue
-        default = getattr(defaults, f.name)
+        default = _declared(f)
         if isinstance(default, ProviderSettings):
             default = {"type": default.kind}
         shown = json.dumps(default) if isinstance(default, dict) else str(default)
@@ -76,6 +77,15 @@ def _group_table(group: str) -> list[str]:
         name = f"`{f.name}`" + (f" (`{f.name.removeprefix(GROUPS[group])}`)" if group else "")
         lines.append(f"| {name} | `{shown}` | {expects} | {f.metadata['help']} |")
     return lines
+
+
+def _declared(f: dataclasses.Field[Any]) -> Any:
+    """The default as declared: a loaded one may depend on the machine (``data_dir`` is
+    made absolute from the folder the process starts in)."""
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    assert f.default_factory is not dataclasses.MISSING
+    return f.default_factory()
 
 
 # Keys inside a storage's own table (``default_storage`` or an app's storage), not settings

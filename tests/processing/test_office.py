@@ -285,3 +285,27 @@ def test_a_conversion_given_its_slot_after_close_starts_no_office(tmp_path: Path
         assert _offices(tmp_path) == []
     finally:
         loop.close()
+
+
+@needs_office
+def test_a_converter_that_cannot_start_is_the_nodes_fault_not_the_documents(
+    tmp_path: Path,
+) -> None:
+    """A converter that ends before it is ready (here a driver that exits at once; in the
+    field a folder the sandbox could not bind) fails the conversion as the node's error,
+    a 500 that is logged, not a 422 telling the client its document is bad."""
+    driver = tmp_path / "ends.py"
+    driver.write_text("import sys\nsys.exit(1)\n")
+    caps = sandbox.Caps(memory=4 << 30, readable=(*office.READABLE, str(driver)))
+    converters = Converters(tmp_path / "office", 1, 60.0, caps, driver=driver)
+    source = tmp_path / "letter.docx"
+    source.write_bytes(officedocs.docx(["fine"]))
+    loop = asyncio.new_event_loop()
+    try:
+        done = converters.convert(source, officeformats.KINDS["docx"], "pdf", tmp_path / "o.pdf")
+        with pytest.raises(RuntimeError, match="LibreOffice did not start"):
+            loop.run_until_complete(done)
+        loop.run_until_complete(converters.close())
+    finally:
+        loop.close()
+    assert not [p for p in (tmp_path / "office").iterdir() if p.is_dir()]

@@ -27,6 +27,7 @@ class StowageServe:
     log: Path | None = None  # default: serve-<port>.log beside data_dir
     wrapper: list[str] = field(default_factory=list)
     module: list[str] = field(default_factory=lambda: ["-m", "stowage"])
+    cwd: Path | None = None  # where it starts (a relative data_dir is taken from there)
     start_timeout: float = 30.0
     stop_timeout: float = 20.0
     proc: subprocess.Popen[bytes] | None = None
@@ -44,19 +45,20 @@ class StowageServe:
 
     def cli(self, *args: str) -> str:
         argv = [sys.executable, "-m", "stowage", "--data-dir", str(self.data_dir), *args]
-        return run_checked(argv, "the stowage command", env=self.environment()).stdout
+        return run_checked(argv, "the stowage command", env=self.environment(), cwd=self.cwd).stdout
 
     def create_app(self) -> tuple[str, str]:
         created = json.loads(self.cli("apps", "create", "--json"))
         return created["api_key"], created["secret"]
 
     def start(self) -> None:
-        self.log = self.log or self.data_dir.parent / f"serve-{self.port}.log"
+        beside = (self.cwd or Path()) / self.data_dir.parent
+        self.log = self.log or beside / f"serve-{self.port}.log"
         command = [*self.wrapper, sys.executable, *self.module, "--data-dir", str(self.data_dir)]
         command += ["serve", "--port", str(self.port), "--cdn-port", str(self.cdn_port)]
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(
-                command, stdout=out, stderr=subprocess.STDOUT, env=self.environment()
+                command, stdout=out, stderr=subprocess.STDOUT, env=self.environment(), cwd=self.cwd
             )
         for port in (self.port, self.cdn_port):
             wait_listening(port, self.proc, self.log, self.start_timeout, "stowage serve")

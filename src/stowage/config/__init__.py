@@ -47,7 +47,9 @@ class Settings(
         form=coerce.integer(0, 65535),
     )
     data_dir: Path = _setting(
-        Path("data"), "Folder for the SQLite registry and the default local storage."
+        Path("data"),
+        "Folder for the SQLite registry and the default local storage; a relative one is "
+        "taken from the folder Stowage starts in.",
     )
     api_public_url: str = _setting(
         "",

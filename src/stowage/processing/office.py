@@ -179,6 +179,9 @@ class _Converter:
         try:
             async with asyncio.timeout(_STARTUP_SECONDS):
                 ready = await converter._reply()
+        except errors.InvalidDocument as exc:  # ended before any document: the node's fault
+            await converter.kill()
+            raise RuntimeError(f"LibreOffice did not start: {exc}") from exc
         except BaseException:
             await converter.kill()
             raise

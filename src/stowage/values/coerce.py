@@ -218,7 +218,9 @@ def _table(form: Form, value: Any) -> dict[str, Any] | None:
 
 
 def _path(form: Form, value: Any) -> Path | None:
-    return Path(value) if isinstance(value, str | Path) else None
+    # Absolute from the folder the process starts in: sandboxed engines (bubblewrap) bind
+    # folders by absolute path, and a relative data_dir made every Office conversion fail.
+    return Path(value).absolute() if isinstance(value, str | Path) else None
 
 
 _READERS: dict[str, Any] = {
