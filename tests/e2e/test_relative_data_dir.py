@@ -2,11 +2,14 @@
 folder ``data``, which is relative. The sandboxed engines bind their job folders by path
 inside bubblewrap, where the server's working folder means nothing: a relative data_dir
 made every Office conversion fail (``converter ended (1)``) while the tests, which all
-give an absolute folder, passed. Every kind of job runs here from the relative folder."""
+give a plain absolute folder, passed. Every kind of job runs here from a relative data
+folder and from one whose path has the characters that paths, URLs and engine options
+treat specially (a space, ``#``, ``%``, ``,``, ``:``, ``;``, ``[``, non-ASCII)."""
 
 from __future__ import annotations
 
 import io
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +18,7 @@ import pyvips
 import requests
 
 from stowage.config import Settings, load_settings
+from tests.api.test_video import clip
 from tests.processing.officedocs import docx
 from tests.processing.pdfs import three_pages
 from tests.servers.stowage_serve import Running, StowageServe
@@ -30,9 +34,17 @@ def test_a_relative_data_dir_is_taken_from_where_stowage_starts(
     assert load_settings().data_dir == tmp_path / "from-env"
 
 
-@pytest.fixture
-def started_here(tmp_path: Path) -> Iterator[Running]:
-    server = StowageServe(Path("data"), cwd=tmp_path, log=tmp_path / "serve.log")
+#: Where the data folder is, from the folder the server starts in.
+FOLDERS = {"relative": Path("data"), "awkward": Path("dätä #1 %20,a:b;c [x]") / "data"}
+
+
+@pytest.fixture(params=sorted(FOLDERS))
+def started_here(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Running]:
+    folder = FOLDERS[request.param]
+    if folder.parent != Path():
+        (tmp_path / folder.parent).mkdir()
+        folder = tmp_path / folder  # absolute, as a configuration file would give it
+    server = StowageServe(folder, cwd=tmp_path, log=tmp_path / "serve.log")
     key, secret = server.create_app()
     server.start()
     try:
@@ -76,6 +88,16 @@ def test_every_kind_of_job_runs_from_a_relative_data_dir(
     small = _get(started_here, f"resize=width:150/output=format:webp/{image}")
     assert pyvips.Image.new_from_buffer(small.content, "").width == 150
 
-    assert (tmp_path / "data" / "stowage.db").is_file()
+    video = _store(started_here, clip(tmp_path / "clip.mp4"), "clip.mp4")
+    job = f"video_convert=preset:thumbnail/{video}"
+    ends = time.monotonic() + 60
+    while (answer := _get(started_here, job).json())["status"] not in ("completed", "failed"):
+        assert time.monotonic() < ends, answer
+        time.sleep(0.2)
+    assert answer["status"] == "completed", answer
+    assert answer["data"]["url"].startswith(started_here.server.cdn)
+
+    assert "text" in _get(started_here, f"ocr/{image}").json()
+    assert list(tmp_path.glob("**/stowage.db"))
     log = (tmp_path / "serve.log").read_text(errors="replace")
     assert "could not start" not in log and "Traceback" not in log, log[-3000:]
