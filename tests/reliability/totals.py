@@ -1,7 +1,7 @@
 """The reliability totals (checks.TOTALS) of a whole run, however many processes ran it.
 
 A plugin of the root conftest, so that the process that reports the run loads it: with
-pytest-xdist (``scripts/test`` runs a process per core) that process collects nothing
+pytest-xdist (``scripts/test`` runs several processes) that process collects nothing
 under tests/reliability. Each worker hands its counts of what the checks saw to it when
 it ends (``workeroutput``); tests passed and failed are counted from the reports, which
 every worker sends there too.
