@@ -32,6 +32,9 @@ def test_a_relative_data_dir_is_taken_from_where_stowage_starts(
     assert load_settings(data_dir=Path("d/x")).data_dir == tmp_path / "d" / "x"
     monkeypatch.setenv("STOWAGE_DATA_DIR", "from-env")
     assert load_settings().data_dir == tmp_path / "from-env"
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("STOWAGE_DATA_DIR", "~/stowage")
+    assert load_settings().data_dir == tmp_path / "home" / "stowage"
 
 
 #: Where the data folder is, from the folder the server starts in.

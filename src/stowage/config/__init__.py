@@ -49,7 +49,7 @@ class Settings(
     data_dir: Path = _setting(
         Path("data"),
         "Folder for the SQLite registry and the default local storage; a relative one is "
-        "taken from the folder Stowage starts in.",
+        "taken from the folder Stowage starts in, and `~` is the user's home.",
     )
     api_public_url: str = _setting(
         "",

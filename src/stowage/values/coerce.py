@@ -220,7 +220,8 @@ def _table(form: Form, value: Any) -> dict[str, Any] | None:
 def _path(form: Form, value: Any) -> Path | None:
     # Absolute from the folder the process starts in: sandboxed engines (bubblewrap) bind
     # folders by absolute path, and a relative data_dir made every Office conversion fail.
-    return Path(value).absolute() if isinstance(value, str | Path) else None
+    # ``~`` as a shell would read it: a TOML file or a quoted variable is not expanded.
+    return Path(value).expanduser().absolute() if isinstance(value, str | Path) else None
 
 
 _READERS: dict[str, Any] = {
