@@ -195,3 +195,17 @@ async def test_a_small_job_does_not_wait_behind_big_ones(harness: Harness) -> No
         for big in bigs:
             big.cancel()
         await asyncio.gather(*bigs, return_exceptions=True)
+
+
+async def test_job_processes_have_no_network(harness: Harness) -> None:
+    """The processes that decode uploaded images and PDFs run in a network namespace of
+    their own (``sandbox.network_jail``): a decoder exploited by a crafted file reaches
+    nothing. Both kinds of job are run first, so that their processes exist."""
+    handle = await stored(harness, picture(40, 30, ".png"), "p.png")
+    await get(harness, f"/resize=width:20/{handle}")
+    assert job_processes()
+    server = os.readlink("/proc/self/ns/net")
+    for pid in job_processes():
+        assert os.readlink(f"/proc/{pid}/ns/net") != server, command_line(pid)
+        links = Path(f"/proc/{pid}/net/dev").read_text().split("\n")[2:]
+        assert [line.split(":")[0].strip() for line in links if line.strip()] == ["lo"]

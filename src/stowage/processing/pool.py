@@ -55,7 +55,7 @@ class JobPool:
         self._big = asyncio.Semaphore(max(1, self.jobs - max(0, small_slots)))
         # libvips' threads per job: one each when the pool already runs a job per core.
         threads = max(1, (os.cpu_count() or 1) // self.jobs)
-        worker = [sys.executable, "-m", "stowage.processing.worker"]
+        worker = [*_jail(), sys.executable, "-m", "stowage.processing.worker"]
         self._argv = [*worker, str(threads), str(memory), "1" if pillow_jpeg else "0"]
         self._idle: list[_Process] = []
         self._all: set[_Process] = set()
@@ -135,6 +135,15 @@ class JobPool:
 #: (docs/decisions.md, "Job processes keep their malloc heap").
 #: An operator's own GLIBC_TUNABLES are kept instead.
 JOB_TUNABLES = "glibc.malloc.mmap_threshold=4194304:glibc.malloc.trim_threshold=8388608"
+
+
+def _jail() -> tuple[str, ...]:
+    """No network for the processes that decode uploaded images and PDFs: a decoder
+    exploited by a crafted file reaches nothing, not even this host's 127.0.0.1."""
+    jail = sandbox.network_jail()
+    if not jail:
+        log.warning("job processes run with this host's network: unshare --net is not allowed")
+    return jail
 
 
 class _Ended(errors.InvalidImage):

@@ -1,5 +1,5 @@
 """The sandbox an engine that opens untrusted files runs in (ffmpeg, LibreOffice,
-Tesseract).
+Tesseract; the image job processes take ``network_jail`` only).
 
 An engine is started as ``prefix(...) + argv`` with ``spawn_options(...)``:
 
@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import shutil
 import signal
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -101,6 +103,17 @@ def confined(caps: Caps, folder: Path) -> list[str]:
     if not caps.network:
         argv.append("--unshare-net")
     return [*argv, "--"]
+
+
+@functools.cache
+def network_jail() -> tuple[str, ...]:
+    """The prefix that starts a program in a network namespace of its own (only a loopback
+    that is down), for the job processes that decode images and PDFs; empty where this
+    process may not make one (not root, no ``CAP_SYS_ADMIN``): the caller says so."""
+    if shutil.which("unshare") is None:
+        return ()
+    tried = subprocess.run(["unshare", "--net", "--", "true"], capture_output=True, check=False)
+    return ("unshare", "--net", "--") if tried.returncode == 0 else ()
 
 
 def environment(folder: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
