@@ -21,7 +21,7 @@ from stowage.config import Settings, load_settings
 from tests.api.test_video import clip
 from tests.processing.officedocs import docx
 from tests.processing.pdfs import three_pages
-from tests.servers.stowage_serve import Running, StowageServe
+from tests.servers.stowage_serve import Running, running
 
 
 def test_a_relative_data_dir_is_taken_from_where_stowage_starts(
@@ -47,13 +47,7 @@ def started_here(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Run
     if folder.parent != Path():
         (tmp_path / folder.parent).mkdir()
         folder = tmp_path / folder  # absolute, as a configuration file would give it
-    server = StowageServe(folder, cwd=tmp_path, log=tmp_path / "serve.log")
-    key, secret = server.create_app()
-    server.start()
-    try:
-        yield Running(server, key, secret)
-    finally:
-        server.stop_quietly()
+    yield from running(folder, cwd=tmp_path, log=tmp_path / "serve.log")
 
 
 def _store(running: Running, body: bytes, filename: str) -> str:

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tests.servers.ports import free_port, wait_listening
 from tests.servers.procs import run_checked
@@ -100,9 +101,10 @@ class Running:
     secret: str
 
 
-def running(data_dir: Path) -> Iterator[Running]:
-    """A server with one app, killed at the end if still running (a fixture's body)."""
-    server = StowageServe(data_dir)
+def running(data_dir: Path, **options: Any) -> Iterator[Running]:
+    """A server with one app, killed at the end if still running (a fixture's body);
+    ``options``: other fields of ``StowageServe``."""
+    server = StowageServe(data_dir, **options)
     key, secret = server.create_app()
     server.start()
     try:
