@@ -8,7 +8,6 @@ treat specially (a space, ``#``, ``%``, ``,``, ``:``, ``;``, ``[``, non-ASCII)."
 
 from __future__ import annotations
 
-import io
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -68,7 +67,7 @@ def _get(running: Running, path: str) -> requests.Response:
     return resp
 
 
-def test_every_kind_of_job_runs_from_a_relative_data_dir(
+def test_every_kind_of_job_runs_from_the_data_folder_given(
     started_here: Running, tmp_path: Path
 ) -> None:
     word = _store(started_here, docx(["Relative folders"]), "letter.docx")
@@ -80,8 +79,8 @@ def test_every_kind_of_job_runs_from_a_relative_data_dir(
     thumb = _get(started_here, f"output=format:png,page:2/resize=width:120/{pdf}")
     assert pyvips.Image.new_from_buffer(thumb.content, "").width == 120
 
-    photo = io.BytesIO(pyvips.Image.black(300, 200).new_from_image([10, 200, 30]).jpegsave_buffer())
-    image = _store(started_here, photo.getvalue(), "p.jpg")
+    photo = pyvips.Image.black(300, 200).new_from_image([10, 200, 30]).jpegsave_buffer()
+    image = _store(started_here, photo, "p.jpg")
     small = _get(started_here, f"resize=width:150/output=format:webp/{image}")
     assert pyvips.Image.new_from_buffer(small.content, "").width == 150
 
