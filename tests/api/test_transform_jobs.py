@@ -31,9 +31,13 @@ SLOW = (
 
 
 def job_processes() -> list[int]:
-    """This test's job processes, also those of the nodes behind nginx."""
+    """This test's job processes, also those of the nodes behind nginx (the Pythons, not
+    the bubblewrap processes that confine them)."""
     return [
-        pid for pid in descendants(os.getpid()) if "stowage.processing.worker" in command_line(pid)
+        pid
+        for pid in descendants(os.getpid())
+        if "stowage.processing.worker" in (line := command_line(pid))
+        and not line.split(" ", 1)[0].endswith("bwrap")
     ]
 
 
@@ -209,3 +213,34 @@ async def test_job_processes_have_no_network(harness: Harness) -> None:
         assert os.readlink(f"/proc/{pid}/ns/net") != server, command_line(pid)
         links = Path(f"/proc/{pid}/net/dev").read_text().split("\n")[2:]
         assert [line.split(":")[0].strip() for line in links if line.strip()] == ["lo"]
+
+
+@pytest.mark.settings(processing_jobs=1)
+async def test_job_processes_see_only_their_own_folder(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job process is confined by bubblewrap (``sandbox.job_jail``): it reads its
+    sources through the descriptors the server hands it (``jobfiles.py``), sees no
+    storage, spool or settings, and writes only in its own folder, emptied after each
+    job. Nothing of the server's environment (its credentials) reaches it."""
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-for-decoders")
+    watermark = await stored(harness, picture(8, 8, ".png"), "w.png")
+    handle = await stored(harness, picture(40, 30, ".png"), "p.png")
+    _, body = await get(harness, f"/watermark=file:{watermark}/resize=width:20/{handle}")
+    assert decoded(body).width == 20  # two sources handed, one result delivered
+    data = harness.parts.settings.data_dir
+    (pid,) = job_processes()
+    root = Path(f"/proc/{pid}/root")
+    folder = Path(os.readlink(f"/proc/{pid}/cwd"))
+    assert folder.parent == data / "tmp" / "jobs"
+    seen = root / str(data).lstrip("/")  # as the job process sees the data folder
+    assert [p.name for p in seen.iterdir()] == ["tmp"]  # no storage, no registry
+    assert [p.name for p in (seen / "tmp").iterdir()] == ["jobs"]  # no spool files
+    assert [p.name for p in (seen / "tmp" / "jobs").iterdir()] == [folder.name]
+    beside = data.parent / "settings.toml"  # a file near the data folder
+    beside.write_text("secret")
+    for hidden in (Path("/etc/passwd"), Path.cwd() / "pyproject.toml", beside):
+        assert hidden.exists() and not (root / str(hidden).lstrip("/")).exists(), hidden
+    assert sorted(p.name for p in folder.iterdir()) == ["home"]  # the job left nothing
+    environ = Path(f"/proc/{pid}/environ").read_bytes()
+    assert b"not-for-decoders" not in environ and b"STOWAGE" not in environ

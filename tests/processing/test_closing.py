@@ -34,7 +34,7 @@ def job(tmp_path: Path, segments: list[str], name: str) -> Job:
 
 
 async def test_a_job_given_its_slot_after_close_starts_no_process(tmp_path: Path) -> None:
-    pool = JobPool(jobs=1, queue=1, seconds=30, memory=0)
+    pool = JobPool(jobs=1, queue=1, seconds=30, memory=0, work=tmp_path / "jobs")
     running = asyncio.ensure_future(pool.run(job(tmp_path, SLOW.split("/"), "slow")))
     while pool.busy < 1 or not job_processes():
         await asyncio.sleep(0.05)

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pypdfium2 as pdfium
+import pypdfium2.internal as pdfium_internal
 import pypdfium2.raw as pdfium_c
 import pyvips
 
@@ -89,7 +91,7 @@ def opened(
 @contextlib.contextmanager
 def _document(source: Path) -> Iterator[pdfium.PdfDocument]:
     try:
-        pdf = pdfium.PdfDocument(str(source))
+        pdf = _load(source)
     except pdfium.PdfiumError as exc:
         raise errors.InvalidDocument(f"the PDF cannot be read: {_reason(exc)}") from exc
     try:
@@ -310,6 +312,18 @@ def _fitted(
 def _points(value: float) -> float | int:
     rounded = round(value, 2)
     return int(rounded) if rounded == int(rounded) else rounded
+
+
+def _load(source: Path) -> pdfium.PdfDocument:
+    """PDFium opens the path as it is given: pypdfium2 would resolve it first, turning a
+    job's ``/proc/self/fd/N`` into the stored file's own path, which a confined job
+    process cannot see (``jobfiles.py``)."""
+    raw = pdfium_c.FPDF_LoadDocument(os.fsencode(source) + b"\0", None)
+    if not raw:
+        code = pdfium_c.FPDF_GetLastError()
+        why = pdfium_internal.ErrorToStr.get(code, "Unknown error")
+        raise pdfium.PdfiumError(f"Failed to load document (PDFium: {why}).", err_code=code)
+    return pdfium.PdfDocument(raw)
 
 
 def _reason(exc: Exception) -> str:

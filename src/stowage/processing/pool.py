@@ -22,16 +22,22 @@ import logging
 import math
 import os
 import pickle
+import shutil
+import socket
 import sys
+import tempfile
+import time
+from pathlib import Path
 
 from stowage import errors
-from stowage.processing import metrics, sandbox
+from stowage.processing import jobfiles, metrics, sandbox
 from stowage.processing.base import BigJob, Job, Rendered
 from stowage.processing.worker import LENGTH, frame
 
 RETRY_AFTER_SECONDS = 1
 _GRACE_SECONDS = 2.0  # past the engine's own deadline, before its process is killed
 _REAP_SECONDS = 10.0  # after SIGKILL, for the process's exit to be reported
+_STALE_SECONDS = 3600.0  # a job folder this old, of a server gone, is swept
 log = logging.getLogger(__name__)
 
 
@@ -42,6 +48,7 @@ class JobPool:
         queue: int,
         seconds: float,
         memory: int,
+        work: Path,
         small_slots: int = 0,
         pillow_jpeg: bool = True,
     ) -> None:
@@ -55,7 +62,10 @@ class JobPool:
         self._big = asyncio.Semaphore(max(1, self.jobs - max(0, small_slots)))
         # libvips' threads per job: one each when the pool already runs a job per core.
         threads = max(1, (os.cpu_count() or 1) // self.jobs)
-        worker = [*_jail(), sys.executable, "-m", "stowage.processing.worker"]
+        self._work = work  # the job processes' folders, one each (jobfiles.py)
+        _sweep(work)
+        _warn_if_open()
+        worker = [sys.executable, "-m", "stowage.processing.worker"]
         self._argv = [*worker, str(threads), str(memory), "1" if pillow_jpeg else "0"]
         self._idle: list[_Process] = []
         self._all: set[_Process] = set()
@@ -84,12 +94,16 @@ class JobPool:
             self._admitted -= 1
 
     async def _render(self, job: Job) -> Rendered:
+        with jobfiles.opened(jobfiles.source_paths(job)) as fds:
+            return await self._render_with(job, fds)
+
+    async def _render_with(self, job: Job, fds: list[int]) -> Rendered:
         process = self._idle.pop() if self._idle else await self._start()
         try:
             async with asyncio.timeout(self._seconds + _GRACE_SECONDS):
-                rendered = await process.render(job)
+                rendered = await process.render(job, fds)
         except _Ended:
-            self._all.discard(process)  # already gone
+            await self._stop(process)  # already gone: its folder and channel remain
             raise
         except (errors.StowageError, BigJob):
             self._idle.append(process)  # the job was refused or deferred; its process is fine
@@ -105,7 +119,7 @@ class JobPool:
     async def _start(self) -> _Process:
         if self._closed:  # a job that got its slot after close(): no process outlives it
             raise errors.ShuttingDown()
-        process = await _Process.start(self._argv)
+        process = await _Process.start(self._argv, self._work)
         if self._closed:
             await process.kill()
             raise errors.ShuttingDown()
@@ -137,13 +151,35 @@ class JobPool:
 JOB_TUNABLES = "glibc.malloc.mmap_threshold=4194304:glibc.malloc.trim_threshold=8388608"
 
 
-def _jail() -> tuple[str, ...]:
-    """No network for the processes that decode uploaded images and PDFs: a decoder
-    exploited by a crafted file reaches nothing, not even this host's 127.0.0.1."""
-    jail = sandbox.network_jail()
-    if not jail:
+def _warn_if_open() -> None:
+    """Job processes decode uploaded images and PDFs: confined (``sandbox.job_jail``), a
+    decoder exploited by a crafted file reads and reaches nothing beyond its job."""
+    if sandbox.confining_works():
+        return
+    if sandbox.network_jail():
+        log.warning("job processes are not confined to their folders: bwrap cannot run here")
+    else:
         log.warning("job processes run with this host's network: unshare --net is not allowed")
-    return jail
+
+
+def _sweep(work: Path) -> None:
+    """Folders that job processes of a server no longer running left (a crash)."""
+    work.mkdir(parents=True, exist_ok=True)
+    stale = time.time() - _STALE_SECONDS
+    for folder in work.glob("job-*-*"):
+        pid = folder.name.split("-")[1]
+        if pid.isdigit() and not _alive(int(pid)) and folder.stat().st_mtime < stale:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 class _Ended(errors.InvalidImage):
@@ -151,37 +187,83 @@ class _Ended(errors.InvalidImage):
 
 
 class _Process:
-    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+    def __init__(self, proc: asyncio.subprocess.Process, folder: Path, channel: socket.socket):
         self._proc = proc
+        self._folder = folder  # its own, the only one it may write (jobfiles.py)
+        self._channel = channel  # the sources' descriptors go this way
 
     @classmethod
-    async def start(cls, argv: list[str]) -> _Process:
-        env = {"GLIBC_TUNABLES": JOB_TUNABLES, **os.environ, "MALLOC_ARENA_MAX": "2"}
-        proc = await sandbox.spawn(
-            *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=env
-        )
-        return cls(proc)
-
-    async def render(self, job: Job) -> Rendered:
-        assert self._proc.stdin is not None and self._proc.stdout is not None
+    async def start(cls, argv: list[str], work: Path) -> _Process:
+        work.mkdir(parents=True, exist_ok=True)  # removed while the server ran
+        folder = Path(tempfile.mkdtemp(prefix=f"job-{os.getpid()}-", dir=work))
+        (folder / jobfiles.HOME).mkdir()
+        ours, theirs = socket.socketpair()
         try:
-            self._proc.stdin.write(frame(job))
+            jail = sandbox.job_jail(folder)
+            confined = "1" if jail[:1] == ("bwrap",) else "0"
+            proc = await sandbox.spawn(
+                *jail,
+                *argv,
+                str(theirs.fileno()),
+                confined,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                env=_environment(folder),
+                cwd=folder,
+                pass_fds=(theirs.fileno(),),
+            )
+        except BaseException:
+            ours.close()
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+        finally:
+            theirs.close()
+        ours.setblocking(False)  # a job's few bytes never fill it
+        return cls(proc, folder, ours)
+
+    async def render(self, job: Job, fds: list[int]) -> Rendered:
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        here = jobfiles.in_folder(job, self._folder)
+        try:
+            jobfiles.send(self._channel, fds)
+            self._proc.stdin.write(frame(here))
             await self._proc.stdin.drain()
             head = await self._proc.stdout.readexactly(LENGTH)
             reply = pickle.loads(await self._proc.stdout.readexactly(int.from_bytes(head, "big")))
         except (asyncio.IncompleteReadError, ConnectionError) as exc:
             code = await self._proc.wait()
             raise _Ended(f"the image cannot be processed: its job ended ({code})") from exc
-        kind, value = reply
-        if kind == "ok":
-            assert isinstance(value, Rendered)
-            return value
-        assert isinstance(value, errors.StowageError | BigJob)
-        raise value
+        try:
+            kind, value = reply
+            if kind == "ok":
+                assert isinstance(value, Rendered)
+                jobfiles.deliver(here.dest, job.dest)
+                return value
+            assert isinstance(value, errors.StowageError | BigJob)
+            raise value
+        finally:
+            jobfiles.empty(self._folder)
 
     async def kill(self) -> None:
+        self._channel.close()
         if not await sandbox.reap(self._proc, _REAP_SECONDS):
             # SIGKILL was sent; a stop must not hang on its report
             log.warning(
                 "job process %s: no exit reported %s s after SIGKILL", self._proc.pid, _REAP_SECONDS
             )
+        shutil.rmtree(self._folder, ignore_errors=True)
+
+
+def _environment(folder: Path) -> dict[str, str]:
+    """A job process's whole environment: nothing of the server's (its credentials)
+    but what Python and libvips read; HOME and TMPDIR in its folder."""
+    kept = {k: v for k, v in os.environ.items() if k.startswith(("PYTHON", "VIPS_"))}
+    return {
+        "GLIBC_TUNABLES": os.environ.get("GLIBC_TUNABLES", JOB_TUNABLES),
+        **kept,
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "LC_ALL": "C.UTF-8",
+        "HOME": str(folder / jobfiles.HOME),
+        "TMPDIR": str(folder),
+        "MALLOC_ARENA_MAX": "2",
+    }

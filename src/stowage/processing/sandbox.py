@@ -27,6 +27,8 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -103,6 +105,42 @@ def confined(caps: Caps, folder: Path) -> list[str]:
     if not caps.network:
         argv.append("--unshare-net")
     return [*argv, "--"]
+
+
+def job_readable() -> tuple[str, ...]:
+    """What a job process reads besides its folder and /usr: this Python and its packages,
+    Stowage's own code, the dynamic loader's cache, and fonts (text in an SVG)."""
+    code = Path(__file__).resolve().parents[2]  # src/, or site-packages when installed
+    prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    found = {str(code), *prefixes, *(os.path.realpath(p) for p in prefixes)}
+    found.update(("/etc/ld.so.cache", "/etc/fonts", "/var/cache/fontconfig"))
+    return tuple(sorted(found))
+
+
+def job_jail(folder: Path) -> tuple[str, ...]:
+    """The prefix of a job process that decodes uploaded images and PDFs: confined by
+    bubblewrap to ``job_readable``, its own ``folder`` and no network; where bubblewrap
+    cannot run here, ``network_jail`` (the caller says so)."""
+    if not confining_works():
+        return network_jail()
+    return tuple(confined(Caps(readable=job_readable()), folder))
+
+
+@functools.cache
+def confining_works() -> bool:
+    """Whether a Python of this server starts confined as a job process is."""
+    if shutil.which("bwrap") is None:
+        return False
+    with tempfile.TemporaryDirectory(prefix="stowage-confined-") as folder:
+        argv = [*confined(Caps(readable=job_readable()), Path(folder)), sys.executable]
+        tried = subprocess.run(
+            [*argv, "-c", "import stowage"], capture_output=True, check=False, env=_python_env()
+        )
+    return tried.returncode == 0
+
+
+def _python_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k.startswith("PYTHON") or k == "PATH"}
 
 
 @functools.cache

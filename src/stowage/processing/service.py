@@ -95,6 +95,7 @@ class Processor:
             settings.processing_queue,
             settings.processing_job_seconds,
             settings.processing_job_memory,
+            settings.data_dir / "tmp" / "jobs",
             settings.processing_small_job_slots,
             settings.processing_pillow_jpeg,
         )

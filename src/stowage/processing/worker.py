@@ -1,9 +1,11 @@
 """A job process: renders the jobs its server sends, one at a time, until its input ends.
 
-Run as ``python -m stowage.processing.worker THREADS MEMORY_BYTES PILLOW_JPEG`` (1 or 0:
-``processing_pillow_jpeg``) by the job pool
-(``pool.py``). Jobs and replies are length-prefixed pickles on stdin and on the original
-stdout; fd 1 then points at stderr, so that nothing a library prints can corrupt a reply.
+Run as ``python -m stowage.processing.worker THREADS MEMORY_BYTES PILLOW_JPEG CHANNEL
+CONFINED`` by the job pool (``pool.py``): PILLOW_JPEG is 1 or 0
+(``processing_pillow_jpeg``), CHANNEL the descriptor of the Unix socket that hands it each
+job's sources (``jobfiles.py``), CONFINED 1 when it runs in bubblewrap's namespaces. Jobs
+and replies are length-prefixed pickles on stdin and on the original stdout; fd 1 then
+points at stderr, so that nothing a library prints can corrupt a reply.
 
 In a process of its own a job can be stopped at its deadline whatever libvips is doing
 (libvips checks for a stop only between tiles of the result), a crafted image that makes
@@ -19,11 +21,12 @@ import os
 import pickle
 import resource
 import signal
+import socket
 import sys
 from typing import IO, Any
 
 from stowage import errors
-from stowage.processing import composite, minify, pdfcreate
+from stowage.processing import composite, jobfiles, minify, pdfcreate
 from stowage.processing.base import BigJob, Job
 from stowage.processing.vips import VipsEngine
 
@@ -44,27 +47,36 @@ def frame(value: object) -> bytes:
     return len(data).to_bytes(LENGTH, "big") + data
 
 
-def serve(engine: VipsEngine, jobs: IO[bytes], replies: IO[bytes]) -> None:
+def serve(engine: VipsEngine, jobs: IO[bytes], replies: IO[bytes], channel: socket.socket) -> None:
     while (job := read_frame(jobs)) is not None:
         assert isinstance(job, Job)
+        fds = jobfiles.receive(channel)
         try:
-            if minify.applies(job.chain):  # text, not an image: libvips never sees it
-                reply: tuple[str, object] = ("ok", minify.render(job))
-            elif pdfcreate.applies(job.chain):  # several sources into one PDF
-                reply = ("ok", pdfcreate.render(job))
-            else:
-                with composite.using(job.sources, job.limits, job.listed, job.dest):
-                    reply = ("ok", job.render_with(engine))
-        except (errors.StowageError, BigJob) as exc:
-            reply = ("error", exc)
-        except MemoryError:
-            reply = ("error", errors.ImageTooLarge("the transformation needs too much memory"))
+            reply = _reply(engine, jobfiles.handed(job, fds))
+        finally:
+            for fd in fds:
+                os.close(fd)
         replies.write(frame(reply))
         replies.flush()
 
 
+def _reply(engine: VipsEngine, job: Job) -> tuple[str, object]:
+    try:
+        if minify.applies(job.chain):  # text, not an image: libvips never sees it
+            return ("ok", minify.render(job))
+        if pdfcreate.applies(job.chain):  # several sources into one PDF
+            return ("ok", pdfcreate.render(job))
+        with composite.using(job.sources, job.limits, job.listed, job.dest):
+            return ("ok", job.render_with(engine))
+    except (errors.StowageError, BigJob) as exc:
+        return ("error", exc)
+    except MemoryError:
+        return ("error", errors.ImageTooLarge("the transformation needs too much memory"))
+
+
 def _die_with_parent() -> None:
-    """A server that dies (even by SIGKILL) takes its job processes with it."""
+    """A server that dies (even by SIGKILL) takes its job processes with it (when
+    confined, bubblewrap's ``--die-with-parent`` does, and its init is our parent 1)."""
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -74,15 +86,17 @@ def _die_with_parent() -> None:
 
 def main() -> None:
     threads, memory = int(sys.argv[1]), int(sys.argv[2])
-    pillow_jpeg = sys.argv[3:4] != ["0"]
-    _die_with_parent()
+    pillow_jpeg = sys.argv[3] != "0"
+    channel = socket.socket(fileno=int(sys.argv[4]))
+    if sys.argv[5] != "1":
+        _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server stops its jobs itself
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     engine = VipsEngine(threads_per_job=threads, pillow_jpeg=pillow_jpeg)
     if memory > 0:
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-    serve(engine, sys.stdin.buffer, replies)
+    serve(engine, sys.stdin.buffer, replies, channel)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,90 @@
+"""A job's files as a confined job process gets them (``pool.py``, ``worker.py``).
+
+A job process sees neither the storage nor the spool folder (``sandbox.job_jail``): the
+server opens the job's sources and hands the process their descriptors over a Unix
+socket (``SCM_RIGHTS``), which it reads as ``/proc/self/fd/N`` and closes after the job;
+it writes its result, and anything an engine writes beside it, in a folder of its own
+that the server empties after each job, moving the result to its destination first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import shutil
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+from stowage.processing.base import Job
+
+BATCH = 200  # descriptors in one message: the kernel takes at most 253
+_MORE, _LAST = b"+", b"."
+HOME = "home"  # the job process's HOME in its folder, kept between jobs (font caches)
+
+
+def source_paths(job: Job) -> list[Path]:
+    return [job.source, *(path for _, path in job.sources)]
+
+
+@contextlib.contextmanager
+def opened(paths: list[Path]) -> Iterator[list[int]]:
+    """Each path opened for reading, closed when the block ends."""
+    fds: list[int] = []
+    try:
+        for path in paths:
+            fds.append(os.open(path, os.O_RDONLY | os.O_CLOEXEC))
+        yield fds
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def send(channel: socket.socket, fds: list[int]) -> None:
+    """The descriptors in messages of at most ``BATCH``; one message even for none."""
+    batches = [fds[i : i + BATCH] for i in range(0, len(fds), BATCH)] or [[]]
+    for number, batch in enumerate(batches):
+        socket.send_fds(channel, [_MORE if number < len(batches) - 1 else _LAST], batch)
+
+
+def receive(channel: socket.socket) -> list[int]:
+    """The descriptors of the next job, in the order they were sent."""
+    found: list[int] = []
+    while True:
+        data, fds, _, _ = socket.recv_fds(channel, 1, BATCH)
+        found += fds
+        if data != _MORE:
+            if data != _LAST:
+                raise EOFError("the server closed the job channel")
+            return found
+
+
+def handed(job: Job, fds: list[int]) -> Job:
+    """``job`` reading its sources through the descriptors handed for them."""
+    paths = [Path(f"/proc/self/fd/{fd}") for fd in fds]
+    others = tuple((h, p) for (h, _), p in zip(job.sources, paths[1:], strict=True))
+    return dataclasses.replace(job, source=paths[0], sources=others)
+
+
+def in_folder(job: Job, folder: Path) -> Job:
+    """``job`` writing its result in ``folder`` (the job process's own)."""
+    return dataclasses.replace(job, dest=folder / job.dest.name)
+
+
+def deliver(made: Path, dest: Path) -> None:
+    """The result moved where the server wants it (a rename on one file system)."""
+    if made.exists():
+        shutil.move(made, dest)
+
+
+def empty(folder: Path) -> None:
+    """What the last job left in ``folder``: the next job finds nothing of it."""
+    for entry in os.scandir(folder):
+        if entry.name == HOME:
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, ignore_errors=True)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(entry.path)
