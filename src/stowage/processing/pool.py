@@ -64,7 +64,7 @@ class JobPool:
         threads = max(1, (os.cpu_count() or 1) // self.jobs)
         self._work = work  # the job processes' folders, one each (jobfiles.py)
         _sweep(work)
-        _warn_if_open()
+        self._checked = False  # whether bubblewrap can confine them (on the first start)
         worker = [sys.executable, "-m", "stowage.processing.worker"]
         self._argv = [*worker, str(threads), str(memory), "1" if pillow_jpeg else "0"]
         self._idle: list[_Process] = []
@@ -119,6 +119,9 @@ class JobPool:
     async def _start(self) -> _Process:
         if self._closed:  # a job that got its slot after close(): no process outlives it
             raise errors.ShuttingDown()
+        if not self._checked:  # once, on the first job: it starts a Python confined
+            await asyncio.to_thread(_warn_if_open)
+            self._checked = True
         process = await _Process.start(self._argv, self._work)
         if self._closed:
             await process.kill()
