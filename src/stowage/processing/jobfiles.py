@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import os
 import shutil
 import socket
@@ -73,8 +74,16 @@ def in_folder(job: Job, folder: Path) -> Job:
 
 
 def deliver(made: Path, dest: Path) -> None:
-    """The result moved where the server wants it (a rename on one file system)."""
-    if made.exists():
+    """The result moved where the server wants it: a rename on one file system, a copy
+    across two. A job that wrote nothing (its answer is in its reply) leaves ``dest``."""
+    try:
+        os.replace(made, dest)
+    except FileNotFoundError:
+        if made.exists():
+            raise  # the destination's folder is gone
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            raise
         shutil.move(made, dest)
 
 
