@@ -1,5 +1,5 @@
 """The sandbox an engine that opens untrusted files runs in (ffmpeg, LibreOffice,
-Tesseract; the image job processes take ``network_jail`` only).
+Tesseract; the image job processes take ``job_jail``, bubblewrap's part only).
 
 An engine is started as ``prefix(...) + argv`` with ``spawn_options(...)``:
 
