@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import time
 from pathlib import Path
 
 from stowage.processing import chain as chains
@@ -74,3 +76,26 @@ def test_the_result_is_moved_where_the_server_wants_it(tmp_path: Path) -> None:
     assert dest.read_bytes() == b"result" and not made.exists()
     jobfiles.deliver(tmp_path / "never-made.json", dest)  # nothing written: left as it is
     assert dest.read_bytes() == b"result"
+
+
+def test_only_old_folders_of_servers_gone_are_swept(tmp_path: Path) -> None:
+    old = time.time() - jobfiles.STALE_SECONDS - 60
+    folders = {
+        "swept": tmp_path / f"job-{_ended_pid()}-a",
+        "young": tmp_path / f"job-{_ended_pid()}-b",
+        "alive": tmp_path / f"job-{os.getpid()}-c",
+    }
+    for name, folder in folders.items():
+        (folder / "home").mkdir(parents=True)
+        if name != "young":
+            os.utime(folder, (old, old))
+    jobfiles.sweep(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        folders[k].name for k in ("young", "alive")
+    )
+
+
+def _ended_pid() -> int:
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    return ended.pid

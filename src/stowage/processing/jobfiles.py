@@ -15,6 +15,7 @@ import errno
 import os
 import shutil
 import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from stowage.processing.base import Job
 BATCH = 200  # descriptors in one message: the kernel takes at most 253
 _MORE, _LAST = b"+", b"."
 HOME = "home"  # the job process's HOME in its folder, kept between jobs (font caches)
+STALE_SECONDS = 3600.0  # a job folder this old, of a server gone, is swept
 
 
 def source_paths(job: Job) -> list[Path]:
@@ -97,3 +99,25 @@ def empty(folder: Path) -> None:
         else:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(entry.path)
+
+
+def sweep(work: Path) -> None:
+    """Folders that job processes of a server no longer running left (a crash): named
+    ``job-<server pid>-*``, and old, since a container's pids are not this host's."""
+    work.mkdir(parents=True, exist_ok=True)
+    stale = time.time() - STALE_SECONDS
+    for folder in work.glob("job-*-*"):
+        pid = folder.name.split("-")[1]
+        with contextlib.suppress(OSError):
+            if pid.isdigit() and not _alive(int(pid)) and folder.stat().st_mtime < stale:
+                shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's
+    return True

@@ -26,7 +26,6 @@ import shutil
 import socket
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from stowage import errors
@@ -37,7 +36,6 @@ from stowage.processing.worker import LENGTH, frame
 RETRY_AFTER_SECONDS = 1
 _GRACE_SECONDS = 2.0  # past the engine's own deadline, before its process is killed
 _REAP_SECONDS = 10.0  # after SIGKILL, for the process's exit to be reported
-_STALE_SECONDS = 3600.0  # a job folder this old, of a server gone, is swept
 log = logging.getLogger(__name__)
 
 
@@ -63,7 +61,7 @@ class JobPool:
         # libvips' threads per job: one each when the pool already runs a job per core.
         threads = max(1, (os.cpu_count() or 1) // self.jobs)
         self._work = work  # the job processes' folders, one each (jobfiles.py)
-        _sweep(work)
+        jobfiles.sweep(work)
         self._checked = False  # whether bubblewrap can confine them (on the first start)
         worker = [sys.executable, "-m", "stowage.processing.worker"]
         self._argv = [*worker, str(threads), str(memory), "1" if pillow_jpeg else "0"]
@@ -163,26 +161,6 @@ def _warn_if_open() -> None:
         log.warning("job processes are not confined to their folders: bwrap cannot run here")
     else:
         log.warning("job processes run with this host's network: unshare --net is not allowed")
-
-
-def _sweep(work: Path) -> None:
-    """Folders that job processes of a server no longer running left (a crash)."""
-    work.mkdir(parents=True, exist_ok=True)
-    stale = time.time() - _STALE_SECONDS
-    for folder in work.glob("job-*-*"):
-        pid = folder.name.split("-")[1]
-        if pid.isdigit() and not _alive(int(pid)) and folder.stat().st_mtime < stale:
-            shutil.rmtree(folder, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class _Ended(errors.InvalidImage):
