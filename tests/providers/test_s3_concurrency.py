@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -48,7 +49,12 @@ async def test_parts_in_flight_and_memory_are_bounded(
         # Every part request stalls after 1 MiB: the parts in flight stay in flight.
         proxy.mode, proxy.after, proxy.direction = "stall", 1024 * 1024, "up"
         task = asyncio.create_task(provider.write(bucket, key, source(), OPTS))
-        await asyncio.sleep(3)
+        # Until the parts that may be in flight are (a busy machine took over 3 s), then a
+        # second more, in which no other may start.
+        deadline = time.monotonic() + 30
+        while proxy.faults < concurrency and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(1)
         assert not task.done()
         client = moto_endpoint.client()
         try:
