@@ -19,11 +19,12 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from stowage.processing import sandbox
 from stowage.processing.base import Job
 
 BATCH = 200  # descriptors in one message: the kernel takes at most 253
 _MORE, _LAST = b"+", b"."
-HOME = "home"  # the job process's HOME in its folder, kept between jobs (font caches)
+HOME = sandbox.JOB_HOME
 STALE_SECONDS = 3600.0  # a job folder this old, of a server gone, is swept
 
 

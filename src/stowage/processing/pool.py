@@ -236,15 +236,6 @@ class _Process:
 
 
 def _environment(folder: Path) -> dict[str, str]:
-    """A job process's whole environment: nothing of the server's (its credentials)
-    but what Python and libvips read; HOME and TMPDIR in its folder."""
-    kept = {k: v for k, v in os.environ.items() if k.startswith(("PYTHON", "VIPS_"))}
-    return {
-        "GLIBC_TUNABLES": os.environ.get("GLIBC_TUNABLES", JOB_TUNABLES),
-        **kept,
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "LC_ALL": "C.UTF-8",
-        "HOME": str(folder / jobfiles.HOME),
-        "TMPDIR": str(folder),
-        "MALLOC_ARENA_MAX": "2",
-    }
+    """The sandbox's job environment, with glibc's settings for a job process's heap."""
+    tunables = os.environ.get("GLIBC_TUNABLES", JOB_TUNABLES)
+    return sandbox.job_environment(folder, {"GLIBC_TUNABLES": tunables, "MALLOC_ARENA_MAX": "2"})

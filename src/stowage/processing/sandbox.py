@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 NICENESS = 10
+JOB_HOME = "home"  # a job process's HOME in its folder, kept between its jobs (font caches)
 
 
 @dataclass(frozen=True)
@@ -134,13 +135,26 @@ def confining_works() -> bool:
     with tempfile.TemporaryDirectory(prefix="stowage-confined-") as folder:
         argv = [*confined(Caps(readable=job_readable()), Path(folder)), sys.executable]
         tried = subprocess.run(
-            [*argv, "-c", "import stowage"], capture_output=True, check=False, env=_python_env()
+            [*argv, "-c", "import stowage"],
+            capture_output=True,
+            check=False,
+            env=job_environment(Path(folder)),
         )
     return tried.returncode == 0
 
 
-def _python_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k.startswith("PYTHON") or k == "PATH"}
+def job_environment(folder: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """A job process's whole environment: nothing of the server's (its credentials) but
+    what Python and libvips read; HOME and TMPDIR in its folder."""
+    kept = {k: v for k, v in os.environ.items() if k.startswith(("PYTHON", "VIPS_"))}
+    return {
+        **kept,
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "LC_ALL": "C.UTF-8",
+        "HOME": str(folder / JOB_HOME),
+        "TMPDIR": str(folder),
+        **(extra or {}),
+    }
 
 
 @functools.cache
