@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import signal
 import time
 from pathlib import Path
@@ -254,3 +255,21 @@ async def test_job_processes_see_only_their_own_folder(
     assert sorted(p.name for p in folder.iterdir()) == ["home"]  # the job left nothing
     environ = Path(f"/proc/{pid}/environ").read_bytes()
     assert b"not-for-decoders" not in environ and b"STOWAGE" not in environ
+
+
+async def test_a_job_process_whose_folder_was_removed_is_replaced(harness: Harness) -> None:
+    """A cleaner of temporary files, or a node sharing the data folder that sweeps what it
+    takes for a crashed server's folders, may remove a live job process's folder: the
+    process is replaced before its next job, which then succeeds."""
+    handle = await stored(harness, picture(40, 30, ".png"), "p.png")
+    _, body = await get(harness, f"/resize=width:20/{handle}")
+    assert decoded(body).width == 20
+    (first,) = job_processes()
+    folder = Path(os.readlink(f"/proc/{first}/cwd"))
+    shutil.rmtree(folder)
+    for width in (10, 11):  # the next job and the one after go to a new process
+        _, body = await get(harness, f"/resize=width:{width}/{handle}")
+        assert decoded(body).width == width
+    (second,) = job_processes()
+    assert second != first
+    assert Path(os.readlink(f"/proc/{second}/cwd")).is_dir()

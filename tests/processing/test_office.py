@@ -5,6 +5,8 @@ chosen by type or name, and a converter killed at its deadline is replaced."""
 from __future__ import annotations
 
 import asyncio
+import os
+import shutil
 import socket
 import threading
 import time
@@ -309,3 +311,38 @@ def test_a_converter_that_cannot_start_is_the_nodes_fault_not_the_documents(
     finally:
         loop.close()
     assert not [p for p in (tmp_path / "office").iterdir() if p.is_dir()]
+
+
+@needs_office
+def test_a_converter_whose_folder_was_removed_is_replaced(
+    running: tuple[asyncio.AbstractEventLoop, Converters], tmp_path: Path
+) -> None:
+    """A cleaner of temporary files, or a node sharing the data folder, may remove an idle
+    converter's folder: the converter is replaced before its next document."""
+    loop, converters = running
+    source, dest = tmp_path / "in.txt", tmp_path / "out.pdf"
+    source.write_text("first", "utf-8")
+    txt = officeformats.KINDS["txt"]
+    loop.run_until_complete(converters.convert(source, txt, "pdf", dest))
+    (before,) = list(converters._idle)
+    shutil.rmtree(before.folder)
+    source.write_text("second", "utf-8")
+    loop.run_until_complete(converters.convert(source, txt, "pdf", dest))
+    assert dest.read_bytes().startswith(b"%PDF-")
+    (after,) = list(converters._idle)
+    assert after is not before and after.folder.is_dir()
+    assert before.proc.returncode is not None  # the old LibreOffice was stopped
+
+
+def test_only_old_folders_of_converters_gone_are_swept(tmp_path: Path) -> None:
+    """Another node sharing the data folder has pids this machine does not: a folder of a
+    pid not running here is swept only once nothing used it for an hour."""
+    gone = 2**22 + 7  # above the kernel's pid_max: never a process here
+    young, old, mine = tmp_path / f"{gone}-1", tmp_path / f"{gone}-2", tmp_path / f"{os.getpid()}-1"
+    for folder in (young, old, mine):
+        (folder / "profile").mkdir(parents=True)
+    hour_ago = time.time() - office.STALE_SECONDS - 60
+    os.utime(old, (hour_ago, hour_ago))
+    os.utime(mine, (hour_ago, hour_ago))
+    office._sweep(tmp_path)
+    assert young.is_dir() and mine.is_dir() and not old.exists()

@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ READABLE = ("/etc/fonts", "/etc/libreoffice", "/etc/ld.so.cache")
 _STARTUP_SECONDS = 90.0
 WAITING_PER_CONVERTER = 8  # requests admitted per converter (one converting, the rest waiting)
 _REPLY_BYTES = 64 * 1024
+STALE_SECONDS = 3600.0  # a converter's folder this old, of a process gone, is swept
 log = logging.getLogger("stowage.processing")
 
 
@@ -98,7 +100,7 @@ class Converters:
     async def _convert(
         self, source: Path, kind: Kind, export: tuple[str, str], fmt: str, dest: Path
     ) -> None:
-        converter = self._idle.pop() if self._idle else await self._start()
+        converter = await self._ready()
         try:
             await converter.convert(source, kind, *export, fmt, dest, self.seconds)
         except _Refused:
@@ -108,6 +110,17 @@ class Converters:
             await self._stop(converter)
             raise
         self._idle.append(converter)
+
+    async def _ready(self) -> _Converter:
+        """An idle converter whose folder is still there, else a new one: a folder removed
+        from outside (a cleaner of temporary files; a node sharing the data folder sweeping
+        old folders) would fail the converter's next document."""
+        while self._idle:
+            converter = self._idle.pop()
+            if converter.folder.is_dir():
+                return converter
+            await self._stop(converter)
+        return await self._start()
 
     async def _start(self) -> _Converter:
         # Named by this process: the worker processes of a node share the data folder.
@@ -146,11 +159,16 @@ class Converters:
 
 
 def _sweep(root: Path) -> None:
-    """Folders of converters whose process is gone (a crash, a kill)."""
+    """Folders of converters whose process is gone (a crash, a kill), and old: each
+    conversion makes its ``job`` folder anew, so a folder in use is young, and the pids
+    of another node sharing the data folder are not this machine's."""
+    stale = time.time() - STALE_SECONDS
     for folder in root.glob("*-*") if root.is_dir() else []:
         pid = folder.name.split("-", 1)[0]
         if pid.isdigit() and int(pid) != os.getpid() and not Path(f"/proc/{pid}").exists():
-            shutil.rmtree(folder, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                if folder.stat().st_mtime < stale:
+                    shutil.rmtree(folder, ignore_errors=True)
 
 
 class _Refused(errors.InvalidDocument):

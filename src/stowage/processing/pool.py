@@ -96,7 +96,7 @@ class JobPool:
             return await self._render_with(job, fds)
 
     async def _render_with(self, job: Job, fds: list[int]) -> Rendered:
-        process = self._idle.pop() if self._idle else await self._start()
+        process = await self._ready()
         try:
             async with asyncio.timeout(self._seconds + _GRACE_SECONDS):
                 rendered = await process.render(job, fds)
@@ -113,6 +113,18 @@ class JobPool:
             raise
         self._idle.append(process)
         return rendered
+
+    async def _ready(self) -> _Process:
+        """An idle process whose folder is still there, else a new one. A folder removed
+        from outside (a cleaner of temporary files; a node sharing the data folder sweeping
+        what it takes for a crashed server's) cannot be given back to its process, which
+        could no longer write a result: it is replaced before it gets a job."""
+        while self._idle:
+            process = self._idle.pop()
+            if process.has_folder():
+                return process
+            await self._stop(process)
+        return await self._start()
 
     async def _start(self) -> _Process:
         if self._closed:  # a job that got its slot after close(): no process outlives it
@@ -201,6 +213,9 @@ class _Process:
             theirs.close()
         ours.setblocking(False)  # a job's few bytes never fill it
         return cls(proc, folder, ours)
+
+    def has_folder(self) -> bool:
+        return self._folder.is_dir()
 
     async def render(self, job: Job, fds: list[int]) -> Rendered:
         assert self._proc.stdin is not None and self._proc.stdout is not None
