@@ -10,6 +10,7 @@ import json
 import os
 import sqlite3
 from collections.abc import AsyncIterator
+from urllib.parse import quote
 
 import aiohttp
 
@@ -169,6 +170,18 @@ async def _secrets_never_logged(server: Running) -> str:
             f"{srv.api}/api/file/{handle}", params={**query, "signature": "0" * 64}
         ):
             pass
+        # Transformation URLs carry the policy in the path, wherever the task stands.
+        for path in (
+            f"security=p:{policy},s:{signature}/flip/{handle}",
+            f"{server.key}/security=policy:{policy},signature:{signature}/flip/{handle}",
+            f"flip/security=p:{policy},s:{signature}/{handle}",
+        ):
+            async with http.get(f"{srv.cdn}/{path}") as r:
+                assert r.status < 500, await r.text()
+        # An external source's own query string and user part (another service's token).
+        source = quote(f"https://user:{server.secret}@127.0.0.1:9/x.jpg?token={signature}", "")
+        async with http.get(f"{srv.cdn}/{server.key}/flip/{source}") as r:
+            assert r.status >= 400
         async with http.delete(
             f"{srv.api}/api/file/{handle}", params={"key": server.key}, headers=basic(server.secret)
         ) as r:
@@ -177,6 +190,7 @@ async def _secrets_never_logged(server: Running) -> str:
     assert srv.log is not None
     log = srv.log.read_text()
     assert "/api/file/" in log  # the access log is on, and written
+    assert log.count("security=[redacted]") >= 3 and "x.jpg?[redacted]" in log
     for secret in (
         server.secret,
         signature,

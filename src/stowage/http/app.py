@@ -13,7 +13,7 @@ from aiohttp.web import BaseRequest, StreamResponse
 
 from stowage.assembly import Assembly, assemble
 from stowage.config import Settings
-from stowage.http import dates, observe
+from stowage.http import dates, logpath, observe
 from stowage.http.cors import cors_middleware
 from stowage.http.drain import Drain
 from stowage.http.errors import error_middleware, use_json_expect_handler
@@ -27,24 +27,25 @@ log = logging.getLogger("stowage")
 
 
 class AccessLogger(AbstractAccessLogger):
-    """Path without the query string: policies and signatures travel there. Also feeds
+    """Path without the query string or a path's credentials (``logpath``). Also feeds
     the metrics, so it always runs; a disabled logger (``access_log`` off) writes nothing."""
 
     def log(self, request: BaseRequest, response: StreamResponse, time: float) -> None:
         observe.record(request, response, time)
         if self.logger.disabled:
             return
+        path = logpath.loggable(request.path)
         self.logger.info(
             "%s %s %s %s %.1fms",
             request.remote,
             request.method,
-            request.path,
+            path,
             response.status,
             time * 1000,
             extra={
                 "remote": request.remote,
                 "method": request.method,
-                "path": request.path,
+                "path": path,
                 "status": response.status,
                 "duration_ms": round(time * 1000, 1),
                 "request_id": request.get(observe.RID, ""),

@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import HttpVersion11, web
 
 from stowage import errors
+from stowage.http.logpath import loggable
 
 log = logging.getLogger("stowage.http")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -34,7 +35,8 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         return await handler(request)
     except errors.StowageError as exc:
         if exc.status >= 500:
-            log.warning("%s %s failed: %s %s", request.method, request.path, exc.code, exc.message)
+            path = loggable(request.path)
+            log.warning("%s %s failed: %s %s", request.method, path, exc.code, exc.message)
         return error_response(exc)
     except web.HTTPException as exc:
         if exc.status < 400:
@@ -49,7 +51,7 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
     except (ConnectionResetError, BrokenPipeError):
         raise
     except Exception:
-        log.exception("unhandled error on %s %s", request.method, request.path)
+        log.exception("unhandled error on %s %s", request.method, loggable(request.path))
         return error_response(errors.StowageError())
 
 
