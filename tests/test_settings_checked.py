@@ -60,6 +60,27 @@ def test_a_bad_value_is_refused_naming_the_setting_and_its_form(name: str, value
     assert "\n" not in str(refused.value)
 
 
+TOKENS = st.text(alphabet="0123456789", min_size=10, max_size=30)  # in no message
+
+
+@given(token=TOKENS, broken=st.sampled_from(["}", ", bad", "[", " x"]))
+def test_a_bad_table_is_refused_without_repeating_it(token: str, broken: str) -> None:
+    """A storage table holds credentials: the error names the setting, never the text."""
+    table = json.dumps({"type": "s3", "bucket": "b", "secret_access_key": token})
+    for written in (table[:-1] + broken, table.replace('"b"', "5")):
+        with pytest.raises(coerce.Invalid) as refused:
+            load_settings(default_storage=written)
+        assert token not in str(refused.value)
+        assert str(refused.value).startswith("setting default_storage: expected ")
+
+
+@given(token=TOKENS, name=st.sampled_from(["edge_cache_urls", "api_public_url"]))
+def test_a_bad_url_with_a_user_part_is_refused_without_repeating_it(token: str, name: str) -> None:
+    with pytest.raises(coerce.Invalid) as refused:
+        load_settings(**{name: f"ftp://user:{token}@10.0.0.5:6081"})
+    assert token not in str(refused.value) and refused.value.name == name
+
+
 def test_default_storage_is_parsed_into_its_typed_settings_at_load() -> None:
     loaded = load_settings(default_storage=json.dumps({"type": "s3", "bucket": "b"}))
     assert loaded.default_storage == S3Settings(bucket="b")

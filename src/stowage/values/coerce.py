@@ -48,7 +48,9 @@ class Invalid(ValueError):
 
     def __init__(self, name: str, expected: str, value: Any = None, *, why: str = "") -> None:
         self.name, self.expected = name, expected
-        shown = "a secret" if _secret(name) else repr(value)
+        shown = repr(value)
+        if _hidden(name, expected, value):
+            shown = "a secret" if _secret(name) else "a value not shown (it may hold credentials)"
         told = f"; {why}" if why else f"; got {shown}"
         super().__init__(f"setting {name}: expected {expected}{told}")
 
@@ -117,6 +119,13 @@ def _num(value: float) -> str:
 def _secret(name: str) -> bool:
     words = ("secret", "key", "token", "password", "credentials", "registry_url")
     return any(word in name for word in words)
+
+
+def _hidden(name: str, expected: str, value: Any) -> bool:
+    """A value an error must not repeat: a secret's, a table's (a storage table holds
+    its credentials), or one holding a URL with a user part (``https://user:pw@host``)."""
+    text = str(value)
+    return _secret(name) or "table" in expected or ("://" in text and "@" in text)
 
 
 def _bool(form: Form, value: Any) -> bool | None:
