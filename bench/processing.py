@@ -65,7 +65,7 @@ def transform_url(stowage: Stowage, handle: str, chain: str = CHAIN) -> str:
 
 def processing(ctx: Context) -> list[Row]:
     work = ctx.tmp / "processing"
-    per_run = 8 if ctx.sizes.rounds == 1 else 40  # the per-task rows'
+    per_run = 4 if ctx.sizes.rounds == 1 else 40  # the per-task rows'
     # 120 cold requests a run: CPU is read in 10-ms ticks, 0.08 ms a request.
     cold_per_run = 8 if ctx.sizes.rounds == 1 else 120
     # One more than the runs use: the first is the probe's, then the warm scenario's.

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.servers.ports import free_port, wait_listening
-from tests.servers.procs import children, cpu_ticks, descendants
+from tests.servers.procs import children, cpu_ticks, descendants, parents
 from tests.servers.swift_aio import SwiftAIO
 
 NGINX = "/usr/sbin/nginx"
@@ -29,7 +29,9 @@ NGINX = "/usr/sbin/nginx"
 
 def cpu_seconds(roots: list[int]) -> float:
     """User + system CPU time of these processes and their children (workers)."""
-    ticks = sum(cpu_ticks(p) for p in {p for root in roots for p in (root, *children(root))})
+    parent_of = parents()
+    family = {p for root in roots for p in (root, *children(root, parent_of))}
+    ticks = sum(cpu_ticks(p) for p in family)
     return ticks / os.sysconf("SC_CLK_TCK")
 
 

@@ -11,4 +11,4 @@ assert md.version("moto") == "5.2.5"
 PY
   exit 0
 fi
-flock /tmp/stowage-pip.lock .venv/bin/pip install --quiet "$MOTO_SPEC" "aiobotocore>=2.19,<4"
+flock /tmp/stowage-pip.lock .venv/bin/pip install --quiet --no-compile "$MOTO_SPEC" "aiobotocore>=2.19,<4"

@@ -22,8 +22,8 @@ if [ ! -f "$stamp" ]; then
   flock /tmp/stowage-pip.lock bash -c "
     set -euo pipefail
     [ -x '$venv/bin/python' ] || python3 -m venv '$venv'
-    '$venv/bin/pip' install --quiet --upgrade pip
-    '$venv/bin/pip' install --quiet 'swift==$SWIFT_VERSION'
+    '$venv/bin/pip' install --quiet --no-compile --upgrade pip
+    '$venv/bin/pip' install --quiet --no-compile 'swift==$SWIFT_VERSION'
   "
   touch "$stamp"
 fi

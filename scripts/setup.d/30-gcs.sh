@@ -8,5 +8,5 @@ GCS_EMULATOR_VERSION="2026.7.19"
 
 installed="$(.venv/bin/python -c 'import importlib.metadata as m; print(m.version("gcp-storage-emulator"))' 2>/dev/null || true)"
 if [ "$installed" != "$GCS_EMULATOR_VERSION" ]; then
-  flock /tmp/stowage-pip.lock .venv/bin/pip install --quiet "gcp-storage-emulator==$GCS_EMULATOR_VERSION"
+  flock /tmp/stowage-pip.lock .venv/bin/pip install --quiet --no-compile "gcp-storage-emulator==$GCS_EMULATOR_VERSION"
 fi

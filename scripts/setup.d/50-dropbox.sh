@@ -9,5 +9,5 @@ CRYPTOGRAPHY_VERSION="50.0.2"
 
 installed="$(.venv/bin/python -c 'import importlib.metadata as m; print(m.version("cryptography"))' 2>/dev/null || true)"
 if [ -z "$installed" ]; then
-  flock /tmp/stowage-pip.lock .venv/bin/pip install --quiet "cryptography==$CRYPTOGRAPHY_VERSION"
+  flock /tmp/stowage-pip.lock .venv/bin/pip install --quiet --no-compile "cryptography==$CRYPTOGRAPHY_VERSION"
 fi

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/../.."
 PY_SDK_VERSION="4.0.0"
 installed="$(.venv/bin/python -c 'import importlib.metadata as m; print(m.version("filestack-python"))' 2>/dev/null || true)"
 if [ "$installed" != "$PY_SDK_VERSION" ]; then
-  flock /tmp/stowage-pip.lock .venv/bin/pip install --quiet "filestack-python==$PY_SDK_VERSION"
+  flock /tmp/stowage-pip.lock .venv/bin/pip install --quiet --no-compile "filestack-python==$PY_SDK_VERSION"
 fi
 
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then

@@ -15,8 +15,8 @@ if [ ! -f "$stamp" ]; then
   flock /tmp/stowage-pip.lock bash -c "
     set -euo pipefail
     [ -x '$venv/bin/python' ] || python3 -m venv '$venv'
-    '$venv/bin/pip' install --quiet --upgrade pip
-    '$venv/bin/pip' install --quiet 'thumbor[opencv]==$THUMBOR_VERSION'
+    '$venv/bin/pip' install --quiet --no-compile --upgrade pip
+    '$venv/bin/pip' install --quiet --no-compile 'thumbor[opencv]==$THUMBOR_VERSION'
   "
   # Fails here, not in the middle of a benchmark, if the release does not run on this Python.
   "$venv/bin/thumbor" --help >/dev/null

@@ -27,5 +27,5 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 if ! .venv/bin/python -c "import asyncpg" 2>/dev/null; then
-  flock /tmp/stowage-pip.lock .venv/bin/pip install --quiet "asyncpg>=0.29"
+  flock /tmp/stowage-pip.lock .venv/bin/pip install --quiet --no-compile "asyncpg>=0.29"
 fi

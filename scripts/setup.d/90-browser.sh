@@ -14,5 +14,5 @@ fi
 # urlscreenshot brings up the loopback of the browser's own network namespace with ip.
 command -v ip >/dev/null 2>&1 || apt-get install -y -qq --no-install-recommends iproute2 >/dev/null
 if ! .venv/bin/python -c "import playwright" 2>/dev/null; then
-  flock /tmp/stowage-pip.lock .venv/bin/pip install --quiet "playwright==1.65.2"
+  flock /tmp/stowage-pip.lock .venv/bin/pip install --quiet --no-compile "playwright==1.65.2"
 fi

@@ -13,5 +13,5 @@ fi
 
 # schemathesis: the bounded fuzz run of tests/reliability/test_fuzz_openapi.py.
 if ! .venv/bin/python -c 'import importlib.metadata as m; assert m.version("schemathesis") == "4.32.5"' 2>/dev/null; then
-  flock /tmp/stowage-pip.lock .venv/bin/pip install --quiet "schemathesis==4.32.5"
+  flock /tmp/stowage-pip.lock .venv/bin/pip install --quiet --no-compile "schemathesis==4.32.5"
 fi

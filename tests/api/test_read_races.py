@@ -29,12 +29,12 @@ from tests.api.harness import Harness
 from tests.api.test_file_ops import basic, handle_of
 from tests.api.test_providers_api import provider_app, provider_setup  # noqa: F401 - fixtures
 
-SECONDS = float(os.environ.get("STOWAGE_API_RACE_SECONDS", "8"))
-#: A slow machine (the suite three nodes deep, other tests beside it) gets more time, not
-#: a weaker race: past SECONDS it goes on until the overwrites and reads are enough (a
-#: clean-clone CI with a second one beside it saw 9 overwrites through nginx in 8 s).
-LONGEST = 60.0
-WRITES = 10  # overwrites a race must see
+#: A race ends after a number of reads and committed overwrites, not after a time: a
+#: slow machine (the suite three nodes deep, other tests beside it) takes longer to do the
+#: same race rather than a weaker one, and a fast one is not kept waiting. Measured on the
+#: quiet 2-core machine: 100-600 reads and 8-30 overwrites a second, by provider.
+LONGEST = 60.0  # seconds: only a bound for a server that stops answering
+WRITES = 20  # committed overwrites a race must see
 
 
 #: A 503 error: STORAGE_VERSION_CHANGED (a reader that lost every retry) or an overloaded
@@ -117,10 +117,9 @@ async def _race(
             tally.reads += 1
 
     async def timer() -> None:
-        await asyncio.sleep(SECONDS)
         ends = time.monotonic() + LONGEST
         while (tally.writes < WRITES or tally.reads < reads) and time.monotonic() < ends:
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(0.05)
         stop.set()
 
     await asyncio.gather(timer(), *(writer(n) for n in range(2)), *(reader(n) for n in range(6)))
@@ -172,8 +171,8 @@ async def test_downloads_during_overwrites_are_whole_versions(harness: Harness) 
     versions = _versions()
     handle = handle_of(await harness.store(versions[0]))
     links = _links(harness, handle)
-    tally = await _race(harness, harness.open_app, handle, versions, links, 100)
-    tally.check("default storage", 100)
+    tally = await _race(harness, harness.open_app, handle, versions, links, 1500)
+    tally.check("default storage", 1500)
 
 
 async def test_downloads_during_overwrites_on_every_provider(
@@ -188,8 +187,8 @@ async def test_downloads_during_overwrites_on_every_provider(
     assert resp.status == 200, await resp.text()
     handle = (await resp.json())["handle"]
     links = [(c, f"{p}?key={app.api_key}") for c, p in _links(harness, handle)]
-    tally = await _race(harness, app, handle, versions, links, 50)
-    tally.check(f"{api_name} through the API", 50)
+    tally = await _race(harness, app, handle, versions, links, 300)
+    tally.check(f"{api_name} through the API", 300)
 
 
 async def test_a_delete_racing_downloads_gives_the_whole_file_or_json_404(

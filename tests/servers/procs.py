@@ -9,25 +9,31 @@ from pathlib import Path
 from typing import Any
 
 
-def children(pid: int) -> list[int]:
-    """The process ids whose parent is ``pid``: a server's forked workers."""
-    found = []
+def parents() -> dict[int, int]:
+    """Every process id and its parent's, in one pass over /proc."""
+    found = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if int(fields[1]) == pid:
-            found.append(int(stat.parent.name))
+        found[int(stat.parent.name)] = int(fields[1])
     return found
 
 
-def descendants(pid: int) -> list[int]:
-    """Children, their children, and so on."""
+def children(pid: int, parent_of: dict[int, int] | None = None) -> list[int]:
+    """The process ids whose parent is ``pid``: a server's forked workers."""
+    parent_of = parents() if parent_of is None else parent_of
+    return [child for child, parent in parent_of.items() if parent == pid]
+
+
+def descendants(pid: int, parent_of: dict[int, int] | None = None) -> list[int]:
+    """Children, their children, and so on (from one reading of /proc)."""
+    parent_of = parents() if parent_of is None else parent_of
     found: list[int] = []
     todo = [pid]
     while todo:
-        kids = children(todo.pop())
+        kids = children(todo.pop(), parent_of)
         found += kids
         todo += kids
     return found
