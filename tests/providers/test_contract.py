@@ -213,6 +213,11 @@ async def test_failed_multipart_sized_write_keeps_previous_object(provider: Prov
 RACE_READS = int(os.environ.get("STOWAGE_RACE_READS", "10000"))
 RACE_SECONDS = float(os.environ.get("STOWAGE_RACE_SECONDS", "300"))
 MIN_RACE_READS = int(os.environ.get("STOWAGE_MIN_RACE_READS", str(RACE_READS)))
+#: The S3 provider reads its 10,000 from moto; on its second server, Swift's s3api (the
+#: same provider code, another server's answers to If-Match), a race of 3,000 reads: the
+#: 7,000 more cost 130 s of CPU (19 ms a read in Swift and the client) on a CI machine
+#: whose every core is busy, and the bar is per provider.
+SECOND_SERVER_READS = {"s3_swift": min(RACE_READS, 3000)}
 RACE_READERS = int(os.environ.get("STOWAGE_RACE_READERS", "16"))
 WRITER_PAUSE = 0.02  # seconds at most between one writer's overwrites
 
@@ -294,9 +299,13 @@ async def read_pinned(
     return bytes(out)
 
 
-async def test_readers_during_overwrites_see_whole_versions(provider: Provider) -> None:
+async def test_readers_during_overwrites_see_whole_versions(
+    provider: Provider, provider_name: str
+) -> None:
     """Writers overwrite one key with distinct versions while readers read it whole and by
     ranges through ``core/reading.py``: every read is one whole version (or its slice)."""
+    race_reads = SECOND_SERVER_READS.get(provider_name, RACE_READS)
+    min_reads = min(MIN_RACE_READS, race_reads)
     key = new_key("raced.bin")
     versions = [os.urandom(1000 + 97 * i) for i in range(8)]
     by_hash = {hashlib.sha256(v).hexdigest(): v for v in versions}
@@ -342,7 +351,7 @@ async def test_readers_during_overwrites_see_whole_versions(provider: Provider) 
             if not _is_whole_version(data, opened.info.size, opened.span, by_hash, versions):
                 wrong.append((opened.span, len(data)))
             reads[0] += 1
-            if reads[0] >= RACE_READS:
+            if reads[0] >= race_reads:
                 stop.set()
 
     async def timer() -> None:
@@ -360,7 +369,7 @@ async def test_readers_during_overwrites_see_whole_versions(provider: Provider) 
         f"{len(wrong)} wrong; {written[0]} overwrites, {unwritten[0]} refused (503 or superseded)"
     )
     assert not wrong, f"{len(wrong)} wrong reads of {reads[0]}: {wrong[:5]}"
-    assert reads[0] >= MIN_RACE_READS, f"{reads[0]} reads in {RACE_SECONDS:.0f} s"
+    assert reads[0] >= min_reads, f"{reads[0]} reads in {RACE_SECONDS:.0f} s"
     # Bounded: pins that always failed would refuse every read.
     assert refused[0] < reads[0] / 2, f"{refused[0]} reads gave up, {reads[0]} succeeded"
     # A race: an overwrite at least every 500 reads (measured: one every 4 to 200).
