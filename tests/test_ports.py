@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.servers.ports import free_port, listens, wait_listening
+from tests.servers.ports import _bindable, _reserve, free_port, listens, wait_listening
 
 LISTEN = "import socket,sys,time; s=socket.socket(); s.bind(('127.0.0.1',int(sys.argv[1])));"
 LISTEN += "s.listen(); print('up', flush=True); time.sleep(30)"
@@ -25,6 +25,22 @@ def test_free_ports_are_never_handed_out_twice_nor_ephemeral() -> None:
     ports = [free_port() for _ in range(200)]
     assert len(set(ports)) == len(ports)
     assert max(ports) < low
+
+
+def test_a_port_another_test_process_was_given_is_not_given_again() -> None:
+    """Three test processes pick ports at once: one given to another process (its server
+    may not have bound it yet) is neither reserved nor handed out here."""
+    picked = subprocess.run(
+        [sys.executable, "-c", "from tests.servers.ports import free_port; print(free_port())"],
+        cwd=Path(__file__).resolve().parents[1],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    theirs = int(picked.stdout)
+    assert _bindable(theirs)  # free as far as the kernel knows
+    assert not _reserve(theirs)
+    assert theirs not in {free_port() for _ in range(300)}
 
 
 def test_the_wait_ends_when_the_started_process_listens(tmp_path: Path) -> None:

@@ -10,21 +10,31 @@ only tries to connect sees the other socket and reports success. That happened i
 
 So ``free_port`` picks below the ephemeral range and never hands out a port twice in one
 process, and ``wait_listening`` waits until the listening socket belongs to the process
-it started (or one of its children).
+it started (or one of its children). Nor in two processes at once: between the pick and
+the server's bind, another test process (three run at once) could pick the same free port,
+and one of the two servers then failed to start ("address already in use", a clean-clone
+CI run of 2026-11-30). So a port handed out is also written, under a lock, to a file that
+every test process reads (``RESERVED``), and is not handed out again for ``HOLD`` seconds.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import random
 import re
 import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
 _handed_out: set[int] = set()
 _LOWEST = 20000
+RESERVED = Path(tempfile.gettempdir()) / "stowage-test-ports"
+#: Long enough for any server to bind the port it was given (a cluster picks its ports,
+#: then starts three nodes and nginx); short enough that the file stays small.
+HOLD = 600.0
 
 
 def _ephemeral_low() -> int:
@@ -44,17 +54,48 @@ def _bindable(port: int) -> bool:
 
 
 def free_port() -> int:
-    """A loopback port nothing listens on, outside the kernel's ephemeral range, and not
-    handed out before in this process."""
+    """A loopback port nothing listens on, outside the kernel's ephemeral range, not handed
+    out before in this process, nor by another test process in the last ``HOLD`` seconds."""
     high = _ephemeral_low() - 1
     # Random, so that two test processes at once (the nested pytest of the multinode
     # suite) rarely try the same ports.
     for _ in range(1000):
         port = random.randint(_LOWEST, high)
-        if port not in _handed_out and _bindable(port):
+        if port not in _handed_out and _bindable(port) and _reserve(port):
             _handed_out.add(port)
             return port
     raise RuntimeError(f"no free loopback port between {_LOWEST} and {high}")
+
+
+def _reserve(port: int) -> bool:
+    """Whether ``port`` was not handed out by any test process in the last ``HOLD``
+    seconds; if so, it is recorded as handed out now. Without the file (another user's,
+    say), every port counts as free: the in-process set and the bind check remain."""
+    try:
+        with open(RESERVED, "a+") as shared:
+            fcntl.flock(shared, fcntl.LOCK_EX)
+            shared.seek(0)
+            now, recent = time.time(), {}
+            for line in shared.read().split("\n"):
+                fields = line.split()
+                if len(fields) == 2 and _recent(fields[1], now):
+                    recent[fields[0]] = fields[1]
+            if str(port) in recent:
+                return False
+            recent[str(port)] = f"{now:.1f}"
+            shared.seek(0)
+            shared.truncate()
+            shared.write("".join(f"{p} {t}\n" for p, t in recent.items()))
+    except OSError:
+        return True
+    return True
+
+
+def _recent(stamp: str, now: float) -> bool:
+    try:
+        return now - float(stamp) < HOLD
+    except ValueError:
+        return False  # a line cut short: dropped with the next write
 
 
 def _listening_inodes(port: int) -> set[str]:
