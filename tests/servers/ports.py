@@ -87,7 +87,7 @@ def _reserve(port: int) -> bool:
             shared.truncate()
             shared.write("".join(f"{p} {t}\n" for p, t in recent.items()))
     except OSError:
-        return True
+        pass
     return True
 
 
