@@ -5,7 +5,9 @@ source's query string or user part; every other segment as it came."""
 from __future__ import annotations
 
 import base64
+import json
 import string
+from urllib.parse import quote
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -50,9 +52,9 @@ def test_a_security_task_is_hidden_wherever_it_stands(
 def test_a_source_address_loses_its_query_and_user_part(
     tasks: list[str], user: str, password: str, token: str
 ) -> None:
-    # As aiohttp gives the path: percent-decoded, so the source's own ``?`` is in it.
-    path = f"/APIKEY/{'/'.join(tasks)}/https://{user}:{password}@example.com/a/b.jpg?token={token}"
-    shown = loggable(path)
+    # As the SDKs send it: the source percent-encoded; the request's own query is dropped.
+    source = quote(f"https://{user}:{password}@example.com/a/b.jpg?token={token}", safe="")
+    shown = loggable(f"/APIKEY/{'/'.join(tasks)}/{source}?policy={token}&signature={token}")
     assert user not in shown and password not in shown and token not in shown
     prefix = f"/APIKEY/{'/'.join(tasks)}/https://"
     assert shown == f"{prefix}{HIDDEN}@example.com/a/b.jpg?{HIDDEN}"
@@ -62,8 +64,46 @@ def test_a_source_address_loses_its_query_and_user_part(
     segments=st.lists(st.text(alphabet=string.ascii_letters + "=:,._-[]", max_size=20), max_size=6)
 )
 def test_a_path_without_credentials_is_shown_as_it_came(segments: list[str]) -> None:
-    path = "/" + "/".join(s for s in segments if not s.lower().startswith("security="))
+    kept = [s for s in segments if not s.lower().startswith("security=") and s[:3] != "b64"]
+    path = "/" + "/".join(kept)
     assert loggable(path) == path
+
+
+def _b64(text: str, urlsafe: bool) -> str:
+    encode = base64.urlsafe_b64encode if urlsafe else base64.b64encode
+    return encode(text.encode()).decode().rstrip("=")
+
+
+@given(
+    tasks=st.lists(TASKS, max_size=3),
+    secret=SECRETS,
+    token=SECRETS,
+    user=SECRETS,
+    urlsafe=st.booleans(),
+)
+def test_the_base64_form_shows_neither_policy_nor_token(
+    tasks: list[str], secret: str, token: str, user: str, urlsafe: bool
+) -> None:
+    """filestack-js's ``b64`` form carries the same secrets, only base64-encoded."""
+    sdk_tasks = [{"name": t.partition("=")[0], "params": True} for t in tasks]
+    security = {"name": "security", "params": {"policy": secret + "P", "signature": secret}}
+    source = f"https://{user}:pw@example.com/a.jpg?token={token}"
+    encoded_tasks = _b64(json.dumps([security, *sdk_tasks]), urlsafe)
+    # Standard base64's ``/`` and ``=`` come percent-encoded, as the SDK sends them.
+    path = f"/APIKEY/b64/{quote(encoded_tasks, safe='')}/b64://{quote(_b64(source, urlsafe), safe='')}"
+    shown = loggable(path)
+    for hidden in (secret, token, user, encoded_tasks):
+        assert hidden not in shown
+    assert shown.startswith(f"/APIKEY/security={HIDDEN}/")
+    assert f"@example.com/a.jpg?{HIDDEN}" in shown
+
+
+@given(garbage=st.text(alphabet=string.ascii_letters + "!*", min_size=1, max_size=30))
+def test_a_base64_part_that_does_not_decode_is_hidden(garbage: str) -> None:
+    split_source = f"/K/b64://{base64.b64encode(b'http://h/a?t=' + garbage.encode()).decode()}/x"
+    for path in (f"/K/b64/{garbage}!/H", f"/K/resize=w:3/b64://{garbage}!", split_source):
+        shown = loggable(path)
+        assert f"{garbage}!" not in shown and shown.endswith(HIDDEN), shown
 
 
 def test_the_api_paths_are_unchanged() -> None:

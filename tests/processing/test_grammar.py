@@ -325,6 +325,27 @@ def test_a_base64_part_that_cannot_be_read_says_why() -> None:
     assert read.store is not None and read.store.get("path") == "/a%20b/"
 
 
+@given(
+    sizes=st.lists(st.integers(1, 5000), min_size=1, max_size=4),
+    query=st.text(string.ascii_letters + "?>~=&", max_size=20),
+)
+def test_standard_base64_percent_encoded_reads_as_the_url_safe_form(
+    sizes: list[int], query: str
+) -> None:
+    """A hand-made URL may use standard base64 with its ``/``, ``+`` and ``=`` encoded."""
+    import base64
+    import json
+    from urllib.parse import quote
+
+    tasks = json.dumps([{"name": "resize", "params": {"width": w}} for w in sizes]).encode()
+    source = f"https://example.com/a.jpg?q={query}>>?".encode()
+    standard = [quote(base64.b64encode(part).decode(), safe="") for part in (tasks, source)]
+    safe = [base64.urlsafe_b64encode(part).decode().rstrip("=") for part in (tasks, source)]
+    read = [grammar.parse_path(f"/KEY/b64/{t}/b64://{u}") for t, u in (standard, safe)]
+    assert (read[0].tasks, read[0].url) == (read[1].tasks, read[1].url)
+    assert read[0].url == source.decode() and len(read[0].tasks) == len(sizes)
+
+
 _URLS = st.builds(lambda host, parts: f"https://{host}/" + "/".join(parts), _HOSTS, _PARTS)
 
 

@@ -34,7 +34,7 @@ class AccessLogger(AbstractAccessLogger):
         observe.record(request, response, time)
         if self.logger.disabled:
             return
-        path = logpath.loggable(request.path)
+        path = logpath.loggable(request.raw_path)
         self.logger.info(
             "%s %s %s %s %.1fms",
             request.remote,

@@ -35,7 +35,7 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         return await handler(request)
     except errors.StowageError as exc:
         if exc.status >= 500:
-            path = loggable(request.path)
+            path = loggable(request.raw_path)
             log.warning("%s %s failed: %s %s", request.method, path, exc.code, exc.message)
         return error_response(exc)
     except web.HTTPException as exc:
@@ -51,7 +51,7 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
     except (ConnectionResetError, BrokenPipeError):
         raise
     except Exception:
-        log.exception("unhandled error on %s %s", request.method, loggable(request.path))
+        log.exception("unhandled error on %s %s", request.method, loggable(request.raw_path))
         return error_response(errors.StowageError())
 
 

@@ -2,22 +2,49 @@
 signatures travel there. Transformation URLs carry the same in the path
 (``security=p:<policy>,s:<signature>``), and an external source's address, percent-encoded
 in the path, may carry another service's credentials in its own query string or its user
-part (``https%3A%2F%2Fuser:pw@host%2Fx.jpg%3Ftoken%3D...``). Both are left out."""
+part (``https%3A%2F%2Fuser:pw@host%2Fx.jpg%3Ftoken%3D...``). Both are left out, also where
+filestack-js's base64 form carries them (``b64/<tasks>``, ``b64://<source>``): those parts
+are shown decoded, or hidden whole when they do not decode."""
 
 from __future__ import annotations
+
+from urllib.parse import unquote
+
+from stowage import errors
+from stowage.processing import b64paths
 
 #: Tasks whose options grant access (the hosted service's name for signed URLs).
 SECRET_TASKS = frozenset({"security"})
 HIDDEN = "[redacted]"
 
 
-def loggable(path: str) -> str:
-    """``path`` (decoded, as aiohttp gives it) with every ``security`` task's options,
-    a source address's query string and user part replaced by ``[redacted]``."""
-    head, asked, _ = path.partition("?")  # only an encoded source's: the request's is gone
+def loggable(raw_path: str) -> str:
+    """``raw_path`` (as it came: percent-encoded, the query string dropped) decoded as the
+    URL grammar decodes it, with every ``security`` task's options, a source address's
+    query string and user part replaced by ``[redacted]``."""
+    segments = _decoded(raw_path.partition("?")[0].split("/"))
+    path = "/".join(unquote(segment) for segment in segments)
+    head, asked, _ = path.partition("?")  # an encoded source's
     segments = [_segment(s) for s in head.split("/")]
     shown = _without_user("/".join(segments))
     return f"{shown}?{HIDDEN}" if asked else shown
+
+
+def _decoded(segments: list[str]) -> list[str]:
+    """The base64 parts as the plain segments they stand for. What follows one that does
+    not decode is hidden (it may hold a policy or a token all the same), as is all after a
+    source split by a literal ``/`` (the source is last: its pieces could each decode)."""
+    marks = (b64paths.MARK, b64paths.SOURCE_MARK)
+    first = next((n for n, segment in enumerate(segments) if segment in marks), None)
+    if first is None:
+        return segments
+    source = segments.index(b64paths.SOURCE_MARK) if b64paths.SOURCE_MARK in segments else -1
+    try:
+        if source < 0 or source + 3 == len(segments):
+            return b64paths.expanded(segments)
+    except errors.StowageError:
+        pass
+    return [*segments[: first + 1], HIDDEN]
 
 
 def _segment(segment: str) -> str:

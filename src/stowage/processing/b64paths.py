@@ -5,7 +5,8 @@ options, true)``, ``Filelink.setBase64(true)``)::
     /b64://<base64 of "[h1,h2]">
 
 The tasks' JSON is the SDK's list of ``{"name": ..., "params": {...}}``; the base64 is
-standard or URL-safe (``-`` and ``_``), with or without padding. Both parts are turned
+standard (its ``/``, ``+`` and ``=`` percent-encoded) or URL-safe (``-`` and ``_``), with
+or without padding. Both parts are turned
 back into the segments of the plain form here, before the URL grammar reads the path,
 so that every rule of the plain form applies to them unchanged.
 """
@@ -16,6 +17,7 @@ import base64
 import binascii
 import json
 from typing import Any
+from urllib.parse import unquote
 
 from stowage import errors
 
@@ -46,7 +48,8 @@ def expanded(raw: list[str]) -> list[str]:
 
 
 def _decoded(text: str, part: str) -> str:
-    data = text.replace("-", "+").replace("_", "/").replace("%3D", "=").replace("%3d", "=")
+    # Standard base64's ``/``, ``+`` and ``=`` may come percent-encoded (a hand-made URL).
+    data = unquote(text).replace("-", "+").replace("_", "/")
     try:
         return base64.b64decode(data + "=" * (-len(data) % 4), validate=True).decode("utf-8")
     except (binascii.Error, ValueError) as exc:
