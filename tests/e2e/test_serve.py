@@ -185,7 +185,9 @@ async def _secrets_never_logged(server: Running) -> str:
         # The same in filestack-js's base64 form.
         tasks = [{"name": "security", "params": {"policy": policy, "signature": signature}}]
         encoded = _b64(json.dumps([*tasks, {"name": "flip"}]))
-        sdk_path = f"{server.key}/b64/{encoded}/b64://{_b64(f'https://127.0.0.1:9/x.jpg?t={policy}')}"
+        sdk_path = (
+            f"{server.key}/b64/{encoded}/b64://{_b64(f'https://127.0.0.1:9/x.jpg?t={policy}')}"
+        )
         async with http.get(f"{srv.cdn}/{sdk_path}") as r:
             assert r.status >= 400
         async with http.delete(

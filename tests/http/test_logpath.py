@@ -90,7 +90,9 @@ def test_the_base64_form_shows_neither_policy_nor_token(
     source = f"https://{user}:pw@example.com/a.jpg?token={token}"
     encoded_tasks = _b64(json.dumps([security, *sdk_tasks]), urlsafe)
     # Standard base64's ``/`` and ``=`` come percent-encoded, as the SDK sends them.
-    path = f"/APIKEY/b64/{quote(encoded_tasks, safe='')}/b64://{quote(_b64(source, urlsafe), safe='')}"
+    path = (
+        f"/APIKEY/b64/{quote(encoded_tasks, safe='')}/b64://{quote(_b64(source, urlsafe), safe='')}"
+    )
     shown = loggable(path)
     for hidden in (secret, token, user, encoded_tasks):
         assert hidden not in shown

@@ -157,6 +157,10 @@ class Fetched:
     not_modified: bool = False  # a conditional fetch answered 304: no body
 
 
+#: Asked about each address a redirect leads to; raises a StowageError to refuse it.
+Allowed = Callable[[str], None]
+
+
 class Fetcher:
     def __init__(
         self,
@@ -191,13 +195,19 @@ class Fetcher:
     def check_url(self, url: str) -> URL:
         return check_url(url, self.allow_private)
 
-    async def open(self, url: str, validators: dict[str, str] | None = None) -> Fetched:
+    async def open(
+        self,
+        url: str,
+        validators: dict[str, str] | None = None,
+        allowed: Allowed | None = None,
+    ) -> Fetched:
         """Start the fetch; the caller must consume ``chunks`` to the end or close it.
         ``validators``: ``If-None-Match`` / ``If-Modified-Since`` of a copy already held;
-        a 304 answers ``not_modified`` with no body."""
+        a 304 answers ``not_modified`` with no body. ``allowed`` is asked about every
+        address a redirect leads to (a policy's ``url`` rule) and raises to refuse it."""
         await self._slots.acquire()
         try:
-            response = await self._follow(self.check_url(url), validators or {})
+            response = await self._follow(self.check_url(url), validators or {}, allowed)
         except BaseException:
             self._slots.release()
             raise
@@ -212,7 +222,9 @@ class Fetcher:
             not_modified=response.status == 304,
         )
 
-    async def _follow(self, url: URL, validators: dict[str, str]) -> aiohttp.ClientResponse:
+    async def _follow(
+        self, url: URL, validators: dict[str, str], allowed: Allowed | None
+    ) -> aiohttp.ClientResponse:
         for _ in range(self.max_redirects + 1):
             response = await self._request(url, validators)
             if response.status not in (301, 302, 303, 307, 308):
@@ -224,6 +236,8 @@ class Fetcher:
             except (ValueError, TypeError) as exc:  # "http://[bad/", a port past 65535
                 raise errors.UpstreamError("the url redirected to a malformed location") from exc
             url = self.check_url(target)
+            if allowed is not None:
+                allowed(str(url))
         raise errors.UpstreamError("too many redirects")
 
     async def _request(self, url: URL, validators: dict[str, str]) -> aiohttp.ClientResponse:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from stowage import errors
@@ -26,7 +26,7 @@ from stowage.core import (
 )
 from stowage.core.conditions import Conditions
 from stowage.core.events import Change, Changes
-from stowage.core.fetch import Fetcher
+from stowage.core.fetch import Allowed, Fetcher
 from stowage.core.overwrites import Overwrite
 from stowage.core.providers import Providers
 from stowage.core.reading import Download
@@ -86,6 +86,22 @@ class Stowage:
             skew=self.settings.policy_clock_skew,
         )
 
+    def _redirects(
+        self,
+        app: App,
+        creds: Credentials,
+        call: str | tuple[str, ...],
+        target: Target,
+        required: bool,
+    ) -> Allowed:
+        """The check of each address a URL source redirects to: the same policy, its
+        ``url`` rule applied to where the file is actually fetched from."""
+
+        def allowed(url: str) -> None:
+            self._authorize(app, creds, call, replace(target, url=url), required)
+
+        return allowed
+
     async def _record(self, handle: str, api_key: str | None = None) -> FileRecord:
         return await record_for(self.registry, self.registry, handle, api_key)
 
@@ -117,7 +133,9 @@ class Stowage:
             return await self._link_object(app, api_name, provider, container, path, params)
         if path and not path.endswith("/"):
             await params.conditions.check(provider, container, path)
-        prepared = await prepare(self.fetcher, source, params.base64decode, self._max_bytes(policy))
+        allowed = self._redirects(app, creds, "store", target, app.security)
+        decode, limit = params.base64decode, self._max_bytes(policy)
+        prepared = await prepare(self.fetcher, source, decode, limit, allowed)
         filename = names.clean_filename(params.filename or prepared.filename)
         mimetype = filetypes.choose(
             params.mimetype,
@@ -249,7 +267,9 @@ class Stowage:
             raise errors.NotWriteable()
         provider = self.providers.provider_for(app, record.provider)
         await conditions.check(provider, record.container, record.key, record)  # before reading
-        prepared = await prepare(self.fetcher, source, base64decode, self._max_bytes(policy))
+        allowed = self._redirects(app, creds, call, target, True)
+        limit = self._max_bytes(policy)
+        prepared = await prepare(self.fetcher, source, base64decode, limit, allowed)
         mimetype = filetypes.choose(None, prepared.content_type, prepared.head, record.filename, "")
         async with self.registry.handle_lock(handle):
             current = await self._record(handle)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from stowage import errors
 from stowage.core import filetypes, streams
-from stowage.core.fetch import Fetcher
+from stowage.core.fetch import Allowed, Fetcher
 
 
 @dataclass
@@ -31,11 +31,14 @@ class Prepared:
     digest: streams.Digest = field(default_factory=streams.Digest)
 
 
-async def prepare(fetcher: Fetcher, source: Source, decode: bool, max_bytes: int) -> Prepared:
-    """The bytes to write: fetched or received, decoded, limited to ``max_bytes``, their
-    head read for type sniffing, and hashed as they pass."""
+async def prepare(
+    fetcher: Fetcher, source: Source, decode: bool, max_bytes: int, allowed: Allowed | None = None
+) -> Prepared:
+    """The bytes to write: fetched (``allowed`` asked about each redirect) or received,
+    decoded, limited to ``max_bytes``, their head read for type sniffing, and hashed as
+    they pass."""
     if source.url is not None:
-        fetched = await fetcher.open(source.url)
+        fetched = await fetcher.open(source.url, allowed=allowed)
         chunks, declared, filename = fetched.chunks, fetched.content_type, fetched.filename
     elif source.chunks is not None:
         chunks, declared, filename = source.chunks, source.content_type, source.filename

@@ -123,7 +123,7 @@ class External:
         if ask.before is not None:
             await ask.before(app)
         async with contextlib.AsyncExitStack() as stack:
-            _, listed = await self._sources(stack, ask, chain)
+            _, listed = await self._sources(stack, ask, chain, app)
             fallbacks = [f"file-{index}" for index in range(1, len(listed) + 1)]
             named = archive.names([_url_filename(url) for url, _ in listed], fallbacks)
             openers = [functools.partial(file_chunks, path) for _, path in listed]
@@ -146,7 +146,7 @@ class External:
         if ask.before is not None:
             await ask.before(app)
         async with contextlib.AsyncExitStack() as stack:
-            held, listed = await self._sources(stack, ask, chain)
+            held, listed = await self._sources(stack, ask, chain, app)
             others = await stack.enter_async_context(self.named(chain, ask.creds, ask.api_key))
             chain = screenshots.without(chain)
             mimetype = held.content_type
@@ -160,19 +160,26 @@ class External:
         return Spooled(dest, output, private=app.security)
 
     async def _sources(
-        self, stack: contextlib.AsyncExitStack, ask: UrlAsk, chain: Chain
+        self, stack: contextlib.AsyncExitStack, ask: UrlAsk, chain: Chain, app: App
     ) -> tuple[Held, Paths]:
         """The URL (or the page a screenshot draws), or every URL of a list (each read
-        once, in the list's order with its repeats, their bytes within the limit)."""
+        once, in the list's order with its repeats, their bytes within the limit). The
+        policy's ``url`` rule is held to every address a redirect leads to as well."""
+
+        def allowed(url: str) -> None:
+            self.authorize(app, ask.creds, Target(url=url))
+
         shot = screenshots.task_of(chain)  # a shot: the page drawn, not read
         if not ask.listed:
-            opened = self.shots.opened(ask.url, shot) if shot else self.url_sources.opened(ask.url)
+            if shot:
+                return await stack.enter_async_context(self.shots.opened(ask.url, shot)), ()
+            opened = self.url_sources.opened(ask.url, allowed)
             return await stack.enter_async_context(opened), ()
         held: dict[str, Held] = {}
         total = 0
         for url in ask.listed:  # a URL listed twice counts twice, as a handle does
             if url not in held:
-                held[url] = await stack.enter_async_context(self.url_sources.opened(url))
+                held[url] = await stack.enter_async_context(self.url_sources.opened(url, allowed))
             total += held[url].path.stat().st_size
             self.within(len(ask.listed), total)
         return held[ask.listed[0]], tuple((url, held[url].path) for url in ask.listed)

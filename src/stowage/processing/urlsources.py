@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from stowage.core.fetch import Fetcher
+from stowage.core.fetch import Allowed, Fetcher
 
 MAX_ENTRIES = 512
 Saver = Callable[[AsyncIterator[bytes], Path, int], Awaitable[None]]
@@ -46,7 +46,8 @@ class UrlSources:
         _sweep(folder)
 
     @contextlib.asynccontextmanager
-    async def opened(self, url: str) -> AsyncIterator[Held]:
+    async def opened(self, url: str, allowed: Allowed | None = None) -> AsyncIterator[Held]:
+        """``url``'s file; ``allowed`` is asked about each address a redirect leads to."""
         self.folder.mkdir(parents=True, exist_ok=True)
         name = hashlib.sha256(url.encode()).hexdigest()
         body, meta = self.folder / f"{name}.src", self.folder / f"{name}.json"
@@ -59,7 +60,7 @@ class UrlSources:
             # pair read with a newer copy only costs a whole fetch, never a stale copy.
             kept = _read_meta(meta, url)
             kept = kept if _pinned(body, mine) else None
-            fetched = await self.fetcher.open(url, _validators(kept))
+            fetched = await self.fetcher.open(url, _validators(kept), allowed)
             if fetched.not_modified and kept is not None:
                 await _close(fetched.chunks)
                 with contextlib.suppress(OSError):
