@@ -46,13 +46,13 @@ sub vcl_recv {
     }
     # auto_image answers vary with Accept (Vary: Accept): three classes, so that the cache
     # keeps at most three copies of such a URL (AVIF, WebP, the input's format), not one
-    # per browser's Accept string. The origin reads the class as it would the original.
+    # per browser's Accept string. The two expressions are the origin's own, character
+    # for character (src/stowage/processing/accepts.py), so a class is what the origin
+    # would choose for the original header.
     if (req.url ~ "(?i)auto_image") {
-        if (req.http.Accept ~ "(?i)image/avif"
-            && req.http.Accept !~ "(?i)image/avif\s*;\s*q=0(\.0*)?\s*(,|$)") {
+        if (req.http.Accept ~ "(?i)(^|,)[ \t]*image/avif[ \t]*(;[ \t]*(q[ \t]*=[ \t]*0*(\.0*)?[1-9][^;,]*|q[^;,= \t][^;,]*|[^q;, \t][^;,]*)?)*(,|$)") {
             set req.http.Accept = "image/avif";
-        } elsif (req.http.Accept ~ "(?i)image/webp"
-            && req.http.Accept !~ "(?i)image/webp\s*;\s*q=0(\.0*)?\s*(,|$)") {
+        } elsif (req.http.Accept ~ "(?i)(^|,)[ \t]*image/webp[ \t]*(;[ \t]*(q[ \t]*=[ \t]*0*(\.0*)?[1-9][^;,]*|q[^;,= \t][^;,]*|[^q;, \t][^;,]*)?)*(,|$)") {
             set req.http.Accept = "image/webp";
         } else {
             set req.http.Accept = "*/*";

@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ElementTree
 
 import pytest
 
-from stowage.processing import grammar
+from stowage.processing import accepts
 from tests.api.harness import Harness
 from tests.api.test_transform import decoded, get, picture, stored
 
@@ -30,7 +30,7 @@ OLD_SAFARI = "image/webp,image/png,image/svg+xml,image/*;q=0.8,*/*;q=0.5"
     ],
 )
 def test_the_accept_header_picks_the_format(accept: str, fmt: str | None) -> None:
-    assert grammar.accepted_format(accept) == fmt
+    assert accepts.accepted_format(accept) == fmt
 
 
 async def test_auto_image_follows_accept_and_says_vary(harness: Harness) -> None:

@@ -4,6 +4,7 @@ removes every one of them."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import AsyncIterator
 
 import aiohttp
@@ -12,6 +13,7 @@ import pyvips
 
 from tests.edge.helpers import get, overwrite, store
 from tests.edge.tier import Edge, origin_gets
+from tests.processing.test_accepts import random_header
 
 CLASSES = {
     "image/avif": [
@@ -26,6 +28,16 @@ CLASSES = {
     ],
     "image/png": ["image/png,image/*;q=0.8,*/*;q=0.5", "*/*", "text/html"],
 }
+
+EDGE_CASES = [
+    "image/webp;level=1;q=0",
+    "image/webp; q = 0",
+    "image/webpx",
+    "image/avif;q=-1,image/webp;q=0",
+    "image/avif;q=0e0",
+    "image/webp;sq=0",
+    *CLASSES["image/avif"],
+]
 
 
 @pytest.fixture
@@ -66,3 +78,25 @@ async def test_one_copy_per_format_class_and_purges_remove_them_all(
     await overwrite(http, edge.api, handle, edge.secret, png(20, 10))
     assert await fetch_all(http, url) == {(20, 10)}  # no class kept the old picture
     assert origin_gets([edge.node], handle) == 6
+
+
+async def test_the_edge_class_is_the_origins_choice_for_any_accept(
+    edge: Edge, http: aiohttp.ClientSession
+) -> None:
+    """Generated Accept headers (tests/processing/test_accepts.py's): the format the
+    edge serves is the one the origin serves the same header. The edge once took
+    ``image/webp;level=1;q=0``, ``image/webpx`` and ``image/avif;q=-1`` as takers."""
+    handle = await store(http, edge.api, edge.key, png(12, 8))
+    served = {}
+    rng = random.Random()
+    for accept in [*EDGE_CASES, *(random_header(rng) for _ in range(40))]:
+        answers = []
+        for root in (edge.cache.url, f"http://127.0.0.1:{edge.node.cdn_port}"):
+            status, body, headers = await get(
+                http, f"{root}/auto_image/{handle}", headers={"Accept": accept}
+            )
+            assert status == 200, body[:300]
+            answers.append(headers["Content-Type"])
+        assert answers[0] == answers[1], accept
+        served[accept] = answers[0]
+    assert set(served.values()) == {"image/avif", "image/webp", "image/png"}

@@ -23,7 +23,7 @@ from urllib.parse import unquote
 
 from stowage import errors
 from stowage.core import names
-from stowage.processing import b64paths, catalogue, storepaths
+from stowage.processing import accepts, b64paths, catalogue, storepaths
 from stowage.processing.base import Task, Value
 from stowage.processing.params import Convert, NotGiven, Text
 from stowage.processing.table import TaskSpec
@@ -409,10 +409,6 @@ def _text(value: Value | None) -> str | None:
     return None if value is None else str(value)
 
 
-#: ``auto_image``'s choices, best first: what a client's Accept must name to get each.
-AUTO_FORMATS = (("image/avif", "avif"), ("image/webp", "webp"))
-
-
 def negotiated(tasks: list[str], accept: str | None) -> tuple[list[str], bool]:
     """``tasks`` with each ``auto_image`` replaced by the format the client's ``Accept``
     takes (``output=format:avif`` or ``webp``), or removed (the input's format). The
@@ -420,31 +416,12 @@ def negotiated(tasks: list[str], accept: str | None) -> tuple[list[str], bool]:
     whether the answer varies with ``Accept``."""
     if not any(catalogue.spec(t.partition("=")[0]) is _AUTO for t in tasks):
         return tasks, False
-    wanted = accepted_format(accept)
+    wanted = accepts.accepted_format(accept)
     replaced = [] if wanted is None else [f"output=format:{wanted}"]
     found: list[str] = []
     for task in tasks:
         found.extend(replaced if catalogue.spec(task.partition("=")[0]) is _AUTO else [task])
     return found, True
-
-
-def accepted_format(accept: str | None) -> str | None:
-    """The best of ``AUTO_FORMATS`` an Accept header names with a q above 0."""
-    named: set[str] = set()
-    for item in (accept or "").lower().split(",")[:64]:
-        kind, _, params = item.strip().partition(";")
-        q = params.replace(" ", "").partition("q=")[2]
-        if q and _is_zero(q):
-            continue
-        named.add(kind.strip())
-    return next((fmt for mimetype, fmt in AUTO_FORMATS if mimetype in named), None)
-
-
-def _is_zero(q: str) -> bool:
-    try:
-        return float(q.split(";")[0]) <= 0
-    except ValueError:
-        return False
 
 
 _AUTO = catalogue.TABLE["auto_image"]

@@ -1,0 +1,36 @@
+"""Which image format a client's ``Accept`` header takes, for ``auto_image``.
+
+One rule, written as a regular expression per format so that the shipped Varnish VCL
+(``deploy/varnish/stowage.vcl``) holds the very same text and its three cache classes
+can never differ from the origin's choice (``tests/edge/test_auto_image.py``). A format
+is taken when an item of the header names its exact media type and none of the item's
+parameters is a ``q`` whose value has no non-zero digit (``q=0``, ``q = 0.000``, a
+negative or non-numeric ``q`` refuse it; ``q=0.5``, ``level=1``, ``sq=0`` do not).
+``image/*`` and ``*/*`` take neither: those browsers get the input's format.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: A parameter that keeps the item: a ``q`` with a non-zero digit in its leading number,
+#: or a parameter of another name (one that only begins with q included).
+_KEEPS = r"(q[ \t]*=[ \t]*0*(\.0*)?[1-9][^;,]*|q[^;,= \t][^;,]*|[^q;, \t][^;,]*)"
+
+
+def pattern(mimetype: str) -> str:
+    """The expression an Accept header that takes ``mimetype`` matches. PCRE and Python's
+    ``re`` read it alike, and in linear time: no two repetitions can take the same
+    characters (a header of 8 KiB of zeros or spaces is as quick as a browser's)."""
+    kind = re.escape(mimetype).replace("\\/", "/")
+    return rf"(?i)(^|,)[ \t]*{kind}[ \t]*(;[ \t]*{_KEEPS}?)*(,|$)"
+
+
+#: ``auto_image``'s choices, best first, and the Accept headers that take each.
+AUTO_FORMATS = (("image/avif", "avif"), ("image/webp", "webp"))
+_TAKES = [(re.compile(pattern(mimetype)), fmt) for mimetype, fmt in AUTO_FORMATS]
+
+
+def accepted_format(accept: str | None) -> str | None:
+    """The best of ``AUTO_FORMATS`` that ``accept`` takes, or None."""
+    return next((fmt for takes, fmt in _TAKES if takes.search(accept or "")), None)
