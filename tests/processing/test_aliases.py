@@ -14,7 +14,8 @@ The ``video_convert`` and ``minify_js`` rows are filestack-swift's spellings (it
 Filestack's PHP SDK builds (filestack-php: its
 ``FilestackConfig::ALLOWED_ATTRS`` and the URLs its transform tests expect, such as
 ``watermark=f:<handle>,p:center,s:30`` and ``shadow=b:white,l:4,o:60,v:[4,4]``): URLs it
-made are saved in customers' pages.
+made are saved in customers' pages. ``fallback``'s ``file`` is filestack-python's only
+spelling of its ``handle`` (``fallback(file=..., cache=...)``).
 """
 
 from __future__ import annotations
@@ -165,6 +166,7 @@ DOCUMENTED: dict[str, dict[str, tuple[str, str]]] = {
         "typeconstructors": ("type_constructors", "true"),
         "undefinedtovoid": ("undefined_to_void", "true"),
     },
+    "fallback": {"file": ("handle", H2)},  # filestack-python's fallback(file=...)
     "store": {
         "f": ("filename", "a.png"),
         "l": ("location", "s3"),

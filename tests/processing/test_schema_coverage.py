@@ -3,6 +3,7 @@ ones the documents and video work owns."""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import subprocess
@@ -41,6 +42,7 @@ def test_every_schema_task_is_in_the_table() -> None:
 # --- every value the schema lets an SDK send is accepted ------------------------------------
 
 COMPILED = SCHEMA.parents[2] / "build/main/schema/transforms.schema.js"
+DEFINITIONS = COMPILED.with_name("definitions.schema.js")
 #: Where the table is stricter than the schema, and why (docs/decisions.md).
 STRICTER = {
     ("cache", "expiry"): "a negative number of seconds (the schema sets no minimum)",
@@ -49,7 +51,18 @@ HANDLE = "A" * 10 + "b" * 10
 
 
 def compiled_schema() -> dict[str, Any]:
-    script = f"console.log(JSON.stringify(require({str(COMPILED)!r}).TransformSchema))"
+    return _exported(COMPILED, "TransformSchema")
+
+
+@functools.cache
+def definitions() -> dict[str, Any]:
+    """The shared definitions the schema's ``$ref`` names (``positionDef``, ``colorDef``)."""
+    found: dict[str, Any] = _exported(DEFINITIONS, "DefinitionsSchema")["definitions"]
+    return found
+
+
+def _exported(module: Path, name: str) -> dict[str, Any]:
+    script = f"console.log(JSON.stringify(require({str(module)!r}).{name}))"
     found = subprocess.run(["node", "-e", script], capture_output=True, text=True, check=True)
     schema: dict[str, Any] = json.loads(found.stdout)
     return schema
@@ -57,6 +70,9 @@ def compiled_schema() -> dict[str, Any]:
 
 def allowed(prop: dict[str, Any], name: str) -> st.SearchStrategy[Any]:
     """Values the schema's property allows (handles where it asks for a handle)."""
+    if "$ref" in prop:  # resolved: align's positionDef once hid "middle" from the draws
+        named = definitions()[prop["$ref"].rstrip("/").rpartition("/")[2]]
+        return allowed({**named, **{k: v for k, v in prop.items() if k != "$ref"}}, name)
     alternatives = prop.get("oneOf", []) + prop.get("anyOf", [])
     if alternatives:
         return st.one_of([allowed(alt, name) for alt in alternatives])

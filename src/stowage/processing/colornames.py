@@ -1,6 +1,7 @@
 """Color names a URL may use: the CSS named colors (W3C CSS Color), X11's ``gray0`` to
-``gray100``, and ``none`` (transparent), as filestack-js's schema lists them. Generated
-once from the CSS table; ``params.COLOR_NAMES`` adds ``transparent``."""
+``gray100``, ImageMagick's ``fractal`` (its mid grey) and ``none`` (transparent), as
+filestack-js's schema lists them. Generated once from the CSS table; ``params.COLOR_NAMES``
+adds ``transparent``."""
 
 from __future__ import annotations
 
@@ -54,6 +55,7 @@ RGB: dict[str, tuple[int, int, int]] = {
     "firebrick": (178, 34, 34),
     "floralwhite": (255, 250, 240),
     "forestgreen": (34, 139, 34),
+    "fractal": (128, 128, 128),
     "fuchsia": (255, 0, 255),
     "gainsboro": (220, 220, 220),
     "ghostwhite": (248, 248, 255),

@@ -22,7 +22,7 @@ COLOR_NAMES: dict[str, tuple[int, int, int, int]] = {
     "transparent": (0, 0, 0, 0),
     "none": (0, 0, 0, 0),
 }
-ALIGNS = ("center", "top", "bottom", "left", "right", "faces")
+ALIGNS = ("center", "middle", "top", "bottom", "left", "right", "faces")
 #: Image formats a result may be saved in; ``pjpg`` is a progressive JPEG.
 FORMATS = ("jpg", "jpeg", "pjpg", "png", "webp", "avif", "gif", "tiff", "svg")
 

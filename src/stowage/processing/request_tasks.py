@@ -72,7 +72,7 @@ TASKS: tuple[TaskSpec, ...] = (
     ),
     TaskSpec(
         "fallback",
-        (Param("handle", text), Param("cache", integer(1, YEAR), (), 300)),
+        (Param("handle", text, ("file",)), Param("cache", integer(1, YEAR), (), 300)),
         kind=Kind.REQUEST,
         needs_one_of=("handle",),
         doc="when the transformation fails, the file `handle` is served, kept `cache` s",
