@@ -179,3 +179,42 @@ async def test_what_debug_does_not_run_is_reported_so(harness: Harness, tasks: s
 
 async def _count(harness: Harness) -> int:
     return len(await harness.service.registry.list_files(harness.open_app.api_key, limit=10_000))
+
+
+@pytest.mark.parametrize("tasks", ["", "resize=w:10/store", "zip", "preview", "video_convert"])
+async def test_what_debug_does_not_run_still_checks_the_credentials(
+    harness: Harness, tasks: str
+) -> None:
+    """A report of a chain it does not run once answered 200 to any caller: the refusal of
+    the credentials comes first, as it would without ``debug``; a list's every file too."""
+    app = harness.secure_app
+    handle, other = await stored(harness, app=app), await stored(harness, app=app)
+    prefix = f"/debug/{tasks}{'/' if tasks else ''}"
+    cases = [
+        (f"{prefix}{handle}", {}, 401),
+        (f"{prefix}{handle}", {"policy": "e30=", "signature": "0" * 64}, 403),
+        (f"{prefix}{handle}", harness.policy(app, call=["read"]), 403),
+        (f"{prefix}{handle}", harness.policy(app, call=["convert"], handle=other), 403),
+    ]
+    source = f"[{handle},{other}]" if tasks == "zip" else handle  # only zip reads a list
+    if tasks == "zip":
+        only_first = harness.policy(app, call=["convert"], handle=handle)
+        cases.append((f"{prefix}{source}", only_first, 403))
+    for path, params, status in cases:
+        refused = await harness.cdn.get(path, params=params)
+        assert refused.status == status, (path, params, await refused.text())
+    allowed = harness.policy(app, call=["convert"])
+    report = await _report(harness, f"{prefix}{source}", params=allowed)
+    assert report["status"]["http_code"] == 400 and report["result"] is None
+
+
+async def test_what_debug_does_not_run_checks_a_url_against_the_policy(
+    harness: Harness, site: Origin
+) -> None:
+    app = harness.secure_app
+    elsewhere = harness.policy(app, call=["convert", "store"], url="https://elsewhere/.*")
+    refused = await harness.cdn.get(f"/{app.api_key}/debug/store/{site.url}", params=elsewhere)
+    assert refused.status == 403, await refused.text()
+    allowed = harness.policy(app, call=["convert", "store"], url="http://127\\.0\\.0\\.1:.*")
+    report = await _report(harness, f"/{app.api_key}/debug/store/{site.url}", params=allowed)
+    assert report["status"]["http_code"] == 400 and report["result"] is None

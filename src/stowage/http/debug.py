@@ -49,7 +49,9 @@ async def report(request: web.Request, asked: DebugAsk) -> web.Response:
     }
     try:
         path = cdnpath.parse(asked.path)
-        _refuse_what_is_not_run(path)
+        if _not_run(path):
+            await _authorized(request, path)  # refused credentials are answered, not reported
+            raise errors.InvalidParameter(_NOT_RUN, parameter="debug")
         # auto_image: the format the client's Accept takes becomes part of the chain.
         path.tasks, _ = negotiated(path.tasks, request.headers.get("Accept"))
         body["chain"] = [_described(segment) for segment in path.tasks]
@@ -68,17 +70,27 @@ def _described(segment: str) -> dict[str, Any]:
     return {"task": task.name, "params": dict(task.options)}
 
 
-def _refuse_what_is_not_run(path: CdnPath) -> None:
+def _not_run(path: CdnPath) -> bool:
     names = [grammar.parse_task(segment).name for segment in path.tasks]
-    if (
+    return (
         not path.tasks
         or path.store is not None
         or path.preview is not None
         or archive.is_zip(names)
         or videojobs.is_video(path.tasks)
         or docpages.asked(path.tasks) is not None
-    ):
-        raise errors.InvalidParameter(_NOT_RUN, parameter="debug")
+    )
+
+
+async def _authorized(request: web.Request, path: CdnPath) -> None:
+    """The checks of the request's credentials that the transformation would make."""
+    creds = request_credentials(request, path)
+    api_key = path.api_key or request.query.get("key")
+    processor = request.app[PARTS].processor
+    if transform.is_url(path):
+        await processor.external.authorized(transform.url_ask(path, api_key, creds, None))
+    else:
+        await processor.authorized(FilesAsk(path.handle, path.tasks, creds, api_key, path.handles))
 
 
 async def _run(request: web.Request, path: CdnPath) -> dict[str, Any]:

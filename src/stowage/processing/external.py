@@ -81,6 +81,10 @@ class External:
         chain, app = await self._authorized(ask)
         return await self._spooled(ask, chain, app)
 
+    async def authorized(self, ask: UrlAsk) -> None:
+        """Every URL the request names allowed by its policy, nothing fetched or run."""
+        await self._authorized(ask, zipping=True)
+
     async def kept_screenshot(self, ask: UrlAsk) -> Derivative | None:
         """A ``urlscreenshot`` chain's result, kept a while (``shotcache.py``); None when
         the chain draws no page or nothing is kept (``screenshot_cache_seconds`` 0).

@@ -133,6 +133,12 @@ class Processor:
         made, record, _ = await self._made(ask, chains.parse(ask.segments))
         return made, record
 
+    async def authorized(self, ask: FilesAsk) -> None:
+        """Every file the request names authorised, nothing read or run: a debug report
+        of a chain it does not run still answers refused credentials as they are."""
+        for handle in dict.fromkeys((ask.first, *ask.listed)):
+            await self._authorized(handle, ask.creds, ask.api_key)
+
     async def archive_of(
         self, handles: tuple[str, ...], creds: Credentials, api_key: str | None
     ) -> tuple[App, AsyncIterator[bytes]]:
