@@ -403,3 +403,33 @@ async def test_a_result_is_closed_by_its_handler_when_the_client_leaves(
             break
         await asyncio.sleep(0.05)
     assert len(closed_when_sent) == 1 and len(closed_when_sent[0]) == 1, closed_when_sent
+
+
+@pytest.mark.parametrize("spelling", ["[::1]", "%5B::1%5D", "%5b%3A%3A1%5d"])
+async def test_an_ipv6_literal_source_is_read_however_its_brackets_come(
+    harness: Harness, spelling: str
+) -> None:
+    """``http://%5B::1%5D:P/pic.png`` (the brackets as HTTP clients encode them, and as
+    the CDN's own redirect to the process address wrote them) was 400 INVALID_URL."""
+
+    async def image(_: web.Request) -> web.Response:
+        return web.Response(body=picture(30, 20, ".png"), content_type="image/png")
+
+    app = web.Application()
+    app.router.add_get("/pic.png", image)
+    server = TestServer(app, host="::1")
+    await server.start_server()
+    try:
+        url = f"http://{spelling}:{server.port}/pic.png"
+        key = harness.open_app.api_key
+        resp = await harness.cdn.get(f"/{key}/resize=w:15/{url}")
+        assert resp.status == 200, await resp.text()
+        assert decoded(await resp.read()).width == 15
+        moved = await harness.cdn.get(f"/{key}/store/{url}", allow_redirects=False)
+        assert moved.status == 307, await moved.text()
+        location = moved.headers["Location"]  # the process address, on the API origin
+        kept = await harness.api.get(location[location.index("/process/") :])
+        assert kept.status == 200, (location, await kept.text())
+        assert (await kept.json())["size"] > 0
+    finally:
+        await server.close()

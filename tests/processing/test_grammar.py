@@ -376,3 +376,19 @@ def test_brackets_in_a_url_source_stay_the_urls(parts: list[str], encoded: bool)
     sent = quote(url, safe="") if encoded else url
     found = grammar.parse_path(f"/KEY/flip/{sent}")
     assert (found.url, found.urls, found.handles) == (url, (), ())
+
+
+@given(
+    address=st.ip_addresses(v=6),
+    port=st.none() | st.integers(1, 65535),
+    user=st.sampled_from(["", "u:p@", "u:%5Bx%5D@"]),
+    spelling=st.sampled_from([("[", "]"), ("%5B", "%5D"), ("%5b", "%5d")]),
+    task=st.sampled_from(["flip", "store", "resize=w:10"]),
+)
+def test_an_ipv6_host_reads_the_same_with_its_brackets_encoded(
+    address: object, port: int | None, user: str, spelling: tuple[str, str], task: str
+) -> None:
+    tail = f"{'' if port is None else f':{port}'}/a/%5Bb%5D.png"
+    opened, closed = spelling
+    read = grammar.parse_path(f"/KEY/{task}/http://{user}{opened}{address}{closed}{tail}")
+    assert read.url == f"http://{user}[{address}]{tail}"

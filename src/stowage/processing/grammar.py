@@ -207,9 +207,21 @@ def _url_source(raw: list[str]) -> UrlSource | None:
         if _URL.match(segment) and "=" not in segment.split(":")[0]:
             rest = "/".join(raw[index:])
             as_sent = "://" in rest or _ONE_SLASH.match(rest) is not None
-            url = rest if as_sent else unquote(rest)
-            return UrlSource(_ONE_SLASH.sub(r"\1://", url, count=1), index, as_sent)
+            url = _ONE_SLASH.sub(r"\1://", rest if as_sent else unquote(rest), count=1)
+            return UrlSource(_bracketed_host(url), index, as_sent)
     return None
+
+
+def _bracketed_host(url: str) -> str:
+    """An IPv6 host's brackets as HTTP clients encode them in a path (``%5B::1%5D``, as
+    a redirect to the process address does too) given back: a host cannot hold them."""
+    scheme, sep, rest = url.partition("://")
+    authority, slash, tail = rest.partition("/")
+    user, at, host = authority.rpartition("@")
+    if not sep or not host.upper().startswith("%5B"):
+        return url
+    plain = re.sub(r"^%5[bB](.*?)%5[dD]", lambda m: "[" + unquote(m[1]) + "]", host)
+    return f"{scheme}{sep}{user}{at}{plain}{slash}{tail}"
 
 
 def _quoted_url(segment: str, index: int) -> UrlSource:
