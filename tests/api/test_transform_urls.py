@@ -115,6 +115,28 @@ async def test_store_of_a_url_as_it_is_and_transformed(harness: Harness, origin:
     assert decoded(body).width == 30 and small["filename"] == "small.png"
 
 
+@pytest.mark.parametrize(
+    ("name", "tasks", "expected"),
+    [
+        ("photo.png", "output=format:webp", "photo.webp"),
+        ("archive.tar.png", "resize=width:20", "archive.tar.png"),
+        ("%C3%A9t%C3%A9.png", "output=f:jpg", "\u00e9t\u00e9.jpg"),
+        ("noext", "flip", "noext.png"),
+        (".png", "flip", "file.png"),
+    ],
+)
+async def test_a_transformed_url_is_stored_under_its_own_name(
+    harness: Harness, origin: Origin, name: str, tasks: str, expected: str
+) -> None:
+    """The source's name with the result's extension, as for a stored file's; it was
+    ``file.<ext>`` whatever the URL."""
+    key = harness.open_app.api_key
+    url = origin.url.replace("/pic.png", f"/{name}")
+    resp = await harness.api.get(f"/process/{key}/{tasks}/store/{url}")
+    assert resp.status == 200, await resp.text()
+    assert (await resp.json())["filename"] == expected
+
+
 async def test_the_cdn_sends_a_url_store_to_the_process_address(
     harness: Harness, origin: Origin
 ) -> None:

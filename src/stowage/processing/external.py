@@ -109,7 +109,8 @@ class External:
             return await stored(self.store, ask.api_key, task, source, None, ask.creds)
         made = await self.transformed(ask)
         try:
-            name = _text(task.get("filename")) or f"file.{made.output.extension}"
+            stem = _url_filename(ask.url).rsplit(".", 1)[0] or "file"
+            name = _text(task.get("filename")) or f"{stem}.{made.output.extension}"
             mimetype = made.output.mimetype
             source = Source(chunks=file_chunks(made.path), filename=name, content_type=mimetype)
             return await stored(self.store, ask.api_key, task, source, mimetype, ask.creds)
