@@ -56,7 +56,7 @@ def inside(check: object) -> st.SearchStrategy[Value]:
     if isinstance(check, Number):
         return decimals(check.low, check.high)
     if isinstance(check, Whole):  # 0 means not given: test_zero_leaves_a_size_unset
-        return st.integers(check.low, check.high) | decimals(check.low, check.high)
+        return st.integers(check.low, check.high) | decimals(check.low, _top(check))
     if isinstance(check, Choice):
         return st.sampled_from(check.names)
     if isinstance(check, Either):
@@ -108,6 +108,11 @@ def inside(check: object) -> st.SearchStrategy[Value]:
     return known[check]
 
 
+def _top(check: Whole) -> float:
+    """The largest decimal ``check`` takes: below the modulus of an angle that wraps."""
+    return check.modulo - 0.001 if check.modulo else check.high
+
+
 def outside(check: object) -> st.SearchStrategy[Value]:
     """Values ``check`` must refuse."""
     if isinstance(check, Integer):
@@ -116,7 +121,8 @@ def outside(check: object) -> st.SearchStrategy[Value]:
         return decimals(-1e6, check.low - 0.001) | decimals(check.high + 0.001, 1e6)
     if isinstance(check, Whole):
         floor = 0 if check.zero_unset else check.low
-        return decimals(-1e6, floor - 0.001) | decimals(check.high + 0.001, 1e6)
+        above = check.modulo or check.high + 0.001  # an angle wraps: 359.6 is 0, 360 is out
+        return decimals(-1e6, floor - 0.001) | decimals(above, 1e6)
     if isinstance(check, Choice):
         return WORDS.filter(lambda w: w not in check.names)
     if isinstance(check, Either):
@@ -388,7 +394,7 @@ def test_a_decimal_is_rounded_to_the_whole_number(
     spec, param = pair
     check = param.check
     assert isinstance(check, Whole)
-    value = data.draw(decimals(check.low, check.high))
+    value = data.draw(decimals(check.low, _top(check)))
     task = grammar.parse_task(segment(spec, param.name, value, data))
     half_up = int(value + 0.5)
     assert task.get(param.name) == (half_up % check.modulo if check.modulo else half_up)

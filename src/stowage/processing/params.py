@@ -61,7 +61,8 @@ class Whole:
     """A number from ``low`` to ``high`` rounded to the nearest whole one: a side, a
     percentage or an angle that the SDK schema types as a number (``width:150.5``).
     ``zero_unset``: 0, which the schema allows, means not given (``resize=w:0,h:200``
-    resizes by height). ``modulo``: the whole number wraps (359.6 degrees is 0)."""
+    resizes by height). ``modulo``: the whole number wraps, and anything below ``modulo``
+is taken (359.6 degrees is 0)."""
 
     low: int
     high: int
@@ -73,7 +74,7 @@ class Whole:
         floor = 0 if self.zero_unset else self.low
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ValueError(f"must be a number from {floor} to {self.high}")
-        if not floor <= value <= self.high:
+        if not floor <= value <= self.high and not (self.modulo and floor <= value < self.modulo):
             raise ValueError(f"must be from {floor} to {self.high}")
         if self.zero_unset and value == 0:
             raise NotGiven
