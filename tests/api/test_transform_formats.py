@@ -8,6 +8,7 @@ import base64
 import xml.etree.ElementTree as ElementTree
 
 import pytest
+import pyvips
 
 from stowage.processing import accepts
 from tests.api.harness import Harness
@@ -146,3 +147,43 @@ async def test_urls_of_the_php_sdk_answer_as_their_long_spelling(
         assert resp.status == 200, body[:300]
         answers.append((resp.headers["Content-Type"], body))
     assert answers[0] == answers[1]
+
+
+def _oriented_jpeg(orientation: int) -> bytes:
+    xy = pyvips.Image.xyz(60, 30)
+    image = (xy[0] * 4).bandjoin([xy[1] * 8, 90]).cast("uchar").copy()
+    image.set_type(pyvips.GValue.gint_type, "orientation", orientation)
+    data: bytes = image.jpegsave_buffer()
+    return data
+
+
+def _orientation(image: pyvips.Image) -> int | None:
+    found: int | None = image.get("orientation") if image.get_typeof("orientation") else None
+    return found
+
+
+@pytest.mark.parametrize("orientation", [3, 6, 8])
+async def test_exif_false_and_pjpg_metadata_false_do_what_the_sdks_say(
+    harness: Harness, orientation: int
+) -> None:
+    """``rotate=exif:false`` sets the tag to 1 and leaves the pixels (it kept the tag);
+    ``pjpg=metadata:false`` strips it (it was kept), ``pjpg`` alone keeps it."""
+    handle = await stored(harness, _oriented_jpeg(orientation), name="o.jpg")
+    cases = {
+        "rotate=exif:false": (1, (60, 30)),
+        "rotate=e:false,deg:90": (1, (30, 60)),
+        "rotate=exif:true": (1, (30, 60) if orientation in (6, 8) else (60, 30)),
+        "pjpg": (orientation, (60, 30)),
+        "pjpg=metadata:false": (None, (60, 30)),
+        "pjpg=m:false,q:50": (None, (60, 30)),
+        "pjpg=metadata:true": (orientation, (60, 30)),
+    }
+    for tasks, (tag, size) in cases.items():
+        resp = await harness.cdn.get(f"/{tasks}/{handle}")
+        assert resp.status == 200, await resp.text()
+        image = pyvips.Image.new_from_buffer(await resp.read(), "")
+        assert (image.width, image.height) == size, tasks
+        if tag is None:  # stripped: no EXIF at all
+            assert image.get_typeof("exif-data") == 0, tasks
+        else:  # 1 and no tag both show the pixels as stored
+            assert _orientation(image) in ({tag} if tag != 1 else {1, None}), tasks

@@ -187,6 +187,9 @@ def rotate(image: pyvips.Image, task: Task) -> pyvips.Image:
     deg = task.get("deg", 0)
     if deg == "exif" or task.get("exif") is True:
         image = image.autorot()
+    elif task.get("exif") is False:  # the tag set to 1 ("as stored"), the pixels left
+        image = image.copy()
+        image.set_type(pyvips.GValue.gint_type, "orientation", 1)
     if not isinstance(deg, int) or deg % 360 == 0:
         return image
     if deg % 90 == 0:

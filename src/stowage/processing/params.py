@@ -59,10 +59,10 @@ class NotGiven(Exception):
 @dataclass(frozen=True)
 class Whole:
     """A number from ``low`` to ``high`` rounded to the nearest whole one: a side, a
-    percentage or an angle that the SDK schema types as a number (``width:150.5``).
-    ``zero_unset``: 0, which the schema allows, means not given (``resize=w:0,h:200``
-    resizes by height). ``modulo``: the whole number wraps, and anything below ``modulo``
-is taken (359.6 degrees is 0)."""
+        percentage or an angle that the SDK schema types as a number (``width:150.5``).
+        ``zero_unset``: 0, which the schema allows, means not given (``resize=w:0,h:200``
+        resizes by height). ``modulo``: the whole number wraps, and anything below ``modulo``
+    is taken (359.6 degrees is 0)."""
 
     low: int
     high: int

@@ -344,8 +344,12 @@ def save_options(chain: Chain, output: Output) -> dict[str, Any]:
 
 
 def _strips(chain: Chain) -> bool:
+    # pjpg keeps metadata unless metadata:false is written: stripped by default, a phone
+    # photo would lose its orientation tag and show on its side (docs/transformations.md).
     return bool(_merged(chain, "output").get("strip")) or any(
-        t.name == "no_metadata" or (t.name == "compress" and t.get("metadata") is True)
+        t.name == "no_metadata"
+        or (t.name == "compress" and t.get("metadata") is True)
+        or (t.name == "pjpg" and t.get("metadata") is False)
         for t in chain.tasks
     )
 
