@@ -212,6 +212,62 @@ async def test_a_small_job_does_not_wait_behind_big_ones(harness: Harness) -> No
         await asyncio.gather(*bigs, return_exceptions=True)
 
 
+# An SVG whose drawing the estimate cannot see: a few hundred bytes, a filter that takes
+# tens of seconds to draw at 3000 px (found by probing: two of them held both job slots
+# for their whole deadline, and a small resize waited 30 s behind them).
+DRAWN_SLOWLY = (
+    b'<svg xmlns="http://www.w3.org/2000/svg" width="9000" height="9000"><filter id="f">'
+    b'<feTurbulence baseFrequency="0.01" numOctaves="1000"/>'
+    b'<feGaussianBlur stdDeviation="500"/></filter>'
+    b'<rect width="9000" height="9000" filter="url(#f)"/></svg>'
+)
+
+
+@pytest.mark.settings(
+    processing_jobs=2,
+    processing_small_job_slots=1,
+    processing_small_job_seconds=1,
+    processing_wait_seconds=3,
+    processing_job_seconds=20,
+)
+async def test_a_job_estimated_small_that_runs_long_leaves_the_small_slots(
+    harness: Harness,
+) -> None:
+    """Past ``processing_small_job_seconds`` it is run again as a big job; a second
+    one, finding the big jobs' slot taken for longer than ``processing_wait_seconds``,
+    is answered 503 with Retry-After; a small resize meanwhile finds a slot."""
+    drawn = await stored(harness, DRAWN_SLOWLY, "slow.svg")
+    small = await stored(harness, picture(320, 240), "small.jpg")
+    await warm(harness)
+    before = _big_jobs(await harness.metrics())
+    slow = [
+        asyncio.ensure_future(harness.cdn.get(f"/resize=width:{3000 + n}/{drawn}"))
+        for n in range(2)
+    ]
+    try:
+        started = time.monotonic()
+        while _big_jobs(await harness.metrics()) < before + 2:  # both past their second
+            assert time.monotonic() - started < 15 and not any(s.done() for s in slow)
+            await asyncio.sleep(0.2)
+        small_started = time.monotonic()
+        _, body = await get(harness, f"/resize=width:100/{small}")
+        assert decoded(body).width == 100
+        assert time.monotonic() - small_started < 2
+        done, _ = await asyncio.wait(slow, timeout=10, return_when=asyncio.FIRST_COMPLETED)
+        refused = done.pop().result()
+        assert refused.status == 503 and await code_of(refused) == "PROCESSING_BUSY"
+        assert refused.headers["Retry-After"] == "1"
+    finally:
+        for request in slow:
+            request.cancel()
+        await asyncio.gather(*slow, return_exceptions=True)
+
+
+def _big_jobs(metrics: str) -> float:
+    lines = [line for line in metrics.splitlines() if line.startswith("stowage_processing_big")]
+    return sum(float(line.rsplit(" ", 1)[1]) for line in lines if "_total" in line)
+
+
 async def test_job_processes_have_no_network(harness: Harness) -> None:
     """The processes that decode uploaded images and PDFs run in a network namespace of
     their own (``sandbox.network_jail``): a decoder exploited by a crafted file reaches

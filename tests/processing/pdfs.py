@@ -4,6 +4,7 @@ and links to loopback and local files, endless drawing, truncated or garbage fil
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Sequence
 
 Colour = tuple[float, float, float]
@@ -159,3 +160,16 @@ def truncated() -> bytes:
 
 def garbage() -> bytes:
     return b"%PDF-1.7\n" + bytes(range(256)) * 40
+
+
+def slow_to_draw(curves: int = 300_000, side: float = 600.0) -> bytes:
+    """One page of ``curves`` filled curves, Flate-compressed: some 35 KB that PDFium
+    takes seconds to draw (300,000: about 6 s at 100 px on the test machine)."""
+    content = b"0 0 m %.0f y x %.0f 300 300 c 0 %.0f l h f\n" % (side, side, side) * curves
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 %.0f %.0f] /Contents 4 0 R >>" % (side, side),
+        stream(zlib.compress(content), b"/Filter /FlateDecode "),
+    ]
+    return document(objects)

@@ -79,6 +79,19 @@ class ProcessingSettings:
         "one job slot, big jobs take it too).",
         form=coerce.integer(0),
     )
+    processing_small_job_seconds: float = _setting(
+        5.0,
+        "Seconds a job estimated small may run in a small job's slot; past it, it is "
+        "stopped and run again as a big job (the estimate cannot see how long a PDF page "
+        "or an SVG takes to draw), so small jobs never wait longer behind it.",
+        form=coerce.duration(),
+    )
+    processing_wait_seconds: float = _setting(
+        10.0,
+        "Seconds a transformation may wait for a job slot; beyond, 503 PROCESSING_BUSY "
+        "with Retry-After.",
+        form=coerce.duration(),
+    )
     processing_max_sources: int = _setting(
         16,
         "Most sources one transformation uses (watermark, collage, animate, zip, pdfcreate), "

@@ -78,6 +78,9 @@ def opened(
         with _document(source) as pdf:
             yield _answer(pdf, chain.tasks[-1], output, dest)
         return
+    if chain.wants_size and all(t.name in ("output", "imagesize") for t in chain.tasks):
+        yield _page_size(source, chain, output, dest, limits)
+        return
     raster = dest.with_name(dest.name + ".page.tif")
     try:
         page, density = _asked_page(chain)
@@ -86,6 +89,17 @@ def opened(
         yield Raster(raster, _without_page(chain))
     finally:
         raster.unlink(missing_ok=True)
+
+
+def _page_size(source: Path, chain: Chain, output: Output, dest: Path, limits: Limits) -> Rendered:
+    """``imagesize`` of a PDF's page (its ``output`` options choose the page and the
+    density): the size from the page's box. A page can take longer to draw than the
+    job's deadline; its box is read in microseconds."""
+    page, density = _asked_page(chain)
+    with _document(source) as pdf:
+        width, height = pixels(page_box(pdf, page), density / POINTS_PER_INCH, limits)
+    dest.write_text(json.dumps({"width": width, "height": height}))
+    return Rendered(output, width, height)
 
 
 @contextlib.contextmanager

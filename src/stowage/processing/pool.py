@@ -1,9 +1,13 @@
 """A bounded pool of transformation jobs, each run in a job process (``worker.py``).
 
 At most ``jobs`` run at once and at most ``queue`` more wait; any request beyond is
-refused at once with 503 and ``Retry-After`` rather than queued without bound. A job
-whose estimated cost (``cost.py``) makes it a big one is run in at most ``jobs -
-small_slots`` slots at once, so that small jobs always find a slot a big one cannot take.
+refused at once with 503 and ``Retry-After`` rather than queued without bound, and so is
+one that has waited ``wait_seconds`` for a slot. A job whose estimated cost (``cost.py``)
+makes it a big one is run in at most ``jobs - small_slots`` slots at once, so that small
+jobs always find a slot a big one cannot take. The estimate cannot see everything (how
+long a PDF page or an SVG takes to draw, an encoder's worst case): a job estimated small
+that is still running after ``small_seconds`` is stopped and run again as a big one, so
+that a slot kept for small jobs is never held longer than that.
 
 Why processes and not threads: libvips checks whether it should stop only between tiles
 of the result, so a chain whose small result depends on a large, slow intermediate (an
@@ -17,6 +21,7 @@ the job with a 422, and an address-space limit refuses a runaway allocation.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import math
@@ -26,6 +31,7 @@ import shutil
 import socket
 import sys
 import tempfile
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from stowage import errors
@@ -39,6 +45,15 @@ _REAP_SECONDS = 10.0  # after SIGKILL, for the process's exit to be reported
 log = logging.getLogger(__name__)
 
 
+@dataclasses.dataclass(frozen=True)
+class Lanes:
+    """How long a job estimated small may hold a small job's slot before it is run again
+    as a big one, and how long any job may wait for a slot (503 beyond)."""
+
+    small_seconds: float = math.inf
+    wait_seconds: float = math.inf
+
+
 class JobPool:
     def __init__(
         self,
@@ -49,10 +64,12 @@ class JobPool:
         work: Path,
         small_slots: int = 0,
         pillow_jpeg: bool = True,
+        lanes: Lanes = Lanes(),
     ) -> None:
         self.jobs = jobs if jobs > 0 else (os.cpu_count() or 1)
         self._limit = self.jobs + max(0, queue)
         self._seconds = seconds
+        self._lanes = lanes
         self._admitted = 0
         self._slots = asyncio.Semaphore(self.jobs)
         # Big jobs (base.BigJob) run in at most this many slots at once: the others are
@@ -71,34 +88,54 @@ class JobPool:
 
     async def run(self, job: Job) -> Rendered:
         if self._admitted >= self._limit:
-            metrics.REFUSALS.inc(code=errors.ProcessingBusy.code)
-            busy = errors.ProcessingBusy(jobs=self.jobs)
-            busy.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
-            raise busy
+            raise self._busy()
         self._admitted += 1
         try:
             try:
-                async with self._slots:
-                    return await self._render(job)
-            except BigJob:
-                pass  # its header said so in milliseconds; it waits for a big job's slot
+                async with self._slot(self._slots):
+                    return await self._render(job, self._lanes.small_seconds)
+            except (BigJob, _Overran):
+                pass  # its header said so in milliseconds, or it ran too long for a small one
             metrics.BIG_JOBS.inc()
             big = dataclasses.replace(
                 job, limits=dataclasses.replace(job.limits, big_cost=math.inf)
             )
-            async with self._big, self._slots:
-                return await self._render(big)
+            async with self._slot(self._big), self._slot(self._slots):
+                return await self._render(big, self._seconds)
         finally:
             self._admitted -= 1
 
-    async def _render(self, job: Job) -> Rendered:
-        with jobfiles.opened(jobfiles.source_paths(job)) as fds:
-            return await self._render_with(job, fds)
+    def _busy(self) -> errors.ProcessingBusy:
+        metrics.REFUSALS.inc(code=errors.ProcessingBusy.code)
+        busy = errors.ProcessingBusy(jobs=self.jobs)
+        busy.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        return busy
 
-    async def _render_with(self, job: Job, fds: list[int]) -> Rendered:
-        process = await self._ready()
+    @contextlib.asynccontextmanager
+    async def _slot(self, slots: asyncio.Semaphore) -> AsyncIterator[None]:
+        """One of ``slots``, waited for at most ``wait_seconds`` (then 503)."""
+        wait = self._lanes.wait_seconds
         try:
-            async with asyncio.timeout(self._seconds + _GRACE_SECONDS):
+            async with asyncio.timeout(wait if math.isfinite(wait) else None):
+                await slots.acquire()
+        except TimeoutError:
+            raise self._busy() from None
+        try:
+            yield
+        finally:
+            slots.release()
+
+    async def _render(self, job: Job, seconds: float) -> Rendered:
+        with jobfiles.opened(jobfiles.source_paths(job)) as fds:
+            return await self._render_with(job, fds, seconds)
+
+    async def _render_with(self, job: Job, fds: list[int], seconds: float) -> Rendered:
+        """The job in a process, stopped past ``seconds`` (a small job's time: ``_Overran``)
+        or its deadline (422 PROCESSING_TIMEOUT)."""
+        process = await self._ready()
+        overruns = seconds < self._seconds
+        try:
+            async with asyncio.timeout(seconds if overruns else self._seconds + _GRACE_SECONDS):
                 rendered = await process.render(job, fds)
         except _Ended:
             await self._stop(process)  # already gone: its folder and channel remain
@@ -109,6 +146,8 @@ class JobPool:
         except BaseException as exc:  # past the deadline, or the server stopping
             await self._stop(process)
             if isinstance(exc, TimeoutError):
+                if overruns:
+                    raise _Overran() from exc
                 raise errors.ProcessingTimeout(seconds=self._seconds) from exc
             raise
         self._idle.append(process)
@@ -173,6 +212,10 @@ def _warn_if_open() -> None:
         log.warning("job processes are not confined to their folders: bwrap cannot run here")
     else:
         log.warning("job processes run with this host's network: unshare --net is not allowed")
+
+
+class _Overran(Exception):
+    """Not an answer: a job estimated small ran past ``Lanes.small_seconds``."""
 
 
 class _Ended(errors.InvalidImage):

@@ -30,7 +30,7 @@ from stowage.processing.base import Chain, Job, Limits, Output
 from stowage.processing.cache import DerivativeCache, version_of
 from stowage.processing.external import Charge, External, stored
 from stowage.processing.officeformats import Kind, kind_of
-from stowage.processing.pool import JobPool
+from stowage.processing.pool import JobPool, Lanes
 from stowage.processing.results import Derivative
 from stowage.processing.shotcache import KeptScreenshots
 from stowage.processing.spool import Spool
@@ -98,6 +98,7 @@ class Processor:
             settings.data_dir / "tmp" / "jobs",
             settings.processing_small_job_slots,
             settings.processing_pillow_jpeg,
+            Lanes(settings.processing_small_job_seconds, settings.processing_wait_seconds),
         )
         self.office = office.converters_for(settings)  # Office documents' (officejobs.py)
         self.cache = DerivativeCache(_cache_store(core))
