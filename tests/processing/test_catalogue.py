@@ -404,10 +404,12 @@ def test_a_decimal_is_rounded_to_the_whole_number(
 @settings(max_examples=5, deadline=None)
 @given(data=st.data())
 def test_zero_leaves_a_size_unset(pair: tuple[TaskSpec, Param], data: st.DataObject) -> None:
-    """0, which the SDK schema allows, is the parameter not given."""
+    """0, which the SDK schema allows, is the parameter not given; so is a decimal that
+    rounds to 0 (``width:0.4`` made a 1-pixel-wide image)."""
     spec, param = pair
     others = [p for p in spec.needs_one_of if p != param.name]
-    text = segment(spec, param.name, 0, data)
+    zero = data.draw(st.just(0) | decimals(0.001, 0.499))
+    text = segment(spec, param.name, zero, data)
     if param.name in spec.needs_one_of and others:
         text += f",{others[0]}:20"
     assert param.name not in dict(grammar.parse_task(text).options)

@@ -76,9 +76,9 @@ class Whole:
             raise ValueError(f"must be a number from {floor} to {self.high}")
         if not floor <= value <= self.high and not (self.modulo and floor <= value < self.modulo):
             raise ValueError(f"must be from {floor} to {self.high}")
-        if self.zero_unset and value == 0:
-            raise NotGiven
         whole = math.floor(value + 0.5)  # half up, not to even: 2.5 is 3
+        if self.zero_unset and whole == 0:  # 0.4 too: it is 0 once rounded, not 1
+            raise NotGiven
         return whole % self.modulo if self.modulo else min(self.high, max(self.low, whole))
 
 
