@@ -139,7 +139,7 @@ async def test_a_job_needing_more_memory_than_allowed_is_refused(harness: Harnes
     large = await stored(harness, picture(6000, 6000, ".png", compression=1), "large.png")
     resp = await harness.cdn.get(f"/rotate=deg:45/resize=width:100/{large}")
     assert resp.status == 422, await resp.read()
-    assert await code_of(resp) in ("IMAGE_TOO_LARGE", "INVALID_IMAGE")
+    assert await code_of(resp) == "IMAGE_TOO_LARGE"  # libvips' "out of memory" too
     assert (await harness.api.get("/healthz")).status == 200
     _, body = await get(harness, f"/resize=width:30/{small}")  # its process still serves
     assert decoded(body).width == 30

@@ -377,3 +377,24 @@ async def test_a_url_sources_stored_file_is_authorised(harness: Harness, image_s
     assert resp.status == 200
     missing = await harness.cdn.get(f"/{app.api_key}/watermark=file:{'n' * 20}/{image_site}")
     assert missing.status in (401, 403, 404)
+
+
+def _zeros_png(side: int) -> bytes:
+    data: bytes = pyvips.Image.black(side, side).cast("uchar").pngsave_buffer(compression=9)
+    return data
+
+
+async def test_a_large_file_listed_twice_is_read_twice_not_held_whole(harness: Harness) -> None:
+    """``collage=files:[P,P]`` of a 10000x10000 PNG (97 KB of zeros) was decoded whole
+    once for both cells, past the job's memory: ``INVALID_IMAGE``, "unable to call
+    VipsForeignSaveJpegTarget". Each cell now reads it in one pass of its own."""
+    big = await stored(harness, _zeros_png(10_000), "zeros.png")
+    main = await stored(harness, plain(300, 200, [255, 0, 0], ".jpg"), "main.jpg")
+    task = f"collage=files:[{big},{big}],width:1000,height:1000,margin:1,color:white"
+    _, body = await get(harness, f"/{task}/{main}")
+    image = decoded(body)  # three cells of a 2x2 grid, the fourth left white
+    assert (image.width, image.height) == (1000, 1000)
+    assert colour(image, 250, 250)[0] > 240 and colour(image, 250, 250)[1] < 15  # main: red
+    assert colour(image, 750, 250)[:3] == (0, 0, 0)  # the big file's two cells
+    assert colour(image, 250, 750)[:3] == (0, 0, 0)
+    assert colour(image, 750, 750)[:3] == (255, 255, 255)

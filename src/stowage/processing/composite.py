@@ -47,7 +47,7 @@ class Sources:
     dest: Path | None = None
     kept: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
     out_of_order: bool = False  # the chain reads its image out of order (``read_out_of_order``)
-    _opened: dict[Path, pyvips.Image] = field(default_factory=dict)
+    _opened: dict[Path | tuple[Path, int], pyvips.Image] = field(default_factory=dict)
     _profile: bytes | None = None  # the profile in ``profile_file``
 
     def path(self, handle: str) -> Path:
@@ -59,13 +59,17 @@ class Sources:
     def image(self, path: Path) -> pyvips.Image:
         """An extra source, opened once for the job (a watermark on each frame of an
         animation too); the pixels of all of them are held to the total-pixel limit."""
-        if path not in self._opened:
-            # A file listed twice is read twice (two cells, two frames), and a chain that
-            # reads out of order reads it so too: a sequential decoder cannot go back to
-            # its first line, so those are decoded whole.
-            uses = sum(path == listed for _, listed in self.paths)
-            sequential = uses < 2 and not self.out_of_order
-            self._opened[path] = opened(self._drawable(path), self.limits, sequential=sequential)
+        # A file listed twice is read twice (two cells, two frames): each asking gets a
+        # read of its own, from the first line. A chain that reads out of order needs it
+        # decoded whole, once. Uses are counted by handle: a job gets a descriptor per
+        # listing, but ``path`` names the first for every listing of a handle, so
+        # collage=files:[P,P] read one sequential decoder twice ("out of order read").
+        uses = sum(self.path(handle) == path for handle, _ in self.paths)
+        once = uses < 2 or self.out_of_order
+        key: Path | tuple[Path, int] = path if once else (path, len(self._opened))
+        if key not in self._opened:
+            sequential = not self.out_of_order
+            self._opened[key] = opened(self._drawable(path), self.limits, sequential=sequential)
             total = sum(int(i.width) * int(i.height) for i in self._opened.values())
             if total > self.limits.max_total_pixels:
                 raise errors.ImageTooLarge(
@@ -73,7 +77,7 @@ class Sources:
                     f"{self.limits.max_total_pixels}",
                     max_total_pixels=self.limits.max_total_pixels,
                 )
-        return self._opened[path]
+        return self._opened[key]
 
     def profile_file(self, profile: bytes) -> Path | None:
         """``profile`` in a file beside the job's result (libvips reads an output profile

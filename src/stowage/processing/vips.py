@@ -72,6 +72,9 @@ class VipsEngine:
         except pyvips.Error as exc:
             if time.monotonic() >= deadline:
                 raise errors.ProcessingTimeout(seconds=limits.seconds) from exc
+            if _OUT_OF_MEMORY in f"{exc} {getattr(exc, 'detail', '')}":
+                # the job's address-space limit, met inside libvips: not a bad image
+                raise errors.ImageTooLarge("the transformation needs too much memory") from exc
             raise errors.InvalidImage(f"the image cannot be processed: {_reason(exc)}") from exc
 
     def _render(
@@ -376,6 +379,11 @@ def _stop_at(image: pyvips.Image, deadline: float) -> None:
 def _write_size(dest: Path, output: Output, width: int, height: int) -> Rendered:
     dest.write_text(json.dumps({"width": width, "height": height}))
     return Rendered(output, width, height)
+
+
+#: What libvips writes to its error log when an allocation fails (``vips_tracked_malloc``,
+#: ``vips__region_...``): the address-space limit of the job process met.
+_OUT_OF_MEMORY = "out of memory"
 
 
 def _reason(exc: pyvips.Error) -> str:
