@@ -295,3 +295,35 @@ def test_an_image_asked_as_a_document_is_a_400(tmp_path: Path, fmt: str) -> None
     with pytest.raises(errors.UnsupportedConversion) as refused:
         render(tmp_path, source, f"output=format:{fmt}")
     assert refused.value.status == 400
+
+
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@example(width=300, height=200, side="height", wanted=63, pillow=True)  # 94.5 wide: a tie
+@example(width=300, height=200, side="height", wanted=145, pillow=False)
+@example(width=4000, height=3000, side="width", wanted=302, pillow=True)  # 226.5 high
+@given(
+    width=st.integers(20, 900),
+    height=st.integers(20, 900),
+    side=st.sampled_from(["width", "height"]),
+    wanted=st.integers(1, 400),
+    pillow=st.booleans(),
+)
+def test_every_format_of_a_picture_is_resized_to_one_size(
+    tmp_path: Path, width: int, height: int, side: str, wanted: int, pillow: bool
+) -> None:
+    """One side given, the other derived as from the source itself, whatever the format
+    decodes smaller on load: a 300x200 WebP to height 63 was 94x63, its PNG 95x63."""
+    assume(wanted < (width if side == "width" else height))  # a reduction: no upscale
+    xy = pyvips.Image.xyz(width, height)
+    image = (xy[0] % 256).bandjoin([xy[1] % 256, 90]).cast("uchar")
+    sizes = set()
+    for suffix in (".png", ".jpg", ".webp"):  # PNG is never shrunk on load
+        source = tmp_path / f"s{suffix}"
+        image.write_to_file(str(source))
+        made = pyvips.Image.new_from_file(
+            str(render(tmp_path, source, f"resize={side}:{wanted}", pillow=pillow))
+        )
+        sizes.add((suffix, made.width, made.height))
+    assert len({(w, h) for _, w, h in sizes}) == 1, sorted(sizes)

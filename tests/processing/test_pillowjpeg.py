@@ -104,7 +104,7 @@ def test_the_size_is_libvips_thumbnail_size(
     tmp_path: Path, width: int, height: int, side: str, fit: str, first: int, second: int
 ) -> None:
     """libvips' path makes exactly this size: its thumbnail's (``vips._from_file``), then
-    the aspect kept to within a pixel (``geometry._kept_aspect``: 251x1192 to width 28
+    the other side derived from the source's (``geometry._kept_aspect``: 251x1192 to width 28
     is 28x133; thumbnail's 28x135 was the Pillow path's answer)."""
     task = chain.parse([resize_segment(side, first, second, fit)]).tasks[0]
     size = pillowjpeg.size(task, width, height)

@@ -70,11 +70,12 @@ def resize_with(scale: Scaler, task: Task, width: int, height: int) -> pyvips.Im
 
 
 def _kept_aspect(image: pyvips.Image, width: int, height: int, by_width: bool) -> pyvips.Image:
-    """The side derived from the one given, to within a pixel of the source's aspect. A
-    tiny JPEG shrunk on load keeps it only roughly (libjpeg rounds each side of its 1/8
-    scale up: 9x57 loads as 2x8), and 9x57 to width 1 came out 1x7, not 1x6."""
+    """The side derived from the one given, exactly as from the source itself. A JPEG or
+    WebP shrunk on load keeps the aspect only roughly (libjpeg rounds each side of its
+    1/8 scale up: 9x57 to width 1 came out 1x7, not 1x6; a 300x200 WebP to height 63
+    came out 94x63 where a PNG of it is 95x63)."""
     given, other = (image.width, image.height) if by_width else (image.height, image.width)
-    fixed = kept_side(given, other, width, height, by_width)
+    fixed = kept_side(given, width, height, by_width)
     if fixed == other:
         return image
     if by_width:
@@ -89,11 +90,13 @@ def proportional(other: int, have: int, want: int) -> int:
     return max(1, int(other / (1.0 / (1.0 / (have / want))) + 0.5))
 
 
-def kept_side(given: int, other: int, width: int, height: int, by_width: bool) -> int:
-    """``other``, or the side the source's aspect gives when ``other`` is more than a
-    pixel from it (``_kept_aspect``; the Pillow path sizes its result with it too)."""
-    exact = given * (height / width if by_width else width / height)
-    return other if abs(other - exact) <= 1 else max(1, round(exact))
+def kept_side(given: int, width: int, height: int, by_width: bool) -> int:
+    """The side a ``width`` x ``height`` source resized to ``given`` on the other side
+    derives, as ``resize`` derives it from the whole source (``proportional``), whatever
+    the shrink-on-load left (``_kept_aspect``; the Pillow path sizes its result with it
+    too): every format of one picture gets the same size."""
+    have, source_other = (width, height) if by_width else (height, width)
+    return proportional(source_other, have, given)
 
 
 def aligns_on_faces(task: Task) -> bool:

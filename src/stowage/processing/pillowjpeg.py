@@ -151,9 +151,9 @@ def size(task: Task, width: int, height: int) -> tuple[int, int] | None:
     made_w = int(loaded_w / (1.0 / (1.0 / across)) + 0.5)
     made_h = int(loaded_h / (1.0 / (1.0 / down)) + 0.5)
     if one_side and by_width:
-        made_h = kept_side(made_w, made_h, width, height, True)
+        made_h = kept_side(made_w, width, height, True)
     elif one_side:
-        made_w = kept_side(made_h, made_w, width, height, False)
+        made_w = kept_side(made_h, width, height, False)
     return made_w, made_h
 
 
