@@ -187,3 +187,55 @@ async def test_exif_false_and_pjpg_metadata_false_do_what_the_sdks_say(
             assert image.get_typeof("exif-data") == 0, tasks
         else:  # 1 and no tag both show the pixels as stored
             assert _orientation(image) in ({tag} if tag != 1 else {1, None}), tasks
+
+
+def _jpeg_at(quality: int, side: int = 120) -> bytes:
+    noise = pyvips.Image.gaussnoise(side, side, sigma=30, mean=128, seed=quality)
+    data: bytes = noise.bandjoin([noise, noise]).cast("uchar").jpegsave_buffer(Q=quality)
+    return data
+
+
+@pytest.mark.parametrize("quality", [20, 55, 75, 90, 97])
+async def test_output_quality_input_keeps_the_source_quality(
+    harness: Harness, quality: int
+) -> None:
+    """``quality:input`` was accepted and did nothing (every result at 75)."""
+    handle = await stored(harness, _jpeg_at(quality), name="q.jpg")
+    _, kept = await get(harness, f"/output=f:jpg,quality:input/flip/{handle}")
+    _, asked = await get(harness, f"/output=f:jpg,quality:{quality}/flip/{handle}")
+    assert kept == asked
+    png = await stored(harness, picture(40, 30, ".png"), name="p.png")  # no quality to keep
+    _, from_png = await get(harness, f"/output=f:jpg,q:input/{png}")
+    _, default = await get(harness, f"/output=f:jpg/{png}")
+    assert from_png == default
+
+
+async def test_the_quality_task_never_answers_a_larger_file(harness: Harness) -> None:
+    """The hosted rules: not a JPEG, the file as it is; a JPEG saved again that is not
+    smaller, the original (quality:100 of a q90 photo was 8 times its size)."""
+    original = _jpeg_at(90)
+    handle = await stored(harness, original, name="q90.jpg")
+    _, higher = await get(harness, f"/quality=value:100/{handle}")
+    assert higher == original
+    _, lower = await get(harness, f"/quality=value:30/{handle}")
+    assert len(lower) < len(original) and lower[:2] == b"\xff\xd8"
+    png_bytes = picture(40, 30, ".png")
+    png = await stored(harness, png_bytes, name="p.png")
+    resp, body = await get(harness, f"/quality=value:10/{png}")
+    assert body == png_bytes and resp.headers["Content-Type"] == "image/png"
+
+
+async def test_colorspace_input_keeps_a_cmyk_source_cmyk(harness: Harness) -> None:
+    """``colorspace:input`` did what ``rgb`` does; a CMYK JPEG or TIFF stays CMYK with it."""
+    rgb = pyvips.Image.xyz(60, 40)[0].cast("uchar").bandjoin([90, 160]).copy(interpretation="srgb")
+    cmyk = await stored(harness, rgb.icc_transform("cmyk").jpegsave_buffer(), name="c.jpg")
+    plain = await stored(harness, rgb.jpegsave_buffer(), name="r.jpg")
+    for tasks, handle, bands in (
+        ("output=colorspace:input", cmyk, 4),
+        ("output=c:input,f:tiff", cmyk, 4),
+        ("output=colorspace:input", plain, 3),
+        ("flip", cmyk, 3),  # RGB unless asked
+        ("output=colorspace:input,f:png", cmyk, 3),  # PNG holds no CMYK
+    ):
+        _, body = await get(harness, f"/{tasks}/{handle}")
+        assert pyvips.Image.new_from_buffer(body, "").bands == bands, tasks

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,6 +26,7 @@ from stowage.processing import (
     composite,
     cost,
     frames,
+    jpegquality,
     ops,
     pdf,
     pillowjpeg,
@@ -52,6 +54,23 @@ class VipsEngine:
         self.pillow_jpeg = pillow_jpeg  # processing_pillow_jpeg: see pillowjpeg.py
 
     def render(
+        self, source: Path, chain: Chain, output: Output, dest: Path, limits: Limits
+    ) -> Rendered:
+        chain = jpegquality.resolved(chain, source)  # output=quality:input
+        if not jpegquality.only_quality(chain):
+            return self._rendered(source, chain, output, dest, limits)
+        # The quality task: a file that is no JPEG as it is; a JPEG saved again, unless
+        # that is no smaller than the original (the hosted service's rules).
+        if jpegquality.estimated(source) is None or output.format != "jpeg":
+            return _as_it_is(source, output, dest) or self._rendered(
+                source, chain, output, dest, limits
+            )
+        made = self._rendered(source, chain, output, dest, limits)
+        if dest.stat().st_size < source.stat().st_size:
+            return made
+        return _as_it_is(source, output, dest) or made
+
+    def _rendered(
         self, source: Path, chain: Chain, output: Output, dest: Path, limits: Limits
     ) -> Rendered:
         if self.pillow_jpeg:  # a JPEG resized to WebP or JPEG: Pillow's, when it is plain
@@ -112,10 +131,22 @@ class VipsEngine:
             raise errors.ImageTooLarge(
                 f"the result would be {width}x{height}; at most {limit} a side"
             )
-        image = _prepared(image, chain, output)
+        image = _prepared(image, chain, output, header.interpretation == "cmyk")
         _stop_at(image, deadline)
         _save(image, output, dest, save_options(chain, output), limits.max_output_bytes)
         return Rendered(output, width, height)
+
+
+def _as_it_is(source: Path, output: Output, dest: Path) -> Rendered | None:
+    """``source`` copied to ``dest`` when it is already an image of ``output``'s format
+    (its loader says so, not its name), else None."""
+    frames.check_raster(source)
+    header = frames.load(str(source), {"access": "sequential"})
+    loader = str(header.get("vips-loader")) if header.get_typeof("vips-loader") else ""
+    if loader.removesuffix("_source").removesuffix("load") != output.format:
+        return None
+    shutil.copyfile(source, dest)
+    return Rendered(output, header.width, header.height)
 
 
 def _save(
@@ -296,12 +327,16 @@ def _jpeg_shrink(header: pyvips.Image, width: int, height: int) -> int:
     return 1
 
 
-def _prepared(image: pyvips.Image, chain: Chain, output: Output) -> pyvips.Image:
+def _prepared(image: pyvips.Image, chain: Chain, output: Output, cmyk_source: bool) -> pyvips.Image:
     settings = _merged(chain, "output")
     background = settings.get("background")
     if background is not None or output.format == "jpeg":
         image = ops.flatten(image, str(background or "white"))
-    if settings.get("colorspace") == "cmyk" and output.format in ("jpeg", "tiff"):
+    space = settings.get("colorspace")
+    if (space == "cmyk" or (space == "input" and cmyk_source)) and output.format in (
+        "jpeg",
+        "tiff",
+    ):  # the formats that hold CMYK; "input" keeps a CMYK source's, RGB stays RGB
         return image.icc_transform("cmyk", embedded=False)
     if _drops_profile(chain, output) and image.get_typeof("icc-profile-data"):
         # A file without a profile is shown as sRGB: its pixels must be sRGB's first (a
