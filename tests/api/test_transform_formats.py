@@ -239,3 +239,16 @@ async def test_colorspace_input_keeps_a_cmyk_source_cmyk(harness: Harness) -> No
     ):
         _, body = await get(harness, f"/{tasks}/{handle}")
         assert pyvips.Image.new_from_buffer(body, "").bands == bands, tasks
+
+
+@pytest.mark.parametrize("tasks", ["flip", "rotate=deg:90", "output=format:png"])
+async def test_a_png_result_is_filtered_as_png_encoders_do(harness: Harness, tasks: str) -> None:
+    """Saved with each row's best filter: a 300x200 gradient with alpha (a few KB)
+    came back as a 205 KB PNG, 60 times its source, from a flip."""
+    xy = pyvips.Image.xyz(300, 200)
+    gradient = xy[0].bandjoin([xy[1], xy[0] // 2, 255 - xy[1]]).cast("uchar")
+    source = gradient.copy(interpretation="srgb").pngsave_buffer(filter="all")
+    handle = await stored(harness, source, name="g.png")
+    resp, body = await get(harness, f"/{tasks}/{handle}")
+    assert resp.headers["Content-Type"] == "image/png"
+    assert len(body) < 3 * len(source), (len(body), len(source))

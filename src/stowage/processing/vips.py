@@ -364,6 +364,10 @@ def save_options(chain: Chain, output: Output) -> dict[str, Any]:
         options["optimize_coding"] = True
     if output.format == "png":
         options["compression"] = 9 if compress else 6
+        # Each row's best filter, as PNG encoders choose by default (libvips' own default,
+        # none, made a 300x200 gradient 205 KB from an 813-byte source; a smooth photo is
+        # 17 times smaller with it, a textured one 30 % smaller and no slower to save).
+        options["filter"] = "all"
     if compress and output.format == "tiff":
         options["compression"] = "deflate"
     if output.format == "avif":
