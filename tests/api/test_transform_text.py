@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from tests.api.harness import Harness
@@ -109,9 +109,23 @@ def test_fallback_cache_range(seconds: int) -> None:
     from stowage import errors
     from stowage.processing import grammar
 
-    segment = f"fallback=handle:abc,cache:{seconds}"
+    segment = f"fallback=handle:{'a' * 20},cache:{seconds}"
     if 1 <= seconds <= 31_536_000:
         assert grammar.parse_task(segment).get("cache") == seconds
     else:
         with pytest.raises(errors.InvalidParameter):
             grammar.parse_task(segment)
+
+
+@given(st.text(min_size=1, max_size=30))
+@settings(max_examples=30, deadline=None)
+def test_a_fallback_that_names_no_handle_is_refused(junk: str) -> None:
+    """It was taken whatever it said, and only failed when the fallback was needed."""
+    from stowage import errors
+    from stowage.core import names
+    from stowage.processing import grammar
+
+    value = junk.replace('"', "") + "x"
+    assume(not names.is_handle(value))
+    with pytest.raises(errors.InvalidParameter):
+        grammar.parse_task(f'fallback=handle:"{value}"')

@@ -25,10 +25,9 @@ from typing import Any
 import pyvips
 
 from stowage import errors
-from stowage.core import names
 from stowage.processing import frames, ops, svg
 from stowage.processing.base import Limits, Task, Value
-from stowage.processing.params import boolean, choice, color, integer, rgba, whole
+from stowage.processing.params import boolean, choice, color, handle, integer, rgba, whole
 from stowage.processing.table import Kind, Param, TaskSpec
 
 #: filestack-js' positionDef; ``faces`` places as ``center`` here (no detector in this
@@ -208,13 +207,6 @@ def position(value: Value) -> Value:
         raise ValueError(f"must be one or two of {', '.join(POSITIONS)}")
     checked = tuple(choice(*POSITIONS)(v) for v in items)
     return checked[0] if len(checked) == 1 else checked
-
-
-def handle(value: Value) -> Value:
-    """A stored file's handle (20 letters, digits, ``_`` or ``-``)."""
-    if not isinstance(value, str) or not names.is_handle(value):
-        raise ValueError("must be a file handle")
-    return value
 
 
 def handles(value: Value) -> Value:

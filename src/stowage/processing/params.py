@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from stowage import booleans
+from stowage.core import names
 from stowage.processing.base import Value
 from stowage.processing.colornames import RGB
 
@@ -215,3 +216,10 @@ def rgba(name: str) -> tuple[int, int, int, int]:
         name += "ff"
     r, g, b, a = (int(name[i : i + 2], 16) for i in range(0, 8, 2))
     return r, g, b, a
+
+
+def handle(value: Value) -> Value:
+    """A stored file's handle (20 letters, digits, ``_`` or ``-``)."""
+    if not isinstance(value, str) or not names.is_handle(value):
+        raise ValueError("must be a file handle")
+    return value

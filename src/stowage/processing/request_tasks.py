@@ -7,7 +7,16 @@ result). The URL grammar reads them into the parsed path; the engine never sees
 from __future__ import annotations
 
 from stowage.processing.base import Value
-from stowage.processing.params import Text, boolean, choice, integer, spelled_number, text, texts
+from stowage.processing.params import (
+    Text,
+    boolean,
+    choice,
+    handle,
+    integer,
+    spelled_number,
+    text,
+    texts,
+)
 from stowage.processing.table import Kind, Param, TaskSpec
 from stowage.storage import API_PROVIDERS
 
@@ -72,7 +81,7 @@ TASKS: tuple[TaskSpec, ...] = (
     ),
     TaskSpec(
         "fallback",
-        (Param("handle", text, ("file",)), Param("cache", integer(1, YEAR), (), 300)),
+        (Param("handle", handle, ("file",)), Param("cache", integer(1, YEAR), (), 300)),
         kind=Kind.REQUEST,
         needs_one_of=("handle",),
         doc="when the transformation fails, the file `handle` is served, kept `cache` s",
