@@ -191,3 +191,43 @@ async def test_signatures_and_secrets_are_compared_in_constant_time(
     signed = len(calls)
     await harness.api.delete(f"/api/file/{handle}", headers=basic("app", "wrong"))
     assert signed >= 1 and len(calls) > signed
+
+
+@pytest.mark.parametrize(
+    ("rule", "field"), [("uploads/.*", "path"), ("(?:uploads|avatars)/[a-z]+\\.png", "path")]
+)
+async def test_a_path_policy_reaches_the_files_it_let_be_stored(
+    harness: Harness, rule: str, field: str
+) -> None:
+    """A policy restricted by ``path`` stored a file and then could not read it: every
+    call on a handle was refused ("policy does not allow this path"). Calls on a stored
+    file now match its key (and container) against the policy."""
+    app = harness.secure_app
+    calls = ["store", "read", "stat", "convert", "remove"]
+    policy = _signed({"expiry": _future(), "call": calls, field: rule})
+    png = harness_png()
+    inside = await harness.api.post(
+        "/api/store/S3", params={"key": app.api_key, "path": "uploads/a.png", **policy}, data=png
+    )
+    assert inside.status == 200, await inside.text()
+    handle = handle_of(await inside.json())
+    outside = await harness.store(png, app=app, path="elsewhere/b.png")
+    other = handle_of(outside)
+    for path in (f"/api/file/{handle}", f"/api/file/{handle}/metadata"):
+        assert (await harness.api.get(path, params=policy)).status == 200, path
+    assert (await harness.cdn.get(f"/resize=w:5/{handle}", params=policy)).status == 200
+    for path in (f"/api/file/{other}", f"/api/file/{other}/metadata"):
+        await expect_error(await harness.api.get(path, params=policy), 403, "POLICY_DENIED")
+    refused = await harness.cdn.get(f"/resize=w:5/{other}", params=policy)
+    await expect_error(refused, 403, "POLICY_DENIED")
+    container_rule = _signed({"expiry": _future(), "call": calls, "container": "default"})
+    assert (await harness.api.get(f"/api/file/{other}", params=container_rule)).status == 200
+    gone = await harness.api.delete(f"/api/file/{handle}", params={"key": app.api_key, **policy})
+    assert gone.status == 200
+
+
+def harness_png() -> bytes:
+    import pyvips
+
+    data: bytes = pyvips.Image.black(8, 8).cast("uchar").pngsave_buffer()
+    return data

@@ -254,6 +254,13 @@ def authorize(
     return policy
 
 
+def file_target(record: FileRecord) -> Target:
+    """What a call on a stored file touches: its handle, and its key and container for a
+    policy's ``path`` and ``container`` (a policy that let a file be stored under
+    ``uploads/`` reads it; one for ``uploads/`` does not read a file kept elsewhere)."""
+    return Target(handle=record.handle, path=record.key, container=record.container)
+
+
 def _check_target(policy: Policy, target: Target) -> None:
     if policy.handle is not None and not hmac.compare_digest(
         policy.handle.encode(), (target.handle or "").encode()

@@ -30,7 +30,15 @@ from stowage.core.fetch import Allowed, Fetcher
 from stowage.core.overwrites import Overwrite
 from stowage.core.providers import Providers
 from stowage.core.reading import Download
-from stowage.core.security import Credentials, Policy, Target, authorize, check_size, record_for
+from stowage.core.security import (
+    Credentials,
+    Policy,
+    Target,
+    authorize,
+    check_size,
+    file_target,
+    record_for,
+)
 from stowage.core.sources import Prepared, Source, prepare
 from stowage.registry.base import App, FileRecord, Registry
 from stowage.storage.base import LocalFiles, Provider, WriteOptions
@@ -239,7 +247,7 @@ class Stowage:
         """``/store/<PROVIDER>/<HANDLE>``: a new handle holding a copy of a stored file."""
         app = await self.providers.app(api_key)
         original = await self._record(handle, app.api_key)
-        self._authorize(app, creds, "read", Target(handle=handle), app.security)
+        self._authorize(app, creds, "read", file_target(original), app.security)
         source_provider = self.providers.provider_for(app, original.provider)
         chunks = reading.whole(source_provider, original.container, original.key)
         source = Source(chunks=chunks, filename=original.filename, content_type=original.mimetype)
@@ -261,7 +269,7 @@ class Stowage:
         record = await self._record(handle, api_key)
         app = await self.providers.app(record.api_key)
         call = ("write", "writeUrl") if source.url else "write"
-        target = Target(handle=handle, url=source.url, path=record.key, container=record.container)
+        target = replace(file_target(record), url=source.url)
         policy = self._authorize(app, creds, call, target, required=True)
         if record.cloud:
             raise errors.NotWriteable()
@@ -288,7 +296,7 @@ class Stowage:
     ) -> FileRecord:
         record = await self._record(handle, api_key)
         app = await self.providers.app(record.api_key)
-        self._authorize(app, creds, "remove", Target(handle=handle), required=True)
+        self._authorize(app, creds, "remove", file_target(record), required=True)
         async with self.registry.handle_lock(handle):
             current = await self._record(handle)
             if not (skip_storage or current.cloud):
@@ -315,7 +323,7 @@ class Stowage:
     ) -> Download:
         record = await self._record(handle, api_key)
         app = await self.providers.app(record.api_key)
-        self._authorize(app, creds, "read", Target(handle=handle), app.security)
+        self._authorize(app, creds, "read", file_target(record), app.security)
         provider = self.providers.provider_for(app, record.provider)
         info = await reading.described(provider, record)  # a store's GET says it: no HEAD
         if verify or self.settings.verify_downloads:
@@ -335,9 +343,9 @@ class Stowage:
         record = await self._record(handle, api_key)
         app = await self.providers.app(record.api_key)
         if "exif" in selectors:  # a grant of exif implies stat
-            self._authorize(app, creds, "exif", Target(handle=handle), required=True)
+            self._authorize(app, creds, "exif", file_target(record), required=True)
         else:
-            self._authorize(app, creds, "stat", Target(handle=handle), app.security)
+            self._authorize(app, creds, "stat", file_target(record), app.security)
         provider = self.providers.provider_for(app, record.provider)
         return await metadata.read(self.settings, provider, record, selectors)
 

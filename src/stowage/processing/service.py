@@ -21,7 +21,7 @@ from stowage.core import events
 from stowage.core.events import Change
 from stowage.core.fetch import Fetcher
 from stowage.core.providers import Providers
-from stowage.core.security import Credentials, Target, authorize, record_for
+from stowage.core.security import Credentials, Target, authorize, file_target, record_for
 from stowage.core.sources import Source
 from stowage.core.uploads import Store
 from stowage.processing import archive, metrics, office, officejobs, readable, screenshots
@@ -206,7 +206,7 @@ class Processor:
     ) -> tuple[FileRecord, App]:
         record = await record_for(self.core.files, self.core.providers.apps, handle, api_key)
         app = await self.core.providers.app(record.api_key)
-        self._authorize(app, creds, Target(handle=handle))
+        self._authorize(app, creds, file_target(record))
         return record, app
 
     def _authorize(self, app: App, creds: Credentials, target: Target) -> None:

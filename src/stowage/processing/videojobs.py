@@ -36,7 +36,7 @@ from stowage.core import events
 from stowage.core.events import Change
 from stowage.core.fetch import Fetcher
 from stowage.core.providers import Providers
-from stowage.core.security import Credentials, Target, authorize, record_for
+from stowage.core.security import Credentials, authorize, file_target, record_for
 from stowage.core.uploads import Store
 from stowage.core.wake import Wake
 from stowage.processing import (
@@ -124,7 +124,7 @@ class VideoJobs:
         record = await record_for(self.files, self.providers.apps, handle, api_key)
         app = await self.providers.app(record.api_key)
         skew, now = self.settings.policy_clock_skew, time.time()
-        target = Target(handle=handle)
+        target = file_target(record)
         authorize(app.secret, creds, "convert", target, required=app.security, now=now, skew=skew)
         await self.inputs.check(plan, record.api_key)
         forced, task = task.get("force") is True, unforced(task)
