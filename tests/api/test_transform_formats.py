@@ -252,3 +252,35 @@ async def test_a_png_result_is_filtered_as_png_encoders_do(harness: Harness, tas
     resp, body = await get(harness, f"/{tasks}/{handle}")
     assert resp.headers["Content-Type"] == "image/png"
     assert len(body) < 3 * len(source), (len(body), len(source))
+
+
+def _animation(frames: int = 3) -> bytes:
+    strip = (
+        pyvips.Image.arrayjoin(
+            [pyvips.Image.black(24, 16).new_from_image([60 * i, 90, 200]) for i in range(frames)],
+            across=1,
+        )
+        .cast("uchar")
+        .copy(interpretation="srgb")
+    )
+    strip.set_type(pyvips.GValue.gint_type, "page-height", 16)
+    strip.set_type(pyvips.GValue.array_int_type, "delay", [100] * frames)
+    data: bytes = strip.gifsave_buffer()
+    return data
+
+
+@pytest.mark.parametrize("chain", ["auto_image", "auto_image/resize=width:12", "flip/auto_image"])
+async def test_auto_image_keeps_an_animation_where_avif_would_not(
+    harness: Harness, chain: str
+) -> None:
+    """A browser that takes AVIF (all of today's) got a still of the first frame for an
+    animated GIF: libvips writes AVIF as a still. The animation now comes as WebP."""
+    animated = await stored(harness, _animation(), name="a.gif")
+    photo = await stored(harness, picture(24, 16, ".png"), name="p.png")
+    resp, body = await get(harness, f"/{chain}/{animated}", headers={"Accept": CHROME})
+    assert resp.headers["Content-Type"] == "image/webp" and "Accept" in resp.headers["Vary"]
+    assert pyvips.Image.new_from_buffer(body, "", n=-1).get("n-pages") == 3
+    resp, _ = await get(harness, f"/{chain}/{photo}", headers={"Accept": CHROME})
+    assert resp.headers["Content-Type"] == "image/avif"
+    resp, body = await get(harness, f"/output=format:avif/{animated}")  # asked for: AVIF
+    assert resp.headers["Content-Type"] == "image/avif"

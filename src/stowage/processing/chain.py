@@ -76,11 +76,12 @@ def _parse(segments: tuple[str, ...]) -> Chain:
 
 
 def _format(tasks: tuple[Task, ...]) -> str | None:
-    """The last format asked for: ``output=format:X`` or the ``pjpg`` task."""
+    """The last format asked for: ``output=format:X``, the ``pjpg`` task, or the AVIF
+    ``auto_image`` chose."""
     formats = [
         "pjpg" if t.name == "pjpg" else t.get("format")
         for t in tasks
-        if t.name == "pjpg" or (t.name == "output" and t.get("format"))
+        if t.name == "pjpg" or (t.name in ("output", "auto_image") and t.get("format"))
     ]
     return str(formats[-1]).replace("jpeg", "jpg") if formats else None
 
@@ -118,7 +119,21 @@ def named_handles(chain: Chain) -> list[str]:
 
 
 def made_output(chain: Chain, input_mimetype: str) -> Output:
-    """``output_for``, but ``animate`` makes a GIF unless the chain asks for WebP."""
+    """``output_for``, but ``animate`` makes a GIF unless the chain asks for WebP, and
+    an AVIF that ``auto_image`` chose is WebP for a GIF or WebP source (an animation
+    would lose its frames: libvips writes AVIF as a still)."""
     if any(t.name == "animate" for t in chain.tasks) and chain.output_format != "webp":
         return output_for(dataclasses.replace(chain, output_format="gif"), "image/gif")
+    if _auto_avif(chain) and input_mimetype.split(";")[0].lower() in _ANIMATED:
+        return output_for(dataclasses.replace(chain, output_format="webp"), input_mimetype)
     return output_for(chain, input_mimetype)
+
+
+_ANIMATED = frozenset({"image/gif", "image/webp"})  # the inputs that may be animations
+
+
+def _auto_avif(chain: Chain) -> bool:
+    """The chain's format is the AVIF ``auto_image`` chose (no later format asked)."""
+    chosen = [t for t in chain.tasks if t.name in ("output", "pjpg", "auto_image")]
+    chosen = [t for t in chosen if t.name == "pjpg" or t.get("format")]
+    return bool(chosen) and chosen[-1].name == "auto_image"

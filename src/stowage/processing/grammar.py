@@ -429,7 +429,10 @@ def negotiated(tasks: list[str], accept: str | None) -> tuple[list[str], bool]:
     if not any(catalogue.spec(t.partition("=")[0]) is _AUTO for t in tasks):
         return tasks, False
     wanted = accepts.accepted_format(accept)
-    replaced = [] if wanted is None else [f"output=format:{wanted}"]
+    # AVIF stays auto_image's own choice: an animated source is then answered as WebP,
+    # which every client that takes AVIF takes (chain.made_output).
+    chosen = "auto_image=format:avif" if wanted == "avif" else f"output=format:{wanted}"
+    replaced = [] if wanted is None else [chosen]
     found: list[str] = []
     for task in tasks:
         found.extend(replaced if catalogue.spec(task.partition("=")[0]) is _AUTO else [task])

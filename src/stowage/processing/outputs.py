@@ -53,6 +53,9 @@ TASKS: tuple[TaskSpec, ...] = (
     ),
     TaskSpec(
         "auto_image",
+        # format: set by the server from Accept when it chose AVIF (grammar.negotiated),
+        # so that an animation can be answered as WebP (chain.made_output)
+        (Param("format", choice("avif")),),
         kind=SAVE,
         doc="WebP or AVIF when the client's Accept takes it, else the input's format",
     ),
