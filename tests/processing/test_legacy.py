@@ -26,7 +26,13 @@ VALUES = {
     "blurAmount": st.integers(1, 20).map(str),
     "sharpenAmount": st.integers(1, 20).map(str),
     "watermark": st.sampled_from(
-        [H2, f"https://www.filepicker.io/api/file/{H2}", f"https://cdn.filestackcontent.com/{H2}"]
+        [
+            H2,
+            f"https://www.filepicker.io/api/file/{H2}",
+            f"https://cdn.filestackcontent.com/{H2}",
+            f"/api/file/{H2}",
+            f"/{H2}",
+        ]
     ),
     "watersize": st.integers(1, 500).map(str),
     "waterposition": st.sampled_from(["top", "middle,center", "bottom,right"]),
@@ -102,6 +108,9 @@ def test_the_sdks_url_reads_as_its_tasks() -> None:
         ({"crop": "1,2,3"}, "crop"),
         ({"rotate": "90,fit:crop"}, "rotate"),
         ({"watermark": "https://example.com/logo.png"}, "watermark"),
+        ({"watermark": f"https://evil.example.com/{H2}"}, "watermark"),  # was taken as H2
+        ({"watermark": f"https://evil.example.com/x/{H2}?sig=1"}, "watermark"),
+        ({"watermark": f"https://cdn.filestackcontent.com.evil.net/{H2}"}, "watermark"),
         ({"filter": "sepia"}, "filter"),
         ({"fit": "crop/x"}, "fit"),
     ],

@@ -42,7 +42,14 @@ _ROTATION = re.compile(r"^(?:-?[0-9]{1,3}|exif)$")
 _BOX = re.compile(r"^[0-9]{1,5},[0-9]{1,5},[0-9]{1,5},[0-9]{1,5}$")
 #: A store path, container or filename: quoted in the store task, so no quote in it.
 _STORE_TEXT = re.compile(r'^[^"\x00-\x1f]{1,1000}$')
-_HANDLE_AT_END = re.compile(r"/([A-Za-z0-9_-]{20})/?(?:\?.*)?$")
+#: A stored file's link: the File API's (``/api/file/<H>``, on any host: the file is
+#: this service's own, never fetched), or a hosted CDN link, or a CDN path here.
+_FILE_LINK = re.compile(
+    r"(?:https?://[^/?#]+)?/api/file/([A-Za-z0-9_-]{20})/?(?:\?.*)?"
+    r"|https?://(?:[a-z0-9-]+\.)*filestackcontent\.com/([A-Za-z0-9_-]{20})/?(?:\?.*)?"
+    r"|/([A-Za-z0-9_-]{20})/?",
+    re.IGNORECASE,
+)
 
 
 def chain_of(query: Mapping[str, str], *, storing: bool = False) -> list[str]:
@@ -97,8 +104,8 @@ def _handle_of(url: str) -> str | None:
     """A watermark is a file's URL (``.../api/file/<H>``, a CDN link) or a handle."""
     if names.is_handle(url):
         return url
-    found = _HANDLE_AT_END.search(url)
-    return found.group(1) if found else None
+    found = _FILE_LINK.fullmatch(url)  # not any site's 20-character last part
+    return next((group for group in found.groups() if group), None) if found else None
 
 
 _CHECKS: dict[str, Callable[[str], str | None]] = {
