@@ -392,3 +392,26 @@ def test_an_ipv6_host_reads_the_same_with_its_brackets_encoded(
     opened, closed = spelling
     read = grammar.parse_path(f"/KEY/{task}/http://{user}{opened}{address}{closed}{tail}")
     assert read.url == f"http://{user}[{address}]{tail}"
+
+
+@given(
+    tasks=st.lists(
+        st.sampled_from(["flip", "resize=w:100", "output=f:png", "blur=amount:2"]),
+        min_size=1,
+        max_size=3,
+    ),
+    key=st.booleans(),
+    form=st.sampled_from(["metadata", "empty_b64", "open_quote", "no_source"]),
+)
+def test_a_path_that_would_lose_a_part_is_a_400(tasks: list[str], key: bool, form: str) -> None:
+    """Each was answered as something else: the image without its /metadata, a 404
+    naming a task or the API key as a handle."""
+    prefix = "/KEY" if key else ""
+    path = {
+        "metadata": f"{prefix}/{'/'.join(tasks)}/{H}/metadata",
+        "empty_b64": f"{prefix}/{'/'.join(tasks)}/b64://",
+        "open_quote": f"{prefix}/{'/'.join(tasks)}/enhance=preset:%22/{H}",
+        "no_source": f"{prefix}/{'/'.join(tasks)}/resize=w:5",  # a task where the file goes
+    }[form]
+    with pytest.raises(errors.InvalidParameter):
+        grammar.parse_path(path)

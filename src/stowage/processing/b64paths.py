@@ -35,6 +35,8 @@ def expanded(raw: list[str]) -> list[str]:
     at = 0
     while at < len(raw):
         segment = raw[at]
+        if segment == SOURCE_MARK and not any(raw[at + 1 :]):
+            raise _bad("the source after b64:// is empty")
         if segment == SOURCE_MARK and at + 2 < len(raw) and raw[at + 1] == "":
             found.append(_source(_decoded(raw[at + 2], "source")))
             at += 3

@@ -103,6 +103,12 @@ def parse_path(raw_path: str) -> CdnPath:
         found.api_key = segments.pop(0)
     for segment in segments:
         _apply(found, segment, parse_task(segment))
+    if found.metadata and found.tasks:  # it would answer the image and drop /metadata
+        raise errors.InvalidParameter(
+            "/metadata follows a handle alone; a transformation's size is the imagesize "
+            "or metadata task",
+            parameter="metadata",
+        )
     if (found.handles or found.urls) and not any(_reads_list(s) for s in found.tasks):
         # A list is no file to download or describe, and a task of one file would read
         # the first and drop the others without a word.
@@ -148,6 +154,11 @@ def _reads_list(segment: str) -> bool:
 
 def _source(found: CdnPath, last: str) -> None:
     if not (last.startswith("[") and last.endswith("]")):
+        if "=" in last or '"' in last:  # a task, or an open quote that took the rest
+            raise errors.InvalidParameter(
+                "no file or URL follows the tasks (is a double quote left open?)",
+                parameter="source",
+            )
         found.handle = last
         return
     try:
