@@ -84,10 +84,15 @@ def test_specific_declared_type_beats_content() -> None:
         "application/x-www-form-urlencoded",
         "multipart/form-data; boundary=xyz",
         "APPLICATION/OCTET-STREAM; q=1",
+        "image/*",  # a range a client accepts, once stored as the file's type
+        "*/*",
+        "Image/*; q=0.8",
     ],
 )
 def test_generic_declared_type_falls_back_to_content(declared: str | None) -> None:
     assert mt.choose(None, declared, PNG, "a.gif", "x/y") == "image/png"
+    if declared and "*" in declared:  # a range as the mimetype parameter says nothing either
+        assert mt.choose(declared, None, PNG, "a.gif", "x/y") == "image/png"
     assert mt.choose(None, declared, HTML, "photo.png", "x/y") == "text/html"
 
 

@@ -100,12 +100,14 @@ def choose(
 def _declared_or_guessed(
     explicit: str | None, declared: str | None, sniffed: str | None, filename: str, fallback: str
 ) -> str:
-    if explicit:
+    if explicit and "*" not in explicit:
         return headersafe.media_type(explicit)
     if declared and not headersafe.is_media_type(declared):
         declared = None  # an upstream's malformed type says nothing; clients' are refused
     declared_clean = (declared or "").split(";")[0].strip().lower()
-    if declared_clean not in GENERIC and not declared_clean.startswith("multipart/"):
+    # A range (image/*, */*) is what a client accepts, not what a file is: the content says.
+    specific = "*" not in declared_clean and not declared_clean.startswith("multipart/")
+    if declared_clean not in GENERIC and specific:
         return declared_clean
     return sniffed or guess_from_name(filename) or fallback
 
