@@ -79,3 +79,52 @@ async def test_bad_face_parameters_are_a_400_naming_them(
     resp, body = await get(harness, f"/{chain}/{handle}", status=400)
     assert resp.headers["Content-Type"].startswith("application/json")
     assert parameter.encode() in body
+
+
+def _moving_animation(face: pyvips.Image, frames: int = 4) -> bytes:
+    """The astronaut, small, on a grey canvas: at the left on even frames, at the right
+    on odd ones, with a dot that moves across (each frame its own content)."""
+    face = face.resize(240 / face.width).extract_band(0, n=3)
+    made = []
+    for index in range(frames):
+        canvas = pyvips.Image.black(600, 260, bands=3).new_from_image([128, 128, 128])
+        canvas = canvas.insert(face, 10 if index % 2 == 0 else 350, 10)
+        made.append(canvas.draw_rect([255, 0, 0], 60 * index, 252, 8, 8, fill=True))
+    strip = pyvips.Image.arrayjoin(made, across=1).cast("uchar").copy(interpretation="srgb")
+    strip.set_type(pyvips.GValue.gint_type, "page-height", 260)
+    strip.set_type(pyvips.GValue.array_int_type, "delay", [100, 200, 300, 400][:frames])
+    data: bytes = strip.gifsave_buffer()
+    return data
+
+
+@pytest.mark.parametrize(
+    ("tasks", "size"),
+    [
+        ("crop_faces", None),
+        ("crop_faces=width:80,height:80", (80, 80)),
+        ("smart_crop=width:100,height:100", (100, 100)),
+        ("resize=width:100,height:100,fit:crop,align:faces", (100, 100)),
+    ],
+)
+async def test_an_animation_is_cut_to_its_first_frames_window(
+    harness: Harness, tasks: str, size: tuple[int, int] | None
+) -> None:
+    """Each frame cut to its own faces made frames of different sizes, joined into one
+    tall still (crop_faces), or a window that jumped from frame to frame (smart_crop):
+    every frame is now cut where the first frame was, and the animation keeps its frames
+    and delays."""
+    handle = await stored(
+        harness, _moving_animation(pyvips.Image.new_from_file(str(ASTRONAUT))), name="a.gif"
+    )
+    resp = await harness.cdn.get(f"/{tasks}/{handle}")
+    assert resp.status == 200, await resp.text()
+    made = pyvips.Image.new_from_buffer(await resp.read(), "", n=-1)
+    assert made.get("n-pages") == 4 and made.get("delay") == [100, 200, 300, 400]
+    height = made.get("page-height")
+    if size is not None:
+        assert (made.width, height) == size
+    else:  # around the face: smaller than the canvas
+        assert made.width < 600 and height <= 260
+    first = made.extract_area(0, 0, made.width, height)
+    third = made.extract_area(0, 2 * height, made.width, height)  # the face where frame 1's is
+    assert (first - third).abs().avg() < 12, tasks  # the same window: only the dot moved

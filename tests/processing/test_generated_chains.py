@@ -182,8 +182,18 @@ def test_no_task_turns_the_image_by_its_exif_orientation_unless_asked(
     ``rotate=deg:exif``: a source tagged orientation 6 gives the same pixels as the same
     source untagged, whatever the chain."""
     assume(not any("exif" in segment for segment in chosen))
+    # An AVIF keeps the orientation as its irot, which libheif applies when it reads the
+    # file back: read so, the tagged source's result is turned as a viewer shows it.
+    assume(_avif_not_asked(chosen))
     upright = _made(turned[0], chosen, tmp_path / "upright")
     _same_pixels(_made(turned[1], chosen, tmp_path / "tagged"), upright, chosen)
+
+
+def _avif_not_asked(chosen: list[str]) -> bool:
+    try:
+        return chain.output_for(chain.parse(chosen), "image/jpeg").format != "avif"
+    except errors.StowageError:
+        return True  # refused: the test reads the refusal as it is
 
 
 #: Every place that scales an image mid-chain, first in the chain and after another task

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import pyvips
 
-from stowage.processing import faces, filters, ops
+from stowage.processing import decisions, faces, filters, ops
 from stowage.processing.base import Output, Task, Value
 from stowage.processing.faces import Box
 from stowage.processing.params import boolean, choice, color, integer, number, rgba, whole
@@ -117,7 +117,7 @@ def crop_faces(image: pyvips.Image, task: Task) -> pyvips.Image:
     is crop) and, with width and height, to exactly that size: ``thumb`` and ``crop``
     widen the box to the wanted shape (every face stays in), ``fill`` narrows it."""
     image = image.copy_memory()
-    boxes = found(image, task, 1)
+    boxes = decisions.decided(lambda: found(image, task, 1))  # an animation: frame 1's
     if not boxes:
         return image  # nothing to crop to: the image as it is
     mode = str(task.get("mode", "thumb"))

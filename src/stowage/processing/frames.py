@@ -25,6 +25,7 @@ from typing import Any
 import pyvips
 
 from stowage import errors
+from stowage.processing import decisions
 from stowage.processing.base import Chain, Limits, Output
 
 ANIMATED_LOADERS = {"gifload", "webpload"}
@@ -78,9 +79,15 @@ def each_frame(opened: Opened, image: pyvips.Image, apply: Callable[[Any], Any])
     if opened.frames == 1:
         return apply(image)
     height = opened.frame_height
+    done = []
+    with decisions.kept() as next_frame:  # faces and windows: the first frame's for all
+        for index in range(opened.frames):
+            next_frame()
+            done.append(apply(image.extract_area(0, index * height, image.width, height)))
+    first = done[0]
+    # A frame of another size (a task that decides per frame) would tear the strip apart.
     done = [
-        apply(image.extract_area(0, index * height, image.width, height))
-        for index in range(opened.frames)
+        f if (f.width, f.height) == (first.width, first.height) else _sized(f, first) for f in done
     ]
     strip = pyvips.Image.arrayjoin(done, across=1).copy()
     strip.set_type(pyvips.GValue.gint_type, "page-height", done[0].height)
@@ -88,6 +95,10 @@ def each_frame(opened: Opened, image: pyvips.Image, apply: Callable[[Any], Any])
         if opened.image.get_typeof(name):
             strip.set_type(opened.image.get_typeof(name), name, opened.image.get(name))
     return strip
+
+
+def _sized(frame: pyvips.Image, first: pyvips.Image) -> pyvips.Image:
+    return frame.resize(first.width / frame.width, vscale=first.height / frame.height)
 
 
 def frame_size(image: pyvips.Image) -> tuple[int, int]:

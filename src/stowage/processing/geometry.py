@@ -13,7 +13,7 @@ from collections.abc import Callable
 import pyvips
 
 from stowage import errors
-from stowage.processing import faces, ops
+from stowage.processing import decisions, faces, ops
 from stowage.processing.base import Task
 from stowage.processing.params import (
     align,
@@ -107,8 +107,8 @@ def aligns_on_faces(task: Task) -> bool:
 def aligned(image: pyvips.Image, align: object, box_w: int, box_h: int) -> tuple[int, int]:
     """Where a ``box_w`` x ``box_h`` cut of ``image`` starts for ``align``."""
     names = set(align) if isinstance(align, tuple) else {str(align)}
-    if "faces" in names:
-        return face_anchor(image, box_w, box_h)
+    if "faces" in names:  # an animation: the first frame's faces place every frame's box
+        return decisions.decided(lambda: face_anchor(image, box_w, box_h))
     spare_w, spare_h = image.width - box_w, image.height - box_h
     left = 0 if "left" in names else spare_w if "right" in names else spare_w // 2
     top = 0 if "top" in names else spare_h if "bottom" in names else spare_h // 2

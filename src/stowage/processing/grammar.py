@@ -104,11 +104,7 @@ def parse_path(raw_path: str) -> CdnPath:
     for segment in segments:
         _apply(found, segment, parse_task(segment))
     if found.metadata and found.tasks:  # it would answer the image and drop /metadata
-        raise errors.InvalidParameter(
-            "/metadata follows a handle alone; a transformation's size is the imagesize "
-            "or metadata task",
-            parameter="metadata",
-        )
+        raise errors.InvalidParameter("/metadata follows a handle alone", parameter="metadata")
     if (found.handles or found.urls) and not any(_reads_list(s) for s in found.tasks):
         # A list is no file to download or describe, and a task of one file would read
         # the first and drop the others without a word.
@@ -224,8 +220,7 @@ def _url_source(raw: list[str]) -> UrlSource | None:
 
 
 def _bracketed_host(url: str) -> str:
-    """An IPv6 host's brackets as HTTP clients encode them in a path (``%5B::1%5D``, as
-    a redirect to the process address does too) given back: a host cannot hold them."""
+    """An IPv6 host's brackets, as clients encode them in a path (``%5B::1%5D``), back."""
     scheme, sep, rest = url.partition("://")
     authority, slash, tail = rest.partition("/")
     user, at, host = authority.rpartition("@")

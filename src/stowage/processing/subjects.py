@@ -14,7 +14,7 @@ import json
 
 import pyvips
 
-from stowage.processing import faces, ops
+from stowage.processing import decisions, faces, ops
 from stowage.processing.base import Task, Value
 from stowage.processing.facetasks import JSON
 from stowage.processing.geometry import Scaler, proportional
@@ -47,11 +47,18 @@ def smart_crop_with(scale: Scaler, task: Task, width: int, height: int) -> pyvip
     if (want_w, want_h) == (width, height):
         return cover
     cover = cover.copy_memory()  # read twice: by the finders, then by the cut
+    left, top = decisions.decided(lambda: _window(cover, task, want_w, want_h))
+    return cover.extract_area(left, top, want_w, want_h)
+
+
+def _window(cover: pyvips.Image, task: Task, want_w: int, want_h: int) -> tuple[int, int]:
+    """Where the window starts: on the faces, else on the most interesting part."""
     if task.get("mode", "auto") != "object":
         offset = faces.faces_offset(cover, want_w, want_h)
         if offset is not None:
-            return cover.extract_area(offset[0], offset[1], want_w, want_h)
-    return cover.smartcrop(want_w, want_h, interesting="attention")
+            return offset
+    cut = cover.smartcrop(want_w, want_h, interesting="attention")
+    return -int(cut.xoffset), -int(cut.yoffset)  # extract_area's offsets: minus the start
 
 
 def cover_size(task: Task, width: int, height: int) -> tuple[int, int]:
@@ -77,7 +84,7 @@ def crop_on_faces(image: pyvips.Image, width: int, height: int) -> pyvips.Image:
     """A ``width`` x ``height`` window of ``image`` centred on its faces, or on its centre
     when none is found: what ``resize=fit:crop,align:faces`` crops a cover to."""
     image = image.copy_memory()  # read twice: by the finder, then by the crop
-    left, top = faces.anchor(image, width, height)
+    left, top = decisions.decided(lambda: faces.anchor(image, width, height))
     return image.extract_area(left, top, width, height)
 
 
