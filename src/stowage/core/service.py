@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -94,22 +95,6 @@ class Stowage:
             skew=self.settings.policy_clock_skew,
         )
 
-    def _redirects(
-        self,
-        app: App,
-        creds: Credentials,
-        call: str | tuple[str, ...],
-        target: Target,
-        required: bool,
-    ) -> Allowed:
-        """The check of each address a URL source redirects to: the same policy, its
-        ``url`` rule applied to where the file is actually fetched from."""
-
-        def allowed(url: str) -> None:
-            self._authorize(app, creds, call, replace(target, url=url), required)
-
-        return allowed
-
     async def _record(self, handle: str, api_key: str | None = None) -> FileRecord:
         return await record_for(self.registry, self.registry, handle, api_key)
 
@@ -141,7 +126,7 @@ class Stowage:
             return await self._link_object(app, api_name, provider, container, path, params)
         if path and not path.endswith("/"):
             await params.conditions.check(provider, container, path)
-        allowed = self._redirects(app, creds, "store", target, app.security)
+        allowed = _each_hop(lambda t: self._authorize(app, creds, "store", t, app.security), target)
         decode, limit = params.base64decode, self._max_bytes(policy)
         prepared = await prepare(self.fetcher, source, decode, limit, allowed)
         filename = names.clean_filename(params.filename or prepared.filename)
@@ -275,7 +260,7 @@ class Stowage:
             raise errors.NotWriteable()
         provider = self.providers.provider_for(app, record.provider)
         await conditions.check(provider, record.container, record.key, record)  # before reading
-        allowed = self._redirects(app, creds, call, target, True)
+        allowed = _each_hop(lambda t: self._authorize(app, creds, call, t, True), target)
         limit = self._max_bytes(policy)
         prepared = await prepare(self.fetcher, source, base64decode, limit, allowed)
         mimetype = filetypes.choose(None, prepared.content_type, prepared.head, record.filename, "")
@@ -357,3 +342,13 @@ async def _quietly(awaitable: Any) -> None:
         await awaitable
     except Exception:
         log.warning("cleanup after a failed write did not complete", exc_info=True)
+
+
+def _each_hop(check: Callable[[Target], object], target: Target) -> Allowed:
+    """The check of each address a URL source redirects to: the request's own check, its
+    policy's ``url`` rule applied to where the file is actually fetched from."""
+
+    def allowed(url: str) -> None:
+        check(replace(target, url=url))
+
+    return allowed
