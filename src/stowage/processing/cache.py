@@ -40,7 +40,12 @@ PREFIX = ".stowage-derivatives"
 #: given one side rounds the other as resize does, tasks that mix neighbours weight
 #: colours by alpha, blackwhite keeps the alpha band, and files placed together are
 #: put in sRGB.
-RENDERING = 3
+#: 4: one side given, every format derives the other from the source's own sides (a
+#: WebP or JPEG shrunk on load was a pixel off), PNG results use adaptive row filters,
+#: an animation is cut where its first frame is (crop_faces, smart_crop, align:faces),
+#: rotate=exif:false sets orientation 1, pjpg=metadata:false strips, quality:input and
+#: colorspace:input do what they say, and the quality task never makes a file larger.
+RENDERING = 4
 CHUNK = 256 * 1024
 log = logging.getLogger("stowage.processing")
 T = TypeVar("T")
