@@ -86,3 +86,19 @@ async def test_a_post_stores_the_result_as_a_new_file(harness: Harness) -> None:
     resp = await harness.cdn.get(f"/{result['handle']}")
     image = decoded(await resp.read())
     assert (image.width, image.height) == (50, 25)
+
+
+async def test_a_post_to_the_cdn_origin_is_sent_to_the_api_origin(harness: Harness) -> None:
+    """It answered 400 UNSUPPORTED_TASK 'file' (the path read as a chain); the CDN origin
+    stores nothing, so it sends the POST on (308), as it does a chain with store."""
+    handle = await stored(harness, picture(200, 100))
+    query = {"w": "40", "format": "png"}
+    moved = await harness.cdn.post(
+        f"/api/file/{handle}/convert", params=query, allow_redirects=False
+    )
+    assert moved.status == 308, await moved.text()
+    location = moved.headers["Location"]
+    assert location.endswith(f"/api/file/{handle}/convert?w=40&format=png")
+    stored_resp = await harness.api.post(location[location.index("/api/file/") :])
+    assert stored_resp.status == 200, await stored_resp.text()
+    assert (await stored_resp.json())["type"] == "image/png"

@@ -26,6 +26,8 @@ SHARED = {
     ("cdn", "post", "/process"): ("api", "post", "/process"),
     ("cdn", "get", "/api/file/{handle}"): ("api", "get", "/api/file/{handle}"),
     ("cdn", "get", "/api/file/{handle}/convert"): ("api", "get", "/api/file/{handle}/convert"),
+    # the CDN origin sends it on to the API origin's (308)
+    ("cdn", "post", "/api/file/{handle}/convert"): ("api", "post", "/api/file/{handle}/convert"),
 }
 
 

@@ -15,6 +15,7 @@ from aiohttp import web
 from stowage import errors
 from stowage.http import cdnpath, debug, playlist, preview, transform
 from stowage.http.api import download, metadata_handler
+from stowage.http.keys import PARTS
 from stowage.processing import legacy
 
 
@@ -58,6 +59,14 @@ async def cdn_refuse_write(request: web.Request) -> web.Response:
 
 async def legacy_on_cdn(request: web.Request) -> web.StreamResponse:
     return await _legacy(request, cdn=True)
+
+
+async def legacy_store_to_api(request: web.Request) -> web.Response:
+    """A convert link POSTed to the CDN origin (which stores nothing): sent on to the API
+    origin's same address, method and body kept (308), as a chain with ``store`` is."""
+    target = request.app[PARTS].links.api_file_url(request.match_info["handle"]) + "/convert"
+    query = request.query_string
+    raise web.HTTPPermanentRedirect(f"{target}?{query}" if query else target)
 
 
 async def legacy_on_api(request: web.Request) -> web.StreamResponse:

@@ -80,7 +80,8 @@ def _legacy_store(handle: Doc) -> Doc:
     return {
         **_op("Convert and store, the first File API's way", "legacyConvertStore", "files", []),
         "description": "As the GET, its result stored as a new file of the app (the "
-        "policy needs `convert` and `store`); answers the store result JSON.",
+        "policy needs `convert` and `store`); answers the store result JSON. The CDN "
+        "origin sends such a POST on to this address (308).",
         "parameters": [handle, *params],
     }
 

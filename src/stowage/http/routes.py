@@ -60,6 +60,7 @@ def add_cdn_routes(app: web.Application) -> None:
     router.add_delete("/{handle}", cdn.cdn_refuse_write)
     router.add_post("/{handle}", cdn.cdn_refuse_write)
     router.add_post("/{handle}/remove", cdn.cdn_refuse_write)
+    router.add_post("/api/file/{handle}/convert", cdn.legacy_store_to_api)  # before the next
     router.add_post("/{tasks:.+}/{handle}", cdn.cdn_post_chain)  # store task: to the API origin
     router.add_get(preview.ASSETS + "{name:.+}", preview.asset)  # the preview page's files
     router.add_get("/api/file/{handle}", cdn.legacy_on_cdn)  # filepicker.io's CDN links
