@@ -13,6 +13,7 @@ import pyvips
 from stowage.processing import accepts
 from tests.api.harness import Harness
 from tests.api.test_transform import decoded, get, picture, stored
+from tests.processing import pdfs
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 CHROME = "image/avif,image/webp,image/apng,image/svg+xml,image/*,*/*;q=0.8"
@@ -223,6 +224,10 @@ async def test_the_quality_task_never_answers_a_larger_file(harness: Harness) ->
     png = await stored(harness, png_bytes, name="p.png")
     resp, body = await get(harness, f"/quality=value:10/{png}")
     assert body == png_bytes and resp.headers["Content-Type"] == "image/png"
+    # A document is drawn as ever (the as-it-is rule once refused it as no image).
+    pdf = await stored(harness, pdfs.three_pages(), name="d.pdf")
+    resp, body = await get(harness, f"/quality=value:50/{pdf}")
+    assert resp.headers["Content-Type"] == "image/png" and decoded(body).width == 612
 
 
 async def test_colorspace_input_keeps_a_cmyk_source_cmyk(harness: Harness) -> None:

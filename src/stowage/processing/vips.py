@@ -139,8 +139,11 @@ class VipsEngine:
 
 def _as_it_is(source: Path, output: Output, dest: Path) -> Rendered | None:
     """``source`` copied to ``dest`` when it is already an image of ``output``'s format
-    (its loader says so, not its name), else None."""
-    frames.check_raster(source)
+    (its loader says so, not its name), else None: a PDF or SVG is drawn as usual."""
+    try:
+        frames.check_raster(source)
+    except errors.NotAnImage:
+        return None
     header = frames.load(str(source), {"access": "sequential"})
     loader = str(header.get("vips-loader")) if header.get_typeof("vips-loader") else ""
     if loader.removesuffix("_source").removesuffix("load") != output.format:
