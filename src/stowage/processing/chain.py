@@ -78,12 +78,20 @@ def _parse(segments: tuple[str, ...]) -> Chain:
 def _format(tasks: tuple[Task, ...]) -> str | None:
     """The last format asked for: ``output=format:X``, the ``pjpg`` task, or the AVIF
     ``auto_image`` chose."""
-    formats = [
-        "pjpg" if t.name == "pjpg" else t.get("format")
+    last = _format_task(tasks)
+    if last is None:
+        return None
+    return "pjpg" if last.name == "pjpg" else str(last.get("format")).replace("jpeg", "jpg")
+
+
+def _format_task(tasks: tuple[Task, ...]) -> Task | None:
+    """The last task that chooses the result's format."""
+    choosing = [
+        t
         for t in tasks
         if t.name == "pjpg" or (t.name in ("output", "auto_image") and t.get("format"))
     ]
-    return str(formats[-1]).replace("jpeg", "jpg") if formats else None
+    return choosing[-1] if choosing else None
 
 
 def answer_of(chain: Chain) -> Answer | None:
@@ -134,6 +142,5 @@ _ANIMATED = frozenset({"image/gif", "image/webp"})  # the inputs that may be ani
 
 def _auto_avif(chain: Chain) -> bool:
     """The chain's format is the AVIF ``auto_image`` chose (no later format asked)."""
-    chosen = [t for t in chain.tasks if t.name in ("output", "pjpg", "auto_image")]
-    chosen = [t for t in chosen if t.name == "pjpg" or t.get("format")]
-    return bool(chosen) and chosen[-1].name == "auto_image"
+    last = _format_task(chain.tasks)
+    return last is not None and last.name == "auto_image"
