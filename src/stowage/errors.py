@@ -333,6 +333,13 @@ class StorageMisconfigured(StorageError):
     code, status, default_message = "STORAGE_MISCONFIGURED", 503, "storage is misconfigured"
 
 
+class ClientGone(StowageError):
+    """The client closed its connection while its URL source was fetched or drawn: the
+    work is stopped, and nothing is sent (the code is nginx's for the same)."""
+
+    code, status, default_message = "CLIENT_CLOSED_REQUEST", 499, "the client went away"
+
+
 class ProcessingBusy(StowageError):
     code, status, default_message = "PROCESSING_BUSY", 503, "too many transformations at once"
 

@@ -22,6 +22,7 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from yarl import URL
 
 from stowage import errors
+from stowage.core import codings
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
@@ -212,11 +213,12 @@ class Fetcher:
             self._slots.release()
             raise
         release = self._releaser(response)
+        coding = _coding(response)
         return Fetched(
-            chunks=_Body(self._body(response, release), release),
+            chunks=_Body(self._body(response, release, coding), release),
             content_type=response.headers.get("Content-Type"),
             filename=_filename(response),
-            length=response.content_length,
+            length=response.content_length if coding == "identity" else None,
             etag=response.headers.get("ETag"),
             last_modified=response.headers.get("Last-Modified"),
             not_modified=response.status == 304,
@@ -269,14 +271,20 @@ class Fetcher:
         if length is not None and length > self.max_bytes:
             response.release()
             raise errors.PayloadTooLarge("the url's file is larger than allowed")
+        try:
+            _coding(response)
+        except errors.StowageError:
+            response.release()
+            raise
         return response
 
     async def _body(
-        self, response: aiohttp.ClientResponse, release: Callable[[], None]
+        self, response: aiohttp.ClientResponse, release: Callable[[], None], coding: str
     ) -> AsyncGenerator[bytes, None]:
         total = 0
+        sent = response.content.iter_chunked(256 * 1024)
         try:
-            async for chunk in response.content.iter_chunked(256 * 1024):
+            async for chunk in codings.decoded(sent, coding, self.max_bytes):
                 total += len(chunk)
                 if total > self.max_bytes:
                     raise errors.PayloadTooLarge("the url's file is larger than allowed")
@@ -321,6 +329,13 @@ class _Body(AsyncIterator[bytes]):
             await self._chunks.aclose()
         finally:
             self._done()
+
+
+def _coding(response: aiohttp.ClientResponse) -> str:
+    """The body's coding, undone as it is read (a 304 has no body to undo)."""
+    if response.status == 304:
+        return "identity"
+    return codings.coding_of(response.headers.get("Content-Encoding"))
 
 
 def _filename(response: aiohttp.ClientResponse) -> str | None:

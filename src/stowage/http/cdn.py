@@ -11,6 +11,7 @@ link of filepicker.io) and ``/api/file/<HANDLE>/convert?w=...`` (``processing/le
 from __future__ import annotations
 
 from aiohttp import web
+from yarl import URL
 
 from stowage import errors
 from stowage.http import cdnpath, debug, playlist, preview, transform
@@ -20,6 +21,7 @@ from stowage.processing import legacy
 
 
 async def cdn_get(request: web.Request) -> web.StreamResponse:
+    request = with_list_whole(request)
     raw = request.raw_path.split("?", 1)[0]
     if (asked := cdnpath.debug_asked(raw)) is not None:
         return await debug.report(request, asked)
@@ -37,6 +39,7 @@ async def cdn_get(request: web.Request) -> web.StreamResponse:
 
 async def chain_on_api(request: web.Request) -> web.StreamResponse:
     """The API origin's process address: ``/process/<tasks>/<HANDLE or URL>``."""
+    request = with_list_whole(request)
     raw = request.raw_path.split("?", 1)[0].removeprefix("/process")
     if (asked := cdnpath.debug_asked(raw)) is not None:
         return await debug.report(request, asked)
@@ -47,10 +50,30 @@ async def chain_on_api(request: web.Request) -> web.StreamResponse:
 
 
 async def cdn_post_chain(request: web.Request) -> web.StreamResponse:
+    request = with_list_whole(request)
     path = cdnpath.parse(request.raw_path.split("?", 1)[0])
     if not path.tasks:
         raise errors.CdnLinkRefused()
     return await transform.transform(request, path, cdn=True)
+
+
+def with_list_whole(request: web.Request) -> web.Request:
+    """A list of URLs as filestack-js sends it, ``/<KEY>/animate/["https://h/a.jpg?v=1",
+    "https://h/b.jpg"]``: its first ``?`` is inside the list, which the request's query
+    string then holds the rest of. The list is taken whole into the path (its ``?``
+    percent-encoded, as a list's items are read decoded) and what follows its ``]`` is the
+    request's own query (``?dl=true``). Any other request is returned as it is."""
+    head, sep, tail = request.raw_path.partition("?")
+    opened = max(head.rfind("/["), head.upper().rfind("/%5B"))
+    if not sep or opened < 0 or "]" in head[opened:] or "%5D" in head[opened:].upper():
+        return request
+    end = max(tail.rfind("]"), tail.upper().rfind("%5D"))
+    if end < 0:
+        return request
+    close = end + (1 if tail[end] == "]" else 3)
+    own = tail[close:].lstrip("?&")
+    path = head + "%3F" + tail[:close].replace("?", "%3F")
+    return request.clone(rel_url=URL(path + ("?" + own if own else ""), encoded=True))
 
 
 async def cdn_refuse_write(request: web.Request) -> web.Response:

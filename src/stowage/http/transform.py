@@ -16,9 +16,11 @@ import contextlib
 import dataclasses
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable
-from urllib.parse import unquote
+from pathlib import PurePosixPath
+from urllib.parse import unquote, urlsplit
 
 from aiohttp import web
+from yarl import URL
 
 from stowage import errors
 from stowage.assembly import Assembly
@@ -30,6 +32,7 @@ from stowage.http import inputs, observe, ratelimit
 from stowage.http.api import download, request_credentials, store_result
 from stowage.http.cdnpath import CdnPath
 from stowage.http.keys import PARTS
+from stowage.http.leaving import unless_gone
 from stowage.http.responses import SANDBOX_CSP, disposition, file_headers, send_file
 from stowage.processing import archive, docpages, grammar, metrics, videojobs
 from stowage.processing.cache import fresh
@@ -50,6 +53,7 @@ async def transform(request: web.Request, path: CdnPath, *, cdn: bool) -> web.St
     parts = request.app[PARTS]
     processor = parts.processor
     if path.url is not None and path.url_as_sent:
+        request = _quote_closed(request) if path.url_quote_open else request
         path.url = with_source_query(path, request.raw_path.partition("?")[2])
     creds = request_credentials(request, path)
     api_key = path.api_key or request.query.get("key")
@@ -140,6 +144,14 @@ def with_source_query(path: CdnPath, query: str) -> str:
     return url + ("&" if "?" in url else "?") + "&".join(kept)
 
 
+def _quote_closed(request: web.Request) -> web.Request:
+    """``"https://h/a.jpg?v=2&dl=true"``: the quote that closes the URL ends the query
+    string; without it, ``dl``, ``cache`` and the credentials read as Stowage's own."""
+    head, _, query = request.raw_path.partition("?")
+    query = query.removesuffix('"').removesuffix("%22")
+    return request.clone(rel_url=URL(head + ("?" + query if query else ""), encoded=True))
+
+
 def is_url(path: CdnPath) -> bool:
     """The source is a URL, or a list of them."""
     return path.url is not None or bool(path.urls)
@@ -173,28 +185,43 @@ async def _external(
     ask = url_ask(path, api_key, creds, charge)
     try:
         with contextlib.nullcontext() if cache else fresh():  # cache=false: drawn anew
-            kept = await processor.external.kept_screenshot(ask)
+            kept = await unless_gone(request, processor.external.kept_screenshot(ask))
         if kept is not None:
             return await _send_kept(request, kept, cache, path, varies)
-        result = await processor.external.transformed(ask)
+        result = await unless_gone(request, processor.external.transformed(ask))
     except errors.StowageError as exc:  # an origin down or not an image: the fallback
         if (backup := _fallback(path, exc)) is None:
             raise
         return await download(request, cdn=cdn, handle=backup.handle, path=backup)
     try:
-        return await _send_spooled(request, result, _cache(request, path), path, varies)
+        shown = disposition(
+            "attachment" if inputs.flag(request, "dl") else "inline", _name(ask, result)
+        )
+        return await _send_spooled(request, result, cache, path, varies, shown)
     finally:
         result.path.unlink(missing_ok=True)
 
 
+def _name(ask: UrlAsk, result: Spooled) -> str:
+    """The result's name: its URL's last part, with the result's extension."""
+    stem = PurePosixPath(urlsplit(ask.url).path).name.rsplit(".", 1)[0]
+    return f"{unquote(stem) or 'file'}.{result.output.extension}"
+
+
 async def _send_spooled(
-    request: web.Request, result: Spooled, cache: bool, path: CdnPath, varies: bool
+    request: web.Request,
+    result: Spooled,
+    cache: bool,
+    path: CdnPath,
+    varies: bool,
+    shown: str,
 ) -> web.StreamResponse:
     scope = "private" if result.private else "public"
     control = f"{scope}, max-age={path.max_age or URL_MAX_AGE}" if cache else "no-store"
     response = web.StreamResponse(
         headers={
             "Content-Type": result.output.mimetype,
+            "Content-Disposition": shown,
             "X-Content-Type-Options": "nosniff",
             "Content-Security-Policy": SANDBOX_CSP,
             "Cache-Control": control,

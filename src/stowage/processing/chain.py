@@ -38,6 +38,11 @@ _BY_MIMETYPE = {
     "image/avif": "avif",
     "image/gif": "gif",
     "image/tiff": "tiff",
+    # Names some uploaders and stores give these formats: the input's format all the same.
+    "image/jpg": "jpg",
+    "image/pjpeg": "jpg",
+    "image/x-png": "png",
+    "image/x-tiff": "tiff",
 }
 JSON = Output("json", "application/json", "json")
 parse_task = grammar.parse_task  # one task: the grammar's

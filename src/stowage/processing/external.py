@@ -22,6 +22,7 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlsplit
 
 from stowage import errors
+from stowage.core import filetypes
 from stowage.core.security import Credentials, Target
 from stowage.core.service import StoreParams
 from stowage.core.sources import Source
@@ -154,7 +155,7 @@ class External:
             held, listed = await self._sources(stack, ask, chain, app)
             others = await stack.enter_async_context(self.named(chain, ask.creds, ask.api_key))
             chain = screenshots.without(chain)
-            mimetype = held.content_type
+            mimetype = _source_type(held)
             output, kind = chains.made_output(chain, mimetype), kind_of(mimetype, ask.url)
             dest = self.spool.new("." + output.extension)
             try:
@@ -221,6 +222,15 @@ def _list_readable(chain: Chain) -> None:
             "one page; a zip of URLs is not stored)",
             parameter="sources",
         )
+
+
+def _source_type(held: Held) -> str:
+    """An image's type by its bytes (an S3 object is often sent as octet-stream, yet the
+    result keeps the input's format and frames, as for a stored file); anything else as
+    the origin named it (an Office file is a zip by its bytes)."""
+    with held.path.open("rb") as handle:
+        sniffed = filetypes.sniff(handle.read(filetypes.SNIFF_BYTES))
+    return sniffed if sniffed is not None and sniffed.startswith("image/") else held.content_type
 
 
 def _url_filename(url: str) -> str:
