@@ -5,6 +5,7 @@ where it matters (pixels, frames, archive entries)."""
 from __future__ import annotations
 
 import io
+import json
 import math
 import zipfile
 from urllib.parse import unquote
@@ -398,3 +399,38 @@ async def test_a_large_file_listed_twice_is_read_twice_not_held_whole(harness: H
     assert colour(image, 750, 250)[:3] == (0, 0, 0)  # the big file's two cells
     assert colour(image, 250, 750)[:3] == (0, 0, 0)
     assert colour(image, 750, 750)[:3] == (255, 255, 255)
+
+
+async def _another_app(harness: Harness, *options: str) -> str:
+    code, out = await harness.cli("apps", "create", "--json", *options)
+    assert code == 0, out
+    return str(json.loads(out)["api_key"])
+
+
+async def test_a_keyless_list_reads_only_the_main_files_app(harness: Harness) -> None:
+    """Without a key the main (first) file names the app: a file of another app is none
+    of its files, as under a key (it was read, zipped and even stored into the first
+    app), and one of an app with security is not told apart from a missing one (a 401
+    there said that it exists)."""
+    mine = await stored(harness, plain(40, 30, [255, 0, 0]), "mine.png")
+    again = await stored(harness, plain(40, 30, [0, 255, 0]), "again.png")
+    other_key = await _another_app(harness)
+    resp = await harness.api.post(f"/api/store/S3?key={other_key}", data=plain(40, 30, [0, 0, 9]))
+    theirs = (await resp.json())["handle"]
+    guarded = await stored(harness, plain(40, 30, [9, 9, 9]), "g.png", app=harness.secure_app)
+    forms = [
+        "/zip/[{a},{b}]",
+        "/animate/[{a},{b}]",
+        "/collage=files:[{b}],width:80,height:40/{a}",
+        "/watermark=file:{b}/{a}",
+        "/flip/animate/[{a},{a},{b}]",
+    ]
+    for form in forms:
+        for foreign in (theirs, guarded):
+            resp = await harness.cdn.get(form.format(a=mine, b=foreign))
+            assert resp.status == 404, (form, foreign, await resp.text())
+            assert await code_of(resp) == "HANDLE_NOT_FOUND"
+        resp = await harness.cdn.get(form.format(a=mine, b=again))
+        assert resp.status == 200, (form, await resp.text())
+    resp = await harness.api.post(f"/process/zip/store/[{mine},{theirs}]")
+    assert resp.status == 404 and await code_of(resp) == "HANDLE_NOT_FOUND"

@@ -137,8 +137,9 @@ class Processor:
     async def authorized(self, ask: FilesAsk) -> None:
         """Every file the request names authorised, nothing read or run: a debug report
         of a chain it does not run still answers refused credentials as they are."""
-        for handle in dict.fromkeys((ask.first, *ask.listed)):
-            await self._authorized(handle, ask.creds, ask.api_key)
+        record, _ = await self._authorized(ask.first, ask.creds, ask.api_key)
+        for handle in dict.fromkeys(ask.listed):
+            await self._authorized(handle, ask.creds, ask.api_key or record.api_key)
 
     async def archive_of(
         self, handles: tuple[str, ...], creds: Credentials, api_key: str | None
@@ -232,7 +233,10 @@ class Processor:
         wanted = [*listed, *chains.named_handles(chain)]
         main = 0 if listed else 1
         _count_within(self.core.settings, len(wanted) + main)
-        found = {h: await self._authorized(h, creds, api_key) for h in dict.fromkeys(wanted)}
+        # Without a key, the main file's app is the request's: another app's file is
+        # none of its files (as under a key), whatever its own security says.
+        owner = api_key or (record.api_key if record is not None else None)
+        found = {h: await self._authorized(h, creds, owner) for h in dict.fromkeys(wanted)}
         main_bytes = record.size if record is not None and main else 0
         _bytes_within(self.core.settings, main_bytes + sum(found[h][0].size for h in wanted))
         return tuple((h, *found[h]) for h in wanted)
