@@ -81,3 +81,33 @@ async def test_cache_false_renders_anew_every_time(harness: Harness) -> None:
     assert metrics.JOBS.value(outcome="ok") == before + 4
     await get(harness, f"/resize=width:20/{handle}")
     assert metrics.JOBS.value(outcome="ok") == before + 4  # the others still hit
+
+
+async def test_preconditions_hold_for_derivatives_and_compare_strongly(harness: Harness) -> None:
+    """A derivative's URL gives new bytes once its file is overwritten: If-Match and
+    If-Unmodified-Since are judged as for the file itself (a resumed range of the old
+    derivative got the new one's bytes). If-Match and If-Range compare strongly, and a
+    tag without its quotes is no tag."""
+    handle = await stored(harness, picture(64, 48, ".png"), name="p.png")
+    for url in (f"/flip/{handle}", f"/{handle}"):
+        resp, body = await get(harness, url)
+        tag = resp.headers["ETag"]
+        bare, weak = tag.strip('"'), f"W/{tag}"
+        for headers, status in [
+            ({"If-Match": tag, "Range": "bytes=2-"}, 206),
+            ({"If-Match": f'"x", {tag}'}, 200),
+            ({"If-Match": '"nope"', "Range": "bytes=2-"}, 412),
+            ({"If-Match": weak}, 412),
+            ({"If-Match": bare}, 412),
+            ({"If-Unmodified-Since": "Mon, 01 Jan 1990 00:00:00 GMT"}, 412),
+            ({"If-Unmodified-Since": "Fri, 01 Jan 2100 00:00:00 GMT", "Range": "bytes=2-"}, 206),
+            ({"If-Range": weak, "Range": "bytes=0-3"}, 200),
+            ({"If-None-Match": weak}, 304),
+            ({"If-None-Match": bare}, 200),
+            ({"If-None-Match": f'"{bare}'}, 200),
+        ]:
+            answer = await harness.cdn.get(url, headers=headers)
+            got = await answer.read()
+            assert answer.status == status, (url, headers, answer.status)
+            if status == 200 and "Range" in headers:
+                assert got == body  # the whole file, not the range

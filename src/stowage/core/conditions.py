@@ -8,6 +8,7 @@ mtime and size, which two files of one size written in the same tick share.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 
 from stowage import errors
@@ -49,7 +50,9 @@ class Conditions:
                 etag = (await provider.stat(container, key)).etag.strip('"')
             except errors.StorageNotFound:
                 etag = None
-        if self.if_match is not None and (etag is None or not matches(self.if_match, etag)):
+        if self.if_match is not None and (
+            etag is None or not matches(self.if_match, etag, strong=True)
+        ):
             raise errors.PreconditionFailed("If-Match: the file has changed", etag=etag)
         if (
             self.if_none_match is not None
@@ -59,7 +62,29 @@ class Conditions:
             raise errors.PreconditionFailed("If-None-Match: the file exists", etag=etag)
 
 
-def matches(header: str, etag: str) -> bool:
-    """An ETag list (``"a", W/"b"``) or ``*`` against one ETag."""
-    tags = [t.strip().removeprefix("W/").strip('"') for t in header.split(",")]
-    return "*" in tags or etag in tags
+def matches(header: str, etag: str, *, strong: bool = False) -> bool:
+    """An entity-tag list (``"a", W/"b"``) or ``*`` against one ETag. ``strong``: the
+    comparison of If-Match and If-Range (RFC 9110 8.8.3.2), where a weak tag matches
+    nothing; If-None-Match compares weakly. A list that is no entity-tag list (a tag
+    without its quotes) matches nothing."""
+    if header.strip() == "*":
+        return True
+    tags = _entity_tags(header)
+    return tags is not None and any(
+        opaque == etag and not (strong and weak) for weak, opaque in tags
+    )
+
+
+_ENTITY_TAG = re.compile(r'\s*(W/)?"([\x21\x23-\x7e\x80-\xff]*)"\s*')
+
+
+def _entity_tags(header: str) -> list[tuple[bool, str]] | None:
+    found: list[tuple[bool, str]] = []
+    for item in header.split(","):
+        if not item.strip():
+            continue  # a list may hold empty elements
+        tag = _ENTITY_TAG.fullmatch(item)
+        if tag is None:
+            return None
+        found.append((tag[1] is not None, tag[2]))
+    return found

@@ -17,7 +17,7 @@ from aiohttp.abc import AbstractStreamWriter
 from stowage import errors
 from stowage.config import Settings
 from stowage.core import headersafe, reading
-from stowage.core.conditions import content_etag
+from stowage.core.conditions import content_etag, matches
 from stowage.core.filetypes import is_active
 from stowage.core.reading import Download
 from stowage.edge.headers import PIPED_HEADER, origin_headers, without_edge_headers
@@ -171,7 +171,7 @@ def _canonical_range(
     wish = "If-Range" in request.headers
     if tag is not None and any(h in request.headers for h in _CONDITIONALS):
         if_range = request.headers.get("If-Range")
-        if if_range is not None and not _etag_matches(if_range, tag):
+        if if_range is not None and not matches(if_range, tag, strong=True):
             header = None
         headers = request.headers.copy()
         for name in _CONDITIONALS:
@@ -194,8 +194,7 @@ def _canonical_range(
     return request.clone(headers=headers)
 
 
-#: Judged here for derivatives: If-None-Match (304, in send_file); If-Match and
-#: If-Unmodified-Since need no answer for an object that never changes under its URL.
+#: Judged in send_file against Stowage's own ETag (aiohttp would compare its own tag).
 _CONDITIONALS = (
     "If-None-Match",
     "If-Match",
@@ -212,10 +211,8 @@ def _unsatisfiable(size: int) -> errors.RangeNotSatisfiable:
 
 
 def _etag_matches(header: str | None, etag: str) -> bool:
-    if not header:
-        return False
-    tags = [t.strip().removeprefix("W/").strip('"') for t in header.split(",")]
-    return "*" in tags or etag in tags
+    """If-None-Match's weak comparison."""
+    return header is not None and matches(header, etag)
 
 
 async def send_file(
@@ -233,9 +230,10 @@ async def send_file(
         headers_for = _without_edge_headers(headers_for)
     tag = content_etag(plan.record) if registry is not None else derivative_etag(plan)
     tag = etag or tag
-    if registry is not None and not _if_match(request, tag):
+    # A derivative's URL gives new bytes after its file is overwritten: judged alike.
+    if not _if_match(request, tag):
         raise errors.PreconditionFailed("If-Match: the file has changed", etag=tag)
-    if registry is not None and not _unmodified_since(request, plan):
+    if not _unmodified_since(request, plan):
         raise errors.PreconditionFailed("If-Unmodified-Since: the file has changed since")
     if "If-Modified-Since" in request.headers:  # judged on the object's own time
         plan = await reading.stated(plan)
@@ -270,7 +268,7 @@ def _unmodified_since(request: web.Request, plan: Download) -> bool:
 
 def _if_match(request: web.Request, tag: str) -> bool:
     header = request.headers.get("If-Match")
-    return header is None or _etag_matches(header, tag)
+    return header is None or matches(header, tag, strong=True)
 
 
 def derivative_etag(plan: Download) -> str:
