@@ -149,8 +149,11 @@ async def test_update_drops_the_intent_it_fulfils(registry: Registry) -> None:
     other = await stored(registry, handle="O" * 20, key="k2")
     await registry.intend_overwrite(intent())
     await registry.intend_overwrite(intent(handle=other.handle))
+    assert await registry.pending_overwrite(row.handle) == intent()  # readers tell versions
     assert await registry.update(row.with_(size=7, sha256="new", version=2)) is True
     assert await registry.overwrite_intents(2000.0) == [intent(handle=other.handle)]
+    assert await registry.pending_overwrite(row.handle) is None
+    assert await registry.pending_overwrite(other.handle) == intent(handle=other.handle)
 
 
 async def test_settle_adopts_an_intent_into_its_row_once(registry: Registry) -> None:

@@ -13,7 +13,14 @@ between) the row is read again and the read starts over, at most ``MAX_ATTEMPTS`
 then ``StorageVersionChanged`` (503, retryable).
 
 Which version: the object is committed before its row (``core/overwrites.py``), so the
-one found after the row was read is the row's version or a newer one, whole.
+one found after the row was read is the row's version or a newer one, whole. The headers
+(the ETag above all) must name the row of the bytes sent: an object modified in the last
+a few seconds is checked after it is opened (``named_by``): the row unchanged and
+no overwrite between its object's commit and its row (its intent, recorded before the
+commit and dropped with the row's update) means it is the row's version; with one, the
+sizes (or, for a file on this node, the time it took its path) tell the row's version
+from the intent's; otherwise the row is read again and the
+object opened again (503 ``STORAGE_VERSION_CHANGED`` after ``MAX_ATTEMPTS``).
 """
 
 from __future__ import annotations
@@ -22,13 +29,14 @@ import asyncio
 import contextlib
 import dataclasses
 import random
+import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar, cast
+from typing import Protocol, TypeVar, cast
 
 from stowage import errors
-from stowage.registry.base import App, FileRecord, FileRows
+from stowage.registry.base import App, FileRecord, FileRows, OverwriteIntent
 from stowage.storage.base import (
     Chunks,
     LocalFiles,
@@ -43,6 +51,12 @@ MAX_ATTEMPTS = 5
 BACKOFF = 0.005  # seconds, doubled per attempt: at most about 0.15 s in all
 #: The byte range to read, given the size of the version found (None: the whole object).
 Span = Callable[[int], tuple[int, int] | None]
+
+
+class VersionRows(FileRows, Protocol):
+    """The rows a download reads: the file's, and whether an overwrite is under way."""
+
+    async def pending_overwrite(self, handle: str) -> OverwriteIntent | None: ...
 
 
 @dataclass
@@ -130,7 +144,7 @@ async def open_current(
         try:
             return await _open(provider, container, key, None, span, body, size)
         except errors.StorageVersionChanged:
-            await _back_off(attempt)
+            await back_off(attempt)
     raise errors.StorageVersionChanged()
 
 
@@ -142,7 +156,7 @@ async def whole(provider: Provider, container: str, key: str, span: Span | None 
 
 
 async def open_download(
-    registry: FileRows, plan: D, span: Span | None, body: bool
+    registry: VersionRows, plan: D, span: Span | None, body: bool
 ) -> tuple[D, Opened]:
     """Opens the bytes a download will send (``span`` None: the whole file), and returns the
     plan with the row and object info that describe them (both may be newer than the plan's)."""
@@ -154,22 +168,72 @@ async def open_download(
                 plan.provider, record.container, record.key, info, span, body, record.size
             )
         except errors.StorageVersionChanged:
-            await _back_off(attempt)
-            record, info = await _row(registry, record), None
+            await back_off(attempt)
+            record, info = await row_of(registry, record), None
             continue
         except errors.StorageNotFound:
-            await _row(registry, record)  # a delete raced this read: the handle's 404
+            await row_of(registry, record)  # a delete raced this read: the handle's 404
             raise
-        if opened.info.size != record.size and attempt + 1 < MAX_ATTEMPTS:
-            # Not the row's version: an overwrite between its commit and its row update,
-            # or a row newer than the object opened. A newer row is taken.
-            fresh = await _row(registry, record)
-            if fresh.version != record.version:
-                await close(opened.chunks)
-                record, info = fresh, None
-                continue
-        return dataclasses.replace(plan, record=record, info=opened.info), opened
+        found = opened.info
+        named, fresh = await named_by(registry, record, found.size, found.modified, STORE_CLOCK)
+        if named is not None and opened.info.size != named.size and attempt + 1 < MAX_ATTEMPTS:
+            # Not the row's version: a row newer than the object opened, or an old object
+            # past the check above. A newer row is taken.
+            fresh = await row_of(registry, record)
+            named = None if fresh.version != record.version else named
+        if named is not None:
+            return dataclasses.replace(plan, record=named, info=opened.info), opened
+        await close(opened.chunks)
+        await back_off(attempt)
+        record, info = fresh, None
     raise errors.StorageVersionChanged()
+
+
+@dataclass(frozen=True)
+class Clock:
+    """How far an object's modification time can be trusted against this node's clock:
+    an object older than ``settled`` seconds is past any overwrite's window between its
+    commit and its row (milliseconds; seconds for one stalled on its registry); within
+    ``slack`` of an intent's time its commit cannot be ordered against it (None: never,
+    a store's clock is not this node's)."""
+
+    settled: float
+    slack: float | None
+
+
+LOCAL_CLOCK = Clock(settled=5.0, slack=0.02)  # file times lag the clock by a tick (10 ms at most)
+STORE_CLOCK = Clock(settled=60.0, slack=None)
+
+
+async def named_by(
+    registry: VersionRows, record: FileRecord, size: int, modified: float, clock: Clock
+) -> tuple[FileRecord | None, FileRecord]:
+    """The row naming an object opened after ``record`` was read (its ``size`` and the
+    time it was ``modified``), or None when that cannot be told yet; and the row as it
+    is now, to read again with. While an overwrite is between its object's commit and
+    its row, the object is the row's version or the intent's: their sizes tell which,
+    or, on this node's clock, whether it took its path before the intent was recorded."""
+    if modified < time.time() - clock.settled:
+        return record, record
+    # The intent first: one the row's update dropped meanwhile shows as a newer row.
+    intent = await registry.pending_overwrite(record.handle)
+    fresh = await row_of(registry, record)
+    if fresh.version != record.version:
+        return None, fresh
+    if intent is None:
+        return record, fresh
+    new = record.with_(
+        version=intent.version, size=intent.size, sha256=intent.sha256, mimetype=intent.mimetype
+    )
+    if clock.slack is not None and modified < intent.created - clock.slack:
+        return record, fresh
+    if clock.slack is not None and modified >= intent.created + clock.slack:
+        return new, fresh
+    if size == record.size != intent.size:
+        return record, fresh
+    if size == intent.size != record.size:
+        return new, fresh
+    return None, fresh
 
 
 async def _open(
@@ -241,13 +305,16 @@ async def _open_whole(provider: Provider, container: str, key: str) -> Opened:
     return Opened(info, None, _prepended(first, cast(Chunks, stream)))
 
 
-async def _back_off(attempt: int) -> None:
+async def back_off(attempt: int) -> None:
     # Jittered, so readers that lost to one overwrite do not all come back together; the
     # next overwrite of a hot file is then likely to land after they have opened theirs.
     await asyncio.sleep(random.uniform(0, BACKOFF * 2**attempt))
 
 
-async def _row(registry: FileRows, record: FileRecord) -> FileRecord:
+async def row_of(registry: FileRows | None, record: FileRecord) -> FileRecord:
+    """The handle's row as it is now: ``HandleNotFound`` when it is gone."""
+    if registry is None:
+        return record
     fresh = await registry.get(record.handle)
     if fresh is None:
         raise errors.HandleNotFound(handle=record.handle)

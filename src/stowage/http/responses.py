@@ -5,8 +5,10 @@ from __future__ import annotations
 import dataclasses
 import email.utils
 import hashlib
+import os
 import pathlib
 import re
+import weakref
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
@@ -19,11 +21,11 @@ from stowage.config import Settings
 from stowage.core import headersafe, reading
 from stowage.core.conditions import content_etag, matches
 from stowage.core.filetypes import is_active
-from stowage.core.reading import Download
+from stowage.core.reading import Download, VersionRows
 from stowage.edge.headers import PIPED_HEADER, origin_headers, without_edge_headers
 from stowage.http import dates
+from stowage.http.pinned import pinned
 from stowage.http.sendfile import LoopFileResponse
-from stowage.registry.base import FileRows
 
 _RANGE = re.compile(r"([0-9]*)-([0-9]*)")  # [0-9]: \d takes any script's digits
 _MAX_DIGITS = 30  # int() refuses over 4300 digits; anything this long is past any size
@@ -44,8 +46,19 @@ class StoredFileResponse(LoopFileResponse):
     #: the conditionals are judged in ``send_file``, and aiohttp sees none.
     content_etag: str | None = None
 
+    _unpin: Callable[[], None] | None = None
+
+    def pin(self, fd: int) -> None:
+        """Serve the open file ``fd`` (this response's ``/proc/self/fd/<fd>``); it is
+        closed once the answer is made, or with the response if it never is."""
+        self._unpin = weakref.finalize(self, os.close, fd)
+
     async def prepare(self, request: web.BaseRequest) -> AbstractStreamWriter | None:
-        return await super().prepare(self.canonical or request)
+        try:
+            return await super().prepare(self.canonical or request)
+        finally:
+            if self._unpin is not None:
+                self._unpin()
 
     @property
     def etag(self) -> Any:
@@ -219,17 +232,35 @@ async def send_file(
     request: web.Request,
     plan: Download,
     headers_for: Callable[[Download], dict[str, str]],
-    registry: FileRows | None,
+    registry: VersionRows | None,
     etag: str | None = None,
 ) -> web.StreamResponse:
     """Sends a download. With ``registry`` the bytes are those of the handle's row version
     or a newer one (re-read on a race); without it, the object at the plan's key as it is
     (derivatives: immutable objects with no row of their own, named by ``etag`` when the
-    key alone does not name the bytes)."""
+    key alone does not name the bytes). A local file is opened first (``pinned``)."""
     if PIPED_HEADER in request.headers:  # the edge cache passes this answer on untouched
         headers_for = _without_edge_headers(headers_for)
-    tag = content_etag(plan.record) if registry is not None else derivative_etag(plan)
-    tag = etag or tag
+    if plan.local_path is None:
+        return await _checked(request, plan, headers_for, registry, etag, None)
+    plan, fd = await pinned(plan, registry)
+    try:
+        return await _checked(request, plan, headers_for, registry, etag, fd)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+async def _checked(
+    request: web.Request,
+    plan: Download,
+    headers_for: Callable[[Download], dict[str, str]],
+    registry: VersionRows | None,
+    etag: str | None,
+    fd: int | None,
+) -> web.StreamResponse:
+    """The conditionals judged against the version to send, then its answer."""
+    tag = etag or (content_etag(plan.record) if registry is not None else derivative_etag(plan))
     # A derivative's URL gives new bytes after its file is overwritten: judged alike.
     if not _if_match(request, tag):
         raise errors.PreconditionFailed("If-Match: the file has changed", etag=tag)
@@ -240,15 +271,19 @@ async def send_file(
     if _etag_matches(request.headers.get("If-None-Match"), tag) or dates.not_modified_since(
         request, plan.info.modified
     ):
+        if fd is not None:
+            os.close(fd)
         return web.Response(status=304, headers=_version_headers(headers_for(plan), plan, tag))
-    if plan.local_path is not None:
+    if fd is not None:
         # The same Range rules as streamed providers: aiohttp's own answer `bytes=-0` with a
         # 206, a multi-range or `Bytes=` with an empty 416; it sees only a canonical range.
         # aiohttp fstats the file it opened: the length describes the bytes it sends.
-        headers = headers_for(plan)
-        response = StoredFileResponse(plan.local_path, chunk_size=256 * 1024, headers=headers)
-        response.content_etag = tag
-        response.canonical = _canonical_range(request, plan.info.size, tag)
+        canonical = _canonical_range(request, plan.info.size, tag)
+        response = StoredFileResponse(
+            f"/proc/self/fd/{fd}", chunk_size=256 * 1024, headers=headers_for(plan)
+        )
+        response.content_etag, response.canonical = tag, canonical
+        response.pin(fd)  # last: from here the response closes it
         return response
     return await _stream(request, plan, headers_for, registry, tag)
 
@@ -283,7 +318,7 @@ async def _stream(
     request: web.Request,
     plan: Download,
     headers_for: Callable[[Download], dict[str, str]],
-    registry: FileRows | None,
+    registry: VersionRows | None,
     tag: str | None = None,
 ) -> web.StreamResponse:
     if "If-None-Match" in request.headers and tag is None:  # asks the store first

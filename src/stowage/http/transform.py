@@ -88,16 +88,6 @@ async def transform(request: web.Request, path: CdnPath, *, cdn: bool) -> web.St
     if _is_zip(path):  # zip/H (filestack-python's Filelink.zip()) or zip/[h1,h2]
         return await _send_zip(request, processor, path, api_key)
     dl, cache = inputs.flag(request, "dl"), _cache(request, path)
-    try:
-        with contextlib.nullcontext() if cache else fresh():  # cache=false: a new render
-            charge = None if cache else charger(request)  # a new render costs the app
-            ask = FilesAsk(path.handle, path.tasks, creds, api_key, path.handles, charge)
-            made = await processor.derivative(ask)
-    except errors.StowageError as exc:
-        if (backup := _fallback(path, exc)) is None:
-            raise
-        return await download(request, cdn=cdn, handle=backup.handle, path=backup)
-    plan = Download(made.record, made.info, made.provider, made.local_path, made.app)
 
     def headers(opened: Download) -> dict[str, str]:
         found = file_headers(
@@ -108,8 +98,24 @@ async def transform(request: web.Request, path: CdnPath, *, cdn: bool) -> web.St
             found["Vary"] = _vary(found.get("Vary"))
         return found
 
-    # A derivative's key is never rewritten with other bytes: no row version to keep to.
-    return await send_file(request, plan, headers, None)
+    for attempt in range(2):  # a derivative removed as it was opened: its file's new one
+        try:
+            with contextlib.nullcontext() if cache else fresh():  # cache=false: a new render
+                charge = None if cache else charger(request)  # a new render costs the app
+                ask = FilesAsk(path.handle, path.tasks, creds, api_key, path.handles, charge)
+                made = await processor.derivative(ask)
+        except errors.StowageError as exc:
+            if (backup := _fallback(path, exc)) is None:
+                raise
+            return await download(request, cdn=cdn, handle=backup.handle, path=backup)
+        plan = Download(made.record, made.info, made.provider, made.local_path, made.app)
+        try:
+            # A derivative's key is never rewritten with other bytes: no row to keep to.
+            return await send_file(request, plan, headers, None)
+        except errors.StorageVersionChanged:
+            if attempt:
+                raise
+    raise AssertionError("unreachable")
 
 
 async def _video(

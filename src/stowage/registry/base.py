@@ -19,7 +19,8 @@ PostgreSQL later). Contract (``tests/registry/test_contract.py``):
   overwrite moved it on. ``overwrite_intents`` lists the intents recorded before a time.
   ``settle_overwrite`` drops an intent if it is still there unchanged and, with ``adopt``,
   applies it to the row in the same transaction, only while the row is still at
-  ``version - 1``; True when the row was changed.
+  ``version - 1``; True when the row was changed. ``pending_overwrite`` is the handle's
+  intent, None without one (readers: ``core/reading.py``).
 - ``ping`` answers readiness: the store answers and its schema is the current one.
 
 Webhook deliveries (``WebhookDelivery``; contract in ``tests/registry/test_webhooks.py``)
@@ -237,6 +238,7 @@ class IntentRows(Protocol):
     async def intend_overwrite(self, intent: OverwriteIntent) -> bool: ...
     async def overwrite_intents(self, older_than: float) -> list[OverwriteIntent]: ...
     async def settle_overwrite(self, intent: OverwriteIntent, adopt: bool) -> bool: ...
+    async def pending_overwrite(self, handle: str) -> OverwriteIntent | None: ...
 
 
 class Locks(Protocol):

@@ -59,6 +59,7 @@ class ComposedRegistry:
         self.intend_overwrite = intents.intend_overwrite
         self.overwrite_intents = intents.overwrite_intents
         self.settle_overwrite = intents.settle_overwrite
+        self.pending_overwrite = intents.pending_overwrite
         self.handle_lock, self.exclusive = locks.handle_lock, locks.exclusive
         self.create_upload, self.get_upload = uploads.create_upload, uploads.get_upload
         self.put_upload_part, self.upload_parts = uploads.put_upload_part, uploads.upload_parts

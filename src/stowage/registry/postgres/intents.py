@@ -31,6 +31,12 @@ class PostgresIntents:
     async def settle_overwrite(self, intent: OverwriteIntent, adopt: bool) -> bool:
         return await settle(self.store.pool, intent, adopt)
 
+    async def pending_overwrite(self, handle: str) -> OverwriteIntent | None:
+        found = await self.store.pool.fetchrow(
+            f"SELECT {_COLUMNS} FROM overwrite_intents WHERE handle = $1", handle
+        )
+        return None if found is None else OverwriteIntent(*found.values())
+
 
 async def intend(pool: asyncpg.Pool, intent: OverwriteIntent) -> bool:
     status = await pool.execute(

@@ -40,6 +40,12 @@ class SQLiteIntents:
     async def settle_overwrite(self, intent: OverwriteIntent, adopt: bool) -> bool:
         return await self.db.write(lambda conn: settle(conn, intent, adopt))
 
+    async def pending_overwrite(self, handle: str) -> OverwriteIntent | None:
+        found = self.db.reader.execute(
+            f"SELECT {_COLUMNS} FROM overwrite_intents WHERE handle = ?", (handle,)
+        ).fetchone()
+        return None if found is None else OverwriteIntent(*found)
+
 
 def intend(conn: sqlite3.Connection, intent: OverwriteIntent) -> bool:
     # Conditional on the row, so an overwrite whose row moved on never records an intent.
