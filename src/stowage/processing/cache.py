@@ -46,7 +46,8 @@ PREFIX = ".stowage-derivatives"
 #: rotate=exif:false sets orientation 1, pjpg=metadata:false strips, quality:input and
 #: colorspace:input do what they say, and the quality task never makes a file larger.
 #: 5: a colour a task draws keeps its alpha (circle, rounded_corners, output background)
-#: and is drawn in colour on a grey image (border, rotate, circle, rounded_corners).
+#: and is drawn in colour on a grey image (border, rotate, circle, rounded_corners); a
+#: watermark under a pixel at its size is one pixel, not its full size.
 RENDERING = 5
 CHUNK = 256 * 1024
 log = logging.getLogger("stowage.processing")
