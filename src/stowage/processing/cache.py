@@ -47,7 +47,8 @@ PREFIX = ".stowage-derivatives"
 #: colorspace:input do what they say, and the quality task never makes a file larger.
 #: 5: a colour a task draws keeps its alpha (circle, rounded_corners, output background)
 #: and is drawn in colour on a grey image (border, rotate, circle, rounded_corners); a
-#: watermark under a pixel at its size is one pixel, not its full size.
+#: watermark under a pixel at its size is one pixel, not its full size; a stripped AVIF
+#: or TIFF holds no orientation.
 RENDERING = 5
 CHUNK = 256 * 1024
 log = logging.getLogger("stowage.processing")
