@@ -79,6 +79,36 @@ def test_watermark_is_placed_and_sized(
         assert colour(out, *outside) == RED
 
 
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    mark_w=st.integers(1, 120),
+    mark_h=st.integers(1, 120),
+    size=st.one_of(st.integers(1, 12), st.integers(1, 250)),
+)
+@example(mark_w=60, mark_h=40, size=1)  # under a pixel: drawn at its full size
+def test_watermark_is_size_percent_of_the_mark_at_least_a_pixel(
+    tmp_path: Path, mark_w: int, mark_h: int, size: int
+) -> None:
+    base = plain(tmp_path / "base.png", 300, 300, RED)
+    mark = plain(tmp_path / "mark.png", mark_w, mark_h, BLUE)
+    out = render(
+        tmp_path,
+        base,
+        [f"watermark=file:MARK0000000000000000,size:{size},position:[top,left]"],
+        (("MARK0000000000000000", mark),),
+    )
+    drawn = (out[:3] != list(RED)).bandor()  # every pixel the mark touched
+    columns, rows = drawn.project()  # (find_trim's median filter erases a lone pixel)
+    found = [
+        [i for i, set_ in enumerate(bytes((line > 0).write_to_memory())) if set_]
+        for line in (columns, rows)
+    ]
+    wanted = [min(300, max(1, int(side * size / 100 + 0.5))) for side in (mark_w, mark_h)]
+    assert found == [list(range(side)) for side in wanted]
+
+
 def test_watermark_of_a_source_not_read_is_refused(tmp_path: Path) -> None:
     base = plain(tmp_path / "base.png", 20, 20, RED)
     with pytest.raises(errors.InvalidParameter):

@@ -7,6 +7,7 @@ expected (options that conflict, a size past a limit); anything else fails."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -236,3 +237,36 @@ def test_another_file_is_placed_as_stored(
     upright = _made(turned[0], [task], tmp_path / "upright", turned[0])
     assert upright is not None
     _same_pixels(_made(turned[0], [task], tmp_path / "tagged", turned[1]), upright, task)
+
+
+#: Every spelling of "no metadata", and a chain that keeps it.
+STRIPS = ["output=strip:true", "no_metadata", "compress=metadata:true", "pjpg=metadata:false"]
+
+
+@pytest.mark.parametrize("fmt", ["jpg", "png", "webp", "avif", "tiff", "gif"])
+def test_a_result_shows_as_its_size_says_stripped_or_tagged(tmp_path: Path, fmt: str) -> None:
+    """A decoder shows a stripped result as stored, the size ``imagesize`` reports (an
+    AVIF kept the orientation as an irot box without its Exif: shown on its side); kept,
+    the orientation turns it for every format that holds one, AVIF's irot as the others'
+    tag (GIF holds none)."""
+    pick = random.Random(fmt)
+    for orientation in range(2, 9):
+        width, height = pick.randrange(20, 90), pick.randrange(20, 90)
+        source = tmp_path / f"o{orientation}.jpg"
+        tagged = pyvips.Image.gaussnoise(width, height, seed=orientation).cast("uchar").copy()
+        tagged.set_type(pyvips.GValue.gint_type, "orientation", orientation)
+        tagged.jpegsave(str(source))
+        turned = (height, width) if orientation >= 5 else (width, height)
+        for strip in [*STRIPS, None]:
+            if strip == "pjpg=metadata:false" and fmt != "jpg":
+                continue
+            segments = [s for s in (strip, f"output=format:{fmt}") if s is not None]
+            parsed = chain.parse(segments)
+            output = chain.output_for(parsed, "image/jpeg")
+            dest = tmp_path / f"out.{output.extension}"
+            made = VipsEngine(threads_per_job=1).render(source, parsed, output, dest, LIMITS)
+            shown = pyvips.Image.new_from_file(str(dest)).autorot()  # as a viewer shows it
+            stored = (made.width, made.height)
+            wanted = stored if strip is not None or fmt == "gif" else turned
+            assert stored == (width, height), segments
+            assert (shown.width, shown.height) == wanted, (segments, orientation)

@@ -45,7 +45,11 @@ PREFIX = ".stowage-derivatives"
 #: an animation is cut where its first frame is (crop_faces, smart_crop, align:faces),
 #: rotate=exif:false sets orientation 1, pjpg=metadata:false strips, quality:input and
 #: colorspace:input do what they say, and the quality task never makes a file larger.
-RENDERING = 4
+#: 5: a colour a task draws keeps its alpha (circle, rounded_corners, output background)
+#: and is drawn in colour on a grey image (border, rotate, circle, rounded_corners); a
+#: watermark under a pixel at its size is one pixel, not its full size; a stripped AVIF
+#: or TIFF holds no orientation.
+RENDERING = 5
 CHUNK = 256 * 1024
 log = logging.getLogger("stowage.processing")
 T = TypeVar("T")

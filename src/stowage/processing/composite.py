@@ -170,9 +170,7 @@ def watermark(image: pyvips.Image, task: Task) -> pyvips.Image:
     mark = sources.image(sources.path(str(task.get("file"))))
     size = int(task.get("size", 100))  # type: ignore[arg-type]
     if size != 100:
-        scale = size / 100
-        if scale * max(mark.width, mark.height) >= 1:
-            mark = ops.premultiplied(mark, lambda colours: colours.resize(scale))
+        mark = _sized(mark, size)
     x, y = _placed(
         task.get("position", "center"), image.width - mark.width, image.height - mark.height
     )
@@ -183,6 +181,14 @@ def watermark(image: pyvips.Image, task: Task) -> pyvips.Image:
     base = ops.with_alpha(_rgb(image, profiled=into is None))
     made = base.composite2(mark, "over", x=x, y=y).cast("uchar")
     return made if image.hasalpha() else made.extract_band(0, n=3)
+
+
+def _sized(mark: pyvips.Image, size: int) -> pyvips.Image:
+    """``size`` % of the mark's own size, rounded, at least a pixel a side (a mark that
+    would have been under a pixel was drawn at its full size: ``size:1`` of 60x40)."""
+    width, height = (max(1, int(side * size / 100 + 0.5)) for side in (mark.width, mark.height))
+    across, down = width / mark.width, height / mark.height
+    return ops.premultiplied(mark, lambda colours: colours.resize(across, vscale=down))
 
 
 def _rgb_profile(image: pyvips.Image) -> bytes | None:

@@ -18,7 +18,7 @@ import pyvips
 from stowage.processing import params
 from stowage.processing.base import Task, Value
 from stowage.processing.geometry import rotated_size
-from stowage.processing.ops import held, premultiplied, srgb, with_alpha
+from stowage.processing.ops import held, over, premultiplied, srgb, with_alpha
 from stowage.processing.table import Param, TaskSpec
 
 COLOR = params.color
@@ -70,17 +70,6 @@ def fill(image: pyvips.Image, name: str, width: int, height: int) -> pyvips.Imag
     return plane.cast("uchar").copy(interpretation="srgb")
 
 
-def on_background(image: pyvips.Image, name: str) -> pyvips.Image:
-    """An RGBA image over a background color: opaque colors flatten (no alpha left),
-    partly transparent ones composite, ``transparent`` keeps the image's alpha."""
-    r, g, b, a = params.rgba(name)
-    if a == 255:
-        return image.flatten(background=[r, g, b]).cast("uchar")
-    if a == 0:
-        return image
-    return fill(image, name, image.width, image.height).composite2(image, "over")
-
-
 def _centre_distance(width: int, height: int) -> pyvips.Image:
     """0 at the centre, 1 at the corners: the elliptical radius the vignette falls off on."""
     xy = pyvips.Image.xyz(width, height) + 0.5
@@ -100,7 +89,7 @@ def vignette(image: pyvips.Image, task: Task) -> pyvips.Image:
     image = with_alpha(rgb(image))
     alpha = image[image.bands - 1] * (1 - fade * amount)
     faded = image.extract_band(0, n=image.bands - 1).bandjoin(alpha.cast("uchar"))
-    return on_background(faded, str(task.get("background", "white")))
+    return over(faded, str(task.get("background", "white")))
 
 
 def _ragged(length: int, low: int, high: int, phase: float) -> pyvips.Image:
@@ -131,7 +120,7 @@ def torn_edges(image: pyvips.Image, task: Task) -> pyvips.Image:
     image = with_alpha(rgb(image))
     alpha = (image[image.bands - 1] & kept).cast("uchar")
     torn = image.extract_band(0, n=image.bands - 1).bandjoin(alpha)
-    return on_background(torn, str(task.get("background", "white")))
+    return over(torn, str(task.get("background", "white")))
 
 
 def shadow_geometry(
@@ -166,7 +155,7 @@ def shadow(image: pyvips.Image, task: Task) -> pyvips.Image:
     cast = layer.bandjoin((shape * strength).cast("uchar"))
     placed = image.embed(x, y, width, height)  # transparent around the image
     combined = cast.composite2(placed, "over").cast("uchar")
-    return on_background(combined, str(task.get("background", "white")))
+    return over(combined, str(task.get("background", "white")))
 
 
 def polaroid_frame(width: int, height: int) -> tuple[int, int]:
@@ -201,7 +190,7 @@ def polaroid(image: pyvips.Image, task: Task) -> pyvips.Image:
     deg = whole(task, "rotate", 0)
     if deg % 360:
         framed = held(framed.rotate(deg, background=[0, 0, 0, 0]).cast("uchar"))
-    return on_background(framed, str(task.get("background", "white")))
+    return over(framed, str(task.get("background", "white")))
 
 
 MAX_WINDOW = 7  # a median window's side; larger radii are painted on a smaller copy

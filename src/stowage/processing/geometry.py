@@ -22,7 +22,6 @@ from stowage.processing.params import (
     color,
     dims,
     either,
-    rgba,
     whole,
 )
 from stowage.processing.table import Param, TaskSpec
@@ -198,9 +197,13 @@ def rotate(image: pyvips.Image, task: Task) -> pyvips.Image:
     if deg % 90 == 0:
         return image.rot(f"d{deg % 360}")
     background = str(task.get("background", "white"))
-    if rgba(background)[3] < 255:
-        image = ops.with_alpha(image)
-    return ops.held(image.rotate(deg, background=ops.bands(image, background)))
+    image = ops.drawable(image, background)
+    if not image.hasalpha():
+        return ops.held(image.rotate(deg, background=ops.bands(image, background)))
+    # Turned on clear corners, then over the colour: libvips' rotate takes the background
+    # of an image with alpha as premultiplied (0000ff80 came out 0000ff at alpha 128).
+    turned = image.rotate(deg, background=[0] * image.bands).cast("uchar")
+    return ops.held(ops.over(turned, background))
 
 
 def flip(image: pyvips.Image, task: Task) -> pyvips.Image:

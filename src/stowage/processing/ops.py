@@ -69,11 +69,52 @@ def srgb(image: pyvips.Image) -> pyvips.Image:
 
 
 def flatten(image: pyvips.Image, colour: str) -> pyvips.Image:
+    """``image`` on an opaque ``colour`` (its alpha ignored): no alpha left."""
     if not image.hasalpha():
         return image
-    r, g, b, _ = rgba(colour)
-    plain = image.flatten(background=[r, g, b] if image.bands > 2 else [r])
-    return plain.cast("uchar")
+    image = drawable(image, colour)
+    return image.flatten(background=bands(image, colour)[: image.bands - 1]).cast("uchar")
+
+
+def over(image: pyvips.Image, colour: str) -> pyvips.Image:
+    """``image`` over a background ``colour``: an opaque one flattens (no alpha left),
+    ``transparent`` leaves the image as it is, a partly transparent one is composited
+    under it and the alpha kept (``circle=background:0000FF80`` lost its alpha: the
+    colour's was ignored). A grey image under a colour that is not grey becomes sRGB."""
+    if not image.hasalpha():
+        return image
+    alpha = rgba(colour)[3]
+    if alpha == 255:
+        return flatten(image, colour)
+    if alpha == 0:
+        return image
+    image = drawable(image, colour)
+    *ink, weight = bands(image, colour)
+    front, shown = split_alpha(image)
+    assert shown is not None
+    front_share = shown / 255
+    back_share = (1 - front_share) * (weight / 255)
+    total = front_share + back_share  # above 0: the colour's alpha is
+    mixed = (front * front_share + back_share * ink) / total
+    return (
+        mixed.bandjoin(total * 255)
+        .linear(1, 0.5)
+        .cast("uchar")
+        .copy(interpretation=image.interpretation)
+    )
+
+
+def drawable(image: pyvips.Image, *colours: str) -> pyvips.Image:
+    """``image`` ready to have ``colours`` drawn on it: a grey image becomes sRGB when one
+    of them is not grey (red drawn on a grey JPEG came out grey 54), and gains an alpha
+    channel when one is partly transparent. A grey colour on a grey image stays grey."""
+    tones = [rgba(colour) for colour in colours]
+    if image.bands < 3 and any(not r == g == b for r, g, b, _ in tones):
+        grey, alpha = split_alpha(image)
+        image = join_alpha(grey.bandjoin([grey, grey]), alpha).copy(interpretation="srgb")
+    if any(a < 255 for *_, a in tones):
+        image = with_alpha(image)
+    return image
 
 
 def with_alpha(image: pyvips.Image) -> pyvips.Image:
@@ -97,7 +138,7 @@ def premultiplied(image: pyvips.Image, op: Callable[[pyvips.Image], pyvips.Image
 
 def bands(image: pyvips.Image, colour: str) -> list[float]:
     r, g, b, a = rgba(colour)
-    grey = 0.2126 * r + 0.7152 * g + 0.0722 * b
+    grey = r if r == g == b else 0.2126 * r + 0.7152 * g + 0.0722 * b
     base: list[float] = [r, g, b] if image.bands >= 3 else [grey]
     return [*base, a] if image.hasalpha() else base
 
@@ -119,6 +160,4 @@ def masked(image: pyvips.Image, mask: pyvips.Image, task: Task) -> pyvips.Image:
     alpha = shape if alpha is None else (alpha * (shape / 255)).cast("uchar")
     shaped = colour.bandjoin(alpha)
     background = task.get("background")
-    if background is None:
-        return shaped
-    return flatten(shaped, str(background))
+    return shaped if background is None else over(shaped, str(background))

@@ -8,7 +8,7 @@ import pyvips
 
 from stowage.processing import ops
 from stowage.processing.base import Task
-from stowage.processing.params import choice, color, either, integer, number, rgba
+from stowage.processing.params import choice, color, either, integer, number
 from stowage.processing.table import Param, TaskSpec
 
 
@@ -37,7 +37,10 @@ def rounded_corners(image: pyvips.Image, task: Task) -> pyvips.Image:
         (tile.flipver(), 0, bottom),
         (tile.rot180(), right, bottom),
     )
-    if task.get("background") is not None and image.format == "uchar" and not image.hasalpha():
+    background = task.get("background")
+    if background is not None:  # red corners on a grey photo: the photo becomes sRGB
+        image = ops.drawable(image, str(background))
+    if background is not None and image.format == "uchar" and not image.hasalpha():
         for mask, left, top in corners:
             piece = image.extract_area(left, top, side, side)
             image = image.insert(ops.masked(piece, mask, task), left, top)
@@ -81,8 +84,7 @@ def border(image: pyvips.Image, task: Task) -> pyvips.Image:
     if width == 0:
         return image
     colour = str(task.get("color", "black"))
-    if rgba(colour)[3] < 255:
-        image = ops.with_alpha(image)
+    image = ops.drawable(image, colour)
     return image.embed(
         width,
         width,

@@ -332,9 +332,16 @@ def _jpeg_shrink(header: pyvips.Image, width: int, height: int) -> int:
 
 def _prepared(image: pyvips.Image, chain: Chain, output: Output, cmyk_source: bool) -> pyvips.Image:
     settings = _merged(chain, "output")
+    if _strips(chain) and image.get_typeof("orientation"):
+        # No metadata means no orientation either: AVIF's and TIFF's savers write it from
+        # this field whatever ``keep`` says (an irot box: shown on its side, no Exif left).
+        image = image.copy()
+        image.remove("orientation")
     background = settings.get("background")
-    if background is not None or output.format == "jpeg":
-        image = ops.flatten(image, str(background or "white"))
+    if background is not None:  # a partly transparent one leaves alpha, as in the tasks
+        image = ops.over(image, str(background))
+    if output.format == "jpeg":  # what is still transparent shows white
+        image = ops.flatten(image, "white")
     space = settings.get("colorspace")
     if (space == "cmyk" or (space == "input" and cmyk_source)) and output.format in (
         "jpeg",

@@ -1,0 +1,116 @@
+"""Every task that draws a colour (a frame, a background, a shadow, a collage's margins)
+draws the colour asked, its alpha included, whatever the source: grey, grey with alpha,
+16-bit grey, CMYK, RGB, RGBA (processing/ops.py ``drawable``, ``over``). Red drawn on a
+grey JPEG came out grey 54 or white 255, and ``circle=background:0000FF80`` came out
+opaque blue."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import pyvips
+
+from stowage.processing import params
+from tests.processing.test_composite import render
+
+WIDTH, HEIGHT = 400, 300  # large enough that a vignette's corner is all background
+Point = Callable[[pyvips.Image], tuple[int, int]]
+CORNER: Point = lambda image: (0, 0)  # noqa: E731
+SHADOW_ONLY: Point = lambda image: (image.width - 1, image.height - 1)  # noqa: E731
+TOP_RIGHT: Point = lambda image: (image.width - 1, 0)  # noqa: E731
+IN_FRAME: Point = lambda image: (1, 1)  # noqa: E731
+OTHER = "B" * 20  # a collage's second file
+WEIGHTED = (
+    -1
+)  # scaled with colours weighted by alpha: within 255 / alpha levels (ops.premultiplied)
+
+#: A chain drawing the colour ``{c}``, where it shows alone, and how close it must be.
+CASES: tuple[tuple[str, Point, int], ...] = (
+    ("border=width:10,color:{c}", CORNER, 1),
+    ("rotate=deg:45,background:{c}", CORNER, 1),
+    ("rotate=deg:30,background:{c}/resize=width:200", CORNER, WEIGHTED),
+    ("circle=background:{c}", CORNER, 1),
+    ("rounded_corners=radius:30,blur:0,background:{c}", CORNER, 1),
+    ("rounded_corners=radius:max,blur:2,background:{c}", CORNER, 1),
+    ("circle/output=background:{c}", CORNER, 1),
+    ("shadow=blur:0,opacity:100,vector:[20,20],color:{c},background:transparent", SHADOW_ONLY, 1),
+    ("shadow=blur:0,vector:[20,20],background:{c}", TOP_RIGHT, 1),
+    ("polaroid=color:{c},background:transparent", IN_FRAME, 1),
+    ("polaroid=rotate:45,background:{c}", CORNER, 1),
+    ("torn_edges=spread:[5,10],background:{c}", CORNER, 1),
+    ("vignette=amount:100,blurmode:linear,background:{c}", CORNER, 3),
+    (f"collage=files:[{OTHER}],width:300,height:200,margin:20,color:{{c}}", CORNER, 1),
+    ("monochrome/border=width:4,color:{c}", CORNER, 1),
+)
+
+
+def _pattern(bands: int) -> pyvips.Image:
+    xy = pyvips.Image.xyz(WIDTH, HEIGHT)
+    planes = [xy[0] % 256, xy[1] % 256, (xy[0] + xy[1]) % 256][:bands]
+    return planes[0].bandjoin(planes[1:]) if bands > 1 else planes[0]
+
+
+def source(tmp: Path, kind: str) -> Path:
+    """A generated source of ``kind``; its alpha, where it has one, is opaque (the shadow
+    then has the colour's own alpha) yet kept as a band."""
+    grey = _pattern(1).cast("uchar").copy(interpretation="b-w")
+    rgb = _pattern(3).cast("uchar").copy(interpretation="srgb")
+    made = {
+        "grey.jpg": grey,
+        "greya.png": grey.bandjoin(255).copy(interpretation="b-w"),
+        "grey16.png": (grey.cast("ushort") * 257).copy(interpretation="grey16"),
+        "cmyk.jpg": rgb.icc_transform("cmyk", embedded=False),
+        "rgb.jpg": rgb,
+        "rgba.png": rgb.bandjoin(255).copy(interpretation="srgb"),
+    }[kind]
+    path = tmp / kind
+    made.write_to_file(str(path))
+    return path
+
+
+def colours(seed: str, count: int) -> list[str]:
+    """Named colours, greys and random hex ones, opaque, clear and partly transparent."""
+    pick = random.Random(seed)
+    names = ["red", "transparent", "none", "gray50", "white", "black"]
+    made = []
+    for _ in range(count):
+        r, g, b = (pick.randrange(256) for _ in range(3))
+        if pick.random() < 0.25:
+            g = b = r  # a grey: it may leave a grey image grey
+        alpha = pick.choice([255, 255, pick.randrange(64, 255), 0])
+        made.append(f"{r:02x}{g:02x}{b:02x}" + ("" if alpha == 255 else f"{alpha:02x}"))
+    return [pick.choice(names), *made]
+
+
+def rgba_at(image: pyvips.Image, x: int, y: int) -> tuple[int, int, int, int]:
+    values = [round(v) for v in image(x, y)]
+    colour, alpha = (values[:-1], values[-1]) if image.bands in (2, 4) else (values, 255)
+    r, g, b = colour if len(colour) == 3 else colour * 3
+    return r, g, b, alpha
+
+
+@pytest.mark.parametrize(
+    "kind", ["grey.jpg", "greya.png", "grey16.png", "cmyk.jpg", "rgb.jpg", "rgba.png"]
+)
+def test_every_task_draws_the_colour_asked_with_its_alpha(tmp_path: Path, kind: str) -> None:
+    path = source(tmp_path, kind)
+    other = source(tmp_path, "rgb.jpg" if kind != "rgb.jpg" else "grey.jpg")
+    for number, (template, point, within) in enumerate(CASES):
+        for name in colours(f"{kind}/{number}", 2):
+            chain = template.format(c=name)
+            made = render(
+                tmp_path, path, [*chain.split("/"), "output=format:png"], ((OTHER, other),)
+            )
+            got = rgba_at(made, *point(made))
+            r, g, b, alpha = params.rgba(name)
+            assert abs(got[3] - alpha) <= abs(within), (chain, kind, got)
+            if alpha:  # a clear pixel's colour is no one's
+                near = within if within != WEIGHTED else 1 + 255 / alpha
+                assert max(abs(v - w) for v, w in zip(got[:3], (r, g, b), strict=True)) <= near, (
+                    chain,
+                    kind,
+                    got,
+                )
