@@ -45,7 +45,9 @@ PREFIX = ".stowage-derivatives"
 #: an animation is cut where its first frame is (crop_faces, smart_crop, align:faces),
 #: rotate=exif:false sets orientation 1, pjpg=metadata:false strips, quality:input and
 #: colorspace:input do what they say, and the quality task never makes a file larger.
-RENDERING = 4
+#: 5: animate with one side given keeps the first image's proportion, a still format
+#: holds its first frame, and a turn by EXIF is made on each file before it is framed.
+RENDERING = 5
 CHUNK = 256 * 1024
 log = logging.getLogger("stowage.processing")
 T = TypeVar("T")
