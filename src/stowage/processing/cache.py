@@ -48,7 +48,9 @@ PREFIX = ".stowage-derivatives"
 #: 5: a colour a task draws keeps its alpha (circle, rounded_corners, output background)
 #: and is drawn in colour on a grey image (border, rotate, circle, rounded_corners); a
 #: watermark under a pixel at its size is one pixel, not its full size; a stripped AVIF
-#: or TIFF holds no orientation.
+#: or TIFF holds no orientation; animate with one side given keeps the first image's
+#: proportion, a still format holds its first frame, and a turn by EXIF is made on each
+#: file before it is framed.
 RENDERING = 5
 CHUNK = 256 * 1024
 log = logging.getLogger("stowage.processing")

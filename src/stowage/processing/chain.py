@@ -132,12 +132,15 @@ def named_handles(chain: Chain) -> list[str]:
 
 
 def made_output(chain: Chain, input_mimetype: str) -> Output:
-    """``output_for``, but ``animate`` makes a GIF unless the chain asks for WebP, and
-    an AVIF that ``auto_image`` chose is WebP for a GIF or WebP source (an animation
-    would lose its frames: libvips writes AVIF as a still)."""
-    if any(t.name == "animate" for t in chain.tasks) and chain.output_format != "webp":
+    """``output_for``, but ``animate`` makes a GIF unless the chain asks for a format (a
+    still one, JPEG or PNG, holds its first frame), and an AVIF that ``auto_image`` chose
+    is WebP for an animation or a GIF or WebP source (it would lose its frames: libvips
+    writes AVIF as a still)."""
+    animate = any(t.name == "animate" for t in chain.tasks)
+    if animate and chain.output_format is None:
         return output_for(dataclasses.replace(chain, output_format="gif"), "image/gif")
-    if _auto_avif(chain) and input_mimetype.split(";")[0].lower() in _ANIMATED:
+    animated = animate or input_mimetype.split(";")[0].lower() in _ANIMATED
+    if _auto_avif(chain) and animated:
         return output_for(dataclasses.replace(chain, output_format="webp"), input_mimetype)
     return output_for(chain, input_mimetype)
 

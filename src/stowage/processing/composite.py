@@ -47,6 +47,7 @@ class Sources:
     kept: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
     out_of_order: bool = False  # the chain reads its image out of order (``read_out_of_order``)
     _opened: dict[Path | tuple[Path, int], pyvips.Image] = field(default_factory=dict)
+    _lists: dict[tuple[Path, ...], list[pyvips.Image]] = field(default_factory=dict)
     _profile: bytes | None = None  # the profile in ``profile_file``
 
     def path(self, handle: str) -> Path:
@@ -77,6 +78,13 @@ class Sources:
                     max_total_pixels=self.limits.max_total_pixels,
                 )
         return self._opened[key]
+
+    def images(self, paths: tuple[Path, ...]) -> list[pyvips.Image]:
+        """Each of ``paths`` (``image``), opened once for the job: the cost estimate reads
+        their sizes before the task places them, from the same decoders."""
+        if paths not in self._lists:
+            self._lists[paths] = [self.image(path) for path in paths]
+        return self._lists[paths]
 
     def profile_file(self, profile: bytes) -> Path | None:
         """``profile`` in a file beside the job's result (libvips reads an output profile
@@ -224,16 +232,41 @@ def handles(value: Value) -> Value:
 
 
 # -- collage and animate ------------------------------------------------------------------
-def build(task: Task, first: pyvips.Image, apply: Callable[[Any], Any]) -> Any:
+def build(
+    task: Task,
+    first: pyvips.Image,
+    apply: Callable[[Any], Any],
+    *,
+    still: bool = False,
+    autorotate: bool = False,
+) -> Any:
     """The image a ``collage`` or ``animate`` task makes of the sources; ``apply`` runs
-    the chain's image tasks on it (on each frame of an animation)."""
-    return _BUILDERS[task.name](first, task, apply)
+    the chain's image tasks on it (on each frame of an animation). ``still``: the result
+    holds one frame (a format without animation, an answer); ``autorotate``: the chain
+    turns by EXIF, which an animation does to each file before it is framed."""
+    if task.name == "collage":
+        return _collage(first, task, apply)
+    return _animate(placed(task, first, still=still, autorotate=autorotate), task, apply)
+
+
+def placed(
+    task: Task, first: pyvips.Image, *, still: bool = False, autorotate: bool = False
+) -> list[pyvips.Image]:
+    """The images the task places besides the chain's own file: a collage's cells from
+    ``files``; an animation's frames (the listed files, else ``first``, the one file),
+    only the first of them for a ``still`` result, each turned by its EXIF orientation
+    when the chain turns by it (``autorotate``). The cost estimate reads their sizes."""
+    sources = _sources()
+    if task.name == "collage":
+        return sources.images(tuple(sources.path(h) for h in _handles(task)))
+    # The frames are the list's files (a watermark's file is not a frame), else the file.
+    paths = tuple(path for _, path in sources.paths[: sources.listed])
+    images = sources.images(paths[:1] if still else paths) or [_rgb(first)]
+    return [image.autorot() for image in images] if autorotate else images
 
 
 def _collage(first: pyvips.Image, task: Task, apply: Callable[[Any], Any]) -> pyvips.Image:
-    sources = _sources()
-    images = [ops.with_alpha(_rgb(first))]
-    images += [sources.image(sources.path(str(h))) for h in _handles(task)]
+    images = [ops.with_alpha(_rgb(first)), *placed(task, first)]
     if task.get("autorotate") is True:
         images = [image.autorot() for image in images]
     width, height = int(task.get("width", 0)), int(task.get("height", 0))  # type: ignore[arg-type]
@@ -264,18 +297,13 @@ def _collage(first: pyvips.Image, task: Task, apply: Callable[[Any], Any]) -> py
     return apply(canvas.cast("uchar"))
 
 
-def _animate(first: pyvips.Image, task: Task, apply: Callable[[Any], Any]) -> pyvips.Image:
-    sources = _sources()
-    # The frames are the list's files (a watermark's file is not a frame), else the file.
-    frames = sources.paths[: sources.listed]
-    images = [sources.image(path) for _, path in frames] or [_rgb(first)]
-    width = int(task.get("width", 0)) or images[0].width  # type: ignore[arg-type]
-    # At least one row: a wide first image at a small width rounded to 0 (embed failed).
-    height = int(task.get("height", 0)) or max(1, round(images[0].height * width / images[0].width))  # type: ignore[arg-type]
+def _animate(images: list[pyvips.Image], task: Task, apply: Callable[[Any], Any]) -> pyvips.Image:
+    limits = _sources().limits
+    width, height = frame_size(task, images[0].width, images[0].height)
     total = width * height * len(images)
-    if total > sources.limits.max_total_pixels:
+    if total > limits.max_total_pixels:
         raise errors.ImageTooLarge(
-            f"the frames would have {total} pixels; at most {sources.limits.max_total_pixels}"
+            f"the frames would have {total} pixels; at most {limits.max_total_pixels}"
         )
     background = list(rgba(str(task.get("background", "transparent"))))
     made = [apply(_framed(image, task, width, height, background)) for image in images]
@@ -285,6 +313,20 @@ def _animate(first: pyvips.Image, task: Task, apply: Callable[[Any], Any]) -> py
     strip.set_type(pyvips.GValue.array_int_type, "delay", [delay] * len(made))
     strip.set_type(pyvips.GValue.gint_type, "loop", int(task.get("loop", 0)))  # type: ignore[arg-type]
     return strip
+
+
+def frame_size(task: Task, width: int, height: int) -> tuple[int, int]:
+    """An animation's frame, from its first image's ``width`` x ``height``: the size asked
+    for, a side not given kept in proportion to the other (at least one pixel: a wide
+    first image at a small width rounded to 0 rows), else the first image's size."""
+    wide, tall = task.get("width"), task.get("height")
+    if isinstance(wide, int) and isinstance(tall, int):
+        return wide, tall
+    if isinstance(wide, int):
+        return wide, max(1, round(height * wide / width))
+    if isinstance(tall, int):
+        return max(1, round(width * tall / height)), tall
+    return width, height
 
 
 def _framed(
@@ -320,12 +362,11 @@ def _handles(task: Task) -> tuple[str, ...]:
     return tuple(str(f) for f in files) if isinstance(files, tuple) else (str(files),)
 
 
-_BUILDERS = {"collage": _collage, "animate": _animate}
-BUILT = frozenset(_BUILDERS)
+BUILT = frozenset({"collage", "animate"})
 
 
 def _canvas_size(task: Task, width: int, height: int) -> tuple[int, int]:
-    """collage's and animate's canvas: the size asked for, else the first image's."""
+    """collage's canvas: the size asked for, else the image's."""
     wide, tall = task.get("width"), task.get("height")
     return (wide if isinstance(wide, int) else width, tall if isinstance(tall, int) else height)
 
@@ -370,7 +411,7 @@ TASKS: tuple[TaskSpec, ...] = (
             Param("background", color, (), "transparent"),
         ),
         kind=Kind.FILES,
-        size=_canvas_size,
+        size=frame_size,
         doc="the listed images as the frames of a GIF or WebP (delay in ms)",
         reads_list=True,
     ),

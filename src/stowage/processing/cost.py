@@ -23,6 +23,7 @@ has, so that small jobs never wait behind big ones (``pool.py``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from stowage import errors
@@ -95,12 +96,26 @@ class Header(Protocol):
     def frame_pixels(self) -> int: ...
 
 
-def estimate(opened: Header, chain: Chain, width: int, fmt: str = "png") -> float:
+def estimate(
+    opened: Header,
+    chain: Chain,
+    width: int,
+    fmt: str = "png",
+    placed: Sequence[tuple[int, int]] = (),
+) -> float:
     """Seconds of one core the chain is expected to take on this source, saved as
-    ``fmt`` (libvips' saver name: jpeg, png, webp, gif, ...)."""
+    ``fmt`` (libvips' saver name: jpeg, png, webp, gif, ...). ``placed``: the sizes of
+    the images a collage or an animation places (``composite.placed``: a collage's
+    cells; an animation's frames, the first of which sets the frame's size)."""
+    tasks, frames, (w, h) = chain.tasks, opened.frames, (width, opened.frame_height)
+    animate = next((t for t in tasks if t.name == "animate"), None)
+    if animate is not None:
+        # Each frame is framed first, then every image task runs on it (vips._composed):
+        # one frame of the result for each file placed, at the frame's size.
+        tasks = (animate, *(t for t in tasks if t is not animate))
+        frames, (w, h) = max(1, len(placed)), placed[0] if placed else (w, h)
     steps: list[tuple[float, float, bool]] = []  # seconds, amplification of earlier, held
-    w, h = width, opened.frame_height
-    for task in chain.tasks:
+    for task in tasks:
         if catalogue.TABLE[task.name].kind not in (Kind.IMAGE, Kind.FILES):
             continue  # save options, answers, request tasks: no pixels of their own
         before, works_on = (w, h), catalogue.TABLE[task.name].works_on
@@ -111,7 +126,7 @@ def estimate(opened: Header, chain: Chain, width: int, fmt: str = "png") -> floa
             made += SHRINK * before[0] * before[1]
         if task.name in FACE_TASKS or geometry.aligns_on_faces(task):
             made += FACE_SEARCH * _searched(*before)
-        steps.append((made * opened.frames / 1e6, _amplification(task), _held(task)))
+        steps.append((made * frames / 1e6, _amplification(task), _held(task)))
     total, amplified = 0.0, 1.0
     for seconds, amplification, held in reversed(steps):
         # A step held in memory is computed once, whatever reads it after, and so is
@@ -119,10 +134,12 @@ def estimate(opened: Header, chain: Chain, width: int, fmt: str = "png") -> floa
         amplified = 1.0 if held else amplified
         total += seconds * amplified
         amplified *= amplification
-    # The decoded source is read once: sequentially, or kept whole for random access.
+    # The decoded source is read once: sequentially, or kept whole for random access;
+    # so is each image placed, and scaled to its cell or frame.
     total += DECODE * opened.frame_pixels * opened.decoded_frames / 1e6
+    total += (DECODE + SHRINK) * sum(pw * ph for pw, ph in placed) / 1e6
     saved = SAVE.get(fmt, OTHER) * w * h / 1e6 + SAVE_FRAME.get(fmt, 0.0)
-    return total + saved * opened.frames
+    return total + saved * frames
 
 
 def check(seconds: float, limits: Limits) -> None:

@@ -8,7 +8,11 @@ the file (shrink-on-load) uses the same options through ``Opened.name``. Before,
 header of page 2 was checked while shrink-on-load decoded page 1.
 
 An animation is kept when the source has several frames, its loader is GIF or WebP and
-the result is a GIF or WebP; any other result (JPEG, PNG, ...) is the first frame.
+the result is a GIF or WebP; any other result (JPEG, PNG, ...) is the first frame. A
+chain with a task that takes one frame of each file (``ONE_FRAME``: a collage's cell, an
+animation's frame) decodes one frame of it too: the limits and the cost estimate count
+the 300 frames of a GIF listed first when the result has one of them (``/animate/[G,H]``
+was refused as too costly, ``/animate/[H,G]`` took 10 ms).
 libvips holds an animation as one tall strip of frames (``page-height`` says how tall
 each is): a chain applied to the strip would flip the frame order or resize the strip
 as one image, so it is applied to each frame and the frames are joined again, with their
@@ -33,6 +37,9 @@ ANIMATED_OUTPUTS = {"gif", "webp"}
 #: Loaders that decode every frame before the one asked for (a frame is drawn over the
 #: previous ones): page N costs N frames of decoding.
 SEQUENTIAL_FRAMES = {"gifload", "webpload"}
+#: Tasks that take one frame of every file they read, the chain's own included
+#: (``composite.BUILT``: a test checks the two agree).
+ONE_FRAME = frozenset({"collage", "animate"})
 
 
 @dataclass(frozen=True)
@@ -61,7 +68,7 @@ def open_source(source: str, chain: Chain, output: Output, limits: Limits, acces
                 f"output page {page}: the image has {pages}", parameter="output.page"
             )
         options = {"page": page - 1} if pages > 1 else {}
-    elif pages > 1 and loader in ANIMATED_LOADERS and output.format in ANIMATED_OUTPUTS:
+    elif keeps_frames(chain, output) and pages > 1 and loader in ANIMATED_LOADERS:
         options = {"n": -1}
     else:
         options = {}
@@ -72,6 +79,12 @@ def open_source(source: str, chain: Chain, output: Output, limits: Limits, acces
     opened = Opened(image, _with_options(source, options), frames, height, max(decoded, frames))
     _check(opened, limits)
     return opened
+
+
+def keeps_frames(chain: Chain, output: Output) -> bool:
+    """Whether the chain's result may be an animation of the source's frames."""
+    one_frame = any(t.name in ONE_FRAME for t in chain.tasks)
+    return output.format in ANIMATED_OUTPUTS and not one_frame
 
 
 def each_frame(opened: Opened, image: pyvips.Image, apply: Callable[[Any], Any]) -> Any:

@@ -185,9 +185,14 @@ def _rotate_holds(task: Task) -> bool:
     return isinstance(deg, int) and deg % 90 != 0
 
 
+def turns_by_exif(task: Task) -> bool:
+    """``rotate=deg:exif`` or ``rotate=exif:true``: the image turned upright by its tag."""
+    return task.name == "rotate" and (task.get("deg") == "exif" or task.get("exif") is True)
+
+
 def rotate(image: pyvips.Image, task: Task) -> pyvips.Image:
     deg = task.get("deg", 0)
-    if deg == "exif" or task.get("exif") is True:
+    if turns_by_exif(task):
         image = image.autorot()
     elif task.get("exif") is False:  # the tag set to 1 ("as stored"), the pixels left
         image = image.copy()

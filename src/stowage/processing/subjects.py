@@ -14,7 +14,7 @@ import json
 
 import pyvips
 
-from stowage.processing import decisions, faces, ops
+from stowage.processing import decisions, faces, frames, ops
 from stowage.processing.base import Task, Value
 from stowage.processing.facetasks import JSON
 from stowage.processing.geometry import Scaler, proportional
@@ -115,9 +115,11 @@ def _unreddened(patch: pyvips.Image) -> pyvips.Image:
 def metadata_answer(image: pyvips.Image, task: Task) -> dict[str, int]:
     """The image's facts at this step: ``width`` and ``height`` (only those asked for
     with ``params``, when it names any). The file's own fields (filename, size, hashes,
-    ...) are the service's to add: it has the file's record, a job process does not."""
+    ...) are the service's to add: it has the file's record, a job process does not.
+    Of a strip of frames (an animation), one frame's size."""
     asked = task.get("params")
-    out = {"width": image.width, "height": image.height}
+    width, height = frames.frame_size(image)
+    out = {"width": width, "height": height}
     if isinstance(asked, tuple):
         return {name: value for name, value in out.items() if name in asked}
     return out

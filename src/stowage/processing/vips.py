@@ -27,6 +27,7 @@ from stowage.processing import (
     cost,
     frames,
     jpegquality,
+    montage,
     ops,
     pdf,
     pillowjpeg,
@@ -36,7 +37,6 @@ from stowage.processing import (
 from stowage.processing import chain as chains
 from stowage.processing.base import Chain, Limits, Output, Rendered, Task
 from stowage.processing.geometry import Scaler
-from stowage.processing.table import Kind
 
 pyvips.cache_set_max(0)  # libvips' operation cache would keep decoded images between jobs
 GIF_EFFORT = 4
@@ -114,19 +114,25 @@ class VipsEngine:
         header = opened.image
         if chain.wants_size and len(chain.tasks) == 1:
             return _write_size(dest, output, header.width, opened.frame_height)
-        cost.check(cost.estimate(opened, chain, header.width, output.format), limits)
+        placed = montage.placed(opened, chain, output)
+        cost.check(cost.estimate(opened, chain, header.width, output.format, placed), limits)
         answer, last = chains.answer_of(chain), chain.tasks[-1:]
         if answer is not None:  # the steps before the answering task, then its text
             chain = dataclasses.replace(chain, tasks=chain.tasks[:-1])
-        image = _composed(opened, chain, limits) or _animated(opened, chain, limits)
-        image = image or _pipeline(Path(opened.name), header, chain, limits.max_output_dimension)
+        limit = limits.max_output_dimension
+
+        def run(image: pyvips.Image, todo: list[Task]) -> pyvips.Image:
+            return _steps(ops.srgb(image), todo, limit)
+
+        image = montage.composed(opened, chain, output, run)
+        image = image or montage.animated(opened, chain, limits, run)
+        image = image or _pipeline(Path(opened.name), header, chain, limit)
         width, height = frames.frame_size(image)
         if chain.wants_size:
             return _write_size(dest, output, width, height)
         if answer is not None:
             dest.write_text(answer.render(image, last[0]), encoding="utf-8")
             return Rendered(output, width, height)
-        limit = limits.max_output_dimension
         if width > limit or height > limit:
             raise errors.ImageTooLarge(
                 f"the result would be {width}x{height}; at most {limit} a side"
@@ -209,43 +215,11 @@ def _too_many_bytes(cap: int) -> errors.ImageTooLarge:
     return errors.ImageTooLarge(f"the result would be over {cap} bytes", max_bytes=cap)
 
 
-def _composed(opened: frames.Opened, chain: Chain, limits: Limits) -> pyvips.Image | None:
-    """A collage or an animation of several sources (one per chain: ``chain.parse``). A
-    collage places the file as the tasks before it made it, and the tasks after it run on
-    the collage; an animation's tasks run on each frame, wherever they are."""
-    at = next((i for i, t in enumerate(chain.tasks) if t.name in composite.BUILT), None)
-    if at is None:
-        return None
-    before, after = _image_tasks(chain.tasks[:at]), _image_tasks(chain.tasks[at + 1 :])
-    made, limit = chain.tasks[at], limits.max_output_dimension
-    first = opened.image.extract_area(0, 0, opened.image.width, opened.frame_height)
-    if made.name == "collage":
-        first, todo = _steps(ops.srgb(first), before, limit), after
-    else:
-        todo = before + after
-    return composite.build(made, first, lambda i: _steps(ops.srgb(i), todo, limit))
-
-
-def _animated(opened: frames.Opened, chain: Chain, limits: Limits) -> pyvips.Image | None:
-    """An animation kept as one: the chain on each frame (shrink-on-load does not apply)."""
-    if opened.frames == 1:
-        return None
-    todo = _image_tasks(chain.tasks)
-    limit = limits.max_output_dimension
-    strip = frames.each_frame(opened, opened.image, lambda f: _steps(ops.srgb(f), todo, limit))
-    total = strip.width * strip.height
-    if total > limits.max_total_pixels:
-        raise errors.ImageTooLarge(
-            f"the result's frames would have {total} pixels; at most {limits.max_total_pixels}"
-        )
-    return strip
-
-
 def _pipeline(source: Path, header: pyvips.Image, chain: Chain, limit: int) -> pyvips.Image:
     """The image tasks' operations, from the table, as one lazy pipeline. The first one
     shrinks on load when it can (its ``load_op``)."""
     image = header
-    todo = _image_tasks(chain.tasks)
+    todo = montage.image_tasks(chain.tasks)
     load_op = catalogue.TABLE[todo[0].name].load_op if todo else None
     if load_op is not None:
         scale = _from_file(source, header)
@@ -259,11 +233,6 @@ def _pipeline(source: Path, header: pyvips.Image, chain: Chain, limit: int) -> p
             if image is shrunk:
                 image = _grown(header, _op(first)(header, first), limit)
     return _steps(ops.srgb(image), todo, limit)
-
-
-def _image_tasks(tasks: Sequence[Task]) -> list[Task]:
-    """The tasks with an image operation (not save options, answers or request tasks)."""
-    return [t for t in tasks if catalogue.TABLE[t.name].kind is Kind.IMAGE]
 
 
 def _out_of_order(tasks: Sequence[Task]) -> bool:
