@@ -37,6 +37,16 @@ WORDS = st.text(string.ascii_lowercase, min_size=1, max_size=12)
 PLAIN = st.text(string.ascii_letters + string.digits + "._-", min_size=1, max_size=40)
 HANDLES = st.text(string.ascii_letters + string.digits + "_", min_size=20, max_size=20)
 SHORT = st.text(string.ascii_letters, min_size=1, max_size=19)  # no handle: too short
+_UPRIGHT, _ACROSS = ["top", "bottom", "center", "middle"], ["left", "right", "center", "middle"]
+#: A position pair: a vertical and a horizontal one, in either order.
+PAIRS = st.tuples(st.sampled_from(_UPRIGHT), st.sampled_from(_ACROSS), st.booleans()).map(
+    lambda p: (p[0], p[1]) if p[2] else (p[1], p[0])
+)
+#: Pairs that contradict themselves, or hold faces.
+CONTRADICTIONS = st.sampled_from(
+    [("top", "bottom"), ("bottom", "top"), ("left", "right"), ("top", "top"), ("left", "left")]
+    + [("faces", name) for name in ("top", "left", "center", "faces")]
+)
 PAGE_RANGE = (
     st.integers(1, 9999)
     | st.integers(1, 999).map(lambda n: f"{n}-")
@@ -74,8 +84,7 @@ def inside(check: object) -> st.SearchStrategy[Value]:
         params.dims: st.tuples(
             st.integers(0, 5000), st.integers(0, 5000), st.integers(1, 5000), st.integers(1, 5000)
         ),
-        params.align: st.sampled_from(params.ALIGNS)
-        | st.lists(st.sampled_from(params.ALIGNS), min_size=2, max_size=2).map(tuple),
+        params.align: st.sampled_from(params.ALIGNS) | PAIRS,
         effects_regions.objects: st.lists(
             st.tuples(
                 st.integers(0, 10_000),
@@ -93,8 +102,6 @@ def inside(check: object) -> st.SearchStrategy[Value]:
         | st.lists(
             st.sampled_from(subjects.METADATA_FIELDS), min_size=1, max_size=4, unique=True
         ).map(tuple),
-        composite.position: st.sampled_from(composite.POSITIONS)
-        | st.lists(st.sampled_from(composite.POSITIONS), min_size=2, max_size=2).map(tuple),
         composite.handle: HANDLES,
         composite.handles: HANDLES | st.lists(HANDLES, min_size=1, max_size=4).map(tuple),
         documents.page_ranges: st.lists(PAGE_RANGE, min_size=1, max_size=5).map(tuple),
@@ -152,7 +159,8 @@ def outside(check: object) -> st.SearchStrategy[Value]:
         | st.tuples(st.integers(0, 9), st.integers(0, 9), st.integers(0, 9), st.just(0))
         | st.tuples(st.integers(-99, -1), st.integers(0, 9), st.integers(1, 9), st.integers(1, 9)),
         params.align: WORDS.filter(lambda w: w not in params.ALIGNS)
-        | st.lists(st.sampled_from(params.ALIGNS), min_size=3, max_size=4).map(tuple),
+        | st.lists(st.sampled_from(params.ALIGNS), min_size=3, max_size=4).map(tuple)
+        | CONTRADICTIONS,
         effects_regions.objects: st.just(((0, 0, 0, 5),))
         | st.just(((10_001, 0, 5, 5),))
         | st.just(((1, 2, 3),))
@@ -164,8 +172,6 @@ def outside(check: object) -> st.SearchStrategy[Value]:
         | st.lists(st.integers(facetasks.MAX_FACES + 1, 10**6), min_size=1, max_size=3).map(tuple),
         subjects.metadata_fields: WORDS.filter(lambda w: w not in subjects.METADATA_FIELDS)
         | st.sampled_from(subjects.METADATA_FIELDS).map(lambda name: (name, name)),
-        composite.position: WORDS.filter(lambda w: w not in composite.POSITIONS)
-        | st.lists(st.sampled_from(composite.POSITIONS), min_size=3, max_size=4).map(tuple),
         composite.handle: SHORT | st.lists(HANDLES, min_size=2, max_size=3).map(tuple),
         composite.handles: SHORT | st.just(()) | st.lists(SHORT, min_size=2, max_size=3).map(tuple),
         documents.page_ranges: st.just(0)

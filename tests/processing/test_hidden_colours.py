@@ -32,6 +32,7 @@ MIXING = [
     "polaroid=rotate:20,background:transparent",
     "resize=width:37",
     "sharpen=amount:10",
+    "output=format:avif",  # AV1 codes colour in blocks, at half resolution
 ]
 
 

@@ -181,3 +181,35 @@ def test_the_page_decoded_is_the_page_checked(tmp_path: Path) -> None:
     assert image.getpoint(5, 2)[2] > 200 and image.getpoint(5, 2)[0] < 50  # and its blue
     with pytest.raises(errors.ImageTooLarge):  # page 1 itself is refused
         VipsEngine().render(source, chain.parse(["resize=width:10"]), output, dest, small)
+
+
+UPRIGHT, ACROSS = ("top", "bottom", "center", "middle"), ("left", "right", "center", "middle")
+POSITIONED = [
+    "resize=width:40,height:40,fit:crop,align:{}",
+    "watermark=file:" + "B" * 20 + ",position:{}",
+    "animate=width:40,height:40,align:{}",
+]
+
+
+@pytest.mark.parametrize("task", POSITIONED)
+@pytest.mark.parametrize("vertical", UPRIGHT)
+@pytest.mark.parametrize("horizontal", ACROSS)
+def test_a_position_pair_is_one_position_in_either_order(
+    task: str, vertical: str, horizontal: str
+) -> None:
+    """filestack-js writes ``[vertical, horizontal]``; hand-written URLs swap them. Both
+    orders are one position, one chain key (one derivative)."""
+    keys = {
+        chain.parse([task.format(f"[{a},{b}]")]).key()
+        for a, b in ((vertical, horizontal), (horizontal, vertical))
+    }
+    assert len(keys) == 1
+
+
+@pytest.mark.parametrize("task", POSITIONED)
+@pytest.mark.parametrize(
+    "pair", ["[top,bottom]", "[left,right]", "[top,top]", "[right,right]", "[faces,left]"]
+)
+def test_a_pair_that_contradicts_itself_is_refused(task: str, pair: str) -> None:
+    with pytest.raises(errors.InvalidParameter):
+        chain.parse([task.format(pair)])

@@ -27,13 +27,10 @@ import pyvips
 from stowage import errors
 from stowage.processing import frames, ops, svg
 from stowage.processing.base import Limits, Task, Value
-from stowage.processing.params import boolean, choice, color, handle, integer, rgba, whole
+from stowage.processing.params import align, boolean, choice, color, handle, integer, rgba, whole
 from stowage.processing.table import Kind, Param, TaskSpec
 
-#: filestack-js' positionDef; ``faces`` places as ``center`` here (no detector in this
-#: module), a pair is [vertical, horizontal].
 MAX_FILES = 32  # a collage's files (processing_max_sources limits them further)
-POSITIONS = ("top", "middle", "bottom", "left", "center", "right", "faces")
 
 
 @dataclass
@@ -214,15 +211,6 @@ def _placed(position: object, spare_w: int, spare_h: int) -> tuple[int, int]:
     return left, top
 
 
-def position(value: Value) -> Value:
-    """``top``, ``middle``, ``bottom``, ``left``, ``center``, ``right``, or a pair."""
-    items = value if isinstance(value, tuple) else (value,)
-    if not 1 <= len(items) <= 2:
-        raise ValueError(f"must be one or two of {', '.join(POSITIONS)}")
-    checked = tuple(choice(*POSITIONS)(v) for v in items)
-    return checked[0] if len(checked) == 1 else checked
-
-
 def handles(value: Value) -> Value:
     """One handle or a list of them, ``[h1,h2]``."""
     items = value if isinstance(value, tuple) else (value,)
@@ -377,7 +365,7 @@ TASKS: tuple[TaskSpec, ...] = (
         (
             Param("file", handle, ("f",)),
             Param("size", whole(1, 500, zero_unset=True), ("s",), 100),
-            Param("position", position, ("p",), "center"),
+            Param("position", align, ("p",), "center"),
         ),
         op=watermark,
         needs_one_of=("file",),
@@ -407,7 +395,7 @@ TASKS: tuple[TaskSpec, ...] = (
             Param("width", integer(1, 1800)),
             Param("height", integer(1, 1800)),
             Param("fit", choice("clip", "scale", "crop"), (), "clip"),
-            Param("align", position, (), "center"),
+            Param("align", align, (), "center"),
             Param("background", color, (), "transparent"),
         ),
         kind=Kind.FILES,

@@ -63,7 +63,7 @@ def found(image: pyvips.Image, task: Task, default_faces: Value) -> list[Box]:
     wanted = task.get("faces", default_faces)
     if wanted == "all":
         return boxes
-    numbers = wanted if isinstance(wanted, tuple) else (wanted,)
+    numbers = dict.fromkeys(wanted if isinstance(wanted, tuple) else (wanted,))  # once each
     return [boxes[n - 1] for n in numbers if isinstance(n, int) and n <= len(boxes)]
 
 

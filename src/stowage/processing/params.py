@@ -199,11 +199,28 @@ def dims(value: Value) -> Value:
 
 
 def align(value: Value) -> Value:
+    """One position, or a vertical and a horizontal one in either order, returned as
+    ``(vertical, horizontal)``; a pair that contradicts itself is refused."""
     items = value if isinstance(value, tuple) else (value,)
     if not 1 <= len(items) <= 2:
         raise ValueError(f"must be one or two of {', '.join(ALIGNS)}")
-    checked = tuple(choice(*ALIGNS)(v) for v in items)
-    return checked[0] if len(checked) == 1 else checked
+    checked = tuple(str(choice(*ALIGNS)(v)) for v in items)
+    if len(checked) == 1:
+        return checked[0]
+    first, second = checked
+    if first in _EITHER and second in _EITHER:  # the middle both ways
+        return ("center", "center")
+    for vertical, horizontal in ((first, second), (second, first)):
+        if vertical in _VERTICAL and horizontal in _HORIZONTAL and {vertical, horizontal} - _EITHER:
+            return (vertical, horizontal)
+    raise ValueError("a pair is one of top, bottom, center, middle and one of left, right")
+
+
+_EITHER = frozenset({"center", "middle"})
+
+
+_VERTICAL = frozenset({"top", "bottom", "center", "middle"})
+_HORIZONTAL = frozenset({"left", "right", "center", "middle"})
 
 
 def rgba(name: str) -> tuple[int, int, int, int]:
