@@ -129,3 +129,17 @@ def test_a_fallback_that_names_no_handle_is_refused(junk: str) -> None:
     assume(not names.is_handle(value))
     with pytest.raises(errors.InvalidParameter):
         grammar.parse_task(f'fallback=handle:"{value}"')
+
+
+@pytest.mark.parametrize("name", ["store", "fallback"])
+@pytest.mark.parametrize("between", [[], ["flip"], ["flip", "resize=width:10"]])
+def test_a_task_that_appears_once_is_refused_twice(name: str, between: list[str]) -> None:
+    """A second fallback was dropped unread (the first stood in): refused like a second
+    store, wherever the two stand."""
+    from stowage import errors
+    from stowage.processing import chain
+
+    task = f"{name}=handle:{'a' * 20}" if name == "fallback" else name
+    with pytest.raises(errors.InvalidParameter, match="once"):
+        chain.parse([task, *between, task])
+    assert chain.parse([task, *between]) is not None

@@ -61,8 +61,9 @@ def _parse(segments: tuple[str, ...]) -> Chain:
     kinds = [catalogue.TABLE[t.name].kind for t in parsed]
     store = [t for t in parsed if t.name == "store"]
     image = tuple(t for t, kind in zip(parsed, kinds, strict=True) if kind is not Kind.REQUEST)
-    if len(store) > 1:  # anywhere once: it keeps the chain's result (filestack-swift: first)
-        raise errors.InvalidParameter("store appears once in a chain", parameter="store")
+    for once in ("store", "fallback"):  # anywhere, once: a second would be dropped unread
+        if sum(t.name == once for t in parsed) > 1:
+            raise errors.InvalidParameter(f"{once} appears once in a chain", parameter=once)
     answers = [t.name for t in image if catalogue.TABLE[t.name].kind is Kind.ANSWER]
     if answers and (len(answers) > 1 or image[-1].name != answers[0]):
         raise errors.InvalidParameter(f"{answers[0]} must be the last task", parameter=answers[0])
