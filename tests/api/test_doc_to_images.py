@@ -103,3 +103,23 @@ async def test_a_secured_apps_urls_carry_the_requests_policy(harness: Harness) -
     assert f"signature={creds['signature']}" in url
     kind, page = await image_at(harness, url)
     assert kind == "image/png" and (page.width, page.height) == BOXES[1]
+
+
+@pytest.mark.settings(processing_max_output_dimension=800)
+@pytest.mark.parametrize("density", [72, 100, 117, 150, 300])
+async def test_a_page_past_the_size_limit_is_refused_not_listed(
+    harness: Harness, density: int
+) -> None:
+    """A page whose image would be past the output limit was listed with a URL that
+    then answered 422: the listing itself now says so, naming the page."""
+    handle = await stored(harness, pdfs.three_pages(), "three.pdf")
+    sides = [max(w, h) * density / 72 for w, h in BOXES]
+    resp = await harness.cdn.get(f"/doc_to_images=density:{density}/{handle}")
+    if all(side <= 800 for side in sides):
+        assert resp.status == 200, await resp.text()
+        for image in (await resp.json())["images"]:
+            await image_at(harness, image["url"])  # each URL listed renders
+        return
+    assert resp.status == 422 and await code_of(resp) == "IMAGE_TOO_LARGE"
+    first = next(n for n, side in enumerate(sides, 1) if round(side) > 800)
+    assert f"page {first}" in (await resp.json())["error"]["message"]

@@ -50,4 +50,5 @@ async def answer(
     tail = f"?{urlencode(query)}" if query else ""
     base = processor.core.settings.cdn_url()
     named = quote(handle, safe="")
-    return pageimages.answer(task, info, lambda output: f"{base}/{output}/{named}{tail}")
+    most = processor.core.settings.processing_max_output_dimension
+    return pageimages.answer(task, info, lambda output: f"{base}/{output}/{named}{tail}", most)

@@ -96,9 +96,12 @@ def page_task(task: Task, number: int) -> str:
     return f"output=format:{fmt},page:{number},density:{density}{tail}"
 
 
-def answer(task: Task, info: dict[str, Any], url_of: Callable[[str], str]) -> dict[str, Any]:
+def answer(
+    task: Task, info: dict[str, Any], url_of: Callable[[str], str], max_side: int
+) -> dict[str, Any]:
     """The JSON answer from the document's ``pdfinfo``: ``url_of(output task)`` is the
-    URL of the page image the task renders."""
+    URL of the page image the task renders. A page whose image would be past
+    ``max_side`` is refused here, not listed with a URL that answers 422."""
     sizes = info.get("page_sizes") or []
     count = int(info.get("pages") or len(sizes))
     density = _density(task)
@@ -106,12 +109,14 @@ def answer(task: Task, info: dict[str, Any], url_of: Callable[[str], str]) -> di
     images = []
     for number in chosen(task, count):
         box = sizes[number - 1] if number <= len(sizes) else {"width": 0, "height": 0}
-        images.append(
-            {
-                "page": number,
-                "url": url_of(page_task(task, number)),
-                "width": to_pixels(float(box["width"]) * density / 72),
-                "height": to_pixels(float(box["height"]) * density / 72),
-            }
-        )
+        width = to_pixels(float(box["width"]) * density / 72)
+        height = to_pixels(float(box["height"]) * density / 72)
+        if max(width, height) > max_side:
+            raise errors.ImageTooLarge(
+                f"page {number} at {density} dpi would be {width}x{height}; at most "
+                f"{max_side} a side (a lower density fits it)",
+                page=number,
+            )
+        url = url_of(page_task(task, number))
+        images.append({"page": number, "url": url, "width": width, "height": height})
     return {"pages": count, "format": fmt, "density": density, "images": images}
