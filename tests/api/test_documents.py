@@ -238,6 +238,17 @@ async def test_output_to_pdf_lays_pages_out_as_pdfconvert_does(harness: Harness)
     assert resp.status == 200 and resp.headers["Content-Type"] == "image/png"
 
 
+async def test_a_pdf_asked_as_a_pdf_is_itself(harness: Harness) -> None:
+    """``output=format:pdf`` alone on a PDF (the schema's format list holds pdf) was a
+    400 naming no format it could be converted to: it is the document as it is."""
+    for data in (pdfs.three_pages(), pdfs.quadrants(300, 200), pdfs.many_pages(7)):
+        handle = await stored(harness, data, "doc.pdf")
+        resp, body = await get(harness, f"/output=format:pdf/{handle}")
+        assert resp.headers["Content-Type"] == "application/pdf" and body == data
+    resp = await harness.cdn.get(f"/output=format:pdf/resize=width:10/{handle}")
+    assert resp.status == 400
+
+
 # -- hostile PDFs ----------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("data", "chain", "status", "code"),

@@ -5,7 +5,9 @@ from any PDF (``pdf.py``: the page asked for, at the density asked for)."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -40,6 +42,9 @@ async def run(
     fmt = converted_to(job.chain)
     if fmt is not None:
         _only_output(job.chain, fmt)
+        if fmt == "pdf" and _sniffed(job.source) == "application/pdf":
+            await asyncio.to_thread(shutil.copyfile, job.source, job.dest)  # as it is
+            return
         officeformats.target(kind, fmt)  # an unsupported pair: 400 before any work
         assert kind is not None
         await converters.convert(job.source, kind, fmt, job.dest)
@@ -64,8 +69,12 @@ _NOT_DOCUMENTS = frozenset(
 
 
 def _image_or_pdf(source: Path) -> bool:
+    return _sniffed(source) in _NOT_DOCUMENTS
+
+
+def _sniffed(source: Path) -> str | None:
     with source.open("rb") as handle:
-        return filetypes.sniff(handle.read(64)) in _NOT_DOCUMENTS
+        return filetypes.sniff(handle.read(64))
 
 
 def _only_output(chain: Chain, fmt: str) -> None:
