@@ -143,3 +143,17 @@ def test_a_task_that_appears_once_is_refused_twice(name: str, between: list[str]
     with pytest.raises(errors.InvalidParameter, match="once"):
         chain.parse([task, *between, task])
     assert chain.parse([task, *between]) is not None
+
+
+async def test_a_second_fallback_is_refused_not_stood_in_for(harness: Harness) -> None:
+    """The chain's 400 for a second fallback was taken as a failed transformation, and
+    the first fallback's file answered 200 (kept 300 s by caches)."""
+    handle = await stored(harness)
+    backup = await stored(harness, name="b.jpg")
+    for chain in (
+        f"fallback=handle:{backup}/fallback=handle:{backup}/resize=width:50",
+        f"resize=width:50/fallback=handle:{backup}/flip/fallback=handle:{backup},cache:60",
+    ):
+        resp = await harness.cdn.get(f"/{chain}/{handle}")
+        assert resp.status == 400, await resp.text()
+        assert (await resp.json())["error"]["details"]["parameter"] == "fallback"

@@ -114,3 +114,24 @@ def test_every_task_draws_the_colour_asked_with_its_alpha(tmp_path: Path, kind: 
                     kind,
                     got,
                 )
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_turn_draws_its_background_in_the_corners_only(tmp_path: Path, seed: int) -> None:
+    """The background of ``rotate`` fills what the turn opens; the picture's own
+    transparent pixels stay so, at any angle (a right angle opens nothing): it was drawn
+    under the whole picture at other angles, a transparent logo turned 45 degrees came
+    out on white."""
+    rng = random.Random(seed)
+    hole = pyvips.Image.black(WIDTH, HEIGHT).draw_rect(255, 150, 100, 100, 100, fill=True)
+    picture = pyvips.Image.black(WIDTH, HEIGHT).new_from_image([200, 60, 20]).cast("uchar")
+    source = tmp_path / "holed.png"
+    picture.bandjoin((255 - hole).cast("uchar")).copy(interpretation="srgb").pngsave(str(source))
+    colour = "".join(f"{rng.randrange(256):02x}" for _ in range(3))
+    for deg in (rng.randint(1, 89), 90 * rng.randint(1, 3), rng.randint(91, 359)):
+        made = render(tmp_path, source, [f"rotate=deg:{deg},background:{colour}"], ())
+        centre = made(made.width // 2, made.height // 2)
+        assert centre[3] == 0, (deg, centre)  # the hole, where the turn keeps the middle
+        if deg % 90:
+            corner = [round(v) for v in made(0, 0)]
+            assert corner == [*params.rgba(colour)[:3], 255], (deg, corner)

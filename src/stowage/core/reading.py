@@ -201,7 +201,16 @@ class Clock:
     slack: float | None
 
 
-LOCAL_CLOCK = Clock(settled=5.0, slack=0.02)  # file times lag the clock by a tick (10 ms at most)
+def _tick() -> float:
+    """How far a file's times may lag the clock: the kernel stamps them from its coarse
+    clock (``CLOCK_REALTIME_COARSE``, 5 on Linux), one tick (1-10 ms) behind at most."""
+    try:
+        return max(0.001, time.clock_getres(5))
+    except OSError:
+        return 0.01
+
+
+LOCAL_CLOCK = Clock(settled=5.0, slack=2 * _tick())
 STORE_CLOCK = Clock(settled=60.0, slack=None)
 
 

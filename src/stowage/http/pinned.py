@@ -33,12 +33,18 @@ async def pinned(plan: Download, registry: VersionRows | None) -> tuple[Download
             await reading.row_of(registry, record)  # a delete raced it: the handle's 404
             raise errors.StorageNotFound("the file's object is missing")
         st = os.fstat(fd)
+        if st.st_nlink == 0 and registry is not None:
+            # Replaced (or removed) since it was opened: the rename set its ctime, so its
+            # own times no longer say when it took the path. The path has the newer one.
+            os.close(fd)
+            await reading.back_off(attempt)
+            continue
         info = ObjectInfo(st.st_size, f"{st.st_mtime_ns:x}-{st.st_size:x}", st.st_mtime)
         found = dataclasses.replace(plan, record=record, info=info)
         if registry is None:
             return found, fd
         # A rename sets ctime: the time the version took this path (nothing here links
-        # or changes an object's inode otherwise).
+        # or changes an object's inode otherwise; one renamed over is caught above).
         modified = max(st.st_mtime, st.st_ctime)
         clock = reading.LOCAL_CLOCK
         named, fresh = await reading.named_by(registry, record, st.st_size, modified, clock)

@@ -307,6 +307,8 @@ def _fallback(path: CdnPath, failure: errors.StowageError) -> CdnPath | None:
     found = next((task for task in tasks if task.name == "fallback"), None)
     if found is None or failure.status in NO_FALLBACK:
         return None
+    if str(failure.details.get("parameter", "")).startswith("fallback"):
+        return None  # the fallback itself is wrong (given twice): no file stands in
     seconds = found.get("cache", 300)
     max_age = seconds if isinstance(seconds, int) else 300
     handle = str(found.get("handle"))

@@ -205,10 +205,13 @@ def rotate(image: pyvips.Image, task: Task) -> pyvips.Image:
     image = ops.drawable(image, background)
     if not image.hasalpha():
         return ops.held(image.rotate(deg, background=ops.bands(image, background)))
-    # Turned on clear corners, then over the colour: libvips' rotate takes the background
-    # of an image with alpha as premultiplied (0000ff80 came out 0000ff at alpha 128).
+    # Turned on clear corners, the colour then drawn in them only (as without alpha: the
+    # picture's own transparent pixels stay so); libvips' rotate takes the background of
+    # an image with alpha as premultiplied (0000ff80 came out 0000ff at alpha 128).
     turned = image.rotate(deg, background=[0] * image.bands).cast("uchar")
-    return ops.held(ops.over(turned, background))
+    whole = pyvips.Image.black(image.width, image.height).linear(0, 255).cast("uchar")
+    cover = whole.rotate(deg, background=[0]).cast("uchar")
+    return ops.held(ops.outside(turned, cover, background))
 
 
 def flip(image: pyvips.Image, task: Task) -> pyvips.Image:

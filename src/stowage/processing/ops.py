@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
+from typing import Any
 
 import pyvips
 
@@ -90,11 +91,27 @@ def over(image: pyvips.Image, colour: str) -> pyvips.Image:
         return image
     image = drawable(image, colour)
     *ink, weight = bands(image, colour)
+    return _over_ink(image, ink, weight / 255)
+
+
+def outside(image: pyvips.Image, cover: pyvips.Image, colour: str) -> pyvips.Image:
+    """``colour`` drawn under ``image`` (with alpha) only where ``cover`` (0-255: how much
+    of a pixel the picture reaches) does not: the corners a turn opens. The picture's
+    own transparent pixels stay transparent."""
+    if rgba(colour)[3] == 0:
+        return image
+    image = drawable(image, colour)
+    *ink, weight = bands(image, colour)
+    return _over_ink(image, ink, (255 - cover) * (weight / 255 / 255))
+
+
+def _over_ink(image: pyvips.Image, ink: list[float], share: Any) -> pyvips.Image:
+    """``image`` composited over ``ink`` of opacity ``share`` (0-1, a number or an image)."""
     front, shown = split_alpha(image)
     assert shown is not None
     front_share = shown / 255
-    back_share = (1 - front_share) * (weight / 255)
-    total = front_share + back_share  # above 0: the colour's alpha is
+    back_share = (1 - front_share) * share
+    total = front_share + back_share  # 0 only where neither is there (libvips: x/0 is 0)
     mixed = (front * front_share + back_share * ink) / total
     return (
         mixed.bandjoin(total * 255)
