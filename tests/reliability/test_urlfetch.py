@@ -126,33 +126,42 @@ async def test_failing_sources_store_nothing(harness: Harness) -> None:
     await assert_clean(harness.service)
 
 
-async def test_gzip_bomb_is_stored_as_sent_never_inflated(harness: Harness) -> None:
-    """33: a source answering `Content-Encoding: gzip` with 10 MiB of zeros squeezed into a
-    few KiB: the fetch never inflates it, so the size cap counts the bytes sent."""
+async def test_gzip_bomb_is_inflated_only_up_to_the_size_cap(harness: Harness) -> None:
+    """33: a source answering `Content-Encoding: gzip` (though `identity` was asked) with
+    10 MiB of zeros squeezed into a few KiB: its body is the file the gzip holds, so the
+    size cap counts the inflated bytes, which are inflated a piece at a time and refused
+    at the cap (413), nothing stored; one within the cap is stored inflated (kept as
+    sent, a gzip was stored as the PNG it held)."""
     import gzip
 
     harness.service.fetcher.allow_private = True
-    bomb = gzip.compress(b"\0" * (10 * 1024 * 1024))
+    harness.service.fetcher.max_bytes = 1024 * 1024
+    bombs = {"/bomb": b"\0" * (10 * 1024 * 1024), "/small": b"\0" * (100 * 1024)}
 
-    async def serve_bomb(request: web.Request) -> web.Response:
-        return web.Response(body=bomb, headers={"Content-Encoding": "gzip"})
+    async def serve(request: web.Request) -> web.Response:
+        body = gzip.compress(bombs[request.path])
+        return web.Response(body=body, headers={"Content-Encoding": "gzip"})
 
     app = web.Application()
-    app.router.add_get("/bomb", serve_bomb)
+    app.router.add_get("/{name}", serve)
     runner = web.AppRunner(app)
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", 0).start()
     try:
-        url = f"http://127.0.0.1:{runner.addresses[0][1]}/bomb"
-        resp = await harness.api.post(
-            "/api/store/S3", params={"key": harness.open_app.api_key}, data={"url": url}
+        base = f"http://127.0.0.1:{runner.addresses[0][1]}"
+        params = {"key": harness.open_app.api_key}
+        refused = await harness.api.post(
+            "/api/store/S3", params=params, data={"url": base + "/bomb"}
         )
+        kept = await harness.api.post("/api/store/S3", params=params, data={"url": base + "/small"})
     finally:
         await runner.cleanup()
-    TOTALS.inputs_tried += 1
-    body = await resp.json()
-    assert resp.status == 200, body
-    assert body["size"] == len(bomb) < 64 * 1024
+    TOTALS.inputs_tried += 2
+    await expect_error(refused, (413,))
+    body = await kept.json()
+    assert kept.status == 200 and body["size"] == len(bombs["/small"]), body
+    files = [f async for f in harness.service.registry.all_files()]
+    assert [f.size for f in files] == [len(bombs["/small"])]
 
 
 async def test_tls_error_at_the_source_stores_nothing(harness: Harness, tmp_path: Path) -> None:

@@ -47,8 +47,8 @@ from stowage.storage.base import (
     pin_of,
 )
 
-MAX_ATTEMPTS = 5
-BACKOFF = 0.005  # seconds, doubled per attempt: at most about 0.15 s in all
+MAX_ATTEMPTS = 8
+BACKOFF = 0.005  # seconds, doubled per attempt up to 0.08: at most about 0.4 s in all
 #: The byte range to read, given the size of the version found (None: the whole object).
 Span = Callable[[int], tuple[int, int] | None]
 
@@ -175,7 +175,14 @@ async def open_download(
             await row_of(registry, record)  # a delete raced this read: the handle's 404
             raise
         found = opened.info
-        named, fresh = await named_by(registry, record, found.size, found.modified, STORE_CLOCK)
+        named: FileRecord | None
+        if found.size == record.size:
+            # The row's size: taken as its version. A store's clock is not this node's,
+            # so an object of the same size mid-commit cannot be told from it (a file on
+            # this node's disk can: http/pinned.py).
+            named, fresh = record, record
+        else:
+            named, fresh = await named_by(registry, record, found.size, found.modified, STORE_CLOCK)
         if named is not None and opened.info.size != named.size and attempt + 1 < MAX_ATTEMPTS:
             # Not the row's version: a row newer than the object opened, or an old object
             # past the check above. A newer row is taken.
@@ -184,8 +191,9 @@ async def open_download(
         if named is not None:
             return dataclasses.replace(plan, record=named, info=opened.info), opened
         await close(opened.chunks)
-        await back_off(attempt)
-        record, info = fresh, None
+        if fresh.version == record.version:  # an overwrite mid-commit: let it land
+            await back_off(attempt)
+        record, info = fresh, None  # a newer row: its object is there already
     raise errors.StorageVersionChanged()
 
 
@@ -317,7 +325,7 @@ async def _open_whole(provider: Provider, container: str, key: str) -> Opened:
 async def back_off(attempt: int) -> None:
     # Jittered, so readers that lost to one overwrite do not all come back together; the
     # next overwrite of a hot file is then likely to land after they have opened theirs.
-    await asyncio.sleep(random.uniform(0, BACKOFF * 2**attempt))
+    await asyncio.sleep(random.uniform(0, BACKOFF * 2 ** min(attempt, 4)))
 
 
 async def row_of(registry: FileRows | None, record: FileRecord) -> FileRecord:

@@ -51,8 +51,9 @@ async def pinned(plan: Download, registry: VersionRows | None) -> tuple[Download
         if named is not None:
             return dataclasses.replace(found, record=named), fd
         os.close(fd)
-        await reading.back_off(attempt)
-        record = fresh
+        if fresh.version == record.version:  # an overwrite mid-commit: let it land
+            await reading.back_off(attempt)
+        record = fresh  # a newer row: its object is there already
     raise errors.StorageVersionChanged()
 
 
