@@ -39,7 +39,11 @@ async def decoded(chunks: AsyncIterator[bytes], coding: str, limit: int) -> Asyn
     """``chunks`` undone from ``coding`` (``identity``: as they are); more than ``limit``
     decoded bytes is 413, a body that is no valid stream 502."""
     if coding == "identity":
+        total = 0
         async for chunk in chunks:
+            total += len(chunk)
+            if total > limit:
+                raise errors.PayloadTooLarge("the url's file is larger than allowed")
             yield chunk
         return
     inflater: zlib._Decompress | None = zlib.decompressobj(_GZIP) if coding != "deflate" else None

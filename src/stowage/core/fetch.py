@@ -281,13 +281,9 @@ class Fetcher:
     async def _body(
         self, response: aiohttp.ClientResponse, release: Callable[[], None], coding: str
     ) -> AsyncGenerator[bytes, None]:
-        total = 0
         sent = response.content.iter_chunked(256 * 1024)
         try:
-            async for chunk in codings.decoded(sent, coding, self.max_bytes):
-                total += len(chunk)
-                if total > self.max_bytes:
-                    raise errors.PayloadTooLarge("the url's file is larger than allowed")
+            async for chunk in codings.decoded(sent, coding, self.max_bytes):  # the cap too
                 yield chunk
         except TimeoutError as exc:
             raise errors.UpstreamTimeout("the url source stalled") from exc

@@ -14,13 +14,14 @@ then ``StorageVersionChanged`` (503, retryable).
 
 Which version: the object is committed before its row (``core/overwrites.py``), so the
 one found after the row was read is the row's version or a newer one, whole. The headers
-(the ETag above all) must name the row of the bytes sent: an object modified in the last
-a few seconds is checked after it is opened (``named_by``): the row unchanged and
-no overwrite between its object's commit and its row (its intent, recorded before the
+(the ETag above all) must name the row of the bytes sent, so an object is checked once it
+is opened (``named_by``): a store's when its size is not the row's, a file on this node's
+disk (``http/pinned.py``) when it was modified in the last few seconds. The row unchanged
+and no overwrite between its object's commit and its row (its intent, recorded before the
 commit and dropped with the row's update) means it is the row's version; with one, the
-sizes (or, for a file on this node, the time it took its path) tell the row's version
-from the intent's; otherwise the row is read again and the
-object opened again (503 ``STORAGE_VERSION_CHANGED`` after ``MAX_ATTEMPTS``).
+sizes (or, on this node's disk, the time the file took its path) tell the row's version
+from the intent's; otherwise the row is read again and the object opened again (503
+``STORAGE_VERSION_CHANGED`` after ``MAX_ATTEMPTS``).
 """
 
 from __future__ import annotations
@@ -328,10 +329,8 @@ async def back_off(attempt: int) -> None:
     await asyncio.sleep(random.uniform(0, BACKOFF * 2 ** min(attempt, 4)))
 
 
-async def row_of(registry: FileRows | None, record: FileRecord) -> FileRecord:
+async def row_of(registry: FileRows, record: FileRecord) -> FileRecord:
     """The handle's row as it is now: ``HandleNotFound`` when it is gone."""
-    if registry is None:
-        return record
     fresh = await registry.get(record.handle)
     if fresh is None:
         raise errors.HandleNotFound(handle=record.handle)

@@ -105,8 +105,7 @@ async def _run(request: web.Request, path: CdnPath) -> dict[str, Any]:
 
 
 async def _run_url(request: web.Request, path: CdnPath) -> dict[str, Any]:
-    if path.url is not None and path.url_as_sent:
-        path.url = transform.with_source_query(path, request.raw_path.partition("?")[2])
+    request = transform.with_url_source(request, path)
     creds = request_credentials(request, path)
     api_key = path.api_key or request.query.get("key")
     ask = transform.url_ask(path, api_key, creds, transform.charger(request))

@@ -29,7 +29,8 @@ async def pinned(plan: Download, registry: VersionRows | None) -> tuple[Download
     record = plan.record
     for attempt in range(reading.MAX_ATTEMPTS):
         fd = _opened(str(plan.local_path), registry is None)
-        if fd is None:
+        if fd is None:  # an original's object is missing (a derivative's raised)
+            assert registry is not None
             await reading.row_of(registry, record)  # a delete raced it: the handle's 404
             raise errors.StorageNotFound("the file's object is missing")
         st = os.fstat(fd)

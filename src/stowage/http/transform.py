@@ -52,9 +52,7 @@ for _metric in metrics.ALL:
 async def transform(request: web.Request, path: CdnPath, *, cdn: bool) -> web.StreamResponse:
     parts = request.app[PARTS]
     processor = parts.processor
-    if path.url is not None and path.url_as_sent:
-        request = _quote_closed(request) if path.url_quote_open else request
-        path.url = with_source_query(path, request.raw_path.partition("?")[2])
+    request = with_url_source(request, path)
     creds = request_credentials(request, path)
     api_key = path.api_key or request.query.get("key")
     if path.preview is not None:  # the page is the CDN's (http/preview.py)
@@ -98,7 +96,7 @@ async def transform(request: web.Request, path: CdnPath, *, cdn: bool) -> web.St
             found["Vary"] = _vary(found.get("Vary"))
         return found
 
-    for attempt in range(2):  # a derivative removed as it was opened: its file's new one
+    async def answer() -> web.StreamResponse:
         try:
             with contextlib.nullcontext() if cache else fresh():  # cache=false: a new render
                 charge = None if cache else charger(request)  # a new render costs the app
@@ -109,13 +107,13 @@ async def transform(request: web.Request, path: CdnPath, *, cdn: bool) -> web.St
                 raise
             return await download(request, cdn=cdn, handle=backup.handle, path=backup)
         plan = Download(made.record, made.info, made.provider, made.local_path, made.app)
-        try:
-            # A derivative's key is never rewritten with other bytes: no row to keep to.
-            return await send_file(request, plan, headers, None)
-        except errors.StorageVersionChanged:
-            if attempt:
-                raise
-    raise AssertionError("unreachable")
+        # A derivative's key is never rewritten with other bytes: no row to keep to.
+        return await send_file(request, plan, headers, None)
+
+    try:
+        return await answer()
+    except errors.StorageVersionChanged:  # removed as it was opened: its file's new one
+        return await answer()
 
 
 async def _video(
@@ -135,15 +133,22 @@ async def _video(
 OWN_PARAMETERS = frozenset({"key", "policy", "signature", "dl", "cache"})
 
 
+def with_url_source(request: web.Request, path: CdnPath) -> web.Request:
+    """An external URL sent as it is (``/<KEY>/resize=w:9/https://host/a.jpg?v=2``)
+    takes the request's query string (``with_source_query``); the request is returned as
+    Stowage reads its own parameters (a quoted URL's closing quote ends the query)."""
+    if path.url is None or not path.url_as_sent:
+        return request
+    request = _quote_closed(request) if path.url_quote_open else request
+    path.url = with_source_query(path, request.raw_path.partition("?")[2])
+    return request
+
+
 def with_source_query(path: CdnPath, query: str) -> str:
-    """An external URL sent as it is (``/<KEY>/resize=w:9/https://host/a.jpg?v=2``):
-    the request's query string is the source's, as the SDKs build it, but for Stowage's
-    own parameters, which stay here (a policy is never sent to the origin), and for the
-    quote that closes a quoted URL (``"https://host/a.jpg?v=2"``)."""
+    """The request's query string is the source's, as the SDKs build it, but for
+    Stowage's own parameters, which stay here (a policy is never sent to the origin)."""
     assert path.url is not None
     url = path.url
-    if path.url_quote_open:
-        query = query.removesuffix('"').removesuffix("%22")
     kept = [p for p in query.split("&") if p and unquote(p.partition("=")[0]) not in OWN_PARAMETERS]
     if not kept:
         return url
