@@ -275,8 +275,3 @@ def test_frames_are_turned_by_exif_before_they_are_fitted(
     if abs(frame_w - frame_h) >= 8:  # the background beside it, on the long side
         beside = (x - 3, y + side // 2) if frame_w > frame_h else (x + side // 2, y - 3)
         assert colour(made, *beside) == (255, 255, 255), beside
-
-
-def test_the_tasks_of_one_frame_are_those_that_place_files() -> None:
-    """frames.py decodes one frame for the tasks composite.py builds, and only for them."""
-    assert frames.ONE_FRAME == composite.BUILT

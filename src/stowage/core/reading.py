@@ -184,10 +184,10 @@ async def open_download(
             named, fresh = record, record
         else:
             named, fresh = await named_by(registry, record, found.size, found.modified, STORE_CLOCK)
-        if named is not None and opened.info.size != named.size and attempt + 1 < MAX_ATTEMPTS:
+        if named is not None and found.size != named.size and attempt + 1 < MAX_ATTEMPTS:
             # Not the row's version: a row newer than the object opened, or an old object
-            # past the check above. A newer row is taken.
-            fresh = await row_of(registry, record)
+            # past the check above. A newer row is taken (read here unless named_by did).
+            fresh = await row_of(registry, record) if fresh is record else fresh
             named = None if fresh.version != record.version else named
         if named is not None:
             return dataclasses.replace(plan, record=named, info=opened.info), opened

@@ -309,11 +309,10 @@ def _fallback(path: CdnPath, failure: errors.StowageError) -> CdnPath | None:
     """``fallback=handle:H,cache:N``: the stored file H, read with the request's
     credentials, kept N seconds by caches, in place of a failed transformation."""
     tasks = [grammar.parse_task(task) for task in path.tasks]
-    found = next((task for task in tasks if task.name == "fallback"), None)
-    if found is None or failure.status in NO_FALLBACK:
-        return None
-    if str(failure.details.get("parameter", "")).startswith("fallback"):
-        return None  # the fallback itself is wrong (given twice): no file stands in
+    fallbacks = [task for task in tasks if task.name == "fallback"]
+    if len(fallbacks) != 1 or failure.status in NO_FALLBACK:
+        return None  # none, or given twice (the chain's refusal says so): no file stands in
+    found = fallbacks[0]
     seconds = found.get("cache", 300)
     max_age = seconds if isinstance(seconds, int) else 300
     handle = str(found.get("handle"))

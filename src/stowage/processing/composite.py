@@ -350,7 +350,8 @@ def _handles(task: Task) -> tuple[str, ...]:
     return tuple(str(f) for f in files) if isinstance(files, tuple) else (str(files),)
 
 
-BUILT = frozenset({"collage", "animate"})
+#: The tasks that build one image of several files: one frame of each file is decoded.
+BUILT = frames.ONE_FRAME
 
 
 def _canvas_size(task: Task, width: int, height: int) -> tuple[int, int]:

@@ -38,7 +38,7 @@ ANIMATED_OUTPUTS = {"gif", "webp"}
 #: previous ones): page N costs N frames of decoding.
 SEQUENTIAL_FRAMES = {"gifload", "webpload"}
 #: Tasks that take one frame of every file they read, the chain's own included
-#: (``composite.BUILT``: a test checks the two agree).
+#: (``composite.BUILT``, which builds them, is this set).
 ONE_FRAME = frozenset({"collage", "animate"})
 
 
