@@ -7,8 +7,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from stowage import errors
-from stowage.processing import chain
+from stowage.processing import catalogue, chain
 from stowage.processing.base import Task
+from stowage.processing.table import Kind
 
 
 def key(*segments: str) -> str:
@@ -126,3 +127,30 @@ def test_one_task_of_several_files_per_chain(
         segments.insert(data.draw(st.integers(0, len(segments))), segment)
     with pytest.raises(errors.InvalidParameter):
         chain.parse(segments)
+
+
+def _answering() -> list[str]:
+    """Every task that answers something other than the image, as the catalogue says, and
+    the two options that make an image task answer JSON."""
+    bare = [
+        name
+        for name, spec in catalogue.TABLE.items()
+        if spec.kind is Kind.ANSWER and not spec.needs_one_of and not spec.unavailable
+    ]
+    return [*bare, "pdfconvert=pages:[1]", "detect_faces=export:true", "output=docinfo:true"]
+
+
+@given(
+    answering=st.sampled_from(_answering()),
+    before=st.lists(st.sampled_from(OTHERS), max_size=2),
+    after=st.lists(st.sampled_from(OTHERS), min_size=1, max_size=2),
+)
+def test_a_task_that_answers_is_the_last_or_a_400(
+    answering: str, before: list[str], after: list[str]
+) -> None:
+    """An answer followed by image tasks was dropped without a word, and the picture sent
+    (``output=docinfo:true/negative``, ``detect_faces=export:true/flip``)."""
+    last = chain.parse([*before, answering])
+    assert last.tasks[-1] == chain.parse_task(answering)
+    with pytest.raises(errors.InvalidParameter, match="must be the last task"):
+        chain.parse([*before, answering, *after])

@@ -64,9 +64,10 @@ def _parse(segments: tuple[str, ...]) -> Chain:
     for once in ("store", "fallback"):  # anywhere, once: a second would be dropped unread
         if sum(t.name == once for t in parsed) > 1:
             raise errors.InvalidParameter(f"{once} appears once in a chain", parameter=once)
-    answers = [t.name for t in image if catalogue.TABLE[t.name].kind is Kind.ANSWER]
-    if answers and (len(answers) > 1 or image[-1].name != answers[0]):
-        raise errors.InvalidParameter(f"{answers[0]} must be the last task", parameter=answers[0])
+    answers = [t for t in image if _answers(t)]
+    if answers and (len(answers) > 1 or image[-1] is not answers[0]):
+        name = answers[0].name
+        raise errors.InvalidParameter(f"{name} must be the last task", parameter=name)
     several = [t.name for t in image if catalogue.TABLE[t.name].kind is Kind.FILES]
     if len(several) > 1:  # the engine builds one; a second would be dropped without a word
         raise errors.InvalidParameter(
@@ -76,9 +77,21 @@ def _parse(segments: tuple[str, ...]) -> Chain:
     texts = [t.name for t in image if catalogue.TABLE[t.name].kind is Kind.TEXT]
     if texts and len(image) > 1:
         raise errors.InvalidParameter(f"{texts[0]} takes no other task", parameter=texts[0])
-    if store and answers and answers[0] not in documents.FILES:  # pdfconvert makes a file
-        raise errors.InvalidParameter(f"{answers[0]} answers JSON; it cannot be stored")
+    if store and answers and answers[0].name not in documents.FILES:  # pdfconvert: a file
+        raise errors.InvalidParameter(f"{answers[0].name} answers JSON; it cannot be stored")
     return Chain(image, store[0] if store else None, _format(image))
+
+
+def _answers(task: Task) -> bool:
+    """Whether the task, last in a chain, answers something that is not the image: an
+    answer task, ``detect_faces=export:true``, ``output=docinfo:true``. Anywhere else its
+    answer would be dropped without a word, and the picture sent instead."""
+    spec = catalogue.TABLE[task.name]
+    if spec.kind is Kind.ANSWER:
+        return True
+    if task.name == "output":
+        return task.get("docinfo") is True
+    return spec.answer is not None and spec.answer.when(task)
 
 
 def _format(tasks: tuple[Task, ...]) -> str | None:
