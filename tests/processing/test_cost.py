@@ -4,6 +4,7 @@ ordinary ones."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 
@@ -162,3 +163,35 @@ def test_an_animation_saved_as_gif_is_estimated_near_its_cpu_time(
     # that runs this (where 30 frames took 3.0x the estimate): 3.5 allows that and still
     # fails the 3.9x underestimate this test was written for.
     assert spent / 3.5 < seconds < spent * 3
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    source=st.tuples(st.integers(1, 700), st.integers(1, 700)),
+    box=st.tuples(st.integers(0, 10_000), st.integers(0, 10_000)).filter(any),
+)
+def test_smart_crop_is_refused_before_it_scales_past_the_side_limit(
+    tmp_path_factory: pytest.TempPathFactory, source: tuple[int, int], box: tuple[int, int]
+) -> None:
+    """smart_crop scales its image to cover the box and holds it before it cuts: a
+    333x217 PNG to 9000x9000 made a 13812x9000 cover for 27 s, then answered 422."""
+    from stowage.processing import subjects
+
+    limit = 4000  # the output side limit of this test: covers past it are common
+    path = pattern(tmp_path_factory.mktemp("smart") / "s.png", *source)
+    segment = "smart_crop=" + ",".join(f"{k}:{v}" for k, v in zip("wh", box, strict=True) if v)
+    parsed = chain.parse([segment, "resize=width:30"])
+    output = chain.output_for(parsed, "image/png")
+    opened = frames.open_source(str(path), parsed, output, LIMITS, "random")
+    cover = subjects.cover_size(parsed.tasks[0], *source)
+    past = cover[0] > max(limit, source[0]) or cover[1] > max(limit, source[1])
+    limits = dataclasses.replace(LIMITS, max_output_dimension=limit)
+    if past:
+        with pytest.raises(errors.ImageTooLarge, match="would work on the image"):
+            cost.estimate(opened, parsed, source[0], output.format, (), limit)
+        with pytest.raises(errors.ImageTooLarge, match="would work on the image"):
+            VipsEngine(threads_per_job=1).render(
+                path, parsed, output, path.with_suffix(".o"), limits
+            )
+    else:
+        cost.estimate(opened, parsed, source[0], output.format, (), limit)

@@ -52,7 +52,7 @@ RATES = {
     "polaroid": 0.012,  # a frame and a rotation
     "shadow": 0.05,  # of its grown canvas
     "oil_paint": 0.27,  # and PER_AMOUNT: a median window, or a smaller copy painted
-    "smart_crop": 0.025,  # of its cover (``works_on``): scaled, held, searched
+    "smart_crop": 0.035,  # of its cover (``works_on``): scaled, held, searched
     "enhance": 0.3,  # statistics, then curves in floats
     "circle": 0.1,
     "vignette": 0.08,
@@ -102,11 +102,14 @@ def estimate(
     width: int,
     fmt: str = "png",
     placed: Sequence[tuple[int, int]] = (),
+    limit: int | None = None,
 ) -> float:
     """Seconds of one core the chain is expected to take on this source, saved as
     ``fmt`` (libvips' saver name: jpeg, png, webp, gif, ...). ``placed``: the sizes of
     the images a collage or an animation places (``composite.placed``: a collage's
-    cells; an animation's frames, the first of which sets the frame's size)."""
+    cells; an animation's frames, the first of which sets the frame's size). ``limit``:
+    the output side limit, which the image a task works on (smart_crop's cover, made
+    and held before the task returns) is held to here, before any work."""
     tasks, frames, (w, h) = chain.tasks, opened.frames, (width, opened.frame_height)
     animate = next((t for t in tasks if t.name == "animate"), None)
     if animate is not None:
@@ -120,12 +123,16 @@ def estimate(
             continue  # save options, answers, request tasks: no pixels of their own
         before, works_on = (w, h), catalogue.TABLE[task.name].works_on
         worked = works_on(task, w, h) if works_on is not None else (0, 0)
+        if limit is not None and (worked[0] > max(limit, w) or worked[1] > max(limit, h)):
+            raise errors.ImageTooLarge(
+                f"{task.name} would work on the image at {worked[0]}x{worked[1]}; "
+                f"at most {limit} a side"
+            )
         w, h = size_after(task, w, h)
         made = _rate(task, *before) * max(w * h, worked[0] * worked[1])
         if task.name == "resize":
             made += SHRINK * before[0] * before[1]
-        if task.name in FACE_TASKS or geometry.aligns_on_faces(task):
-            made += FACE_SEARCH * _searched(*before)
+        made += _face_search(task, before, worked)
         steps.append((made * frames / 1e6, _amplification(task), _held(task)))
     total, amplified = 0.0, 1.0
     for seconds, amplification, held in reversed(steps):
@@ -176,6 +183,16 @@ def _rate(task: Task, width: int, height: int) -> float:
     if task.name == "upscale" and task.get("noise", "none") != "none":
         rate += UPSCALE_DENOISE
     return rate
+
+
+def _face_search(task: Task, before: tuple[int, int], worked: tuple[int, int]) -> float:
+    """Seconds of the face finder's work a task asks for: smart_crop looks for faces in
+    its cover (unless ``mode:object``), the face tasks and ``align:faces`` in their image."""
+    if task.name == "smart_crop":
+        return 0.0 if task.get("mode") == "object" else FACE_SEARCH * _searched(*worked)
+    if task.name in FACE_TASKS or geometry.aligns_on_faces(task):
+        return FACE_SEARCH * _searched(*before)
+    return 0.0
 
 
 def _searched(width: int, height: int) -> float:

@@ -115,7 +115,10 @@ class VipsEngine:
         if chain.wants_size and len(chain.tasks) == 1:
             return _write_size(dest, output, header.width, opened.frame_height)
         placed = montage.placed(opened, chain, output)
-        cost.check(cost.estimate(opened, chain, header.width, output.format, placed), limits)
+        estimated = cost.estimate(
+            opened, chain, header.width, output.format, placed, limits.max_output_dimension
+        )
+        cost.check(estimated, limits)
         answer, last = chains.answer_of(chain), chain.tasks[-1:]
         if answer is not None:  # the steps before the answering task, then its text
             chain = dataclasses.replace(chain, tasks=chain.tasks[:-1])
