@@ -200,3 +200,66 @@ def test_the_page_decoded_is_the_page_checked(tmp_path: Path) -> None:
     assert time.monotonic() - started < 5
     with pytest.raises(errors.ImageTooLarge):  # page 1 is what it says it is
         render(tmp_path, source, "resize=width:40", mimetype="image/tiff")
+
+
+GROWING = ["upscale", "resize=width:{2w}", "resize=width:{4w}", "border=width:{b}", "rotate=deg:90"]
+
+
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    size=st.tuples(st.integers(8, 60), st.integers(8, 60)),
+    grow=st.sampled_from(GROWING),
+    then=st.sampled_from(["resize=height:{h}", "resize=width:{w2},height:{h},fit:scale"]),
+    fmt=st.sampled_from([("gif", "image/gif"), ("webp", "image/webp")]),
+)
+def test_each_frame_is_sized_as_the_still_after_a_task_that_grows_it(
+    tmp_path: Path,
+    size: tuple[int, int],
+    grow: str,
+    then: str,
+    fmt: tuple[str, str],
+) -> None:
+    """A frame made a whole multiple of the source's frame height tall kept the strip's
+    ``page-height``, and a later resize took it for several pages: ``upscale/resize=
+    height:40`` on 60x40 frames gave 120x80 frames, the still 60x40."""
+    width, height = size
+    values = {"2w": 2 * width, "4w": 4 * width, "b": height // 2, "h": height, "w2": width}
+    steps = [grow.format(**values), then.format(**values)]
+    source = animation(tmp_path / f"a.{fmt[0]}", width, height, 3)
+    _, got = frames_of(render(tmp_path, source, *steps, mimetype=fmt[1]))
+    still = pyvips.Image.new_from_file(
+        str(render(tmp_path, source, *steps, "output=format:png", mimetype=fmt[1]))
+    )
+    assert len(got) == 3
+    assert {(f.width, f.height) for f in got} == {(still.width, still.height)}
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    colours=st.lists(
+        st.tuples(st.integers(0, 255), st.integers(0, 255), st.integers(0, 255)),
+        min_size=2,
+        max_size=4,
+    )
+)
+def test_each_gif_frame_keeps_its_own_colours_inside_a_shadow(
+    tmp_path: Path, colours: list[tuple[int, int, int]]
+) -> None:
+    """A GIF frame reused the previous frame's palette while the error averaged over the
+    frame was small: a frame of another plain colour inside a shadow (the same on every
+    frame) came out 20-30 levels off, as the nearest grey of the shadow's palette."""
+    made = [pyvips.Image.black(120, 80).new_from_image(list(c)).cast("uchar") for c in colours]
+    strip = pyvips.Image.arrayjoin(made, across=1).copy()
+    strip.set_type(pyvips.GValue.gint_type, "page-height", 80)
+    source = tmp_path / "a.gif"
+    strip.write_to_file(str(source), keep_duplicate_frames=True)
+    _, stored = frames_of(source)  # the source's own colours, as its palettes hold them
+    _, got = frames_of(render(tmp_path, source, "shadow", mimetype="image/gif"))
+    assert len(got) == len(colours)
+    for frame, original in zip(got, stored, strict=True):
+        inside, want = colour_at(frame, 60, 40), colour_at(original, 60, 40)
+        assert all(abs(a - b) <= 8 for a, b in zip(inside, want, strict=True)), (inside, want)

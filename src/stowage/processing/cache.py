@@ -51,7 +51,10 @@ PREFIX = ".stowage-derivatives"
 #: or TIFF holds no orientation; animate with one side given keeps the first image's
 #: proportion, a still format holds its first frame, and a turn by EXIF is made on each
 #: file before it is framed.
-RENDERING = 5
+#: 6: a frame grown to a whole multiple of its height is resized as one frame, a GIF's
+#: frame gets its own palette (not the previous frame's, which shifted a whole frame's
+#: colour by 20-30 levels), smart_crop's cover is held to the side limit.
+RENDERING = 6
 CHUNK = 256 * 1024
 log = logging.getLogger("stowage.processing")
 T = TypeVar("T")

@@ -96,7 +96,7 @@ def each_frame(opened: Opened, image: pyvips.Image, apply: Callable[[Any], Any])
     with decisions.kept() as next_frame:  # faces and windows: the first frame's for all
         for index in range(opened.frames):
             next_frame()
-            done.append(apply(image.extract_area(0, index * height, image.width, height)))
+            done.append(apply(_frame(image, index, height)))
     first = done[0]
     # A frame of another size (a task that decides per frame) would tear the strip apart.
     done = [
@@ -108,6 +108,15 @@ def each_frame(opened: Opened, image: pyvips.Image, apply: Callable[[Any], Any])
         if opened.image.get_typeof(name):
             strip.set_type(opened.image.get_typeof(name), name, opened.image.get(name))
     return strip
+
+
+def _frame(strip: pyvips.Image, index: int, height: int) -> pyvips.Image:
+    """One frame of the strip, a still: without the strip's ``page-height``, which libvips'
+    resize would read once a task made the frame a whole multiple of it tall (a frame
+    grown to 80 px was resized as two pages of 40)."""
+    frame = strip.extract_area(0, index * height, strip.width, height).copy()
+    frame.remove("page-height")
+    return frame
 
 
 def _sized(frame: pyvips.Image, first: pyvips.Image) -> pyvips.Image:

@@ -366,6 +366,10 @@ def save_options(chain: Chain, output: Output) -> dict[str, Any]:
         options["effort"] = GIF_EFFORT
         if _KEEPS_DUPLICATES:  # cgif merges equal frames: [h1,h1] must stay two frames
             options["keep_duplicate_frames"] = True
+        # A frame reused the previous frame's palette while the error, averaged over the
+        # whole frame, stayed under 8: a frame of another colour inside a shadow's border
+        # came out 20-30 levels off (docs/decisions.md).
+        options["interpalette_maxerror"] = 0
     if _strips(chain):
         options["keep"] = "none"
     return options
