@@ -43,6 +43,11 @@ class InvalidPath(BadRequest):
     code, default_message = "INVALID_PATH", "invalid storage path"
 
 
+class InvalidRequestPath(BadRequest):
+    code = "INVALID_REQUEST_PATH"
+    default_message = "the request's path holds a control character (percent-decoded)"
+
+
 class InvalidBase64(BadRequest):
     code, default_message = "INVALID_BASE64", "body is not valid base64"
 

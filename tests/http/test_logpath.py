@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from stowage.http.logpath import HIDDEN, loggable
+from stowage.processing import catalogue
 
 SECRETS = st.text(alphabet=string.ascii_letters + string.digits, min_size=12, max_size=40)
 TASKS = st.sampled_from(
@@ -60,13 +61,112 @@ def test_a_source_address_loses_its_query_and_user_part(
     assert shown == f"{prefix}{HIDDEN}@example.com/a/b.jpg?{HIDDEN}"
 
 
+#: Every task of the table but ``security``, with the options it takes (long and short).
+OWN_OPTIONS = [
+    (name, [n for p in spec.params for n in (p.name, *p.short)])
+    for name, spec in catalogue.TABLE.items()
+    if name != "security"
+]
+
+
+@st.composite
+def own_task(draw: st.DrawFn) -> str:
+    """A task the table knows, with options it takes (values are not checked here)."""
+    name, options = draw(st.sampled_from(OWN_OPTIONS))
+    keys = draw(st.lists(st.sampled_from(options), max_size=3)) if options else []
+    values = st.text(alphabet=string.ascii_letters + string.digits + "._-", max_size=8)
+    return name + ("=" + ",".join(f"{k}:{draw(values)}" for k in keys) if keys else "")
+
+
 @given(
-    segments=st.lists(st.text(alphabet=string.ascii_letters + "=:,._-[]", max_size=20), max_size=6)
+    segments=st.lists(
+        st.text(alphabet=string.ascii_letters + ":,._-[]", max_size=20) | own_task(), max_size=6
+    )
 )
 def test_a_path_without_credentials_is_shown_as_it_came(segments: list[str]) -> None:
-    kept = [s for s in segments if not s.lower().startswith("security=") and s[:3] != "b64"]
+    kept = [s for s in segments if s[:3] != "b64"]
     path = "/" + "/".join(kept)
     assert loggable(path) == path
+
+
+def _source_forms(url: str) -> list[str]:
+    """``url`` in every form the grammar reads a source in (docs/transformations.md)."""
+    scheme, _, rest = url.partition("://")
+    one_slash = f"{scheme}:/{rest}"
+    b64 = base64.urlsafe_b64encode(url.encode()).decode().rstrip("=")
+    return [
+        url,  # as sent
+        one_slash,  # a proxy merged the slashes
+        quote(url, safe=""),  # percent-encoded (the SDKs)
+        quote(one_slash, safe=""),
+        f'"{url}"',  # quoted (filestack-js)
+        f"%22{quote(url, safe='')}%22",
+        f'["{url}","{one_slash}"]',  # lists
+        f"[{one_slash},{url}]",
+        f"%5B%22{quote(url, safe='')}%22%5D",
+        f"b64://{b64}",  # filestack-js's base64 form
+        f"{scheme}:{rest}",  # no slash at all, backslashes: what a fetcher may still read
+        f"{scheme}:\\\\{rest}",
+        quote(quote(url, safe=""), safe=""),  # encoded twice
+    ]
+
+
+@given(
+    user=SECRETS,
+    password=SECRETS,
+    scheme=st.sampled_from(["http", "https", "HTTPS", "Http"]),
+    host=st.sampled_from(["example.com", "127.0.0.1:18139", "[::1]:8080", "h"]),
+    tasks=st.lists(TASKS, min_size=1, max_size=2),
+    with_password=st.booleans(),
+)
+def test_every_source_form_loses_its_user_part(
+    user: str,
+    password: str,
+    scheme: str,
+    host: str,
+    tasks: list[str],
+    with_password: bool,
+) -> None:
+    userinfo = f"{user}:{password}" if with_password else user
+    url = f"{scheme}://{userinfo}@{host}/allowed/a.png"
+    for form in _source_forms(url):
+        shown = loggable(f"/APIKEY/{'/'.join(tasks)}/{form}")
+        assert user not in shown and password not in shown, (form, shown)
+        assert HIDDEN in shown, (form, shown)
+
+
+@given(
+    name=st.text(alphabet=string.ascii_letters, min_size=1, max_size=12).filter(
+        lambda n: catalogue.spec(n) is None
+    ),
+    names=NAMES,
+    secret=SECRETS,
+    before=st.lists(TASKS, max_size=2),
+)
+def test_an_unknown_task_name_never_shows_a_policy(
+    name: str, names: tuple[str, str], secret: str, before: list[str]
+) -> None:
+    """``securty=p:...,s:...``: a typo, or any name, carrying a policy and a signature."""
+    policy = base64.urlsafe_b64encode(f'{{"expiry":1,"x":"{secret}"}}'.encode()).decode()
+    task = f"{name}={names[0]}:{policy},{names[1]}:{secret}"
+    shown = loggable("/" + "/".join(["APIKEY", *before, task, "HANDLE"]))
+    assert policy not in shown and secret not in shown
+    assert shown == "/" + "/".join(["APIKEY", *before, f"{name.lower()}={HIDDEN}", "HANDLE"])
+
+
+@given(task=st.sampled_from(OWN_OPTIONS), names=NAMES, secret=SECRETS, bare=st.booleans())
+def test_a_known_task_given_an_option_it_does_not_take_never_shows_it(
+    task: tuple[str, list[str]], names: tuple[str, str], secret: str, bare: bool
+) -> None:
+    name, options = task
+    spec = catalogue.spec(name)
+    assert spec is not None
+    carried = [k for k in names if k not in options]
+    body = secret if bare and not spec.bare else ",".join(f"{k}:{secret}" for k in carried)
+    if not body:  # the task takes both names (store's p, metadata's p): nothing foreign
+        return
+    shown = loggable(f"/APIKEY/{name}={body}/HANDLE")
+    assert secret not in shown and shown == f"/APIKEY/{name}={HIDDEN}/HANDLE"
 
 
 def _b64(text: str, urlsafe: bool) -> str:

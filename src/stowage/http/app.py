@@ -21,7 +21,7 @@ from stowage.http.keys import PARTS
 from stowage.http.protocol import JsonAppRunner
 from stowage.http.ratelimit import limit_middleware
 from stowage.http.routes import add_api_routes, add_cdn_routes, add_static_routes
-from stowage.http.strict import strict_headers_middleware
+from stowage.http.strict import strict_request_middleware
 
 log = logging.getLogger("stowage")
 
@@ -68,7 +68,7 @@ def api_app(parts: Assembly) -> web.Application:
     app = web.Application(
         middlewares=[
             cors_middleware(parts.settings.cors_origins),
-            *_middlewares(error_middleware, strict_headers_middleware, _limits(parts)),
+            *_middlewares(error_middleware, strict_request_middleware, _limits(parts)),
         ],
         client_max_size=1024**2,
     )
@@ -102,7 +102,7 @@ def add_cname_hosts(app: web.Application, parts: Assembly) -> None:
 
 def cdn_app(parts: Assembly) -> web.Application:
     app = web.Application(
-        middlewares=_middlewares(error_middleware, strict_headers_middleware, _limits(parts)),
+        middlewares=_middlewares(error_middleware, strict_request_middleware, _limits(parts)),
         client_max_size=1024**2,
     )
     app[PARTS] = parts

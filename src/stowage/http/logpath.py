@@ -2,20 +2,45 @@
 signatures travel there. Transformation URLs carry the same in the path
 (``security=p:<policy>,s:<signature>``), and an external source's address, percent-encoded
 in the path, may carry another service's credentials in its own query string or its user
-part (``https%3A%2F%2Fuser:pw@host%2Fx.jpg%3Ftoken%3D...``). Both are left out, also where
-filestack-js's base64 form carries them (``b64/<tasks>``, ``b64://<source>``): those parts
-are shown decoded, or hidden whole when they do not decode."""
+part (``https%3A%2F%2Fuser:pw@host%2Fx.jpg%3Ftoken%3D...``). Both are left out in every
+form the grammar reads a source in (as sent, one slash after the scheme, percent-encoded,
+quoted, in a list), also where filestack-js's base64 form carries them (``b64/<tasks>``,
+``b64://<source>``): those parts are shown decoded, or hidden whole when they do not
+decode. A task the table does not know (``securty=p:...,s:...``), or a known one given an
+option it does not take (``flip=policy:...``), is shown by its name only: it may carry a
+policy whatever its name. Control characters are escaped by the log formatter
+(``observe/logs.py``), not here."""
 
 from __future__ import annotations
 
+import re
 from urllib.parse import unquote
 
 from stowage import errors
-from stowage.processing import b64paths
+from stowage.processing import b64paths, catalogue, grammar
 
 #: Tasks whose options grant access (the hosted service's name for signed URLs).
 SECRET_TASKS = frozenset({"security"})
 HIDDEN = "[redacted]"
+
+
+def _sep(*hexes: str) -> str:
+    """A separator as it is, or still percent-encoded, once or more (``%2F``, ``%252F``)."""
+    return f"%(?:25)*(?:{'|'.join(hexes)})"
+
+
+_COLON = f"(?::|{_sep('3a')})"
+_SLASH = f"(?:[/\\\\]|{_sep('2f', '5c')})"
+#: ``scheme://user@``, and ``https:/user@`` or ``https:user@`` (the grammar reads a
+#: scheme with one slash; a fetcher may read none or backslashes): up to the last ``@``
+#: before the authority ends.
+_USER = re.compile(
+    rf"(?P<lead>[a-z][a-z0-9+.-]*{_COLON}{_SLASH}{{2}}|(?:https?|src){_COLON}{_SLASH}*)"
+    rf"(?:(?![/\\?#]|{_sep('2f', '5c', '3f', '23')}).)*(?:@|{_sep('40')})",
+    re.IGNORECASE | re.DOTALL,
+)
+#: Where a source's query string starts, also still encoded (a source encoded twice).
+_QUERY = re.compile(rf"\?|{_sep('3f')}", re.IGNORECASE)
 
 
 def loggable(raw_path: str) -> str:
@@ -24,9 +49,10 @@ def loggable(raw_path: str) -> str:
     query string and user part replaced by ``[redacted]``."""
     segments = _decoded(raw_path.partition("?")[0].split("/"))
     path = "/".join(unquote(segment) for segment in segments)
-    head, asked, _ = path.partition("?")  # an encoded source's
+    asked = _QUERY.search(path)  # an encoded source's
+    head = path[: asked.start()] if asked else path
     segments = [_segment(s) for s in head.split("/")]
-    shown = _without_user("/".join(segments))
+    shown = _USER.sub(rf"\g<lead>{HIDDEN}@", "/".join(segments))
     return f"{shown}?{HIDDEN}" if asked else shown
 
 
@@ -48,16 +74,18 @@ def _decoded(segments: list[str]) -> list[str]:
 
 
 def _segment(segment: str) -> str:
-    name, has_options, _ = segment.partition("=")
+    """A task as it came, but ``security``'s options, and those of a task the table does
+    not know or that names an option its task does not take."""
+    name, has_options, body = segment.partition("=")
+    if not has_options:
+        return segment
     name = name.strip().lower()
-    return f"{name}={HIDDEN}" if has_options and name in SECRET_TASKS else segment
-
-
-def _without_user(path: str) -> str:
-    """Each ``scheme://user:password@host`` as ``scheme://[redacted]@host``."""
-    parts = path.split("://")
-    for n, part in enumerate(parts[1:], start=1):
-        authority, slash, rest = part.partition("/")
-        if "@" in authority:
-            parts[n] = HIDDEN + authority[authority.rindex("@") :] + slash + rest
-    return "://".join(parts)
+    spec = catalogue.spec(name)
+    if name in SECRET_TASKS or spec is None:
+        return f"{name}={HIDDEN}"
+    items = [item for item in grammar.split(body, ",") if item.strip()]
+    if spec.bare and len(items) == 1 and ":" not in items[0]:
+        return segment
+    keys = [key.strip().lower() for key, sep, _ in (i.partition(":") for i in items) if sep]
+    known = len(keys) == len(items) and all(spec.param(key) for key in keys)
+    return segment if known else f"{name}={HIDDEN}"

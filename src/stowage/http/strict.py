@@ -1,16 +1,21 @@
-"""Client text, decoded strictly in one place: request headers, JSON bodies, form fields.
+"""Client text, decoded strictly in one place: the request's path, its headers, JSON
+bodies, form fields.
 
 aiohttp decodes header bytes as UTF-8 with ``surrogateescape``, so invalid bytes become
 lone surrogates that fail later, when the value is stored or logged (a 500). JSON can carry
 ``"\\udcff"`` escapes with the same effect, and 100,000 nested ``[`` overflow the parser's
-recursion. All of these are a client's mistake: a 400 here, before any handler runs.
+recursion. A path that, percent-decoded, holds a control character (``%0A``, ``%00``)
+names no handle, task or route. All of these are a client's mistake: a 400 here, before
+any handler runs.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import unquote
 
 import aiohttp
 from aiohttp import web
@@ -21,6 +26,8 @@ from aiohttp.web_protocol import RequestPayloadError
 from stowage import errors
 
 MAX_DEPTH = 32  # no request body of the API nests deeper than a few levels
+#: C0, DEL and C1: what no handle, task, route or storage path holds.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
 def is_clean_text(value: str) -> bool:
@@ -41,8 +48,17 @@ def check_headers(headers: Mapping[str, str]) -> None:
             raise errors.InvalidHeader(f"header {safe_name} is not valid UTF-8", header=safe_name)
 
 
+def check_path(raw_path: str) -> None:
+    """``raw_path`` (its query string dropped) decoded once, as the routes and the URL
+    grammar read it, holds no control character."""
+    found = _CONTROL.search(unquote(raw_path.partition("?")[0], errors="replace"))
+    if found:
+        raise errors.InvalidRequestPath(character=f"0x{ord(found[0]):02x}")
+
+
 @web.middleware
-async def strict_headers_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+async def strict_request_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    check_path(request.raw_path)
     check_headers(request.headers)
     return await handler(request)
 
