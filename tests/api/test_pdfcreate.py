@@ -4,6 +4,7 @@ handles; limits and refusals."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 
 import pypdfium2 as pdfium
@@ -13,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.api.harness import Harness
+from tests.api.sites import serving
 from tests.api.test_transform import stored
 from tests.api.test_transform_rules import code_of
 from tests.processing import pdfs
@@ -149,3 +151,41 @@ async def test_the_page_limit_holds(harness: Harness) -> None:
     handles = [await stored(harness, many, f"m{i}.pdf") for i in range(3)]
     resp = await harness.cdn.get(f"/pdfcreate/[{','.join(handles)}]")
     assert resp.status == 422 and await code_of(resp) == "DOCUMENT_TOO_LARGE"
+
+
+@given(st.lists(st.sampled_from(["r", "g", "doc"]), min_size=1, max_size=4), st.booleans())
+@settings(
+    max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+async def test_the_new_pdf_can_be_stored(harness: Harness, names: list[str], urls: bool) -> None:
+    """``pdfcreate/store/[h1,h2]`` was a 400 "pdfcreate answers JSON; it cannot be stored":
+    its answer is a PDF, a file, stored as zip's and animate's are; so from a list of URLs."""
+    made = {
+        "r": (solid(pdfs.RED, (40, 30)), [pdfs.RED]),
+        "g": (solid(pdfs.GREEN, (30, 40), ".jpg"), [pdfs.GREEN]),
+        "doc": (pdfs.three_pages(), [pdfs.RED, pdfs.GREEN, pdfs.BLUE]),
+    }
+    key = harness.open_app.api_key
+    if urls:
+        async with contextlib.AsyncExitStack() as stack:
+            kinds = {"r": "image/png", "g": "image/jpeg", "doc": "application/pdf"}
+            sites = {
+                n: await stack.enter_async_context(serving(f"/{n}", made[n][0], kinds[n]))
+                for n in dict.fromkeys(names)
+            }
+            listed = ",".join(f'"{sites[n]}"' for n in names)
+            resp = await harness.api.post(f"/process/{key}/pdfcreate/store/[{listed}]")
+            result = await resp.json()
+    else:
+        handles = {n: await stored(harness, made[n][0], f"{n}.bin") for n in set(names)}
+        listed = ",".join(handles[n] for n in names)
+        resp = await harness.api.post(f"/process/{key}/pdfcreate/store/[{listed}]")
+        result = await resp.json()
+    assert resp.status == 200, result
+    assert result["type"] == "application/pdf" and result["filename"].endswith(".pdf"), result
+    body = await (await harness.cdn.get(f"/{result['handle']}")).read()
+    assert len(body) == result["size"]
+    colours = [c for _, c in pages_of(body)]
+    wanted = [colour for n in names for colour in made[n][1]]
+    assert len(colours) == len(wanted)
+    assert all(near(c, w) for c, w in zip(colours, wanted, strict=True)), (names, colours)

@@ -358,6 +358,34 @@ def test_bad_field_values_are_invalid_policy(extra: dict[str, Any]) -> None:
         security.parse_policy({"expiry": FUTURE, **extra})
 
 
+VALID_RULES: dict[str, Any] = {
+    "call": ["read"],
+    "handle": "h" * 20,
+    "url": "https://a\\.example/.*",
+    "path": "up/.*",
+    "container": "c",
+    "minSize": 1,
+    "maxSize": 10,
+}
+
+
+@given(
+    rules=st.lists(st.sampled_from(sorted(VALID_RULES)), unique=True),
+    null=st.sampled_from(sorted(security.KNOWN_KEYS - {"expiry"})),
+)
+def test_a_null_rule_is_a_malformed_policy(rules: list[str], null: str) -> None:
+    """``{"call": null}`` read as no ``call`` rule: every call but exif. A null rule is
+    refused, beside any other rules, as a malformed policy."""
+    data = {
+        "expiry": FUTURE,
+        **{k: VALID_RULES[k] for k in rules if {k, null} != {"call", "calls"}},
+    }
+    security.parse_policy(data)  # the others alone are a policy
+    with pytest.raises(errors.InvalidPolicy) as caught:
+        security.parse_policy({**data, null: None})
+    assert caught.value.code == "INVALID_POLICY"
+
+
 @pytest.mark.parametrize(
     "extra",
     [

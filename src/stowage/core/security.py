@@ -130,6 +130,9 @@ def parse_policy(data: dict[str, Any]) -> Policy:
     if "call" in data and "calls" in data:
         # one must not shadow the other (a null "call" would widen a narrow "calls")
         raise errors.InvalidPolicy("policy may have call or calls, not both")
+    nulls = sorted(key for key, value in data.items() if value is None)
+    if nulls:  # a null rule would read as no rule: a wider grant than its author meant
+        raise errors.InvalidPolicy(f"policy {', '.join(nulls)} must not be null; leave it out")
     expiry = data.get("expiry")
     if type(expiry) is not int:
         raise errors.InvalidPolicy("policy expiry must be an integer epoch time")
@@ -214,6 +217,15 @@ class Target:
     url: str | None = None
     path: str | None = None
     container: str | None = None
+    #: The call has a place in storage (a store, a stored file): a policy's ``path`` and
+    #: ``container`` bind it. A transformation of a URL source has none, and they do not.
+    placed: bool = True
+
+
+def url_target(url: str) -> Target:
+    """What a transformation of a URL source touches: the URL, and no stored file (its
+    store, if any, is held to ``path`` and ``container`` by the store's own check)."""
+    return Target(url=url, placed=False)
 
 
 def authorize(
@@ -229,17 +241,22 @@ def authorize(
     """Return the grant that allows ``call`` on ``target``, or raise.
 
     With ``required`` false and no credentials presented, returns None (open
-    access). A policy that is presented is always checked; HTTP Basic credentials that
-    fail are refused only where credentials are required (a browser or a client that sends
-    them everywhere still reads an open app's files: issue 24).
+    access). A policy that is presented is always checked, beside valid HTTP Basic
+    credentials too (the policy is then the grant); HTTP Basic credentials that fail are
+    refused only where credentials are required (a browser or a client that sends them
+    everywhere still reads an open app's files: issue 24).
     """
     if creds.basic_user is not None or creds.basic_problem is not None:
         try:
-            return _basic_grant(secret, creds)
+            grant = _basic_grant(secret, creds)
         except errors.InvalidCredentials:
             if required:
                 raise
             # judged below as if no Authorization header had been sent
+        else:
+            if creds.policy is None and creds.signature is None:
+                return grant
+            # a policy sent beside the secret is checked all the same, and narrows it
     if creds.policy is None and creds.signature is None:
         if required:
             raise errors.Unauthenticated("a policy and signature, or the app secret, are required")
@@ -271,6 +288,8 @@ def _check_target(policy: Policy, target: Target) -> None:
         value = getattr(target, name)
         if name == "url" and value is None:
             continue  # Filestack: url restricts URL sources and processing, not handle calls
+        if name != "url" and not target.placed:
+            continue  # path and container bind a store's place and a stored file's
         if pattern is not None and not _covers(pattern, value, name == "url"):
             raise errors.PolicyDenied(f"policy does not allow this {name}")
 

@@ -57,6 +57,9 @@ class StoreParams:
     base64decode: bool = False
     link: bool = False
     conditions: Conditions = field(default_factory=Conditions)  # If-None-Match with a path
+    #: The stored file whose transformation this is (a chain's ``store`` task): a policy
+    #: for that one ``handle`` stores it.
+    made_from: str | None = None
 
 
 class Stowage:
@@ -120,7 +123,7 @@ class Stowage:
         params.mimetype = params.mimetype and headersafe.media_type(params.mimetype)
         if params.access not in ("public", "private"):
             raise errors.InvalidParameter("access must be public or private", parameter="access")
-        target = Target(url=source.url, path=path, container=container)
+        target = Target(params.made_from, source.url, path, container)
         policy = self._authorize(app, creds, "store", target, app.security)
         if params.link:
             return await self._link_object(app, api_name, provider, container, path, params)

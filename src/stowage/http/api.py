@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from aiohttp import web
@@ -175,11 +174,11 @@ async def metadata_handler(
 
 
 def request_credentials(request: web.Request, path: CdnPath | None) -> Credentials:
-    """Query credentials, unless a CDN path carries a ``security=`` task."""
+    """Query credentials, and a CDN path's ``security=`` task (the same pair, if both)."""
     creds = inputs.credentials(request)
-    if path is None or (path.policy is None and path.signature is None):
+    if path is None:
         return creds
-    return dataclasses.replace(creds, policy=path.policy, signature=path.signature)
+    return inputs.with_pair(creds, path.policy, path.signature)
 
 
 async def healthz(request: web.Request) -> web.Response:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 from collections.abc import AsyncIterator
 from urllib.parse import parse_qs
 
@@ -27,6 +28,11 @@ def flag(request: web.Request, name: str, *, default: bool = False) -> bool:
 
 
 def credentials(request: web.Request) -> Credentials:
+    """The query's policy and signature (each at most once: a second one would go
+    unchecked) and the Authorization header."""
+    for name in ("policy", "signature"):
+        if len(request.query.getall(name, ())) > 1:
+            raise errors.InvalidParameter(f"{name} is sent once", parameter=name)
     policy = request.query.get("policy")
     signature = request.query.get("signature")
     header = request.headers.get("Authorization")
@@ -38,6 +44,20 @@ def credentials(request: web.Request) -> Credentials:
         return Credentials(policy=policy, signature=signature, basic_problem=problem)
     user, secret = basic
     return Credentials(policy=policy, signature=signature, basic_user=user, basic_secret=secret)
+
+
+def with_pair(creds: Credentials, policy: str | None, signature: str | None) -> Credentials:
+    """``creds`` with the policy and signature sent elsewhere than the query (a path's
+    ``security`` task, an upload's form fields). A query pair beside them must be the
+    same pair: one of two that differ would go unchecked (docs/decisions.md)."""
+    if policy is None and signature is None:
+        return creds
+    if (creds.policy, creds.signature) not in ((None, None), (policy, signature)):
+        raise errors.InvalidParameter(
+            "the policy and signature are sent once (the query's differ from the others)",
+            parameter="policy",
+        )
+    return dataclasses.replace(creds, policy=policy, signature=signature)
 
 
 def _basic(header: str) -> tuple[str, str] | None:

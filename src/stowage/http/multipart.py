@@ -7,7 +7,6 @@ here before the core (``core/uploads.py``) sees them.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from typing import Any
@@ -59,10 +58,7 @@ class Fields:
 
     def credentials(self, request: web.Request) -> Credentials:
         creds = inputs.credentials(request)
-        policy, signature = self.text("policy"), self.text("signature")
-        if policy is None and signature is None:
-            return creds
-        return dataclasses.replace(creds, policy=policy, signature=signature)
+        return inputs.with_pair(creds, self.text("policy"), self.text("signature"))
 
 
 async def fields(request: web.Request) -> Fields:

@@ -93,7 +93,9 @@ def _tasks(tasks: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         params = task.get("params") or {}
         if not isinstance(params, dict):
             raise errors.InvalidParameter(f"params of {name} must be an object", parameter=name)
-        found[name] = {**found.get(name, {}), **params}
+        if name in found:  # a second one would be merged, or one policy left unchecked
+            raise errors.InvalidParameter(f"{name} appears once in tasks", parameter=name)
+        found[name] = params
     if "store" not in found:
         raise errors.InvalidParameter("a store task is required", parameter="tasks")
     return found["store"], found.get("security", {})

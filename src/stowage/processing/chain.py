@@ -77,9 +77,18 @@ def _parse(segments: tuple[str, ...]) -> Chain:
     texts = [t.name for t in image if catalogue.TABLE[t.name].kind is Kind.TEXT]
     if texts and len(image) > 1:
         raise errors.InvalidParameter(f"{texts[0]} takes no other task", parameter=texts[0])
-    if store and answers and answers[0].name not in documents.FILES:  # pdfconvert: a file
+    chain = Chain(image, store[0] if store else None, _format(image))
+    if store and answers and not _a_file(chain):
         raise errors.InvalidParameter(f"{answers[0].name} answers JSON; it cannot be stored")
-    return Chain(image, store[0] if store else None, _format(image))
+    return chain
+
+
+def _a_file(chain: Chain) -> bool:
+    """Whether the chain's answer is a file a store keeps (pdfconvert's and pdfcreate's
+    PDF, ascii's page), not JSON (imagesize, doc_to_images, pdfinfo, ...)."""
+    answer = answer_of(chain)
+    output = answer.output if answer is not None else documents.output_of(chain)
+    return output is not None and output.mimetype != JSON.mimetype
 
 
 def _answers(task: Task) -> bool:

@@ -68,7 +68,6 @@ TASKS: tuple[TaskSpec, ...] = (
     ),
 )
 ANSWERS = {"pdfinfo": INFO, "pdfconvert": PDF}
-FILES = frozenset({"pdfconvert"})  # answer tasks whose result is a file: may be stored
 
 
 def output_of(chain: Chain) -> Output | None:

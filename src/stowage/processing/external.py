@@ -23,7 +23,7 @@ from urllib.parse import unquote, urlsplit
 
 from stowage import errors
 from stowage.core import filetypes
-from stowage.core.security import Credentials, Target
+from stowage.core.security import Credentials, Target, url_target
 from stowage.core.service import StoreParams
 from stowage.core.sources import Source
 from stowage.core.uploads import Store, provider_for_location
@@ -145,7 +145,7 @@ class External:
             self.within(len(ask.listed) + len(chains.named_handles(chain)), 0)
         app = await self.app_of(ask.api_key)
         for url in dict.fromkeys(ask.listed or (ask.url,)):
-            self.authorize(app, ask.creds, Target(url=url))
+            self.authorize(app, ask.creds, url_target(url))
         return chain, app
 
     async def _spooled(self, ask: UrlAsk, chain: Chain, app: App) -> Spooled:
@@ -173,7 +173,7 @@ class External:
         policy's ``url`` rule is held to every address a redirect leads to as well."""
 
         def allowed(url: str) -> None:
-            self.authorize(app, ask.creds, Target(url=url))
+            self.authorize(app, ask.creds, url_target(url))
 
         shot = screenshots.task_of(chain)  # a shot: the page drawn, not read
         if not ask.listed:
@@ -198,15 +198,18 @@ async def stored(
     source: Source,
     mimetype: str | None,
     creds: Credentials,
+    made_from: str | None = None,
 ) -> FileRecord:
     """The ``store`` task's new file: ``source`` with the task's name, path, container,
-    access and location."""
+    access and location; ``made_from``: the stored file it was made of (a policy for that
+    handle stores it)."""
     params = StoreParams(
         filename=source.filename,
         mimetype=mimetype,
         path=_text(task.get("path")),
         container=_text(task.get("container")),
         access=str(task.get("access") or "private"),
+        made_from=made_from,
     )
     location = provider_for_location(_text(task.get("location")))
     return await store(api_key, location, source, params, creds)

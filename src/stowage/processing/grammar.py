@@ -268,6 +268,8 @@ def _not_a_storage_alias(url: str) -> None:
 def _apply(found: CdnPath, segment: str, task: Task) -> None:
     """Request tasks go into the path's fields; the others stay tasks for the engine."""
     if task.name == "security":
+        if found.policy is not None or found.signature is not None:  # each one sent is checked
+            raise errors.InvalidParameter("security appears once in a path", parameter="security")
         found.policy = _text(task.get("policy"))
         found.signature = _text(task.get("signature"))
         return

@@ -169,13 +169,18 @@ class Processor:
             app, chunks = await self.archive_of(ask.handles or (ask.handle,), creds, ask.api_key)
             name = str(task.get("filename") or archive.NAME)
             source = Source(chunks=chunks, filename=name, content_type=archive.MIMETYPE)
-            return await stored(self.core.store, app.api_key, task, source, archive.MIMETYPE, creds)
+            zipped = archive.MIMETYPE
+            return await stored(
+                self.core.store, app.api_key, task, source, zipped, creds, ask.first
+            )
         made, record, app = await self._made(ask, chain)
         stem = record.filename.rsplit(".", 1)[0] or "file"
         filename = str(task.get("filename") or f"{stem}.{made.record.filename.rsplit('.')[-1]}")
         mimetype = made.record.mimetype
         source = Source(chunks=self.cache.open(made.key), filename=filename, content_type=mimetype)
-        return await stored(self.core.store, app.api_key, task, source, mimetype, creds)
+        return await stored(
+            self.core.store, app.api_key, task, source, mimetype, creds, record.handle
+        )
 
     async def publish(self, change: Change) -> None:
         """As a change sink: an overwrite or a delete drops the old version's derivatives
