@@ -329,3 +329,52 @@ async def test_a_job_process_whose_folder_was_removed_is_replaced(harness: Harne
     (second,) = job_processes()
     assert second != first
     assert Path(os.readlink(f"/proc/{second}/cwd")).is_dir()
+
+
+@pytest.mark.settings(
+    processing_jobs=2,
+    processing_small_job_slots=1,
+    processing_small_job_seconds=3,
+    processing_wait_seconds=6,
+    processing_job_seconds=20,
+    processing_max_job_cost=UNLIMITED,
+    processing_big_job_cost=5,  # SLOW is a big job; the drawn SVG is estimated small
+)
+async def test_the_wait_holds_across_a_rerun_and_a_slow_source_goes_to_the_big_slots(
+    harness: Harness,
+) -> None:
+    """A job run again as a big one waits only what is left of ``processing_wait_seconds``
+    (it waited the small job's time, then as long again: 503 after 15-24 s where the
+    setting said 10); and its source's next job takes no small slot."""
+    tiny = await stored(harness, picture(2, 2, ".png"), "tiny.png")
+    drawn = await stored(harness, DRAWN_SLOWLY, "slow.svg")
+    small = await stored(harness, picture(320, 240), "small.jpg")
+    await warm(harness)
+    big = asyncio.ensure_future(harness.cdn.get(f"/{SLOW}/{tiny}"))  # holds the big slot
+    try:
+        while _big_jobs(await harness.metrics()) < 1 or not await busy_jobs(0.2):
+            assert not big.done(), "the big job ended"
+        before = _big_jobs(await harness.metrics())
+        started = time.monotonic()
+        refused = await harness.cdn.get(f"/resize=width:3000/{drawn}")
+        waited = time.monotonic() - started
+        assert refused.status == 503 and await code_of(refused) == "PROCESSING_BUSY"
+        assert refused.headers["Retry-After"] == "1"
+        # 3 s in a small slot, then what is left of the 6 (it waited 6 more: 9 s and over)
+        assert waited < 6 + 1.5
+        assert _big_jobs(await harness.metrics()) == before + 1
+        await warm(harness)  # a process in place of the one killed, before a job is timed
+        # The same file again (another chain): straight to the big slots, so a small job
+        # finds its slot free at once, and the file's job is refused after its wait.
+        again = asyncio.ensure_future(harness.cdn.get(f"/resize=width:3001/{drawn}"))
+        await asyncio.sleep(0.5)
+        assert _big_jobs(await harness.metrics()) == before + 2  # counted before 3 s
+        small_started = time.monotonic()
+        _, body = await get(harness, f"/resize=width:100/{small}")
+        assert decoded(body).width == 100
+        assert time.monotonic() - small_started < 2
+        assert (await again).status == 503
+        assert not big.done()
+    finally:
+        big.cancel()
+        await asyncio.gather(big, return_exceptions=True)

@@ -111,6 +111,9 @@ class Job:
     #: The first ``listed`` of ``sources`` are the files of a ``[h1,h2]`` source (an
     #: animation's frames); the others are files a task names (a watermark's).
     listed: int = 0
+    #: The main source's identity for the pool (a handle and its version, a URL): one that
+    #: overran a small job's time is run as a big job the next time (``pool.py``).
+    origin: str = ""
 
     def render_with(self, engine: Engine) -> Rendered:
         return engine.render(self.source, self.chain, self.output, self.dest, self.limits)

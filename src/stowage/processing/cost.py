@@ -23,7 +23,7 @@ has, so that small jobs never wait behind big ones (``pool.py``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from stowage import errors
@@ -76,8 +76,20 @@ FACE_TASKS = {"detect_faces", "crop_faces", "pixelate_faces", "blur_faces", "red
 OTHER = 0.05
 DENOISE = 0.9  # enhance=preset:fix_noise: a median filter (3.6 s for 4 MP of noise)
 SHRINK = 0.01  # seconds a megapixel a resize reads
-#: Seconds a megapixel of the result costs to save (GIF: a palette for every frame).
-SAVE = {"jpeg": 0.01, "png": 0.09, "webp": 0.16, "gif": 0.5, "avif": 0.5, "tiff": 0.01}
+#: Seconds a megapixel of the result costs to save, a photo's (GIF: a palette for every
+#: frame). AVIF's is below what a textured photo measures (docs/decisions.md,
+#: "Save rates and content"), so that a 12-megapixel photo is admitted.
+SAVE = {"jpeg": 0.01, "png": 0.09, "webp": 0.16, "gif": 0.8, "avif": 0.5, "tiff": 0.01}
+#: Seconds a megapixel of random noise costs to save, for the encoders whose time grows
+#: with the detail they are given; between a photo's and this by ``detail`` (detail.py).
+#: PNG's rate is already a textured photo's, which noise matches.
+SAVE_NOISE = {"avif": 1.2, "webp": 0.25, "gif": 1.0}
+#: Seconds of a save at a photo's rate past which the source's detail is measured: below
+#: it, even noise's rate would keep the job small, and the measure is not worth its time.
+MEASURE_ABOVE = 0.3
+#: Tasks that may make a colour image grey (one band): for the size of an uncompressed
+#: result, every other keeps the colour bands (a test generates their options).
+GREYING = frozenset({"monochrome", "blackwhite"})
 #: Seconds a frame of the result costs to save besides its pixels (GIF: a palette made for
 #: each frame, 4 ms for a 40x30 one of many colours).
 SAVE_FRAME = {"gif": 0.005}
@@ -103,20 +115,17 @@ def estimate(
     fmt: str = "png",
     placed: Sequence[tuple[int, int]] = (),
     limit: int | None = None,
+    detail: Callable[[], float] | None = None,
 ) -> float:
     """Seconds of one core the chain is expected to take on this source, saved as
     ``fmt`` (libvips' saver name: jpeg, png, webp, gif, ...). ``placed``: the sizes of
     the images a collage or an animation places (``composite.placed``: a collage's
     cells; an animation's frames, the first of which sets the frame's size). ``limit``:
     the output side limit, which the image a task works on (smart_crop's cover, made
-    and held before the task returns) is held to here, before any work."""
-    tasks, frames, (w, h) = chain.tasks, opened.frames, (width, opened.frame_height)
-    animate = next((t for t in tasks if t.name == "animate"), None)
-    if animate is not None:
-        # Each frame is framed first, then every image task runs on it (vips._composed):
-        # one frame of the result for each file placed, at the frame's size.
-        tasks = (animate, *(t for t in tasks if t is not animate))
-        frames, (w, h) = max(1, len(placed)), placed[0] if placed else (w, h)
+    and held before the task returns) is held to here, before any work. ``detail``: how
+    close to noise the source's detail is (0 a photo's, 1 noise's; ``detail.measured``),
+    asked only when the save would take long at a photo's rate."""
+    tasks, frames, (w, h) = _start(opened, chain, width, placed)
     steps: list[tuple[float, float, bool]] = []  # seconds, amplification of earlier, held
     for task in tasks:
         if catalogue.TABLE[task.name].kind not in (Kind.IMAGE, Kind.FILES):
@@ -145,8 +154,57 @@ def estimate(
     # so is each image placed, and scaled to its cell or frame.
     total += DECODE * opened.frame_pixels * opened.decoded_frames / 1e6
     total += (DECODE + SHRINK) * sum(pw * ph for pw, ph in placed) / 1e6
-    saved = SAVE.get(fmt, OTHER) * w * h / 1e6 + SAVE_FRAME.get(fmt, 0.0)
+    rate = save_rate(fmt, w * h * frames / 1e6, detail)
+    saved = rate * w * h / 1e6 + SAVE_FRAME.get(fmt, 0.0)
     return total + saved * frames
+
+
+def save_rate(fmt: str, megapixels: float, detail: Callable[[], float] | None = None) -> float:
+    """Seconds a megapixel to save ``megapixels`` as ``fmt``: a photo's rate, or nearer
+    noise's as ``detail()`` says, for an encoder whose time depends on it (asked only
+    when the save at a photo's rate would take over ``MEASURE_ABOVE``)."""
+    rate, noise = SAVE.get(fmt, OTHER), SAVE_NOISE.get(fmt)
+    if noise is None or detail is None or rate * megapixels <= MEASURE_ABOVE:
+        return rate
+    return rate + (noise - rate) * min(1.0, max(0.0, detail()))
+
+
+def made_size(
+    opened: Header, chain: Chain, width: int, placed: Sequence[tuple[int, int]] = ()
+) -> tuple[int, int, int]:
+    """The result's width, frame height and frames, as the estimate follows them."""
+    tasks, frames, (w, h) = _start(opened, chain, width, placed)
+    for task in tasks:
+        if catalogue.TABLE[task.name].kind in (Kind.IMAGE, Kind.FILES):
+            w, h = size_after(task, w, h)
+    return w, h, frames
+
+
+def check_bytes(size: tuple[int, int, int], bands: int, chain: Chain, cap: int) -> None:
+    """An uncompressed result (a TIFF) of ``size`` (``made_size``) takes at least a byte
+    a band of each pixel: refused before any work when that is over ``cap`` bytes (the
+    save would only find it after the work). ``bands``: the source's."""
+    greyed = bands < 3 or any(t.name in GREYING for t in chain.tasks)
+    least = size[0] * size[1] * size[2] * (1 if greyed else 3)
+    if least > cap:
+        raise errors.ImageTooLarge(
+            f"the result would be {size[0]}x{size[1]} uncompressed: over {cap} bytes"
+        )
+
+
+def _start(
+    opened: Header, chain: Chain, width: int, placed: Sequence[tuple[int, int]]
+) -> tuple[Sequence[Task], int, tuple[int, int]]:
+    """The tasks in the order they run, the frames of the result and the size the first
+    task gets: an animation's frames are each framed first, then every image task runs
+    on it (vips._composed), one frame of the result for each file placed, at the frame's
+    size."""
+    tasks, frames, size = chain.tasks, opened.frames, (width, opened.frame_height)
+    animate = next((t for t in tasks if t.name == "animate"), None)
+    if animate is not None:
+        tasks = (animate, *(t for t in tasks if t is not animate))
+        frames, size = max(1, len(placed)), placed[0] if placed else size
+    return tasks, frames, size
 
 
 def check(seconds: float, limits: Limits) -> None:

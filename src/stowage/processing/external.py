@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import hashlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -41,7 +42,7 @@ from stowage.registry.base import App, FileRecord
 Charge = Callable[[App], Awaitable[None]]  # a rate charge, once the app is known
 Paths = tuple[tuple[str, Path], ...]  # other sources of a job: handle and file
 #: (source, chain, output, dest, other sources, kind, how many of them a list names)
-Run = Callable[[Path, Chain, Output, Path, Paths, Kind | None, int], Awaitable[None]]
+Run = Callable[[Path, Chain, Output, Path, Paths, Kind | None, int, str], Awaitable[None]]
 #: The sources' number and bytes, refused past the limits (``processing_max_sources*``).
 Within = Callable[[int, int], None]
 #: The stored files the chain's tasks name (a watermark's), authorised and read.
@@ -159,7 +160,10 @@ class External:
             output, kind = chains.made_output(chain, mimetype), kind_of(mimetype, ask.url)
             dest = self.spool.new("." + output.extension)
             try:
-                await self.run(held.path, chain, output, dest, listed + others, kind, len(listed))
+                url = ask.listed[0] if ask.listed else ask.url
+                origin = "url:" + hashlib.sha256(url.encode()).hexdigest()  # as it is kept
+                paths = listed + others
+                await self.run(held.path, chain, output, dest, paths, kind, len(listed), origin)
             except BaseException:
                 dest.unlink(missing_ok=True)
                 raise

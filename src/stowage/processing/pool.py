@@ -7,7 +7,11 @@ makes it a big one is run in at most ``jobs - small_slots`` slots at once, so th
 jobs always find a slot a big one cannot take. The estimate cannot see everything (how
 long a PDF page or an SVG takes to draw, an encoder's worst case): a job estimated small
 that is still running after ``small_seconds`` is stopped and run again as a big one, so
-that a slot kept for small jobs is never held longer than that.
+that a slot kept for small jobs is never held longer than that, and its source (``Job.origin``)
+is remembered: its next jobs go to the big jobs' slots at once. ``wait_seconds`` bounds a
+request's whole wait, from its admission to the slot it runs in, a small job's overrun
+included: a job run again as a big one gets what is left of it, and 503 at once when
+nothing is left and no big job's slot is free.
 
 Why processes and not threads: libvips checks whether it should stop only between tiles
 of the result, so a chain whose small result depends on a large, slow intermediate (an
@@ -21,6 +25,7 @@ the job with a 422, and an address-space limit refuses a runaway allocation.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import dataclasses
 import logging
@@ -31,6 +36,7 @@ import shutil
 import socket
 import sys
 import tempfile
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -42,6 +48,7 @@ from stowage.processing.worker import LENGTH, frame
 RETRY_AFTER_SECONDS = 1
 _GRACE_SECONDS = 2.0  # past the engine's own deadline, before its process is killed
 _REAP_SECONDS = 10.0  # after SIGKILL, for the process's exit to be reported
+OVERRAN_KEPT = 1024  # sources remembered as having overran a small job's time, per pool
 log = logging.getLogger(__name__)
 
 
@@ -85,25 +92,44 @@ class JobPool:
         self._idle: list[_Process] = []
         self._all: set[_Process] = set()
         self._closed = False
+        # Sources whose job overran a small job's time, the latest last (OVERRAN_KEPT).
+        self._overran: collections.OrderedDict[str, None] = collections.OrderedDict()
 
     async def run(self, job: Job) -> Rendered:
         if self._admitted >= self._limit:
             raise self._busy()
         self._admitted += 1
+        until = time.monotonic() + self._lanes.wait_seconds  # the whole wait, re-queue too
         try:
-            try:
-                async with self._slot(self._slots):
-                    return await self._render(job, self._lanes.small_seconds)
-            except (BigJob, _Overran):
-                pass  # its header said so in milliseconds, or it ran too long for a small one
+            if not self._known_slow(job.origin):
+                try:
+                    async with self._slot(self._slots, until):
+                        return await self._render(job, self._lanes.small_seconds)
+                except BigJob:
+                    pass  # its header said so in milliseconds
+                except _Overran:
+                    self._remember(job.origin)  # it ran too long for a small one
             metrics.BIG_JOBS.inc()
             big = dataclasses.replace(
                 job, limits=dataclasses.replace(job.limits, big_cost=math.inf)
             )
-            async with self._slot(self._big), self._slot(self._slots):
+            async with self._slot(self._big, until), self._slot(self._slots, until):
                 return await self._render(big, self._seconds)
         finally:
             self._admitted -= 1
+
+    def _known_slow(self, origin: str) -> bool:
+        if origin and origin in self._overran:
+            self._overran.move_to_end(origin)
+            return True
+        return False
+
+    def _remember(self, origin: str) -> None:
+        if origin:
+            self._overran[origin] = None
+            self._overran.move_to_end(origin)
+            while len(self._overran) > OVERRAN_KEPT:
+                self._overran.popitem(last=False)
 
     def _busy(self) -> errors.ProcessingBusy:
         metrics.REFUSALS.inc(code=errors.ProcessingBusy.code)
@@ -112,12 +138,15 @@ class JobPool:
         return busy
 
     @contextlib.asynccontextmanager
-    async def _slot(self, slots: asyncio.Semaphore) -> AsyncIterator[None]:
-        """One of ``slots``, waited for at most ``wait_seconds`` (then 503)."""
-        wait = self._lanes.wait_seconds
+    async def _slot(self, slots: asyncio.Semaphore, until: float) -> AsyncIterator[None]:
+        """One of ``slots``, waited for until ``until`` (``time.monotonic``; then 503); at
+        once or 503 when that has passed."""
+        left = until - time.monotonic()
+        if left <= 0 and slots.locked():
+            raise self._busy()
         try:
-            async with asyncio.timeout(wait if math.isfinite(wait) else None):
-                await slots.acquire()
+            async with asyncio.timeout(max(0.0, left) if math.isfinite(left) else None):
+                await slots.acquire()  # a free slot is taken without a pause
         except TimeoutError:
             raise self._busy() from None
         try:

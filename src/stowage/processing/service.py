@@ -292,7 +292,8 @@ class Processor:
                 source = await stack.enter_async_context(self._readable(provider, record))
                 sources = await self._read(stack, others)
                 kind = kind_of(record.mimetype, record.filename)
-                await self._run(source, chain, output, dest, sources, kind, listed)
+                origin = f"{record.handle}@{version_of(record)}"
+                await self._run(source, chain, output, dest, sources, kind, listed, origin)
             return await self.cache.put(key, dest, output.mimetype)
 
     @contextlib.asynccontextmanager
@@ -343,10 +344,11 @@ class Processor:
         sources: tuple[tuple[str, Path], ...] = (),
         kind: Kind | None = None,
         listed: int = 0,
+        origin: str = "",
     ) -> None:
         started = time.monotonic()
         try:
-            job = Job(source, chain, output, dest, self.limits, sources, listed)
+            job = Job(source, chain, output, dest, self.limits, sources, listed, origin)
             await officejobs.run(self.office, self.pool, job, kind, self.spool.new)
         except errors.StowageError as exc:
             metrics.JOBS.inc(outcome=exc.code)

@@ -25,6 +25,7 @@ from stowage.processing import (
     catalogue,
     composite,
     cost,
+    detail,
     frames,
     jpegquality,
     montage,
@@ -116,9 +117,18 @@ class VipsEngine:
             return _write_size(dest, output, header.width, opened.frame_height)
         placed = montage.placed(opened, chain, output)
         estimated = cost.estimate(
-            opened, chain, header.width, output.format, placed, limits.max_output_dimension
+            opened,
+            chain,
+            header.width,
+            output.format,
+            placed,
+            limits.max_output_dimension,
+            lambda: detail.measured(opened),
         )
         cost.check(estimated, limits)
+        if output.format == "tiff" and "compression" not in save_options(chain, output):
+            size = cost.made_size(opened, chain, header.width, placed)
+            cost.check_bytes(size, header.bands, chain, limits.max_output_bytes)
         answer, last = chains.answer_of(chain), chain.tasks[-1:]
         if answer is not None:  # the steps before the answering task, then its text
             chain = dataclasses.replace(chain, tasks=chain.tasks[:-1])

@@ -1,0 +1,131 @@
+"""Saves whose time depends on the content (processing/cost.py ``SAVE_NOISE``, detail.py):
+noise saved as AVIF or GIF is estimated near its CPU time, photos stay admitted; an
+uncompressed TIFF too large for ``max_output_bytes`` is refused from the estimate.
+
+Before: a 4000x3000 PNG of noise to AVIF was estimated at 6 s (a photo's rate), admitted,
+and ran 32 s to its deadline; a 640x480 JPEG resized to 10000x10000 as TIFF held a big
+job's slot 10-22 s before the save found its 300 MB over the limit."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import time
+from pathlib import Path
+
+import numpy as np
+import pyvips
+
+from bench import images
+from stowage import errors
+from stowage.config import Settings
+from stowage.processing import chain, cost, detail, frames
+from stowage.processing.vips import VipsEngine
+from tests.processing.test_cost import LIMITS
+
+SLACK = 0.3  # seconds: a job's fixed costs
+
+
+def noise(path: Path, width: int, height: int, seed: int) -> Path:
+    pixels = np.random.default_rng(seed).integers(0, 256, (height, width, 3), dtype=np.uint8)
+    pyvips.Image.new_from_array(pixels).copy(interpretation="srgb").pngsave(
+        str(path), compression=1
+    )
+    return path
+
+
+def photo(path: Path, width: int, height: int) -> Path:
+    """bench/images.py's textured photo (smooth fields and fine grain), as a JPEG."""
+    images._base(width, height).cast("uchar").copy(interpretation="srgb").jpegsave(str(path), Q=85)
+    return path
+
+
+def estimated_and_spent(source: Path, segments: list[str], dest: Path) -> tuple[float, float]:
+    parsed = chain.parse(segments)
+    output = chain.output_for(parsed, "image/png")
+    opened = frames.open_source(str(source), parsed, output, LIMITS, "sequential")
+    seconds = cost.estimate(
+        opened, parsed, opened.image.width, output.format, detail=lambda: detail.measured(opened)
+    )
+    started = time.process_time()
+    VipsEngine(threads_per_job=1).render(source, parsed, output, dest, LIMITS)
+    return seconds, time.process_time() - started
+
+
+def test_noise_and_photos_saved_as_avif_or_gif_are_estimated_near_their_time(
+    tmp_path: Path,
+) -> None:
+    """Noise is the encoders' worst content; the rate of a photo (kept so that a 12 MP
+    photo is admitted) was 2-4 times below noise's time (more at quality 100)."""
+    rng = random.Random(2929)
+    for case in range(4):
+        fmt = rng.choice(["avif", "avif", "gif"])
+        width, height = rng.randint(800, 1000), rng.randint(750, 900)
+        quality = rng.choice([50, 75, 90, 100])
+        segments = [f"output=format:{fmt}" + (f",quality:{quality}" if fmt == "avif" else "")]
+        for kind in ("noise", "photo"):
+            source = tmp_path / f"{case}-{kind}"
+            if kind == "noise":
+                noise(source.with_suffix(".png"), width, height, case)
+                source = source.with_suffix(".png")
+            else:
+                source = photo(source.with_suffix(".jpg"), width, height)
+                segments = [f"output=format:{fmt}"]  # a photo at its default quality
+            seconds, spent = estimated_and_spent(source, segments, tmp_path / f"{case}.o")
+            print(f"{kind} {width}x{height} {segments}: estimated {seconds:.2f}, took {spent:.2f}")
+            assert spent < 3 * seconds + SLACK, (kind, width, height, segments, seconds, spent)
+            assert seconds < 3 * spent + SLACK, (kind, width, height, segments, seconds, spent)
+
+
+def test_a_twelve_megapixel_photo_is_admitted_and_noise_is_not(tmp_path: Path) -> None:
+    """The documented promise (a camera's 12 MP photo to AVIF or WebP, as auto_image
+    asks) holds; noise of that size to AVIF or GIF is refused in milliseconds, not run to its
+    deadline."""
+    limit = Settings().processing_max_job_cost
+    sources = (
+        photo(tmp_path / "p.jpg", *images.TWELVE_MP),
+        noise(tmp_path / "n.png", *images.TWELVE_MP, 2930),
+    )
+    for source in sources:
+        for fmt in ("avif", "webp", "gif", "png"):
+            parsed = chain.parse([f"output=format:{fmt}"])
+            output = chain.output_for(parsed, "image/png")
+            opened = frames.open_source(str(source), parsed, output, LIMITS, "sequential")
+            seconds = cost.estimate(
+                opened, parsed, opened.image.width, fmt, detail=lambda o=opened: detail.measured(o)
+            )
+            # GIF's photo rate is a photo's measured time: 12 MP of it is refused too
+            refused = fmt == "gif" or (source.suffix == ".png" and fmt == "avif")
+            assert (seconds > limit) is refused, (source.name, fmt, seconds)
+
+
+def test_an_uncompressed_tiff_over_the_byte_limit_is_refused_before_any_work(
+    tmp_path: Path,
+) -> None:
+    """width x height x bands bytes at least (one band for a grey result): over
+    ``max_output_bytes``, refused by the estimate, before anything is decoded or saved."""
+    rng = random.Random(2931)
+    for case in range(12):
+        width, height = rng.randint(2, 700), rng.randint(2, 700)
+        source = photo(tmp_path / f"s{case}.jpg", width, height)
+        box = rng.randint(100, 3000)
+        grey = rng.random() < 0.3
+        segments = [f"resize=width:{box},height:{box},fit:scale", "output=format:tiff"]
+        segments = ["monochrome", *segments] if grey else segments
+        cap = rng.randint(10_000, 3 * box * box * 2)
+        limits = dataclasses.replace(LIMITS, max_output_bytes=cap)
+        parsed = chain.parse(segments)
+        output = chain.output_for(parsed, "image/jpeg")
+        dest = tmp_path / f"o{case}.tiff"
+        least = box * box * (1 if grey else 3)
+        try:
+            VipsEngine(threads_per_job=1).render(source, parsed, output, dest, limits)
+        except errors.ImageTooLarge as exc:
+            assert least > cap, (segments, cap, str(exc))
+            assert "uncompressed" in str(exc), str(exc)  # the estimate's, not the save's
+            assert not dest.exists()
+            continue
+        assert least <= cap, (segments, cap)
+        assert dest.stat().st_size <= cap
+        made = pyvips.Image.new_from_file(str(dest))
+        assert (made.width, made.height) == (box, box)
