@@ -5,6 +5,7 @@ ordinary ones."""
 from __future__ import annotations
 
 import dataclasses
+import random
 import time
 from pathlib import Path
 
@@ -195,3 +196,19 @@ def test_smart_crop_is_refused_before_it_scales_past_the_side_limit(
             )
     else:
         cost.estimate(opened, parsed, source[0], output.format, (), limit)
+
+
+def test_resize_is_never_estimated_smaller_than_it_makes() -> None:
+    """Half a pixel rounds up in libvips and to even in Python's round(): 2x4 to height 5
+    is 3x5, estimated 2x5 (seeded sizes, one side or both, every fit that scales)."""
+    rng = random.Random(23)
+    for _ in range(300):
+        width, height = rng.randint(1, 90), rng.randint(1, 90)
+        sides = rng.choice([("width",), ("height",), ("width", "height")])
+        fit = rng.choice(["clip", "max", "scale", "crop"])
+        options = ",".join(f"{side}:{rng.randint(1, 120)}" for side in sides)
+        task = grammar.parse_task(f"resize={options},fit:{fit}")
+        black = pyvips.Image.black(width, height, bands=3).copy(interpretation="srgb")
+        made = _steps(ops.srgb(black), [task], 10**5)
+        estimated = cost.size_after(task, width, height)
+        assert made.width <= estimated[0] and made.height <= estimated[1], (task, width, height)

@@ -164,7 +164,13 @@ def _resize_size(task: Task, width: int, height: int) -> tuple[int, int]:
     scale = min(scales)
     if fit == "max":
         scale = min(scale, 1.0)
-    return max(1, round(width * scale)), max(1, round(height * scale))
+    # Up, not to even: libvips rounds a side at half a pixel up (2x4 to height 5 is 3x5),
+    # and Python's round() took 2.5 down to 2; a pixel more is what the estimate allows.
+    return _up(width * scale), _up(height * scale)
+
+
+def _up(side: float) -> int:
+    return max(1, math.ceil(side - 1e-9))
 
 
 def _crop_size(task: Task, width: int, height: int) -> tuple[int, int]:
