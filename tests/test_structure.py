@@ -14,7 +14,7 @@ inside functions and under ``TYPE_CHECKING`` count the same as any other):
     storage, registry          where bytes and rows live (never each other)
     config, observe            settings; logs and metrics
     values                     the one coercion engine of settings; providers' typed settings
-    booleans                   the one parser of boolean words
+    booleans, jsonkeys         the one parser of boolean words; JSON with each key once
     errors                     the one error hierarchy
 """
 
@@ -32,6 +32,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 LAYERS: dict[str, int] = {
     "errors": 0,
     "booleans": 1,
+    "jsonkeys": 1,
     "values": 2,
     "config": 3,
     "observe": 3,

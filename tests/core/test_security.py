@@ -386,6 +386,26 @@ def test_a_null_rule_is_a_malformed_policy(rules: list[str], null: str) -> None:
     assert caught.value.code == "INVALID_POLICY"
 
 
+@given(
+    rules=st.lists(st.sampled_from(sorted(VALID_RULES)), unique=True, min_size=1),
+    data=st.data(),
+)
+def test_a_rule_given_twice_is_a_malformed_policy(rules: list[str], data: st.DataObject) -> None:
+    """``{"handle": A, ..., "handle": B}`` kept the last: the author's other rule went
+    unread. A key given twice, whatever its place, is a malformed policy."""
+    rules = [k for k in rules if k != "calls" or "call" not in rules]
+    items = [("expiry", FUTURE)] + [(k, VALID_RULES[k]) for k in rules]
+    twice = data.draw(st.sampled_from(items))
+    at = data.draw(st.integers(0, len(items)))
+    text = ",".join(f"{json.dumps(k)}:{json.dumps(v)}" for k, v in items)
+    doubled = [*items[:at], twice, *items[at:]]
+    text2 = ",".join(f"{json.dumps(k)}:{json.dumps(v)}" for k, v in doubled)
+    security.parse_policy(security.decode_policy(_b64(("{" + text + "}").encode())))
+    with pytest.raises(errors.InvalidPolicy) as caught:
+        security.decode_policy(_b64(("{" + text2 + "}").encode()))
+    assert caught.value.code == "INVALID_POLICY"
+
+
 @pytest.mark.parametrize(
     "extra",
     [
@@ -626,15 +646,19 @@ def test_no_credentials_when_required_is_unauthenticated() -> None:
 
 @pytest.mark.parametrize("required", [True, False])
 def test_policy_without_signature_is_unauthenticated(required: bool) -> None:
+    """One of the pair left out: 401. Both sent, one empty: a malformed pair, 403 (an
+    empty policy ``INVALID_POLICY``, an empty signature never matches)."""
     creds = signed({"expiry": FUTURE})
-    for partial in (
-        Credentials(policy=creds.policy),
-        Credentials(signature=creds.signature),
-        Credentials(policy=creds.policy, signature=""),
-        Credentials(policy="", signature=creds.signature),
-    ):
+    for partial in (Credentials(policy=creds.policy), Credentials(signature=creds.signature)):
         with pytest.raises(errors.Unauthenticated):
             authorize(partial, required=required)
+    for policy, signature, refused in (
+        (creds.policy, "", errors.InvalidSignature),
+        ("", creds.signature, errors.InvalidPolicy),
+        ("", "", errors.InvalidPolicy),
+    ):
+        with pytest.raises(refused):
+            authorize(Credentials(policy=policy, signature=signature), required=required)
 
 
 def test_presented_credentials_are_checked_even_when_not_required() -> None:

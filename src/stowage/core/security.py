@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from stowage import errors
+from stowage import errors, jsonkeys
 from stowage.core import names, patterns
 from stowage.core.fetch import canonical_url
 from stowage.registry.base import AppRows, FileRecord, FileRows
@@ -103,7 +103,9 @@ def decode_policy(policy_text: str) -> dict[str, Any]:
         raise errors.InvalidPolicy("policy is too long")
     raw = _b64decode(policy_text)
     try:
-        data = json.loads(raw)
+        data = jsonkeys.loads(raw)
+    except jsonkeys.DuplicateKey as exc:  # a rule given twice: which one did its author mean?
+        raise errors.InvalidPolicy(f"policy: {exc}") from exc
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # deep nesting recurses
         raise errors.InvalidPolicy("policy is not JSON") from exc
     if not isinstance(data, dict):
@@ -261,8 +263,10 @@ def authorize(
         if required:
             raise errors.Unauthenticated("a policy and signature, or the app secret, are required")
         return None
-    if not creds.policy or not creds.signature:
+    if creds.policy is None or creds.signature is None:
         raise errors.Unauthenticated("policy and signature must be sent together")
+    if not creds.policy:  # sent, and empty: a malformed pair (an empty signature never matches)
+        raise errors.InvalidPolicy("policy is empty")
     policy = check_policy(secret, creds.policy, creds.signature, now, skew)
     calls = (call,) if isinstance(call, str) else call
     if not any(policy.allows(c) for c in calls):

@@ -12,11 +12,10 @@ from typing import Any
 from aiohttp import web
 
 from stowage import errors
-from stowage.core.security import Credentials
 from stowage.core.service import StoreParams
 from stowage.core.sources import Source
 from stowage.core.uploads import provider_for_location
-from stowage.http import strict
+from stowage.http import inputs, strict
 from stowage.http.api import store_result
 from stowage.http.keys import PARTS
 from stowage.http.multipart import truthy
@@ -29,7 +28,10 @@ async def process_handler(request: web.Request) -> web.Response:
     body = await _body(request)
     url = _source(body.get("sources"))
     store, security = _tasks(body.get("tasks"))
-    creds = Credentials(_text(security.get("policy")), _text(security.get("signature")))
+    # the query pair and Basic credentials as on every route; a security task's pair
+    # beside a query pair must be the same pair (inputs.with_pair)
+    pair = _text(security.get("policy")), _text(security.get("signature"))
+    creds = inputs.with_pair(inputs.credentials(request), *pair)
     record = await parts.service.store(
         _text(body.get("apikey") or body.get("apiKey")),
         provider_for_location(_text(store.get("location"))),

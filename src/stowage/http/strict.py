@@ -11,7 +11,6 @@ any handler runs.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -23,7 +22,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.typedefs import Handler
 from aiohttp.web_protocol import RequestPayloadError
 
-from stowage import errors
+from stowage import errors, jsonkeys
 
 MAX_DEPTH = 32  # no request body of the API nests deeper than a few levels
 #: C0, DEL and C1: what no handle, task, route or storage path holds.
@@ -81,7 +80,9 @@ async def read_body(request: web.Request) -> bytes:
 async def read_json(request: web.Request) -> Any:
     raw = await read_body(request)
     try:
-        data = json.loads(raw.decode("utf-8"))
+        data = jsonkeys.loads(raw.decode("utf-8"))
+    except jsonkeys.DuplicateKey as exc:  # one of two values would go unread (unchecked)
+        raise errors.InvalidParameter(str(exc), parameter=exc.key) from exc
     except UnicodeDecodeError as exc:
         raise errors.InvalidJson("the body is not UTF-8") from exc
     except RecursionError as exc:
@@ -120,13 +121,19 @@ def _check_string(value: str) -> None:
 
 
 async def read_form(request: web.Request) -> dict[str, Any]:
+    """The form's fields, each sent once: of a repeated field (a second ``policy``) one
+    would go unread, and unchecked."""
     try:
-        form = dict(await request.post())
+        fields = await request.post()
     except (RequestPayloadError, aiohttp.ClientPayloadError, HttpProcessingError) as exc:
         raise body_error(exc) from exc
     except (ValueError, UnicodeDecodeError, AssertionError, RuntimeError) as exc:
         raise errors.BadRequest("the body is not valid form data") from exc
+    form = dict(fields)
     for key, value in form.items():
+        if len(fields.getall(key)) > 1:
+            shown = key[:64] if is_clean_text(key) else "?"
+            raise errors.InvalidParameter(f"the field {shown!r} is sent once", parameter=shown)
         _check_string(key)
         if isinstance(value, str):
             _check_string(value)

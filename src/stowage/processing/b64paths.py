@@ -19,7 +19,7 @@ import json
 from typing import Any
 from urllib.parse import unquote
 
-from stowage import errors
+from stowage import errors, jsonkeys
 
 MARK = "b64"
 SOURCE_MARK = "b64:"
@@ -70,7 +70,9 @@ def _source(text: str) -> str:
 
 def _tasks(text: str) -> list[str]:
     try:
-        tasks = json.loads(text)
+        tasks = jsonkeys.loads(text)  # a params key twice: one value would go unread
+    except jsonkeys.DuplicateKey as exc:
+        raise _bad(f"the tasks after b64: {exc}") from exc
     except ValueError as exc:
         raise _bad("the tasks after b64 are not JSON") from exc
     if not isinstance(tasks, list) or len(tasks) > MAX_TASKS:

@@ -62,11 +62,9 @@ class CdnPath:
     max_age: int | None = None  # cache=expiry:N
     tasks: list[str] = field(default_factory=list)  # processing tasks (store too), in order
     url: str | None = None  # an external source instead of a handle
-    #: The URL came as it is, not percent-encoded: the request's query string is its own
-    #: (``http/transform.py`` adds it back; the parser sees only the path).
+    #: Sent as is, not percent-encoded: the query string is the URL's (http/transform.py).
     url_as_sent: bool = False
-    #: The URL opened a double quote that its query string closes (``"https://h/a?v=2"``
-    #: sent as is): the query's last ``"`` is the quote's, not the URL's.
+    #: An open double quote the query string closes: the query's last ``"`` is the quote's.
     url_quote_open: bool = False
     handles: tuple[str, ...] = ()  # [h1,h2]: several sources (zip, collage, animate)
     urls: tuple[str, ...] = ()  # ["https://...","https://..."]: several URL sources
@@ -106,8 +104,7 @@ def parse_path(raw_path: str) -> CdnPath:
     if found.metadata and found.tasks:  # it would answer the image and drop /metadata
         raise errors.InvalidParameter("/metadata follows a handle alone", parameter="metadata")
     if (found.handles or found.urls) and not any(_reads_list(s) for s in found.tasks):
-        # A list is no file to download or describe, and a task of one file would read
-        # the first and drop the others without a word.
+        # a list is no one file, and a task of one file would drop all but the first
         raise errors.InvalidParameter(
             f"a list of sources is read by {', '.join(LIST_READERS)}; no task here reads it",
             parameter="sources",
@@ -167,8 +164,7 @@ def _source(found: CdnPath, last: str) -> None:
             parameter="sources",
         )
     read = [_list_item(item) for item in items]
-    # No file has a name that is not a handle: an item that cannot be one ([h,], [,],
-    # a path) is the list's mistake, not a missing file (a 404 naming "").
+    # an item that cannot be a handle ([h,], [,], a path) is the list's mistake, no 404
     if all(is_handle for _, is_handle in read):
         found.handles = tuple(item for item, _ in read)
     elif not any(is_handle for _, is_handle in read):
@@ -313,10 +309,14 @@ def parse_task(segment: str) -> Task:
     if spec.unavailable:
         raise errors.TaskNotAvailable(f"{spec.name}: {spec.unavailable}", task=spec.name)
     options: dict[str, Value] = {}
+    seen: set[str] = set()
     for key, raw in pairs(body, spec):
         param = spec.param(key)
         if param is None:
             raise bad(spec.name, key, f"unknown option; {spec.name} takes {_names(spec)}")
+        if spec.name == "security" and param.name in seen:  # each policy sent is checked
+            raise bad(spec.name, param.name, "is given once (short and long names are one)")
+        seen.add(param.name)
         try:
             options[param.name] = checked(param.check, raw)
         except NotGiven:
