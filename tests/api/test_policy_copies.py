@@ -212,3 +212,20 @@ async def test_an_empty_policy_or_signature_is_a_malformed_pair(harness: Harness
                     assert await _error(resp) == "INVALID_SIGNATURE", case
                 else:
                     assert resp.status == 200, case
+
+
+async def test_an_empty_policy_or_signature_in_a_path_is_a_malformed_pair(harness: Harness) -> None:
+    """The path's ``security`` task follows the query's rule: sent and empty is 403
+    ``INVALID_POLICY`` (``INVALID_SIGNATURE``), not a pair taken as not sent."""
+    for app in (harness.open_app, harness.secure_app):
+        handle = str((await harness.store(picture(8, 6, ".png"), app, filename="e.png"))["handle"])
+        good = harness.policy(app, call=["read", "convert"])
+        for policy, signature in (("", good["signature"]), (good["policy"], ""), ("", "")):
+            for spelled in ("p:{p},s:{s}", 'policy:"{p}",signature:"{s}"'):
+                security = "security=" + spelled.format(p=policy, s=signature)
+                for prefix in (f"/{app.api_key}", ""):
+                    resp = await harness.cdn.get(f"{prefix}/{security}/flip/{handle}")
+                    case = (app.security, prefix, security)
+                    assert resp.status == 403, case
+                    code = "INVALID_POLICY" if policy == "" else "INVALID_SIGNATURE"
+                    assert await _error(resp) == code, case
