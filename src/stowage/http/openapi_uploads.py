@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from stowage.http.openapi_common import (
+    AUTH_PARAMS,
     JSON,
+    SECURITY_OPTIONAL,
     Doc,
     error_refs,
     json_body,
@@ -40,6 +42,13 @@ def _upload_op(summary: str, op_id: str, body: Doc, ok: Doc, **more: Doc) -> Doc
             responses={"200": ok, **more, **error_refs(400, 401, 403, 404, 409, 413, 502, 503)},
         )
     }
+
+
+def _with_credentials(path: Doc) -> Doc:
+    """``POST /process`` reads the query's policy and signature and HTTP Basic too, beside
+    the JSON ``security`` task (one pair: docs/security.md)."""
+    path["post"].update(parameters=list(AUTH_PARAMS), security=SECURITY_OPTIONAL)
+    return path
 
 
 def upload_paths() -> Doc:
@@ -134,27 +143,29 @@ def upload_paths() -> Doc:
             json_body(_STORED, "The stored file."),
             **{"202": json_body(ref("Status"), "Still assembling: ask again.")},
         ),
-        "/process": _upload_op(
-            "Store a file from a url (the `store` and `security` tasks of Filestack's "
-            "processing API). The CDN origin answers POST /process with a 308 to here.",
-            "process",
-            {
-                "required": True,
-                "content": {
-                    JSON: {
-                        "schema": {
-                            "type": "object",
-                            "required": ["apikey", "sources", "tasks"],
-                            "properties": {
-                                "apikey": STR,
-                                "sources": {"type": "array", "minItems": 1, "maxItems": 1},
-                                "tasks": {"type": "array", "items": {"type": "object"}},
-                                "upload_tags": {"type": "object"},
-                            },
+        "/process": _with_credentials(
+            _upload_op(
+                "Store a file from a url (the `store` and `security` tasks of Filestack's "
+                "processing API). The CDN origin answers POST /process with a 308 to here.",
+                "process",
+                {
+                    "required": True,
+                    "content": {
+                        JSON: {
+                            "schema": {
+                                "type": "object",
+                                "required": ["apikey", "sources", "tasks"],
+                                "properties": {
+                                    "apikey": STR,
+                                    "sources": {"type": "array", "minItems": 1, "maxItems": 1},
+                                    "tasks": {"type": "array", "items": {"type": "object"}},
+                                    "upload_tags": {"type": "object"},
+                                },
+                            }
                         }
-                    }
+                    },
                 },
-            },
-            json_body(_STORED, "The stored file."),
+                json_body(_STORED, "The stored file."),
+            )
         ),
     }
