@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import random
 import re
 import time
 import zipfile
@@ -455,3 +456,31 @@ async def test_an_ipv6_literal_source_is_read_however_its_brackets_come(
         assert (await kept.json())["size"] > 0
     finally:
         await server.close()
+
+
+async def test_a_hosted_link_with_a_key_or_tasks_is_read_as_the_file(harness: Harness) -> None:
+    """``https://cdn.filestackcontent.com/<APIKEY>/<HANDLE>`` (filestack-js's Filelink) and
+    links with tasks were fetched from the hosted service: 502 here. Now the file, its
+    link's tasks first (seeded sizes)."""
+    rng = random.Random(2950)
+    key = harness.open_app.api_key
+    for _ in range(4):
+        width, height = rng.randint(40, 200), rng.randint(40, 200)
+        handle = await stored(harness, picture(width, height, ".png"), "h.png")
+        box = rng.randint(10, 30)
+        for link in (
+            f"https://cdn.filestackcontent.com/{key}/{handle}",
+            f"https://cdn.filestackcontent.com/api/file/{handle}",
+            f"https://cdn.filestackcontent.com/{key}/cache=expiry:max/{handle}",
+        ):
+            resp = await harness.cdn.get(f"/{key}/resize=width:{box}/{link}")
+            assert resp.status == 200, (link, await resp.text())
+            assert pyvips.Image.new_from_buffer(await resp.read(), "").width == box
+        # the link's tasks run first: a crop of the top-left quarter, then the URL's resize
+        cropped = f"crop=dim:[0,0,{width // 2},{height // 2}]"
+        link = f"https://cdn.filestackcontent.com/{key}/{cropped}/{handle}"
+        resp = await harness.cdn.get(f"/{key}/resize=height:{box}/{link}")
+        assert resp.status == 200, await resp.text()
+        made = pyvips.Image.new_from_buffer(await resp.read(), "")
+        expected = max(1, int((width // 2) * box / (height // 2) + 0.5))
+        assert made.height == box and abs(made.width - expected) <= 1, (made.width, expected)

@@ -417,3 +417,28 @@ def test_a_path_that_would_lose_a_part_is_a_400(tasks: list[str], key: bool, for
     }[form]
     with pytest.raises(errors.InvalidParameter):
         grammar.parse_path(path)
+
+
+@given(
+    handle=st.text(string.ascii_letters + string.digits + "_-", min_size=20, max_size=20),
+    key=st.sampled_from(["", "AbCdEfGhIjKlMnOpQrSt/"]),
+    link_key=st.sampled_from(["", "ZyXwVuTsRqPoNmLkJiHg/"]),
+    link_tasks=st.lists(st.sampled_from(["flip", "cache=expiry:max", "resize=w:30"]), max_size=2),
+    outer=st.lists(st.sampled_from(["flop", "resize=width:50", "sepia"]), min_size=1, max_size=2),
+    quoted=st.booleans(),
+)
+def test_a_hosted_link_with_its_key_or_tasks_is_that_file(
+    handle: str, key: str, link_key: str, link_tasks: list[str], outer: list[str], quoted: bool
+) -> None:
+    """filestack-js's Filelink writes ``/<APIKEY>/<HANDLE>``, and saved links carry tasks:
+    they were fetched from the hosted service (a 502 here) instead of read as the file.
+    The link's tasks make the source, so they run first; its key is the hosted app's."""
+    link = "https://cdn.filestackcontent.com/" + link_key + "".join(t + "/" for t in link_tasks)
+    link += handle
+    source = f'"{link}"' if quoted else link
+    found = grammar.parse_path("/" + key + "/".join(outer) + "/" + source)
+    engine = [t for t in link_tasks if not t.startswith("cache")]
+    assert (found.handle, found.url) == (handle, None)
+    assert found.tasks == [*engine, *outer]
+    assert found.api_key == (key.rstrip("/") or None)
+    assert found.max_age == (31536000 if "cache=expiry:max" in link_tasks else None)

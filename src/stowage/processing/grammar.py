@@ -23,7 +23,7 @@ from urllib.parse import unquote
 
 from stowage import errors
 from stowage.core import names
-from stowage.processing import accepts, b64paths, catalogue, storepaths
+from stowage.processing import accepts, b64paths, catalogue, hostedlinks, storepaths
 from stowage.processing.base import Task, Value
 from stowage.processing.params import Convert, NotGiven, Text
 from stowage.processing.table import TaskSpec
@@ -35,11 +35,6 @@ _LIST_OPEN = re.compile("/%5B", re.IGNORECASE)
 _URL = re.compile(r"(?:https?|src)(?::|%3A)", re.IGNORECASE)
 #: ``"https://host/a.jpg"``: filestack-js quotes a source holding ``/`` (``escapeValue``).
 _QUOTED_URL = re.compile(r'"(?:https?|src)(?::|%3A)', re.IGNORECASE)
-#: A Filestack CDN link of a handle (``https://cdn.filestackcontent.com/<HANDLE>``): the
-#: handle, which an import keeps (filestack-js sends it as a source with no API key).
-_HOSTED_LINK = re.compile(
-    r"https?://(?:[a-z0-9-]+\.)*filestackcontent\.com/([A-Za-z0-9_-]{20})/?", re.IGNORECASE
-)
 #: ``https:/host/a.jpg``: a proxy or CMS that merges slashes in paths has taken one.
 _ONE_SLASH = re.compile(r"(https?):/(?!/)", re.IGNORECASE)
 MAX_TASK_LENGTH = 2048
@@ -83,8 +78,8 @@ def parse_path(raw_path: str) -> CdnPath:
     url = _url_source(raw)
     if url is not None:
         _not_a_storage_alias(url.url)
-        hosted = _HOSTED_LINK.fullmatch(url.url)
-        raw = raw[: url.at] + ([hosted.group(1)] if hosted else [])
+        hosted = hostedlinks.read(url.url)  # the hosted CDN's link of a file: that file
+        raw = hostedlinks.spliced(raw[: url.at], hosted) if hosted else raw[: url.at]
         url = None if hosted else url
     segments = [unquote(s) for s in raw if s]
     metadata = url is None and len(segments) > 1 and segments[-1] == "metadata"
@@ -184,8 +179,12 @@ def _list_item(item: Value) -> tuple[str, bool]:
         return text, True
     if _URL.match(text) and "://" in text:
         _not_a_storage_alias(text)
-        hosted = _HOSTED_LINK.fullmatch(text)
-        return (hosted.group(1), True) if hosted else (text, False)
+        hosted = hostedlinks.read(text)
+        if hosted and hosted.tasks:
+            raise errors.InvalidParameter(
+                "a listed hosted link holds no tasks: list its handle", parameter="sources"
+            )
+        return (hosted.handle, True) if hosted else (text, False)
     raise errors.InvalidParameter(
         "a list of sources holds handles (20 letters, digits, '_' or '-') or URLs",
         parameter="sources",

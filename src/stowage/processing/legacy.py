@@ -31,6 +31,7 @@ from urllib.parse import quote
 
 from stowage import errors
 from stowage.core import names
+from stowage.processing import hostedlinks
 
 #: Read from the query by the transformation itself, not made into tasks.
 PASSED = ("cache", "dl", "key", "policy", "signature")
@@ -43,10 +44,9 @@ _BOX = re.compile(r"^[0-9]{1,5},[0-9]{1,5},[0-9]{1,5},[0-9]{1,5}$")
 #: A store path, container or filename: quoted in the store task, so no quote in it.
 _STORE_TEXT = re.compile(r'^[^"\x00-\x1f]{1,1000}$')
 #: A stored file's link: the File API's (``/api/file/<H>``, on any host: the file is
-#: this service's own, never fetched), or a hosted CDN link, or a CDN path here.
+#: this service's own, never fetched), or a CDN path here (a hosted CDN link: hostedlinks).
 _FILE_LINK = re.compile(
     r"(?:https?://[^/?#]+)?/api/file/([A-Za-z0-9_-]{20})/?(?:\?.*)?"
-    r"|https?://(?:[a-z0-9-]+\.)*filestackcontent\.com/([A-Za-z0-9_-]{20})/?(?:\?.*)?"
     r"|/([A-Za-z0-9_-]{20})/?",
     re.IGNORECASE,
 )
@@ -104,6 +104,9 @@ def _handle_of(url: str) -> str | None:
     """A watermark is a file's URL (``.../api/file/<H>``, a CDN link) or a handle."""
     if names.is_handle(url):
         return url
+    hosted = hostedlinks.read(url)  # the hosted CDN's link of a file, its key too
+    if hosted is not None and not hosted.tasks:
+        return hosted.handle
     found = _FILE_LINK.fullmatch(url)  # not any site's 20-character last part
     return next((group for group in found.groups() if group), None) if found else None
 

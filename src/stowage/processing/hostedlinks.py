@@ -1,0 +1,60 @@
+"""Links of the hosted Filestack CDN to a stored file, read as the file they name (an
+import keeps handles; nothing is fetched from the hosted service):
+
+    https://cdn.filestackcontent.com/<HANDLE>
+    https://cdn.filestackcontent.com/<APIKEY>/<HANDLE>        (filestack-js's Filelink)
+    https://cdn.filestackcontent.com/<APIKEY>/resize=w:300/<HANDLE>
+    https://cdn.filestackcontent.com/api/file/<HANDLE>
+
+A link's tasks run first, before those of the URL that names it (the link is that
+URL's source); its API key is the hosted app's, not this request's, and is dropped."""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+from urllib.parse import quote, unquote
+
+from stowage.processing import catalogue
+
+_LINK = re.compile(
+    r"https?://(?:[a-z0-9-]+\.)*filestackcontent\.com/([^?#]*)(?:[?#].*)?", re.IGNORECASE
+)
+_HANDLE = re.compile(r"[A-Za-z0-9_-]{20}")
+
+
+class HostedLink(NamedTuple):
+    tasks: list[str]  # the link's own task segments, in its order
+    handle: str
+
+
+def read(url: str) -> HostedLink | None:
+    """The tasks and the handle of a hosted CDN link, or None for any other URL (or a
+    hosted one whose path names no file)."""
+    found = _LINK.fullmatch(url)
+    if found is None:
+        return None
+    segments = [unquote(s) for s in found.group(1).split("/") if s]  # the link's own
+    if not segments or not _HANDLE.fullmatch(segments[-1]):
+        return None
+    *before, handle = segments
+    if [s.lower() for s in before] == ["api", "file"]:
+        return HostedLink([], handle)
+    if before and is_key(before[0]):
+        before = before[1:]
+    if any(is_key(s) for s in before):
+        return None  # not a link this reads: fetched as any URL is
+    return HostedLink(before, handle)
+
+
+def is_key(segment: str) -> bool:
+    """An API key's place: no option, and no task's name."""
+    return "=" not in segment and catalogue.spec(segment) is None
+
+
+def spliced(before: list[str], link: HostedLink) -> list[str]:
+    """A CDN path's raw segments up to the link (``before``), with the link's tasks first
+    (they make the source) and its handle last; the path's own API key stays in front."""
+    before = [s for s in before if s]
+    key = before[:1] if before and is_key(unquote(before[0])) else []
+    return [*key, *(quote(t, safe="") for t in link.tasks), *before[len(key) :], link.handle]
