@@ -514,3 +514,52 @@ def test_face_tasks_in_chains(
 ) -> None:
     image = rendered(tmp_path, *segments)
     assert (image.width, image.height) == size
+
+
+@SLOW
+@given(
+    canvas=st.tuples(st.integers(1200, 3200), st.integers(700, 1400)),
+    scale=st.floats(1.3, 2.2),
+    place=st.tuples(st.floats(0, 1), st.floats(0, 1)),
+    box=st.tuples(st.integers(60, 200), st.integers(60, 200)),
+    first=st.booleans(),
+)
+def test_align_faces_finds_a_face_the_cover_shrinks_under_the_finders_smallest(
+    tmp_path_factory: pytest.TempPathFactory,
+    canvas: tuple[int, int],
+    scale: float,
+    place: tuple[float, float],
+    box: tuple[int, int],
+    first: bool,
+) -> None:
+    """The face was looked for in the cover, the picture scaled to cover the box: a face
+    of a fourteenth of a 3000x1000 photo was 20 px there, under the finder's 24, and the
+    centre was cut instead. The cut now holds the face's centre, as smart_crop's did."""
+    tmp_path = tmp_path_factory.mktemp("wide")
+    face = astronaut().extract_area(130, 20, 190, 190).resize(scale)
+    width, height = canvas
+    left = int(place[0] * (width - face.width))
+    top = int(place[1] * (height - face.height))
+    picture = (pyvips.Image.black(width, height, bands=3) + 230).cast("uchar")
+    picture.insert(face, left, top).copy(interpretation="srgb").pngsave(str(tmp_path / "s.png"))
+    segments = [] if first else ["crop=dim:[0,0,100000,100000]"]
+    segments.append(f"resize=w:{box[0]},h:{box[1]},f:crop,a:faces")
+    parsed = chain.parse(segments)
+    output = chain.output_for(parsed, "image/png")
+    VipsEngine().render(tmp_path / "s.png", parsed, output, tmp_path / "o.png", LIMITS)
+    made = pyvips.Image.new_from_file(str(tmp_path / "o.png"))
+    factor = max(box[0] / width, box[1] / height)
+    cover_w, cover_h = round(width * factor), round(height * factor)
+    centre_x = (left + (FACE_CENTRE[0] - 130) * scale) * cover_w / width
+    centre_y = (top + (FACE_CENTRE[1] - 20) * scale) * cover_h / height
+    # where the cut can start for the face's centre to be inside it
+    spare_w, spare_h = cover_w - box[0], cover_h - box[1]
+    at_x = min(max(0, round(centre_x - box[0] / 2)), spare_w)
+    at_y = min(max(0, round(centre_y - box[1] / 2)), spare_h)
+    cover = pyvips.Image.new_from_file(str(tmp_path / "s.png")).thumbnail_image(
+        cover_w, height=cover_h, size="force"
+    )
+    expected = cover.extract_area(at_x, at_y, box[0], box[1])
+    assert (made.width, made.height) == box
+    difference = float((made.cast("float") - expected.cast("float")).abs().avg())
+    assert difference < 8, (difference, canvas, box, (left, top))

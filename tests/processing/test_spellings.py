@@ -112,7 +112,7 @@ def test_align_faces_is_parsed_and_uses_the_face_hook(
     faces = rendered(tmp_path, source, f"/resize=w:100,h:100,f:crop,a:faces/{H}", "image/png")
     center = rendered(tmp_path, source, f"/resize=w:100,h:100,f:crop,a:center/{H}", "image/png")
     assert (faces - center).abs().max() == 0  # no face finder yet: the center
-    monkeypatch.setattr(geometry, "face_anchor", lambda image, w, h: (0, 0))
+    monkeypatch.setattr(geometry, "face_anchor", lambda image, w, h, seen=None: (0, 0))
     faces = rendered(tmp_path, source, f"/resize=w:100,h:100,f:crop,a:faces/{H}", "image/png")
     left = rendered(tmp_path, source, f"/resize=w:100,h:100,f:crop,a:left/{H}", "image/png")
     assert (faces - left).abs().max() == 0

@@ -107,20 +107,29 @@ def faces_centre(image: pyvips.Image) -> tuple[int, int] | None:
     return union(boxes).centre if boxes else None
 
 
-def faces_offset(image: pyvips.Image, width: int, height: int) -> tuple[int, int] | None:
+def faces_offset(
+    image: pyvips.Image, width: int, height: int, seen: pyvips.Image | None = None
+) -> tuple[int, int] | None:
     """Where a ``width`` x ``height`` window of ``image`` is centred on its faces, kept
-    inside the image; None when no face is found."""
-    centre = faces_centre(image)
+    inside the image; None when no face is found. ``seen``: the same picture at another
+    size, searched instead (its faces' centre scaled to ``image``)."""
+    searched = image if seen is None else seen
+    centre = faces_centre(searched)
     if centre is None:
         return None
+    x, y = centre
+    centre = (x * image.width // searched.width, y * image.height // searched.height)
     return window_at(centre, width, height, image.width, image.height)
 
 
-def anchor(image: pyvips.Image, width: int, height: int) -> tuple[int, int]:
+def anchor(
+    image: pyvips.Image, width: int, height: int, seen: pyvips.Image | None = None
+) -> tuple[int, int]:
     """Where a ``width`` x ``height`` window of ``image`` starts for ``align:faces``:
-    centred on its faces, or on its centre when none is found. ``image`` is read twice
-    (by the finder, then by the cut): a copy in memory, or one opened for random access."""
-    offset = faces_offset(image, width, height)
+    centred on its faces (looked for in ``seen`` when given), or on its centre when none
+    is found. What is searched is read twice (by the finder, then by the cut): a copy in
+    memory, or one opened for random access."""
+    offset = faces_offset(image, width, height, seen)
     if offset is None:
         centre = (image.width // 2, image.height // 2)
         return window_at(centre, width, height, image.width, image.height)

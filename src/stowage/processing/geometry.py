@@ -61,11 +61,33 @@ def resize_with(scale: Scaler, task: Task, width: int, height: int) -> pyvips.Im
     if fit != "crop":
         return scale(box_w, box_h, "down" if fit == "max" else "both")
     factor = max(box_w / width, box_h / height)
-    cover = scale(max(box_w, round(width * factor)), max(box_h, round(height * factor)), "force")
-    if aligns_on_faces(task):  # read twice, by the face finder and the cut
-        cover = cover.copy_memory()  # (a cover shrunk on load can only be read once)
-    left, top = aligned(cover, task.get("align", "center"), box_w, box_h)
+    cover_w, cover_h = max(box_w, round(width * factor)), max(box_h, round(height * factor))
+    if aligns_on_faces(task):
+        cover, seen = _cover_and_view(scale, width, height, cover_w, cover_h)
+        # an animation: the first frame's faces place every frame's box
+        left, top = decisions.decided(lambda: face_anchor(cover, box_w, box_h, seen))
+    else:
+        cover = scale(cover_w, cover_h, "force")
+        left, top = aligned(cover, task.get("align", "center"), box_w, box_h)
     return cover.extract_area(left, top, box_w, box_h)
+
+
+def _cover_and_view(
+    scale: Scaler, width: int, height: int, cover_w: int, cover_h: int
+) -> tuple[pyvips.Image, pyvips.Image]:
+    """The cover, and the picture at the face finder's own size for it to search (both in
+    memory: each is read twice, and what is scaled on load can be read once). A cover
+    smaller than that hid faces under the finder's smallest (a 208-px face of a 3000x1000
+    photo was 20 px in the 300x100 cover of a 100x100 cut): the cover is then made from
+    that view."""
+    side = max(width, height)
+    if max(cover_w, cover_h) >= min(side, faces.DETECT_SIDE):
+        cover = scale(cover_w, cover_h, "force").copy_memory()
+        return cover, cover
+    factor = min(1.0, faces.DETECT_SIDE / side)
+    view_w, view_h = max(1, round(width * factor)), max(1, round(height * factor))
+    view = scale(view_w, view_h, "force").copy_memory()
+    return ops.scaled(view, cover_w, cover_h, "force").copy_memory(), view
 
 
 def _kept_aspect(image: pyvips.Image, width: int, height: int, by_width: bool) -> pyvips.Image:
@@ -104,10 +126,9 @@ def aligns_on_faces(task: Task) -> bool:
 
 
 def aligned(image: pyvips.Image, align: object, box_w: int, box_h: int) -> tuple[int, int]:
-    """Where a ``box_w`` x ``box_h`` cut of ``image`` starts for ``align``."""
+    """Where a ``box_w`` x ``box_h`` cut of ``image`` starts for ``align`` (``faces``:
+    ``resize_with``)."""
     names = set(align) if isinstance(align, tuple) else {str(align)}
-    if "faces" in names:  # an animation: the first frame's faces place every frame's box
-        return decisions.decided(lambda: face_anchor(image, box_w, box_h))
     spare_w, spare_h = image.width - box_w, image.height - box_h
     left = 0 if "left" in names else spare_w if "right" in names else spare_w // 2
     top = 0 if "top" in names else spare_h if "bottom" in names else spare_h // 2
@@ -118,9 +139,9 @@ def center_anchor(image: pyvips.Image, box_w: int, box_h: int) -> tuple[int, int
     return (image.width - box_w) // 2, (image.height - box_h) // 2
 
 
-#: ``align:faces`` calls this with the image and the box; it answers where the box starts:
-#: centred on the faces found, or on the image's centre when there are none.
-face_anchor: Callable[[pyvips.Image, int, int], tuple[int, int]] = faces.anchor
+#: ``align:faces`` calls this with the image, the box and the view searched; it answers
+#: where the box starts: centred on the faces found, or on the image's centre when none.
+face_anchor: Callable[..., tuple[int, int]] = faces.anchor
 
 
 def resize(image: pyvips.Image, task: Task) -> pyvips.Image:
