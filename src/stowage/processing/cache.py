@@ -53,7 +53,8 @@ PREFIX = ".stowage-derivatives"
 #: file before it is framed.
 #: 6: a frame grown to a whole multiple of its height is resized as one frame, a GIF's
 #: frame gets its own palette (not the previous frame's, which shifted a whole frame's
-#: colour by 20-30 levels), smart_crop's cover is held to the side limit.
+#: colour by 20-30 levels), smart_crop's cover is held to the side limit, align:faces
+#: looks for faces at the finder's size (a small cut's cover hid them).
 RENDERING = 6
 CHUNK = 256 * 1024
 log = logging.getLogger("stowage.processing")
