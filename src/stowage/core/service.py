@@ -123,7 +123,7 @@ class Stowage:
         params.mimetype = params.mimetype and headersafe.media_type(params.mimetype)
         if params.access not in ("public", "private"):
             raise errors.InvalidParameter("access must be public or private", parameter="access")
-        target = Target(params.made_from, source.url, path, container)
+        target = Target(handle=params.made_from, url=source.url, path=path, container=container)
         policy = self._authorize(app, creds, "store", target, app.security)
         if params.link:
             return await self._link_object(app, api_name, provider, container, path, params)

@@ -83,3 +83,8 @@ SUPPORTED: tuple[str, ...] = tuple(sorted({spec.name for spec in TABLE.values()}
 def spec(name: str) -> TaskSpec | None:
     """The declaration a task name or alias spells (case-insensitive), or None."""
     return TABLE.get(name.strip().lower())
+
+
+def names_no_task(segment: str) -> bool:
+    """A path segment with no option and no task's name: an API key's place."""
+    return "=" not in segment and spec(segment) is None

@@ -92,7 +92,7 @@ def parse_path(raw_path: str) -> CdnPath:
     found.url_quote_open = url is not None and url.quote_open
     if url is None:
         _source(found, segments.pop())
-    if segments and "=" not in segments[0] and catalogue.spec(segments[0]) is None:
+    if segments and catalogue.names_no_task(segments[0]):
         found.api_key = segments.pop(0)
     for segment in segments:
         _apply(found, segment, parse_task(segment))

@@ -40,21 +40,16 @@ def read(url: str) -> HostedLink | None:
     *before, handle = segments
     if [s.lower() for s in before] == ["api", "file"]:
         return HostedLink([], handle)
-    if before and is_key(before[0]):
+    if before and catalogue.names_no_task(before[0]):
         before = before[1:]
-    if any(is_key(s) for s in before):
+    if any(catalogue.names_no_task(s) for s in before):
         return None  # not a link this reads: fetched as any URL is
     return HostedLink(before, handle)
-
-
-def is_key(segment: str) -> bool:
-    """An API key's place: no option, and no task's name."""
-    return "=" not in segment and catalogue.spec(segment) is None
 
 
 def spliced(before: list[str], link: HostedLink) -> list[str]:
     """A CDN path's raw segments up to the link (``before``), with the link's tasks first
     (they make the source) and its handle last; the path's own API key stays in front."""
     before = [s for s in before if s]
-    key = before[:1] if before and is_key(unquote(before[0])) else []
+    key = before[:1] if before and catalogue.names_no_task(unquote(before[0])) else []
     return [*key, *(quote(t, safe="") for t in link.tasks), *before[len(key) :], link.handle]

@@ -169,9 +169,8 @@ class Processor:
             app, chunks = await self.archive_of(ask.handles or (ask.handle,), creds, ask.api_key)
             name = str(task.get("filename") or archive.NAME)
             source = Source(chunks=chunks, filename=name, content_type=archive.MIMETYPE)
-            zipped = archive.MIMETYPE
             return await stored(
-                self.core.store, app.api_key, task, source, zipped, creds, ask.first
+                self.core.store, app.api_key, task, source, archive.MIMETYPE, creds, ask.first
             )
         made, record, app = await self._made(ask, chain)
         stem = record.filename.rsplit(".", 1)[0] or "file"
