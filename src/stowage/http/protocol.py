@@ -93,7 +93,7 @@ class JsonRequestHandler(RequestHandler):
 
     def _failed_head(self, request: web.BaseRequest) -> bool:
         """A HEAD the parser could not read (aiohttp's stand-in request says GET)."""
-        if request.message is not ERROR:
+        if request.method != ERROR.method:  # a real request that failed later
             return False
         return self._message_start.lstrip(b"\r\n").startswith(b"HEAD ")
 
