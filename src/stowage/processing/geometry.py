@@ -141,7 +141,8 @@ def center_anchor(image: pyvips.Image, box_w: int, box_h: int) -> tuple[int, int
 
 #: ``align:faces`` calls this with the image, the box and the view searched; it answers
 #: where the box starts: centred on the faces found, or on the image's centre when none.
-face_anchor: Callable[..., tuple[int, int]] = faces.anchor
+FaceAnchor = Callable[[pyvips.Image, int, int, pyvips.Image | None], tuple[int, int]]
+face_anchor: FaceAnchor = faces.anchor
 
 
 def resize(image: pyvips.Image, task: Task) -> pyvips.Image:
