@@ -294,7 +294,8 @@ def test_every_parameter_quoted_is_the_value_unquoted(
 
 def respelled(value: Value, data: st.DataObject) -> str:
     """``value`` with each number spelled as a saved URL may have it: leading zeros or a
-    plus sign (``0100``, ``+100``), a decimal with zeros around it (``00.50``)."""
+    plus sign (``0100``, ``+100``), a decimal with zeros around it (``00.50``), with
+    seventeen digits or an exponent as a program prints a computed one (``1e-07``)."""
     if isinstance(value, tuple):
         return "[" + ",".join(respelled(v, data) for v in value) + "]"
     if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
@@ -302,7 +303,15 @@ def respelled(value: Value, data: st.DataObject) -> str:
     zeros = "0" * data.draw(st.integers(1, 3))
     if isinstance(value, int):
         return data.draw(st.sampled_from([zeros + str(value), "+" + str(value)]))
-    return zeros + repr(value) + "0" * data.draw(st.integers(0, 2))
+    return data.draw(
+        st.sampled_from(
+            [
+                zeros + repr(value) + "0" * data.draw(st.integers(0, 2)),
+                f"{value:.16e}",  # 1.3333333333333334e+02: as C and Python print it
+                f"{value:.17g}",  # 1.0000000000000001e-07, 133.33333333333334: JS, Python
+            ]
+        )
+    )
 
 
 def _reads_numbers(check: object) -> bool:

@@ -85,7 +85,10 @@ def allowed(prop: dict[str, Any], name: str) -> st.SearchStrategy[Any]:
         low, high = prop.get("minimum", 0), prop.get("maximum", 10**6)
         whole = st.integers(int(low), int(high))
         decimal = st.integers(int(low * 1000), int(high * 1000)).map(lambda n: n / 1000)
-        return whole if kind == "integer" else whole | decimal
+        # As a program computes them (400/3, 0.1*3, 1e-7): the SDKs print every digit and
+        # write small numbers with an exponent (JS below 1e-6, Python below 1e-4).
+        computed = st.floats(low, high, allow_nan=False, allow_infinity=False)
+        return whole if kind == "integer" else whole | decimal | computed
     if kind == "array":
         items = prop.get("items", {"type": "string"})
         if isinstance(items, list):

@@ -61,6 +61,9 @@ CASES: list[tuple[str, Build, tuple[int, int], str]] = [
     ),
     ("resize scale", lambda f: f.resize(width=90, height=30, fit="scale"), (90, 30), "jpeg"),
     ("resize max", lambda f: f.resize(width=4000, fit="max"), (640, 480), "jpeg"),
+    # Computed sizes as Python prints them: every digit (400/3), an exponent (1e-05: 0).
+    ("resize computed", lambda f: f.resize(width=400 / 3), (133, 100), "jpeg"),
+    ("resize exponent", lambda f: f.resize(width=300, height=1 / 100_000), (300, 225), "jpeg"),
     ("crop", lambda f: f.crop(dim=[10, 20, 100, 50]), (100, 50), "jpeg"),
     ("rotate", lambda f: f.rotate(deg=90), (480, 640), "jpeg"),
     ("rotate exif", lambda f: f.rotate(exif=True, background="white"), (640, 480), "jpeg"),

@@ -15,8 +15,11 @@ from stowage.processing.colornames import RGB
 
 Convert = Callable[[Value], Value]
 _HEX = re.compile(r"(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})")
-#: A number the grammar leaves as text (``007``, ``+5``, ``5.``): a numeric check reads it.
-_SPELLED = re.compile(r"[+-]?0*(?:[0-9]{1,12}(?:\.[0-9]{0,12})?|\.[0-9]{1,12})")
+#: A number the grammar leaves as text (``007``, ``+5``, ``5.``), or as a program prints
+#: a computed one (``133.33333333333334``, ``1e-7``, ``5e-05``): a numeric check reads it.
+_SPELLED = re.compile(
+    r"[+-]?0*(?:[0-9]{1,12}(?:\.[0-9]{0,40})?|\.[0-9]{1,40})(?:[eE][+-]?[0-9]{1,3})?"
+)
 #: name -> red, green, blue, alpha: the CSS names, gray0..gray100, and transparent/none.
 COLOR_NAMES: dict[str, tuple[int, int, int, int]] = {
     **{name: (*rgb, 255) for name, rgb in RGB.items()},
@@ -30,11 +33,11 @@ FORMATS = ("jpg", "jpeg", "pjpg", "png", "webp", "avif", "gif", "tiff", "svg")
 
 def spelled_number(value: Value) -> Value:
     """A number spelled as the grammar leaves it text (leading zeros, a plus sign, a bare
-    point) as that number; anything else as it is. A saved URL the hosted service took
+    point, seventeen digits or an exponent) as that number; anything else as it is. A saved URL the hosted service took
     with ``width:0100`` must still work, and a check that is not a number never sees it."""
     if not isinstance(value, str) or not _SPELLED.fullmatch(value):
         return value
-    return float(value) if "." in value else int(value)
+    return int(value) if value.lstrip("+-").isdigit() else float(value)
 
 
 @dataclass(frozen=True)
