@@ -33,8 +33,9 @@ FORMATS = ("jpg", "jpeg", "pjpg", "png", "webp", "avif", "gif", "tiff", "svg")
 
 def spelled_number(value: Value) -> Value:
     """A number spelled as the grammar leaves it text (leading zeros, a plus sign, a bare
-    point, seventeen digits or an exponent) as that number; anything else as it is. A saved URL the hosted service took
-    with ``width:0100`` must still work, and a check that is not a number never sees it."""
+    point, seventeen digits or an exponent) as that number; anything else as it is. A
+    saved URL the hosted service took with ``width:0100`` must still work, and a check
+    that is not a number never sees it."""
     if not isinstance(value, str) or not _SPELLED.fullmatch(value):
         return value
     return int(value) if value.lstrip("+-").isdigit() else float(value)
