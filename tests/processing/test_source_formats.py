@@ -107,3 +107,21 @@ def test_a_result_carries_no_metadata_its_source_did_not_have(tmp_path: Path, se
         header = pyvips.Image.new_from_file(str(made))
         held = [f for f in METADATA_FIELDS if header.get_typeof(f)]
         assert not held, (source_format, tasks, result, held)
+
+
+@pytest.mark.parametrize("source_format", sorted(set(WRITERS) - {"jpg"}))
+def test_the_quality_task_alone_answers_a_file_that_is_no_jpeg_as_it_is(
+    tmp_path: Path, source_format: str
+) -> None:
+    """``quality=value:100`` of a 1.6 KB AVIF was a new 9 KB encode: the loader's name
+    (``heifload``) was compared with the format's (``avif``)."""
+    rng = random.Random(source_format)
+    writer, mimetype = WRITERS[source_format]
+    for _ in range(3):
+        image = _source("grey", rng.randrange(10, 80), rng.randrange(10, 80), rng.randrange(99))
+        image = image.bandjoin([image.flip("vertical"), image]).copy(interpretation="srgb")
+        source = tmp_path / f"source.{source_format}"
+        options = {"compression": "av1"} if writer == "heifsave" else {}
+        getattr(image, writer)(str(source), **options)
+        made = render(source, [f"quality=value:{rng.randrange(1, 101)}"], mimetype, tmp_path)
+        assert made.read_bytes() == source.read_bytes(), source_format

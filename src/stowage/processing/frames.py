@@ -156,6 +156,27 @@ def _check(opened: Opened, limits: Limits) -> None:
 RASTER_LOADERS = {"jpeg", "png", "webp", "gif", "nsgif", "tiff", "heif", "jxl", "jp2k"}
 
 
+#: A loader's format, by the name an ``Output`` gives it, where the two differ. HEIF is
+#: AVIF or HEIC by its compression (``format_of``).
+_LOADER_FORMATS = {"nsgif": "gif", "jp2k": "jp2"}
+_HEIF_FORMATS = {"av1": "avif", "hevc": "heic"}
+
+
+def format_of(header: pyvips.Image) -> str:
+    """The format of the file ``header`` was read from, as ``Output.format`` names it
+    (``jpeg``, ``png``, ``avif``, ...): a loader's name is not one (``heifload`` reads
+    AVIF and HEIC alike; ``nsgifload``, GIF)."""
+    if not header.get_typeof("vips-loader"):
+        return ""
+    loader = str(header.get("vips-loader")).removesuffix("_source").removesuffix("load")
+    if loader == "heif":
+        compression = (
+            header.get("heif-compression") if header.get_typeof("heif-compression") else ""
+        )
+        return _HEIF_FORMATS.get(str(compression), "heif")
+    return _LOADER_FORMATS.get(loader, loader)
+
+
 def check_raster(source: Path, *, rewritten: bool = False) -> None:
     """Only raster formats, chosen by content before anything is parsed: vector and
     document loaders (SVG, PDF) can follow references to other files, and libvips' own

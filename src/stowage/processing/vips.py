@@ -164,8 +164,7 @@ def _as_it_is(source: Path, output: Output, dest: Path) -> Rendered | None:
     except errors.NotAnImage:
         return None
     header = frames.load(str(source), {"access": "sequential"})
-    loader = str(header.get("vips-loader")) if header.get_typeof("vips-loader") else ""
-    if loader.removesuffix("_source").removesuffix("load") != output.format:
+    if frames.format_of(header) != output.format:
         return None
     shutil.copyfile(source, dest)
     return Rendered(output, header.width, header.height)
