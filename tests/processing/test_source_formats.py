@@ -125,3 +125,70 @@ def test_the_quality_task_alone_answers_a_file_that_is_no_jpeg_as_it_is(
         getattr(image, writer)(str(source), **options)
         made = render(source, [f"quality=value:{rng.randrange(1, 101)}"], mimetype, tmp_path)
         assert made.read_bytes() == source.read_bytes(), source_format
+
+
+def _jpeg2000(path: Path, mode: str, width: int, height: int, seed: int) -> pyvips.Image:
+    """A JPEG 2000 file of ``mode`` (lossless, so its pixels are known), and its pixels."""
+    from PIL import Image
+
+    bands = {"L": 1, "RGB": 3, "RGBA": 4}[mode]
+    image = pyvips.Image.gaussnoise(width, height * bands, sigma=60, mean=128, seed=seed)
+    planes = [image.crop(0, height * b, width, height).cast("uchar") for b in range(bands)]
+    pixels = planes[0].bandjoin(planes[1:]) if bands > 1 else planes[0]
+    made = Image.frombytes(mode, (width, height), pixels.write_to_memory())
+    made.save(path, "JPEG2000", irreversible=False)
+    return pixels
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_jpeg2000_source_goes_through_every_task(tmp_path: Path, seed: int) -> None:
+    """The bundled libvips has no JPEG 2000 loader: a .jp2 answered 415 to imagesize,
+    resize and output while the File API read its size."""
+    import json
+
+    rng = random.Random(seed)
+    mode = rng.choice(["L", "RGB", "RGBA"])
+    width, height = rng.randrange(20, 200), rng.randrange(20, 200)
+    source = tmp_path / ("a.jp2" if seed % 2 else "a.bin")  # by content, not by name
+    pixels = _jpeg2000(source, mode, width, height, seed)
+    size = json.loads(render(source, ["imagesize"], "image/jp2", tmp_path).read_text())
+    assert (size["width"], size["height"]) == (width, height)
+    made = pyvips.Image.new_from_file(str(render(source, ["flip"], "image/jp2", tmp_path)))
+    assert (made.width, made.height, made.bands) == (width, height, pixels.bands)
+    assert (made - pixels.flip("vertical")).abs().max() == 0  # lossless: the same pixels
+    half = rng.randrange(5, width)
+    made = pyvips.Image.new_from_file(
+        str(render(source, [f"resize=width:{half}", "output=format:webp"], "image/jp2", tmp_path))
+    )
+    assert made.width == half
+    assert abs(made.height - height * half / width) <= 1
+
+
+def test_a_jpeg2000_over_the_pixel_limit_is_refused_from_its_header(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from PIL import Jpeg2KImagePlugin
+
+    from stowage import errors
+
+    source = tmp_path / "big.jp2"
+    _jpeg2000(source, "RGB", 300, 200, 1)
+
+    def decoded(*_: object) -> None:
+        raise AssertionError("the pixels were decoded")
+
+    monkeypatch.setattr(Jpeg2KImagePlugin.Jpeg2KImageFile, "load", decoded)
+    parsed = chain.parse(["resize=width:10"])
+    output = chain.output_for(parsed, "image/jp2")
+    small = Limits(300 * 200 - 1, 10**9, 10_000, 60)
+    with pytest.raises(errors.ImageTooLarge):
+        VipsEngine().render(source, parsed, output, tmp_path / "out.png", small)
+
+
+def test_a_jpeg_xl_file_is_refused_with_its_reason(tmp_path: Path) -> None:
+    from stowage import errors
+
+    source = tmp_path / "a.jxl"
+    source.write_bytes(b"\x00\x00\x00\x0cJXL \r\n\x87\n" + bytes(200))
+    with pytest.raises(errors.NotAnImage, match="JPEG XL"):
+        render(source, ["flip"], "image/jxl", tmp_path)

@@ -156,8 +156,9 @@ def _pillow(source: bytes | BinaryIO) -> tuple[int, int] | None:
                 width, height = image.size
                 if image.format == "AVIF" and image.getexif().get(_ORIENTATION, 1) in _TURNED:
                     width, height = height, width  # shown turned: irot applied, as libheif does
-                if image.format == "TIFF":  # the coded size: Pillow's is turned by the tag
-                    width, height = image.tag_v2.get(256, width), image.tag_v2.get(257, height)
+                tags = getattr(image, "tag_v2", None)
+                if image.format == "TIFF" and tags is not None:  # the coded size: Pillow's
+                    width, height = tags.get(256, width), tags.get(257, height)  # is turned
                 return int(width), int(height)
         except Exception:  # any parser failure on untrusted bytes means "unknown"
             return None

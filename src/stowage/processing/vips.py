@@ -27,6 +27,7 @@ from stowage.processing import (
     cost,
     detail,
     frames,
+    jpeg2000,
     jpegquality,
     montage,
     ops,
@@ -84,6 +85,7 @@ class VipsEngine:
             with (
                 ops.engine_limits(limits.max_output_dimension, limits.max_total_pixels),
                 svg.rewritten(source, dest) as source,  # SVG sources: checked, rewritten
+                jpeg2000.decoded(source, dest, limits) as source,  # no libvips loader
                 pdf.opened(source, chain, output, dest, limits) as opened,  # PDF sources
             ):
                 if isinstance(opened, Rendered):
