@@ -289,3 +289,27 @@ async def test_auto_image_keeps_an_animation_where_avif_would_not(
     assert resp.headers["Content-Type"] == "image/avif"
     resp, body = await get(harness, f"/output=format:avif/{animated}")  # asked for: AVIF
     assert resp.headers["Content-Type"] == "image/avif"
+
+
+@pytest.mark.parametrize(("mode", "width", "height"), [("RGB", 160, 100), ("L", 37, 91)])
+async def test_a_stored_jpeg2000_is_transformed_and_sized_alike(
+    harness: Harness, mode: str, width: int, height: int
+) -> None:
+    """A stored .jp2 answered 415 NOT_AN_IMAGE to imagesize, resize and output while
+    the File API's metadata read its size (the bundled libvips has no JPEG 2000 loader)."""
+    import io
+    import json
+
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.new(mode, (width, height), 90).save(out, "JPEG2000")
+    handle = await stored(harness, out.getvalue(), name="a.jp2")
+    resp = await harness.api.get(f"/api/file/{handle}/metadata?width=true&height=true")
+    meta = await resp.json()
+    _, body = await get(harness, f"/imagesize/{handle}")
+    assert (meta["width"], meta["height"]) == tuple(json.loads(body).values()) == (width, height)
+    _, body = await get(harness, f"/resize=width:{width // 2}/{handle}")
+    assert decoded(body).width == width // 2
+    _, body = await get(harness, f"/output=format:png/{handle}")
+    assert (decoded(body).width, decoded(body).height) == (width, height)

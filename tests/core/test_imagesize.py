@@ -91,3 +91,46 @@ def test_damaged_headers_after_a_signature_are_an_answer_or_none(data: bytes) ->
 
 def test_text_is_no_image() -> None:
     assert imagesize.dimensions(b"hello, world") is None
+
+
+#: The formats the engine reads and libvips writes with an orientation (AVIF as irot/imir).
+ORIENTED = {"jpg": {}, "png": {}, "webp": {}, "tif": {}, "avif": {"compression": "av1"}}
+
+
+@pytest.mark.parametrize("suffix", sorted(ORIENTED))
+def test_the_file_api_and_the_engine_agree_on_an_oriented_files_size(
+    tmp_path: Path, suffix: str
+) -> None:
+    """A JPEG turned by its Exif orientation and saved as AVIF (libvips writes an irot
+    box) was 160x100 to the File API (Pillow's coded size) and 100x160 to ``imagesize``
+    and every render (libheif applies irot on load)."""
+    import json
+    import random
+
+    from stowage.processing import chain
+    from stowage.processing.base import Limits
+    from stowage.processing.vips import VipsEngine
+
+    rng = random.Random(suffix)
+    limits = Limits(10**8, 10**9, 10_000, 60)
+    for orientation in range(1, 9):
+        width, height = rng.randrange(20, 90), rng.randrange(20, 90)
+        xy = pyvips.Image.xyz(width, height)
+        image = (xy[0] % 256).bandjoin([xy[1] % 256, 90]).cast("uchar").copy()
+        image.set_type(pyvips.GValue.gint_type, "orientation", orientation)
+        source = tmp_path / f"source{orientation}.{suffix}"
+        image.write_to_file(str(source), **ORIENTED[suffix])
+        sizes = [imagesize.dimensions_in(source)]
+        for segments in (["imagesize"], ["flip"], ["output=format:png"]):
+            parsed = chain.parse(segments)
+            output = chain.output_for(parsed, "image/png")
+            dest = tmp_path / f"out.{output.extension}"
+            made = VipsEngine(threads_per_job=1).render(source, parsed, output, dest, limits)
+            if output.format == "json":
+                found = json.loads(dest.read_text())
+                sizes.append((found["width"], found["height"]))
+            else:
+                header = pyvips.Image.new_from_file(str(dest))
+                sizes.append((header.width, header.height))
+                sizes.append((made.width, made.height))
+        assert len(set(sizes)) == 1, (suffix, orientation, sizes)

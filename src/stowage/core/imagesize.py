@@ -2,7 +2,10 @@
 ``width`` and ``height`` metadata fields.
 
 PNG, GIF, JPEG and WebP (what users upload most) are read by the small parsers here;
-other formats by Pillow's header parsers (``Image.open`` reads no pixels). Nothing here
+other formats by Pillow's header parsers (``Image.open`` reads no pixels). The sizes are
+the ones the transformation engine reads: the coded size, an Exif orientation not
+applied (as the engine's renders keep it), but an AVIF's ``irot`` turn applied, as
+libheif applies it on load (a turned AVIF was 160x100 here, 100x160 to ``imagesize``). Nothing here
 limits pixel counts: it only reports them, so a decompression bomb is reported as the
 size its header claims (except by Pillow, which refuses past its own bomb limit: then
 the size is unknown and omitted).
@@ -29,6 +32,14 @@ HEADER_BYTES = 1 << 20
 _SOF = {0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF}
 _NO_LENGTH = {0x01, *range(0xD0, 0xD8)}  # standalone markers: no length follows
 _TIFF = (b"II*\0", b"MM\0*")
+#: An AVIF's ``irot`` and ``imir`` boxes turn and mirror the picture it shows: libheif
+#: applies them when it decodes (the image engine's sizes are the turned ones); Pillow
+#: reports the coded size and the transform as the Exif orientation it writes into
+#: ``info["exif"]`` (in place of the file's own Exif one, which neither decoder applies).
+#: A TIFF's orientation tag is not applied by libvips either, but Pillow's size is turned
+#: by it: a TIFF's size is read from its width and length tags.
+_ORIENTATION = 0x0112
+_TURNED = {5, 6, 7, 8}
 
 
 async def fields(
@@ -143,6 +154,11 @@ def _pillow(source: bytes | BinaryIO) -> tuple[int, int] | None:
             opened = io.BytesIO(source) if isinstance(source, bytes) else source
             with Image.open(opened) as image:
                 width, height = image.size
+                if image.format == "AVIF" and image.getexif().get(_ORIENTATION, 1) in _TURNED:
+                    width, height = height, width  # shown turned: irot applied, as libheif does
+                tags = getattr(image, "tag_v2", None)
+                if image.format == "TIFF" and tags is not None:  # the coded size: Pillow's
+                    width, height = tags.get(256, width), tags.get(257, height)  # is turned
                 return int(width), int(height)
         except Exception:  # any parser failure on untrusted bytes means "unknown"
             return None

@@ -55,7 +55,10 @@ PREFIX = ".stowage-derivatives"
 #: frame gets its own palette (not the previous frame's, which shifted a whole frame's
 #: colour by 20-30 levels), smart_crop's cover is held to the side limit, align:faces
 #: looks for faces at the finder's size (a small cut's cover hid them).
-RENDERING = 6
+#: 7: a 16-bit grey source is 8-bit grey through every chain (a flip made it sRGB); a
+#: result carries no metadata its source did not have (libvips' savers wrote an Exif
+#: block of their own); the quality task alone answers an AVIF as it is.
+RENDERING = 7
 CHUNK = 256 * 1024
 log = logging.getLogger("stowage.processing")
 T = TypeVar("T")

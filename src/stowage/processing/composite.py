@@ -25,7 +25,7 @@ from typing import Any
 import pyvips
 
 from stowage import errors
-from stowage.processing import frames, ops, svg
+from stowage.processing import frames, jpeg2000, ops, svg
 from stowage.processing.base import Limits, Task, Value
 from stowage.processing.params import align, boolean, choice, color, handle, integer, rgba, whole
 from stowage.processing.table import Kind, Param, TaskSpec
@@ -97,10 +97,15 @@ class Sources:
         return path
 
     def _drawable(self, path: Path) -> Path:
-        """``path``, or for an SVG (a logo as a watermark) the checked copy of it."""
-        if self.dest is None or not svg.is_svg(path):
+        """``path``, or for an SVG (a logo as a watermark) the checked copy of it, for a
+        JPEG 2000 file its decoded copy."""
+        if self.dest is None:
             return path
         beside = self.dest.with_name(f"{self.dest.name}.source{len(self._opened)}")
+        if jpeg2000.is_jpeg2000(path):
+            return self.kept.enter_context(jpeg2000.decoded(path, beside, self.limits))
+        if not svg.is_svg(path):
+            return path
         return self.kept.enter_context(svg.rewritten(path, beside))
 
 

@@ -153,7 +153,32 @@ def _check(opened: Opened, limits: Limits) -> None:
         )
 
 
-RASTER_LOADERS = {"jpeg", "png", "webp", "gif", "nsgif", "tiff", "heif", "jxl", "jp2k"}
+#: libvips' raster loaders (JPEG 2000 has none in the bundled libvips: processing/
+#: jpeg2000.py decodes it first; JPEG XL has no decoder here at all).
+RASTER_LOADERS = {"jpeg", "png", "webp", "gif", "nsgif", "tiff", "heif"}
+#: A JPEG XL codestream's signature, and its container's first box.
+_JPEG_XL = (b"\xff\x0a", b"\x00\x00\x00\x0cJXL \r\n\x87\n")
+
+
+#: A loader's format, by the name an ``Output`` gives it, where the two differ. HEIF is
+#: AVIF or HEIC by its compression (``format_of``).
+_LOADER_FORMATS = {"nsgif": "gif", "jp2k": "jp2"}
+_HEIF_FORMATS = {"av1": "avif", "hevc": "heic"}
+
+
+def format_of(header: pyvips.Image) -> str:
+    """The format of the file ``header`` was read from, as ``Output.format`` names it
+    (``jpeg``, ``png``, ``avif``, ...): a loader's name is not one (``heifload`` reads
+    AVIF and HEIC alike; ``nsgifload``, GIF)."""
+    if not header.get_typeof("vips-loader"):
+        return ""
+    loader = str(header.get("vips-loader")).removesuffix("_source").removesuffix("load")
+    if loader == "heif":
+        compression = (
+            header.get("heif-compression") if header.get_typeof("heif-compression") else ""
+        )
+        return _HEIF_FORMATS.get(str(compression), "heif")
+    return _LOADER_FORMATS.get(loader, loader)
 
 
 def check_raster(source: Path, *, rewritten: bool = False) -> None:
@@ -167,6 +192,10 @@ def check_raster(source: Path, *, rewritten: bool = False) -> None:
     if loader == "svg" and rewritten:
         return
     if loader not in RASTER_LOADERS:
+        with source.open("rb") as file:
+            head = file.read(12)
+        if head.startswith(_JPEG_XL):
+            raise errors.NotAnImage("JPEG XL images are not read here: no JPEG XL decoder")
         raise errors.NotAnImage()
 
 

@@ -61,8 +61,12 @@ def scaled(image: pyvips.Image, width: int, height: int, size: str = "both") -> 
 
 
 def srgb(image: pyvips.Image) -> pyvips.Image:
-    """Every task works on 8-bit sRGB (or grey), with or without alpha."""
-    if image.interpretation not in ("srgb", "b-w"):
+    """Every task works on 8-bit sRGB (or grey), with or without alpha: a 16-bit grey
+    source is 8-bit grey, as libvips' thumbnail (a first ``resize``) makes it, whatever
+    the chain (a flip made it sRGB, a resize kept it grey)."""
+    if image.interpretation == "grey16":
+        image = image.colourspace("b-w")
+    elif image.interpretation not in ("srgb", "b-w"):
         image = image.colourspace("srgb")
     if image.format != "uchar":
         image = image.cast("uchar")

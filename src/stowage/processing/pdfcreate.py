@@ -21,7 +21,7 @@ import pypdfium2.raw as pdfium_c
 import pyvips
 
 from stowage import errors
-from stowage.processing import frames, pdf, svg
+from stowage.processing import frames, jpeg2000, pdf, svg
 from stowage.processing.base import Chain, Job, Rendered
 from stowage.processing.pageimages import MAX_CREATED_PAGES as MAX_PAGES
 from stowage.processing.pageimages import PDFCREATE as NAME
@@ -44,9 +44,13 @@ def render(job: Job) -> Rendered:
             if pdf.is_pdf(path):
                 _import(made, path)
                 continue
-            # An SVG is checked and rewritten first, as every SVG source is (svg.py).
+            # An SVG is checked and rewritten first, as every SVG source is (svg.py); a
+            # JPEG 2000 file decoded first (jpeg2000.py).
             beside = job.dest.with_name(f"{job.dest.name}.page{index}")
-            with svg.rewritten(path, beside) as drawable:
+            with (
+                jpeg2000.decoded(path, beside, job.limits) as raster,
+                svg.rewritten(raster, beside) as drawable,
+            ):
                 _image_page(made, drawable, job)
             if len(made) > MAX_PAGES:
                 raise errors.DocumentTooLarge(

@@ -27,6 +27,7 @@ from stowage.processing import (
     cost,
     detail,
     frames,
+    jpeg2000,
     jpegquality,
     montage,
     ops,
@@ -84,6 +85,7 @@ class VipsEngine:
             with (
                 ops.engine_limits(limits.max_output_dimension, limits.max_total_pixels),
                 svg.rewritten(source, dest) as source,  # SVG sources: checked, rewritten
+                jpeg2000.decoded(source, dest, limits) as source,  # no libvips loader
                 pdf.opened(source, chain, output, dest, limits) as opened,  # PDF sources
             ):
                 if isinstance(opened, Rendered):
@@ -164,8 +166,7 @@ def _as_it_is(source: Path, output: Output, dest: Path) -> Rendered | None:
     except errors.NotAnImage:
         return None
     header = frames.load(str(source), {"access": "sequential"})
-    loader = str(header.get("vips-loader")) if header.get_typeof("vips-loader") else ""
-    if loader.removesuffix("_source").removesuffix("load") != output.format:
+    if frames.format_of(header) != output.format:
         return None
     shutil.copyfile(source, dest)
     return Rendered(output, header.width, header.height)
@@ -178,6 +179,8 @@ def _save(
     stops, and the result is refused, so an oversized result (a tiled 10000x10000 TIFF
     flipped: 300 MB) never fills the disk. TIFF needs a seekable file (to a target libvips
     would hold it whole in memory): it is saved to its file and measured after."""
+    if "keep" not in options:
+        options = {**options, "keep": kept(image)}
     if output.format == "svg":
         _save_svg(image, dest, options, cap)
         return
@@ -213,6 +216,23 @@ def _save(
                 dest.unlink(missing_ok=True)
                 raise _too_many_bytes(cap) from exc
             raise
+
+
+#: The metadata a saver may keep, by the field that holds it.
+_METADATA = (
+    ("exif", "exif-data"),
+    ("xmp", "xmp-data"),
+    ("iptc", "iptc-data"),
+    ("icc", "icc-profile-data"),
+)
+
+
+def kept(image: pyvips.Image) -> str:
+    """The saver's ``keep``: the metadata ``image`` holds, no more. libvips' savers write
+    an Exif block of their own making when ``keep`` allows Exif (a PNG with none came out
+    with a 180-byte ``eXIf`` chunk, a WebP or AVIF with an Exif block)."""
+    held = [kind for kind, field in _METADATA if image.get_typeof(field)]
+    return ",".join([*held, "other"])
 
 
 def _save_svg(image: pyvips.Image, dest: Path, options: dict[str, Any], cap: int) -> None:

@@ -1,0 +1,194 @@
+"""What a result holds, source format by source format: its bands and colour space (one
+rule for every chain), the metadata it carries (none its source did not have), and the
+``quality`` task alone answering a file that is no JPEG as it is."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+import pyvips
+
+from stowage.processing import chain
+from stowage.processing.base import Limits
+from stowage.processing.vips import VipsEngine
+
+LIMITS = Limits(10**8, 10**9, 10_000, 60)
+#: Tasks that place, turn or resize pixels and add no colour of their own.
+GEOMETRY = [
+    "flip",
+    "flop",
+    "rotate=deg:90",
+    "rotate=deg:180",
+    "resize=width:{w}",
+    "crop=dim:[0,0,{w},{h}]",
+]
+#: Formats that hold grey as grey: a grey result must read back as one band (and alpha).
+GREY_OUTPUTS = ["png", "tiff", "jpg"]
+
+
+def render(source: Path, segments: list[str], mimetype: str, dest_dir: Path) -> Path:
+    parsed = chain.parse(segments)
+    output = chain.output_for(parsed, mimetype)
+    dest = dest_dir / f"out.{output.extension}"
+    VipsEngine(threads_per_job=1).render(source, parsed, output, dest, LIMITS)
+    return dest
+
+
+def _source(kind: str, width: int, height: int, seed: int) -> pyvips.Image:
+    noise = pyvips.Image.gaussnoise(width, height, sigma=50, mean=128, seed=seed)
+    grey = noise.cast("uchar")
+    alpha = (grey.flip("horizontal") > 100).ifthenelse(255, 60).cast("uchar")
+    if kind == "grey16":
+        return (grey.cast("ushort") * 257).copy(interpretation="grey16")
+    if kind == "greya16":
+        return (grey.bandjoin(alpha).cast("ushort") * 257).copy(interpretation="grey16")
+    if kind == "rgb16":
+        rgb = grey.bandjoin([grey.flip("vertical"), grey.flip("horizontal")])
+        return (rgb.cast("ushort") * 257).copy(interpretation="rgb16")
+    if kind == "greya":
+        return grey.bandjoin(alpha).copy(interpretation="b-w")
+    return grey.copy(interpretation="b-w")
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_results_bands_follow_its_sources_whatever_the_chain(tmp_path: Path, seed: int) -> None:
+    """A grey source (8 or 16 bits, alpha or not) gives 8-bit grey, a 16-bit colour one
+    8-bit sRGB, through every chain: a 16-bit grey PNG was sRGB through a flip and grey
+    through a resize."""
+    rng = random.Random(seed)
+    kind = rng.choice(["grey16", "greya16", "rgb16", "greya", "grey"])
+    width, height = rng.randrange(20, 90), rng.randrange(20, 90)
+    source = tmp_path / "source.png"
+    _source(kind, width, height, seed).pngsave(str(source))
+    tasks = [
+        rng.choice(GEOMETRY).format(w=rng.randrange(5, width), h=rng.randrange(5, height))
+        for _ in range(rng.randrange(0, 3))
+    ]
+    fmt = rng.choice(GREY_OUTPUTS)
+    made = pyvips.Image.new_from_file(
+        str(render(source, [*tasks, f"output=format:{fmt}"], "image/png", tmp_path))
+    )
+    grey = kind != "rgb16"
+    alpha = kind in ("greya16", "greya") and fmt != "jpg"  # a JPEG is flattened
+    assert made.format == "uchar", (kind, tasks, fmt)
+    assert made.bands == (1 if grey else 3) + alpha, (kind, tasks, fmt, made.bands)
+    assert made.interpretation == ("b-w" if grey else "srgb"), (kind, tasks, fmt)
+
+
+METADATA_FIELDS = ("exif-data", "xmp-data", "iptc-data", "icc-profile-data")
+WRITERS = {
+    "png": ("pngsave", "image/png"),
+    "jpg": ("jpegsave", "image/jpeg"),
+    "webp": ("webpsave", "image/webp"),
+    "tiff": ("tiffsave", "image/tiff"),
+    "avif": ("heifsave", "image/avif"),
+    "gif": ("gifsave", "image/gif"),
+}
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_result_carries_no_metadata_its_source_did_not_have(tmp_path: Path, seed: int) -> None:
+    """A PNG made by Pillow, with no Exif, came out of ``output=format:png`` with an
+    ``eXIf`` chunk libvips' saver wrote (and a JPEG, WebP or AVIF with an Exif block)."""
+    rng = random.Random(seed)
+    source_format = rng.choice(sorted(WRITERS))
+    writer, mimetype = WRITERS[source_format]
+    image = _source("grey", rng.randrange(10, 60), rng.randrange(10, 60), seed)
+    image = image.bandjoin([image.flip("vertical"), image]).copy(interpretation="srgb")
+    source = tmp_path / f"source.{source_format}"
+    options = {"compression": "av1"} if writer == "heifsave" else {}
+    getattr(image, writer)(str(source), keep="none", **options)
+    assert not [f for f in METADATA_FIELDS if pyvips.Image.new_from_file(str(source)).get_typeof(f)]
+    for result in sorted(WRITERS):
+        tasks = rng.choice([[], ["flip"], ["resize=width:8"]])
+        made = render(source, [*tasks, f"output=format:{result}"], mimetype, tmp_path)
+        header = pyvips.Image.new_from_file(str(made))
+        held = [f for f in METADATA_FIELDS if header.get_typeof(f)]
+        assert not held, (source_format, tasks, result, held)
+
+
+@pytest.mark.parametrize("source_format", sorted(set(WRITERS) - {"jpg"}))
+def test_the_quality_task_alone_answers_a_file_that_is_no_jpeg_as_it_is(
+    tmp_path: Path, source_format: str
+) -> None:
+    """``quality=value:100`` of a 1.6 KB AVIF was a new 9 KB encode: the loader's name
+    (``heifload``) was compared with the format's (``avif``)."""
+    rng = random.Random(source_format)
+    writer, mimetype = WRITERS[source_format]
+    for _ in range(3):
+        image = _source("grey", rng.randrange(10, 80), rng.randrange(10, 80), rng.randrange(99))
+        image = image.bandjoin([image.flip("vertical"), image]).copy(interpretation="srgb")
+        source = tmp_path / f"source.{source_format}"
+        options = {"compression": "av1"} if writer == "heifsave" else {}
+        getattr(image, writer)(str(source), **options)
+        made = render(source, [f"quality=value:{rng.randrange(1, 101)}"], mimetype, tmp_path)
+        assert made.read_bytes() == source.read_bytes(), source_format
+
+
+def _jpeg2000(path: Path, mode: str, width: int, height: int, seed: int) -> pyvips.Image:
+    """A JPEG 2000 file of ``mode`` (lossless, so its pixels are known), and its pixels."""
+    from PIL import Image
+
+    bands = {"L": 1, "RGB": 3, "RGBA": 4}[mode]
+    image = pyvips.Image.gaussnoise(width, height * bands, sigma=60, mean=128, seed=seed)
+    planes = [image.crop(0, height * b, width, height).cast("uchar") for b in range(bands)]
+    pixels = planes[0].bandjoin(planes[1:]) if bands > 1 else planes[0]
+    made = Image.frombytes(mode, (width, height), pixels.write_to_memory())
+    made.save(path, "JPEG2000", irreversible=False)
+    return pixels
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_jpeg2000_source_goes_through_every_task(tmp_path: Path, seed: int) -> None:
+    """The bundled libvips has no JPEG 2000 loader: a .jp2 answered 415 to imagesize,
+    resize and output while the File API read its size."""
+    import json
+
+    rng = random.Random(seed)
+    mode = rng.choice(["L", "RGB", "RGBA"])
+    width, height = rng.randrange(20, 200), rng.randrange(20, 200)
+    source = tmp_path / ("a.jp2" if seed % 2 else "a.bin")  # by content, not by name
+    pixels = _jpeg2000(source, mode, width, height, seed)
+    size = json.loads(render(source, ["imagesize"], "image/jp2", tmp_path).read_text())
+    assert (size["width"], size["height"]) == (width, height)
+    made = pyvips.Image.new_from_file(str(render(source, ["flip"], "image/jp2", tmp_path)))
+    assert (made.width, made.height, made.bands) == (width, height, pixels.bands)
+    assert (made - pixels.flip("vertical")).abs().max() == 0  # lossless: the same pixels
+    half = rng.randrange(5, width)
+    made = pyvips.Image.new_from_file(
+        str(render(source, [f"resize=width:{half}", "output=format:webp"], "image/jp2", tmp_path))
+    )
+    assert made.width == half
+    assert abs(made.height - height * half / width) <= 1
+
+
+def test_a_jpeg2000_over_the_pixel_limit_is_refused_from_its_header(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from PIL import Jpeg2KImagePlugin
+
+    from stowage import errors
+
+    source = tmp_path / "big.jp2"
+    _jpeg2000(source, "RGB", 300, 200, 1)
+
+    def decoded(*_: object) -> None:
+        raise AssertionError("the pixels were decoded")
+
+    monkeypatch.setattr(Jpeg2KImagePlugin.Jpeg2KImageFile, "load", decoded)
+    parsed = chain.parse(["resize=width:10"])
+    output = chain.output_for(parsed, "image/jp2")
+    small = Limits(300 * 200 - 1, 10**9, 10_000, 60)
+    with pytest.raises(errors.ImageTooLarge):
+        VipsEngine().render(source, parsed, output, tmp_path / "out.png", small)
+
+
+def test_a_jpeg_xl_file_is_refused_with_its_reason(tmp_path: Path) -> None:
+    from stowage import errors
+
+    source = tmp_path / "a.jxl"
+    source.write_bytes(b"\x00\x00\x00\x0cJXL \r\n\x87\n" + bytes(200))
+    with pytest.raises(errors.NotAnImage, match="JPEG XL"):
+        render(source, ["flip"], "image/jxl", tmp_path)
