@@ -55,7 +55,10 @@ PREFIX = ".stowage-derivatives"
 #: frame gets its own palette (not the previous frame's, which shifted a whole frame's
 #: colour by 20-30 levels), smart_crop's cover is held to the side limit, align:faces
 #: looks for faces at the finder's size (a small cut's cover hid them).
-RENDERING = 6
+#: 7: overlapping partial_pixelate and partial_blur boxes keep every pixel inside any
+#: box's shape hidden (a later box's ellipse or feathered edge put the source's pixels
+#: back); border draws its background (by default its colour) under the picture.
+RENDERING = 7
 CHUNK = 256 * 1024
 log = logging.getLogger("stowage.processing")
 T = TypeVar("T")
