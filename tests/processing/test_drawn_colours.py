@@ -135,3 +135,70 @@ def test_a_turn_draws_its_background_in_the_corners_only(tmp_path: Path, seed: i
         if deg % 90:
             corner = [round(v) for v in made(0, 0)]
             assert corner == [*params.rgba(colour)[:3], 255], (deg, corner)
+
+
+#: The tasks whose colour is the ground under the whole picture (docs/transformations.md,
+#: Colors), the colour ``{c}`` as that ground; ``{w}`` a border's width, ``{f}`` a frame's
+#: colour, ``{v}`` a shadow's vector (its shadow clear: the ground is what is checked).
+GROUNDS = (
+    "circle=background:{c}",
+    "rounded_corners=radius:40,background:{c}",
+    "shadow=blur:0,opacity:0,vector:{v},background:{c}",
+    "polaroid=color:{f},background:{c}",
+    "torn_edges=spread:[2,12],background:{c}",
+    "vignette=amount:100,background:{c}",
+    "border=width:{w},color:{c}",
+    "border=width:{w},color:{f},background:{c}",
+    "output=background:{c}",
+)
+
+
+def _holed(tmp: Path, rng: random.Random, grey: bool) -> tuple[Path, list[tuple[int, int]]]:
+    """A picture of one random colour, opaque, with a clear square and a partly
+    transparent one near its middle; the squares' centres."""
+    tone = [rng.randrange(256)] * 3 if grey else [rng.randrange(256) for _ in range(3)]
+    alpha = pyvips.Image.black(WIDTH, HEIGHT) + 255
+    alpha = alpha.draw_rect(0, 140, 110, 40, 40, fill=True)
+    alpha = alpha.draw_rect(rng.randrange(1, 255), 220, 110, 40, 40, fill=True)
+    picture = (pyvips.Image.black(WIDTH, HEIGHT) + tone[: 1 if grey else 3]).bandjoin(alpha)
+    path = tmp / "holed.png"
+    picture.cast("uchar").copy(interpretation="b-w" if grey else "srgb").pngsave(str(path))
+    return path, [(160, 130), (240, 130)]
+
+
+def _over(front: tuple[int, ...], ground: tuple[int, ...]) -> tuple[float, ...]:
+    """``front`` (r, g, b, alpha) composited over ``ground``, straight alpha."""
+    shown, under = front[3] / 255, ground[3] / 255 * (1 - front[3] / 255)
+    total = shown + under
+    if total == 0:
+        return (0, 0, 0, 0)
+    mixed = ((f * shown + g * under) / total for f, g in zip(front[:3], ground[:3], strict=True))
+    return (*mixed, total * 255)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_ground_colour_is_under_every_transparent_pixel(tmp_path: Path, seed: int) -> None:
+    """Under a clear pixel of the picture shows the ground colour as asked; under a
+    partly transparent one the picture composited over it (an opaque ground flattens).
+    ``border`` left its middle clear, and ignored its ``background``."""
+    rng = random.Random(seed)
+    source, points = _holed(tmp_path, rng, grey=seed % 2 == 1)
+    picture = pyvips.Image.new_from_file(str(source))
+    for number, template in enumerate(GROUNDS):
+        for name in colours(f"ground/{seed}/{number}", 2):
+            frame = rng.choice(["red", "00ff0080", "transparent", "gray20"])
+            vector = f"[{rng.randrange(0, 30)},{rng.randrange(0, 30)}]"
+            chain = template.format(c=name, w=rng.randint(1, 30), f=frame, v=vector)
+            made = render(tmp_path, source, [*chain.split("/"), "output=format:png"], ())
+            # a frame is as wide on the left as on the right, and as deep at the top
+            left = 0 if chain.startswith("shadow") else (made.width - WIDTH) // 2
+            for x, y in points:
+                want = _over(rgba_at(picture, x, y), params.rgba(name))
+                got = rgba_at(made, x + left, y + left)
+                assert abs(got[3] - want[3]) <= 1, (chain, want, got)
+                near = 2 + 255 / want[3] if want[3] else 256
+                assert max(abs(a - b) for a, b in zip(got[:3], want[:3], strict=True)) <= near, (
+                    chain,
+                    want,
+                    got,
+                )

@@ -57,7 +57,10 @@ PREFIX = ".stowage-derivatives"
 #: looks for faces at the finder's size (a small cut's cover hid them).
 #: 7: a 16-bit grey source is 8-bit grey through every chain (a flip made it sRGB); a
 #: result carries no metadata its source did not have (libvips' savers wrote an Exif
-#: block of their own); the quality task alone answers an AVIF as it is.
+#: block of their own); the quality task alone answers an AVIF as it is; overlapping
+#: partial_pixelate and partial_blur boxes keep every pixel inside any box's shape
+#: hidden (a later box's ellipse or feathered edge put the source's pixels back);
+#: border draws its background (by default its colour) under the picture.
 RENDERING = 7
 CHUNK = 256 * 1024
 log = logging.getLogger("stowage.processing")

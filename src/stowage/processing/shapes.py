@@ -80,11 +80,16 @@ def _mask_tile(
 
 
 def border(image: pyvips.Image, task: Task) -> pyvips.Image:
+    """A frame of ``color`` around the picture, and ``background`` (by default the
+    ``color``) under the picture: an opaque one is flattened onto, a partly transparent
+    one composited under it, the alpha kept (the Colors rule of the tasks whose colour is
+    their ground). A transparent logo framed in red was a red frame around a transparent
+    middle, and ``background`` was ignored."""
     width = int(task.get("width", 2))  # type: ignore[arg-type]
     if width == 0:
         return image
     colour = str(task.get("color", "black"))
-    image = ops.drawable(image, colour)
+    image = ops.drawable(ops.over(image, str(task.get("background", colour))), colour)
     return image.embed(
         width,
         width,

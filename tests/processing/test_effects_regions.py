@@ -1,0 +1,129 @@
+"""partial_pixelate and partial_blur with overlapping boxes (processing/effects_regions.py),
+and pixelate_faces / blur_faces with overlapping faces (processing/facetasks.py): a pixel
+inside any box's shape is hidden whatever the order of the boxes, and a pixel outside
+all of them is the source's. Each box was mixed against the source, so where a later
+box's ellipse or feathered edge left a pixel out, the source's pixel came back although
+an earlier box had hidden it."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+import pyvips
+
+from stowage.processing import faces, facetasks
+from stowage.processing.faces import Box
+from tests.processing.test_effects import run
+from tests.processing.test_faces import task as face_task
+
+WIDTH, HEIGHT = 160, 120
+Boxes = list[tuple[int, int, int, int]]
+
+
+def noise(seed: int) -> pyvips.Image:
+    rng = np.random.default_rng(seed)
+    pixels = rng.integers(0, 256, (HEIGHT, WIDTH, 3), dtype=np.uint8)
+    return pyvips.Image.new_from_array(pixels, interpretation="srgb")
+
+
+def pixels(image: pyvips.Image) -> np.ndarray:
+    return np.asarray(image.numpy(), dtype=np.int16)
+
+
+def depth(boxes: Boxes, oval: bool) -> np.ndarray:
+    """For each box and pixel: how far inside the box's shape the pixel's centre lies,
+    in pixels (negative outside): the rectangle's or the inscribed ellipse's edge."""
+    ys, xs = np.mgrid[0:HEIGHT, 0:WIDTH] + 0.5
+    found = []
+    for x, y, w, h in boxes:
+        if oval:
+            rx, ry = w / 2, h / 2
+            r = np.hypot((xs - x - rx) / rx, (ys - y - ry) / ry)
+            found.append((1 - r) * min(rx, ry))
+        else:
+            found.append(np.minimum.reduce([xs - x, x + w - xs, ys - y, y + h - ys]))
+    return np.array(found)
+
+
+def random_boxes(rng: random.Random) -> Boxes:
+    """1-6 boxes inside the image, at least 12 pixels a side, that mostly overlap."""
+    made = []
+    for _ in range(rng.randint(1, 6)):
+        w, h = rng.randint(12, WIDTH), rng.randint(12, HEIGHT)
+        made.append((rng.randint(0, WIDTH - w), rng.randint(0, HEIGHT - h), w, h))
+    return made
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_every_pixel_inside_any_box_is_pixelated_in_any_order(seed: int) -> None:
+    rng = random.Random(seed)
+    image, boxes = noise(seed), random_boxes(rng)
+    shape = rng.choice(["rect", "oval"])
+    amount, blur = rng.randint(4, 30), rng.choice([0, rng.uniform(0, 8)])
+    inside = depth(boxes, shape == "oval")
+    hidden = (inside >= 1.5).any(axis=0)  # well inside one box's shape
+    outside = (inside <= -1.5).all(axis=0) if shape == "oval" else (inside < 0).all(axis=0)
+    source = pixels(image)
+    for order in (boxes, boxes[::-1], rng.sample(boxes, len(boxes))):
+        out = pixels(
+            run(
+                image,
+                "partial_pixelate",
+                objects=tuple(order),
+                amount=amount,
+                blur=blur,
+                type=shape,
+            )
+        )
+        same = (out == source).all(axis=2)
+        assert not (same & hidden).any(), (order, shape, np.argwhere(same & hidden)[:5])
+        assert same[outside].all(), (order, shape)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_every_pixel_inside_any_box_is_blurred_in_any_order(seed: int) -> None:
+    rng = random.Random(seed)
+    image, boxes = noise(seed), random_boxes(rng)
+    shape = rng.choice(["rect", "oval"])
+    amount, soft = rng.uniform(1, 20), rng.choice([0, rng.uniform(0, 20)])
+    inside = depth(boxes, shape == "oval")
+    hidden = (inside >= soft + 1.5).any(axis=0)  # past the feathered edge of one box
+    outside = (inside <= -1.5).all(axis=0) if shape == "oval" else (inside < 0).all(axis=0)
+    source, blurred = pixels(image), pixels(image.gaussblur(amount))
+    results = []
+    for order in (boxes, boxes[::-1], rng.sample(boxes, len(boxes))):
+        out = pixels(
+            run(image, "partial_blur", objects=tuple(order), amount=amount, blur=soft, type=shape)
+        )
+        off = np.abs(out - blurred).max(axis=2)
+        assert off[hidden].max(initial=0) <= 2, (order, shape, soft)
+        assert (out == source).all(axis=2)[outside].all(), (order, shape)
+        results.append(out)
+    # one blur under every box: the boxes' shapes combine the same in any order
+    for other in results[1:]:
+        assert np.abs(other - results[0]).max() <= 2
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("name", ["pixelate_faces", "blur_faces"])
+def test_overlapping_faces_are_all_hidden(
+    monkeypatch: pytest.MonkeyPatch, seed: int, name: str
+) -> None:
+    """The face tasks cover each face over the image with the faces before it covered:
+    an oval face overlapping an earlier one never brings the source back."""
+    rng = random.Random(seed)
+    image, boxes = noise(seed), random_boxes(rng)
+    found = [Box(x, y, w, h) for x, y, w, h in boxes]
+    monkeypatch.setattr(faces, "detect", lambda image: found)
+    monkeypatch.setattr(faces, "filtered", lambda boxes, low, high: boxes)
+    shape = rng.choice(["rect", "oval"])
+    inside = depth(boxes, shape == "oval")
+    hidden = (inside >= 1.5).any(axis=0)
+    outside = (inside < 0).all(axis=0)
+    op = facetasks.pixelate_faces if name == "pixelate_faces" else facetasks.blur_faces
+    out = pixels(op(image, face_task(name, type=shape, amount=rng.randint(5, 20))))
+    same = (out == pixels(image)).all(axis=2)
+    assert not (same & hidden).any(), (boxes, shape)
+    assert same[outside].all()
