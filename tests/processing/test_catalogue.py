@@ -6,6 +6,7 @@ naming ``task.param``)."""
 from __future__ import annotations
 
 import string
+from decimal import ROUND_FLOOR, Decimal
 
 import pytest
 from hypothesis import assume, given, settings
@@ -61,8 +62,8 @@ def decimals(low: float, high: float) -> st.SearchStrategy[Value]:
 
 def inside(check: object) -> st.SearchStrategy[Value]:
     """Values ``check`` must accept."""
-    if isinstance(check, Integer):
-        return st.integers(check.low, check.high)
+    if isinstance(check, Integer):  # the schema's integer: a decimal is rounded
+        return st.integers(check.low, check.high) | decimals(check.low, check.high)
     if isinstance(check, Number):
         return decimals(check.low, check.high)
     if isinstance(check, Whole):  # 0 means not given: test_zero_leaves_a_size_unset
@@ -72,17 +73,17 @@ def inside(check: object) -> st.SearchStrategy[Value]:
     if isinstance(check, Either):
         return inside(check.first) | inside(check.second)
     if isinstance(check, effects.Pair):
-        return st.tuples(*[st.integers(check.low, check.high)] * 2)
+        return st.tuples(*[inside(Integer(check.low, check.high))] * 2)
     known: dict[object, st.SearchStrategy[Value]] = {
         params.boolean: st.sampled_from(booleans.WORDS) | st.booleans() | st.sampled_from([0, 1]),
-        request_tasks.seconds: st.integers(0, request_tasks.MAX_EXPIRY) | st.just("max"),
+        request_tasks.seconds: inside(Integer(0, request_tasks.MAX_EXPIRY)) | st.just("max"),
         params.text: PLAIN,
         request_tasks.token: PLAIN,
         params.texts: PLAIN | st.lists(PLAIN, min_size=1, max_size=4).map(tuple),
         params.color: st.sampled_from(sorted(params.COLOR_NAMES))
         | st.text("0123456789abcdef", min_size=6, max_size=6),
         params.dims: st.tuples(
-            st.integers(0, 5000), st.integers(0, 5000), st.integers(1, 5000), st.integers(1, 5000)
+            *[inside(Integer(0, 5000))] * 2, *[inside(Integer(1, 5000))] * 2
         ),
         params.align: st.sampled_from(params.ALIGNS) | PAIRS,
         effects_regions.objects: st.lists(
@@ -113,6 +114,14 @@ def inside(check: object) -> st.SearchStrategy[Value]:
     }
     assert check in known, f"no generator for the check {check!r}: add it here"
     return known[check]
+
+
+def half_up(value: Value) -> int:
+    """``value`` rounded to the nearest whole number, halves up (2.5 is 3, -2.5 is -2),
+    computed apart from the code under test: in decimal arithmetic, from its spelling."""
+    assert isinstance(value, int | float)
+    exact = Decimal(repr(value))
+    return int((exact + Decimal("0.5")).to_integral_value(rounding=ROUND_FLOOR))
 
 
 def _top(check: Whole) -> float:
@@ -404,6 +413,45 @@ def test_a_decimal_is_rounded_to_the_whole_number(
     task = grammar.parse_task(segment(spec, param.name, value, data))
     half_up = int(value + 0.5)
     assert task.get(param.name) == (half_up % check.modulo if check.modulo else half_up)
+
+
+def _integer(check: object) -> Integer | None:
+    """The schema-integer check ``check`` is or starts with (``radius``: a number or max)."""
+    first = check.first if isinstance(check, Either) else check
+    return first if isinstance(first, Integer) else None
+
+
+#: (frame_count's 1-1 holds no decimal)
+INTEGERS = [
+    (spec, param)
+    for spec, param in PARAMS
+    if (check := _integer(param.check)) is not None and check.low < check.high
+]
+
+
+@pytest.mark.parametrize("pair", INTEGERS, ids=_id)
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_a_decimal_in_an_integers_range_is_rounded_half_up(
+    pair: tuple[TaskSpec, Param], data: st.DataObject
+) -> None:
+    """Every option the SDK schema types ``integer`` takes a decimal in its range, rounded
+    half up, as sides and angles are (``pixelate=amount:2.5`` was refused)."""
+    spec, param = pair
+    check = _integer(param.check)
+    assert check is not None
+    value = data.draw(decimals(check.low, check.high).filter(lambda v: v != int(v)))
+    for spelling in (param.name, *param.short):
+        task = grammar.parse_task(segment(spec, spelling, value, data))
+        assert task.get(param.name) == half_up(value), (spec.name, spelling, value)
+
+
+def test_blur_and_sharpen_amounts_are_the_schemas_integers() -> None:
+    """filestack-js types blur's and sharpen's ``amount`` as integer: 0.5 is 1, not a sigma
+    of 0.5."""
+    for name in ("blur", "sharpen"):
+        param = catalogue.TABLE[name].param("amount")
+        assert param is not None and _integer(param.check) == Integer(0, 20), name
 
 
 @pytest.mark.parametrize("pair", [p for p in WHOLES if p[1].check.zero_unset], ids=_id)  # type: ignore[attr-defined]

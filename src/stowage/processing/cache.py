@@ -55,7 +55,9 @@ PREFIX = ".stowage-derivatives"
 #: frame gets its own palette (not the previous frame's, which shifted a whole frame's
 #: colour by 20-30 levels), smart_crop's cover is held to the side limit, align:faces
 #: looks for faces at the finder's size (a small cut's cover hid them).
-RENDERING = 6
+#: 7: blur's and sharpen's amount is a whole number, as the SDK schema types it: a
+#: decimal is rounded half up (amount:1.5 was a sigma of 1.5, now 2).
+RENDERING = 7
 CHUNK = 256 * 1024
 log = logging.getLogger("stowage.processing")
 T = TypeVar("T")

@@ -39,18 +39,25 @@ def spelled_number(value: Value) -> Value:
 
 @dataclass(frozen=True)
 class Integer:
-    """A whole number from ``low`` to ``high``."""
+    """A whole number from ``low`` to ``high``: what the SDK schema types ``integer``. A
+    decimal in the range is taken, rounded half up (``amount:2.5`` is 3), as ``Whole``
+    rounds: one rule for every whole-number option (docs/transformations.md)."""
 
     low: int
     high: int
 
     def __call__(self, value: Value) -> Value:
         value = spelled_number(value)
-        if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, bool) or not isinstance(value, int | float):
             raise ValueError(f"must be a whole number from {self.low} to {self.high}")
         if not self.low <= value <= self.high:
             raise ValueError(f"must be from {self.low} to {self.high}")
-        return value
+        return half_up(value)
+
+
+def half_up(value: int | float) -> int:
+    """``value`` rounded to the nearest whole number, half up, not to even: 2.5 is 3."""
+    return math.floor(value + 0.5)
 
 
 class NotGiven(Exception):
@@ -77,7 +84,7 @@ class Whole:
             raise ValueError(f"must be a number from {floor} to {self.high}")
         if not floor <= value <= self.high and not (self.modulo and floor <= value < self.modulo):
             raise ValueError(f"must be from {floor} to {self.high}")
-        whole = math.floor(value + 0.5)  # half up, not to even: 2.5 is 3
+        whole = half_up(value)
         if self.zero_unset and whole == 0:  # 0.4 too: it is 0 once rounded, not 1
             raise NotGiven
         return whole % self.modulo if self.modulo else min(self.high, max(self.low, whole))
