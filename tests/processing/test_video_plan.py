@@ -5,12 +5,15 @@ the address-space limit holds, and only plain media containers are opened."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
+import re
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stowage import errors
@@ -118,6 +121,41 @@ def test_aspect_modes_are_filters(mode: str, expected: str) -> None:
 def _after(options: tuple[str, ...], flag: str) -> list[str]:
     at = options.index(flag)
     return list(options[at : at + 2])
+
+
+@functools.cache
+def encoder_rates(encoder: str) -> tuple[int, ...]:
+    """The sample rates ffmpeg's ``encoder`` takes, as ffmpeg lists them (none: any)."""
+    shown = subprocess.run(
+        ["ffmpeg", "-hide_banner", "-h", f"encoder={encoder}"], capture_output=True, text=True
+    ).stdout
+    found = re.search(r"Supported sample rates:([0-9 ]+)", shown)
+    return tuple(int(n) for n in found[1].split()) if found else ()
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    rate=st.integers(1, 99999),
+    preset=st.sampled_from(["h264", "webm", "webm.hi", "hls.variant", "mp3", "aac", "ogg"]),
+    codec=st.sampled_from(["", ",audio_codec:aac", ",audio_codec:mp3", ",audio_codec:opus"]),
+)
+def test_every_sample_rate_the_schema_allows_makes_one_the_encoder_takes(
+    rate: int, preset: str, codec: str
+) -> None:
+    """The schema allows 1-99999 Hz; AAC takes 7350-96000 in steps, Opus five rates: the
+    nearest one the encoder takes is asked for (4000 was a 400, 12345 a failed job)."""
+    made = plan(f"video_convert=preset:{preset},audio_sample_rate:{rate}{codec}").options
+    encoder, ar = _after(made, "-c:a")[1], int(_after(made, "-ar")[1])
+    rates = encoder_rates(encoder)
+    assert ar in rates if rates else ar == rate
+    assert all(abs(ar - rate) <= abs(other - rate) for other in rates)
+    encoded = subprocess.run(
+        ["ffmpeg", "-v", "error", "-f", "lavfi", "-i", "sine=duration=0.1"]
+        + ["-c:a", encoder, "-ar", str(ar), "-f", "null", "-"],
+        capture_output=True,
+        text=True,
+    )
+    assert encoded.returncode == 0, (encoder, ar, encoded.stderr)
 
 
 async def test_the_deadline_kills_the_process_group(tmp_path: Path) -> None:

@@ -19,7 +19,8 @@ from stowage.processing.table import Kind, Param, TaskSpec
 PAGE_FORMATS = ("a2", "a3", "a4", "a5", "b4", "b5", "letter", "legal", "tabloid")
 PDF = Output("pdf", "application/pdf", "pdf")
 INFO = Output("json", "application/json", "json")
-_RANGE = re.compile(r"([0-9]{1,6})?(-)?([0-9]{1,6})?")
+#: Any page number the schema's pattern allows: one past the PDF's end is the job's 400.
+_RANGE = re.compile(r"([0-9]+)?(-)?([0-9]+)?")
 MAX_RANGES = 256
 
 

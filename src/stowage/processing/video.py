@@ -23,15 +23,8 @@ from stowage.processing.table import Kind, Param, TaskSpec
 
 NAME = "video_convert"
 ASPECT_MODES = ("letterbox", "pad", "crop", "preserve", "constrain")
-WATERMARK = (
-    "watermark_url",
-    "watermark_top",
-    "watermark_right",
-    "watermark_bottom",
-    "watermark_left",
-    "watermark_width",
-    "watermark_height",
-)
+SIDES = ("top", "right", "bottom", "left", "width", "height")
+WATERMARK = ("watermark_url", *(f"watermark_{side}" for side in SIDES))
 _CLOCK = re.compile(r"(?:(\d{1,2}):)?(?:(\d{1,2}):)?(\d{1,5}(?:\.\d{1,3})?)")
 _EXTNAME = re.compile(r"\.?[a-z0-9]{1,8}")
 
@@ -122,6 +115,14 @@ PRESETS: dict[str, Preset] = {
     )
 }
 _AUDIO_CODECS = {"aac": "aac", "mp3": "libmp3lame", "vorbis": "libvorbis", "opus": "libopus"}
+#: The sample rates an encoder takes (``ffmpeg -h encoder=aac``; libvorbis takes any): a
+#: rate the schema allows (1-99999 Hz) that it does not take is made the nearest it does.
+_MP3_RATES = (8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000)
+SAMPLE_RATES = {
+    "aac": (7350, *_MP3_RATES, 64000, 88200, 96000),
+    "libmp3lame": _MP3_RATES,
+    "libopus": (8000, 12000, 16000, 24000, 48000),
+}
 _STILL_TYPES = {
     "jpg": ("image/jpeg", "mjpeg"),
     "jpeg": ("image/jpeg", "mjpeg"),
@@ -148,7 +149,7 @@ TASKS: tuple[TaskSpec, ...] = (
             Param("keyframe_interval", integer(1, 1000)),
             Param("audio_codec", choice(*_AUDIO_CODECS)),
             Param("audio_bitrate", integer(1, 999)),
-            Param("audio_sample_rate", integer(8000, 99999), ("audio_samplerate",)),  # swift
+            Param("audio_sample_rate", integer(1, 99999), ("audio_samplerate",)),  # swift
             Param("audio_channels", integer(1, 12)),
             Param("clip_length", text),
             Param("clip_offset", text),
@@ -387,8 +388,9 @@ def _audio_options(task: Task, preset: Preset) -> list[str]:
         options[1] = _AUDIO_CODECS[str(codec)]
     if task.get("audio_bitrate") is not None:
         options[3] = f"{task.get('audio_bitrate')}k"
-    if task.get("audio_sample_rate") is not None:
-        options += ["-ar", str(task.get("audio_sample_rate"))]
+    if (rate := task.get("audio_sample_rate")) is not None:
+        taken = SAMPLE_RATES.get(options[1], (int(str(rate)),))
+        options += ["-ar", str(min(taken, key=lambda r: (abs(r - int(str(rate))), -r)))]
     if task.get("audio_channels") is not None:
         options += ["-ac", str(task.get("audio_channels"))]
     return options
