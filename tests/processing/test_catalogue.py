@@ -5,7 +5,10 @@ naming ``task.param``)."""
 
 from __future__ import annotations
 
+import re
 import string
+import sys
+import unicodedata
 from decimal import ROUND_FLOOR, Decimal
 
 import pytest
@@ -82,9 +85,7 @@ def inside(check: object) -> st.SearchStrategy[Value]:
         params.texts: PLAIN | st.lists(PLAIN, min_size=1, max_size=4).map(tuple),
         params.color: st.sampled_from(sorted(params.COLOR_NAMES))
         | st.text("0123456789abcdef", min_size=6, max_size=6),
-        params.dims: st.tuples(
-            *[inside(Integer(0, 5000))] * 2, *[inside(Integer(1, 5000))] * 2
-        ),
+        params.dims: st.tuples(*[inside(Integer(0, 5000))] * 2, *[inside(Integer(1, 5000))] * 2),
         params.align: st.sampled_from(params.ALIGNS) | PAIRS,
         effects_regions.objects: st.lists(
             st.tuples(
@@ -467,3 +468,81 @@ def test_zero_leaves_a_size_unset(pair: tuple[TaskSpec, Param], data: st.DataObj
     if param.name in spec.needs_one_of and others:
         text += f",{others[0]}:20"
     assert param.name not in dict(grammar.parse_task(text).options)
+
+
+# --- only ASCII digits, blanks and letters are read as such ----------------------------------
+
+#: Every digit of another script (``int()`` reads them: ``int("\u0661\u0662")`` is 12).
+OTHER_DIGITS = [
+    chr(c)
+    for c in range(sys.maxunicode + 1)
+    if unicodedata.category(chr(c)) == "Nd" and not chr(c).isascii()
+]
+#: Every blank ``str.strip()`` trims that is not ASCII (no-break space, U+2028, U+3000, ...).
+OTHER_BLANKS = [chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace() and c > 127]
+#: Every character that is not ASCII but lower-cases to ASCII (the KELVIN SIGN is ``k``).
+FOLDED_TO_ASCII = {
+    chr(c).lower(): chr(c)
+    for c in range(128, sys.maxunicode + 1)
+    if chr(c).lower().isascii() and chr(c).lower() != chr(c)
+}
+WORDY = [(spec, param) for spec, param in PARAMS if not isinstance(param.check, params.Text)]
+
+
+def test_the_other_scripts_characters_are_found() -> None:
+    assert len(OTHER_DIGITS) > 500 and "\u0661" in OTHER_DIGITS and "\uff11" in OTHER_DIGITS
+    assert {"\u00a0", "\u2028", "\u3000"} <= set(OTHER_BLANKS)
+    assert FOLDED_TO_ASCII == {"k": "\u212a"}
+
+
+def _refused_as(text: str, spec: TaskSpec) -> None:
+    with pytest.raises(errors.InvalidParameter) as caught:
+        grammar.parse_task(text)
+    assert caught.value.status == 400 and caught.value.code == "INVALID_PARAMETER", text
+    assert str(caught.value.details["parameter"]).startswith(f"{spec.name}."), text
+
+
+@pytest.mark.parametrize("pair", NUMERIC, ids=_id)
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_a_digit_of_another_script_is_no_digit(
+    pair: tuple[TaskSpec, Param], data: st.DataObject
+) -> None:
+    """``width:\uff11\uff10\uff10`` (fullwidth) or ``amount:\u0661\u0660`` is no number,
+    wherever a number is read: one ASCII digit of a value the check takes becomes another
+    script's."""
+    spec, param = pair
+    value = data.draw(inside(param.check))
+    item = f"{param.name}:{_text(value)}"
+    plain = segment(spec, param.name, value, data)
+    places = [i for i, char in enumerate(item) if char in string.digits]
+    assume(places)
+    at = data.draw(st.sampled_from(places))
+    wanted = int(item[at])
+    other = data.draw(st.sampled_from([d for d in OTHER_DIGITS if unicodedata.digit(d) == wanted]))
+    _refused_as(plain.replace(item, item[:at] + other + item[at + 1 :], 1), spec)
+
+
+@pytest.mark.parametrize("pair", WORDY, ids=_id)
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_a_blank_or_letter_of_another_script_is_none_of_the_grammars(
+    pair: tuple[TaskSpec, Param], data: st.DataObject
+) -> None:
+    """A value of any kind that is not text, with a Unicode blank before or after it, or
+    an ASCII letter swapped for a character that lower-cases to it, is refused: only
+    ASCII spaces and tabs are trimmed and only ASCII letters folded (``width:\\u00a0100``,
+    ``fit:\\u2028crop`` and ``color:blac\\u212a`` were taken)."""
+    spec, param = pair
+    value = data.draw(inside(param.check))
+    item = f"{param.name}:{_text(value)}"
+    plain = segment(spec, param.name, value, data)
+    blank = data.draw(st.sampled_from(OTHER_BLANKS))
+    spaced = data.draw(st.sampled_from([f"{blank}{_text(value)}", f"{_text(value)}{blank}"]))
+    _refused_as(plain.replace(item, f"{param.name}:{spaced}", 1), spec)
+    _refused_as(plain.replace(item, f"{blank}{item}", 1), spec)  # around the option's name
+    for ascii_letter, other in FOLDED_TO_ASCII.items():
+        for text in (item, item.upper()):
+            if ascii_letter in text.lower():
+                swapped = re.sub(ascii_letter, other, text, count=1, flags=re.I | re.A)
+                _refused_as(plain.replace(item, swapped, 1), spec)

@@ -331,7 +331,9 @@ def test_every_format_of_a_picture_is_resized_to_one_size(
     assert len({(w, h) for _, w, h in sizes}) == 1, sorted(sizes)
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     name=st.sampled_from(["blur", "sharpen", "pixelate", "oil_paint", "vignette"]),
     thousandths=st.integers(0, 20_000).filter(lambda n: n % 1000 != 0),

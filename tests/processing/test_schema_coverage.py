@@ -64,6 +64,8 @@ STRICTER: dict[tuple[str, str], tuple[str, Callable[[Any], bool] | None]] = {
 def _no_pages(text: str) -> bool:
     numbers = [int(n) for n in re.findall("[0-9]+", text)]
     return 0 in numbers or numbers != sorted(numbers)
+
+
 HANDLE = "A" * 10 + "b" * 10
 
 

@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import time
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,34 @@ LIMITS = Limits(
 
 def plan(segment: str) -> video.Plan:
     return video.plan(grammar.parse_task(segment))
+
+
+#: Digits of other scripts, by value: int() reads them all ("\uff11" is 1).
+DIGITS = {
+    n: [chr(c) for c in range(0x80, 0x30000) if unicodedata.digit(chr(c), None) == n]
+    for n in range(10)
+}
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    name=st.sampled_from(["clip_length", "clip_offset"]),
+    clock=st.sampled_from(["1", "59", "1:30", "00:01:30", "12.5", "0:5"]),
+    data=st.data(),
+)
+def test_a_clock_of_another_scripts_digits_is_refused(
+    name: str, clock: str, data: st.DataObject
+) -> None:
+    """``clip_length:\uff11`` (a fullwidth 1) made a job of a one-second clip."""
+    at = data.draw(st.sampled_from([i for i, c in enumerate(clock) if c.isdigit()]))
+    other = data.draw(st.sampled_from(DIGITS[int(clock[at])]))
+    plan(f"video_convert={name}:{clock}")  # the ASCII clock is one
+    with pytest.raises(errors.InvalidParameter) as refused:
+        plan(f"video_convert={name}:{clock[:at]}{other}{clock[at + 1 :]}")
+    assert refused.value.details["parameter"] == f"video_convert.{name}"
+    blank = data.draw(st.sampled_from(["\u00a0", "\u2028", "\u3000", "\x85"]))
+    with pytest.raises(errors.InvalidParameter):  # nor is a blank but an ASCII space or tab
+        plan(f"video_convert={name}:{blank}{clock}")
 
 
 @given(st.integers(0, 23), st.integers(0, 59), st.integers(0, 59))
@@ -133,6 +162,9 @@ def encoder_rates(encoder: str) -> tuple[int, ...]:
     return tuple(int(n) for n in found[1].split()) if found else ()
 
 
+SINE = ("ffmpeg", "-v", "error", "-f", "lavfi", "-i", "sine=duration=0.1")
+
+
 @settings(max_examples=30, deadline=None)
 @given(
     rate=st.integers(1, 99999),
@@ -150,8 +182,7 @@ def test_every_sample_rate_the_schema_allows_makes_one_the_encoder_takes(
     assert ar in rates if rates else ar == rate
     assert all(abs(ar - rate) <= abs(other - rate) for other in rates)
     encoded = subprocess.run(
-        ["ffmpeg", "-v", "error", "-f", "lavfi", "-i", "sine=duration=0.1"]
-        + ["-c:a", encoder, "-ar", str(ar), "-f", "null", "-"],
+        [*SINE, "-c:a", encoder, "-ar", str(ar), "-f", "null", "-"],
         capture_output=True,
         text=True,
     )

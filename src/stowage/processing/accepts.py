@@ -23,7 +23,7 @@ def pattern(mimetype: str) -> str:
     ``re`` read it alike, and in linear time: no two repetitions can take the same
     characters (a header of 8 KiB of zeros or spaces is as quick as a browser's)."""
     kind = re.escape(mimetype).replace("\\/", "/")
-    return rf"(?i)(^|,)[ \t]*{kind}[ \t]*(;[ \t]*{_KEEPS}?)*(,|$)"
+    return rf"(?ai)(^|,)[ \t]*{kind}[ \t]*(;[ \t]*{_KEEPS}?)*(,|$)"
 
 
 #: ``auto_image``'s choices, best first, and the Accept headers that take each.

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 
+from stowage import words
 from stowage.processing.base import Chain, Output, Task, Value
 from stowage.processing.params import boolean, choice
 from stowage.processing.table import Kind, Param, TaskSpec
@@ -37,7 +38,7 @@ def page_ranges(value: Value) -> Value:
 def _one_range(item: Value) -> str:
     if isinstance(item, bool | tuple | float):
         raise ValueError('must be page numbers or ranges such as 1, "2-4", "5-", "-3"')
-    match = _RANGE.fullmatch(str(item).strip())
+    match = _RANGE.fullmatch(words.trimmed(str(item)))
     if match is None or not (match.group(1) or match.group(3)):
         raise ValueError('must be page numbers or ranges such as 1, "2-4", "5-", "-3"')
     first, dash, last = match.groups()

@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from stowage import booleans
+from stowage import booleans, words
 from stowage.core import names
 from stowage.processing.base import Value
 from stowage.processing.colornames import RGB
@@ -108,14 +108,14 @@ class Number:
 
 @dataclass(frozen=True)
 class Choice:
-    """One of ``names``, case-insensitive; the lower-case name."""
+    """One of ``names``, ASCII case-insensitive; the lower-case name."""
 
     names: tuple[str, ...]
 
     def __call__(self, value: Value) -> Value:
-        if not isinstance(value, str) or value.lower() not in self.names:
+        if not isinstance(value, str) or words.folded(value) not in self.names:
             raise ValueError(f"must be one of {', '.join(self.names)}")
-        return value.lower()
+        return words.folded(value)
 
 
 @dataclass(frozen=True)
@@ -162,7 +162,7 @@ def boolean(value: Value) -> Value:
     (``stowage/booleans.py``) for every other flag of the service."""
     if isinstance(value, bool):
         return value
-    word = str(value).strip().lower()
+    word = words.word(str(value))
     if isinstance(value, tuple) or word not in booleans.WORDS:
         raise ValueError(f"must be one of {', '.join(booleans.WORDS)}")
     return word in booleans.TRUE
@@ -190,7 +190,7 @@ texts = Text(1024, many=True)
 
 
 def color(value: Value) -> Value:
-    name = str(value).lower()
+    name = words.folded(str(value))
     if isinstance(value, tuple) or not (name in COLOR_NAMES or _HEX.fullmatch(name)):
         raise ValueError("must be a color: a name or RRGGBB / RRGGBBAA hex")
     return name

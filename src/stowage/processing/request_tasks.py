@@ -6,6 +6,7 @@ result). The URL grammar reads them into the parsed path; the engine never sees
 
 from __future__ import annotations
 
+from stowage import words
 from stowage.processing.base import Value
 from stowage.processing.params import (
     Text,
@@ -24,7 +25,7 @@ YEAR = 31_536_000  # cache=expiry:max
 
 
 def seconds(value: Value) -> Value:
-    if isinstance(value, str) and value.lower() == "max":
+    if isinstance(value, str) and words.folded(value) == "max":
         return YEAR
     try:  # the schema types it integer: a decimal is rounded, as everywhere
         return integer(0, MAX_EXPIRY)(value)

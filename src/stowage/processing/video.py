@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from stowage import errors
+from stowage import errors, words
 from stowage.processing.base import Task
 from stowage.processing.params import boolean, choice, integer, text
 from stowage.processing.request_tasks import LOCATIONS
@@ -25,7 +25,7 @@ NAME = "video_convert"
 ASPECT_MODES = ("letterbox", "pad", "crop", "preserve", "constrain")
 SIDES = ("top", "right", "bottom", "left", "width", "height")
 WATERMARK = ("watermark_url", *(f"watermark_{side}" for side in SIDES))
-_CLOCK = re.compile(r"(?:(\d{1,2}):)?(?:(\d{1,2}):)?(\d{1,5}(?:\.\d{1,3})?)")
+_CLOCK = re.compile(r"(?:([0-9]{1,2}):)?(?:([0-9]{1,2}):)?([0-9]{1,5}(?:\.[0-9]{1,3})?)")
 _EXTNAME = re.compile(r"\.?[a-z0-9]{1,8}")
 
 
@@ -322,7 +322,7 @@ def _watermark(task: Task, preset: Preset) -> Watermark | None:
         return None
     if not preset.video:
         raise _bad("watermark_url", f"preset {preset.name} makes no video to mark")
-    if not str(source).strip():
+    if not words.trimmed(str(source)):
         raise _bad("watermark_url", "must be a URL or a handle")
     for one, other in (
         ("watermark_left", "watermark_right"),
@@ -336,7 +336,7 @@ def _watermark(task: Task, preset: Preset) -> Watermark | None:
     y = f"H-h-{bottom}" if bottom is not None else str(top or 0)
     width, height = task.get("watermark_width"), task.get("watermark_height")
     return Watermark(
-        str(source).strip(),
+        words.trimmed(str(source)),
         x,
         y,
         None if width is None else int(str(width)),
@@ -349,7 +349,7 @@ def _output(task: Task, preset: Preset) -> tuple[str, str, tuple[str, ...]]:
     raw = task.get("extname")
     if raw is None:
         return preset.extension, preset.mimetype, preset.video
-    name = str(raw).lower()
+    name = words.folded(str(raw))
     if not _EXTNAME.fullmatch(name):
         raise _bad("extname", "must be a file extension such as .mp4")
     name = name.lstrip(".")
@@ -429,7 +429,7 @@ def _seconds(task: Task, name: str) -> float | None:
     raw = task.get(name)
     if raw is None:
         return None
-    found = _CLOCK.fullmatch(str(raw).strip())
+    found = _CLOCK.fullmatch(words.trimmed(str(raw)))  # ASCII digits: int() reads any
     if not found:
         raise _bad(name, "must be HH:MM:SS, MM:SS or seconds")
     first, second, last = found.groups()
