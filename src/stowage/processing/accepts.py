@@ -23,12 +23,13 @@ def pattern(mimetype: str) -> str:
     ``re`` read it alike, and in linear time: no two repetitions can take the same
     characters (a header of 8 KiB of zeros or spaces is as quick as a browser's)."""
     kind = re.escape(mimetype).replace("\\/", "/")
-    return rf"(?ai)(^|,)[ \t]*{kind}[ \t]*(;[ \t]*{_KEEPS}?)*(,|$)"
+    return rf"(?i)(^|,)[ \t]*{kind}[ \t]*(;[ \t]*{_KEEPS}?)*(,|$)"
 
 
 #: ``auto_image``'s choices, best first, and the Accept headers that take each.
 AUTO_FORMATS = (("image/avif", "avif"), ("image/webp", "webp"))
-_TAKES = [(re.compile(pattern(mimetype)), fmt) for mimetype, fmt in AUTO_FORMATS]
+#: ``re.ASCII``: PCRE folds ASCII letters only; Python's ``re`` would take U+0131 for an i.
+_TAKES = [(re.compile(pattern(mimetype), re.ASCII), fmt) for mimetype, fmt in AUTO_FORMATS]
 
 
 def accepted_format(accept: str | None) -> str | None:
