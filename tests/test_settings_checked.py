@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stowage import booleans
+from stowage import booleans, errors
 from stowage.config import GROUPS, Settings, group_of, load_settings, setting_fields
 from stowage.core.providers import Providers
 from stowage.registry.base import App
@@ -36,6 +36,22 @@ def test_providers_and_the_service_read_the_same_boolean_words(word: str, upper:
     expected = word in booleans.TRUE
     assert Settings(fetch_allow_private=written).fetch_allow_private is expected
     assert parse(GcsSettings, {"bucket": "b", "anonymous": written}).anonymous is expected
+
+
+@given(
+    word=st.sampled_from(booleans.WORDS),
+    blank=st.sampled_from([chr(c) for c in range(128, 0x3001) if chr(c).isspace()]),
+    before=st.booleans(),
+)
+def test_a_boolean_word_is_trimmed_of_ascii_blanks_only(
+    word: str, blank: str, before: bool
+) -> None:
+    """``\u00a0true`` (a no-break space) is no boolean word, for a query flag or a form
+    field as for a setting; `` true\t`` is one."""
+    assert booleans.parse(f" {word}\t", "flag") is (word in booleans.TRUE)
+    with pytest.raises(errors.InvalidParameter):
+        booleans.parse(f"{blank}{word}" if before else f"{word}{blank}", "flag")
+    assert not booleans.is_word(f"{blank}{word}")
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ inside functions and under ``TYPE_CHECKING`` count the same as any other):
     config, observe            settings; logs and metrics
     values                     the one coercion engine of settings; providers' typed settings
     booleans, jsonkeys         the one parser of boolean words; JSON with each key once
-    errors                     the one error hierarchy
+    errors, words              the one error hierarchy; a client's words read in ASCII
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src"
 LAYERS: dict[str, int] = {
     "errors": 0,
+    "words": 0,
     "booleans": 1,
     "jsonkeys": 1,
     "values": 2,

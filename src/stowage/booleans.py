@@ -1,6 +1,6 @@
 """The one boolean parser: query flags, form and JSON fields, CDN tasks and settings.
 
-Accepted (case-insensitive, surrounding spaces ignored): ``true 1 yes on`` and
+Accepted (ASCII case-insensitive, surrounding ASCII spaces and tabs ignored): ``true 1 yes on`` and
 ``false 0 no off``. The OpenAPI document's ``BOOL`` schema lists the same words.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from stowage import errors
+from stowage import errors, words
 
 TRUE = ("true", "1", "yes", "on")
 FALSE = ("false", "0", "no", "off")
@@ -20,7 +20,7 @@ def parse(value: Any, name: str, *, default: bool = False) -> bool:
     that is not one of the words is a 400 naming the parameter."""
     if value is None or value is True or value is False:
         return default if value is None else bool(value)
-    word = str(value).strip().lower()
+    word = words.word(str(value))  # ASCII only: a no-break space is no blank here
     if word == "":
         return default
     if word in TRUE:
@@ -40,4 +40,4 @@ def lenient(value: Any, *, default: bool = False) -> bool:
 
 
 def is_word(value: str | None) -> bool:
-    return value is not None and value.strip().lower() in WORDS
+    return value is not None and words.word(value) in WORDS

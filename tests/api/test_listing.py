@@ -95,7 +95,15 @@ async def test_read_or_stat_policy_lists_other_calls_do_not(harness: Harness) ->
 
 async def test_bad_parameters(harness: Harness) -> None:
     app = harness.open_app
-    for params in ({"limit": "0"}, {"limit": "1001"}, {"limit": "x"}, {"after": "../etc"}):
+    # another script's digits ("\u0661\u0660" is ten to int(); "\u00b2" passed isdigit)
+    others = [{"limit": d} for d in ("\u0661\u0660", "\uff15", "\u00b2", "1\u0966")]
+    for params in (
+        {"limit": "0"},
+        {"limit": "1001"},
+        {"limit": "x"},
+        {"after": "../etc"},
+        *others,
+    ):
         resp = await harness.api.get(
             "/api/files", params={"key": app.api_key, **params}, headers=_basic(app.secret)
         )

@@ -331,3 +331,32 @@ async def test_a_completion_that_read_the_session_before_another_finished_answer
         started["upload_id"], harness.open_app.api_key, parts, Credentials()
     )
     assert second is not None and second.handle == first.handle
+
+
+@pytest.mark.parametrize("digit", ["\u0661", "\uff11", "\u00b9", "\u0967"])
+def test_a_part_number_of_another_scripts_digits_is_refused(digit: str) -> None:
+    """int() reads "\u0661" as 1: a part number is ASCII digits or a JSON number."""
+    from stowage import errors
+    from stowage.http import multipart
+
+    assert multipart.listed_parts(
+        [{"part_number": 1, "etag": "x"}, {"part_number": "2", "etag": "y"}]
+    ) == [(1, "x"), (2, "y")]
+    for listed in ([{"part_number": digit, "etag": "x"}], f"{digit}:x", f"1:x;{digit}2:y"):
+        with pytest.raises(errors.InvalidParameter):
+            multipart.listed_parts(listed)
+
+
+async def test_a_part_put_at_another_scripts_digits_is_not_found(harness: Harness) -> None:
+    """The part's URL with its number in another script's digits names no part."""
+    chunk = b"x" * 10
+    started = await start(harness, chunk)
+    body = {"apikey": harness.open_app.api_key, "upload_id": started["upload_id"]}
+    body |= {"uri": started["uri"], "region": started["region"], "part": 1}
+    target = await post(harness, "/multipart/upload", **body, size=10, md5=md5_b64(chunk))
+    url = URL(target["url"])
+    assert url.path.endswith("/1")
+    for digit in ("\u0661", "\uff11"):
+        other = url.with_path(url.path[:-1] + digit, encoded=False)
+        resp = await harness.api.put(other.path_qs, data=chunk, headers=target["headers"])
+        assert resp.status == 404, digit

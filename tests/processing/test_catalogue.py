@@ -5,7 +5,11 @@ naming ``task.param``)."""
 
 from __future__ import annotations
 
+import re
 import string
+import sys
+import unicodedata
+from decimal import ROUND_FLOOR, Decimal
 
 import pytest
 from hypothesis import assume, given, settings
@@ -61,8 +65,8 @@ def decimals(low: float, high: float) -> st.SearchStrategy[Value]:
 
 def inside(check: object) -> st.SearchStrategy[Value]:
     """Values ``check`` must accept."""
-    if isinstance(check, Integer):
-        return st.integers(check.low, check.high)
+    if isinstance(check, Integer):  # the schema's integer: a decimal is rounded
+        return st.integers(check.low, check.high) | decimals(check.low, check.high)
     if isinstance(check, Number):
         return decimals(check.low, check.high)
     if isinstance(check, Whole):  # 0 means not given: test_zero_leaves_a_size_unset
@@ -72,18 +76,16 @@ def inside(check: object) -> st.SearchStrategy[Value]:
     if isinstance(check, Either):
         return inside(check.first) | inside(check.second)
     if isinstance(check, effects.Pair):
-        return st.tuples(*[st.integers(check.low, check.high)] * 2)
+        return st.tuples(*[inside(Integer(check.low, check.high))] * 2)
     known: dict[object, st.SearchStrategy[Value]] = {
         params.boolean: st.sampled_from(booleans.WORDS) | st.booleans() | st.sampled_from([0, 1]),
-        request_tasks.seconds: st.integers(0, request_tasks.MAX_EXPIRY) | st.just("max"),
+        request_tasks.seconds: inside(Integer(0, request_tasks.MAX_EXPIRY)) | st.just("max"),
         params.text: PLAIN,
         request_tasks.token: PLAIN,
         params.texts: PLAIN | st.lists(PLAIN, min_size=1, max_size=4).map(tuple),
         params.color: st.sampled_from(sorted(params.COLOR_NAMES))
         | st.text("0123456789abcdef", min_size=6, max_size=6),
-        params.dims: st.tuples(
-            st.integers(0, 5000), st.integers(0, 5000), st.integers(1, 5000), st.integers(1, 5000)
-        ),
+        params.dims: st.tuples(*[inside(Integer(0, 5000))] * 2, *[inside(Integer(1, 5000))] * 2),
         params.align: st.sampled_from(params.ALIGNS) | PAIRS,
         effects_regions.objects: st.lists(
             st.tuples(
@@ -113,6 +115,14 @@ def inside(check: object) -> st.SearchStrategy[Value]:
     }
     assert check in known, f"no generator for the check {check!r}: add it here"
     return known[check]
+
+
+def half_up(value: Value) -> int:
+    """``value`` rounded to the nearest whole number, halves up (2.5 is 3, -2.5 is -2),
+    computed apart from the code under test: in decimal arithmetic, from its spelling."""
+    assert isinstance(value, int | float)
+    exact = Decimal(repr(value))
+    return int((exact + Decimal("0.5")).to_integral_value(rounding=ROUND_FLOOR))
 
 
 def _top(check: Whole) -> float:
@@ -415,6 +425,45 @@ def test_a_decimal_is_rounded_to_the_whole_number(
     assert task.get(param.name) == (half_up % check.modulo if check.modulo else half_up)
 
 
+def _integer(check: object) -> Integer | None:
+    """The schema-integer check ``check`` is or starts with (``radius``: a number or max)."""
+    first = check.first if isinstance(check, Either) else check
+    return first if isinstance(first, Integer) else None
+
+
+#: (frame_count's 1-1 holds no decimal)
+INTEGERS = [
+    (spec, param)
+    for spec, param in PARAMS
+    if (check := _integer(param.check)) is not None and check.low < check.high
+]
+
+
+@pytest.mark.parametrize("pair", INTEGERS, ids=_id)
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_a_decimal_in_an_integers_range_is_rounded_half_up(
+    pair: tuple[TaskSpec, Param], data: st.DataObject
+) -> None:
+    """Every option the SDK schema types ``integer`` takes a decimal in its range, rounded
+    half up, as sides and angles are (``pixelate=amount:2.5`` was refused)."""
+    spec, param = pair
+    check = _integer(param.check)
+    assert check is not None
+    value = data.draw(decimals(check.low, check.high).filter(lambda v: v != int(v)))
+    for spelling in (param.name, *param.short):
+        task = grammar.parse_task(segment(spec, spelling, value, data))
+        assert task.get(param.name) == half_up(value), (spec.name, spelling, value)
+
+
+def test_blur_and_sharpen_amounts_are_the_schemas_integers() -> None:
+    """filestack-js types blur's and sharpen's ``amount`` as integer: 0.5 is 1, not a sigma
+    of 0.5."""
+    for name in ("blur", "sharpen"):
+        param = catalogue.TABLE[name].param("amount")
+        assert param is not None and _integer(param.check) == Integer(0, 20), name
+
+
 @pytest.mark.parametrize("pair", [p for p in WHOLES if p[1].check.zero_unset], ids=_id)  # type: ignore[attr-defined]
 @settings(max_examples=5, deadline=None)
 @given(data=st.data())
@@ -428,3 +477,81 @@ def test_zero_leaves_a_size_unset(pair: tuple[TaskSpec, Param], data: st.DataObj
     if param.name in spec.needs_one_of and others:
         text += f",{others[0]}:20"
     assert param.name not in dict(grammar.parse_task(text).options)
+
+
+# --- only ASCII digits, blanks and letters are read as such ----------------------------------
+
+#: Every digit of another script (``int()`` reads them: ``int("\u0661\u0662")`` is 12).
+OTHER_DIGITS = [
+    chr(c)
+    for c in range(sys.maxunicode + 1)
+    if unicodedata.category(chr(c)) == "Nd" and not chr(c).isascii()
+]
+#: Every blank ``str.strip()`` trims that is not ASCII (no-break space, U+2028, U+3000, ...).
+OTHER_BLANKS = [chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace() and c > 127]
+#: Every character that is not ASCII but lower-cases to ASCII (the KELVIN SIGN is ``k``).
+FOLDED_TO_ASCII = {
+    chr(c).lower(): chr(c)
+    for c in range(128, sys.maxunicode + 1)
+    if chr(c).lower().isascii() and chr(c).lower() != chr(c)
+}
+WORDY = [(spec, param) for spec, param in PARAMS if not isinstance(param.check, params.Text)]
+
+
+def test_the_other_scripts_characters_are_found() -> None:
+    assert len(OTHER_DIGITS) > 500 and "\u0661" in OTHER_DIGITS and "\uff11" in OTHER_DIGITS
+    assert {"\u00a0", "\u2028", "\u3000"} <= set(OTHER_BLANKS)
+    assert FOLDED_TO_ASCII == {"k": "\u212a"}
+
+
+def _refused_as(text: str, spec: TaskSpec) -> None:
+    with pytest.raises(errors.InvalidParameter) as caught:
+        grammar.parse_task(text)
+    assert caught.value.status == 400 and caught.value.code == "INVALID_PARAMETER", text
+    assert str(caught.value.details["parameter"]).startswith(f"{spec.name}."), text
+
+
+@pytest.mark.parametrize("pair", NUMERIC, ids=_id)
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_a_digit_of_another_script_is_no_digit(
+    pair: tuple[TaskSpec, Param], data: st.DataObject
+) -> None:
+    """``width:\uff11\uff10\uff10`` (fullwidth) or ``amount:\u0661\u0660`` is no number,
+    wherever a number is read: one ASCII digit of a value the check takes becomes another
+    script's."""
+    spec, param = pair
+    value = data.draw(inside(param.check))
+    item = f"{param.name}:{_text(value)}"
+    plain = segment(spec, param.name, value, data)
+    places = [i for i, char in enumerate(item) if char in string.digits]
+    assume(places)
+    at = data.draw(st.sampled_from(places))
+    wanted = int(item[at])
+    other = data.draw(st.sampled_from([d for d in OTHER_DIGITS if unicodedata.digit(d) == wanted]))
+    _refused_as(plain.replace(item, item[:at] + other + item[at + 1 :], 1), spec)
+
+
+@pytest.mark.parametrize("pair", WORDY, ids=_id)
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_a_blank_or_letter_of_another_script_is_none_of_the_grammars(
+    pair: tuple[TaskSpec, Param], data: st.DataObject
+) -> None:
+    """A value of any kind that is not text, with a Unicode blank before or after it, or
+    an ASCII letter swapped for a character that lower-cases to it, is refused: only
+    ASCII spaces and tabs are trimmed and only ASCII letters folded (``width:\\u00a0100``,
+    ``fit:\\u2028crop`` and ``color:blac\\u212a`` were taken)."""
+    spec, param = pair
+    value = data.draw(inside(param.check))
+    item = f"{param.name}:{_text(value)}"
+    plain = segment(spec, param.name, value, data)
+    blank = data.draw(st.sampled_from(OTHER_BLANKS))
+    spaced = data.draw(st.sampled_from([f"{blank}{_text(value)}", f"{_text(value)}{blank}"]))
+    _refused_as(plain.replace(item, f"{param.name}:{spaced}", 1), spec)
+    _refused_as(plain.replace(item, f"{blank}{item}", 1), spec)  # around the option's name
+    for ascii_letter, other in FOLDED_TO_ASCII.items():
+        for text in (item, item.upper()):
+            if ascii_letter in text.lower():
+                swapped = re.sub(ascii_letter, other, text, count=1, flags=re.I | re.A)
+                _refused_as(plain.replace(item, swapped, 1), spec)

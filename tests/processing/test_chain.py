@@ -30,7 +30,7 @@ def test_values() -> None:
     assert parsed == Task("resize", (("align", ("top", "left")), ("fit", "crop"), ("width", 300)))
     assert chain.parse_task("crop=dim:[1,2,3,4]").get("dim") == (1, 2, 3, 4)
     assert chain.parse_task("output=compress:true,strip:false").get("strip") is False
-    assert chain.parse_task("blur=amount:2.5").get("amount") == 2.5
+    assert chain.parse_task("shadow=blur:2.5").get("blur") == 2.5  # the schema: a number
     assert chain.parse_task('store=path:"a/b,c/"').get("path") == "a/b,c/"
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from stowage.processing import chain, vips
 from stowage.processing.base import Limits
 from stowage.processing.vips import VipsEngine
 from tests.api.test_transform_rules import png_bomb
+from tests.processing.test_catalogue import half_up
 
 LIMITS = Limits(
     max_input_pixels=50_000_000, max_input_bytes=10**9, max_output_dimension=4000, seconds=10
@@ -327,3 +329,31 @@ def test_every_format_of_a_picture_is_resized_to_one_size(
         )
         sizes.add((suffix, made.width, made.height))
     assert len({(w, h) for _, w, h in sizes}) == 1, sorted(sizes)
+
+
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    name=st.sampled_from(["blur", "sharpen", "pixelate", "oil_paint", "vignette"]),
+    thousandths=st.integers(0, 20_000).filter(lambda n: n % 1000 != 0),
+)
+def test_a_decimal_amount_renders_as_its_rounded_whole_number(
+    tmp_path: Path, name: str, thousandths: int
+) -> None:
+    """The schema types these amounts integer: ``blur=amount:0.5`` is ``amount:1`` (it gave
+    the image untouched, a sigma of 0.5), ``pixelate=amount:2.5`` is 3 (it was refused)."""
+    amount = round(thousandths / 1000 + (2 if name in ("pixelate", "oil_paint") else 0), 3)
+    work = Path(tempfile.mkdtemp(dir=tmp_path))  # one per example: the fixture is shared
+    xy = pyvips.Image.xyz(61, 47)  # detail at every scale: each amount shows
+    source = work / "in.png"
+    ((xy[0] * xy[1] * 37) % 256).bandjoin([xy[0] * 4 % 256, 90]).cast("uchar").pngsave(str(source))
+
+    def pixels(*segments: str) -> bytes:
+        made = render(Path(tempfile.mkdtemp(dir=work)), source, *segments, "output=format:png")
+        return bytes(pyvips.Image.new_from_file(str(made)).write_to_memory())
+
+    rounded = pixels(f"{name}=amount:{half_up(amount)}")
+    assert pixels(f"{name}=amount:{amount}") == rounded, (name, amount)
+    if half_up(amount) > 0 and name != "vignette":  # the rounded amount changes the image
+        assert pixels() != rounded, (name, amount)

@@ -5,12 +5,16 @@ the address-space limit holds, and only plain media containers are opened."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
+import re
+import subprocess
 import time
+import unicodedata
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stowage import errors
@@ -30,6 +34,34 @@ LIMITS = Limits(
 
 def plan(segment: str) -> video.Plan:
     return video.plan(grammar.parse_task(segment))
+
+
+#: Digits of other scripts, by value: int() reads them all ("\uff11" is 1).
+DIGITS = {
+    n: [chr(c) for c in range(0x80, 0x30000) if unicodedata.digit(chr(c), None) == n]
+    for n in range(10)
+}
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    name=st.sampled_from(["clip_length", "clip_offset"]),
+    clock=st.sampled_from(["1", "59", "1:30", "00:01:30", "12.5", "0:5"]),
+    data=st.data(),
+)
+def test_a_clock_of_another_scripts_digits_is_refused(
+    name: str, clock: str, data: st.DataObject
+) -> None:
+    """``clip_length:\uff11`` (a fullwidth 1) made a job of a one-second clip."""
+    at = data.draw(st.sampled_from([i for i, c in enumerate(clock) if c.isdigit()]))
+    other = data.draw(st.sampled_from(DIGITS[int(clock[at])]))
+    plan(f"video_convert={name}:{clock}")  # the ASCII clock is one
+    with pytest.raises(errors.InvalidParameter) as refused:
+        plan(f"video_convert={name}:{clock[:at]}{other}{clock[at + 1 :]}")
+    assert refused.value.details["parameter"] == f"video_convert.{name}"
+    blank = data.draw(st.sampled_from(["\u00a0", "\u2028", "\u3000", "\x85"]))
+    with pytest.raises(errors.InvalidParameter):  # nor is a blank but an ASCII space or tab
+        plan(f"video_convert={name}:{blank}{clock}")
 
 
 @given(st.integers(0, 23), st.integers(0, 59), st.integers(0, 59))
@@ -118,6 +150,43 @@ def test_aspect_modes_are_filters(mode: str, expected: str) -> None:
 def _after(options: tuple[str, ...], flag: str) -> list[str]:
     at = options.index(flag)
     return list(options[at : at + 2])
+
+
+@functools.cache
+def encoder_rates(encoder: str) -> tuple[int, ...]:
+    """The sample rates ffmpeg's ``encoder`` takes, as ffmpeg lists them (none: any)."""
+    shown = subprocess.run(
+        ["ffmpeg", "-hide_banner", "-h", f"encoder={encoder}"], capture_output=True, text=True
+    ).stdout
+    found = re.search(r"Supported sample rates:([0-9 ]+)", shown)
+    return tuple(int(n) for n in found[1].split()) if found else ()
+
+
+SINE = ("ffmpeg", "-v", "error", "-f", "lavfi", "-i", "sine=duration=0.1")
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    rate=st.integers(1, 99999),
+    preset=st.sampled_from(["h264", "webm", "webm.hi", "hls.variant", "mp3", "aac", "ogg"]),
+    codec=st.sampled_from(["", ",audio_codec:aac", ",audio_codec:mp3", ",audio_codec:opus"]),
+)
+def test_every_sample_rate_the_schema_allows_makes_one_the_encoder_takes(
+    rate: int, preset: str, codec: str
+) -> None:
+    """The schema allows 1-99999 Hz; AAC takes 7350-96000 in steps, Opus five rates: the
+    nearest one the encoder takes is asked for (4000 was a 400, 12345 a failed job)."""
+    made = plan(f"video_convert=preset:{preset},audio_sample_rate:{rate}{codec}").options
+    encoder, ar = _after(made, "-c:a")[1], int(_after(made, "-ar")[1])
+    rates = encoder_rates(encoder)
+    assert ar in rates if rates else ar == rate
+    assert all(abs(ar - rate) <= abs(other - rate) for other in rates)
+    encoded = subprocess.run(
+        [*SINE, "-c:a", encoder, "-ar", str(ar), "-f", "null", "-"],
+        capture_output=True,
+        text=True,
+    )
+    assert encoded.returncode == 0, (encoder, ar, encoded.stderr)
 
 
 async def test_the_deadline_kills_the_process_group(tmp_path: Path) -> None:

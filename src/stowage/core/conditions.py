@@ -75,7 +75,7 @@ def matches(header: str, etag: str, *, strong: bool = False) -> bool:
     )
 
 
-_ENTITY_TAG = re.compile(r'\s*(W/)?"([\x21\x23-\x7e\x80-\xff]*)"\s*')
+_ENTITY_TAG = re.compile(r'[ \t]*(W/)?"([\x21\x23-\x7e\x80-\xff]*)"[ \t]*')  # OWS: SP, HTAB
 
 
 def _entity_tags(header: str) -> list[tuple[bool, str]] | None:

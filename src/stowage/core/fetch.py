@@ -91,7 +91,7 @@ def canonical_url(url: str) -> str:
         return url  # malformed: the fetch refuses it (INVALID_URL)
 
 
-_NAME = re.compile(r"[a-z0-9_-]+(?:\.[a-z0-9_-]+)*\.?", re.IGNORECASE)  # IDNA: ASCII
+_NAME = re.compile(r"[a-z0-9_-]+(?:\.[a-z0-9_-]+)*\.?", re.I | re.ASCII)  # IDNA: ASCII
 _IPV6 = re.compile(r"[0-9a-f:.]+", re.IGNORECASE)
 
 

@@ -3,6 +3,7 @@ a ``read`` or ``stat`` grant (without a handle restriction) or the app secret.""
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +17,7 @@ from stowage.storage import API_PROVIDERS
 
 MAX_LIMIT = 1000
 DEFAULT_LIMIT = 100
+_DIGITS = re.compile("[0-9]{1,12}")
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,8 @@ def entry(record: FileRecord) -> dict[str, Any]:
 def parse_limit(value: str | None) -> int:
     if value is None or value == "":
         return DEFAULT_LIMIT
-    if not value.isdigit() or not 1 <= int(value) <= MAX_LIMIT:
+    # ASCII digits only: isdigit() and int() take any script's ("\u0661", "\u00b2")
+    if not _DIGITS.fullmatch(value) or not 1 <= int(value) <= MAX_LIMIT:
         raise errors.InvalidParameter(
             f"limit must be an integer from 1 to {MAX_LIMIT}", parameter="limit"
         )

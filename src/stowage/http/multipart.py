@@ -44,7 +44,7 @@ class Fields:
             return default
         if isinstance(value, int) and not isinstance(value, bool):
             return value
-        text = value.strip() if isinstance(value, str) else ""
+        text = value.strip(" \t") if isinstance(value, str) else ""
         if _INTEGER.fullmatch(text) is None:
             raise errors.InvalidParameter(f"{name} must be an integer", parameter=name)
         return int(text)
@@ -80,13 +80,23 @@ def listed_parts(value: Any) -> list[tuple[int, str]] | None:
     try:
         if isinstance(value, str):
             value = json.loads(value) if value.lstrip().startswith("[") else _php_parts(value)
-        return [(int(p["part_number"]), str(p["etag"])) for p in value]
+        return [(_part_number(p["part_number"]), str(p["etag"])) for p in value]
     except (TypeError, ValueError, KeyError, RecursionError) as exc:
         raise errors.InvalidParameter("parts are malformed", parameter="parts") from exc
 
 
 def truthy(value: Any, name: str = "value") -> bool:
     return booleans.parse(value, name)
+
+
+def _part_number(value: Any) -> int:
+    """A part's number: a JSON number, or text of ASCII digits (not "\u0661")."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return int(value)
+    text = value.strip(" \t") if isinstance(value, str) else ""
+    if not _INTEGER.fullmatch(text):
+        raise ValueError("a part number is a whole number")
+    return int(text)
 
 
 def _php_parts(text: str) -> list[dict[str, str]]:
@@ -141,10 +151,10 @@ async def upload_handler(request: web.Request) -> web.Response:
 
 async def part_handler(request: web.Request) -> web.Response:
     parts = request.app[PARTS]
-    try:
-        part = int(request.match_info["part"])
-    except ValueError as exc:
-        raise errors.NotFound() from exc
+    number = request.match_info["part"]
+    if not _INTEGER.fullmatch(number):  # int() reads any script's digits ("\u0661")
+        raise errors.NotFound()
+    part = int(number)
     declared = request.content_length
     size = request.query.get("size", "")
     if declared is not None and _INTEGER.fullmatch(size) and declared != int(size):

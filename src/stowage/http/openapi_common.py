@@ -41,7 +41,7 @@ BOOL = {
     "description": "true: `true`, `1`, `yes`, `on`; false: `false`, `0`, `no`, `off` "
     "(any letter case). Anything else is 400 INVALID_PARAMETER.",
 }
-HANDLE = path_param("handle", "The file's handle (20 characters).", pattern=r"^[\w\-]{20}$")
+HANDLE = path_param("handle", "The file's handle (20 characters).", pattern=r"^[A-Za-z0-9_-]{20}$")
 PROVIDER = path_param(
     "provider",
     "Storage provider name.",

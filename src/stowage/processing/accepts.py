@@ -28,7 +28,8 @@ def pattern(mimetype: str) -> str:
 
 #: ``auto_image``'s choices, best first, and the Accept headers that take each.
 AUTO_FORMATS = (("image/avif", "avif"), ("image/webp", "webp"))
-_TAKES = [(re.compile(pattern(mimetype)), fmt) for mimetype, fmt in AUTO_FORMATS]
+#: ``re.ASCII``: PCRE folds ASCII letters only; Python's ``re`` would take U+0131 for an i.
+_TAKES = [(re.compile(pattern(mimetype), re.ASCII), fmt) for mimetype, fmt in AUTO_FORMATS]
 
 
 def accepted_format(accept: str | None) -> str | None:

@@ -60,7 +60,9 @@ PREFIX = ".stowage-derivatives"
 #: block of their own); the quality task alone answers an AVIF as it is; overlapping
 #: partial_pixelate and partial_blur boxes keep every pixel inside any box's shape
 #: hidden (a later box's ellipse or feathered edge put the source's pixels back);
-#: border draws its background (by default its colour) under the picture.
+#: border draws its background (by default its colour) under the picture; blur's and
+#: sharpen's amount is a whole number, as the SDK schema types it (a decimal is rounded
+#: half up: amount:1.5 was a sigma of 1.5, now 2).
 RENDERING = 7
 CHUNK = 256 * 1024
 log = logging.getLogger("stowage.processing")

@@ -7,6 +7,7 @@ answering to one spelling, and every image task has its operation.
 
 from __future__ import annotations
 
+from stowage import words
 from stowage.processing import (
     classifiers,
     colour,
@@ -81,8 +82,8 @@ SUPPORTED: tuple[str, ...] = tuple(sorted({spec.name for spec in TABLE.values()}
 
 
 def spec(name: str) -> TaskSpec | None:
-    """The declaration a task name or alias spells (case-insensitive), or None."""
-    return TABLE.get(name.strip().lower())
+    """The declaration a task name or alias spells (ASCII case-insensitive), or None."""
+    return TABLE.get(words.word(name))
 
 
 def names_no_task(segment: str) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 
+from stowage import words
 from stowage.processing.base import Chain, Output, Task, Value
 from stowage.processing.params import boolean, choice
 from stowage.processing.table import Kind, Param, TaskSpec
@@ -19,7 +20,8 @@ from stowage.processing.table import Kind, Param, TaskSpec
 PAGE_FORMATS = ("a2", "a3", "a4", "a5", "b4", "b5", "letter", "legal", "tabloid")
 PDF = Output("pdf", "application/pdf", "pdf")
 INFO = Output("json", "application/json", "json")
-_RANGE = re.compile(r"([0-9]{1,6})?(-)?([0-9]{1,6})?")
+#: Any page number the schema's pattern allows: one past the PDF's end is the job's 400.
+_RANGE = re.compile(r"([0-9]+)?(-)?([0-9]+)?")
 MAX_RANGES = 256
 
 
@@ -36,7 +38,7 @@ def page_ranges(value: Value) -> Value:
 def _one_range(item: Value) -> str:
     if isinstance(item, bool | tuple | float):
         raise ValueError('must be page numbers or ranges such as 1, "2-4", "5-", "-3"')
-    match = _RANGE.fullmatch(str(item).strip())
+    match = _RANGE.fullmatch(words.trimmed(str(item)))
     if match is None or not (match.group(1) or match.group(3)):
         raise ValueError('must be page numbers or ranges such as 1, "2-4", "5-", "-3"')
     first, dash, last = match.groups()

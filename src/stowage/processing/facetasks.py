@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 import pyvips
 
+from stowage import words
 from stowage.processing import decisions, faces, filters, ops
 from stowage.processing.base import Output, Task, Value
 from stowage.processing.faces import Box
@@ -36,7 +37,7 @@ UNBOUNDED = 10_000_000  # libvips' largest coordinate: a side that does not cons
 
 def face_choice(value: Value) -> Value:
     """``all``, one face number, or a list of them (1-1000), as the schema's facesDef."""
-    if isinstance(value, str) and value.lower() == "all":
+    if isinstance(value, str) and words.folded(value) == "all":
         return "all"
     items = value if isinstance(value, tuple) else (value,)
     if not 1 <= len(items) <= MAX_FACES:

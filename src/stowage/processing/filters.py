@@ -6,10 +6,12 @@ import pyvips
 
 from stowage.processing import ops
 from stowage.processing.base import Task
-from stowage.processing.params import integer, number
+from stowage.processing.params import integer
 from stowage.processing.table import Param, TaskSpec
 
-AMOUNT = number(0, 20)  # 0: the image unchanged, as the hosted service answers it
+#: A whole sigma, as the SDK schema types it (``amount:0.5`` is 1); 0: the image unchanged,
+#: as the hosted service answers it.
+AMOUNT = integer(0, 20)
 
 
 def blur(image: pyvips.Image, task: Task) -> pyvips.Image:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 from urllib.parse import unquote
 
-from stowage import errors
+from stowage import errors, words
 from stowage.core import names
 from stowage.processing import accepts, b64paths, catalogue, hostedlinks, storepaths
 from stowage.processing.base import Task, Value
@@ -32,11 +32,11 @@ _INT = re.compile(r"-?[0-9]{1,12}")
 _FLOAT = re.compile(r"-?[0-9]{0,12}\.[0-9]{1,12}")
 _QUOTE = re.compile("%22", re.IGNORECASE)
 _LIST_OPEN = re.compile("/%5B", re.IGNORECASE)
-_URL = re.compile(r"(?:https?|src)(?::|%3A)", re.IGNORECASE)
+_URL = re.compile(r"(?:https?|src)(?::|%3A)", re.IGNORECASE | re.ASCII)
 #: ``"https://host/a.jpg"``: filestack-js quotes a source holding ``/`` (``escapeValue``).
-_QUOTED_URL = re.compile(r'"(?:https?|src)(?::|%3A)', re.IGNORECASE)
+_QUOTED_URL = re.compile(r'"(?:https?|src)(?::|%3A)', re.IGNORECASE | re.ASCII)
 #: ``https:/host/a.jpg``: a proxy or CMS that merges slashes in paths has taken one.
-_ONE_SLASH = re.compile(r"(https?):/(?!/)", re.IGNORECASE)
+_ONE_SLASH = re.compile(r"(https?):/(?!/)", re.IGNORECASE | re.ASCII)
 MAX_TASK_LENGTH = 2048
 MAX_NESTING = 2
 MAX_SOURCES = 32
@@ -126,12 +126,12 @@ def debug_asked(raw_path: str) -> DebugAsk | None:
     url = _url_source(raw)
     filled = [i for i, segment in enumerate(raw) if segment]
     before = [i for i in filled if i < url.at] if url else filled[:-1]
-    at = next((i for i in before if unquote(raw[i]).strip().lower() == "debug"), None)
+    at = next((i for i in before if words.word(unquote(raw[i])) == "debug"), None)
     if at is None:
         return None
     tasks = [unquote(raw[i]) for i in before if i != at]
     key = tasks.pop(0) if tasks and "=" not in tasks[0] and not catalogue.spec(tasks[0]) else None
-    shown = [t for t in tasks if t.partition("=")[0].strip().lower() != "security"]
+    shown = [t for t in tasks if words.word(t.partition("=")[0]) != "security"]
     return DebugAsk(key, "/".join(shown), "/".join(raw[:at] + raw[at + 1 :]))
 
 
@@ -299,7 +299,7 @@ def parse_task(segment: str) -> Task:
     name, _, body = segment.partition("=")
     spec = catalogue.spec(name)
     if spec is None:
-        shown = name.strip().lower()[:64]
+        shown = words.word(name)[:64]
         raise errors.UnsupportedTask(
             f"task {shown!r} is not supported; supported: {', '.join(catalogue.SUPPORTED)}",
             task=shown,
@@ -332,18 +332,18 @@ def pairs(body: str, spec: TaskSpec) -> list[tuple[str, str]]:
     """The ``key:value`` items of a task's body, keys lower-cased; a body that is one
     value without a name (``cache=false``) sets the task's ``bare`` parameter. Empty
     items (``width:100,``, ``a:1,,b:2``) are none: a hand-written URL has them."""
-    items = [item for item in split(body, ",") if item.strip()]
+    items = [item for item in split(body, ",") if words.trimmed(item)]
     if spec.bare and len(items) == 1 and ":" not in items[0]:
-        return [(spec.bare, items[0].strip())]
+        return [(spec.bare, words.trimmed(items[0]))]
     found: list[tuple[str, str]] = []
     for item in items:
         key, sep, raw = item.partition(":")
-        key = key.strip().lower()
+        key = words.word(key)
         if not sep:
             raise bad(
                 spec.name, key or item, f"an option is name:value; {spec.name} takes {_names(spec)}"
             )
-        found.append((key, raw.strip()))
+        found.append((key, words.trimmed(raw)))
     return found
 
 
@@ -371,11 +371,12 @@ def value(raw: str, depth: int = 0, *, literal: bool = False, unquote: bool = Fa
     if raw.startswith("[") and raw.endswith("]"):
         if depth >= MAX_NESTING:
             raise ValueError(f"lists nest at most {MAX_NESTING} deep")
-        inner = raw[1:-1].strip()
+        inner = words.trimmed(raw[1:-1])
         items = split(inner, ",") if inner else []
-        return tuple(value(v.strip(), depth + 1, literal=literal, unquote=unquote) for v in items)
+        items = [words.trimmed(v) for v in items]
+        return tuple(value(v, depth + 1, literal=literal, unquote=unquote) for v in items)
     if len(raw) >= 2 and raw.startswith('"') and raw.endswith('"'):
-        return _scalar(raw[1:-1].strip()) if unquote else raw[1:-1]
+        return _scalar(words.trimmed(raw[1:-1])) if unquote else raw[1:-1]
     if literal:
         return raw
     return _scalar(raw)
@@ -383,8 +384,8 @@ def value(raw: str, depth: int = 0, *, literal: bool = False, unquote: bool = Fa
 
 def _scalar(raw: str) -> Value:
     """Unquoted text as a boolean, a number, or else the text."""
-    if raw.lower() in ("true", "false"):
-        return raw.lower() == "true"
+    if words.folded(raw) in ("true", "false"):
+        return words.folded(raw) == "true"
     if _INT.fullmatch(raw) and str(int(raw)) == raw:  # "000000" stays text: a hex color
         return int(raw)
     if _FLOAT.fullmatch(raw):

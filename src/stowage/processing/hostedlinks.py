@@ -15,10 +15,11 @@ import re
 from typing import NamedTuple
 from urllib.parse import quote, unquote
 
+from stowage import words
 from stowage.processing import catalogue
 
 _LINK = re.compile(
-    r"https?://(?:[a-z0-9-]+\.)*filestackcontent\.com/([^?#]*)(?:[?#].*)?", re.IGNORECASE
+    r"https?://(?:[a-z0-9-]+\.)*filestackcontent\.com/([^?#]*)(?:[?#].*)?", re.IGNORECASE | re.ASCII
 )
 _HANDLE = re.compile(r"[A-Za-z0-9_-]{20}")
 
@@ -38,7 +39,7 @@ def read(url: str) -> HostedLink | None:
     if not segments or not _HANDLE.fullmatch(segments[-1]):
         return None
     *before, handle = segments
-    if [s.lower() for s in before] == ["api", "file"]:
+    if [words.folded(s) for s in before] == ["api", "file"]:
         return HostedLink([], handle)
     if before and catalogue.names_no_task(before[0]):
         before = before[1:]

@@ -29,7 +29,7 @@ import re
 from collections.abc import Callable, Mapping
 from urllib.parse import quote
 
-from stowage import errors
+from stowage import errors, words
 from stowage.core import names
 from stowage.processing import hostedlinks
 
@@ -48,7 +48,7 @@ _STORE_TEXT = re.compile(r'^[^"\x00-\x1f]{1,1000}$')
 _FILE_LINK = re.compile(
     r"(?:https?://[^/?#]+)?/api/file/([A-Za-z0-9_-]{20})/?(?:\?.*)?"
     r"|/([A-Za-z0-9_-]{20})/?",
-    re.IGNORECASE,
+    re.IGNORECASE | re.ASCII,
 )
 
 
@@ -81,7 +81,7 @@ def chain_of(query: Mapping[str, str], *, storing: bool = False) -> list[str]:
 
 def _checked(name: str, value: str) -> str:
     check = _CHECKS[name]
-    found = check(value.strip() if name in _AS_SENT else value.strip().lower())
+    found = check(words.trimmed(value) if name in _AS_SENT else words.word(value))
     if found is None:
         raise errors.InvalidParameter(
             f"convert: {name}={value[:60]!r} is not valid", parameter=name

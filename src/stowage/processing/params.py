@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from stowage import booleans
+from stowage import booleans, words
 from stowage.core import names
 from stowage.processing.base import Value
 from stowage.processing.colornames import RGB
@@ -43,18 +43,25 @@ def spelled_number(value: Value) -> Value:
 
 @dataclass(frozen=True)
 class Integer:
-    """A whole number from ``low`` to ``high``."""
+    """A whole number from ``low`` to ``high``: what the SDK schema types ``integer``. A
+    decimal in the range is taken, rounded half up (``amount:2.5`` is 3), as ``Whole``
+    rounds: one rule for every whole-number option (docs/transformations.md)."""
 
     low: int
     high: int
 
     def __call__(self, value: Value) -> Value:
         value = spelled_number(value)
-        if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, bool) or not isinstance(value, int | float):
             raise ValueError(f"must be a whole number from {self.low} to {self.high}")
         if not self.low <= value <= self.high:
             raise ValueError(f"must be from {self.low} to {self.high}")
-        return value
+        return half_up(value)
+
+
+def half_up(value: int | float) -> int:
+    """``value`` rounded to the nearest whole number, half up, not to even: 2.5 is 3."""
+    return math.floor(value + 0.5)
 
 
 class NotGiven(Exception):
@@ -81,7 +88,7 @@ class Whole:
             raise ValueError(f"must be a number from {floor} to {self.high}")
         if not floor <= value <= self.high and not (self.modulo and floor <= value < self.modulo):
             raise ValueError(f"must be from {floor} to {self.high}")
-        whole = math.floor(value + 0.5)  # half up, not to even: 2.5 is 3
+        whole = half_up(value)
         if self.zero_unset and whole == 0:  # 0.4 too: it is 0 once rounded, not 1
             raise NotGiven
         return whole % self.modulo if self.modulo else min(self.high, max(self.low, whole))
@@ -105,14 +112,14 @@ class Number:
 
 @dataclass(frozen=True)
 class Choice:
-    """One of ``names``, case-insensitive; the lower-case name."""
+    """One of ``names``, ASCII case-insensitive; the lower-case name."""
 
     names: tuple[str, ...]
 
     def __call__(self, value: Value) -> Value:
-        if not isinstance(value, str) or value.lower() not in self.names:
+        if not isinstance(value, str) or words.folded(value) not in self.names:
             raise ValueError(f"must be one of {', '.join(self.names)}")
-        return value.lower()
+        return words.folded(value)
 
 
 @dataclass(frozen=True)
@@ -159,7 +166,7 @@ def boolean(value: Value) -> Value:
     (``stowage/booleans.py``) for every other flag of the service."""
     if isinstance(value, bool):
         return value
-    word = str(value).strip().lower()
+    word = words.word(str(value))
     if isinstance(value, tuple) or word not in booleans.WORDS:
         raise ValueError(f"must be one of {', '.join(booleans.WORDS)}")
     return word in booleans.TRUE
@@ -187,7 +194,7 @@ texts = Text(1024, many=True)
 
 
 def color(value: Value) -> Value:
-    name = str(value).lower()
+    name = words.folded(str(value))
     if isinstance(value, tuple) or not (name in COLOR_NAMES or _HEX.fullmatch(name)):
         raise ValueError("must be a color: a name or RRGGBB / RRGGBBAA hex")
     return name

@@ -6,6 +6,7 @@ result). The URL grammar reads them into the parsed path; the engine never sees
 
 from __future__ import annotations
 
+from stowage import words
 from stowage.processing.base import Value
 from stowage.processing.params import (
     Text,
@@ -13,7 +14,6 @@ from stowage.processing.params import (
     choice,
     handle,
     integer,
-    spelled_number,
     text,
     texts,
 )
@@ -25,12 +25,12 @@ YEAR = 31_536_000  # cache=expiry:max
 
 
 def seconds(value: Value) -> Value:
-    if isinstance(value, str) and value.lower() == "max":
+    if isinstance(value, str) and words.folded(value) == "max":
         return YEAR
-    value = spelled_number(value)
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_EXPIRY:
-        raise ValueError("must be seconds (a whole number) or max")
-    return value
+    try:  # the schema types it integer: a decimal is rounded, as everywhere
+        return integer(0, MAX_EXPIRY)(value)
+    except ValueError:
+        raise ValueError("must be seconds (a whole number) or max") from None
 
 
 #: A policy or a signature: text, as sent (base64 may hold "/", "+" and "=").

@@ -16,6 +16,7 @@ piece named like a task (``path:a/flip/b``) still reads as that task: quote such
 
 from __future__ import annotations
 
+from stowage import words
 from stowage.processing import catalogue
 
 
@@ -35,10 +36,10 @@ def rejoined(segments: list[str]) -> list[str]:
 
 def _ends_with_a_path(segment: str) -> bool:
     """A store segment whose last option is a path without quotes or brackets."""
-    if segment[:6].lower() != "store=" or '"' in segment:
+    if words.folded(segment[:6]) != "store=" or '"' in segment:
         return False
     name, colon, value = segment[6:].rsplit(",", 1)[-1].partition(":")
-    return bool(colon) and name.strip().lower() in ("path", "p") and "[" not in value
+    return bool(colon) and words.word(name) in ("path", "p") and "[" not in value
 
 
 def _path_pieces(segments: list[str], index: int) -> tuple[list[str], int]:

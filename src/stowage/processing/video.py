@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from stowage import errors
+from stowage import errors, words
 from stowage.processing.base import Task
 from stowage.processing.params import boolean, choice, integer, text
 from stowage.processing.request_tasks import LOCATIONS
@@ -23,16 +23,9 @@ from stowage.processing.table import Kind, Param, TaskSpec
 
 NAME = "video_convert"
 ASPECT_MODES = ("letterbox", "pad", "crop", "preserve", "constrain")
-WATERMARK = (
-    "watermark_url",
-    "watermark_top",
-    "watermark_right",
-    "watermark_bottom",
-    "watermark_left",
-    "watermark_width",
-    "watermark_height",
-)
-_CLOCK = re.compile(r"(?:(\d{1,2}):)?(?:(\d{1,2}):)?(\d{1,5}(?:\.\d{1,3})?)")
+SIDES = ("top", "right", "bottom", "left", "width", "height")
+WATERMARK = ("watermark_url", *(f"watermark_{side}" for side in SIDES))
+_CLOCK = re.compile(r"(?:([0-9]{1,2}):)?(?:([0-9]{1,2}):)?([0-9]{1,5}(?:\.[0-9]{1,3})?)")
 _EXTNAME = re.compile(r"\.?[a-z0-9]{1,8}")
 
 
@@ -122,6 +115,14 @@ PRESETS: dict[str, Preset] = {
     )
 }
 _AUDIO_CODECS = {"aac": "aac", "mp3": "libmp3lame", "vorbis": "libvorbis", "opus": "libopus"}
+#: The sample rates an encoder takes (``ffmpeg -h encoder=aac``; libvorbis takes any): a
+#: rate the schema allows (1-99999 Hz) that it does not take is made the nearest it does.
+_MP3_RATES = (8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000)
+SAMPLE_RATES = {
+    "aac": (7350, *_MP3_RATES, 64000, 88200, 96000),
+    "libmp3lame": _MP3_RATES,
+    "libopus": (8000, 12000, 16000, 24000, 48000),
+}
 _STILL_TYPES = {
     "jpg": ("image/jpeg", "mjpeg"),
     "jpeg": ("image/jpeg", "mjpeg"),
@@ -148,7 +149,7 @@ TASKS: tuple[TaskSpec, ...] = (
             Param("keyframe_interval", integer(1, 1000)),
             Param("audio_codec", choice(*_AUDIO_CODECS)),
             Param("audio_bitrate", integer(1, 999)),
-            Param("audio_sample_rate", integer(8000, 99999), ("audio_samplerate",)),  # swift
+            Param("audio_sample_rate", integer(1, 99999), ("audio_samplerate",)),  # swift
             Param("audio_channels", integer(1, 12)),
             Param("clip_length", text),
             Param("clip_offset", text),
@@ -321,7 +322,7 @@ def _watermark(task: Task, preset: Preset) -> Watermark | None:
         return None
     if not preset.video:
         raise _bad("watermark_url", f"preset {preset.name} makes no video to mark")
-    if not str(source).strip():
+    if not words.trimmed(str(source)):
         raise _bad("watermark_url", "must be a URL or a handle")
     for one, other in (
         ("watermark_left", "watermark_right"),
@@ -335,7 +336,7 @@ def _watermark(task: Task, preset: Preset) -> Watermark | None:
     y = f"H-h-{bottom}" if bottom is not None else str(top or 0)
     width, height = task.get("watermark_width"), task.get("watermark_height")
     return Watermark(
-        str(source).strip(),
+        words.trimmed(str(source)),
         x,
         y,
         None if width is None else int(str(width)),
@@ -348,7 +349,7 @@ def _output(task: Task, preset: Preset) -> tuple[str, str, tuple[str, ...]]:
     raw = task.get("extname")
     if raw is None:
         return preset.extension, preset.mimetype, preset.video
-    name = str(raw).lower()
+    name = words.folded(str(raw))
     if not _EXTNAME.fullmatch(name):
         raise _bad("extname", "must be a file extension such as .mp4")
     name = name.lstrip(".")
@@ -387,8 +388,9 @@ def _audio_options(task: Task, preset: Preset) -> list[str]:
         options[1] = _AUDIO_CODECS[str(codec)]
     if task.get("audio_bitrate") is not None:
         options[3] = f"{task.get('audio_bitrate')}k"
-    if task.get("audio_sample_rate") is not None:
-        options += ["-ar", str(task.get("audio_sample_rate"))]
+    if (rate := task.get("audio_sample_rate")) is not None:
+        taken = SAMPLE_RATES.get(options[1], (int(str(rate)),))
+        options += ["-ar", str(min(taken, key=lambda r: (abs(r - int(str(rate))), -r)))]
     if task.get("audio_channels") is not None:
         options += ["-ac", str(task.get("audio_channels"))]
     return options
@@ -427,7 +429,7 @@ def _seconds(task: Task, name: str) -> float | None:
     raw = task.get(name)
     if raw is None:
         return None
-    found = _CLOCK.fullmatch(str(raw).strip())
+    found = _CLOCK.fullmatch(words.trimmed(str(raw)))  # ASCII digits: int() reads any
     if not found:
         raise _bad(name, "must be HH:MM:SS, MM:SS or seconds")
     first, second, last = found.groups()
