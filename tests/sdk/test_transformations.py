@@ -65,6 +65,9 @@ CASES: list[tuple[str, Build, tuple[int, int], str]] = [
     ("resize computed", lambda f: f.resize(width=400 / 3), (133, 100), "jpeg"),
     ("resize exponent", lambda f: f.resize(width=300, height=1 / 100_000), (300, 225), "jpeg"),
     ("crop", lambda f: f.crop(dim=[10, 20, 100, 50]), (100, 50), "jpeg"),
+    # Python's / makes floats: 320.0 is that whole number wherever one is read.
+    ("crop floats", lambda f: f.crop(dim=[10.0, 40 / 2, 200 / 2, 50.0]), (100, 50), "jpeg"),
+    ("border float", lambda f: f.border(width=8 / 2, color="00FF00"), (648, 488), "jpeg"),
     ("rotate", lambda f: f.rotate(deg=90), (480, 640), "jpeg"),
     ("rotate exif", lambda f: f.rotate(exif=True, background="white"), (640, 480), "jpeg"),
     ("flip", lambda f: f.flip(), (640, 480), "jpeg"),
