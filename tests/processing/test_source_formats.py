@@ -192,3 +192,67 @@ def test_a_jpeg_xl_file_is_refused_with_its_reason(tmp_path: Path) -> None:
     source.write_bytes(b"\x00\x00\x00\x0cJXL \r\n\x87\n" + bytes(200))
     with pytest.raises(errors.NotAnImage, match="JPEG XL"):
         render(source, ["flip"], "image/jxl", tmp_path)
+
+
+#: The kinds of metadata each result format holds as saved here (docs/transformations.md:
+#: a GIF none, a TIFF no Exif, IPTC only JPEG and TIFF).
+HOLDS = {
+    "jpg": {"exif-data", "xmp-data", "iptc-data", "icc-profile-data"},
+    "png": {"exif-data", "xmp-data", "icc-profile-data"},
+    "webp": {"exif-data", "xmp-data", "icc-profile-data"},
+    "avif": {"exif-data", "xmp-data", "icc-profile-data"},
+    "tiff": {"xmp-data", "iptc-data", "icc-profile-data"},
+    "gif": set(),
+}
+_XMP = b'<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#"/></x:xmpmeta>'
+_IPTC = b"Photoshop 3.0\x008BIM\x04\x04\x00\x00\x00\x00\x00\x0c\x1c\x02\x05\x00\x07caption"
+
+
+def _with_metadata(image: pyvips.Image, kinds: set[str], seed: int) -> pyvips.Image:
+    from PIL import Image
+
+    image = image.icc_transform("srgb") if "icc-profile-data" in kinds else image.copy()
+    for field in set(METADATA_FIELDS) - kinds:
+        if image.get_typeof(field):
+            image.remove(field)
+    exif = Image.Exif()
+    exif[0x010F] = f"Camera {seed}"
+    blobs = {"exif-data": exif.tobytes(), "xmp-data": _XMP, "iptc-data": _IPTC}
+    for field in kinds - {"icc-profile-data"}:
+        image.set_type(pyvips.GValue.blob_type, field, blobs[field])
+    return image
+
+
+@pytest.mark.parametrize("subset", range(16))
+def test_a_result_holds_the_metadata_its_source_had_that_its_format_holds(
+    tmp_path: Path, subset: int
+) -> None:
+    """Pillow's JPEG path wrote an Exif block for a source without one and dropped its
+    IPTC, which libvips kept; a TIFF result lost the Exif. Every subset of the four kinds
+    x Pillow's path and libvips' x every output format: exactly the kinds the source had
+    that the format holds, none when stripped."""
+    kinds = {f for bit, f in enumerate(METADATA_FIELDS) if subset >> bit & 1}
+    rng = random.Random(subset)
+    image = _source("grey", rng.randrange(40, 90), rng.randrange(40, 90), subset)
+    image = image.bandjoin([image.flip("vertical"), image]).copy(interpretation="srgb")
+    source_format = rng.choice(["jpg", "jpg", "png", "webp", "tiff"])
+    writer, mimetype = WRITERS[source_format]
+    source = tmp_path / f"source.{source_format}"
+    keep = ",".join(f.split("-")[0] for f in kinds) or "none"  # exif-data: "exif", ...
+    getattr(_with_metadata(image, kinds, subset), writer)(str(source), keep=keep)
+    had = {f for f in METADATA_FIELDS if pyvips.Image.new_from_file(str(source)).get_typeof(f)}
+    assert had == kinds & HOLDS[source_format]
+    for result in sorted(HOLDS):
+        for pillow in (True, False):
+            strip = rng.choice([None, None, "no_metadata", "output=strip:true"])
+            tasks = [f"resize=width:{rng.randrange(10, 39)}", f"output=format:{result}"]
+            parsed = chain.parse([*tasks, *([strip] if strip else [])])
+            output = chain.output_for(parsed, mimetype)
+            dest = tmp_path / f"out.{output.extension}"
+            VipsEngine(threads_per_job=1, pillow_jpeg=pillow).render(
+                source, parsed, output, dest, LIMITS
+            )
+            header = pyvips.Image.new_from_file(str(dest))
+            held = {f for f in METADATA_FIELDS if header.get_typeof(f)}
+            expected = set() if strip else had & HOLDS[result]
+            assert held == expected, (source_format, sorted(had), result, pillow, strip)

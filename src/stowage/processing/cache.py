@@ -61,7 +61,7 @@ PREFIX = ".stowage-derivatives"
 #: partial_pixelate and partial_blur boxes keep every pixel inside any box's shape
 #: hidden (a later box's ellipse or feathered edge put the source's pixels back);
 #: border draws its background (by default its colour) under the picture.
-RENDERING = 7
+RENDERING = 8
 CHUNK = 256 * 1024
 log = logging.getLogger("stowage.processing")
 T = TypeVar("T")
