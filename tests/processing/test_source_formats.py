@@ -256,3 +256,78 @@ def test_a_result_holds_the_metadata_its_source_had_that_its_format_holds(
             held = {f for f in METADATA_FIELDS if header.get_typeof(f)}
             expected = set() if strip else had & HOLDS[result]
             assert held == expected, (source_format, sorted(had), result, pillow, strip)
+
+
+def _box(kind: bytes, body: bytes) -> bytes:
+    import struct
+
+    return struct.pack(">I4s", len(body) + 8, kind) + body
+
+
+def _jp2_with(jp2: bytes, icc: bytes | None, xmp: bytes | None) -> bytes:
+    """Pillow's JP2 with its ``colr`` box made an ICC one (method 2) and an ``xml `` box."""
+    import struct
+
+    out, at = b"", 0
+    while at < len(jp2):
+        length, kind = struct.unpack_from(">I4s", jp2, at)
+        length = length or len(jp2) - at
+        body = jp2[at + 8 : at + length]
+        if kind == b"jp2h" and icc:
+            inner, i = b"", 0
+            while i < len(body):
+                size, inner_kind = struct.unpack_from(">I4s", body, i)
+                colr = inner_kind == b"colr"
+                inner += _box(b"colr", bytes([2, 0, 0]) + icc) if colr else body[i : i + size]
+                i += size
+            body = inner
+        out += _box(kind, body)
+        if kind == b"jp2h" and xmp:
+            out += _box(b"xml ", xmp)
+        at += length
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_jpeg2000_shows_its_profile_and_keeps_its_xmp(tmp_path: Path, seed: int) -> None:
+    """A JP2 tagged with a wide-gamut profile (``colr`` method 2) was shown as sRGB: the
+    TIFF Pillow's decode was saved to had no profile, nor the file's XMP. It now shows
+    the colours of a PNG with that profile, and keeps the XMP a result format holds."""
+    import io
+
+    from PIL import Image
+
+    rng = random.Random(seed)
+    width, height = rng.randrange(30, 90), rng.randrange(30, 90)
+    noise = _source("grey", width, height, seed)
+    bands = [noise, noise.flip("vertical"), noise.flip("horizontal")]
+    saturated = [(band > 128).ifthenelse(255, 0).cast("uchar") for band in bands]
+    rgb = saturated[0].bandjoin(saturated[1:]).copy(interpretation="srgb")  # where P3 differs
+    tagged = rgb.icc_export(output_profile="p3")  # its pixels P3's, the profile attached
+    png = tmp_path / "p3.png"
+    tagged.pngsave(str(png))
+    plain = io.BytesIO()
+    pixels = Image.frombytes("RGB", (width, height), tagged.write_to_memory())
+    pixels.save(plain, "JPEG2000", irreversible=False)
+    with_xmp = rng.random() < 0.5
+    jp2 = tmp_path / "p3.jp2"
+    jp2.write_bytes(
+        _jp2_with(plain.getvalue(), tagged.get("icc-profile-data"), _XMP if with_xmp else None)
+    )
+    tasks = rng.choice([[], ["flip"], [f"resize=width:{width // 2}"]])
+    result = rng.choice(["png", "webp", "jpg", "tiff"])
+    strip = rng.choice([[], ["no_metadata"]])
+    segments = [*tasks, f"output=format:{result}", *strip]
+    made = {}
+    for source, mimetype in ((png, "image/png"), (jp2, "image/jp2")):
+        folder = tmp_path / source.suffix[1:]  # one result each: libvips reads lazily
+        folder.mkdir()
+        out = pyvips.Image.new_from_file(str(render(source, segments, mimetype, folder)))
+        if out.get_typeof("icc-profile-data"):
+            out = out.icc_transform("srgb", embedded=True)
+        made[mimetype] = out.extract_band(0, n=3).cast("float")
+        held = bool(out.get_typeof("xmp-data")) if mimetype == "image/jp2" else with_xmp
+    for band in range(3):
+        means = [made[m][band].avg() for m in made]
+        assert abs(means[0] - means[1]) <= 2, (segments, band, means)
+    assert held == (with_xmp and not strip and result != "gif"), (segments, with_xmp)
