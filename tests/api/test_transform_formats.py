@@ -354,7 +354,9 @@ async def test_jpeg2000_and_jpeg_xl_are_known_by_their_content(harness: Harness,
         params = {"key": harness.open_app.api_key, "filename": name}
         if rng.random() < 0.5:
             headers = {"Content-Type": declared} if declared else {}
-            resp = await harness.api.post("/api/store/S3", params=params, data=data, headers=headers)
+            resp = await harness.api.post(
+                "/api/store/S3", params=params, data=data, headers=headers
+            )
         else:
             form = aiohttp.FormData()
             form.add_field("fileUpload", data, filename=name, content_type=declared)
