@@ -3,11 +3,12 @@
 The libvips of the ``pyvips-binary`` wheel has no JPEG 2000 loader (nor a JPEG XL one):
 a ``.jp2`` answered ``415 NOT_AN_IMAGE`` to every task while the File API read its size
 through Pillow. Here a JPEG 2000 file (recognised by its signature, not its name) has its
-size read from its header and held to ``processing_max_input_pixels`` before a pixel is
-decoded; then it is decoded whole and written beside the job's result as an uncompressed
-TIFF, which the engine opens in its place (removed when the job is done), with the
-file's ICC profile and XMP, which Pillow does not read (``_metadata``). JPEG XL has no
-decoder here: it stays ``415 NOT_AN_IMAGE``.
+size read from its header and held to the pixel limits before a pixel is decoded (the
+chain's other limits too, and ``imagesize`` alone answered from it: ``jp2header.py``);
+then it is decoded whole and written beside the job's result as an uncompressed TIFF,
+which the engine opens in its place (removed when the job is done), with the file's ICC
+profile and XMP, which Pillow does not read (``_metadata``). JPEG XL has no decoder
+here: it stays ``415 NOT_AN_IMAGE``.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ import contextlib
 import struct
 import warnings
 from collections.abc import Iterator
-from typing import Any, BinaryIO
 from pathlib import Path
+from typing import Any, BinaryIO
 
 import PIL.Image
 
@@ -28,6 +29,7 @@ from stowage.processing.base import Limits
 _SIGNATURES = (b"\x00\x00\x00\x0cjP  \r\n\x87\n", b"\xff\x4f\xff\x51")
 #: Pillow's modes for JPEG 2000, and the ones libvips reads from a TIFF as they are.
 _MODES = {"L", "LA", "RGB", "RGBA", "I;16"}
+_DECODE_ERRORS = (OSError, ValueError, SyntaxError, EOFError)
 
 
 def is_jpeg2000(source: Path) -> bool:
@@ -39,7 +41,8 @@ def is_jpeg2000(source: Path) -> bool:
 @contextlib.contextmanager
 def decoded(source: Path, dest: Path, limits: Limits) -> Iterator[Path]:
     """The engine's hook where a source is opened (the main one, a watermark's): a JPEG
-    2000 file is decoded into a TIFF beside ``dest``; any other goes on as it is."""
+    2000 file is decoded into a TIFF beside ``dest``; any other goes on as it is. The
+    main one's chain was held to the limits from the header first (``jp2header``)."""
     if not is_jpeg2000(source):
         yield source
         return
@@ -51,26 +54,33 @@ def decoded(source: Path, dest: Path, limits: Limits) -> Iterator[Path]:
         made.unlink(missing_ok=True)
 
 
-def _decode(source: Path, made: Path, limits: Limits) -> None:
+@contextlib.contextmanager
+def header(source: Path, limits: Limits) -> Iterator[Any]:
+    """The file opened by Pillow (its header read, no pixel), held to the pixel limits."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # Pillow's bomb warning: the limit below decides
         try:
             with PIL.Image.open(source, formats=("JPEG2000",)) as image:
                 pixels = image.width * image.height
-                if pixels > limits.max_input_pixels:
+                most = min(limits.max_input_pixels, limits.max_total_pixels)
+                if pixels > most:
                     raise errors.ImageTooLarge(
-                        f"the image has {pixels} pixels; at most {limits.max_input_pixels}",
-                        max_pixels=limits.max_input_pixels,
+                        f"the image has {pixels} pixels; at most {most}", max_pixels=most
                     )
-                image.load()
-                picture = image if image.mode in _MODES else image.convert("RGBA")
-                picture.save(made, "TIFF", **_metadata(source))
+                yield image
         except PIL.Image.DecompressionBombError as exc:
             raise errors.ImageTooLarge(
                 "the image is too large", max_pixels=limits.max_input_pixels
             ) from exc
-        except (OSError, ValueError, SyntaxError) as exc:
+        except _DECODE_ERRORS as exc:
             raise errors.InvalidImage(f"the JPEG 2000 image cannot be read: {exc}") from exc
+
+
+def _decode(source: Path, made: Path, limits: Limits) -> None:
+    with header(source, limits) as image:
+        image.load()
+        picture = image if image.mode in _MODES else image.convert("RGBA")
+        picture.save(made, "TIFF", **_metadata(source))
 
 
 #: Boxes read whole at most: a header box (``jp2h``, with ``ihdr`` and ``colr``), an

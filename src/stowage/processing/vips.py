@@ -3,9 +3,8 @@ is decoded), builds the chain as one lazy pipeline, and saves it to a file.
 
 Sequential access (libvips decodes the image top to bottom in strips, keeping a few
 scanlines) unless a task needs random access (rotate, flip, masks). A chain that starts
-with ``resize`` shrinks on load: ``pyvips.Image.thumbnail`` asks the JPEG, WebP or
-AVIF decoder for a smaller image directly, so a 12-megapixel JPEG is never decoded
-whole for a thumbnail.
+with ``resize`` shrinks on load: ``pyvips.Image.thumbnail`` asks the JPEG, WebP or AVIF
+decoder for a smaller image directly: a 12-megapixel JPEG is not decoded for a thumbnail.
 """
 
 from __future__ import annotations
@@ -27,6 +26,7 @@ from stowage.processing import (
     cost,
     detail,
     frames,
+    jp2header,
     jpeg2000,
     jpegquality,
     montage,
@@ -75,11 +75,12 @@ class VipsEngine:
     def _rendered(
         self, source: Path, chain: Chain, output: Output, dest: Path, limits: Limits
     ) -> Rendered:
-        if self.pillow_jpeg:  # a JPEG resized to WebP or JPEG: Pillow's, when it is plain
-            options = save_options(chain, output)
-            done = pillowjpeg.render(source, chain, output, dest, limits, options)
-            if done is not None:
-                return done
+        args = (source, chain, output, dest, limits)
+        done = jp2header.answered(*args)  # a JPEG 2000's limits; imagesize: its header
+        if done is None and self.pillow_jpeg:  # a JPEG resized to WebP or JPEG, when plain
+            done = pillowjpeg.render(*args, save_options(chain, output))
+        if done is not None:
+            return done
         deadline = time.monotonic() + limits.seconds
         try:
             with (
