@@ -35,6 +35,7 @@ from stowage.processing import (
     pillowjpeg,
     svg,
     svgout,
+    tiffexif,
 )
 from stowage.processing import chain as chains
 from stowage.processing.base import Chain, Limits, Output, Rendered, Task
@@ -186,7 +187,7 @@ def _save(
         _save_svg(image, dest, options, cap)
         return
     if output.format == "tiff":
-        image.tiffsave(str(dest), **options)
+        tiffexif.saved(image, dest, options)  # and the Exif libvips' saver leaves out
         if dest.stat().st_size > cap:
             dest.unlink(missing_ok=True)
             raise _too_many_bytes(cap)
@@ -322,9 +323,8 @@ def _from_file(source: Path, header: pyvips.Image) -> Scaler:
 def _jpeg_shrink(header: pyvips.Image, width: int, height: int) -> int:
     """The largest JPEG shrink-on-load (the decoder's 1/2, 1/4, 1/8 DCT scaling) whose
     result still covers ``width`` x ``height``, as Pillow's draft mode picks. libvips'
-    thumbnail stops one step earlier (it keeps a factor of two for its final resize):
-    for a 12-megapixel photo to 300 px that decodes four times the pixels, a sixth of the
-    job's time, for a difference the final Lanczos reduction hides."""
+    thumbnail stops one step earlier (a factor of two kept for its resize): for a 12 MP
+    photo to 300 px, four times the pixels, a sixth of the job's time, for nothing seen."""
     if header.get("vips-loader") != "jpegload":
         return 1
     for shrink in (8, 4, 2):  # libvips' shrunk size is rounded down (0 is an error)
