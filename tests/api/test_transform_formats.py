@@ -313,3 +313,70 @@ async def test_a_stored_jpeg2000_is_transformed_and_sized_alike(
     assert decoded(body).width == width // 2
     _, body = await get(harness, f"/output=format:png/{handle}")
     assert (decoded(body).width, decoded(body).height) == (width, height)
+
+
+def _jpeg2000_or_xl(kind: str, width: int, height: int, seed: int) -> bytes:
+    """A JP2 file, a bare J2K codestream, or a JPEG XL signature (codestream, container)
+    followed by bytes that are no image."""
+    import io
+    import random
+
+    from PIL import Image
+
+    if kind.startswith("jxl"):
+        head = b"\xff\x0a" if kind == "jxl" else b"\x00\x00\x00\x0cJXL \r\n\x87\n"
+        return head + random.Random(seed).randbytes(300)
+    out = io.BytesIO()
+    Image.new("RGB", (width, height), (seed % 256, 90, 200)).save(
+        out, "JPEG2000", no_jp2=kind == "j2k"
+    )
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("seed", range(6))
+async def test_jpeg2000_and_jpeg_xl_are_known_by_their_content(harness: Harness, seed: int) -> None:
+    """A bare codestream named ``a.j2k`` (or with no name that says so) was recorded
+    ``text/plain`` and sent to LibreOffice (``resize`` 422 INVALID_DOCUMENT); a JPEG XL
+    named ``photo`` was drawn as an A4 page of text; a .jp2 named ``a.png`` was recorded
+    ``image/png``. Signatures x names x upload routes x declared types."""
+    import json
+    import random
+
+    import aiohttp
+
+    rng = random.Random(seed)
+    for _ in range(4):
+        kind = rng.choice(["jp2", "j2k", "jxl", "jxl-box"])
+        width, height = rng.randrange(30, 90), rng.randrange(30, 90)
+        data = _jpeg2000_or_xl(kind, width, height, rng.randrange(256))
+        name = rng.choice(["a.j2k", "a.j2c", "a.jpc", "photo", "a.png", "a.txt", "a.jp2"])
+        declared = rng.choice([None, "application/octet-stream", "text/plain"])
+        params = {"key": harness.open_app.api_key, "filename": name}
+        if rng.random() < 0.5:
+            headers = {"Content-Type": declared} if declared else {}
+            resp = await harness.api.post(
+                "/api/store/S3", params=params, data=data, headers=headers
+            )
+        else:
+            form = aiohttp.FormData()
+            form.add_field("fileUpload", data, filename=name, content_type=declared)
+            resp = await harness.api.post("/api/store/S3", params=params, data=form)
+        result = await resp.json()
+        assert resp.status == 200, result
+        case = (kind, name, declared)
+        if declared != "text/plain":  # a specific declared type is recorded as declared
+            assert result["type"] == ("image/jxl" if kind.startswith("jxl") else "image/jp2"), case
+        handle = result["handle"]
+        meta = await harness.api.get(f"/api/file/{handle}/metadata?width=true&height=true")
+        sides = {k: v for k, v in (await meta.json()).items() if k in ("width", "height")}
+        if kind.startswith("jxl"):
+            assert sides == {}, case  # no decoder: no size
+            await get(harness, f"/resize=width:20/{handle}", 415)
+            await get(harness, f"/output=format:png/{handle}", 415)
+            continue
+        if declared != "text/plain":
+            assert sides == {"width": width, "height": height}, case
+        _, body = await get(harness, f"/imagesize/{handle}")
+        assert json.loads(body) == {"width": width, "height": height}, case
+        _, body = await get(harness, f"/resize=width:20/{handle}")
+        assert decoded(body).width == 20, case

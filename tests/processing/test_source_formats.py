@@ -192,3 +192,153 @@ def test_a_jpeg_xl_file_is_refused_with_its_reason(tmp_path: Path) -> None:
     source.write_bytes(b"\x00\x00\x00\x0cJXL \r\n\x87\n" + bytes(200))
     with pytest.raises(errors.NotAnImage, match="JPEG XL"):
         render(source, ["flip"], "image/jxl", tmp_path)
+
+
+#: The kinds of metadata each result format holds as saved here (docs/transformations.md:
+#: a GIF none, IPTC only JPEG and TIFF).
+HOLDS = {
+    "jpg": {"exif-data", "xmp-data", "iptc-data", "icc-profile-data"},
+    "png": {"exif-data", "xmp-data", "icc-profile-data"},
+    "webp": {"exif-data", "xmp-data", "icc-profile-data"},
+    "avif": {"exif-data", "xmp-data", "icc-profile-data"},
+    "tiff": {"exif-data", "xmp-data", "iptc-data", "icc-profile-data"},
+    "gif": set(),
+}
+_XMP = b'<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#"/></x:xmpmeta>'
+_IPTC = b"Photoshop 3.0\x008BIM\x04\x04\x00\x00\x00\x00\x00\x0c\x1c\x02\x05\x00\x07caption"
+
+
+def _with_metadata(image: pyvips.Image, kinds: set[str], seed: int) -> pyvips.Image:
+    from PIL import Image
+
+    image = image.icc_transform("srgb") if "icc-profile-data" in kinds else image.copy()
+    for field in set(METADATA_FIELDS) - kinds:
+        if image.get_typeof(field):
+            image.remove(field)
+    exif = Image.Exif()
+    exif[0x010F] = f"Camera {seed}"
+    blobs = {"exif-data": exif.tobytes(), "xmp-data": _XMP, "iptc-data": _IPTC}
+    for field in kinds - {"icc-profile-data"}:
+        image.set_type(pyvips.GValue.blob_type, field, blobs[field])
+    return image
+
+
+@pytest.mark.parametrize("subset", range(16))
+def test_a_result_holds_the_metadata_its_source_had_that_its_format_holds(
+    tmp_path: Path, subset: int
+) -> None:
+    """Pillow's JPEG path wrote an Exif block for a source without one and dropped its
+    IPTC, which libvips kept; a TIFF result lost the Exif. Every subset of the four kinds
+    x Pillow's path and libvips' x every output format: exactly the kinds the source had
+    that the format holds, none when stripped."""
+    from PIL import Image
+
+    kinds = {f for bit, f in enumerate(METADATA_FIELDS) if subset >> bit & 1}
+    rng = random.Random(subset)
+    image = _source("grey", rng.randrange(40, 90), rng.randrange(40, 90), subset)
+    image = image.bandjoin([image.flip("vertical"), image]).copy(interpretation="srgb")
+    source_format = rng.choice(["jpg", "jpg", "png", "webp", "avif"])  # (libvips reads no
+    writer, mimetype = WRITERS[source_format]  # Exif from a TIFF: no TIFF source)
+    source = tmp_path / f"source.{source_format}"
+    keep = ",".join(f.split("-")[0] for f in kinds) or "none"  # exif-data: "exif", ...
+    options = {"compression": "av1"} if writer == "heifsave" else {}
+    getattr(_with_metadata(image, kinds, subset), writer)(str(source), keep=keep, **options)
+    had = {f for f in METADATA_FIELDS if pyvips.Image.new_from_file(str(source)).get_typeof(f)}
+    assert had == kinds & HOLDS[source_format]
+    for result in sorted(HOLDS):
+        for pillow in (True, False):
+            strip = rng.choice([None, None, "no_metadata", "output=strip:true"])
+            tasks = [f"resize=width:{rng.randrange(10, 39)}", f"output=format:{result}"]
+            parsed = chain.parse([*tasks, *([strip] if strip else [])])
+            output = chain.output_for(parsed, mimetype)
+            dest = tmp_path / f"out.{output.extension}"
+            VipsEngine(threads_per_job=1, pillow_jpeg=pillow).render(
+                source, parsed, output, dest, LIMITS
+            )
+            header = pyvips.Image.new_from_file(str(dest))
+            held = {f for f in METADATA_FIELDS if header.get_typeof(f)}
+            if result == "tiff":  # libvips reads no Exif from a TIFF: Pillow does
+                assert header.avg() >= 0  # and libvips still reads the file whole
+                with Image.open(dest) as made:
+                    exif = made.getexif()
+                    if exif.get(0x010F) == f"Camera {subset}":
+                        held.add("exif-data")
+                        sizes = exif.get_ifd(0x8769)
+                        assert (sizes[0xA002], sizes[0xA003]) == (header.width, header.height)
+            expected = set() if strip else had & HOLDS[result]
+            assert held == expected, (source_format, sorted(had), result, pillow, strip)
+
+
+def _box(kind: bytes, body: bytes) -> bytes:
+    import struct
+
+    return struct.pack(">I4s", len(body) + 8, kind) + body
+
+
+def _jp2_with(jp2: bytes, icc: bytes | None, xmp: bytes | None) -> bytes:
+    """Pillow's JP2 with its ``colr`` box made an ICC one (method 2) and an ``xml `` box."""
+    import struct
+
+    out, at = b"", 0
+    while at < len(jp2):
+        length, kind = struct.unpack_from(">I4s", jp2, at)
+        length = length or len(jp2) - at
+        body = jp2[at + 8 : at + length]
+        if kind == b"jp2h" and icc:
+            inner, i = b"", 0
+            while i < len(body):
+                size, inner_kind = struct.unpack_from(">I4s", body, i)
+                colr = inner_kind == b"colr"
+                inner += _box(b"colr", bytes([2, 0, 0]) + icc) if colr else body[i : i + size]
+                i += size
+            body = inner
+        out += _box(kind, body)
+        if kind == b"jp2h" and xmp:
+            out += _box(b"xml ", xmp)
+        at += length
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_jpeg2000_shows_its_profile_and_keeps_its_xmp(tmp_path: Path, seed: int) -> None:
+    """A JP2 tagged with a wide-gamut profile (``colr`` method 2) was shown as sRGB: the
+    TIFF Pillow's decode was saved to had no profile, nor the file's XMP. It now shows
+    the colours of a PNG with that profile, and keeps the XMP a result format holds."""
+    import io
+
+    from PIL import Image
+
+    rng = random.Random(seed)
+    width, height = rng.randrange(30, 90), rng.randrange(30, 90)
+    noise = _source("grey", width, height, seed)
+    bands = [noise, noise.flip("vertical"), noise.flip("horizontal")]
+    saturated = [(band > 128).ifthenelse(255, 0).cast("uchar") for band in bands]
+    rgb = saturated[0].bandjoin(saturated[1:]).copy(interpretation="srgb")  # where P3 differs
+    tagged = rgb.icc_export(output_profile="p3")  # its pixels P3's, the profile attached
+    png = tmp_path / "p3.png"
+    tagged.pngsave(str(png))
+    plain = io.BytesIO()
+    pixels = Image.frombytes("RGB", (width, height), tagged.write_to_memory())
+    pixels.save(plain, "JPEG2000", irreversible=False)
+    with_xmp = rng.random() < 0.5
+    jp2 = tmp_path / "p3.jp2"
+    jp2.write_bytes(
+        _jp2_with(plain.getvalue(), tagged.get("icc-profile-data"), _XMP if with_xmp else None)
+    )
+    tasks = rng.choice([[], ["flip"], [f"resize=width:{width // 2}"]])
+    result = rng.choice(["png", "webp", "jpg", "tiff"])
+    strip = rng.choice([[], ["no_metadata"]])
+    segments = [*tasks, f"output=format:{result}", *strip]
+    made = {}
+    for source, mimetype in ((png, "image/png"), (jp2, "image/jp2")):
+        folder = tmp_path / source.suffix[1:]  # one result each: libvips reads lazily
+        folder.mkdir()
+        out = pyvips.Image.new_from_file(str(render(source, segments, mimetype, folder)))
+        if out.get_typeof("icc-profile-data"):
+            out = out.icc_transform("srgb", embedded=True)
+        made[mimetype] = out.extract_band(0, n=3).cast("float")
+        held = bool(out.get_typeof("xmp-data")) if mimetype == "image/jp2" else with_xmp
+    for band in range(3):
+        means = [made[m][band].avg() for m in made]
+        assert abs(means[0] - means[1]) <= 2, (segments, band, means)
+    assert held == (with_xmp and not strip and result != "gif"), (segments, with_xmp)

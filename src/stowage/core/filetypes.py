@@ -29,6 +29,12 @@ _MAGIC: list[tuple[bytes, int, str]] = [
     (b"wOFF", 0, "font/woff"),
     (b"wOF2", 0, "font/woff2"),
     (b"\x00asm", 0, "application/wasm"),
+    # JPEG 2000: a JP2 file's signature box, a bare codestream's SOC and SIZ markers (.j2k,
+    # .j2c, .jpc: no name says so to ``mimetypes``); JPEG XL: its codestream, its container.
+    (b"\x00\x00\x00\x0cjP  \r\n\x87\n", 0, "image/jp2"),
+    (b"\xff\x4f\xff\x51", 0, "image/jp2"),
+    (b"\xff\x0a", 0, "image/jxl"),
+    (b"\x00\x00\x00\x0cJXL \r\n\x87\n", 0, "image/jxl"),
 ]
 
 _HTML_MARKERS = (b"<!doctype html", b"<html", b"<head", b"<body", b"<script", b"<iframe")

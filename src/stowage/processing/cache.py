@@ -62,7 +62,9 @@ PREFIX = ".stowage-derivatives"
 #: hidden (a later box's ellipse or feathered edge put the source's pixels back);
 #: border draws its background (by default its colour) under the picture; blur's and
 #: sharpen's amount is a whole number, as the SDK schema types it (a decimal is rounded
-#: half up: amount:1.5 was a sigma of 1.5, now 2).
+#: half up: amount:1.5 was a sigma of 1.5, now 2); the Pillow path writes no Exif its
+#: source lacked and hands IPTC to libvips, a TIFF result keeps the source's Exif, and a
+#: JPEG 2000 source shows its ICC profile.
 RENDERING = 7
 CHUNK = 256 * 1024
 log = logging.getLogger("stowage.processing")

@@ -33,6 +33,10 @@ from stowage.processing.table import Kind
 
 TILE = 128  # libvips' tile side for most operations
 DECODE = 0.015  # seconds a megapixel decoded
+#: A JPEG 2000 file decoded by Pillow's OpenJPEG and saved as the TIFF the engine reads
+#: (jpeg2000.py), besides ``DECODE``: 0.08 s a megapixel lossy, 0.06-0.18 lossless,
+#: 0.5 for lossless noise (docs/decisions.md, "Task rates").
+JPEG2000 = 0.2
 #: Seconds a megapixel made, per task; tasks not named here cost ``OTHER``.
 RATES = {
     "resize": 0.026,  # and SHRINK for what it reads

@@ -3,18 +3,22 @@
 The libvips of the ``pyvips-binary`` wheel has no JPEG 2000 loader (nor a JPEG XL one):
 a ``.jp2`` answered ``415 NOT_AN_IMAGE`` to every task while the File API read its size
 through Pillow. Here a JPEG 2000 file (recognised by its signature, not its name) has its
-size read from its header and held to ``processing_max_input_pixels`` before a pixel is
-decoded; then it is decoded whole and written beside the job's result as an uncompressed
-TIFF, which the engine opens in its place (removed when the job is done). JPEG XL has no
-decoder here: it stays ``415 NOT_AN_IMAGE``.
+size read from its header and held to the pixel limits before a pixel is decoded (the
+chain's other limits too, and ``imagesize`` alone answered from it: ``jp2header.py``);
+then it is decoded whole and written beside the job's result as an uncompressed TIFF,
+which the engine opens in its place (removed when the job is done), with the file's ICC
+profile and XMP, which Pillow does not read (``_metadata``). JPEG XL has no decoder
+here: it stays ``415 NOT_AN_IMAGE``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import struct
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, BinaryIO
 
 import PIL.Image
 
@@ -25,6 +29,7 @@ from stowage.processing.base import Limits
 _SIGNATURES = (b"\x00\x00\x00\x0cjP  \r\n\x87\n", b"\xff\x4f\xff\x51")
 #: Pillow's modes for JPEG 2000, and the ones libvips reads from a TIFF as they are.
 _MODES = {"L", "LA", "RGB", "RGBA", "I;16"}
+_DECODE_ERRORS = (OSError, ValueError, SyntaxError, EOFError)
 
 
 def is_jpeg2000(source: Path) -> bool:
@@ -36,7 +41,8 @@ def is_jpeg2000(source: Path) -> bool:
 @contextlib.contextmanager
 def decoded(source: Path, dest: Path, limits: Limits) -> Iterator[Path]:
     """The engine's hook where a source is opened (the main one, a watermark's): a JPEG
-    2000 file is decoded into a TIFF beside ``dest``; any other goes on as it is."""
+    2000 file is decoded into a TIFF beside ``dest``; any other goes on as it is. The
+    main one's chain was held to the limits from the header first (``jp2header``)."""
     if not is_jpeg2000(source):
         yield source
         return
@@ -48,23 +54,92 @@ def decoded(source: Path, dest: Path, limits: Limits) -> Iterator[Path]:
         made.unlink(missing_ok=True)
 
 
-def _decode(source: Path, made: Path, limits: Limits) -> None:
+@contextlib.contextmanager
+def header(source: Path, limits: Limits) -> Iterator[Any]:
+    """The file opened by Pillow (its header read, no pixel), held to the pixel limits."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # Pillow's bomb warning: the limit below decides
         try:
             with PIL.Image.open(source, formats=("JPEG2000",)) as image:
                 pixels = image.width * image.height
-                if pixels > limits.max_input_pixels:
+                most = min(limits.max_input_pixels, limits.max_total_pixels)
+                if pixels > most:
                     raise errors.ImageTooLarge(
-                        f"the image has {pixels} pixels; at most {limits.max_input_pixels}",
-                        max_pixels=limits.max_input_pixels,
+                        f"the image has {pixels} pixels; at most {most}", max_pixels=most
                     )
-                image.load()
-                picture = image if image.mode in _MODES else image.convert("RGBA")
-                picture.save(made, "TIFF")
+                yield image
         except PIL.Image.DecompressionBombError as exc:
             raise errors.ImageTooLarge(
                 "the image is too large", max_pixels=limits.max_input_pixels
             ) from exc
-        except (OSError, ValueError, SyntaxError) as exc:
+        except _DECODE_ERRORS as exc:
             raise errors.InvalidImage(f"the JPEG 2000 image cannot be read: {exc}") from exc
+
+
+def _decode(source: Path, made: Path, limits: Limits) -> None:
+    with header(source, limits) as image:
+        image.load()
+        picture = image if image.mode in _MODES else image.convert("RGBA")
+        picture.save(made, "TIFF", **_metadata(source))
+
+
+#: Boxes read whole at most: a header box (``jp2h``, with ``ihdr`` and ``colr``), an
+#: ICC profile, an XMP packet. A larger one is not read (its metadata is lost, no more).
+_MAX_BOX = 4 << 20
+_XMP_TAG = 700  # TIFF's XMLPacket
+#: ``xml `` boxes of XMP are often this UUID box instead (ISO 15444-1 annex I.7.3).
+_XMP_UUID = bytes.fromhex("be7acfcb97a942e89c71999491e3afac")
+
+
+def _metadata(source: Path) -> dict[str, Any]:
+    """The JP2 file's ICC profile (``colr`` method 2 or 3: Pillow does not read it) and
+    XMP, as Pillow's TIFF saver takes them: libvips then reads them from the TIFF as from
+    any source (its colour handling, what a result keeps). A bare codestream has none; an
+    enumerated ``colr`` (sRGB, grey, sYCC) needs no profile."""
+    saved: dict[str, Any] = {}
+    with source.open("rb") as file:
+        for kind, body in _boxes(file, source.stat().st_size):
+            if kind == b"jp2h":
+                icc = _icc(body)
+                if icc:
+                    saved["icc_profile"] = icc
+            elif kind == b"xml " and b"xmpmeta" in body[:4096] and "tiffinfo" not in saved:
+                saved["tiffinfo"] = {_XMP_TAG: body}
+            elif kind == b"uuid" and body.startswith(_XMP_UUID) and "tiffinfo" not in saved:
+                saved["tiffinfo"] = {_XMP_TAG: body[len(_XMP_UUID) :]}
+    return saved
+
+
+def _boxes(file: BinaryIO, end: int) -> Iterator[tuple[bytes, bytes]]:
+    """The top-level boxes of a JP2 file, each its type and (for those read) its body:
+    length (4 bytes; 1: an 8-byte length follows; 0: to the end) and type (4 bytes)."""
+    at = 0
+    while at + 8 <= end:
+        file.seek(at)
+        length, kind = struct.unpack(">I4s", file.read(8))
+        header = 8
+        if length == 1:
+            (length,) = struct.unpack(">Q", file.read(8))
+            header = 16
+        elif length == 0:
+            length = end - at
+        if length < header or at + length > end:
+            return
+        wanted = kind in (b"jp2h", b"xml ", b"uuid") and length - header <= _MAX_BOX
+        yield kind, file.read(length - header) if wanted else b""
+        at += length
+
+
+def _icc(header: bytes) -> bytes | None:
+    """The ICC profile of the first ``colr`` box in ``jp2h``'s body (the one that
+    applies), when it holds one (method 2, restricted ICC; 3, any ICC)."""
+    at = 0
+    while at + 8 <= len(header):
+        length, kind = struct.unpack_from(">I4s", header, at)
+        if length < 8 or at + length > len(header):
+            return None
+        if kind == b"colr":
+            body = header[at + 8 : at + length]
+            return body[3:] if len(body) > 3 and body[0] in (2, 3) else None
+        at += length
+    return None

@@ -12,8 +12,10 @@ job process as libvips, under the same limits, and gives what the libvips path g
 - the same size (libvips' thumbnail arithmetic, ``size``), never an upscale;
 - the pixels as decoded, not turned upright: libvips' path does not autorotate either,
   and keeps the EXIF orientation for viewers to apply;
-- the same metadata (EXIF with the new size, ICC profile, XMP) and the same saver
-  settings (quality 75 unless asked; JPEG 4:2:0 below quality 90, as libvips chooses).
+- the same metadata: what the source had of EXIF (with the new size), ICC profile and
+  XMP, and no more (a JPEG without EXIF gained one here); a source with IPTC saved as
+  JPEG, which holds it, is libvips' (Pillow writes no IPTC); the same saver settings
+  (quality 75 unless asked; JPEG 4:2:0 below quality 90, as libvips chooses).
 
 Anything else goes to libvips: another task or option, a source that is no plain
 8-bit RGB JPEG, an upscale, or a source over a limit (libvips refuses it, with the same
@@ -76,6 +78,8 @@ def render(
     if image is None:
         return None
     with image:
+        if output.format == "jpeg" and _has_iptc(image):
+            return None  # libvips keeps it
         width, height = image.size
         if width * height > min(limits.max_input_pixels, limits.max_total_pixels):
             return None  # libvips refuses it, with its answer
@@ -208,13 +212,21 @@ def _encoded(
     return out.getvalue()
 
 
+def _has_iptc(image: JpegImagePlugin.JpegImageFile) -> bool:
+    """An APP13 Photoshop segment, where IPTC is held (libvips reads it as ``iptc-data``)."""
+    return any(m == "APP13" and d.startswith(b"Photoshop 3.0") for m, d in image.applist)
+
+
 def _metadata(image: JpegImagePlugin.JpegImageFile, box: tuple[int, int]) -> dict[str, Any]:
-    """What libvips keeps by default: EXIF (its pixel size set to the result's), the ICC
-    profile and XMP. JPEG comments are not kept, as libvips does not."""
-    exif = image.getexif()
-    sub = exif.get_ifd(_EXIF_IFD)
-    sub[_PIXEL_X], sub[_PIXEL_Y] = box
-    kept: dict[str, Any] = {"exif": exif.tobytes()}
+    """What libvips keeps: the source's EXIF (its pixel size set to the result's), ICC
+    profile and XMP, each when the source has one. JPEG comments are not kept, as libvips
+    does not."""
+    kept: dict[str, Any] = {}
+    if image.info.get("exif"):
+        exif = image.getexif()
+        sub = exif.get_ifd(_EXIF_IFD)
+        sub[_PIXEL_X], sub[_PIXEL_Y] = box
+        kept["exif"] = exif.tobytes()
     for name in ("icc_profile", "xmp"):
         if image.info.get(name):
             kept[name] = image.info[name]

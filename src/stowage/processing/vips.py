@@ -3,9 +3,8 @@ is decoded), builds the chain as one lazy pipeline, and saves it to a file.
 
 Sequential access (libvips decodes the image top to bottom in strips, keeping a few
 scanlines) unless a task needs random access (rotate, flip, masks). A chain that starts
-with ``resize`` shrinks on load: ``pyvips.Image.thumbnail`` asks the JPEG, WebP or
-AVIF decoder for a smaller image directly, so a 12-megapixel JPEG is never decoded
-whole for a thumbnail.
+with ``resize`` shrinks on load: ``pyvips.Image.thumbnail`` asks the JPEG, WebP or AVIF
+decoder for a smaller image directly: a 12-megapixel JPEG is not decoded for a thumbnail.
 """
 
 from __future__ import annotations
@@ -27,6 +26,7 @@ from stowage.processing import (
     cost,
     detail,
     frames,
+    jp2header,
     jpeg2000,
     jpegquality,
     montage,
@@ -35,6 +35,7 @@ from stowage.processing import (
     pillowjpeg,
     svg,
     svgout,
+    tiffexif,
 )
 from stowage.processing import chain as chains
 from stowage.processing.base import Chain, Limits, Output, Rendered, Task
@@ -75,11 +76,12 @@ class VipsEngine:
     def _rendered(
         self, source: Path, chain: Chain, output: Output, dest: Path, limits: Limits
     ) -> Rendered:
-        if self.pillow_jpeg:  # a JPEG resized to WebP or JPEG: Pillow's, when it is plain
-            options = save_options(chain, output)
-            done = pillowjpeg.render(source, chain, output, dest, limits, options)
-            if done is not None:
-                return done
+        args = (source, chain, output, dest, limits)
+        done = jp2header.answered(*args)  # a JPEG 2000's limits; imagesize: its header
+        if done is None and self.pillow_jpeg:  # a JPEG resized to WebP or JPEG, when plain
+            done = pillowjpeg.render(*args, save_options(chain, output))
+        if done is not None:
+            return done
         deadline = time.monotonic() + limits.seconds
         try:
             with (
@@ -185,7 +187,7 @@ def _save(
         _save_svg(image, dest, options, cap)
         return
     if output.format == "tiff":
-        image.tiffsave(str(dest), **options)
+        tiffexif.saved(image, dest, options)  # and the Exif libvips' saver leaves out
         if dest.stat().st_size > cap:
             dest.unlink(missing_ok=True)
             raise _too_many_bytes(cap)
@@ -321,9 +323,8 @@ def _from_file(source: Path, header: pyvips.Image) -> Scaler:
 def _jpeg_shrink(header: pyvips.Image, width: int, height: int) -> int:
     """The largest JPEG shrink-on-load (the decoder's 1/2, 1/4, 1/8 DCT scaling) whose
     result still covers ``width`` x ``height``, as Pillow's draft mode picks. libvips'
-    thumbnail stops one step earlier (it keeps a factor of two for its final resize):
-    for a 12-megapixel photo to 300 px that decodes four times the pixels, a sixth of the
-    job's time, for a difference the final Lanczos reduction hides."""
+    thumbnail stops one step earlier (a factor of two kept for its resize): for a 12 MP
+    photo to 300 px, four times the pixels, a sixth of the job's time, for nothing seen."""
     if header.get("vips-loader") != "jpegload":
         return 1
     for shrink in (8, 4, 2):  # libvips' shrunk size is rounded down (0 is an error)

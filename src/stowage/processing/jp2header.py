@@ -1,0 +1,74 @@
+"""A JPEG 2000 source's chain, from its header alone (Pillow's parser: no pixel).
+
+``imagesize`` or ``metadata`` alone is answered from it (a 10000x10000 tiled JP2 of
+221 KB was decoded whole, 21 s and 457 MB, for its size); every other chain is held
+there to the pixel limits, its image result to the side limit, and its estimate, the
+decode counted (``cost.JPEG2000``), to the cost limits, before ``jpeg2000.decoded``
+decodes a pixel (a header of 1x100000000 was decoded, 1.3 GB, to be refused after).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyvips
+
+from stowage import errors
+from stowage.processing import chain as chains
+from stowage.processing import cost, frames, jpeg2000
+from stowage.processing.base import Chain, Limits, Output, Rendered
+
+#: Tasks answered from the header when alone in a chain.
+_FROM_HEADER = {"imagesize", "metadata"}
+
+
+@dataclass(frozen=True)
+class _Header:
+    """What ``cost.estimate`` reads of a source: one frame, from the JPEG 2000 header."""
+
+    frame_height: int
+    frame_pixels: int
+    frames: int = 1
+    decoded_frames: int = 1
+
+
+def answered(
+    source: Path, chain: Chain, output: Output, dest: Path, limits: Limits
+) -> Rendered | None:
+    """For a JPEG 2000 file: ``imagesize`` or ``metadata`` alone answered in ``dest``;
+    any other chain held to the limits (refused with their error), then None. None for
+    any other file."""
+    if not jpeg2000.is_jpeg2000(source):
+        return None
+    with jpeg2000.header(source, limits) as image:
+        width, height = image.size
+    tasks = chain.tasks
+    if len(tasks) != 1 or tasks[0].name not in _FROM_HEADER:
+        _priced(width, height, chain, output, limits)
+        return None
+    answer = chains.answer_of(chain)
+    if answer is None:  # imagesize
+        dest.write_text(json.dumps({"width": width, "height": height}))
+    else:  # a lazy image of that size: its facts, no pixel made
+        dest.write_text(answer.render(pyvips.Image.black(width, height), tasks[0]))
+    return Rendered(output, width, height)
+
+
+def _priced(width: int, height: int, chain: Chain, output: Output, limits: Limits) -> None:
+    """The chain's estimate with the decode, and the side of an image result (which the
+    engine holds to the same limit once it is made)."""
+    header = _Header(height, width * height)
+    side = limits.max_output_dimension
+    seconds = cost.estimate(header, chain, width, output.format, (), side)
+    cost.check(seconds + cost.JPEG2000 * width * height / 1e6, limits)
+    if chain.wants_size or chains.answer_of(chain) is not None:
+        return  # an answer, not an image: no side limit on it
+    if any(t.name in frames.ONE_FRAME for t in chain.tasks):
+        return  # its size is the cells' or frames' (the engine checks it)
+    made_width, made_height, _ = cost.made_size(header, chain, width)
+    if max(made_width, made_height) > side:
+        raise errors.ImageTooLarge(
+            f"the result would be {made_width}x{made_height}; at most {side} a side"
+        )
