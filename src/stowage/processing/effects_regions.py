@@ -83,11 +83,13 @@ def _shape(width: int, height: int, oval: bool, soft: float) -> Any:
         weight = (inside > 0).ifthenelse(255, 0)
     else:
         weight = (inside / (soft * scale)).minpair(1).maxpair(0) * 255
-    small = weight.cast("uchar").numpy()
+    # always rows x columns: pyvips gives a 1x1 one-band image as a 0-d array, which
+    # crashed the job for a 1-pixel box (or one clipped to an image's corner)
+    small = weight.cast("uchar").numpy().reshape(h, w)
     if (w, h) == (width, height):
         return small
     cv2.setNumThreads(1)  # a job process has one core's share; libvips has its own threads
-    return cv2.resize(small, (width, height), interpolation=cv2.INTER_LINEAR)
+    return cv2.resize(small, (width, height), interpolation=cv2.INTER_LINEAR).reshape(height, width)
 
 
 def _area(boxes: list[Box]) -> Box:
