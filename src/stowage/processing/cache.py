@@ -61,7 +61,11 @@ PREFIX = ".stowage-derivatives"
 #: partial_pixelate and partial_blur boxes keep every pixel inside any box's shape
 #: hidden (a later box's ellipse or feathered edge put the source's pixels back);
 #: border draws its background (by default its colour) under the picture.
-RENDERING = 7
+#: 8: pixelate, partial_pixelate and pixelate_faces put every pixel in a block of
+#: ``amount`` x ``amount`` cut at the edges (the last columns and rows were left as they
+#: were, and a box narrower than ``amount`` had square blocks of its short side);
+#: partial_blur's feathered edge mixes in no colour of a fully transparent pixel.
+RENDERING = 8
 CHUNK = 256 * 1024
 log = logging.getLogger("stowage.processing")
 T = TypeVar("T")
