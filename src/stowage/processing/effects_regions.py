@@ -20,7 +20,7 @@ from stowage.processing import params
 from stowage.processing.base import Task, Value
 from stowage.processing.effects import real
 from stowage.processing.filters import blocks, blurred
-from stowage.processing.ops import srgb
+from stowage.processing.ops import mixed, srgb
 from stowage.processing.table import Param, TaskSpec
 
 MAX_OBJECTS = 50
@@ -138,7 +138,8 @@ def _feathered(image: pyvips.Image, task: Task, changed: pyvips.Image, soft: flo
     feathered over ``soft`` pixels: at each pixel as much of the change as the box that
     covers it most shows, so in any order of the boxes, and a pixel past any box's
     feathered edge is changed (each box mixed against the source put the source's pixels
-    back on a later box's edge, where an earlier box had hidden them)."""
+    back on a later box's edge, where an earlier box had hidden them). Mixed with colours
+    weighted by alpha (``ops.mixed``): a colour under alpha 0 never shows."""
     boxes = clipped(image, task)
     if not boxes:
         return image
@@ -153,8 +154,7 @@ def _feathered(image: pyvips.Image, task: Task, changed: pyvips.Image, soft: flo
             np.maximum(area, _shape(w, h, oval, soft), out=area)
     below = image.extract_area(left, top, width, height)
     mix = changed.extract_area(left, top, width, height)
-    mixed = pyvips.Image.new_from_array(weight).ifthenelse(mix, below, blend=True)
-    return image.insert(mixed, left, top)
+    return image.insert(mixed(pyvips.Image.new_from_array(weight), mix, below), left, top)
 
 
 class Pixelated:
