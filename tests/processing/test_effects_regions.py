@@ -17,6 +17,7 @@ from stowage.processing import faces, facetasks
 from stowage.processing.faces import Box
 from tests.processing.test_effects import run
 from tests.processing.test_faces import task as face_task
+from tests.processing.test_filters import assert_in_blocks
 
 WIDTH, HEIGHT = 160, 120
 Boxes = list[tuple[int, int, int, int]]
@@ -127,3 +128,77 @@ def test_overlapping_faces_are_all_hidden(
     same = (out == pixels(image)).all(axis=2)
     assert not (same & hidden).any(), (boxes, shape)
     assert same[outside].all()
+
+
+def thin_boxes(rng: random.Random) -> Boxes:
+    """1-4 valid boxes that are, or are clipped to, a dot or a strip 1 or 2 pixels wide:
+    1x1, 1xN, Nx1, a box of any size on the image's last column or row or its last
+    pixel."""
+    made = []
+    for _ in range(rng.randint(1, 4)):
+        kind = rng.choice(["dot", "column", "row", "right edge", "bottom edge", "corner"])
+        w, h = rng.randint(1, 200), rng.randint(1, 200)
+        x, y = rng.randrange(WIDTH), rng.randrange(HEIGHT)
+        if kind in ("dot", "column"):
+            w = 1 if kind == "dot" else rng.choice([1, 2])
+        if kind in ("dot", "row"):
+            h = 1 if kind == "dot" else rng.choice([1, 2])
+        if kind in ("right edge", "corner"):
+            x = WIDTH - (1 if kind == "corner" else rng.choice([1, 2]))
+        if kind in ("bottom edge", "corner"):
+            y = HEIGHT - (1 if kind == "corner" else rng.choice([1, 2]))
+        made.append((x, y, w, h))
+    return made
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_thin_and_clipped_boxes_are_changed_in_every_path(seed: int) -> None:
+    """A box that is 1x1 (or a strip) once clipped to the image is a valid box: an oval
+    one crashed the job (its mask came back from pyvips as a 0-d array)."""
+    rng = random.Random(seed)
+    image, boxes = noise(seed), thin_boxes(rng)
+    name = rng.choice(["partial_pixelate", "partial_blur"])
+    shape, blur = rng.choice(["rect", "oval"]), rng.choice([0, rng.uniform(0.1, 20)])
+    amount = rng.randint(2, 20)
+    out = pixels(run(image, name, objects=tuple(boxes), amount=amount, blur=blur, type=shape))
+    assert out.shape == (HEIGHT, WIDTH, 3)
+    kept = [(x, y, min(w, WIDTH - x), min(h, HEIGHT - y)) for x, y, w, h in boxes]
+    inside = depth(kept, shape == "oval")
+    source = pixels(image)
+    assert (out == source).all(axis=2)[(inside < -1e-3).all(axis=0)].all(), (boxes, shape)
+    if name == "partial_blur" and blur == 0:  # the shape's pixels are the blurred image's
+        hidden = (inside > 1e-3).any(axis=0)
+        off = np.abs(out - pixels(image.gaussblur(amount))).max(axis=2)
+        assert off[hidden].max(initial=0) <= 2, (boxes, shape)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_partial_pixelate_lays_blocks_of_amount_from_each_box_corner(seed: int) -> None:
+    """Blocks of ``amount`` x ``amount`` from the box's top-left corner, cut at its edges:
+    a box narrower than ``amount`` is one block across (it had square blocks of its
+    short side), and its last columns and rows are pixelated too."""
+    rng = random.Random(seed)
+    image, source = noise(seed), pixels(noise(seed)).astype(np.float64)
+    for box in [*thin_boxes(rng), *random_boxes(rng)][:4]:
+        x, y, w, h = box
+        amount = rng.choice([2, 3, rng.randint(2, 100)])
+        out = run(image, "partial_pixelate", objects=(box,), amount=amount, blur=0)
+        clipped = (x, y, min(w, WIDTH - x), min(h, HEIGHT - y))
+        assert_in_blocks(source, pixels(out).astype(np.float64), clipped, amount)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_pixelate_faces_lays_blocks_over_each_whole_face(
+    monkeypatch: pytest.MonkeyPatch, seed: int
+) -> None:
+    rng = random.Random(seed)
+    image = noise(seed)
+    box = rng.choice([*thin_boxes(rng), *random_boxes(rng)])
+    face = Box(box[0], box[1], min(box[2], WIDTH - box[0]), min(box[3], HEIGHT - box[1]))
+    monkeypatch.setattr(faces, "detect", lambda image: [face])
+    monkeypatch.setattr(faces, "filtered", lambda boxes, low, high: boxes)
+    amount = rng.randint(2, 100)
+    out = facetasks.pixelate_faces(image, face_task("pixelate_faces", amount=amount, blur=0))
+    side = max(2, round(max(face.width, face.height) * amount / 100))  # the documented block
+    whole = (face.x, face.y, face.width, face.height)
+    assert_in_blocks(pixels(image).astype(np.float64), pixels(out).astype(np.float64), whole, side)

@@ -6,6 +6,7 @@ shape on transparent red came out edged with red."""
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
@@ -87,6 +88,27 @@ def same_shown(tmp_path: Path, segment_list: list[str], hidden: tuple[int, int, 
 @pytest.mark.parametrize("segment", MIXING)
 def test_a_mixing_task_never_shows_the_hidden_colour(tmp_path: Path, segment: str) -> None:
     same_shown(tmp_path, segment.split("/"), (255, 0, 0))
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_partial_effects_never_show_the_hidden_colour(tmp_path: Path, seed: int) -> None:
+    """Random boxes over the disc's edge, rect and oval, feathered or not: partial_blur
+    mixed its feathered edge with the source as straight colours, and a pixel between
+    the blur and a transparent one took the hidden colour."""
+    rng = random.Random(seed)
+    boxes = []
+    for _ in range(rng.randint(1, 4)):
+        w, h = rng.randint(1, SIDE), rng.randint(1, SIDE)
+        boxes.append(f"[{rng.randrange(SIDE)},{rng.randrange(SIDE)},{w},{h}]")
+    name = rng.choice(["partial_blur", "partial_pixelate"])
+    amount = rng.randint(2, 20) if name == "partial_pixelate" else rng.uniform(0.5, 20)
+    blur = rng.choice([0, rng.uniform(0.5, 20)])
+    segment = (
+        f"{name}=objects:[{','.join(boxes)}],amount:{amount:.2f},blur:{blur:.2f},"
+        f"type:{rng.choice(['rect', 'oval'])}"
+    )
+    hidden = (rng.randrange(256), rng.randrange(256), rng.randrange(256))
+    same_shown(tmp_path, [segment], hidden)
 
 
 @settings(

@@ -64,7 +64,11 @@ PREFIX = ".stowage-derivatives"
 #: sharpen's amount is a whole number, as the SDK schema types it (a decimal is rounded
 #: half up: amount:1.5 was a sigma of 1.5, now 2); the Pillow path writes no Exif its
 #: source lacked and hands IPTC to libvips, a TIFF result keeps the source's Exif, and a
-#: JPEG 2000 source shows its ICC profile.
+#: JPEG 2000 source shows its ICC profile; pixelate, partial_pixelate and pixelate_faces
+#: put every pixel in a block of ``amount`` x ``amount`` cut at the edges (the last
+#: columns and rows were left as they were, and a box narrower than ``amount`` had
+#: square blocks of its short side); partial_blur's feathered edge mixes in no colour of
+#: a fully transparent pixel.
 RENDERING = 7
 CHUNK = 256 * 1024
 log = logging.getLogger("stowage.processing")

@@ -20,7 +20,7 @@ from stowage.processing import params
 from stowage.processing.base import Task, Value
 from stowage.processing.effects import real
 from stowage.processing.filters import blocks, blurred
-from stowage.processing.ops import srgb
+from stowage.processing.ops import mixed, srgb
 from stowage.processing.table import Param, TaskSpec
 
 MAX_OBJECTS = 50
@@ -83,11 +83,13 @@ def _shape(width: int, height: int, oval: bool, soft: float) -> Any:
         weight = (inside > 0).ifthenelse(255, 0)
     else:
         weight = (inside / (soft * scale)).minpair(1).maxpair(0) * 255
-    small = weight.cast("uchar").numpy()
+    # always rows x columns: pyvips gives a 1x1 one-band image as a 0-d array, which
+    # crashed the job for a 1-pixel box (or one clipped to an image's corner)
+    small = weight.cast("uchar").numpy().reshape(h, w)
     if (w, h) == (width, height):
         return small
     cv2.setNumThreads(1)  # a job process has one core's share; libvips has its own threads
-    return cv2.resize(small, (width, height), interpolation=cv2.INTER_LINEAR)
+    return cv2.resize(small, (width, height), interpolation=cv2.INTER_LINEAR).reshape(height, width)
 
 
 def _area(boxes: list[Box]) -> Box:
@@ -136,7 +138,8 @@ def _feathered(image: pyvips.Image, task: Task, changed: pyvips.Image, soft: flo
     feathered over ``soft`` pixels: at each pixel as much of the change as the box that
     covers it most shows, so in any order of the boxes, and a pixel past any box's
     feathered edge is changed (each box mixed against the source put the source's pixels
-    back on a later box's edge, where an earlier box had hidden them)."""
+    back on a later box's edge, where an earlier box had hidden them). Mixed with colours
+    weighted by alpha (``ops.mixed``): a colour under alpha 0 never shows."""
     boxes = clipped(image, task)
     if not boxes:
         return image
@@ -151,8 +154,7 @@ def _feathered(image: pyvips.Image, task: Task, changed: pyvips.Image, soft: flo
             np.maximum(area, _shape(w, h, oval, soft), out=area)
     below = image.extract_area(left, top, width, height)
     mix = changed.extract_area(left, top, width, height)
-    mixed = pyvips.Image.new_from_array(weight).ifthenelse(mix, below, blend=True)
-    return image.insert(mixed, left, top)
+    return image.insert(mixed(pyvips.Image.new_from_array(weight), mix, below), left, top)
 
 
 class Pixelated:

@@ -1,0 +1,56 @@
+"""The filter tasks' blocks (processing/filters.py ``blocks``), which pixelate,
+partial_pixelate and pixelate_faces share: blocks of ``amount`` x ``amount`` pixels laid
+from the top-left corner, cut at the right and bottom edges, every pixel in one. Whole
+blocks only left the last columns and rows as they were, and a side cut to the short
+side of a narrow box made square blocks of it."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+import pyvips
+
+from stowage.processing import filters
+from stowage.processing.base import Task
+
+Box = tuple[int, int, int, int]
+
+
+def noise(width: int, height: int, bands: int, seed: int) -> pyvips.Image:
+    rng = np.random.default_rng(seed)
+    pixels = rng.integers(0, 256, (height, width, bands), dtype=np.uint8)
+    return pyvips.Image.new_from_array(pixels, interpretation="srgb" if bands >= 3 else "b-w")
+
+
+def as_array(image: pyvips.Image) -> np.ndarray:
+    """Rows x columns x bands, whatever the size (pyvips drops a 1x1 grey image's axes)."""
+    return np.asarray(image.numpy(), dtype=np.float64).reshape(image.height, image.width, -1)
+
+
+def assert_in_blocks(source: np.ndarray, out: np.ndarray, box: Box, side: int) -> None:
+    """Each pixel of ``box`` in ``out`` is the mean of its block of the source, rounded
+    once (within half a level, and a few 256ths for the 16 bits it is computed in):
+    blocks of ``side`` laid from the box's top-left corner, each min(side, what is left
+    of the box) on each axis; and a block is one colour."""
+    x, y, w, h = box
+    for top in range(y, y + h, side):
+        for left in range(x, x + w, side):
+            rows, columns = slice(top, min(top + side, y + h)), slice(left, min(left + side, x + w))
+            block = out[rows, columns].reshape(-1, out.shape[2])
+            mean = source[rows, columns].reshape(-1, source.shape[2]).mean(axis=0)
+            assert (block == block[0]).all(), (box, side, (left, top))
+            assert np.abs(block[0] - mean).max() <= 0.51, (box, side, (left, top), block[0], mean)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_pixelate_puts_every_pixel_in_a_block(seed: int) -> None:
+    rng = random.Random(seed)
+    width, height = rng.choice([rng.randint(1, 120), 21]), rng.choice([rng.randint(1, 90), 21])
+    bands = rng.choice([1, 3])
+    amount = rng.choice([2, 3, rng.randint(2, 100)])
+    image = noise(width, height, bands, seed)
+    out = filters.pixelate(image, Task("pixelate", (("amount", amount),))).copy_memory()
+    assert (out.width, out.height, out.bands) == (width, height, bands)
+    assert_in_blocks(as_array(image), as_array(out), (0, 0, width, height), amount)
