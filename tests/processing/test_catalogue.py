@@ -456,6 +456,35 @@ def test_a_decimal_in_an_integers_range_is_rounded_half_up(
         assert task.get(param.name) == half_up(value), (spec.name, spelling, value)
 
 
+def _rounding(check: object) -> Integer | Whole | None:
+    return _integer(check) or (check if isinstance(check, Whole) else None)
+
+
+ROUNDED = [(s, p) for s, p in PARAMS if (c := _rounding(p.check)) is not None and c.low < c.high]
+
+
+@pytest.mark.parametrize("pair", ROUNDED, ids=_id)
+@settings(max_examples=20, deadline=None)
+@given(data=st.data())
+def test_a_number_a_hair_from_a_half_rounds_to_its_side(
+    pair: tuple[TaskSpec, Param], data: st.DataObject
+) -> None:
+    """Halves up, exactly: ``width:100.49999999999999999999`` (a float of 100.5) was 101,
+    and ``0.49999999999999994`` (the float under 0.5) 1."""
+    spec, param = pair
+    check = _rounding(param.check)
+    assert check is not None
+    whole = data.draw(st.integers(check.low, check.high - 1))
+    under = f"{whole}.4" + "9" * data.draw(st.integers(13, 38))
+    over = f"{whole}.5" + "0" * data.draw(st.integers(0, 30))
+    for text, expected in ((under, whole), (over, whole + 1)):
+        if isinstance(check, Whole) and check.zero_unset and expected == 0:
+            continue  # 0 leaves the size unset: test_zero_leaves_a_size_unset
+        task = grammar.parse_task(segment(spec, param.name, text, data))
+        modulo = check.modulo if isinstance(check, Whole) else 0
+        assert task.get(param.name) == (expected % modulo if modulo else expected), text
+
+
 def test_blur_and_sharpen_amounts_are_the_schemas_integers() -> None:
     """filestack-js types blur's and sharpen's ``amount`` as integer: 0.5 is 1, not a sigma
     of 0.5."""

@@ -388,8 +388,8 @@ def _scalar(raw: str) -> Value:
         return words.folded(raw) == "true"
     if _INT.fullmatch(raw) and str(int(raw)) == raw:  # "000000" stays text: a hex color
         return int(raw)
-    if _FLOAT.fullmatch(raw):
-        return float(raw)
+    if _FLOAT.fullmatch(raw) and len(raw.strip("-0").replace(".", "")) <= 15:
+        return float(raw)  # longer stays text: params reads it exactly (half up)
     return raw
 
 

@@ -7,6 +7,7 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 
 from stowage import booleans, words
 from stowage.core import names
@@ -50,18 +51,21 @@ class Integer:
     low: int
     high: int
 
-    def __call__(self, value: Value) -> Value:
-        value = spelled_number(value)
+    def __call__(self, given: Value) -> Value:
+        value = spelled_number(given)
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ValueError(f"must be a whole number from {self.low} to {self.high}")
         if not self.low <= value <= self.high:
             raise ValueError(f"must be from {self.low} to {self.high}")
-        return half_up(value)
+        return half_up(value, given)
 
 
-def half_up(value: int | float) -> int:
-    """``value`` rounded to the nearest whole number, half up, not to even: 2.5 is 3."""
-    return math.floor(value + 0.5)
+def half_up(value: int | float, given: Value | None = None) -> int:
+    """``value`` rounded to the nearest whole number, half up, not to even: 2.5 is 3.
+    Exactly, from the text ``given`` when it is one: a float of 100.49999999999999999999
+    is 100.5, and ``value + 0.5`` rounds 0.49999999999999994 up to 1."""
+    exact = Fraction(given) if isinstance(given, str) else Fraction(value)
+    return math.floor(exact + Fraction(1, 2))
 
 
 class NotGiven(Exception):
@@ -81,14 +85,14 @@ class Whole:
     zero_unset: bool = False
     modulo: int = 0
 
-    def __call__(self, value: Value) -> Value:
-        value = spelled_number(value)
+    def __call__(self, given: Value) -> Value:
+        value = spelled_number(given)
         floor = 0 if self.zero_unset else self.low
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ValueError(f"must be a number from {floor} to {self.high}")
         if not floor <= value <= self.high and not (self.modulo and floor <= value < self.modulo):
             raise ValueError(f"must be from {floor} to {self.high}")
-        whole = half_up(value)
+        whole = half_up(value, given)
         if self.zero_unset and whole == 0:  # 0.4 too: it is 0 once rounded, not 1
             raise NotGiven
         return whole % self.modulo if self.modulo else min(self.high, max(self.low, whole))
