@@ -99,7 +99,7 @@ async def legacy_on_api(request: web.Request) -> web.StreamResponse:
 async def _legacy(request: web.Request, *, cdn: bool) -> web.StreamResponse:
     """``/api/file/<HANDLE>[/convert]``: the conversion query read as today's chain; a
     POST (the API origin's) stores its result as a new file."""
-    converts = request.path.endswith("/convert")
+    converts = request.path.removesuffix("/").endswith("/convert")
     storing = request.method == "POST"
     tasks = legacy.chain_of(request.query, storing=storing) if converts else []
     path = cdnpath.parse("/" + "/".join([*tasks, request.match_info["handle"]]))
