@@ -144,6 +144,21 @@ def with_url_source(request: web.Request, path: CdnPath) -> web.Request:
     return request
 
 
+def with_hosted_link(request: web.Request, path: CdnPath) -> web.Request:
+    """A hosted CDN link read as its handle: its query is read as on a handle's URL, so
+    a quoted link's closing quote ends the query string (``/"https://cdn.filestack
+    content.com/H?dl=true"``), and a query sent within the link (percent-encoded) joins
+    the request's. Any other request is returned as it is."""
+    if path.link_query is None:
+        return request
+    request = _quote_closed(request) if path.url_quote_open else request
+    if not path.link_query:
+        return request
+    head, _, query = request.raw_path.partition("?")
+    joined = "&".join(q for q in (query, path.link_query) if q)
+    return request.clone(rel_url=URL(f"{head}?{joined}", encoded=True))
+
+
 def with_source_query(path: CdnPath, query: str) -> str:
     """The request's query string is the source's, as the SDKs build it, but for
     Stowage's own parameters, which stay here (a policy is never sent to the origin)."""
