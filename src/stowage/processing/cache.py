@@ -62,8 +62,9 @@ PREFIX = ".stowage-derivatives"
 #: hidden (a later box's ellipse or feathered edge put the source's pixels back);
 #: border draws its background (by default its colour) under the picture; blur's and
 #: sharpen's amount is a whole number, as the SDK schema types it (a decimal is rounded
-#: half up: amount:1.5 was a sigma of 1.5, now 2).
-RENDERING = 7
+#: half up: amount:1.5 was a sigma of 1.5, now 2); 8: /<APIKEY>/<URL> with no processing
+#: task is the URL's file as it is (it was re-encoded, a text drawn).
+RENDERING = 8
 CHUNK = 256 * 1024
 log = logging.getLogger("stowage.processing")
 T = TypeVar("T")
