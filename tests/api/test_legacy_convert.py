@@ -4,6 +4,8 @@ with the pixels today's chain gives, under the app's security."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from tests.api.harness import Harness
@@ -102,3 +104,35 @@ async def test_a_post_to_the_cdn_origin_is_sent_to_the_api_origin(harness: Harne
     stored_resp = await harness.api.post(location[location.index("/api/file/") :])
     assert stored_resp.status == 200, await stored_resp.text()
     assert (await stored_resp.json())["type"] == "image/png"
+
+
+async def test_the_first_apis_links_take_a_trailing_slash(harness: Harness) -> None:
+    """``/api/file/H/convert/?w=50`` was read on the CDN as a chain (400 UNSUPPORTED_TASK
+    'file') and was no route on the API origin (404); every other form takes the slash.
+    Each legacy path, with and without it, on both origins, GET and POST, answers alike."""
+    rng = random.Random(5)
+    for _ in range(3):
+        width, height = rng.randint(40, 120), rng.randint(40, 120)
+        data = picture(width, height)
+        handle = await stored(harness, data)
+        side = rng.randint(5, 30)
+        query = {"w": str(side), "format": "png"}
+        for slash in ("", "/"):
+            for origin in ("api", "cdn"):
+                client = getattr(harness, origin)
+                resp = await client.get(f"/api/file/{handle}/convert{slash}", params=query)
+                body = await resp.read()
+                assert resp.status == 200, (origin, slash, body[:300])
+                assert decoded(body).width == side
+                assert decoded(body).height == max(1, round(height * side / width))
+            resp = await harness.cdn.get(f"/api/file/{handle}{slash}")
+            assert resp.status == 200 and await resp.read() == data, slash
+            resp = await harness.cdn.get(f"/api/file/{handle}/convert{slash}")
+            assert resp.status == 200 and await resp.read() == data, slash
+            resp = await harness.api.post(f"/api/file/{handle}/convert{slash}", params=query)
+            made = await resp.json()
+            assert resp.status == 200 and made["type"] == "image/png", made
+            moved = await harness.cdn.post(
+                f"/api/file/{handle}/convert{slash}", params=query, allow_redirects=False
+            )
+            assert moved.status == 308, (slash, await moved.text())

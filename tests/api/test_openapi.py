@@ -20,6 +20,10 @@ ALIASES = {
     ("cdn", "/{tail}"): ("/{handle}", "/{handle}/metadata"),
     ("api", "/api/docs/{name}"): (),  # the reference page's own assets
     ("api", "/console/{name}"): (),  # the console's own assets
+    # the first File API's links with the trailing slash every other form takes
+    ("api", "/api/file/{handle}/convert/"): ("/api/file/{handle}/convert",),
+    ("cdn", "/api/file/{handle}/convert/"): ("/api/file/{handle}/convert",),
+    ("cdn", "/api/file/{handle}/"): ("/api/file/{handle}",),
 }
 #: Routes of the CDN documented once with the API's operation (one path, one entry).
 SHARED = {

@@ -16,6 +16,7 @@ import hmac
 import json
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from stowage import errors, jsonkeys
 from stowage.core import names, patterns
@@ -299,11 +300,55 @@ def _check_target(policy: Policy, target: Target) -> None:
 
 
 def _covers(pattern: str, value: str | None, is_url: bool) -> bool:
-    """A URL must match as sent and as fetched (dot segments resolved): neither
-    ``/allowed/../other`` nor a line break that the fetcher would encode gets past."""
+    """A URL must match as sent and as any origin may read it (``url_readings``):
+    neither ``/allowed/../other``, ``/allowed/..%2Fother`` nor a line break that the
+    fetcher would encode gets past."""
     if value is None or not patterns.full_match(pattern, value):
         return False
-    return not is_url or patterns.full_match(pattern, canonical_url(value))
+    return not is_url or all(patterns.full_match(pattern, seen) for seen in url_readings(value))
+
+
+#: What a decoded path may hold unescaped in a reading (the rest is %-escaped again).
+_PATH_SAFE = "/:@!$&'()*+,;=-._~"
+
+
+def url_readings(url: str) -> list[str]:
+    """Every way an origin may read ``url``: as the fetcher sends it (dot segments
+    resolved, escapes normalised), then that path percent-decoded once, twice, ... until
+    nothing is left to decode, each time ``%2F``, ``%5C`` and ``\\`` read as ``/`` and the
+    dot segments resolved again (many servers decode ``%2F`` before they resolve ``..``;
+    some decode twice). Each decoded path is escaped again, so that a pattern sees its
+    slashes and dots as they are and nothing else new."""
+    canonical = canonical_url(url)
+    readings = [canonical]
+    try:
+        parts = urlsplit(canonical)
+    except ValueError:
+        return readings  # malformed: the fetch refuses it (INVALID_URL)
+    path = parts.path
+    while (decoded := unquote(path).replace("\\", "/")) != path:
+        path = _without_dot_segments(decoded)
+        readings.append(urlunsplit(parts._replace(path=quote(path, safe=_PATH_SAFE))))
+    return readings
+
+
+def _without_dot_segments(path: str) -> str:
+    """RFC 3986 section 5.2.4 on a path of plain text: ``/a/b/../c/.`` is ``/a/c/``."""
+    kept: list[str] = []
+    segments = path.split("/")
+    for index, segment in enumerate(segments):
+        last = index == len(segments) - 1
+        if segment == "..":
+            if len(kept) > 1:
+                kept.pop()
+            if last:
+                kept.append("")
+        elif segment == ".":
+            if last:
+                kept.append("")
+        else:
+            kept.append(segment)
+    return "/".join(kept) if kept != [""] else "/"
 
 
 def check_size(policy: Policy | None, size: int) -> None:

@@ -26,6 +26,7 @@ async def cdn_get(request: web.Request) -> web.StreamResponse:
     if (asked := cdnpath.debug_asked(raw)) is not None:
         return await debug.report(request, asked)
     path = cdnpath.parse(raw)
+    request = transform.with_hosted_link(request, path)
     if path.preview is not None:  # /preview/<HANDLE>: the viewer page
         return await preview.page(request, path)
     if path.playlist:  # /<APIKEY>/video_playlist/<HANDLE>
@@ -44,6 +45,7 @@ async def chain_on_api(request: web.Request) -> web.StreamResponse:
     if (asked := cdnpath.debug_asked(raw)) is not None:
         return await debug.report(request, asked)
     path = cdnpath.parse(raw)
+    request = transform.with_hosted_link(request, path)
     if path.playlist:
         return await playlist.answer(request, path)
     return await transform.transform(request, path, cdn=False)
@@ -52,6 +54,7 @@ async def chain_on_api(request: web.Request) -> web.StreamResponse:
 async def cdn_post_chain(request: web.Request) -> web.StreamResponse:
     request = with_list_whole(request)
     path = cdnpath.parse(request.raw_path.split("?", 1)[0])
+    request = transform.with_hosted_link(request, path)
     if not path.tasks:
         raise errors.CdnLinkRefused()
     return await transform.transform(request, path, cdn=True)
@@ -99,7 +102,7 @@ async def legacy_on_api(request: web.Request) -> web.StreamResponse:
 async def _legacy(request: web.Request, *, cdn: bool) -> web.StreamResponse:
     """``/api/file/<HANDLE>[/convert]``: the conversion query read as today's chain; a
     POST (the API origin's) stores its result as a new file."""
-    converts = request.path.endswith("/convert")
+    converts = request.path.removesuffix("/").endswith("/convert")
     storing = request.method == "POST"
     tasks = legacy.chain_of(request.query, storing=storing) if converts else []
     path = cdnpath.parse("/" + "/".join([*tasks, request.match_info["handle"]]))

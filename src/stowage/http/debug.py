@@ -49,6 +49,7 @@ async def report(request: web.Request, asked: DebugAsk) -> web.Response:
     }
     try:
         path = cdnpath.parse(asked.path)
+        request = transform.with_hosted_link(request, path)
         if _not_run(path):
             await _authorized(request, path)  # refused credentials are answered, not reported
             raise errors.InvalidParameter(_NOT_RUN, parameter="debug")

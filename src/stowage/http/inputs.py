@@ -33,8 +33,8 @@ def credentials(request: web.Request) -> Credentials:
     for name in ("policy", "signature"):
         if len(request.query.getall(name, ())) > 1:
             raise errors.InvalidParameter(f"{name} is sent once", parameter=name)
-    policy = request.query.get("policy")
-    signature = request.query.get("signature")
+    policy = _token(request.query.get("policy"))
+    signature = _token(request.query.get("signature"))
     header = request.headers.get("Authorization")
     if header is None:
         return Credentials(policy=policy, signature=signature)
@@ -50,6 +50,7 @@ def with_pair(creds: Credentials, policy: str | None, signature: str | None) -> 
     """``creds`` with the policy and signature sent elsewhere than the query (a path's
     ``security`` task, an upload's form fields). A query pair beside them must be the
     same pair: one of two that differ would go unchecked (docs/decisions.md)."""
+    policy, signature = _token(policy), _token(signature)
     if policy is None and signature is None:
         return creds
     if (creds.policy, creds.signature) not in ((None, None), (policy, signature)):
@@ -58,6 +59,12 @@ def with_pair(creds: Credentials, policy: str | None, signature: str | None) -> 
             parameter="policy",
         )
     return dataclasses.replace(creds, policy=policy, signature=signature)
+
+
+def _token(value: str | None) -> str | None:
+    """A policy (base64) or signature (hex) as sent: neither ever holds a space, so one
+    is a raw ``+`` of standard base64 that a query or a form read as a space."""
+    return None if value is None else value.replace(" ", "+")
 
 
 def _basic(header: str) -> tuple[str, str] | None:

@@ -18,6 +18,9 @@ from stowage.http import (
     process,
 )
 
+#: The first File API's convert address, with the trailing slash every other form takes.
+LEGACY_CONVERT = ("/api/file/{handle}/convert", "/api/file/{handle}/convert/")
+
 
 def add_api_routes(app: web.Application) -> None:
     router = app.router
@@ -28,8 +31,9 @@ def add_api_routes(app: web.Application) -> None:
     router.add_delete("/api/file/{handle}", api.remove_handler)
     router.add_post("/api/file/{handle}/remove", api.remove_handler)
     router.add_get("/api/file/{handle}/metadata", api.metadata_handler)
-    router.add_get("/api/file/{handle}/convert", cdn.legacy_on_api)  # the first File API's
-    router.add_post("/api/file/{handle}/convert", cdn.legacy_on_api)  # ... storing the result
+    for convert in LEGACY_CONVERT:  # the first File API's, and storing the result
+        router.add_get(convert, cdn.legacy_on_api)
+        router.add_post(convert, cdn.legacy_on_api)
     router.add_get("/healthz", api.healthz)
     router.add_get("/readyz", api.readyz)
     router.add_get("/api/files", listing.list_handler)
@@ -60,11 +64,12 @@ def add_cdn_routes(app: web.Application) -> None:
     router.add_delete("/{handle}", cdn.cdn_refuse_write)
     router.add_post("/{handle}", cdn.cdn_refuse_write)
     router.add_post("/{handle}/remove", cdn.cdn_refuse_write)
-    router.add_post("/api/file/{handle}/convert", cdn.legacy_store_to_api)  # before the next
+    for convert in LEGACY_CONVERT:  # before the next
+        router.add_post(convert, cdn.legacy_store_to_api)
     router.add_post("/{tasks:.+}/{handle}", cdn.cdn_post_chain)  # store task: to the API origin
     router.add_get(preview.ASSETS + "{name:.+}", preview.asset)  # the preview page's files
-    router.add_get("/api/file/{handle}", cdn.legacy_on_cdn)  # filepicker.io's CDN links
-    router.add_get("/api/file/{handle}/convert", cdn.legacy_on_cdn)
+    for legacy in ("/api/file/{handle}", "/api/file/{handle}/", *LEGACY_CONVERT):
+        router.add_get(legacy, cdn.legacy_on_cdn)  # filepicker.io's CDN links
     router.add_get("/{tail:.+}", cdn.cdn_get)  # last: it matches every path
 
 

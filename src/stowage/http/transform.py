@@ -16,7 +16,7 @@ import contextlib
 import dataclasses
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlsplit
 
 from aiohttp import web
@@ -24,7 +24,8 @@ from yarl import URL
 
 from stowage import errors
 from stowage.assembly import Assembly
-from stowage.core import streams
+from stowage.core import headersafe, streams
+from stowage.core.filetypes import is_active
 from stowage.core.reading import Download
 from stowage.core.security import Credentials
 from stowage.edge.headers import TAG_HEADER
@@ -74,6 +75,8 @@ async def transform(request: web.Request, path: CdnPath, *, cdn: bool) -> web.St
         fetch = url_ask(path, api_key, creds, charger(request))
         async with processor.external.zipped(fetch) as archived:
             return await _stream_zip(request, archived)
+    if is_url(path) and not path.tasks:  # /<APIKEY>/<URL>: the URL's file as it is
+        return await _as_is(request, processor, path, api_key)
     if is_url(path):
         return await _external(request, processor, path, api_key, varies, cdn)
     if path.store is not None:
@@ -142,6 +145,21 @@ def with_url_source(request: web.Request, path: CdnPath) -> web.Request:
     request = _quote_closed(request) if path.url_quote_open else request
     path.url = with_source_query(path, request.raw_path.partition("?")[2])
     return request
+
+
+def with_hosted_link(request: web.Request, path: CdnPath) -> web.Request:
+    """A hosted CDN link read as its handle: its query is read as on a handle's URL, so
+    a quoted link's closing quote ends the query string (``/"https://cdn.filestack
+    content.com/H?dl=true"``), and a query sent within the link (percent-encoded) joins
+    the request's. Any other request is returned as it is."""
+    if path.link_query is None:
+        return request
+    request = _quote_closed(request) if path.url_quote_open else request
+    if not path.link_query:
+        return request
+    head, _, query = request.raw_path.partition("?")
+    joined = "&".join(q for q in (query, path.link_query) if q)
+    return request.clone(rel_url=URL(f"{head}?{joined}", encoded=True))
 
 
 def with_source_query(path: CdnPath, query: str) -> str:
@@ -219,6 +237,36 @@ def _name(ask: UrlAsk, result: Spooled) -> str:
     return f"{unquote(stem) or 'file'}.{result.output.extension}"
 
 
+async def _as_is(
+    request: web.Request, processor: Processor, path: CdnPath, api_key: str | None
+) -> web.StreamResponse:
+    """``/<APIKEY>/<URL>`` (request tasks only, ``cache``, ``security``): the URL's file
+    as it is, as ``/<APIKEY>/<HANDLE>`` answers a stored file: its bytes unchanged, with
+    the headers of a download (an active type, HTML or SVG, sent as an attachment)."""
+    creds = request_credentials(request, path)
+    ask = url_ask(path, api_key, creds, charger(request))  # each one fetches: it costs
+    settings = request.app[PARTS].settings
+    async with processor.external.as_is(ask) as found:
+        mimetype = headersafe.safe_content_type(found.mimetype)
+        active = is_active(mimetype) and not settings.inline_active_types
+        kind = "attachment" if inputs.flag(request, "dl") or active else "inline"
+        shown = disposition(kind, found.filename)
+        cache = _cache(request, path)
+        sent = _Sent(found.path, mimetype, found.private, shown)
+        return await _send_file_at(request, sent, cache, path, False)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Sent:
+    """A file answered whole, not kept here: where it is, its type, whether its app's
+    security makes it private, and its Content-Disposition."""
+
+    path: Path
+    mimetype: str
+    private: bool
+    shown: str
+
+
 async def _send_spooled(
     request: web.Request,
     result: Spooled,
@@ -227,12 +275,19 @@ async def _send_spooled(
     varies: bool,
     shown: str,
 ) -> web.StreamResponse:
+    sent = _Sent(result.path, result.output.mimetype, result.private, shown)
+    return await _send_file_at(request, sent, cache, path, varies)
+
+
+async def _send_file_at(
+    request: web.Request, result: _Sent, cache: bool, path: CdnPath, varies: bool
+) -> web.StreamResponse:
     scope = "private" if result.private else "public"
     control = f"{scope}, max-age={path.max_age or URL_MAX_AGE}" if cache else "no-store"
     response = web.StreamResponse(
         headers={
-            "Content-Type": result.output.mimetype,
-            "Content-Disposition": shown,
+            "Content-Type": result.mimetype,
+            "Content-Disposition": result.shown,
             "X-Content-Type-Options": "nosniff",
             "Content-Security-Policy": SANDBOX_CSP,
             "Cache-Control": control,

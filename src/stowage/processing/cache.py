@@ -68,7 +68,8 @@ PREFIX = ".stowage-derivatives"
 #: put every pixel in a block of ``amount`` x ``amount`` cut at the edges (the last
 #: columns and rows were left as they were, and a box narrower than ``amount`` had
 #: square blocks of its short side); partial_blur's feathered edge mixes in no colour of
-#: a fully transparent pixel.
+#: a fully transparent pixel; /<APIKEY>/<URL> with no processing task is the URL's file
+#: as it is (it was re-encoded, a text drawn).
 RENDERING = 7
 CHUNK = 256 * 1024
 log = logging.getLogger("stowage.processing")

@@ -63,13 +63,27 @@ class UrlAsk:
 
 
 @dataclass(frozen=True)
+class AsIs:
+    """A URL's file as it is: where it is read from, its type and name, and whether its
+    app's security makes it private."""
+
+    path: Path
+    mimetype: str
+    filename: str
+    private: bool
+
+
+_OCTETS = "application/octet-stream"
+
+
+@dataclass(frozen=True)
 class External:
     """What URL sources take from the processor: its app lookup, store operation, policy
     check and job runner, and the places files are read and kept."""
 
     app_of: Callable[[str | None], Awaitable[App]]
     store: Store
-    authorize: Callable[[App, Credentials, Target], None]
+    authorize: Callable[[App, Credentials, Target, str], None]  # ..., the call
     named: Named
     within: Within
     run: Run
@@ -120,6 +134,27 @@ class External:
             made.path.unlink(missing_ok=True)
 
     @contextlib.asynccontextmanager
+    async def as_is(self, ask: UrlAsk) -> AsyncIterator[AsIs]:
+        """``/<APIKEY>/<URL>`` with no processing task: the URL's file as it is, read
+        through the guard, the input limit and the kept copies, and typed as a store of
+        it would be. A download, as of a stored file: the policy needs ``read`` (and its
+        ``url`` rule, held to every address a redirect leads to)."""
+        app = await self.app_of(ask.api_key)
+
+        def allowed(url: str) -> None:
+            self.authorize(app, ask.creds, url_target(url), "read")
+
+        allowed(ask.url)
+        if ask.before is not None:
+            await ask.before(app)
+        async with self.url_sources.opened(ask.url, allowed) as held:
+            with held.path.open("rb") as handle:
+                head = handle.read(filetypes.SNIFF_BYTES)
+            name = _url_filename(ask.url) or "file"
+            mimetype = filetypes.choose(None, held.content_type, head, name, _OCTETS)
+            yield AsIs(held.path, mimetype, name, private=app.security)
+
+    @contextlib.asynccontextmanager
     async def zipped(self, ask: UrlAsk) -> AsyncIterator[AsyncIterator[bytes]]:
         """``/<APIKEY>/zip/[u1,u2]`` (or one URL): every URL authorised and read, their
         number and bytes within the limits, before the archive's first byte (a failed
@@ -146,7 +181,7 @@ class External:
             self.within(len(ask.listed) + len(chains.named_handles(chain)), 0)
         app = await self.app_of(ask.api_key)
         for url in dict.fromkeys(ask.listed or (ask.url,)):
-            self.authorize(app, ask.creds, url_target(url))
+            self.authorize(app, ask.creds, url_target(url), "convert")
         return chain, app
 
     async def _spooled(self, ask: UrlAsk, chain: Chain, app: App) -> Spooled:
@@ -177,7 +212,7 @@ class External:
         policy's ``url`` rule is held to every address a redirect leads to as well."""
 
         def allowed(url: str) -> None:
-            self.authorize(app, ask.creds, url_target(url))
+            self.authorize(app, ask.creds, url_target(url), "convert")
 
         shot = screenshots.task_of(chain)  # a shot: the page drawn, not read
         if not ask.listed:

@@ -59,8 +59,11 @@ class CdnPath:
     url: str | None = None  # an external source instead of a handle
     #: Sent as is, not percent-encoded: the query string is the URL's (http/transform.py).
     url_as_sent: bool = False
-    #: An open double quote the query string closes: the query's last ``"`` is the quote's.
+    #: An open double quote the query string closes: the query's last ``"`` is the quote's
+    #: (a URL's, or a hosted CDN link's read as its handle).
     url_quote_open: bool = False
+    #: A hosted CDN link's own query sent within its path; None: no such link.
+    link_query: str | None = None
     handles: tuple[str, ...] = ()  # [h1,h2]: several sources (zip, collage, animate)
     urls: tuple[str, ...] = ()  # ["https://...","https://..."]: several URL sources
     store: Task | None = None  # a store task: the result becomes a new file
@@ -75,22 +78,23 @@ class CdnPath:
 
 def parse_path(raw_path: str) -> CdnPath:
     raw = _segments(raw_path)
-    url = _url_source(raw)
+    url, hosted = _url_source(raw), None
     if url is not None:
-        _not_a_storage_alias(url.url)
+        hostedlinks.not_a_storage_alias(url.url)
         hosted = hostedlinks.read(url.url)  # the hosted CDN's link of a file: that file
         raw = hostedlinks.spliced(raw[: url.at], hosted) if hosted else raw[: url.at]
-        url = None if hosted else url
     segments = [unquote(s) for s in raw if s]
-    metadata = url is None and len(segments) > 1 and segments[-1] == "metadata"
+    source = None if hosted else url
+    metadata = source is None and len(segments) > 1 and segments[-1] == "metadata"
     if metadata:
         segments.pop()
     if not segments:
         raise errors.NotFound()
-    found = CdnPath(handle="", metadata=metadata, url=url.url if url else None)
-    found.url_as_sent = url is not None and url.as_sent
+    found = CdnPath(handle="", metadata=metadata, url=source.url if source else None)
+    found.url_as_sent = source is not None and source.as_sent
     found.url_quote_open = url is not None and url.quote_open
-    if url is None:
+    found.link_query = hosted.query if hosted else None
+    if source is None:
         _source(found, segments.pop())
     if segments and catalogue.names_no_task(segments[0]):
         found.api_key = segments.pop(0)
@@ -178,7 +182,7 @@ def _list_item(item: Value) -> tuple[str, bool]:
     if names.is_handle(text):
         return text, True
     if _URL.match(text) and "://" in text:
-        _not_a_storage_alias(text)
+        hostedlinks.not_a_storage_alias(text)
         hosted = hostedlinks.read(text)
         if hosted and hosted.tasks:
             raise errors.InvalidParameter(
@@ -247,17 +251,6 @@ def _segments(raw_path: str) -> list[str]:
     if opened is not None and trimmed[-3:].upper() == "%5D" and not in_url:
         path = f"{path[: opened.start()]}/[{trimmed[opened.end() : -3]}]"
     return storepaths.rejoined(b64paths.expanded(split(path, "/")))
-
-
-def _not_a_storage_alias(url: str) -> None:
-    """``src://<alias>/<path>``: a hosted storage alias, a bucket named in the hosted
-    developer portal, which has no counterpart here (docs/decisions.md)."""
-    if url[:4].lower() == "src:":
-        raise errors.InvalidUrl(
-            "storage aliases (src://<alias>/<path>) are not served here: bring the files "
-            "in with `stowage import` (keeping their handles) or make handles for them "
-            "with POST /api/store/<PROVIDER>?path=<key>&link=true"
-        )
 
 
 def _apply(found: CdnPath, segment: str, task: Task) -> None:

@@ -15,11 +15,12 @@ import re
 from typing import NamedTuple
 from urllib.parse import quote, unquote
 
-from stowage import words
+from stowage import errors, words
 from stowage.processing import catalogue
 
 _LINK = re.compile(
-    r"https?://(?:[a-z0-9-]+\.)*filestackcontent\.com/([^?#]*)(?:[?#].*)?", re.IGNORECASE | re.ASCII
+    r"https?://(?:[a-z0-9-]+\.)*filestackcontent\.com/([^?#]*)(?:\?([^#]*))?(?:#.*)?",
+    re.IGNORECASE | re.ASCII,
 )
 _HANDLE = re.compile(r"[A-Za-z0-9_-]{20}")
 
@@ -27,6 +28,9 @@ _HANDLE = re.compile(r"[A-Za-z0-9_-]{20}")
 class HostedLink(NamedTuple):
     tasks: list[str]  # the link's own task segments, in its order
     handle: str
+    #: The link's own query string (``dl=true``), when it came within the path
+    #: (percent-encoded); it is read as the request's, as on a handle's URL.
+    query: str = ""
 
 
 def read(url: str) -> HostedLink | None:
@@ -39,13 +43,14 @@ def read(url: str) -> HostedLink | None:
     if not segments or not _HANDLE.fullmatch(segments[-1]):
         return None
     *before, handle = segments
+    query = found.group(2) or ""
     if [words.folded(s) for s in before] == ["api", "file"]:
-        return HostedLink([], handle)
+        return HostedLink([], handle, query)
     if before and catalogue.names_no_task(before[0]):
         before = before[1:]
     if any(catalogue.names_no_task(s) for s in before):
         return None  # not a link this reads: fetched as any URL is
-    return HostedLink(before, handle)
+    return HostedLink(before, handle, query)
 
 
 def spliced(before: list[str], link: HostedLink) -> list[str]:
@@ -54,3 +59,14 @@ def spliced(before: list[str], link: HostedLink) -> list[str]:
     before = [s for s in before if s]
     key = before[:1] if before and catalogue.names_no_task(unquote(before[0])) else []
     return [*key, *(quote(t, safe="") for t in link.tasks), *before[len(key) :], link.handle]
+
+
+def not_a_storage_alias(url: str) -> None:
+    """``src://<alias>/<path>``: a hosted storage alias, a bucket named in the hosted
+    developer portal, which has no counterpart here (docs/decisions.md)."""
+    if url[:4].lower() == "src:":
+        raise errors.InvalidUrl(
+            "storage aliases (src://<alias>/<path>) are not served here: bring the files "
+            "in with `stowage import` (keeping their handles) or make handles for them "
+            "with POST /api/store/<PROVIDER>?path=<key>&link=true"
+        )

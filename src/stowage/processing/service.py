@@ -214,10 +214,12 @@ class Processor:
         self._authorize(app, creds, file_target(record))
         return record, app
 
-    def _authorize(self, app: App, creds: Credentials, target: Target) -> None:
+    def _authorize(
+        self, app: App, creds: Credentials, target: Target, call: str = "convert"
+    ) -> None:
         skew = self.core.settings.policy_clock_skew
         authorize(
-            app.secret, creds, "convert", target, required=app.security, now=time.time(), skew=skew
+            app.secret, creds, call, target, required=app.security, now=time.time(), skew=skew
         )
 
     async def _others(
