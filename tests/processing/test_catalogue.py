@@ -332,6 +332,7 @@ def _reads_numbers(check: object) -> bool:
         effects_regions.objects,
         facetasks.face_choice,
         request_tasks.seconds,
+        documents.page_ranges,  # pages:[2.0,3.0], [+2], [2e0]: filestack-python's floats
     )
 
 

@@ -7,13 +7,15 @@ side of a narrow box made square blocks of it."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
 import pyvips
 
-from stowage.processing import filters
-from stowage.processing.base import Task
+from stowage.processing import chain, filters
+from stowage.processing.base import Limits, Task
+from stowage.processing.vips import VipsEngine
 
 Box = tuple[int, int, int, int]
 
@@ -54,3 +56,19 @@ def test_pixelate_puts_every_pixel_in_a_block(seed: int) -> None:
     out = filters.pixelate(image, Task("pixelate", (("amount", amount),))).copy_memory()
     assert (out.width, out.height, out.bands) == (width, height, bands)
     assert_in_blocks(as_array(image), as_array(out), (0, 0, width, height), amount)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_pixelate_of_a_jpeg_read_in_sequence_makes_its_image(seed: int, tmp_path: Path) -> None:
+    """The cut blocks are read as parts: a JPEG opened for one pass failed ("out of order
+    read at line 1024") for an amount that does not divide its sides."""
+    rng = random.Random(seed)
+    width, height = rng.randrange(1100, 2100), rng.randrange(1100, 1600)
+    path = tmp_path / "photo.jpg"
+    noise(width, height, 3, seed).jpegsave(str(path))
+    amount = rng.choice([n for n in range(30, 101) if width % n and height % n])
+    parsed = chain.parse([f"pixelate=amount:{amount}"])
+    output = chain.output_for(parsed, "image/jpeg")
+    limits = Limits(10**9, 10**10, 10_000, 120, max_frames=10**5, max_total_pixels=10**10)
+    made = VipsEngine(threads_per_job=1).render(path, parsed, output, path.with_name("o"), limits)
+    assert (made.width, made.height) == (width, height)

@@ -258,3 +258,44 @@ def test_two_pass_without_a_bitrate_is_one_run(task: str) -> None:
     made = plan(task)
     assert not made.two_pass
     assert "-pass" not in made.argv("IN", "d/OUT")
+
+
+def _clock_spellings(millis: int) -> list[str]:
+    """Every way the docs let a time in milliseconds be written."""
+    seconds, ms = divmod(millis, 1000)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    fraction = f".{ms:03d}" if ms else ""
+    plain = f"{seconds}{fraction}"
+    found = [plain, f"00{plain}", f"{plain}.0" if not ms else f"{plain}00", f"{millis}e-3"]
+    found += [
+        f"{hours:02d}:{minutes:02d}:{secs:02d}{fraction}",
+        f"{hours}:{minutes}:{secs}{fraction}",
+    ]
+    if hours == 0:
+        found.append(f"{minutes:02d}:{secs:02d}{fraction}")
+    return found
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 86_399_000), st.sampled_from(["clip_length", "clip_offset"]))
+def test_one_time_in_any_spelling_is_one_job(millis: int, option: str) -> None:
+    """``clip_length:5``, ``05``, ``5.0``, ``00:00:05`` and ``0:05`` made five jobs of one
+    conversion (the job's key is the normalised task)."""
+    keys = {
+        grammar.parse_task(f"video_convert=preset:h264,{option}:{text}").key()
+        for text in _clock_spellings(millis)
+    }
+    assert len(keys) == 1, (millis, keys)
+    task = grammar.parse_task(f"video_convert=preset:h264,{option}:{_clock_spellings(millis)[0]}")
+    assert task.get(option) == pytest.approx(millis / 1000)
+
+
+@pytest.mark.parametrize("name", ["mp4", "webm", "mov", "png"])
+def test_one_extension_in_any_spelling_is_one_job(name: str) -> None:
+    spellings = [name, f".{name}", name.upper(), f".{name.upper()}", name.capitalize()]
+    preset = "thumbnail" if name == "png" else "h264"
+    keys = {
+        grammar.parse_task(f"video_convert=preset:{preset},extname:{s}").key() for s in spellings
+    }
+    assert len(keys) == 1, keys

@@ -14,7 +14,7 @@ import re
 
 from stowage import words
 from stowage.processing.base import Chain, Output, Task, Value
-from stowage.processing.params import boolean, choice
+from stowage.processing.params import boolean, choice, integer, spelled_number
 from stowage.processing.table import Kind, Param, TaskSpec
 
 PAGE_FORMATS = ("a2", "a3", "a4", "a5", "b4", "b5", "letter", "legal", "tabloid")
@@ -23,6 +23,7 @@ INFO = Output("json", "application/json", "json")
 #: Any page number the schema's pattern allows: one past the PDF's end is the job's 400.
 _RANGE = re.compile(r"([0-9]+)?(-)?([0-9]+)?")
 MAX_RANGES = 256
+MAX_PAGE = 10**12  # the pattern's digits: a page past the PDF's end is the job's 400
 
 
 def page_ranges(value: Value) -> Value:
@@ -36,6 +37,10 @@ def page_ranges(value: Value) -> Value:
 
 
 def _one_range(item: Value) -> str:
+    number = spelled_number(item)
+    if isinstance(number, int | float) and not isinstance(number, bool) and number >= 0:
+        page = integer(1, MAX_PAGE)(number)  # 2.0, +2, 2e0: page 2; 1.5 too, half up
+        return f"{page}-{page}"
     if isinstance(item, bool | tuple | float):
         raise ValueError('must be page numbers or ranges such as 1, "2-4", "5-", "-3"')
     match = _RANGE.fullmatch(words.trimmed(str(item)))

@@ -80,6 +80,7 @@ TASKS: tuple[TaskSpec, ...] = (
         "pixelate",
         (Param("amount", integer(2, 100), ("a",), 2),),
         op=pixelate,
+        random_access=True,  # the cut blocks at the right and bottom are read as parts
         doc="blocks of amount x amount pixels",
     ),
 )

@@ -32,15 +32,18 @@ from urllib.parse import quote
 from stowage import errors, words
 from stowage.core import names
 from stowage.processing import hostedlinks
+from stowage.processing.params import NUMBER_TEXT, half_up
 
 #: Read from the query by the transformation itself, not made into tasks.
 PASSED = ("cache", "dl", "key", "policy", "signature")
-_NUMBER = re.compile(r"^[0-9]{1,5}$")
+#: A number as the chain reads one (``100``, ``0100``, ``100.0``, ``1e2``): its range is
+#: the task's.
+_NUMBER = re.compile(rf"^\+?0*{NUMBER_TEXT}$")
 _WORD = re.compile(r"^[a-z]{1,12}$")
 _NAME = re.compile(r"^[a-z][a-z0-9]{0,11}$")
 _WORDS = re.compile(r"^[a-z]{1,12}(?:,[a-z]{1,12})?$")
-_ROTATION = re.compile(r"^(?:-?[0-9]{1,3}|exif)$")
-_BOX = re.compile(r"^[0-9]{1,5},[0-9]{1,5},[0-9]{1,5},[0-9]{1,5}$")
+_ROTATION = re.compile(rf"^(?:[-+]?0*{NUMBER_TEXT}|exif)$")
+_BOX = re.compile(rf"^\+?0*{NUMBER_TEXT}(?:,\+?0*{NUMBER_TEXT}){{3}}$")
 #: A store path, container or filename: quoted in the store task, so no quote in it.
 _STORE_TEXT = re.compile(r'^[^"\x00-\x1f]{1,1000}$')
 #: A stored file's link: the File API's (``/api/file/<H>``, on any host: the file is
@@ -154,11 +157,12 @@ def _resize(given: dict[str, str]) -> str | None:
 
 
 def _rotate(given: dict[str, str]) -> str | None:
-    """Degrees clockwise; any whole number is taken modulo 360 (-90 is 270)."""
+    """Degrees clockwise; any number is rounded half up and taken modulo 360 (-90 is
+    270, 90.0 is 90)."""
     deg = given.get("rotate")
     if deg is None:
         return None
-    return f"rotate=deg:{deg if deg == 'exif' else int(deg) % 360}"
+    return f"rotate=deg:{deg if deg == 'exif' else half_up(0, deg) % 360}"
 
 
 def _filter(given: dict[str, str]) -> str | None:

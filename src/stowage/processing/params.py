@@ -18,9 +18,8 @@ Convert = Callable[[Value], Value]
 _HEX = re.compile(r"(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})")
 #: A number the grammar leaves as text (``007``, ``+5``, ``5.``), or as a program prints
 #: a computed one (``133.33333333333334``, ``1e-7``, ``5e-05``): a numeric check reads it.
-_SPELLED = re.compile(
-    r"[+-]?0*(?:[0-9]{1,12}(?:\.[0-9]{0,40})?|\.[0-9]{1,40})(?:[eE][+-]?[0-9]{1,3})?"
-)
+NUMBER_TEXT = r"(?:[0-9]{1,12}(?:\.[0-9]{0,40})?|\.[0-9]{1,40})(?:[eE][+-]?[0-9]{1,3})?"
+_SPELLED = re.compile(r"[+-]?0*" + NUMBER_TEXT)
 #: name -> red, green, blue, alpha: the CSS names, gray0..gray100, and transparent/none.
 COLOR_NAMES: dict[str, tuple[int, int, int, int]] = {
     **{name: (*rgb, 255) for name, rgb in RGB.items()},

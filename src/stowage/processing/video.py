@@ -12,7 +12,6 @@ only places it.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from stowage import errors, words
@@ -20,13 +19,12 @@ from stowage.processing.base import Task
 from stowage.processing.params import boolean, choice, integer, text
 from stowage.processing.request_tasks import LOCATIONS
 from stowage.processing.table import Kind, Param, TaskSpec
+from stowage.processing.videooptions import clock, extension
 
 NAME = "video_convert"
 ASPECT_MODES = ("letterbox", "pad", "crop", "preserve", "constrain")
 SIDES = ("top", "right", "bottom", "left", "width", "height")
 WATERMARK = ("watermark_url", *(f"watermark_{side}" for side in SIDES))
-_CLOCK = re.compile(r"(?:([0-9]{1,2}):)?(?:([0-9]{1,2}):)?([0-9]{1,5}(?:\.[0-9]{1,3})?)")
-_EXTNAME = re.compile(r"\.?[a-z0-9]{1,8}")
 
 
 @dataclass(frozen=True)
@@ -129,6 +127,7 @@ _STILL_TYPES = {
     "png": ("image/png", "png"),
 }
 
+
 _SIZE = integer(1, 4096)
 TASKS: tuple[TaskSpec, ...] = (
     TaskSpec(
@@ -137,7 +136,7 @@ TASKS: tuple[TaskSpec, ...] = (
             Param("preset", choice(*PRESETS), (), "h264"),
             Param("force", boolean),
             Param("title", text),
-            Param("extname", text),
+            Param("extname", extension),
             Param("filename", text),
             Param("width", _SIZE),
             Param("height", _SIZE),
@@ -151,8 +150,8 @@ TASKS: tuple[TaskSpec, ...] = (
             Param("audio_bitrate", integer(1, 999)),
             Param("audio_sample_rate", integer(1, 99999), ("audio_samplerate",)),  # swift
             Param("audio_channels", integer(1, 12)),
-            Param("clip_length", text),
-            Param("clip_offset", text),
+            Param("clip_length", clock),
+            Param("clip_offset", clock),
             Param("thumbnail_offset", integer(0, 86_399)),
             Param("frame_count", integer(1, 1)),
             Param("watermark_url", text),
@@ -349,10 +348,7 @@ def _output(task: Task, preset: Preset) -> tuple[str, str, tuple[str, ...]]:
     raw = task.get("extname")
     if raw is None:
         return preset.extension, preset.mimetype, preset.video
-    name = words.folded(str(raw))
-    if not _EXTNAME.fullmatch(name):
-        raise _bad("extname", "must be a file extension such as .mp4")
-    name = name.lstrip(".")
+    name = str(raw)  # checked and normalised by ``extension``
     if preset.muxer == "hls" and name != preset.extension:
         raise _bad("extname", "an HLS result is .m3u8")
     if preset.still:
@@ -425,20 +421,8 @@ def _scale(task: Task, *, even: bool) -> str | None:
 
 
 def _seconds(task: Task, name: str) -> float | None:
-    """``HH:MM:SS``, ``MM:SS`` or seconds (the schema's clock form), as seconds."""
-    raw = task.get(name)
-    if raw is None:
-        return None
-    found = _CLOCK.fullmatch(words.trimmed(str(raw)))  # ASCII digits: int() reads any
-    if not found:
-        raise _bad(name, "must be HH:MM:SS, MM:SS or seconds")
-    first, second, last = found.groups()
-    parts = [int(p) for p in (first, second) if p is not None]
-    hours, minutes = [0, 0, *parts][-2:]
-    value = hours * 3600 + minutes * 60 + float(last)
-    if value > 86_399 or minutes > 59 or (parts and float(last) >= 60):
-        raise _bad(name, "must be a time of day below 24:00:00")
-    return value
+    raw = task.get(name)  # seconds, as ``clock`` made them
+    return None if raw is None else float(raw)  # type: ignore[arg-type]
 
 
 def _bad(option: str, reason: str) -> errors.InvalidParameter:
