@@ -24,6 +24,7 @@ has, so that small jobs never wait behind big ones (``pool.py``).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from stowage import errors
@@ -110,6 +111,17 @@ class Header(Protocol):
     def frame_height(self) -> int: ...
     @property
     def frame_pixels(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class Still:
+    """A ``Header`` of one frame read from a file's own header, before libvips opens it
+    (the Pillow path of a JPEG, a JPEG 2000 file)."""
+
+    frame_height: int
+    frame_pixels: int
+    frames: int = 1
+    decoded_frames: int = 1
 
 
 def estimate(

@@ -10,7 +10,6 @@ decodes a pixel (a header of 1x100000000 was decoded, 1.3 GB, to be refused afte
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import pyvips
@@ -22,16 +21,6 @@ from stowage.processing.base import Chain, Limits, Output, Rendered
 
 #: Tasks answered from the header when alone in a chain.
 _FROM_HEADER = {"imagesize", "metadata"}
-
-
-@dataclass(frozen=True)
-class _Header:
-    """What ``cost.estimate`` reads of a source: one frame, from the JPEG 2000 header."""
-
-    frame_height: int
-    frame_pixels: int
-    frames: int = 1
-    decoded_frames: int = 1
 
 
 def answered(
@@ -59,7 +48,7 @@ def answered(
 def _priced(width: int, height: int, chain: Chain, output: Output, limits: Limits) -> None:
     """The chain's estimate with the decode, and the side of an image result (which the
     engine holds to the same limit once it is made)."""
-    header = _Header(height, width * height)
+    header = cost.Still(height, width * height)
     side = limits.max_output_dimension
     seconds = cost.estimate(header, chain, width, output.format, (), side)
     cost.check(seconds + cost.JPEG2000 * width * height / 1e6, limits)

@@ -27,7 +27,6 @@ from __future__ import annotations
 import io
 import time
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,16 +47,6 @@ _RESIZE_OPTIONS = {"width", "height", "fit"}
 _FITS = {"clip", "max", "scale"}
 _EXIF_IFD, _PIXEL_X, _PIXEL_Y = 0x8769, 0xA002, 0xA003
 _DECODE_ERRORS = (OSError, SyntaxError, ValueError, EOFError, IndexError, TypeError)
-
-
-@dataclass(frozen=True)
-class _Header:
-    """What ``cost.estimate`` reads of a source: one frame, from Pillow's header."""
-
-    frame_height: int
-    frame_pixels: int
-    frames: int = 1
-    decoded_frames: int = 1
 
 
 def render(
@@ -87,7 +76,7 @@ def render(
         if box is None or max(box) > limits.max_output_dimension:
             return None
         cost.check(
-            cost.estimate(_Header(height, width * height), chain, width, output.format), limits
+            cost.estimate(cost.Still(height, width * height), chain, width, output.format), limits
         )
         data = _encoded(
             image, box, output, int(options.get("Q", DEFAULT_QUALITY)), deadline, limits
