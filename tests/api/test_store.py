@@ -134,6 +134,25 @@ async def test_store_from_url(harness: Harness, source_server: TestServer) -> No
     assert (await meta.json())["source_url"] == url
 
 
+@pytest.mark.parametrize("body", [None, b""], ids=["no body", "empty body"])
+async def test_store_from_a_url_in_the_query(
+    harness: Harness, source_server: TestServer, body: bytes | None
+) -> None:
+    """``POST /api/store/S3?key=K&url=U`` with no body stored an empty file: the url is
+    read as the form's; beside a body it is a 400, and nothing is stored."""
+    url = str(source_server.make_url("/go"))
+    key = harness.open_app.api_key
+    resp = await harness.api.post("/api/store/S3", params={"key": key, "url": url}, data=body)
+    result = await resp.json()
+    assert resp.status == 200, result
+    assert result["size"] == len(b"fetched bytes") and result["type"] == "application/pdf"
+    count = len(await harness.service.registry.list_files(key))
+    both = await harness.api.post("/api/store/S3", params={"key": key, "url": url}, data=b"x")
+    assert both.status == 400
+    assert (await both.json())["error"]["code"] == "INVALID_PARAMETER"
+    assert len(await harness.service.registry.list_files(key)) == count
+
+
 async def test_store_from_url_in_multipart_field(
     harness: Harness, source_server: TestServer
 ) -> None:

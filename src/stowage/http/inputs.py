@@ -110,7 +110,16 @@ async def _read_body(request: web.Request) -> AsyncIterator[bytes]:
 
 
 async def source(request: web.Request, settings: Settings, *, encoded: bool = False) -> Source:
-    """A store/overwrite body: multipart ``fileUpload``, a form ``url``, or raw bytes."""
+    """A store/overwrite body: multipart ``fileUpload``, a form ``url``, or raw bytes; or
+    ``?url=`` with no body, read as the form's (it stored an empty file)."""
+    queried = request.query.get("url")
+    if queried is not None:
+        if request.body_exists:
+            raise errors.InvalidParameter(
+                "a url in the query and a body: send the file or its url, not both",
+                parameter="url",
+            )
+        return Source(url=queried)
     ctype = request.content_type
     if ctype.startswith("multipart/"):
         return await _multipart(request, settings)
