@@ -28,6 +28,7 @@ from stowage.processing import (
     previewtask,
     request_tasks,
     subjects,
+    videooptions,
 )
 from stowage.processing.base import Value, _text
 from stowage.processing.params import Choice, Either, Integer, Number, Whole
@@ -104,6 +105,9 @@ def inside(check: object) -> st.SearchStrategy[Value]:
         | st.lists(
             st.sampled_from(subjects.METADATA_FIELDS), min_size=1, max_size=4, unique=True
         ).map(tuple),
+        videooptions.clock: st.integers(0, 86_399)
+        | st.sampled_from(["00:00:05", "01:02:03.5", "59:59", "5.250", "0:0:1"]),
+        videooptions.extension: st.sampled_from(["mp4", ".mp4", "webm", ".MOV", "m3u8", "3gp"]),
         composite.handle: HANDLES,
         composite.handles: HANDLES | st.lists(HANDLES, min_size=1, max_size=4).map(tuple),
         documents.page_ranges: st.lists(PAGE_RANGE, min_size=1, max_size=5).map(tuple),
@@ -161,6 +165,9 @@ def outside(check: object) -> st.SearchStrategy[Value]:
         | WORDS.filter(lambda w: w != "max"),
         params.text: st.lists(PLAIN, min_size=1, max_size=3).map(tuple),
         request_tasks.token: st.lists(PLAIN, min_size=1, max_size=3).map(tuple),
+        videooptions.clock: st.integers(86_400, 10**6)
+        | st.sampled_from(["24:00:00", "00:60:00", "1:2:3:4", "abc", "-5"]),
+        videooptions.extension: st.sampled_from(["toolongext9", "mp-4", "m p4", "mp4!"]),
         params.texts: nested,
         params.color: st.text("ghijkmnopqsuvxz", min_size=1, max_size=8).filter(
             lambda w: w not in params.COLOR_NAMES  # "pink" is one

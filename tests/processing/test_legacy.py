@@ -70,12 +70,12 @@ NUMBERS = ("w", "h", "crop", "rotate", "blurAmount", "sharpenAmount", "watersize
 
 def _respelled(text: str, data: st.DataObject) -> str:
     """A whole number as a saved link or a program may write it: ``100.0``, ``0100``,
-    ``1e2``-style, ``100.4`` (rounded half up, the same number)."""
+    ``100e0``, ``+100`` (a decimal is rounded half up: test_catalogue)."""
     if text == "exif":
         return text
     sign, digits = ("-", text[1:]) if text.startswith("-") else ("", text)
     spelled = data.draw(
-        st.sampled_from([f"{digits}.0", f"0{digits}", f"{digits}e0", f"{digits}.4", f"+{digits}"])
+        st.sampled_from([f"{digits}.0", f"0{digits}", f"{digits}e0", f"{digits}.000", f"+{digits}"])
     )
     if sign and spelled.startswith("+"):
         spelled = spelled[1:]

@@ -42,7 +42,8 @@ def _clock_text(text: str) -> float:
 
 def extension(value: Value) -> Value:
     """``extname`` as the extension alone, in lower case: ``.MP4`` and ``mp4`` are one."""
-    name = words.folded(words.trimmed(str(value))) if isinstance(value, str) else ""
+    plain = isinstance(value, str | int) and not isinstance(value, bool)  # 264: an int
+    name = words.folded(words.trimmed(str(value))) if plain else ""
     if not _EXTNAME.fullmatch(name):
         raise ValueError("must be a file extension such as .mp4")
     return name.lstrip(".")
