@@ -210,3 +210,17 @@ async def test_width_and_height_of_a_bomb_come_from_its_header_at_once(harness: 
     )
     assert await resp.json() == {"width": 60000, "height": 50000}  # no pixel decoded
     assert time.monotonic() - started < 2
+
+
+async def test_an_iphones_heic_photo_is_an_image_with_its_shown_size(harness: Harness) -> None:
+    """An HEIC file (no HEVC decoder here) stored with no type: taken for an MP4 video before,
+    with no size. Its boxes say what it is and its turned size."""
+    from tests.core.test_heifsize import Layout
+
+    turned = Layout((4032, 3024), 1, 1, [(2, (320, 240))], 0, 0, False, False)
+    result = await harness.store(turned.file(b"heic", b"mif1", b"heic"), filename="IMG_0001")
+    assert result["type"] == "image/heic"
+    resp = await harness.api.get(
+        f"/api/file/{result['handle']}/metadata", params={"width": "true", "height": "true"}
+    )
+    assert await resp.json() == {"width": 3024, "height": 4032}

@@ -326,6 +326,11 @@ def _jpeg2000_or_xl(kind: str, width: int, height: int, seed: int) -> bytes:
     if kind.startswith("jxl"):
         head = b"\xff\x0a" if kind == "jxl" else b"\x00\x00\x00\x0cJXL \r\n\x87\n"
         return head + random.Random(seed).randbytes(300)
+    if kind == "heic":  # an iPhone photo's boxes: its size is in them, its HEVC not decoded
+        from tests.core.test_heifsize import Layout
+
+        brands = random.Random(seed).choice([(b"heic", b"mif1"), (b"mif1", b"heic")])
+        return Layout((width, height), 0, 1, [], 0, 0, False, False).file(*brands)
     out = io.BytesIO()
     Image.new("RGB", (width, height), (seed % 256, 90, 200)).save(
         out, "JPEG2000", no_jp2=kind == "j2k"
@@ -333,12 +338,16 @@ def _jpeg2000_or_xl(kind: str, width: int, height: int, seed: int) -> bytes:
     return out.getvalue()
 
 
+_RECORDED = {"jxl": "image/jxl", "hei": "image/heic"}
+
+
 @pytest.mark.parametrize("seed", range(6))
 async def test_jpeg2000_and_jpeg_xl_are_known_by_their_content(harness: Harness, seed: int) -> None:
     """A bare codestream named ``a.j2k`` (or with no name that says so) was recorded
     ``text/plain`` and sent to LibreOffice (``resize`` 422 INVALID_DOCUMENT); a JPEG XL
     named ``photo`` was drawn as an A4 page of text; a .jp2 named ``a.png`` was recorded
-    ``image/png``. Signatures x names x upload routes x declared types."""
+    ``image/png``; a HEIC was recorded ``video/mp4``, with no size, and 422 to a task.
+    Signatures x names x upload routes x declared types."""
     import json
     import random
 
@@ -346,7 +355,7 @@ async def test_jpeg2000_and_jpeg_xl_are_known_by_their_content(harness: Harness,
 
     rng = random.Random(seed)
     for _ in range(4):
-        kind = rng.choice(["jp2", "j2k", "jxl", "jxl-box"])
+        kind = rng.choice(["jp2", "j2k", "jxl", "jxl-box", "heic"])
         width, height = rng.randrange(30, 90), rng.randrange(30, 90)
         data = _jpeg2000_or_xl(kind, width, height, rng.randrange(256))
         name = rng.choice(["a.j2k", "a.j2c", "a.jpc", "photo", "a.png", "a.txt", "a.jp2"])
@@ -365,13 +374,17 @@ async def test_jpeg2000_and_jpeg_xl_are_known_by_their_content(harness: Harness,
         assert resp.status == 200, result
         case = (kind, name, declared)
         if declared != "text/plain":  # a specific declared type is recorded as declared
-            assert result["type"] == ("image/jxl" if kind.startswith("jxl") else "image/jp2"), case
+            assert result["type"] == _RECORDED.get(kind[:3], "image/jp2"), case
         handle = result["handle"]
         meta = await harness.api.get(f"/api/file/{handle}/metadata?width=true&height=true")
         sides = {k: v for k, v in (await meta.json()).items() if k in ("width", "height")}
         if kind.startswith("jxl"):
-            assert sides == {}, case  # no decoder: no size
-            await get(harness, f"/resize=width:20/{handle}", 415)
+            assert sides == {}, case  # no decoder, no size
+        elif kind == "heic" and declared != "text/plain":
+            assert sides == {"width": width, "height": height}, case  # from its boxes
+        if kind.startswith(("jxl", "heic")):
+            _, body = await get(harness, f"/resize=width:20/{handle}", 415)
+            assert b"no decoder" in body, case
             await get(harness, f"/output=format:png/{handle}", 415)
             continue
         if declared != "text/plain":

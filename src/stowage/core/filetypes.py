@@ -65,8 +65,34 @@ def sniff(head: bytes) -> str | None:
     if head[:4] == b"RIFF" and head[8:12] == b"WAVE":
         return "audio/wav"
     if head[4:8] == b"ftyp":
-        return "image/avif" if head[8:12] in (b"avif", b"avis") else "video/mp4"
+        return _iso_media(head)
     return _sniff_text(head)
+
+
+#: HEIF brands (ISO/IEC 23008-12): AVIF's; HEIC's (HEVC images and sequences); and the
+#: generic ones, whose compatible brands say which of the two a file is.
+_AVIF_BRANDS = frozenset({b"avif", b"avis"})
+_HEIC_BRANDS = frozenset({b"heic", b"heix", b"heim", b"heis", b"hevc", b"hevx"})
+_HEIF_BRANDS = frozenset({b"mif1", b"msf1"})
+
+
+def _iso_media(head: bytes) -> str:
+    """An ISO media file by its ``ftyp`` box: a HEIF image (an iPhone's HEIC photo was
+    taken for an MP4 video), a QuickTime movie, or else MP4."""
+    major, end = head[8:12], min(len(head), int.from_bytes(head[:4], "big"))
+    brands = {major, *(head[at : at + 4] for at in range(16, end - 3, 4))}
+    if major in _AVIF_BRANDS or (major in _HEIF_BRANDS and brands & _AVIF_BRANDS):
+        return "image/avif"
+    if major in _HEIC_BRANDS or (major in _HEIF_BRANDS and brands & _HEIC_BRANDS):
+        return "image/heic"
+    if major in _HEIF_BRANDS:
+        return "image/heif"
+    return "video/quicktime" if major == b"qt  " else "video/mp4"
+
+
+def is_heif(head: bytes) -> bool:
+    """An AVIF, HEIC or other HEIF image, by its ``ftyp`` box."""
+    return head[4:8] == b"ftyp" and _iso_media(head).startswith("image/")
 
 
 def _sniff_text(head: bytes) -> str | None:

@@ -1,11 +1,12 @@
 """An image's width and height from its first bytes, without decoding a pixel: for the
 ``width`` and ``height`` metadata fields.
 
-PNG, GIF, JPEG and WebP (what users upload most) are read by the small parsers here;
-other formats by Pillow's header parsers (``Image.open`` reads no pixels). The sizes are
-the ones the transformation engine reads: the coded size, an Exif orientation not
-applied (as the engine's renders keep it), but an AVIF's ``irot`` turn applied, as
-libheif applies it on load (a turned AVIF was 160x100 here, 100x160 to ``imagesize``). Nothing here
+PNG, GIF, JPEG and WebP (what users upload most) are read by the small parsers here,
+HEIF (HEIC, AVIF) by its boxes (``heifsize``); other formats by Pillow's header parsers
+(``Image.open`` reads no pixels). The sizes are the ones the transformation engine reads:
+the coded size, an Exif orientation not applied (as the engine's renders keep it), but a
+HEIF's ``irot`` turn applied, as libheif applies it on load (a turned AVIF was 160x100
+here, 100x160 to ``imagesize``). Nothing here
 limits pixel counts: it only reports them, so a decompression bomb is reported as the
 size its header claims (except by Pillow, which refuses past its own bomb limit: then
 the size is unknown and omitted).
@@ -20,7 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
-from stowage.core import reading
+from stowage.core import filetypes, heifsize, reading
 from stowage.registry.base import FileRecord
 from stowage.storage.base import LocalFiles, Provider
 
@@ -103,6 +104,8 @@ def _parser(head: bytes) -> Callable[[bytes], tuple[int, int] | None]:
         return _jpeg
     if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
         return _webp
+    if filetypes.is_heif(head):
+        return _heif
     return _pillow
 
 
@@ -143,6 +146,14 @@ def _webp(head: bytes) -> tuple[int, int] | None:
     if chunk == b"VP8X":  # extended: 24-bit canvas sizes less one
         return _le(head, 24, 3) + 1, _le(head, 27, 3) + 1
     return None
+
+
+def _heif(head: bytes) -> tuple[int, int] | None:
+    try:
+        found = heifsize.shown_size(head)
+    except (IndexError, ValueError):  # damaged boxes: Pillow may still read an AVIF
+        found = None
+    return found or _pillow(head)
 
 
 def _pillow(source: bytes | BinaryIO) -> tuple[int, int] | None:

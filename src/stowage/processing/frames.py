@@ -29,6 +29,7 @@ from typing import Any
 import pyvips
 
 from stowage import errors
+from stowage.core import filetypes
 from stowage.processing import decisions
 from stowage.processing.base import Chain, Limits, Output
 
@@ -156,8 +157,8 @@ def _check(opened: Opened, limits: Limits) -> None:
 #: libvips' raster loaders (JPEG 2000 has none in the bundled libvips: processing/
 #: jpeg2000.py decodes it first; JPEG XL has no decoder here at all).
 RASTER_LOADERS = {"jpeg", "png", "webp", "gif", "nsgif", "tiff", "heif"}
-#: A JPEG XL codestream's signature, and its container's first box.
-_JPEG_XL = (b"\xff\x0a", b"\x00\x00\x00\x0cJXL \r\n\x87\n")
+#: Formats known but not decoded: the bundled libheif reads AV1 (AVIF), not HEVC (HEIC).
+_NO_DECODER = {"image/jxl": "JPEG XL", "image/heic": "HEIC (HEVC)"}
 
 
 #: A loader's format, by the name an ``Output`` gives it, where the two differ. HEIF is
@@ -191,11 +192,13 @@ def check_raster(source: Path, *, rewritten: bool = False) -> None:
     loader = name.removeprefix("VipsForeignLoad").removesuffix("File").lower()
     if loader == "svg" and rewritten:
         return
+    if loader in RASTER_LOADERS and loader != "heif":
+        return
+    with source.open("rb") as file:
+        kind = filetypes.sniff(file.read(filetypes.SNIFF_BYTES))
+    if kind in _NO_DECODER:
+        raise errors.NotAnImage(f"{_NO_DECODER[kind]} images are not read here: no decoder")
     if loader not in RASTER_LOADERS:
-        with source.open("rb") as file:
-            head = file.read(12)
-        if head.startswith(_JPEG_XL):
-            raise errors.NotAnImage("JPEG XL images are not read here: no JPEG XL decoder")
         raise errors.NotAnImage()
 
 

@@ -23,10 +23,9 @@ from typing import Any, BinaryIO
 import PIL.Image
 
 from stowage import errors
+from stowage.core import filetypes
 from stowage.processing.base import Limits
 
-#: A JP2 file's signature box, and a bare codestream's SOC and SIZ markers.
-_SIGNATURES = (b"\x00\x00\x00\x0cjP  \r\n\x87\n", b"\xff\x4f\xff\x51")
 #: Pillow's modes for JPEG 2000, and the ones libvips reads from a TIFF as they are.
 _MODES = {"L", "LA", "RGB", "RGBA", "I;16"}
 _DECODE_ERRORS = (OSError, ValueError, SyntaxError, EOFError)
@@ -35,7 +34,7 @@ _DECODE_ERRORS = (OSError, ValueError, SyntaxError, EOFError)
 def is_jpeg2000(source: Path) -> bool:
     with source.open("rb") as file:
         head = file.read(12)
-    return any(head.startswith(signature) for signature in _SIGNATURES)
+    return filetypes.sniff(head) == "image/jp2"  # a JP2 box, or a bare codestream
 
 
 @contextlib.contextmanager

@@ -64,8 +64,8 @@ async def run(
 #: numbers long enough not to begin a text by chance: not BMP's "BM").
 _NOT_DOCUMENTS = frozenset(
     {"image/png", "image/jpeg", "image/gif", "image/webp", "image/tiff", "image/avif"}
-    | {"image/jp2", "image/jxl"}
-    | {"application/pdf", "video/mp4"}
+    | {"image/jp2", "image/jxl", "image/heic", "image/heif"}
+    | {"application/pdf", "video/mp4", "video/quicktime"}
 )
 
 
