@@ -346,3 +346,40 @@ async def test_html_declared_as_png_is_served_as_attachment(harness: Harness) ->
     download = await harness.cdn.get(f"/{handle}")
     assert download.headers["Content-Disposition"].startswith("attachment;")
     assert download.headers["X-Content-Type-Options"] == "nosniff"
+
+
+# -- addresses ending in a slash ---------------------------------------------------
+@pytest.mark.parametrize("seed", range(3))
+async def test_every_file_api_address_takes_a_trailing_slash(harness: Harness, seed: int) -> None:
+    """``/api/file/H/`` and ``/api/file/H/metadata/`` answered 404 on the API origin while
+    the CDN's took the slash. Each operation, in a random order of slashed and plain
+    addresses, does what its plain address does."""
+    import random
+
+    rng = random.Random(seed)
+    key, auth = {"key": harness.open_app.api_key}, basic("app", "open-secret")
+
+    def at(path: str) -> str:
+        return path + ("/" if rng.random() < 0.7 else "")
+
+    data = rng.randbytes(rng.randrange(1, 4000))
+    stored = await harness.api.post(at("/api/store/S3"), params=key, data=data)
+    assert stored.status == 200, await stored.text()
+    handle = handle_of(await stored.json())
+    copied = await harness.api.post(at(f"/api/store/S3/{handle}"), params=key, headers=auth)
+    assert copied.status == 200, await copied.text()
+    got = await harness.api.get(at(f"/api/file/{handle}"))
+    assert (got.status, await got.read()) == (200, data)
+    newer = rng.randbytes(rng.randrange(1, 4000))
+    put = await harness.api.post(at(f"/api/file/{handle}"), params=key, data=newer, headers=auth)
+    assert put.status == 200, await put.text()
+    meta = await harness.api.get(at(f"/api/file/{handle}/metadata"), params={"size": "true"})
+    assert await meta.json() == {"size": len(newer)}
+    listed = await harness.api.get(at("/api/files"), params=key, headers=auth)
+    assert listed.status == 200, await listed.text()
+    copy = handle_of(await copied.json())
+    for path, method in ((f"/api/file/{handle}/remove", "POST"), (f"/api/file/{copy}", "DELETE")):
+        gone = await harness.api.request(method, path + "/", headers=auth)
+        assert (await gone.json())["storage"] == "deleted", path
+    for removed in (handle, copy):
+        assert (await harness.api.get(f"/api/file/{removed}/")).status == 404

@@ -20,10 +20,6 @@ ALIASES = {
     ("cdn", "/{tail}"): ("/{handle}", "/{handle}/metadata"),
     ("api", "/api/docs/{name}"): (),  # the reference page's own assets
     ("api", "/console/{name}"): (),  # the console's own assets
-    # the first File API's links with the trailing slash every other form takes
-    ("api", "/api/file/{handle}/convert/"): ("/api/file/{handle}/convert",),
-    ("cdn", "/api/file/{handle}/convert/"): ("/api/file/{handle}/convert",),
-    ("cdn", "/api/file/{handle}/"): ("/api/file/{handle}",),
 }
 #: Routes of the CDN documented once with the API's operation (one path, one entry).
 SHARED = {
@@ -42,10 +38,14 @@ def _openapi_path(canonical: str) -> str:
 def _routes(harness: Harness) -> set[tuple[str, str, str]]:
     found = set()
     for origin, app in (("api", api_app(harness.parts)), ("cdn", cdn_app(harness.parts))):
+        plain = {route.resource.canonical for route in app.router.routes()}
         for route in app.router.routes():
             if route.method == "HEAD":
                 continue  # aiohttp adds HEAD to every GET; the document says so per operation
+            # A route's form with a trailing slash is the same operation (routes.py).
             canonical = route.resource.canonical
+            if canonical.endswith("/") and canonical[:-1] in plain:
+                canonical = canonical[:-1]
             for path in ALIASES.get((origin, canonical), (_openapi_path(canonical),)):
                 entry = (origin, route.method.lower(), path)
                 found.add(SHARED.get(entry, entry))

@@ -25,8 +25,7 @@ async def cdn_get(request: web.Request) -> web.StreamResponse:
     raw = request.raw_path.split("?", 1)[0]
     if (asked := cdnpath.debug_asked(raw)) is not None:
         return await debug.report(request, asked)
-    path = cdnpath.parse(raw)
-    request = transform.with_hosted_link(request, path)
+    request, path = transform.parsed(request, raw)
     if path.preview is not None:  # /preview/<HANDLE>: the viewer page
         return await preview.page(request, path)
     if path.playlist:  # /<APIKEY>/video_playlist/<HANDLE>
@@ -44,8 +43,7 @@ async def chain_on_api(request: web.Request) -> web.StreamResponse:
     raw = request.raw_path.split("?", 1)[0].removeprefix("/process")
     if (asked := cdnpath.debug_asked(raw)) is not None:
         return await debug.report(request, asked)
-    path = cdnpath.parse(raw)
-    request = transform.with_hosted_link(request, path)
+    request, path = transform.parsed(request, raw)
     if path.playlist:
         return await playlist.answer(request, path)
     return await transform.transform(request, path, cdn=False)
@@ -53,8 +51,7 @@ async def chain_on_api(request: web.Request) -> web.StreamResponse:
 
 async def cdn_post_chain(request: web.Request) -> web.StreamResponse:
     request = with_list_whole(request)
-    path = cdnpath.parse(request.raw_path.split("?", 1)[0])
-    request = transform.with_hosted_link(request, path)
+    request, path = transform.parsed(request, request.raw_path.split("?", 1)[0])
     if not path.tasks:
         raise errors.CdnLinkRefused()
     return await transform.transform(request, path, cdn=True)

@@ -21,7 +21,7 @@ from aiohttp import web
 
 from stowage import errors
 from stowage.core import imagesize
-from stowage.http import cdnpath, transform
+from stowage.http import transform
 from stowage.http.api import request_credentials
 from stowage.http.cdnpath import CdnPath, DebugAsk
 from stowage.http.keys import PARTS
@@ -48,8 +48,7 @@ async def report(request: web.Request, asked: DebugAsk) -> web.Response:
         "result": None,
     }
     try:
-        path = cdnpath.parse(asked.path)
-        request = transform.with_hosted_link(request, path)
+        request, path = transform.parsed(request, asked.path)
         if _not_run(path):
             await _authorized(request, path)  # refused credentials are answered, not reported
             raise errors.InvalidParameter(_NOT_RUN, parameter="debug")

@@ -105,7 +105,8 @@ def route_of(request: web.Request) -> str:
         return "unmatched"
     if info.http_exception is not None or info.route.resource is None:
         return "unmatched"
-    return info.route.resource.canonical
+    # One label for a route and its form with a trailing slash (routes.py takes both).
+    return info.route.resource.canonical.removesuffix("/") or "/"
 
 
 def _is_upload(request: web.Request, route: str) -> bool:

@@ -24,19 +24,20 @@ LEGACY_CONVERT = ("/api/file/{handle}/convert", "/api/file/{handle}/convert/")
 
 def add_api_routes(app: web.Application) -> None:
     router = app.router
-    router.add_post("/api/store/{provider}", api.store_handler)
-    router.add_post("/api/store/{provider}/{handle}", api.copy_handler)
-    router.add_get("/api/file/{handle}", api.download_handler)
-    router.add_post("/api/file/{handle}", api.overwrite_handler)
-    router.add_delete("/api/file/{handle}", api.remove_handler)
-    router.add_post("/api/file/{handle}/remove", api.remove_handler)
-    router.add_get("/api/file/{handle}/metadata", api.metadata_handler)
+    for end in ("", "/"):  # a saved or hand-written address may end in a slash
+        router.add_post(f"/api/store/{{provider}}{end}", api.store_handler)
+        router.add_post(f"/api/store/{{provider}}/{{handle}}{end}", api.copy_handler)
+        router.add_get(f"/api/file/{{handle}}{end}", api.download_handler)
+        router.add_post(f"/api/file/{{handle}}{end}", api.overwrite_handler)
+        router.add_delete(f"/api/file/{{handle}}{end}", api.remove_handler)
+        router.add_post(f"/api/file/{{handle}}/remove{end}", api.remove_handler)
+        router.add_get(f"/api/file/{{handle}}/metadata{end}", api.metadata_handler)
+        router.add_get(f"/api/files{end}", listing.list_handler)
     for convert in LEGACY_CONVERT:  # the first File API's, and storing the result
         router.add_get(convert, cdn.legacy_on_api)
         router.add_post(convert, cdn.legacy_on_api)
     router.add_get("/healthz", api.healthz)
     router.add_get("/readyz", api.readyz)
-    router.add_get("/api/files", listing.list_handler)
     router.add_get("/api/openapi.json", docs.openapi_json)
     router.add_get("/api/docs", docs.docs_page)
     router.add_get("/api/docs/{name}", docs.docs_asset)

@@ -31,7 +31,7 @@ from stowage.core.security import Credentials
 from stowage.edge.headers import TAG_HEADER
 from stowage.http import inputs, observe, ratelimit
 from stowage.http.api import download, request_credentials, store_result
-from stowage.http.cdnpath import CdnPath
+from stowage.http.cdnpath import CdnPath, parse
 from stowage.http.keys import PARTS
 from stowage.http.leaving import unless_gone
 from stowage.http.responses import SANDBOX_CSP, disposition, file_headers, send_file
@@ -147,7 +147,14 @@ def with_url_source(request: web.Request, path: CdnPath) -> web.Request:
     return request
 
 
-def with_hosted_link(request: web.Request, path: CdnPath) -> web.Request:
+def parsed(request: web.Request, raw: str) -> tuple[web.Request, CdnPath]:
+    """The CDN path ``raw`` (the request's, or a part of it) as ``cdnpath`` reads it, and
+    the request as Stowage then reads its query (``_with_hosted_link``)."""
+    path = parse(raw)
+    return _with_hosted_link(request, path), path
+
+
+def _with_hosted_link(request: web.Request, path: CdnPath) -> web.Request:
     """A hosted CDN link read as its handle: its query is read as on a handle's URL, so
     a quoted link's closing quote ends the query string (``/"https://cdn.filestack
     content.com/H?dl=true"``), and a query sent within the link (percent-encoded) joins
