@@ -127,6 +127,48 @@ def test_the_quality_task_alone_answers_a_file_that_is_no_jpeg_as_it_is(
         assert made.read_bytes() == source.read_bytes(), source_format
 
 
+def _compact_source(path: Path, kind: str, rng: random.Random) -> None:
+    """Files their encoder already made small: a palette PNG (Pillow, optimised), an
+    optimised or progressive JPEG, a GIF, a lossless WebP of few colours."""
+    from PIL import Image
+
+    width, height, colours = rng.randrange(20, 300), rng.randrange(20, 300), rng.randrange(2, 17)
+    image = Image.new("P", (width, height))
+    image.putpalette([rng.randrange(256) for _ in range(768)])
+    step = rng.randrange(1, 30)
+    image.putdata([(x // step + y // step) % colours for y in range(height) for x in range(width)])
+    if kind == "png":
+        image.save(path, "PNG", optimize=True)
+    elif kind == "gif":
+        image.save(path, "GIF", optimize=True)
+    elif kind == "webp":
+        image.convert("RGB").save(path, "WEBP", lossless=True, method=6)
+    else:
+        image.convert("RGB").save(path, "JPEG", optimize=True, progressive=rng.random() < 0.5)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_compress_alone_never_answers_a_larger_file(tmp_path: Path, seed: int) -> None:
+    """``compress`` of an optimised 1.5 KB palette PNG was a 2.4 KB RGB one: the result is
+    the smaller of the new file and the source, and shows the same pixels."""
+    rng = random.Random(seed)
+    for _ in range(3):
+        kind = rng.choice(["png", "gif", "webp", "jpg"])
+        source = tmp_path / f"source.{kind}"
+        _compact_source(source, kind, rng)
+        task = rng.choice(["compress", "compress=metadata:false", "output=compress:true"])
+        made = render(source, [task], WRITERS[kind][1], tmp_path)
+        assert made.stat().st_size <= source.stat().st_size, (kind, task)
+        before, after = (pyvips.Image.new_from_file(str(p)) for p in (source, made))
+        assert (after.width, after.height) == (before.width, before.height)
+        if kind != "jpg":  # lossless: the same pixels
+            assert (_rgb(after) - _rgb(before)).abs().max() == 0, (kind, task)
+
+
+def _rgb(image: pyvips.Image) -> pyvips.Image:
+    return image.colourspace("srgb")[0:3] if image.bands >= 3 else image.colourspace("srgb")
+
+
 def _jpeg2000(path: Path, mode: str, width: int, height: int, seed: int) -> pyvips.Image:
     """A JPEG 2000 file of ``mode`` (lossless, so its pixels are known), and its pixels."""
     from PIL import Image

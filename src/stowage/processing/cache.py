@@ -69,8 +69,9 @@ PREFIX = ".stowage-derivatives"
 #: columns and rows were left as they were, and a box narrower than ``amount`` had
 #: square blocks of its short side); partial_blur's feathered edge mixes in no colour of
 #: a fully transparent pixel; /<APIKEY>/<URL> with no processing task is the URL's file
-#: as it is (it was re-encoded, a text drawn).
-RENDERING = 7
+#: as it is (it was re-encoded, a text drawn). 8: ``compress`` alone answers the source
+#: when saving it again gives no smaller file (a palette PNG grew by half).
+RENDERING = 8
 CHUNK = 256 * 1024
 log = logging.getLogger("stowage.processing")
 T = TypeVar("T")

@@ -65,6 +65,18 @@ def _with(task: Task, quality: int | None) -> Task:
     return Task(task.name, tuple(sorted(kept + added)))
 
 
+def only_compress(chain: Chain) -> bool:
+    """``compress`` alone (``output=compress:true`` too), metadata kept: a palette PNG or
+    an optimised JPEG saved again can be larger than it was; the source is answered then."""
+    return bool(chain.tasks) and all(_compresses_only(task) for task in chain.tasks)
+
+
+def _compresses_only(task: Task) -> bool:
+    if task.name == "compress":
+        return task.get("metadata") is not True
+    return task.name == "output" and [name for name, _ in task.options] == ["compress"]
+
+
 def only_quality(chain: Chain) -> bool:
     """The ``quality`` task alone: the hosted rules apply (``VipsEngine.render``)."""
     return bool(chain.tasks) and all(t.name == "quality" for t in chain.tasks)

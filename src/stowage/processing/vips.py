@@ -60,14 +60,21 @@ class VipsEngine:
         self, source: Path, chain: Chain, output: Output, dest: Path, limits: Limits
     ) -> Rendered:
         chain = jpegquality.resolved(chain, source)  # output=quality:input
+        args = (source, chain, output, dest, limits)
+        if jpegquality.only_compress(chain):  # never a larger file than the source
+            return self._no_larger(*args)
         if not jpegquality.only_quality(chain):
-            return self._rendered(source, chain, output, dest, limits)
+            return self._rendered(*args)
         # The quality task: a file that is no JPEG as it is; a JPEG saved again, unless
         # that is no smaller than the original (the hosted service's rules).
         if jpegquality.estimated(source) is None or output.format != "jpeg":
-            return _as_it_is(source, output, dest) or self._rendered(
-                source, chain, output, dest, limits
-            )
+            return _as_it_is(source, output, dest) or self._rendered(*args)
+        return self._no_larger(*args)
+
+    def _no_larger(
+        self, source: Path, chain: Chain, output: Output, dest: Path, limits: Limits
+    ) -> Rendered:
+        """Saved again, or the source as it is when that is no smaller and of the format."""
         made = self._rendered(source, chain, output, dest, limits)
         if dest.stat().st_size < source.stat().st_size:
             return made
