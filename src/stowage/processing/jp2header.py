@@ -1,4 +1,5 @@
-"""A JPEG 2000 source's chain, from its header alone (Pillow's parser: no pixel).
+"""A JPEG 2000 source's chain, from its header alone (Pillow's parser: no pixel); and a
+HEIC's size, from its boxes.
 
 ``imagesize`` or ``metadata`` alone is answered from it (a 10000x10000 tiled JP2 of
 221 KB was decoded whole, 21 s and 457 MB, for its size); every other chain is held
@@ -15,6 +16,7 @@ from pathlib import Path
 import pyvips
 
 from stowage import errors
+from stowage.core import filetypes, heifsize, imagesize
 from stowage.processing import chain as chains
 from stowage.processing import cost, frames, jpeg2000
 from stowage.processing.base import Chain, Limits, Output, Rendered
@@ -27,22 +29,37 @@ def answered(
     source: Path, chain: Chain, output: Output, dest: Path, limits: Limits
 ) -> Rendered | None:
     """For a JPEG 2000 file: ``imagesize`` or ``metadata`` alone answered in ``dest``;
-    any other chain held to the limits (refused with their error), then None. None for
-    any other file."""
-    if not jpeg2000.is_jpeg2000(source):
+    any other chain held to the limits (refused with their error), then None. The same
+    two answers for a HEIC, from its boxes (no HEVC decoder here: anything else is
+    ``frames.check_raster``'s 415). None for any other file."""
+    alone = len(chain.tasks) == 1 and chain.tasks[0].name in _FROM_HEADER
+    if jpeg2000.is_jpeg2000(source):
+        with jpeg2000.header(source, limits) as image:
+            width, height = image.size
+        if not alone:
+            _priced(width, height, chain, output, limits)
+            return None
+    elif not alone or (shown := _heic_size(source)) is None:
         return None
-    with jpeg2000.header(source, limits) as image:
-        width, height = image.size
-    tasks = chain.tasks
-    if len(tasks) != 1 or tasks[0].name not in _FROM_HEADER:
-        _priced(width, height, chain, output, limits)
-        return None
+    else:
+        width, height = shown
     answer = chains.answer_of(chain)
     if answer is None:  # imagesize
         dest.write_text(json.dumps({"width": width, "height": height}))
     else:  # a lazy image of that size: its facts, no pixel made
-        dest.write_text(answer.render(pyvips.Image.black(width, height), tasks[0]))
+        dest.write_text(answer.render(pyvips.Image.black(width, height), chain.tasks[0]))
     return Rendered(output, width, height)
+
+
+def _heic_size(source: Path) -> tuple[int, int] | None:
+    with source.open("rb") as file:
+        head = file.read(imagesize.HEADER_BYTES)
+    if filetypes.sniff(head) != "image/heic":
+        return None
+    try:
+        return heifsize.shown_size(head)
+    except (IndexError, ValueError):  # damaged boxes: the engine's 415 says no decoder
+        return None
 
 
 def _priced(width: int, height: int, chain: Chain, output: Output, limits: Limits) -> None:
