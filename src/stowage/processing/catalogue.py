@@ -26,8 +26,8 @@ from stowage.processing import (
     pageimages,
     previewtask,
     request_tasks,
-    screenshots,
     shapes,
+    shotspec,
     subjects,
     video,
 )
@@ -48,7 +48,7 @@ MODULES: tuple[tuple[TaskSpec, ...], ...] = (
     composite.TASKS,
     documents.TASKS + ocr.TASKS,
     minify.TASKS + classifiers.TASKS,
-    video.TASKS + screenshots.TASKS,
+    video.TASKS + shotspec.TASKS,
     previewtask.TASKS,
     pageimages.TASKS,
 )

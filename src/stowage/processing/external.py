@@ -28,7 +28,7 @@ from stowage.core.security import Credentials, Target, url_target
 from stowage.core.service import StoreParams
 from stowage.core.sources import Source
 from stowage.core.uploads import Store, provider_for_location
-from stowage.processing import archive, screenshots
+from stowage.processing import archive, screenshots, shotspec
 from stowage.processing import chain as chains
 from stowage.processing.base import Chain, Output, Task
 from stowage.processing.cache import file_chunks
@@ -105,10 +105,10 @@ class External:
         """A ``urlscreenshot`` chain's result, kept a while (``shotcache.py``); None when
         the chain draws no page or nothing is kept (``screenshot_cache_seconds`` 0).
         ``before`` is called only when the page is drawn: a kept one costs nothing."""
-        if screenshots.task_of(chains.parse(ask.segments)) is None or not self.kept_shots.seconds:
+        if shotspec.task_of(chains.parse(ask.segments)) is None or not self.kept_shots.seconds:
             return None
         chain, app = await self._authorized(ask)
-        output = chains.output_for(screenshots.without(chain), "image/png")
+        output = chains.output_for(shotspec.without(chain), "image/png")
         draw = functools.partial(self._spooled, ask, chain, app)
         return await self.kept_shots.derivative(ask.url, chain.key(), output, app, draw)
 
@@ -190,7 +190,7 @@ class External:
         async with contextlib.AsyncExitStack() as stack:
             held, listed = await self._sources(stack, ask, chain, app)
             others = await stack.enter_async_context(self.named(chain, ask.creds, ask.api_key))
-            chain = screenshots.without(chain)
+            chain = shotspec.without(chain)
             mimetype = _source_type(held)
             output, kind = chains.made_output(chain, mimetype), kind_of(mimetype, ask.url)
             dest = self.spool.new("." + output.extension)
@@ -214,7 +214,7 @@ class External:
         def allowed(url: str) -> None:
             self.authorize(app, ask.creds, url_target(url), "convert")
 
-        shot = screenshots.task_of(chain)  # a shot: the page drawn, not read
+        shot = shotspec.task_of(chain)  # a shot: the page drawn, not read
         if not ask.listed:
             if shot:
                 return await stack.enter_async_context(self.shots.opened(ask.url, shot)), ()
@@ -258,7 +258,7 @@ def _list_readable(chain: Chain) -> None:
     """A list of URLs is read by the tasks of a job (``animate``, ``pdfcreate``) or put
     in an archive (``zipped``, which the HTTP layer asks for a zip); a screenshot draws
     one page."""
-    if archive.is_zip([t.name for t in chain.tasks]) or screenshots.task_of(chain):
+    if archive.is_zip([t.name for t in chain.tasks]) or shotspec.task_of(chain):
         raise errors.InvalidParameter(
             "a list of URLs is read by animate, pdfcreate and zip (urlscreenshot draws "
             "one page; a zip of URLs is not stored)",

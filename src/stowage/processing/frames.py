@@ -21,6 +21,7 @@ delays and loop count.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +32,7 @@ import pyvips
 from stowage import errors
 from stowage.core import filetypes
 from stowage.processing import decisions
-from stowage.processing.base import Chain, Limits, Output
+from stowage.processing.base import Chain, Limits, Output, Rendered
 
 ANIMATED_LOADERS = {"gifload", "webpload"}
 ANIMATED_OUTPUTS = {"gif", "webp"}
@@ -239,3 +240,17 @@ def _with_options(source: str, options: dict[str, Any]) -> str:
 
 def _reason(exc: pyvips.Error) -> str:
     return str(exc.message if hasattr(exc, "message") else exc).strip().splitlines()[0][:200]
+
+
+def as_it_is(source: Path, output: Output, dest: Path) -> Rendered | None:
+    """``source`` copied to ``dest`` when it is already an image of ``output``'s format
+    (its loader says so, not its name), else None: a PDF or SVG is drawn as usual."""
+    try:
+        check_raster(source)
+    except errors.NotAnImage:
+        return None
+    header = load(str(source), {"access": "sequential"})
+    if format_of(header) != output.format:
+        return None
+    shutil.copyfile(source, dest)
+    return Rendered(output, header.width, header.height)

@@ -16,11 +16,14 @@ from pathlib import Path
 import pyvips
 
 from stowage import errors
-from stowage.core import filetypes, heifsize, imagesize
+from stowage.core import filetypes, heifsize
 from stowage.processing import chain as chains
 from stowage.processing import cost, frames, jpeg2000
 from stowage.processing.base import Chain, Limits, Output, Rendered
 
+#: A HEIF file's boxes are read from its first MiB, as the File API reads them
+#: (``core.imagesize``, not imported: it brings the registry into every job process).
+_HEIF_HEAD = 1 << 20
 #: Tasks answered from the header when alone in a chain.
 _FROM_HEADER = {"imagesize", "metadata"}
 
@@ -53,7 +56,7 @@ def answered(
 
 def _heic_size(source: Path) -> tuple[int, int] | None:
     with source.open("rb") as file:
-        head = file.read(imagesize.HEADER_BYTES)
+        head = file.read(_HEIF_HEAD)
     if filetypes.sniff(head) != "image/heic":
         return None
     try:

@@ -128,6 +128,7 @@ def job_jail(folder: Path) -> tuple[str, ...]:
 
 
 @functools.cache
+@functools.cache  # a server's pools (a test's many) ask once: the host does not change
 def confining_works() -> bool:
     """Whether a Python of this server starts confined as a job process is."""
     if shutil.which("bwrap") is None:

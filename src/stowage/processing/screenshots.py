@@ -31,9 +31,9 @@ from typing import Any
 from stowage import errors
 from stowage.config import Settings
 from stowage.core.fetch import GuardedResolver, check_url
-from stowage.processing import browser, params
-from stowage.processing.base import Chain, Task
-from stowage.processing.table import Param, TaskSpec
+from stowage.processing import browser
+from stowage.processing.base import Task
+from stowage.processing.shotspec import DEVICES, MAX_HEIGHT, NAME
 from stowage.processing.urlsources import Held
 from stowage.processing.webproxy import (
     BLOCKED_HEADER,
@@ -42,18 +42,6 @@ from stowage.processing.webproxy import (
     refused_url,
 )
 
-NAME = "urlscreenshot"
-MAX_HEIGHT = 8000
-#: Named devices: their window in CSS pixels, portrait (drawn at one pixel a CSS pixel).
-DEVICES = {
-    "iphone-se": (375, 667),
-    "iphone-x": (375, 812),
-    "iphone-12": (390, 844),
-    "pixel-5": (393, 851),
-    "galaxy-s9": (360, 740),
-    "ipad": (768, 1024),
-    "ipad-pro": (1024, 1366),
-}
 MOBILE_AGENT = (
     "Mozilla/5.0 (Linux; Android 13; Pixel 5) AppleWebKit/537.36 (KHTML, like Gecko) "
     "Chrome/120.0 Mobile Safari/537.36"
@@ -62,46 +50,6 @@ DESKTOP_AGENT = (
     "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
     "Chrome/120.0 Safari/537.36"
 )
-
-
-def _not_here(image: Any, task: Task) -> Any:
-    raise errors.InvalidParameter(
-        f"{NAME} takes a URL source: /<APIKEY>/{NAME}/<URL>", parameter=NAME
-    )
-
-
-TASKS: tuple[TaskSpec, ...] = (
-    TaskSpec(
-        NAME,
-        (
-            Param("agent", params.choice("desktop", "mobile"), short=("a",), default="desktop"),
-            Param("width", params.integer(1, 1920), short=("w",), default=1024),
-            Param("height", params.integer(1, MAX_HEIGHT), short=("h",), default=768),
-            Param("mode", params.choice("all", "window"), short=("m",), default="all"),
-            Param("delay", params.integer(0, 20000), short=("d",), default=1000),
-            Param("orientation", params.choice("portrait", "landscape"), default="portrait"),
-            Param("device", params.choice(*DEVICES)),
-        ),
-        op=_not_here,
-        doc="a PNG of a web page drawn by headless Chromium, every request through the URL guard",
-    ),
-)
-
-
-def task_of(chain: Chain) -> Task | None:
-    """The chain's ``urlscreenshot``, which must come first; None without one."""
-    names = [t.name for t in chain.tasks]
-    if NAME not in names:
-        return None
-    if names.index(NAME) != 0 or names.count(NAME) > 1:
-        raise errors.InvalidParameter(f"{NAME} must be the first task, once", parameter=NAME)
-    return chain.tasks[0]
-
-
-def without(chain: Chain) -> Chain:
-    """The tasks after the screenshot, run on its PNG."""
-    tasks = tuple(t for t in chain.tasks if t.name != NAME)
-    return dataclasses.replace(chain, tasks=tasks)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -32,7 +32,6 @@ from collections.abc import Iterator
 from contextvars import ContextVar
 from pathlib import Path
 from typing import IO
-from xml.sax.saxutils import escape, quoteattr
 
 import pyvips
 
@@ -159,6 +158,11 @@ class _Writer:
     """expat's events written back as a document, checked on the way."""
 
     def __init__(self, out: IO[str]) -> None:
+        # Imported here: xml.sax.saxutils brings urllib and http.client, a sixth of a job
+        # process's start, into every job, for the few that rewrite an SVG.
+        from xml.sax.saxutils import escape, quoteattr
+
+        self._escape, self._quoteattr = escape, quoteattr
         self._out = out
         self._open: list[str] = []  # the names of the open elements, written or not
         self._dropping = 0  # depth inside a dropped element (a script); 0: writing
@@ -196,7 +200,7 @@ class _Writer:
         if local == "href" or local == "src":
             check_reference(value, f"the attribute {name[:40]}")
         check_css(value, f"the attribute {name[:40]}")
-        return f" {name}={quoteattr(value)}"
+        return f" {name}={self._quoteattr(value)}"
 
     def end(self, name: str) -> None:
         self._open.pop()
@@ -206,7 +210,7 @@ class _Writer:
         if self._style is not None:  # the text may come in many pieces: checked whole
             css, self._style = "".join(self._style), None
             check_css(css, "a <style> element")
-            self._out.write(escape(css))
+            self._out.write(self._escape(css))
         self._out.write(f"</{name}>")
 
     def text(self, data: str) -> None:
@@ -215,4 +219,4 @@ class _Writer:
         if self._style is not None:
             self._style.append(data)
             return
-        self._out.write(escape(data))
+        self._out.write(self._escape(data))

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shutil
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -68,7 +67,7 @@ class VipsEngine:
         # The quality task: a file that is no JPEG as it is; a JPEG saved again, unless
         # that is no smaller than the original (the hosted service's rules).
         if jpegquality.estimated(source) is None or output.format != "jpeg":
-            return _as_it_is(source, output, dest) or self._rendered(*args)
+            return frames.as_it_is(source, output, dest) or self._rendered(*args)
         return self._no_larger(*args)
 
     def _no_larger(
@@ -78,7 +77,7 @@ class VipsEngine:
         made = self._rendered(source, chain, output, dest, limits)
         if dest.stat().st_size < source.stat().st_size:
             return made
-        return _as_it_is(source, output, dest) or made
+        return frames.as_it_is(source, output, dest) or made
 
     def _rendered(
         self, source: Path, chain: Chain, output: Output, dest: Path, limits: Limits
@@ -165,20 +164,6 @@ class VipsEngine:
         _stop_at(image, deadline)
         _save(image, output, dest, save_options(chain, output), limits.max_output_bytes)
         return Rendered(output, width, height)
-
-
-def _as_it_is(source: Path, output: Output, dest: Path) -> Rendered | None:
-    """``source`` copied to ``dest`` when it is already an image of ``output``'s format
-    (its loader says so, not its name), else None: a PDF or SVG is drawn as usual."""
-    try:
-        frames.check_raster(source)
-    except errors.NotAnImage:
-        return None
-    header = frames.load(str(source), {"access": "sequential"})
-    if frames.format_of(header) != output.format:
-        return None
-    shutil.copyfile(source, dest)
-    return Rendered(output, header.width, header.height)
 
 
 def _save(
