@@ -44,3 +44,36 @@ async def test_metadata_task_answers_the_size_at_its_step(harness: Harness) -> N
     assert resp.status == 200, await resp.text()
     assert resp.headers["Content-Type"].startswith("application/json")
     assert json.loads(await resp.read()) == {"width": 160, "height": 120}
+
+
+@pytest.mark.parametrize("seed", range(4))
+async def test_metadata_task_answers_the_files_own_fields(harness: Harness, seed: int) -> None:
+    """``metadata=params:[size,md5,filename]`` answered ``{}``: the fields of the file
+    came from nowhere. Random field lists (and none) through every URL form, each field
+    as ``/<HANDLE>/metadata`` gives it, the image's own at the task's step."""
+    import random
+
+    from stowage.processing.subjects import METADATA_FIELDS
+
+    rng = random.Random(seed)
+    width, height = rng.randrange(20, 200), rng.randrange(20, 200)
+    handle = await stored(harness, flat_png(width, height, [9, 80, 200]), f"f{seed}.png")
+    for _ in range(3):
+        names = rng.sample([n for n in METADATA_FIELDS if n != "exif"], rng.randrange(0, 6))
+        task = f"metadata=p:[{','.join(names)}]" if names else "metadata"
+        side = rng.randrange(5, 20)
+        prefix = rng.choice(["", "/process", f"/{harness.open_app.api_key}"])
+        client = harness.api if prefix == "/process" else harness.cdn
+        resp = await client.get(f"{prefix}/resize=width:{side}/{task}/{handle}")
+        answer = json.loads(await resp.read())
+        assert resp.status == 200, answer
+        own = [n for n in names if n not in ("width", "height")]
+        expected = {}
+        if own or not names:
+            params = {n: "true" for n in own}
+            meta = await harness.api.get(f"/api/file/{handle}/metadata", params=params)
+            expected = await meta.json()
+        shown = {"width": side, "height": max(1, round(height * side / width))}
+        expected.update({n: shown[n] for n in ("width", "height") if n in names or not names})
+        assert answer == expected, (task, prefix)
+        assert list(answer) == (names or list(answer)), task  # in the order asked

@@ -70,7 +70,8 @@ PREFIX = ".stowage-derivatives"
 #: square blocks of its short side); partial_blur's feathered edge mixes in no colour of
 #: a fully transparent pixel; /<APIKEY>/<URL> with no processing task is the URL's file
 #: as it is (it was re-encoded, a text drawn). 8: ``compress`` alone answers the source
-#: when saving it again gives no smaller file (a palette PNG grew by half).
+#: when saving it again gives no smaller file (a palette PNG grew by half); the metadata
+#: task's answer holds the file's own fields (size, hashes, ...: they were missing).
 RENDERING = 8
 CHUNK = 256 * 1024
 log = logging.getLogger("stowage.processing")

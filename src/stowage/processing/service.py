@@ -24,7 +24,15 @@ from stowage.core.providers import Providers
 from stowage.core.security import Credentials, Target, authorize, file_target, record_for
 from stowage.core.sources import Source
 from stowage.core.uploads import Store
-from stowage.processing import archive, metrics, office, officejobs, readable, screenshots
+from stowage.processing import (
+    archive,
+    metrics,
+    office,
+    officejobs,
+    readable,
+    recordfields,
+    screenshots,
+)
 from stowage.processing import chain as chains
 from stowage.processing.base import Chain, Job, Limits, Output
 from stowage.processing.cache import DerivativeCache, version_of
@@ -295,6 +303,7 @@ class Processor:
                 kind = kind_of(record.mimetype, record.filename)
                 origin = f"{record.handle}@{version_of(record)}"
                 await self._run(source, chain, output, dest, sources, kind, listed, origin)
+            await recordfields.complete(dest, chain, self.core.settings, provider, record)
             return await self.cache.put(key, dest, output.mimetype)
 
     @contextlib.asynccontextmanager
