@@ -487,3 +487,22 @@ async def test_a_hosted_link_with_a_key_or_tasks_is_read_as_the_file(harness: Ha
         made = pyvips.Image.new_from_buffer(await resp.read(), "")
         expected = max(1, int((width // 2) * box / (height // 2) + 0.5))
         assert made.height == box and abs(made.width - expected) <= 1, (made.width, expected)
+
+
+@pytest.mark.parametrize("seed", range(2))
+async def test_auto_image_of_a_url_says_vary_whatever_the_format(
+    harness: Harness, origin: Origin, seed: int
+) -> None:
+    """A client taking neither AVIF nor WebP got the URL's PNG with no ``Vary: Accept``
+    (a shared cache then kept it for every browser); one taking WebP got Vary. Random
+    Accept headers and chains: every answer of an ``auto_image`` chain says Vary."""
+    import random
+
+    rng = random.Random(seed)
+    key = harness.open_app.api_key
+    accepts = ["*/*", "", "text/html", "image/png,*/*", "image/webp,*/*", "image/avif,*/*"]
+    for _ in range(6):
+        chain = rng.choice(["auto_image", "auto_image/flip", "resize=width:40/auto_image"])
+        accept = rng.choice(accepts)
+        resp, _ = await get(harness, f"/{key}/{chain}/{origin.url}", headers={"Accept": accept})
+        assert "Accept" in resp.headers.get("Vary", ""), (chain, accept)

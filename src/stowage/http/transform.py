@@ -76,7 +76,7 @@ async def transform(request: web.Request, path: CdnPath, *, cdn: bool) -> web.St
         async with processor.external.zipped(fetch) as archived:
             return await _stream_zip(request, archived)
     if is_url(path) and not path.tasks:  # /<APIKEY>/<URL>: the URL's file as it is
-        return await _as_is(request, processor, path, api_key)
+        return await _as_is(request, processor, path, api_key, varies)
     if is_url(path):
         return await _external(request, processor, path, api_key, varies, cdn)
     if path.store is not None:
@@ -245,11 +245,16 @@ def _name(ask: UrlAsk, result: Spooled) -> str:
 
 
 async def _as_is(
-    request: web.Request, processor: Processor, path: CdnPath, api_key: str | None
+    request: web.Request,
+    processor: Processor,
+    path: CdnPath,
+    api_key: str | None,
+    varies: bool,
 ) -> web.StreamResponse:
     """``/<APIKEY>/<URL>`` (request tasks only, ``cache``, ``security``): the URL's file
     as it is, as ``/<APIKEY>/<HANDLE>`` answers a stored file: its bytes unchanged, with
-    the headers of a download (an active type, HTML or SVG, sent as an attachment)."""
+    the headers of a download (an active type, HTML or SVG, sent as an attachment).
+    ``varies``: an ``auto_image`` whose client took no other format led here."""
     creds = request_credentials(request, path)
     ask = url_ask(path, api_key, creds, charger(request))  # each one fetches: it costs
     settings = request.app[PARTS].settings
@@ -260,7 +265,7 @@ async def _as_is(
         shown = disposition(kind, found.filename)
         cache = _cache(request, path)
         sent = _Sent(found.path, mimetype, found.private, shown)
-        return await _send_file_at(request, sent, cache, path, False)
+        return await _send_file_at(request, sent, cache, path, varies)
 
 
 @dataclasses.dataclass(frozen=True)
