@@ -275,3 +275,29 @@ def test_frames_are_turned_by_exif_before_they_are_fitted(
     if abs(frame_w - frame_h) >= 8:  # the background beside it, on the long side
         beside = (x - 3, y + side // 2) if frame_w > frame_h else (x + side // 2, y - 3)
         assert colour(made, *beside) == (255, 255, 255), beside
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_tasks_after_an_animate_are_held_to_the_total_pixel_limit(
+    tmp_path: Path, seed: int
+) -> None:
+    """``/animate/resize=width:300/[S,S,S]`` of 20x20 files gave three 300x300 frames
+    (270,000 pixels) under a limit of 100,000: the limit was checked on the frames before
+    the tasks grew them. Random lists, growths and limits: refused exactly when all the
+    result's frames together are over the limit."""
+    rng = random.Random(seed)
+    count, side = rng.randrange(2, 5), rng.randrange(10, 40)
+    listed = [plain(tmp_path / f"s{i}.png", side, side, RED) for i in range(count)]
+    grown = rng.randrange(side, 400)
+    task = rng.choice([f"resize=width:{grown}", f"border=width:{(grown - side) // 2 + 1}"])
+    limit = rng.randrange(20_000, 400_000)
+    limits = Limits(50_000_000, 10**9, 4000, 20, max_total_pixels=limit)
+    probe = Limits(50_000_000, 10**9, 4000, 20, max_total_pixels=10**9)
+    dest, _ = render(tmp_path, listed, ["animate", task], probe, "image/gif")
+    made = frames_of(dest)
+    total = made.width * made.height  # every frame, one under the other
+    if total <= limit:
+        render(tmp_path, listed, ["animate", task], limits, "image/gif")
+        return
+    with pytest.raises(errors.ImageTooLarge):
+        render(tmp_path, listed, ["animate", task], limits, "image/gif")

@@ -83,6 +83,20 @@ def open_source(source: str, chain: Chain, output: Output, limits: Limits, acces
     return opened
 
 
+def check_made(image: pyvips.Image, limits: Limits) -> None:
+    """An animated result's frames, all of them, held to the total pixel limit: the tasks
+    after an ``animate`` (or on each frame of an animation) may grow every frame. A still
+    is held to the side limit (a collage counts its sources)."""
+    if frame_size(image)[1] == image.height:
+        return
+    total = int(image.width) * int(image.height)  # a strip holds every frame
+    if total > limits.max_total_pixels:
+        raise errors.ImageTooLarge(
+            f"the result's frames would have {total} pixels; at most {limits.max_total_pixels}",
+            max_total_pixels=limits.max_total_pixels,
+        )
+
+
 def keeps_frames(chain: Chain, output: Output) -> bool:
     """Whether the chain's result may be an animation of the source's frames."""
     one_frame = any(t.name in ONE_FRAME for t in chain.tasks)

@@ -15,7 +15,6 @@ from collections.abc import Callable, Sequence
 
 import pyvips
 
-from stowage import errors
 from stowage.processing import catalogue, composite, frames, geometry
 from stowage.processing.base import Chain, Limits, Output, Task
 from stowage.processing.table import Kind
@@ -57,11 +56,7 @@ def animated(opened: frames.Opened, chain: Chain, limits: Limits, run: Run) -> p
         return None
     todo = image_tasks(chain.tasks)
     strip = frames.each_frame(opened, opened.image, lambda f: run(f, todo))
-    total = strip.width * strip.height
-    if total > limits.max_total_pixels:
-        raise errors.ImageTooLarge(
-            f"the result's frames would have {total} pixels; at most {limits.max_total_pixels}"
-        )
+    frames.check_made(strip, limits)
     return strip
 
 

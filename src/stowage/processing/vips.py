@@ -160,6 +160,7 @@ class VipsEngine:
             raise errors.ImageTooLarge(
                 f"the result would be {width}x{height}; at most {limit} a side"
             )
+        frames.check_made(image, limits)
         image = _prepared(image, chain, output, header.interpretation == "cmyk")
         _stop_at(image, deadline)
         _save(image, output, dest, save_options(chain, output), limits.max_output_bytes)
