@@ -506,3 +506,35 @@ async def test_auto_image_of_a_url_says_vary_whatever_the_format(
         accept = rng.choice(accepts)
         resp, _ = await get(harness, f"/{key}/{chain}/{origin.url}", headers={"Accept": accept})
         assert "Accept" in resp.headers.get("Vary", ""), (chain, accept)
+
+
+SOURCES_BYTES = 30_000
+
+
+def _noise_png(rng: random.Random) -> bytes:
+    """A one-band PNG of noise (it does not compress), 3.6 to 22.5 kB."""
+    side = rng.randrange(60, 150)
+    return bytes(
+        pyvips.Image.gaussnoise(side, side, seed=rng.randrange(999)).cast("uchar").pngsave_buffer()
+    )
+
+
+@pytest.mark.settings(processing_max_sources_bytes=SOURCES_BYTES)
+@pytest.mark.parametrize("seed", range(5))
+async def test_a_url_sources_bytes_count_with_the_files_its_tasks_name(
+    harness: Harness, origin: Origin, seed: int
+) -> None:
+    """``/<KEY>/watermark=file:B/<URL>`` read the URL's file and B's, 9,816 bytes in all,
+    under a limit of 5,000: only the stored files' bytes were summed. The URL's (or a
+    list's) bytes and the named files' together are held to the limit."""
+    rng = random.Random(seed)
+    key, base = harness.open_app.api_key, origin.url.rsplit("/", 1)[0]
+    for _ in range(4):
+        source, mark = _noise_png(rng), _noise_png(rng)
+        origin.change(source, f'"{rng.random()}"')
+        handle = await stored(harness, mark, name="mark.png")
+        listed = rng.random() < 0.5
+        url = f'animate/["{base}/a.png","{base}/b.png"]' if listed else origin.url
+        total = len(source) * (2 if listed else 1) + len(mark)
+        resp = await harness.cdn.get(f"/{key}/watermark=file:{handle}/{url}")
+        assert resp.status == (413 if total > SOURCES_BYTES else 200), (total, await resp.text())

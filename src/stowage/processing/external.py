@@ -46,7 +46,9 @@ Run = Callable[[Path, Chain, Output, Path, Paths, Kind | None, int, str], Awaita
 #: The sources' number and bytes, refused past the limits (``processing_max_sources*``).
 Within = Callable[[int, int], None]
 #: The stored files the chain's tasks name (a watermark's), authorised and read.
-Named = Callable[[Chain, Credentials, str | None], AbstractAsyncContextManager[Paths]]
+#: The stored files a URL source's tasks name, read for its job; the URL sources already
+#: read (their number and bytes) count with them against the limits.
+Named = Callable[[Chain, Credentials, str | None, Paths], AbstractAsyncContextManager[Paths]]
 
 
 @dataclass(frozen=True)
@@ -189,7 +191,9 @@ class External:
             await ask.before(app)
         async with contextlib.AsyncExitStack() as stack:
             held, listed = await self._sources(stack, ask, chain, app)
-            others = await stack.enter_async_context(self.named(chain, ask.creds, ask.api_key))
+            fetched = listed or (("", held.path),)
+            named = self.named(chain, ask.creds, ask.api_key, fetched)
+            others = await stack.enter_async_context(named)
             chain = shotspec.without(chain)
             mimetype = _source_type(held)
             output, kind = chains.made_output(chain, mimetype), kind_of(mimetype, ask.url)

@@ -237,21 +237,22 @@ class Processor:
         record: FileRecord | None,
         creds: Credentials,
         api_key: str | None,
+        outside: tuple[int, int] = (0, 0),
     ) -> tuple[Other, ...]:
         """The other sources a chain reads, in the list's order with its repeats (an
         animation's frames, a zip's entries are the list as written); each distinct
         file authorised once, like the main one. Their number and bytes are limited as
         the task uses them: a handle listed twice counts twice. ``record``: the main
-        file, counted unless the list holds it; None for a URL source (one more source,
-        of bytes the fetch limits)."""
+        file, counted unless the list holds it; None for a URL source, whose files
+        (``outside``: their number and bytes) count instead."""
         wanted = [*listed, *chains.named_handles(chain)]
-        main = 0 if listed else 1
-        _count_within(self.core.settings, len(wanted) + main)
+        main = 0 if listed or record is None else 1
+        _count_within(self.core.settings, len(wanted) + main + outside[0])
         # Without a key, the main file's app is the request's: another app's file is
         # none of its files (as under a key), whatever its own security says.
         owner = api_key or (record.api_key if record is not None else None)
         found = {h: await self._authorized(h, creds, owner) for h in dict.fromkeys(wanted)}
-        main_bytes = record.size if record is not None and main else 0
+        main_bytes = record.size if record is not None and main else outside[1]
         _bytes_within(self.core.settings, main_bytes + sum(found[h][0].size for h in wanted))
         return tuple((h, *found[h]) for h in wanted)
 
@@ -308,11 +309,17 @@ class Processor:
 
     @contextlib.asynccontextmanager
     async def named_sources(
-        self, chain: Chain, creds: Credentials, api_key: str | None
+        self,
+        chain: Chain,
+        creds: Credentials,
+        api_key: str | None,
+        fetched: tuple[tuple[str, Path], ...],
     ) -> AsyncIterator[tuple[tuple[str, Path], ...]]:
         """The stored files a URL source's tasks name (a watermark's, a collage's), each
-        authorised like a stored source's and read for the job (the URL counts as one)."""
-        others = await self._others(chain, (), None, creds, api_key)
+        authorised like a stored source's and read for the job; the URLs ``fetched`` (the
+        source, or a list's files) count with them, as a stored main file does."""
+        outside = (len(fetched), sum(path.stat().st_size for _, path in fetched))
+        others = await self._others(chain, (), None, creds, api_key, outside)
         async with contextlib.AsyncExitStack() as stack:
             yield await self._read(stack, others)
 
