@@ -313,3 +313,47 @@ async def test_failed_jobs_leave_no_spool_files(harness: Harness) -> None:
         assert (await harness.cdn.get(f"/resize=width:10/{handle}")).status in (415, 422)
     spool = harness.settings.data_dir / "tmp"
     assert not list(spool.glob("derivative-*")) if spool.exists() else True
+
+
+def header_bomb(kind: str, width: int, height: int) -> bytes:
+    """A few bytes of ``kind`` whose header claims ``width`` x ``height`` pixels."""
+    if kind == "png":
+        return png_bomb(width, height)
+    if kind == "gif":
+        return b"GIF89a" + struct.pack("<HHBBB", width, height, 0, 0, 0) + b";"
+    if kind == "jpeg":
+        sof = struct.pack(">HBHHB", 11, 8, height, width, 1) + b"\x01\x11\x00"
+        return b"\xff\xd8" + b"\xff\xc0" + sof + b"\xff\xd9"
+    canvas = struct.pack("<I", width - 1)[:3] + struct.pack("<I", height - 1)[:3]
+    vp8x = b"VP8X" + struct.pack("<I", 10) + b"\0\0\0\0" + canvas
+    return b"RIFF" + struct.pack("<I", 4 + len(vp8x)) + b"WEBP" + vp8x
+
+
+@pytest.mark.settings(processing_jobs=1, processing_queue=0)
+@pytest.mark.parametrize("seed", range(3))
+async def test_a_source_over_the_pixel_limit_is_refused_whatever_the_load(
+    harness: Harness, seed: int
+) -> None:
+    """While every job slot was busy, a decompression bomb waited for one and got 503
+    PROCESSING_BUSY: its 422 came from the job. Headers of each common format claiming
+    more pixels than the limit are refused 422 at once with a full pool; a file within
+    the limit still gets the pool's 503."""
+    import random
+
+    rng = random.Random(seed)
+    most = harness.parts.settings.processing_max_input_pixels
+    pool = harness.parts.processor.pool
+    pool._admitted = pool.jobs  # every slot taken, no queue: 503 at once for a job
+    try:
+        for kind in rng.sample(["png", "gif", "jpeg", "webp"], 4):
+            side = 16383 if kind == "webp" else 65535
+            width = rng.randrange(most // side + 1, side)
+            height = rng.randrange(most // width + 1, side + 1)
+            handle = await stored(harness, header_bomb(kind, width, height), f"b.{kind}")
+            chain = rng.choice(["resize=width:10", "flip", "imagesize", "output=format:png"])
+            resp = await harness.cdn.get(f"/{chain}/{handle}")
+            assert resp.status == 422 and await code_of(resp) == "IMAGE_TOO_LARGE", kind
+        resp = await harness.cdn.get(f"/flip/{await stored(harness, picture(40, 30))}")
+        assert resp.status == 503
+    finally:
+        pool._admitted = 0

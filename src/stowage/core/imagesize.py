@@ -69,7 +69,17 @@ def _head(size: int) -> tuple[int, int] | None:
 def dimensions(head: bytes) -> tuple[int, int] | None:
     """(width, height) of the image whose file starts with ``head``, or None when it is
     no image this can read."""
+    return _read(_parser(head), head)
+
+
+def read_here(head: bytes) -> tuple[int, int] | None:
+    """The same for the formats users upload most, from this module's own parsers (PNG,
+    GIF, JPEG, WebP): None for any other."""
     parser = _parser(head)
+    return None if parser in (_pillow, _heif) else _read(parser, head)
+
+
+def _read(parser: Callable[[bytes], tuple[int, int] | None], head: bytes) -> tuple[int, int] | None:
     try:
         found = parser(head)
     except (IndexError, ValueError):

@@ -8,6 +8,7 @@ the store operation itself); a URL source must match the policy's ``url`` patter
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import time
@@ -25,6 +26,7 @@ from stowage.core.security import Credentials, Target, authorize, file_target, r
 from stowage.core.sources import Source
 from stowage.core.uploads import Store
 from stowage.processing import (
+    admission,
     archive,
     metrics,
     office,
@@ -366,6 +368,7 @@ class Processor:
         started = time.monotonic()
         try:
             job = Job(source, chain, output, dest, self.limits, sources, listed, origin)
+            await asyncio.to_thread(admission.refuse_early, job)  # before a slot is awaited
             await officejobs.run(self.office, self.pool, job, kind, self.spool.new)
         except errors.StowageError as exc:
             metrics.JOBS.inc(outcome=exc.code)
