@@ -142,7 +142,7 @@ def estimate(
     close to noise the source's detail is (0 a photo's, 1 noise's; ``detail.measured``),
     asked only when the save would take long at a photo's rate."""
     tasks, frames, (w, h) = _start(opened, chain, width, placed)
-    steps: list[tuple[float, float, bool]] = []  # seconds, amplification of earlier, held
+    steps: list[tuple[float, float, bool, bool]] = []  # seconds, amplification, held, measures
     for task in tasks:
         if catalogue.TABLE[task.name].kind not in (Kind.IMAGE, Kind.FILES):
             continue  # save options, answers, request tasks: no pixels of their own
@@ -158,14 +158,14 @@ def estimate(
         if task.name == "resize":
             made += SHRINK * before[0] * before[1]
         made += _face_search(task, before, worked)
-        steps.append((made * frames / 1e6, _amplification(task), _held(task)))
+        steps.append((made * frames / 1e6, _amplification(task), _held(task), _measures(task)))
     total, amplified = 0.0, 1.0
-    for seconds, amplification, held in reversed(steps):
+    for seconds, amplification, held, measures in reversed(steps):
         # A step held in memory is computed once, whatever reads it after, and so is
-        # what comes before it.
+        # what comes before it; so is the input of a task that measures it.
         amplified = 1.0 if held else amplified
         total += seconds * amplified
-        amplified *= amplification
+        amplified = 1.0 if measures else amplified * amplification
     # The decoded source is read once: sequentially, or kept whole for random access;
     # so is each image placed, and scaled to its cell or frame.
     total += DECODE * opened.frame_pixels * opened.decoded_frames / 1e6
@@ -277,6 +277,10 @@ def _searched(width: int, height: int) -> float:
 def _held(task: Task) -> bool:
     holds = catalogue.TABLE[task.name].holds
     return holds is not None and holds(task)
+
+
+def _measures(task: Task) -> bool:
+    return catalogue.TABLE[task.name].measures
 
 
 def _amplification(task: Task) -> float:
