@@ -23,12 +23,12 @@ has, so that small jobs never wait behind big ones (``pool.py``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from stowage import errors
-from stowage.processing import catalogue, faces, geometry, shapes
+from stowage.processing import catalogue, faces, geometry, params, shapes
 from stowage.processing.base import BigJob, Chain, Limits, Task
 from stowage.processing.table import Kind
 
@@ -196,16 +196,61 @@ def made_size(
     return w, h, frames
 
 
-def check_bytes(size: tuple[int, int, int], bands: int, chain: Chain, cap: int) -> None:
+def check_bytes(
+    size: tuple[int, int, int], source: tuple[int, bool, bool], chain: Chain, cap: int
+) -> None:
     """An uncompressed result (a TIFF) of ``size`` (``made_size``) takes at least a byte
     a band of each pixel: refused before any work when that is over ``cap`` bytes (the
-    save would only find it after the work). ``bands``: the source's."""
-    greyed = bands < 3 or any(t.name in GREYING for t in chain.tasks)
-    least = size[0] * size[1] * size[2] * (1 if greyed else 3)
+    save would only find it after the work). ``source``: the source's bands, whether one
+    is alpha, whether it is CMYK."""
+    least = size[0] * size[1] * size[2] * least_bands(chain, *source)
     if least > cap:
         raise errors.ImageTooLarge(
             f"the result would be {size[0]}x{size[1]} uncompressed: over {cap} bytes"
         )
+
+
+def least_bands(chain: Chain, bands: int, alpha: bool, cmyk_source: bool) -> int:
+    """The fewest bands the result of ``chain`` has: colour (1 grey, 3 sRGB, 4 CMYK) and
+    alpha, as each task makes them (``_bands_after``; a test runs every task on every
+    kind of source against it), then the output's colorspace and background."""
+    colour, alpha = (1 if bands - alpha < 3 else 3), alpha
+    for task in chain.tasks:
+        kind = catalogue.TABLE[task.name].kind
+        if kind is Kind.FILES:  # the images it places decide: the fewest
+            colour, alpha = 1, False
+        elif kind is Kind.IMAGE:
+            colour, alpha = _bands_after(task, colour, alpha)
+    output: dict[str, object] = {}
+    for task in chain.tasks:
+        output.update(task.options if task.name == "output" else ())
+    alpha = alpha and _see_through(output, "background", "transparent")
+    space = output.get("colorspace")
+    return (4 if space == "cmyk" or (space == "input" and cmyk_source) else colour) + alpha
+
+
+#: Tasks that make an sRGB image of a grey one.
+COLOURING = frozenset({"sepia", "modulate", "vignette", "torn_edges", "shadow", "polaroid"})
+#: Tasks that put their image over ``background`` (the default here) after making it
+#: partly transparent: alpha left unless that background is opaque.
+OVER_BACKGROUND = {"vignette": "white", "torn_edges": "white", "shadow": "white"}
+OVER_BACKGROUND |= {"polaroid": "white", "circle": "transparent"}
+OVER_BACKGROUND |= {"rounded_corners": "transparent"}
+
+
+def _bands_after(task: Task, colour: int, alpha: bool) -> tuple[int, bool]:
+    """The fewest colour bands and whether alpha is sure to be left after ``task``."""
+    colour = 1 if task.name in GREYING else 3 if task.name in COLOURING else colour
+    if task.name in OVER_BACKGROUND:
+        return colour, _see_through(dict(task.options), "background", OVER_BACKGROUND[task.name])
+    if task.name == "border":  # over its background (its colour), then framed
+        under = task.get("background", task.get("color", "black"))
+        return colour, alpha and _see_through({"b": under}, "b", "black")
+    return colour, alpha
+
+
+def _see_through(options: Mapping[str, object], name: str, default: str) -> bool:
+    return params.rgba(str(options.get(name, default)))[3] < 255
 
 
 def _start(
