@@ -126,16 +126,10 @@ class VipsEngine:
         if chain.wants_size and len(chain.tasks) == 1:
             return _write_size(dest, output, header.width, opened.frame_height)
         placed = montage.placed(opened, chain, output)
-        estimated = cost.estimate(
-            opened,
-            chain,
-            header.width,
-            output.format,
-            placed,
-            limits.max_output_dimension,
-            lambda: detail.measured(opened),
-        )
-        cost.check(estimated, limits)
+        args = (opened, chain, header.width, output.format, placed, limits.max_output_dimension)
+        if (least := cost.estimate(*args)) > limits.max_cost:  # at a photo's save rate:
+            cost.check(least, limits)  # refused before the source is decoded to measure it
+        cost.check(cost.estimate(*args, lambda: detail.measured(opened)), limits)
         if output.format == "tiff" and "compression" not in save_options(chain, output):
             size = cost.made_size(opened, chain, header.width, placed)
             source_bands = header.bands, header.hasalpha(), header.interpretation == "cmyk"
