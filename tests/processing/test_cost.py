@@ -139,6 +139,32 @@ def test_no_task_makes_an_image_larger_than_estimated(
     assert made_w <= estimated_w and made_h <= estimated_h, (task, (made_w, made_h))
 
 
+@pytest.mark.parametrize("spec", IMAGE_TASKS, ids=lambda spec: spec.name)
+@settings(max_examples=12, deadline=None)
+@given(data=st.data(), bands=st.integers(1, 4))
+def test_no_task_leaves_fewer_bands_than_counted(
+    spec: TaskSpec, data: st.DataObject, bands: int
+) -> None:
+    """An uncompressed result is refused from the bands the estimate counts
+    (``least_bands``): a task that leaves fewer than it says would refuse what fits."""
+    options = [
+        f"{param.name}:{_text(data.draw(inside(param.check)))}"
+        for param in spec.params
+        if data.draw(st.booleans())
+    ]
+    alpha = bands in (2, 4)
+    try:
+        task = grammar.parse_task(spec.name + ("=" + ",".join(options) if options else ""))
+        space = "b-w" if bands < 3 else "srgb"
+        start = pyvips.Image.black(30, 20, bands=bands).copy(interpretation=space)
+        image = _steps(ops.srgb(start), [task], 10**5)
+    except errors.StowageError:
+        return
+    colour, counted_alpha = cost._bands_after(task, 1 if bands < 3 else 3, alpha)
+    assert image.bands - image.hasalpha() >= colour, (task, bands, image.bands)
+    assert image.hasalpha() or not counted_alpha, (task, bands, image.bands)
+
+
 @pytest.mark.parametrize(("frames", "width", "height"), [(30, 200, 150), (200, 40, 30)])
 def test_an_animation_saved_as_gif_is_estimated_near_its_cpu_time(
     tmp_path: Path, frames: int, width: int, height: int

@@ -188,6 +188,7 @@ TASKS: tuple[TaskSpec, ...] = (
         (Param("preset", params.choice(*PRESETS), default="auto"),),
         op=enhance,
         random_access=True,  # the image is measured first, then changed
+        measures=True,
         doc="contrast stretch, gamma, white balance and saturation by preset",
     ),
 )

@@ -126,19 +126,14 @@ class VipsEngine:
         if chain.wants_size and len(chain.tasks) == 1:
             return _write_size(dest, output, header.width, opened.frame_height)
         placed = montage.placed(opened, chain, output)
-        estimated = cost.estimate(
-            opened,
-            chain,
-            header.width,
-            output.format,
-            placed,
-            limits.max_output_dimension,
-            lambda: detail.measured(opened),
-        )
-        cost.check(estimated, limits)
+        args = (opened, chain, header.width, output.format, placed, limits.max_output_dimension)
+        if (least := cost.estimate(*args)) > limits.max_cost:  # at a photo's save rate:
+            cost.check(least, limits)  # refused before the source is decoded to measure it
+        cost.check(cost.estimate(*args, lambda: detail.measured(opened)), limits)
         if output.format == "tiff" and "compression" not in save_options(chain, output):
             size = cost.made_size(opened, chain, header.width, placed)
-            cost.check_bytes(size, header.bands, chain, limits.max_output_bytes)
+            source_bands = header.bands, header.hasalpha(), header.interpretation == "cmyk"
+            cost.check_bytes(size, source_bands, chain, limits.max_output_bytes)
         answer, last = chains.answer_of(chain), chain.tasks[-1:]
         if answer is not None:  # the steps before the answering task, then its text
             chain = dataclasses.replace(chain, tasks=chain.tasks[:-1])
@@ -270,6 +265,8 @@ def _out_of_order(tasks: Sequence[Task]) -> bool:
 
 def _steps(image: pyvips.Image, todo: list[Task], limit: int) -> pyvips.Image:
     for task in todo:
+        if catalogue.TABLE[task.name].measures:
+            image = ops.held(image)  # measured, then read again: computed once
         image = _grown(image, _op(task)(image, task), limit)
     return image
 
