@@ -90,6 +90,71 @@ async def test_store_task_makes_a_new_file(harness: Harness) -> None:
     assert decoded(body).width == 64 and len(body) == result["size"]
 
 
+@pytest.mark.parametrize("seed", range(3))
+async def test_store_alone_copies_the_file_as_it_is(harness: Harness, seed: int) -> None:
+    """``/store/<H>`` and ``/<KEY>/store/https://cdn.filestackcontent.com/<H>`` saved a
+    JPEG again (2,406 bytes stored as 2,270) and drew a text file as a page: with no other
+    task the new file is the old one's bytes, name and type. Random files, forms and
+    store options."""
+    import random
+
+    rng = random.Random(seed)
+    key = harness.open_app.api_key
+    for _ in range(3):
+        kind = rng.choice(["jpg", "png", "txt", "bin"])
+        data = (
+            picture(rng.randrange(8, 90), rng.randrange(8, 90), f".{kind}")
+            if kind in ("jpg", "png")
+            else rng.randbytes(rng.randrange(1, 3000))
+        )
+        handle = await stored(harness, data, f"f.{kind}")
+        meta = await (await harness.api.get(f"/api/file/{handle}/metadata")).json()
+        named = rng.random() < 0.5
+        task = "store=filename:copy.dat" if named else "store"
+        link = f"{key}/{task}/https://cdn.filestackcontent.com/{handle}"
+        source = rng.choice([f"{task}/{handle}", link])
+        resp = await harness.api.post(f"/process/{source}")
+        result = await resp.json()
+        assert resp.status == 200, result
+        assert result["handle"] != handle and result["type"] == meta["mimetype"], result
+        assert result["filename"] == ("copy.dat" if named else meta["filename"])
+        _, body = await get(harness, f"/{result['handle']}")
+        assert body == data, (kind, source)
+
+
+@pytest.mark.parametrize("seed", range(2))
+async def test_storing_a_hosted_link_copies_the_file_it_names(harness: Harness, seed: int) -> None:
+    """``POST /api/store?url=<hosted CDN link>`` (a migrated app's ``storeURL``) and
+    ``POST /process`` with the link as a source went out to the hosted service (502);
+    ``/<KEY>/store/<link>`` read the file here. Every form stores the named file's bytes."""
+    import random
+
+    rng = random.Random(seed)
+    key = harness.open_app.api_key
+    for _ in range(3):
+        data = rng.randbytes(rng.randrange(1, 5000))
+        handle = await stored(harness, data, "original.bin")
+        link = rng.choice(
+            [
+                f"https://cdn.filestackcontent.com/{handle}",
+                f"https://cdn.filestackcontent.com/{key}/{handle}",
+                f"https://cdn.filestackcontent.com/api/file/{handle}",
+            ]
+        )
+        form = rng.choice(["query", "field", "process"])
+        if form == "process":
+            body = {"apikey": key, "sources": [link], "tasks": [{"name": "store"}]}
+            resp = await harness.api.post("/process", json=body)
+        elif form == "query":
+            resp = await harness.api.post("/api/store/S3", params={"key": key, "url": link})
+        else:
+            resp = await harness.api.post("/api/store/S3", params={"key": key}, data={"url": link})
+        result = await resp.json()
+        assert resp.status == 200, (form, link, result)
+        _, made = await get(harness, f"/{result['handle']}")
+        assert made == data and result["handle"] != handle, (form, link)
+
+
 async def test_store_with_the_path_unquoted_as_filestack_swift_sends_it(
     harness: Harness,
 ) -> None:

@@ -19,6 +19,7 @@ from stowage.http.cdnpath import CdnPath
 from stowage.http.edge import edge_bypass
 from stowage.http.keys import PARTS
 from stowage.http.responses import file_headers, send_file
+from stowage.processing import hostedlinks
 from stowage.registry.base import FileRecord
 
 
@@ -65,7 +66,8 @@ async def store_handler(request: web.Request) -> web.Response:
     params = _store_params(request)
     body = await inputs.source(request, parts.settings, encoded=params.base64decode)
     source = _checked(request, body)
-    record = await parts.service.store(
+    record = await store_source(
+        request,
         request.query.get("key"),
         request.match_info["provider"],
         source,
@@ -73,6 +75,23 @@ async def store_handler(request: web.Request) -> web.Response:
         inputs.credentials(request),
     )
     return web.json_response(store_result(parts.links, record))
+
+
+async def store_source(
+    request: web.Request,
+    api_key: str | None,
+    provider: str,
+    source: Source,
+    params: StoreParams,
+    creds: Credentials,
+) -> FileRecord:
+    """A store of ``source``. A hosted CDN link of a stored file (no tasks in it) is that
+    file, copied: a migrated app's ``storeURL(cdnLink)`` went out to the hosted service."""
+    service = request.app[PARTS].service
+    hosted = hostedlinks.read(source.url) if source.url else None
+    if hosted is not None and not hosted.tasks:
+        return await service.copy(api_key, provider, hosted.handle, params, creds)
+    return await service.store(api_key, provider, source, params, creds)
 
 
 async def copy_handler(request: web.Request) -> web.Response:

@@ -16,7 +16,7 @@ from stowage.core.service import StoreParams
 from stowage.core.sources import Source
 from stowage.core.uploads import provider_for_location
 from stowage.http import inputs, strict
-from stowage.http.api import store_result
+from stowage.http.api import store_result, store_source
 from stowage.http.keys import PARTS
 from stowage.http.multipart import truthy
 
@@ -32,7 +32,8 @@ async def process_handler(request: web.Request) -> web.Response:
     # beside a query pair must be the same pair (inputs.with_pair)
     pair = _text(security.get("policy")), _text(security.get("signature"))
     creds = inputs.with_pair(inputs.credentials(request), *pair)
-    record = await parts.service.store(
+    record = await store_source(
+        request,
         _text(body.get("apikey") or body.get("apiKey")),
         provider_for_location(_text(store.get("location"))),
         Source(url=url),

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from stowage import errors
 from stowage.config import Settings
-from stowage.core import events
+from stowage.core import events, reading
 from stowage.core.events import Change
 from stowage.core.fetch import Fetcher
 from stowage.core.providers import Providers
@@ -36,7 +36,7 @@ from stowage.processing import (
     screenshots,
 )
 from stowage.processing import chain as chains
-from stowage.processing.base import Chain, Job, Limits, Output
+from stowage.processing.base import Chain, Job, Limits, Output, Task
 from stowage.processing.cache import DerivativeCache, version_of
 from stowage.processing.external import Charge, External, stored
 from stowage.processing.officeformats import Kind, kind_of
@@ -182,6 +182,8 @@ class Processor:
             return await stored(
                 self.core.store, app.api_key, task, source, archive.MIMETYPE, creds, ask.first
             )
+        if not chain.tasks and not ask.handles:  # /store/<H>: a copy, not a render
+            return await self._copied(ask, task)
         made, record, app = await self._made(ask, chain)
         stem = record.filename.rsplit(".", 1)[0] or "file"
         filename = str(task.get("filename") or f"{stem}.{made.record.filename.rsplit('.')[-1]}")
@@ -189,6 +191,20 @@ class Processor:
         source = Source(chunks=self.cache.open(made.key), filename=filename, content_type=mimetype)
         return await stored(
             self.core.store, app.api_key, task, source, mimetype, creds, record.handle
+        )
+
+    async def _copied(self, ask: FilesAsk, task: Task) -> FileRecord:
+        """The stored file as it is, as a new file (a JPEG was saved again, a text file
+        drawn as a page): its bytes, name and type, the task's options applied."""
+        record, app = await self._authorized(ask.first, ask.creds, ask.api_key)
+        if ask.before is not None:
+            await ask.before(app)
+        provider = self.core.providers.provider_for(app, record.provider)
+        chunks = reading.whole(provider, record.container, record.key)
+        filename = str(task.get("filename") or record.filename)
+        source = Source(chunks=chunks, filename=filename, content_type=record.mimetype)
+        return await stored(
+            self.core.store, app.api_key, task, source, record.mimetype, ask.creds, record.handle
         )
 
     async def publish(self, change: Change) -> None:
