@@ -538,3 +538,28 @@ async def test_a_url_sources_bytes_count_with_the_files_its_tasks_name(
         total = len(source) * (2 if listed else 1) + len(mark)
         resp = await harness.cdn.get(f"/{key}/watermark=file:{handle}/{url}")
         assert resp.status == (413 if total > SOURCES_BYTES else 200), (total, await resp.text())
+
+
+@pytest.mark.parametrize("seed", range(3))
+async def test_a_quoted_urls_closing_quote_never_reaches_the_origin(
+    harness: Harness, origin: Origin, seed: int
+) -> None:
+    """``/<KEY>/flip/"http://o/img?m=a"&dl=true`` asked the origin for ``m=a%22``: the
+    quote closed the URL only at the very end of the query. Random origin queries, quote
+    spellings and Stowage parameters after the quote (or none): the origin gets its own
+    query, and Stowage reads its own (``dl``)."""
+    rng = random.Random(seed)
+    key = harness.open_app.api_key
+    for _ in range(5):
+        own = [f"v{i}={rng.randrange(99)}" for i in range(rng.randrange(1, 3))]
+        inside = "&".join(own)
+        quote_mark = rng.choice(['"', "%22"])
+        after = rng.choice(["", "&dl=true", "&cache=false", "&dl=true&cache=false"])
+        task = rng.choice(["flip", "resize=width:30", ""])
+        path = "/".join(p for p in (key, task) if p)
+        url = f"/{path}/{quote_mark}{origin.url}?{inside}{quote_mark}{after}"
+        resp = await harness.cdn.get(url)
+        assert resp.status == 200, (url, await resp.text())
+        assert origin.queries[-1] == inside, url
+        attached = resp.headers.get("Content-Disposition", "").startswith("attachment")
+        assert attached == ("dl=true" in after), url

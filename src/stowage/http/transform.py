@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlsplit
@@ -181,11 +182,19 @@ def with_source_query(path: CdnPath, query: str) -> str:
 
 
 def _quote_closed(request: web.Request) -> web.Request:
-    """``"https://h/a.jpg?v=2&dl=true"``: the quote that closes the URL ends the query
-    string; without it, ``dl``, ``cache`` and the credentials read as Stowage's own."""
+    """``"https://h/a.jpg?v=2&dl=true"``: the quote that closes the URL is taken out of
+    the query string, so that ``dl``, ``cache`` and the credentials read as Stowage's
+    own; also where more query follows it (``"https://h/a.jpg?v=2"&dl=true``: the origin
+    was asked for ``v=2%22``). The closing quote is the last one that ends a parameter."""
     head, _, query = request.raw_path.partition("?")
-    query = query.removesuffix('"').removesuffix("%22")
+    closing = max(_CLOSING_QUOTE.finditer(query), key=lambda m: m.start(), default=None)
+    if closing is not None:
+        query = query[: closing.start()] + query[closing.end() :]
     return request.clone(rel_url=URL(head + ("?" + query if query else ""), encoded=True))
+
+
+#: A quote (as sent, or %22) at the end of a parameter.
+_CLOSING_QUOTE = re.compile(r'(?:"|%22)(?=&|$)', re.IGNORECASE)
 
 
 def is_url(path: CdnPath) -> bool:
