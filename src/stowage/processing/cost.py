@@ -34,13 +34,18 @@ from stowage.processing.table import Kind
 
 TILE = 128  # libvips' tile side for most operations
 DECODE = 0.015  # seconds a megapixel decoded
+#: Loaders slower than ``DECODE``, measured on one thread on 1500x1500 noise (a photo's
+#: in brackets): WebP lossy 0.083 (0.035), lossless 0.037 (0.042); AVIF 0.13 (0.048);
+#: JPEG 0.012, PNG and GIF 0.016, TIFF 0.005. 60 frames of a 600x600 WebP of noise
+#: resized to 300 px took 5.8 s, estimated at 2.1 with every decode at JPEG's rate.
+DECODES = {"webpload": 0.09, "heifload": 0.13}
 #: A JPEG 2000 file decoded by Pillow's OpenJPEG and saved as the TIFF the engine reads
 #: (jpeg2000.py), besides ``DECODE``: 0.08 s a megapixel lossy, 0.06-0.18 lossless,
 #: 0.5 for lossless noise (docs/decisions.md, "Task rates").
 JPEG2000 = 0.2
 #: Seconds a megapixel made, per task; tasks not named here cost ``OTHER``.
 RATES = {
-    "resize": 0.026,  # and SHRINK for what it reads
+    "resize": 0.026,  # and SHRINK for what it reads; UPSCALE when it enlarges
     "crop": 0.002,
     "rotate": 0.024,
     "flip": 0.013,
@@ -81,14 +86,32 @@ FACE_TASKS = {"detect_faces", "crop_faces", "pixelate_faces", "blur_faces", "red
 OTHER = 0.05
 DENOISE = 0.9  # enhance=preset:fix_noise: a median filter (3.6 s for 4 MP of noise)
 SHRINK = 0.01  # seconds a megapixel a resize reads
+#: Seconds a megapixel a resize makes when it enlarges: 0.040-0.045 measured (one
+#: thread, 320x240 noise to 3000-7000 a side).
+UPSCALE = 0.045
 #: Seconds a megapixel of the result costs to save, a photo's (GIF: a palette for every
 #: frame). AVIF's is below what a textured photo measures (docs/decisions.md,
 #: "Save rates and content"), so that a 12-megapixel photo is admitted.
-SAVE = {"jpeg": 0.01, "png": 0.09, "webp": 0.16, "gif": 0.8, "avif": 0.5, "tiff": 0.01}
+#: PNG at the options ``vips.save_options`` gives (compression 6, filter "all"), measured
+#: on one thread on 2000x2000 images: noise 0.107-0.129, a textured photo 0.115-0.129,
+#: a smooth gradient 0.036, upscaled noise or photos 0.13-0.22 (0.09 was below all but the
+#: smooth: a 320x240 PNG of noise upscaled to 7000x7000 took 10.5 s, estimated 5.7).
+SAVE = {"jpeg": 0.01, "png": 0.13, "webp": 0.16, "gif": 0.8, "avif": 0.5, "tiff": 0.01}
+#: PNG at compression 9 (``compress``): zlib's longest searches, slowest on smooth
+#: content: noise 0.115, a textured photo 0.2, its JPEG 0.4, blurred 0.7-1.06, upscaled
+#: noise x8 0.21, x20 0.55, x50 1.45, an upscaled photo x4 1.18, x10 1.79, a flat colour
+#: 0.04 (a 320x240 PNG of noise upscaled to 7000x7000 with compress took 34 s, estimated
+#: 5.7). Priced near the slow end: a 2 MP photo is admitted, a 12 MP one refused.
+PNG_COMPRESSED = 1.2
 #: Seconds a megapixel of random noise costs to save, for the encoders whose time grows
 #: with the detail they are given; between a photo's and this by ``detail`` (detail.py).
 #: PNG's rate is already a textured photo's, which noise matches.
 SAVE_NOISE = {"avif": 1.2, "webp": 0.25, "gif": 1.0}
+#: The same for the frames of an animation: GIF's frames each quantised to a palette of
+#: their own cost more than a still's pixels: noise 1.38-1.47 s a megapixel in frames of
+#: 400x300 to 1000x1000, 1.93 in frames of 100x75, against 0.65-0.75 for a still of
+#: 2000x2000 (50 frames of 400x300 noise resized to 399 took 8.9-20 s, estimated 6.6).
+SAVE_NOISE_FRAMES = {"gif": 1.5}
 #: Seconds of a save at a photo's rate past which the source's detail is measured: below
 #: it, even noise's rate would keep the job small, and the measure is not worth its time.
 MEASURE_ABOVE = 0.3
@@ -125,6 +148,8 @@ class Header(Protocol):
     def frame_height(self) -> int: ...
     @property
     def frame_pixels(self) -> int: ...
+    @property
+    def loader(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -136,6 +161,7 @@ class Still:
     frame_pixels: int
     frames: int = 1
     decoded_frames: int = 1
+    loader: str = "jpegload"
 
 
 def estimate(
@@ -172,6 +198,7 @@ def estimate(
         made = _rate(task, *before) * max(w * h, worked[0] * worked[1])
         if task.name == "resize":
             made += SHRINK * before[0] * before[1]
+            made += (UPSCALE - RATES["resize"]) * w * h if w * h > before[0] * before[1] else 0
         made += _face_search(task, before, worked)
         steps.append((made * frames / 1e6, _amplification(task), _held(task), _measures(task)))
         calls += _call(task) * frames
@@ -184,18 +211,45 @@ def estimate(
         amplified = 1.0 if measures else amplified * amplification
     # The decoded source is read once: sequentially, or kept whole for random access;
     # so is each image placed, and scaled to its cell or frame.
-    total += DECODE * opened.frame_pixels * opened.decoded_frames / 1e6
+    decode = DECODES.get(opened.loader, DECODE) * opened.frame_pixels * opened.decoded_frames
+    total += decode / 1e6
     total += (DECODE + SHRINK) * sum(pw * ph for pw, ph in placed) / 1e6
-    rate = save_rate(fmt, w * h * frames / 1e6, detail)
+    if fmt == "png" and _compressed(chain):
+        return total + PNG_COMPRESSED * w * h * frames / 1e6
+    asked = None if detail is None else _Counted(detail, decode / 1e6)
+    rate = save_rate(fmt, w * h * frames / 1e6, asked, frames)
     saved = rate * w * h / 1e6 + SAVE_FRAME.get(fmt, 0.0)
-    return total + saved * frames
+    return total + saved * frames + (asked.spent if asked is not None else 0.0)
 
 
-def save_rate(fmt: str, megapixels: float, detail: Callable[[], float] | None = None) -> float:
+class _Counted:
+    """``detail``, and what asking it cost: the measure decodes the whole source once
+    more (60 frames of a 600x600 WebP: 2 s of a 5.8 s job)."""
+
+    def __init__(self, detail: Callable[[], float], seconds: float) -> None:
+        self.detail, self.seconds, self.spent = detail, seconds, 0.0
+
+    def __call__(self) -> float:
+        self.spent = self.seconds
+        return self.detail()
+
+
+def _compressed(chain: Chain) -> bool:
+    """Whether a PNG is saved at compression 9, as ``vips.save_options`` decides."""
+    output: dict[str, object] = {}
+    for task in chain.tasks:
+        output.update(task.options if task.name == "output" else ())
+    return bool(output.get("compress")) or any(t.name == "compress" for t in chain.tasks)
+
+
+def save_rate(
+    fmt: str, megapixels: float, detail: Callable[[], float] | None = None, frames: int = 1
+) -> float:
     """Seconds a megapixel to save ``megapixels`` as ``fmt``: a photo's rate, or nearer
     noise's as ``detail()`` says, for an encoder whose time depends on it (asked only
     when the save at a photo's rate would take over ``MEASURE_ABOVE``)."""
     rate, noise = SAVE.get(fmt, OTHER), SAVE_NOISE.get(fmt)
+    noise = SAVE_NOISE_FRAMES.get(fmt, noise) if frames > 1 else noise
     if noise is None or detail is None or rate * megapixels <= MEASURE_ABOVE:
         return rate
     return rate + (noise - rate) * min(1.0, max(0.0, detail()))

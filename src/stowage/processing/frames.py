@@ -56,6 +56,12 @@ class Opened:
     def frame_pixels(self) -> int:
         return int(self.image.width) * self.frame_height
 
+    @property
+    def loader(self) -> str:
+        """libvips' loader of the source (``webpload``, ...): its decode rate differs."""
+        found = self.image.get_typeof("vips-loader")
+        return str(self.image.get("vips-loader")).removesuffix("_source") if found else ""
+
 
 def open_source(source: str, chain: Chain, output: Output, limits: Limits, access: str) -> Opened:
     """The header of the page or frames the chain decodes, checked against ``limits``."""

@@ -84,8 +84,9 @@ class TaskSpec:
     #: reads it after, and what came before, are then not computed again.
     holds: Callable[[Task], bool] | None = None
     #: Whether its operation measures its whole input before it changes it (enhance's
-    #: percentiles): the engine holds that input (``ops.held``), else every such task
-    #: computed the chain before it again, and n of them cost n squared.
+    #: percentiles), or reads it again around every tile (shadow's blurred outline): the
+    #: engine holds that input (``ops.held``), else every such task computed the chain
+    #: before it again, and n of them cost n squared.
     measures: bool = False
     bare: str | None = None  # the parameter a value without a name sets: cache=false
     reads_list: bool = False  # a ``[h1,h2]`` source is its input (animate, zip, pdfcreate)
