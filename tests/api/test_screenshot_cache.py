@@ -5,6 +5,7 @@ a kept drawing shows the first colour and a new one the next."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import time
 from collections.abc import AsyncIterator
@@ -12,13 +13,16 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
+from aiohttp.test_utils import TestClient
 
 from stowage.processing.cache import DerivativeCache
 from stowage.processing.shotcache import FOLDER, KeptScreenshots
 from stowage.storage import build_provider
+from tests.api.balanced import start_node
 from tests.api.harness import Harness
 from tests.api.test_screenshots import colour_at
 from tests.api.test_transform import get
+from tests.api.test_transform_rules import code_of
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore::ResourceWarning"),
@@ -112,6 +116,32 @@ async def test_with_no_lifetime_every_request_draws(
     for _ in range(2):
         await get(harness, f"/{key}/{SHOT}/{url}")
     assert len(served) == 2
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "2130706433", "0x7f.1"])
+async def test_a_kept_drawing_of_an_internal_page_is_refused_once_the_guard_refuses_it(
+    harness: Harness, site: tuple[str, list[str]], host: str
+) -> None:
+    """Drawn and kept while private addresses are allowed; a node of the same data with
+    them refused checks the page's address before it looks at the kept drawing, for an
+    open app and for one whose policy's ``url`` rule allows the page."""
+    url, served = site
+    url = url.replace("127.0.0.1", host)
+    key = harness.open_app.api_key
+    kept, _ = await get(harness, f"/{key}/{SHOT}/{url}")
+    assert len(served) == 1 and kept.headers["Content-Type"] == "image/png"
+    guarded = await start_node(dataclasses.replace(harness.settings, fetch_allow_private=False))
+    cdn = TestClient(guarded.cdn)
+    secure = harness.secure_app
+    allowed = harness.policy(secure, call=["convert"], url=".*")
+    try:
+        for api_key, params in ((key, {}), (secure.api_key, allowed)):
+            resp = await cdn.get(f"/{api_key}/{SHOT}/{url}", params=params)
+            assert resp.status == 403 and await code_of(resp) == "URL_FORBIDDEN", resp.status
+        assert len(served) == 1
+    finally:
+        await cdn.close()
+        await guarded.parts.close()
 
 
 async def test_expired_drawings_are_swept(tmp_path: Path) -> None:

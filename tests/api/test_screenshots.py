@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import random
 import socket
 from collections.abc import AsyncIterator
 from typing import Any
@@ -245,3 +246,66 @@ async def test_with_private_addresses_allowed_the_listener_does_see_the_request(
     resp = await harness.cdn.get(f"/{key}/urlscreenshot=delay:300,mode:window/{site}{path}")
     await resp.read()
     assert seen != []
+
+
+@pytest.fixture
+async def pages() -> AsyncIterator[tuple[str, dict[str, str]]]:
+    """A site on 127.0.0.1 serving ``/<name>`` from the dict it yields."""
+    served: dict[str, str] = {}
+
+    async def page(request: web.Request) -> web.Response:
+        html = served.get(request.match_info["name"])
+        if html is None:
+            return web.Response(status=404)
+        return web.Response(text=html, content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/{name}", page)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    tcp = web.TCPSite(runner, "127.0.0.1", 0)
+    await tcp.start()
+    port = tcp._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    yield f"http://127.0.0.1:{port}", served
+    await runner.cleanup()
+
+
+DIALOGS = ("alert('a')", "confirm('c?')", "prompt('p?', 'x')")
+
+
+def dialog_cases(seed: int = 26) -> list[tuple[tuple[str, ...], bool, tuple[int, int, int]]]:
+    """(the dialogs a page opens in turn, whether after its load, the colour it then
+    paints): each kind alone, several in a row, and ones opened after a delay."""
+    rng = random.Random(seed)
+    runs: list[tuple[tuple[str, ...], bool]] = [((d,), False) for d in DIALOGS]
+    for late in (False, True):  # every kind, in a random order, and some more
+        more = rng.choices(DIALOGS, k=rng.randint(0, 2))
+        runs.append((tuple(rng.sample(DIALOGS, len(DIALOGS)) + more), late))
+    runs.append(((rng.choice(DIALOGS),), True))
+    colours = [(rng.randrange(256), rng.randrange(256), rng.randrange(256)) for _ in runs]
+    return [(calls, late, rgb) for (calls, late), rgb in zip(runs, colours, strict=True)]
+
+
+@pytest.mark.settings(screenshot_seconds=20)
+@pytest.mark.parametrize(("calls", "late", "rgb"), dialog_cases())
+async def test_javascript_dialogs_are_dismissed_and_the_page_is_drawn(
+    harness: Harness,
+    pages: tuple[str, dict[str, str]],
+    calls: tuple[str, ...],
+    late: bool,
+    rgb: tuple[int, int, int],
+) -> None:
+    """A dialog stops the page's script until it is closed: the page paints its colour
+    only after every one of them is."""
+    base, served = pages
+    paint = f"{';'.join(calls)};document.body.style.background='rgb{rgb}'"
+    script = f"setTimeout(() => {{{paint}}}, 150)" if late else paint
+    served["dialogs"] = f"<!doctype html><body style='margin:0'><script>{script}</script>"
+    key = harness.open_app.api_key
+    shot = f"urlscreenshot=width:120,height:90,mode:window,delay:{900 if late else 0}"
+    resp = await harness.cdn.get(f"/{key}/{shot}/{base}/dialogs")
+    body = await resp.read()
+    assert resp.status == 200, body[:200]
+    assert (decoded(body).width, decoded(body).height) == (120, 90)
+    for x, y in ((5, 5), (60, 45), (114, 84)):
+        assert all(abs(a - b) <= 2 for a, b in zip(colour_at(body, x, y), rgb, strict=True))

@@ -213,6 +213,8 @@ class Browser:
                 message = json.loads((await self._read.readuntil(b"\0"))[:-1])
                 waiting = self._waiting.pop(message.get("id", -1), None)
                 if waiting is None:
+                    if message.get("method") == "Page.javascriptDialogOpening":
+                        self._dismiss(message)
                     self.events.append(message)
                     self._event.set()
                 elif "error" in message:
@@ -228,6 +230,26 @@ class Browser:
             self._waiting.clear()
             self._event.set()
 
+    def _dismiss(self, opening: dict[str, Any]) -> None:
+        """Closes a JavaScript dialog (alert, confirm, prompt, beforeunload) as it opens,
+        as a user pressing OK would (a prompt gets its default text): an open dialog
+        stops the page's scripts, its load and its drawing until the deadline. Sent from
+        the reader itself, so a dialog is closed whatever the caller is waiting for."""
+        assert self._write is not None
+        ident = next(self._ids)
+        params = {"accept": True, "promptText": opening["params"].get("defaultPrompt", "")}
+        message: dict[str, Any] = {
+            "id": ident,
+            "method": "Page.handleJavaScriptDialog",
+            "params": params,
+        }
+        if "sessionId" in opening:
+            message["sessionId"] = opening["sessionId"]
+        answered = asyncio.get_running_loop().create_future()
+        answered.add_done_callback(_ignored)  # a dialog already gone: nothing to close
+        self._waiting[ident] = answered
+        self._write.write(json.dumps(message).encode() + b"\0")
+
     async def close(self) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self._proc.pid, signal.SIGKILL)
@@ -238,3 +260,8 @@ class Browser:
             self._reader.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reader
+
+
+def _ignored(answer: asyncio.Future[dict[str, Any]]) -> None:
+    if not answer.cancelled():
+        answer.exception()  # retrieved: an error here is no failure of the page

@@ -106,10 +106,13 @@ class External:
     async def kept_screenshot(self, ask: UrlAsk) -> Derivative | None:
         """A ``urlscreenshot`` chain's result, kept a while (``shotcache.py``); None when
         the chain draws no page or nothing is kept (``screenshot_cache_seconds`` 0).
-        ``before`` is called only when the page is drawn: a kept one costs nothing."""
+        ``before`` is called only when the page is drawn: a kept one costs nothing. The
+        URL guard checks the page's address on every request, before a kept drawing is
+        looked at: one drawn while private addresses were allowed is not served after."""
         if shotspec.task_of(chains.parse(ask.segments)) is None or not self.kept_shots.seconds:
             return None
         chain, app = await self._authorized(ask)
+        await self.shots.checked(ask.url)
         output = chains.output_for(shotspec.without(chain), "image/png")
         draw = functools.partial(self._spooled, ask, chain, app)
         return await self.kept_shots.derivative(ask.url, chain.key(), output, app, draw)

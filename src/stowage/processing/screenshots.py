@@ -97,7 +97,7 @@ class Screenshots:
         settings = self.settings
         if settings.screenshot_jobs == 0:
             raise errors.TaskNotAvailable(f"{NAME} is turned off on this node (screenshot_jobs)")
-        await _checked(url, settings.fetch_allow_private)
+        await self.checked(url)
         seconds = settings.screenshot_seconds
         try:
             async with asyncio.timeout(seconds):
@@ -105,6 +105,11 @@ class Screenshots:
                     await self._capture(url, window, dest)
         except TimeoutError as exc:
             raise errors.UpstreamTimeout(f"the page was not drawn within {seconds:g} s") from exc
+
+    async def checked(self, url: str) -> None:
+        """The guard's answer for the page itself (its scheme, address and the addresses
+        its name resolves to), before any browser starts or a kept drawing is served."""
+        await _checked(url, self.settings.fetch_allow_private)
 
     async def _capture(self, url: str, window: Window, dest: Path) -> None:
         settings = self.settings
