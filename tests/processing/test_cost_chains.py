@@ -132,8 +132,9 @@ def test_an_upscale_saved_as_png_costs_what_it_is_estimated(tmp_path: Path) -> N
         output = "output=format:png" + (",compress:true" if case == 2 else "")
         segments = [f"resize=width:{side},height:{side},fit:scale", output]
         seconds, spent = estimated_and_spent(source, segments, tmp_path / f"o{case}.png")
-        # 1.5 times its estimate before at compression 6 (4.5 on a loaded machine); now 1
-        assert spent < (NEAR if case == 2 else 1.3) * seconds + SLACK, (segments, seconds, spent)
+        # 1.5 times its estimate before at compression 6 (4.5 on a loaded machine); now 1;
+        # with compress 6 times before. NEAR leaves room for a CI machine's busy cores.
+        assert spent < NEAR * seconds + SLACK, (segments, seconds, spent)
 
 
 def test_repeated_shadows_cost_what_they_are_estimated(tmp_path: Path) -> None:

@@ -183,7 +183,10 @@ class Processor:
                 self.core.store, app.api_key, task, source, archive.MIMETYPE, creds, ask.first
             )
         if not chain.tasks and not ask.handles:  # /store/<H>: a copy, not a render
-            return await self._copied(ask, task)
+            record, app = await self._authorized(ask.first, creds, ask.api_key)
+            if ask.before is not None:
+                await ask.before(app)
+            return await _copied(self.core, record, app, task, creds)
         made, record, app = await self._made(ask, chain)
         stem = record.filename.rsplit(".", 1)[0] or "file"
         filename = str(task.get("filename") or f"{stem}.{made.record.filename.rsplit('.')[-1]}")
@@ -191,20 +194,6 @@ class Processor:
         source = Source(chunks=self.cache.open(made.key), filename=filename, content_type=mimetype)
         return await stored(
             self.core.store, app.api_key, task, source, mimetype, creds, record.handle
-        )
-
-    async def _copied(self, ask: FilesAsk, task: Task) -> FileRecord:
-        """The stored file as it is, as a new file (a JPEG was saved again, a text file
-        drawn as a page): its bytes, name and type, the task's options applied."""
-        record, app = await self._authorized(ask.first, ask.creds, ask.api_key)
-        if ask.before is not None:
-            await ask.before(app)
-        provider = self.core.providers.provider_for(app, record.provider)
-        chunks = reading.whole(provider, record.container, record.key)
-        filename = str(task.get("filename") or record.filename)
-        source = Source(chunks=chunks, filename=filename, content_type=record.mimetype)
-        return await stored(
-            self.core.store, app.api_key, task, source, record.mimetype, ask.creds, record.handle
         )
 
     async def publish(self, change: Change) -> None:
@@ -431,3 +420,17 @@ def _opener(providers: Providers, app: App, record: FileRecord) -> archive.Opene
 
 def _first(handles: tuple[str, ...]) -> str:
     return handles[0] if handles else ""
+
+
+async def _copied(
+    core: Core, record: FileRecord, app: App, task: Task, creds: Credentials
+) -> FileRecord:
+    """The stored file as it is, as a new file (a JPEG was saved again, a text file drawn
+    as a page): its bytes, name and type, the store task's options applied."""
+    provider = core.providers.provider_for(app, record.provider)
+    chunks = reading.whole(provider, record.container, record.key)
+    filename = str(task.get("filename") or record.filename)
+    source = Source(chunks=chunks, filename=filename, content_type=record.mimetype)
+    return await stored(
+        core.store, app.api_key, task, source, record.mimetype, creds, record.handle
+    )
