@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import ipaddress
+import random
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -17,6 +20,8 @@ from stowage.config import Settings
 from stowage.http.app import api_app
 from stowage.registry.base import App
 from tests.api.harness import Harness
+from tests.core.rawhttp import raw_origin
+from tests.core.test_fetch import ipv4_embeddings
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
 
@@ -186,6 +191,61 @@ async def test_store_from_loopback_url_refused_by_default(
         assert resp.status == 403, url
         assert (await resp.json())["error"]["code"] == "URL_FORBIDDEN"
     assert await harness.service.registry.list_files(harness.open_app.api_key) == []
+
+
+@pytest.mark.settings(fetch_read_timeout=0.5, fetch_total_timeout=120.0)
+@pytest.mark.parametrize(
+    "interim",
+    [b"HTTP/1.1 100 Continue\r\n\r\n", b"HTTP/1.1 150 Odd\r\nX-A: 1\r\n\r\n"],
+    ids=["100", "150"],
+)
+async def test_store_from_an_origin_silent_after_an_interim_answer_is_504(
+    harness: Harness, interim: bytes
+) -> None:
+    """``100 Continue`` then nothing held the store (and its fetch slot) until
+    ``fetch_total_timeout``: it is a 504 once the origin was silent ``fetch_read_timeout``."""
+    key = harness.open_app.api_key
+    async with raw_origin([(0.0, interim)]) as origin:
+        started = time.monotonic()
+        resp = await harness.api.post("/api/store/S3", params={"key": key, "url": origin.url()})
+        took = time.monotonic() - started
+        assert resp.status == 504, await resp.text()
+        assert (await resp.json())["error"]["code"] == "UPSTREAM_TIMEOUT"
+        assert 0.45 <= took < 5, took
+    assert await harness.service.registry.list_files(key) == []
+
+
+@pytest.mark.settings(fetch_allow_private=False)
+async def test_store_from_any_ipv6_spelling_of_loopback_is_refused(harness: Harness) -> None:
+    """``http://[::ffff:0:7f00:1]:PORT/`` (127.0.0.1, IPv4-translated) was connected to."""
+    async with raw_origin([(0.0, b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi")]) as origin:
+        loopback = int(ipaddress.IPv4Address("127.0.0.1"))
+        for name, ip in ipv4_embeddings(loopback, random.Random(1).getrandbits(32)).items():
+            url = f"http://[{ip}]:{origin.port}/file"
+            resp = await harness.api.post(
+                "/api/store/S3", params={"key": harness.open_app.api_key}, data={"url": url}
+            )
+            assert resp.status == 403, (name, url, resp.status)
+            assert (await resp.json())["error"]["code"] == "URL_FORBIDDEN"
+        assert origin.requests == 0
+
+
+@pytest.mark.parametrize("location", ["ftp://example.com/x.png", "javascript:alert(1)", "", None])
+async def test_store_from_an_origin_redirecting_nowhere_fetchable_is_502(
+    harness: Harness, location: str | None
+) -> None:
+    """The origin's redirect is at fault, not the client's url: 502, not 400 INVALID_URL
+    nor "too many redirects"."""
+    header = b"" if location is None else b"Location: " + location.encode() + b"\r\n"
+    answer = b"HTTP/1.1 302 Found\r\n" + header + b"Content-Length: 0\r\n\r\n"
+    async with raw_origin([(0.0, answer)]) as origin:
+        resp = await harness.api.post(
+            "/api/store/S3", params={"key": harness.open_app.api_key}, data={"url": origin.url()}
+        )
+    error = (await resp.json())["error"]
+    assert resp.status == 502 and error["code"] == "UPSTREAM_ERROR", error
+    assert "redirect" in error["message"] or "Location" in error["message"]
+    assert "too many" not in error["message"]
 
 
 @pytest.mark.parametrize("url", ["file:///etc/passwd", "ftp://example.com/x", "gopher://x/"])

@@ -25,6 +25,7 @@ from stowage.http import transform
 from stowage.processing.results import Spooled
 from tests.api.harness import Harness
 from tests.api.test_transform import decoded, get, picture, stored
+from tests.core.rawhttp import raw_origin
 from tests.servers.ports import free_port
 
 
@@ -194,6 +195,18 @@ async def test_a_slow_origin_is_given_up_at_the_fetch_deadline(
     resp = await harness.cdn.get(f"/{harness.open_app.api_key}/flip/{slow}")
     assert resp.status == 504 and (await resp.json())["error"]["code"] == "UPSTREAM_TIMEOUT"
     assert time.monotonic() - started < 4
+
+
+@pytest.mark.settings(fetch_read_timeout=0.5, fetch_total_timeout=120.0)
+async def test_an_origin_silent_after_100_continue_is_given_up_at_the_read_timeout(
+    harness: Harness,
+) -> None:
+    """An interim answer then nothing held the transformation until fetch_total_timeout."""
+    async with raw_origin([(0.0, b"HTTP/1.1 100 Continue\r\n\r\n")]) as stalled:
+        started = time.monotonic()
+        resp = await harness.cdn.get(f"/{harness.open_app.api_key}/flip/{stalled.url('/a.png')}")
+        assert resp.status == 504 and (await resp.json())["error"]["code"] == "UPSTREAM_TIMEOUT"
+        assert time.monotonic() - started < 5
 
 
 async def test_fallback_stands_in_for_a_url_that_fails(harness: Harness, origin: Origin) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
+import random
 import socket
 from collections.abc import AsyncIterator
 from typing import Any
@@ -76,6 +77,8 @@ PRIVATE_IPS = [
     "64:ff9b:1::7f00:1",
     "::7f00:1",
     "::a9fe:a9fe",
+    "::ffff:0:7f00:1",
+    "::ffff:0:a9fe:a9fe",
     "2002:7f00:1::1",
     "2002:a9fe:a9fe::",
     "2001:0:4136:e378:8000:63bf:3fff:fdd2",
@@ -113,10 +116,84 @@ def test_every_ipv4_embedding_agrees_with_the_plain_address(ip: ipaddress.IPv4Ad
     n = int(ip)
     for embedded in (
         ipaddress.IPv6Address(0xFFFF00000000 | n),  # ::ffff:a.b.c.d
+        ipaddress.IPv6Address(0xFFFF << 48 | n),  # ::ffff:0:a.b.c.d, IPv4-translated
+        ipaddress.IPv6Address(n),  # ::a.b.c.d, IPv4-compatible
         ipaddress.IPv6Address((0x64FF9B << 96) | n),  # 64:ff9b::a.b.c.d
         ipaddress.IPv6Address((0x2002 << 112) | (n << 80)),  # 6to4
     ):
         assert is_public(embedded) == plain, embedded
+
+
+INTERNAL_V4 = [
+    ipaddress.IPv4Network(net)
+    for net in (
+        "0.0.0.0/8",
+        "10.0.0.0/8",
+        "100.64.0.0/10",
+        "127.0.0.0/8",
+        "169.254.0.0/16",
+        "172.16.0.0/12",
+        "192.0.0.0/29",
+        "192.168.0.0/16",
+        "198.18.0.0/15",
+        "224.0.0.0/4",
+        "240.0.0.0/4",
+    )
+]
+INTERNAL_V4_ADDRESSES = st.sampled_from(INTERNAL_V4).flatmap(
+    lambda net: st.integers(0, net.num_addresses - 1).map(lambda i: net[i])
+)
+
+
+def ipv4_embeddings(n: int, other: int) -> dict[str, ipaddress.IPv6Address]:
+    """Every IPv6 spelling that carries the IPv4 address ``n`` (``other``: the second
+    IPv4 address a Teredo address holds)."""
+    local_nat64 = 0x64FF9B0001 << 80
+    forms = {
+        "mapped ::ffff:0:0/96": 0xFFFF << 32 | n,
+        "translated ::ffff:0:0:0/96": 0xFFFF << 48 | n,
+        "compatible ::/96": n,
+        "NAT64 64:ff9b::/96": 0x64FF9B << 96 | n,
+        "local NAT64 64:ff9b:1::/48 (RFC 6052 /48 layout)": local_nat64
+        | (n >> 16) << 64
+        | (n & 0xFFFF) << 40,
+        "local NAT64 64:ff9b:1::/48 (last 32 bits)": local_nat64 | n,
+        "6to4 2002::/16": 0x2002 << 112 | n << 80,
+        "Teredo 2001::/32 (server)": 0x20010000 << 96 | n << 64 | (other ^ 0xFFFFFFFF),
+        "Teredo 2001::/32 (client)": 0x20010000 << 96 | other << 64 | (n ^ 0xFFFFFFFF),
+    }
+    return {name: ipaddress.IPv6Address(value) for name, value in forms.items()}
+
+
+@given(INTERNAL_V4_ADDRESSES, st.ip_addresses(v=4), st.integers(1, 65535))
+@settings(max_examples=300, deadline=None)
+def test_an_internal_ipv4_address_is_internal_in_every_ipv6_embedding(
+    ip: ipaddress.IPv4Address, other: ipaddress.IPv4Address, port: int
+) -> None:
+    """``http://[::ffff:0:7f00:1]:PORT/`` (127.0.0.1, IPv4-translated) was connected to:
+    an address that leads to an internal IPv4 one is internal, however it is spelt, both
+    as a literal (403 before any request) and as what a name resolves to."""
+    assert not is_public(ip)
+    for name, embedded in ipv4_embeddings(int(ip), int(other)).items():
+        assert not is_public(embedded), (name, embedded)
+        with pytest.raises(errors.UrlForbidden):
+            make_fetcher().check_url(f"http://[{embedded}]:{port}/x.png")
+
+
+async def test_the_resolver_refuses_every_ipv6_spelling_of_an_internal_address() -> None:
+    """What a name resolves to is held to the same rule (the getaddrinfo of a literal)."""
+    rng = random.Random(7)
+    resolver = GuardedResolver(allow_private=False)
+    try:
+        for _ in range(5):
+            net = rng.choice(INTERNAL_V4)
+            n = int(net[rng.randrange(net.num_addresses)])
+            for name, embedded in ipv4_embeddings(n, rng.getrandbits(32)).items():
+                with pytest.raises(errors.UrlForbidden):
+                    await resolver.resolve(str(embedded), 80, socket.AF_INET6)
+                    pytest.fail(f"{name}: {embedded} resolved")
+    finally:
+        await resolver.close()
 
 
 @pytest.mark.parametrize(
@@ -347,6 +424,7 @@ class Upstream:
         self.runner: web.AppRunner | None = None
         self.port = 0
         self.redirect_to = ""
+        self.bare_redirect: tuple[int, str | None] = (302, None)
 
     async def start(self) -> None:
         app = web.Application()
@@ -360,6 +438,7 @@ class Upstream:
         app.router.add_get("/loop", self.loop)
         app.router.add_get("/hop/{n}", self.hop)
         app.router.add_get("/redirect", self.redirect)
+        app.router.add_get("/bare-redirect", self.redirect_nowhere)
         app.router.add_get("/status/{n}", self.status)
         self.runner = web.AppRunner(app, handle_signals=False)
         await self.runner.setup()
@@ -441,6 +520,11 @@ class Upstream:
         self.hits.append(request.path)
         # a raw header: the client must cope with whatever a server sends
         return web.Response(status=302, headers={"Location": self.redirect_to})
+
+    async def redirect_nowhere(self, request: web.Request) -> web.Response:
+        self.hits.append(request.path)
+        code, location = self.bare_redirect
+        return web.Response(status=code, headers={} if location is None else {"Location": location})
 
 
 @pytest.fixture
@@ -575,7 +659,7 @@ async def test_redirect_to_an_internal_address_is_refused(
         assert await read_all(fetched) == b"hello world"
         assert upstream.hits == ["/file.txt", "/redirect", "/file.txt"]
         return
-    with pytest.raises((errors.UrlForbidden, errors.InvalidUrl)):
+    with pytest.raises((errors.UrlForbidden, errors.UpstreamError)):
         await fetcher.open(upstream.url("/redirect", trusted_upstream_name))
     assert upstream.hits == ["/file.txt", "/redirect"]
 
@@ -607,12 +691,41 @@ async def test_zero_redirects_allowed(upstream: Upstream, fetcher_factory: Any) 
         await fetcher.open(upstream.url("/hop/1"))
 
 
+@pytest.mark.parametrize(
+    "location",
+    [
+        "file:///etc/passwd",
+        "ftp://example.com/x.png",
+        "javascript:alert(1)",
+        "data:image/png;base64,AAAA",
+        "gopher://127.0.0.1:70/",
+        "http://user:secret@example.com/x",
+    ],
+)
 async def test_redirect_to_another_scheme_is_refused_with_private_allowed(
-    upstream: Upstream, fetcher_factory: Any
+    upstream: Upstream, fetcher_factory: Any, location: str
 ) -> None:
-    upstream.redirect_to = "file:///etc/passwd"
-    with pytest.raises(errors.InvalidUrl):
+    """The origin chose the location, not the client: 502 naming the redirect, never the
+    client's 400 INVALID_URL; the location is never asked for."""
+    upstream.redirect_to = location
+    with pytest.raises(errors.UpstreamError, match="redirected") as caught:
         await fetcher_factory(allow_private=True).open(upstream.url("/redirect"))
+    assert caught.value.status == 502
+    assert upstream.hits == ["/redirect"]
+
+
+@pytest.mark.parametrize("code", [301, 302, 303, 307, 308])
+@pytest.mark.parametrize("location", [None, "", "   "], ids=["absent", "empty", "blank"])
+async def test_a_redirect_without_a_location_says_so(
+    upstream: Upstream, fetcher_factory: Any, code: int, location: str | None
+) -> None:
+    """Not "too many redirects": one redirect, to nowhere."""
+    upstream.bare_redirect = (code, location)
+    fetcher = fetcher_factory(allow_private=True, max_redirects=3)
+    with pytest.raises(errors.UpstreamError, match="Location") as caught:
+        await fetcher.open(upstream.url("/bare-redirect"))
+    assert str(code) in caught.value.message and "too many" not in caught.value.message
+    assert upstream.hits == ["/bare-redirect"]
 
 
 @pytest.mark.parametrize(

@@ -16,11 +16,16 @@ class DeliverySettings:
         2 * GiB, "Largest file fetched from a url (413 beyond).", form=coerce.size(1)
     )
     fetch_connect_timeout: float = _setting(
-        10.0, "Connect timeout of url fetches, seconds.", form=coerce.duration()
+        10.0,
+        "Seconds a url fetch has to resolve the name, connect and send its request "
+        "(each redirect anew).",
+        form=coerce.duration(),
     )
     fetch_read_timeout: float = _setting(
         30.0,
-        "Seconds a url source may send nothing before the fetch is aborted.",
+        "Seconds a url source may send nothing before the fetch is aborted (504); also "
+        "the bound on its answer's status line and headers from the request sent, interim "
+        "1xx answers included (headers trickled a byte at a time end there too).",
         form=coerce.duration(),
     )
     fetch_total_timeout: float = _setting(

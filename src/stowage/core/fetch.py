@@ -15,6 +15,7 @@ import socket
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass
 from email.message import Message
+from types import SimpleNamespace
 from typing import Any
 
 import aiohttp
@@ -25,21 +26,28 @@ from stowage import errors
 from stowage.core import codings
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
-_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+#: The IPv6 forms whose last 32 bits are an IPv4 address the packet ends up at.
+_LAST_32_BITS = [
+    ipaddress.ip_network("64:ff9b::/96"),  # NAT64, RFC 6052
+    ipaddress.ip_network("::/96"),  # IPv4-compatible ::a.b.c.d, deprecated (and ::, ::1)
+    ipaddress.ip_network("::ffff:0:0:0/96"),  # IPv4-translated ::ffff:0:a.b.c.d, RFC 2765
+]
 _LOCAL_NAT64 = ipaddress.ip_network("64:ff9b:1::/48")  # RFC 8215: a site's own translator
-_IPV4_COMPATIBLE = ipaddress.ip_network("::/96")  # deprecated ::a.b.c.d (and ::, ::1)
 _BLOCKED_NAMES = {"localhost", "metadata.google.internal", "metadata"}
 
 
 def is_public(ip: IPAddress) -> bool:
+    """An IPv6 address embedding an IPv4 one is judged by the IPv4 address it leads to."""
     if isinstance(ip, ipaddress.IPv6Address):
         if ip.ipv4_mapped is not None:
             return is_public(ip.ipv4_mapped)
         if ip.sixtofour is not None:
             return is_public(ip.sixtofour)
-        if ip in _NAT64 or ip in _IPV4_COMPATIBLE:
+        if any(ip in net for net in _LAST_32_BITS):
             return is_public(ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF))
-        if ip in _LOCAL_NAT64:
+        if ip in _LOCAL_NAT64 or ip.teredo is not None:
+            # a site's own translator reaches its own network; Teredo (2001::/32, its
+            # server and obfuscated client both embedded) is a tunnel no origin sits behind
             return False
     return ip.is_global and not ip.is_multicast
 
@@ -133,7 +141,11 @@ def check_url(url: str, allow_private: bool) -> URL:
 
 
 def guarded_session(
-    allow_private: bool, timeout: aiohttp.ClientTimeout, *, decompress: bool = True
+    allow_private: bool,
+    timeout: aiohttp.ClientTimeout,
+    *,
+    decompress: bool = True,
+    traces: list[aiohttp.TraceConfig] | None = None,
 ) -> aiohttp.ClientSession:
     """An HTTP client that connects only to addresses the guard allows: every request to a
     user-given URL (fetches, webhooks) goes through one of these."""
@@ -143,7 +155,41 @@ def guarded_session(
         timeout=timeout,
         auto_decompress=decompress,
         trust_env=False,  # never through a proxy the guard cannot see past
+        trace_configs=traces,
     )
+
+
+class _Phases:
+    """One request's deadline, moved as it passes from phase to phase: ``connect`` seconds
+    to resolve, connect and send the request, then ``read`` seconds for the answer's status
+    line and headers, interim (1xx) answers included. aiohttp's ``sock_read`` alone bounds
+    neither: it restarts on every byte (headers trickled a byte at a time never end) and
+    stops after a 1xx (``100 Continue`` then silence waited for ``total``). The body's reads
+    keep ``sock_read``. A bound of 0 is none, as aiohttp takes it."""
+
+    def __init__(self, bound: asyncio.Timeout, connect: float, read: float) -> None:
+        self._bound = bound
+        self._connect = connect
+        self._read = read
+
+    def _after(self, seconds: float) -> None:
+        when = asyncio.get_running_loop().time() + seconds if seconds > 0 else None
+        self._bound.reschedule(when)
+
+    @staticmethod
+    def tracing() -> aiohttp.TraceConfig:
+        """The session's hooks: each request carries its ``_Phases`` as its trace context."""
+
+        async def connecting(_: object, ctx: SimpleNamespace, __: object) -> None:
+            ctx.trace_request_ctx._after(ctx.trace_request_ctx._connect)
+
+        async def sent(_: object, ctx: SimpleNamespace, __: object) -> None:
+            ctx.trace_request_ctx._after(ctx.trace_request_ctx._read)
+
+        trace = aiohttp.TraceConfig()
+        trace.on_request_start.append(connecting)
+        trace.on_request_headers_sent.append(sent)
+        return trace
 
 
 @dataclass
@@ -180,13 +226,17 @@ class Fetcher:
         self._timeout = aiohttp.ClientTimeout(
             total=total_timeout, sock_connect=connect_timeout, sock_read=read_timeout
         )
+        self._phases = (connect_timeout, read_timeout)
+        self._total = total_timeout if total_timeout > 0 else None
         self._slots = asyncio.Semaphore(max_concurrent)
         self._session: aiohttp.ClientSession | None = None
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None:
             # auto_decompress off: a gzip bomb stays the size it was sent at
-            self._session = guarded_session(self.allow_private, self._timeout, decompress=False)
+            self._session = guarded_session(
+                self.allow_private, self._timeout, decompress=False, traces=[_Phases.tracing()]
+            )
         return self._session
 
     async def close(self) -> None:
@@ -208,7 +258,12 @@ class Fetcher:
         address a redirect leads to (a policy's ``url`` rule) and raises to refuse it."""
         await self._slots.acquire()
         try:
-            response = await self._follow(self.check_url(url), validators or {}, allowed)
+            # every hop has its own bounds: the redirects together have total_timeout
+            async with asyncio.timeout(self._total):
+                response = await self._follow(self.check_url(url), validators or {}, allowed)
+        except TimeoutError as exc:
+            self._slots.release()
+            raise errors.UpstreamTimeout("the url source took longer than allowed") from exc
         except BaseException:
             self._slots.release()
             raise
@@ -231,13 +286,20 @@ class Fetcher:
             response = await self._request(url, validators)
             if response.status not in (301, 302, 303, 307, 308):
                 return self._accept(response, conditional=bool(validators))
-            location = response.headers.get("Location", "")
+            location = response.headers.get("Location", "").strip()
             response.release()
+            if not location:
+                raise errors.UpstreamError(f"the url answered {response.status} with no Location")
             try:
                 target = str(url.join(URL(location)))
             except (ValueError, TypeError) as exc:  # "http://[bad/", a port past 65535
                 raise errors.UpstreamError("the url redirected to a malformed location") from exc
-            url = self.check_url(target)
+            try:
+                url = self.check_url(target)
+            except errors.InvalidUrl as exc:  # the origin chose ftp: or javascript:, not the client
+                raise errors.UpstreamError(
+                    f"the url redirected to a location that is not fetched: {exc.message}"
+                ) from exc
             if allowed is not None:
                 allowed(str(url))
         raise errors.UpstreamError("too many redirects")
@@ -245,7 +307,11 @@ class Fetcher:
     async def _request(self, url: URL, validators: dict[str, str]) -> aiohttp.ClientResponse:
         headers = {**validators, "Accept-Encoding": "identity"}
         try:
-            return await self._client().get(url, allow_redirects=False, headers=headers)
+            async with asyncio.timeout(None) as bound:
+                phases = _Phases(bound, *self._phases)
+                return await self._client().get(
+                    url, allow_redirects=False, headers=headers, trace_request_ctx=phases
+                )
         except errors.StowageError:
             raise
         except TimeoutError as exc:
