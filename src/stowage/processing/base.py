@@ -67,6 +67,21 @@ class Chain:
     def wants_size(self) -> bool:
         return bool(self.tasks) and self.tasks[-1].name == "imagesize"
 
+    def merged(self, name: str) -> dict[str, Value]:
+        """The options of every ``name`` task of the chain, a later one's winning."""
+        found: dict[str, Value] = {}
+        for task in self.tasks:
+            if task.name == name:
+                found.update(task.options)
+        return found
+
+    @property
+    def compresses(self) -> bool:
+        """``compress``, or ``output=compress:true``: the savers' most compact settings."""
+        return bool(self.merged("output").get("compress")) or any(
+            t.name == "compress" for t in self.tasks
+        )
+
 
 @dataclass(frozen=True)
 class Limits:

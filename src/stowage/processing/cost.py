@@ -214,7 +214,7 @@ def estimate(
     decode = DECODES.get(opened.loader, DECODE) * opened.frame_pixels * opened.decoded_frames
     total += decode / 1e6
     total += (DECODE + SHRINK) * sum(pw * ph for pw, ph in placed) / 1e6
-    if fmt == "png" and _compressed(chain):
+    if fmt == "png" and chain.compresses:
         return total + PNG_COMPRESSED * w * h * frames / 1e6
     asked = None if detail is None else _Counted(detail, decode / 1e6)
     rate = save_rate(fmt, w * h * frames / 1e6, asked, frames)
@@ -232,14 +232,6 @@ class _Counted:
     def __call__(self) -> float:
         self.spent = self.seconds
         return self.detail()
-
-
-def _compressed(chain: Chain) -> bool:
-    """Whether a PNG is saved at compression 9, as ``vips.save_options`` decides."""
-    output: dict[str, object] = {}
-    for task in chain.tasks:
-        output.update(task.options if task.name == "output" else ())
-    return bool(output.get("compress")) or any(t.name == "compress" for t in chain.tasks)
 
 
 def save_rate(
@@ -291,9 +283,7 @@ def least_bands(chain: Chain, bands: int, alpha: bool, cmyk_source: bool) -> int
             colour, alpha = 1, False
         elif kind is Kind.IMAGE:
             colour, alpha = _bands_after(task, colour, alpha)
-    output: dict[str, object] = {}
-    for task in chain.tasks:
-        output.update(task.options if task.name == "output" else ())
+    output = chain.merged("output")
     alpha = alpha and _see_through(output, "background", "transparent")
     space = output.get("colorspace")
     return (4 if space == "cmyk" or (space == "input" and cmyk_source) else colour) + alpha

@@ -324,7 +324,7 @@ def _jpeg_shrink(header: pyvips.Image, width: int, height: int) -> int:
 
 
 def _prepared(image: pyvips.Image, chain: Chain, output: Output, cmyk_source: bool) -> pyvips.Image:
-    settings = _merged(chain, "output")
+    settings = chain.merged("output")
     if _strips(chain) and image.get_typeof("orientation"):
         # No metadata means no orientation either: AVIF's and TIFF's savers write it from
         # this field whatever ``keep`` says (an irot box: shown on its side, no Exif left).
@@ -358,15 +358,15 @@ def _drops_profile(chain: Chain, output: Output) -> bool:
 
 
 def save_options(chain: Chain, output: Output) -> dict[str, Any]:
-    settings = _merged(chain, "output")
+    settings = chain.merged("output")
     options: dict[str, Any] = {}
     quality = next((t.get("value") for t in reversed(chain.tasks) if t.name == "quality"), None)
-    quality = settings.get("quality", _merged(chain, "pjpg").get("quality", quality))
+    quality = settings.get("quality", chain.merged("pjpg").get("quality", quality))
     if isinstance(quality, int) and output.format in ("jpeg", "webp", "avif", "heif"):
         options["Q"] = max(1, quality)
     if chain.output_format == "pjpg":
         options["interlace"] = True  # a progressive JPEG
-    compress = settings.get("compress") or any(t.name == "compress" for t in chain.tasks)
+    compress = chain.compresses
     if compress and output.format == "jpeg":
         options["optimize_coding"] = True
     if output.format == "png":
@@ -399,20 +399,12 @@ def save_options(chain: Chain, output: Output) -> dict[str, Any]:
 def _strips(chain: Chain) -> bool:
     # pjpg keeps metadata unless metadata:false is written: stripped by default, a phone
     # photo would lose its orientation tag and show on its side (docs/transformations.md).
-    return bool(_merged(chain, "output").get("strip")) or any(
+    return bool(chain.merged("output").get("strip")) or any(
         t.name == "no_metadata"
         or (t.name == "compress" and t.get("metadata") is True)
         or (t.name == "pjpg" and t.get("metadata") is False)
         for t in chain.tasks
     )
-
-
-def _merged(chain: Chain, name: str) -> dict[str, Any]:
-    merged: dict[str, Any] = {}
-    for task in chain.tasks:
-        if task.name == name:
-            merged.update(task.options)
-    return merged
 
 
 def _stop_at(image: pyvips.Image, deadline: float) -> None:
