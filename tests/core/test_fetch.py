@@ -82,6 +82,8 @@ PRIVATE_IPS = [
     "2002:7f00:1::1",
     "2002:a9fe:a9fe::",
     "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+    "2a00:1450:4001::5efe:7f00:1",
+    "2a00:1450:4001:0:200:5efe:a9fe:a9fe",
 ]
 PUBLIC_IPS = [
     "8.8.8.8",
@@ -96,6 +98,7 @@ PUBLIC_IPS = [
     "::ffff:8.8.8.8",
     "64:ff9b::808:808",
     "2002:808:808::1",
+    "2a00:1450:4001::5efe:808:808",
 ]
 
 
@@ -145,6 +148,9 @@ INTERNAL_V4_ADDRESSES = st.sampled_from(INTERNAL_V4).flatmap(
 )
 
 
+GLOBAL_PREFIX = 0x2A00145040010000 << 64  # 2a00:1450:4001::/64, a public network
+
+
 def ipv4_embeddings(n: int, other: int) -> dict[str, ipaddress.IPv6Address]:
     """Every IPv6 spelling that carries the IPv4 address ``n`` (``other``: the second
     IPv4 address a Teredo address holds)."""
@@ -161,6 +167,10 @@ def ipv4_embeddings(n: int, other: int) -> dict[str, ipaddress.IPv6Address]:
         "6to4 2002::/16": 0x2002 << 112 | n << 80,
         "Teredo 2001::/32 (server)": 0x20010000 << 96 | n << 64 | (other ^ 0xFFFFFFFF),
         "Teredo 2001::/32 (client)": 0x20010000 << 96 | other << 64 | (n ^ 0xFFFFFFFF),
+        "ISATAP ::5efe:a.b.c.d (link-local)": 0xFE80 << 112 | 0x5EFE << 32 | n,
+        "ISATAP ::200:5efe:a.b.c.d (global prefix)": GLOBAL_PREFIX | 0x02005EFE << 32 | n,
+        "ISATAP ::100:5efe:a.b.c.d (group bit)": GLOBAL_PREFIX | 0x01005EFE << 32 | n,
+        "ISATAP ::5efe:a.b.c.d (global prefix)": GLOBAL_PREFIX | 0x5EFE << 32 | n,
     }
     return {name: ipaddress.IPv6Address(value) for name, value in forms.items()}
 

@@ -33,6 +33,8 @@ _LAST_32_BITS = [
     ipaddress.ip_network("::ffff:0:0:0/96"),  # IPv4-translated ::ffff:0:a.b.c.d, RFC 2765
 ]
 _LOCAL_NAT64 = ipaddress.ip_network("64:ff9b:1::/48")  # RFC 8215: a site's own translator
+#: ISATAP's interface identifier ``[0000|0200]:5efe:a.b.c.d`` (RFC 5214), its u and g bits masked.
+_ISATAP_ID, _ISATAP_MASK = 0x00005EFE, 0xFCFFFFFF
 _BLOCKED_NAMES = {"localhost", "metadata.google.internal", "metadata"}
 
 
@@ -43,13 +45,18 @@ def is_public(ip: IPAddress) -> bool:
             return is_public(ip.ipv4_mapped)
         if ip.sixtofour is not None:
             return is_public(ip.sixtofour)
-        if any(ip in net for net in _LAST_32_BITS):
+        if any(ip in net for net in _LAST_32_BITS) or _is_isatap(ip):
             return is_public(ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF))
         if ip in _LOCAL_NAT64 or ip.teredo is not None:
             # a site's own translator reaches its own network; Teredo (2001::/32, its
             # server and obfuscated client both embedded) is a tunnel no origin sits behind
             return False
     return ip.is_global and not ip.is_multicast
+
+
+def _is_isatap(ip: ipaddress.IPv6Address) -> bool:
+    """Whatever the prefix: a site's ISATAP router delivers to the IPv4 address itself."""
+    return (int(ip) >> 32) & _ISATAP_MASK == _ISATAP_ID
 
 
 def parse_ip_literal(host: str) -> IPAddress | None:
