@@ -230,6 +230,24 @@ async def test_the_quality_task_never_answers_a_larger_file(harness: Harness) ->
     assert resp.headers["Content-Type"] == "image/png" and decoded(body).width == 612
 
 
+async def test_the_bare_tasks_the_sdk_builds_from_empty_options(harness: Harness) -> None:
+    """``{quality: {}}`` and ``{smart_crop: {}}`` pass filestack-js's schema and build
+    ``/quality/`` and ``/smart_crop/``: they were refused 400. No value: the encoder's
+    default quality under the hosted rules; no size: the image's own."""
+    original = _jpeg_at(95)
+    handle = await stored(harness, original, name="q95.jpg")
+    _, bare = await get(harness, f"/quality/{handle}")
+    _, default = await get(harness, f"/quality=value:75/{handle}")
+    assert bare == default and len(bare) < len(original)
+    png_bytes = picture(40, 30, ".png")
+    png = await stored(harness, png_bytes, name="p.png")
+    _, body = await get(harness, f"/quality/{png}")
+    assert body == png_bytes
+    resp, body = await get(harness, f"/smart_crop/{png}")
+    assert resp.status == 200, body
+    assert (decoded(body).width, decoded(body).height) == (40, 30)
+
+
 async def test_colorspace_input_keeps_a_cmyk_source_cmyk(harness: Harness) -> None:
     """``colorspace:input`` did what ``rgb`` does; a CMYK JPEG or TIFF stays CMYK with it."""
     rgb = pyvips.Image.xyz(60, 40)[0].cast("uchar").bandjoin([90, 160]).copy(interpretation="srgb")

@@ -3,6 +3,7 @@ job process does: the extra sources' paths made known for the job."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -158,6 +159,38 @@ def test_collage_lays_out_every_image(tmp_path: Path) -> None:
     assert colour(out, 110, 320) == GREEN
     assert colour(out, 320, 320) == (255, 255, 255)
     assert colour(out, 5, 5) == (255, 255, 255)
+
+
+@given(
+    width=st.integers(1, 300),
+    height=st.integers(1, 300),
+    margin=st.integers(1, 100),
+    count=st.integers(2, 5),
+)
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@example(width=300, height=200, margin=100, count=3)
+@example(width=1, height=1, margin=1, count=5)
+def test_a_collage_takes_every_size_and_margin_the_schema_allows(
+    tmp_path: Path, width: int, height: int, margin: int, count: int
+) -> None:
+    """``width:300,height:200,margin:100`` was 400 "the margins leave no room" although
+    filestack-js lets every one of those values through: the margins narrow to at most
+    half the canvas each way, and the first cell, top left, shows the image."""
+    base = plain(tmp_path / "a.png", 50, 50, RED)
+    others = tuple(
+        (f"{i}" * 20, plain(tmp_path / f"{i}.png", 50, 50, BLUE)) for i in range(1, count)
+    )
+    files = ",".join(name for name, _ in others)
+    tasks = [f"collage=files:[{files}],width:{width},height:{height},margin:{margin}"]
+    out = render(tmp_path, base, tasks, others)
+    assert (out.width, out.height) == (width, height)
+    columns = math.ceil(math.sqrt(count))
+    rows = math.ceil(count / columns)
+    if width >= columns and height >= rows:
+        first = out.extract_area(0, 0, width // columns, height // rows)[:3]
+        assert (first == list(RED)).bandand().max() == 255
 
 
 @pytest.mark.parametrize("fmt", ["gif", "webp"])

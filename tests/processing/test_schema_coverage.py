@@ -159,3 +159,28 @@ def test_every_value_the_sdk_schema_allows_is_accepted(
     except errors.InvalidParameter as exc:
         # 0 as not given, with nothing else; a watermark's place with no watermark
         assert "needs" in str(exc), (text, str(exc))
+
+
+def _asks_nothing(spec: dict[str, Any]) -> bool:
+    """The schema lets ``{}`` through: an object alternative that requires no property."""
+    return any(
+        alt.get("type", "object") == "object"
+        and "required" not in alt
+        and not any("required" in sub for sub in alt.get("anyOf", []) + alt.get("oneOf", []))
+        for alt in spec.get("oneOf", [spec])
+    )
+
+
+BARE_TASKS = sorted(
+    task
+    for task, spec in compiled_schema()["properties"].items()
+    if task not in ELSEWHERE | {"tags", "sfw", "urlscreenshot"} and _asks_nothing(spec)
+)
+
+
+@pytest.mark.parametrize("task", BARE_TASKS)
+def test_a_task_the_schema_lets_through_empty_is_accepted_bare(task: str) -> None:
+    """``client.transform(h, {quality: {}})`` builds ``/quality/``: a task whose schema
+    requires no option is taken with none."""
+    assert len(BARE_TASKS) >= 30
+    assert grammar.parse_task(task).name == task

@@ -265,17 +265,11 @@ def _collage(first: pyvips.Image, task: Task, apply: Callable[[Any], Any]) -> py
     width, height = int(task.get("width", 0)), int(task.get("height", 0))  # type: ignore[arg-type]
     if not width or not height:
         raise errors.InvalidParameter("collage needs width and height", parameter="collage.width")
-    margin = int(task.get("margin", 10))  # type: ignore[arg-type]
     columns = math.ceil(math.sqrt(len(images)))
     rows = math.ceil(len(images) / columns)
-    cell_w, cell_h = (
-        (width - margin * (columns + 1)) // columns,
-        (height - margin * (rows + 1)) // rows,
-    )
-    if cell_w < 1 or cell_h < 1:
-        raise errors.InvalidParameter(
-            "collage: the margins leave no room", parameter="collage.margin"
-        )
+    margin = _fitting_margin(int(task.get("margin", 10)), width, height, columns, rows)  # type: ignore[arg-type]
+    cell_w = max(1, (width - margin * (columns + 1)) // columns)
+    cell_h = max(1, (height - margin * (rows + 1)) // rows)
     crop = task.get("fit") == "crop"
     canvas = pyvips.Image.black(width, height).new_from_image(
         list(rgba(str(task.get("color", "white"))))
@@ -288,6 +282,12 @@ def _collage(first: pyvips.Image, task: Task, apply: Callable[[Any], Any]) -> py
         y = margin + row * (cell_h + margin) + (cell_h - cell.height) // 2
         canvas = canvas.composite2(cell, "over", x=x, y=y)
     return apply(canvas.cast("uchar"))
+
+
+def _fitting_margin(margin: int, width: int, height: int, columns: int, rows: int) -> int:
+    """The margin, narrowed so that the margins take at most half the canvas each way:
+    every value of filestack-js's schema is taken, and the images still show."""
+    return min(margin, width // (2 * (columns + 1)), height // (2 * (rows + 1)))
 
 
 def _animate(images: list[pyvips.Image], task: Task, apply: Callable[[Any], Any]) -> pyvips.Image:

@@ -35,7 +35,7 @@ TASKS: tuple[TaskSpec, ...] = (
         "quality",
         (Param("value", integer(1, 100), ("v",)),),
         kind=SAVE,
-        needs_one_of=("value",),
+        # no value: filestack-js's schema requires none, so {quality: {}} builds /quality/
         doc="JPEG, WebP and AVIF quality",
     ),
     TaskSpec(

@@ -148,7 +148,7 @@ TASKS: tuple[TaskSpec, ...] = (
         load_op=smart_crop_with,
         size=_target,
         works_on=cover_size,
-        needs_one_of=("width", "height"),
+        # neither side: the image's own size (filestack-js's schema lets {} through)
         random_access=True,
         doc="crops to exactly width x height around the faces or the most interesting part",
     ),
