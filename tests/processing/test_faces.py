@@ -563,3 +563,30 @@ def test_align_faces_finds_a_face_the_cover_shrinks_under_the_finders_smallest(
     assert (made.width, made.height) == box
     difference = float((made.cast("float") - expected.cast("float")).abs().avg())
     assert difference < 8, (difference, canvas, box, (left, top))
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    photo=st.sampled_from(["astronaut", "group", "astronaut-wide"]),
+    mode=st.sampled_from(["thumb", "crop", "fill"]),
+    width=st.none() | st.integers(1, 400),
+    height=st.none() | st.integers(1, 400),
+    buffer=st.integers(0, 10_000),
+)
+def test_crop_faces_is_never_larger_than_estimated(
+    photo: str, mode: str, width: int | None, height: int | None, buffer: int
+) -> None:
+    """crop_faces declared no size, so the estimate took the source's: a 512-px photo
+    cropped to 10000x10000 ran 14 s, past the cost limit, where smart_crop is refused."""
+    from stowage.processing import cost
+
+    image = {
+        "astronaut": lambda: astronaut(),
+        "group": lambda: group()[0],
+        "astronaut-wide": lambda: astronaut().embed(0, 0, 1400, 512, extend="mirror"),
+    }[photo]()
+    options: dict[str, Value] = {"mode": mode, "buffer": buffer}
+    options |= {k: v for k, v in (("width", width), ("height", height)) if v is not None}
+    made = facetasks.crop_faces(image, task("crop_faces", **options))
+    estimated = cost.size_after(task("crop_faces", **options), image.width, image.height)
+    assert made.width * made.height <= estimated[0] * estimated[1], (made.width, made.height)

@@ -21,6 +21,7 @@ from stowage import words
 from stowage.processing import decisions, faces, filters, ops
 from stowage.processing.base import Output, Task, Value
 from stowage.processing.faces import Box
+from stowage.processing.geometry import proportional
 from stowage.processing.params import boolean, choice, color, integer, number, rgba, whole
 from stowage.processing.table import Answer, Param, TaskSpec
 
@@ -138,6 +139,22 @@ def crop_faces(image: pyvips.Image, task: Task) -> pyvips.Image:
     return crop
 
 
+def crop_faces_size(task: Task, width: int, height: int) -> tuple[int, int]:
+    """At most: the size asked, or the image's when no face is found, side by side. One
+    side asked: the other from the image's proportion or a square box's, the larger (the
+    faces' box is not known before they are found)."""
+    want_w, want_h = task.get("width"), task.get("height")
+    if isinstance(want_w, int) and isinstance(want_h, int):
+        made = (want_w, want_h)
+    elif isinstance(want_w, int):
+        made = (want_w, max(want_w, proportional(height, width, want_w)))
+    elif isinstance(want_h, int):
+        made = (max(want_h, proportional(width, height, want_h)), want_h)
+    else:
+        return width, height
+    return max(made[0], width), max(made[1], height)
+
+
 def _shaped(box: Box, aspect: float, inside: bool, outer_w: int, outer_h: int) -> Box:
     """A box of ``aspect`` (width/height) around ``box`` (or inside it), centred on it
     and kept within the image (shrunk to fit when the image is too small)."""
@@ -220,6 +237,7 @@ TASKS: tuple[TaskSpec, ...] = (
             Param("buffer", BUFFER, ("b",), 200),
         ),
         op=crop_faces,
+        size=crop_faces_size,
         random_access=True,
         doc="crops to the selected faces",
     ),
