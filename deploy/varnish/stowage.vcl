@@ -44,14 +44,19 @@ sub vcl_recv {
         set req.http.X-Purged = xkey.purge(req.http.xkey-purge);
         return (synth(200, "Purged " + req.http.X-Purged));
     }
-    # auto_image answers vary with Accept (Vary: Accept): three classes, so that the cache
-    # keeps at most three copies of such a URL (AVIF, WebP, the input's format), not one
-    # per browser's Accept string. The two expressions are the origin's own, character
+    # auto_image answers vary with Accept (Vary: Accept): four classes, so that the cache
+    # keeps at most four copies of such a URL (AVIF, WebP, the input's format, and AVIF to
+    # a client that takes no WebP: an AVIF too costly to make is WebP to the others), not
+    # one per browser's Accept string. The two expressions are the origin's own, character
     # for character (src/stowage/processing/accepts.py), so a class is what the origin
     # would choose for the original header.
     if (req.url ~ "(?i)auto_image") {
         if (req.http.Accept ~ "(?i)(^|,)[ \t]*image/avif[ \t]*(;[ \t]*(q[ \t]*=[ \t]*0*(\.0*)?[1-9][^;,]*|q[^;,= \t][^;,]*|[^q;, \t][^;,]*)?)*(,|$)") {
-            set req.http.Accept = "image/avif";
+            if (req.http.Accept ~ "(?i)(^|,)[ \t]*image/webp[ \t]*(;[ \t]*(q[ \t]*=[ \t]*0*(\.0*)?[1-9][^;,]*|q[^;,= \t][^;,]*|[^q;, \t][^;,]*)?)*(,|$)") {
+                set req.http.Accept = "image/avif,image/webp";
+            } else {
+                set req.http.Accept = "image/avif";
+            }
         } elsif (req.http.Accept ~ "(?i)(^|,)[ \t]*image/webp[ \t]*(;[ \t]*(q[ \t]*=[ \t]*0*(\.0*)?[1-9][^;,]*|q[^;,= \t][^;,]*|[^q;, \t][^;,]*)?)*(,|$)") {
             set req.http.Accept = "image/webp";
         } else {

@@ -57,6 +57,32 @@ async def test_auto_image_follows_accept_and_says_vary(harness: Harness) -> None
     assert "Vary" not in resp.headers
 
 
+@pytest.mark.settings(processing_max_job_cost=1.0)
+@pytest.mark.parametrize("chain", ["auto_image", "flip/auto_image/sepia"])
+async def test_an_avif_too_costly_to_make_is_answered_as_what_else_the_client_takes(
+    harness: Harness, chain: str
+) -> None:
+    """A 20-megapixel photo with auto_image was 422 PROCESSING_TOO_COSTLY for browsers
+    that take AVIF, and WebP for those that do not. (Here: a 3-megapixel one, the limit at
+    1 s: its AVIF is estimated at 1.5 s, its WebP at 0.5.) Chrome gets the WebP it takes,
+    a client that takes AVIF alone the input's format, each with Vary: Accept."""
+    big = await stored(harness, picture(2000, 1500, ".jpg"), name="big.jpg")
+    small = await stored(harness, picture(200, 150, ".jpg"), name="small.jpg")
+    for accept, handle, mimetype in (
+        (CHROME, big, "image/webp"),
+        ("image/avif", big, "image/jpeg"),
+        ("image/avif;q=0.9, image/webp;q=0.1", big, "image/webp"),
+        (CHROME, small, "image/avif"),  # one that is not too costly is still AVIF
+        (OLD_SAFARI, big, "image/webp"),
+    ):
+        resp, body = await get(harness, f"/{chain}/{handle}", headers={"Accept": accept})
+        assert resp.status == 200, (accept, body[:200])
+        assert resp.headers["Content-Type"] == mimetype, accept
+        assert "Accept" in resp.headers["Vary"]
+        assert decoded(body).width == (200 if handle == small else 2000)
+    await get(harness, f"/output=format:avif/{big}", status=422)  # asked for: refused as ever
+
+
 async def test_the_hosted_shapes_answer_200(harness: Harness) -> None:
     handle = await stored(harness, picture(1200, 800))
     resp, body = await get(
@@ -307,6 +333,10 @@ async def test_auto_image_keeps_an_animation_where_avif_would_not(
     assert resp.headers["Content-Type"] == "image/avif"
     resp, body = await get(harness, f"/output=format:avif/{animated}")  # asked for: AVIF
     assert resp.headers["Content-Type"] == "image/avif"
+    # A client that takes AVIF but not WebP keeps the animation in its own format.
+    resp, body = await get(harness, f"/{chain}/{animated}", headers={"Accept": "image/avif"})
+    assert resp.headers["Content-Type"] == "image/gif" and "Accept" in resp.headers["Vary"]
+    assert pyvips.Image.new_from_buffer(body, "", n=-1).get("n-pages") == 3
 
 
 @pytest.mark.parametrize(("mode", "width", "height"), [("RGB", 160, 100), ("L", 37, 91)])

@@ -32,6 +32,7 @@ AUTO_FORMATS = (("image/avif", "avif"), ("image/webp", "webp"))
 _TAKES = [(re.compile(pattern(mimetype), re.ASCII), fmt) for mimetype, fmt in AUTO_FORMATS]
 
 
-def accepted_format(accept: str | None) -> str | None:
-    """The best of ``AUTO_FORMATS`` that ``accept`` takes, or None."""
-    return next((fmt for takes, fmt in _TAKES if takes.search(accept or "")), None)
+def accepted_format(accept: str | None, besides: str = "") -> str | None:
+    """The best of ``AUTO_FORMATS`` (but ``besides``) that ``accept`` takes, or None."""
+    taken = (fmt for takes, fmt in _TAKES if fmt != besides and takes.search(accept or ""))
+    return next(taken, None)

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from stowage import errors
 from stowage.processing import catalogue, documents, grammar, officeformats
@@ -45,6 +47,7 @@ _BY_MIMETYPE = {
     "image/x-tiff": "tiff",
 }
 JSON = Output("json", "application/json", "json")
+T = TypeVar("T")
 parse_task = grammar.parse_task  # one task: the grammar's
 
 
@@ -122,6 +125,37 @@ def _format_task(tasks: tuple[Task, ...]) -> Task | None:
     return choosing[-1] if choosing else None
 
 
+def lighter_than_avif(chain: Chain, input_mimetype: str) -> Chain | None:
+    """The chain with ``auto_image``'s AVIF replaced by what the client also takes (its
+    ``or``: WebP) or by the input's format, when AVIF is the result's format; else None.
+    AVIF costs several times WebP to make: a 20-megapixel photo was refused to browsers
+    that take AVIF and answered to those that take only WebP."""
+    last = _format_task(chain.tasks)
+    if last is None or last.name != "auto_image":
+        return None
+    also = last.get("or")
+    instead = (Task("output", (("format", also),)),) if also is not None else ()
+    tasks = tuple(made for t in chain.tasks for made in (instead if t is last else (t,)))
+    lighter = dataclasses.replace(chain, tasks=tasks, output_format=_format(tasks))
+    if made_output(lighter, input_mimetype) == made_output(chain, input_mimetype):
+        return None  # an animation: WebP already
+    return lighter
+
+
+async def avif_or_lighter(
+    chain: Chain, input_mimetype: str, attempt: Callable[[Chain], Awaitable[T]]
+) -> T:
+    """``attempt(chain)``; when its AVIF is refused as too costly, ``attempt`` of the
+    chain the client also takes. The answer still varies with Accept, as it did."""
+    try:
+        return await attempt(chain)
+    except errors.ProcessingTooCostly:
+        lighter = lighter_than_avif(chain, input_mimetype)
+        if lighter is None:
+            raise
+        return await attempt(lighter)
+
+
 def answer_of(chain: Chain) -> Answer | None:
     """The declared answer of the chain's last task, when that task answers text."""
     if not chain.tasks:
@@ -157,21 +191,17 @@ def named_handles(chain: Chain) -> list[str]:
 def made_output(chain: Chain, input_mimetype: str) -> Output:
     """``output_for``, but ``animate`` makes a GIF unless the chain asks for a format (a
     still one, JPEG or PNG, holds its first frame), and an AVIF that ``auto_image`` chose
-    is WebP for an animation or a GIF or WebP source (it would lose its frames: libvips
-    writes AVIF as a still)."""
+    is, for an animation or a GIF or WebP source (libvips writes AVIF as a still), the
+    WebP the client also takes, else the format the chain would have without it."""
     animate = any(t.name == "animate" for t in chain.tasks)
+    animated = animate or input_mimetype.split(";")[0].lower() in _ANIMATED
+    chooser = _format_task(chain.tasks)
+    if animated and chooser is not None and chooser.name == "auto_image":
+        also = chooser.get("or")  # WebP when the client takes it, else as if not asked
+        chain = dataclasses.replace(chain, output_format=None if also is None else str(also))
     if animate and chain.output_format is None:
         return output_for(dataclasses.replace(chain, output_format="gif"), "image/gif")
-    animated = animate or input_mimetype.split(";")[0].lower() in _ANIMATED
-    if _auto_avif(chain) and animated:
-        return output_for(dataclasses.replace(chain, output_format="webp"), input_mimetype)
     return output_for(chain, input_mimetype)
 
 
 _ANIMATED = frozenset({"image/gif", "image/webp"})  # the inputs that may be animations
-
-
-def _auto_avif(chain: Chain) -> bool:
-    """The chain's format is the AVIF ``auto_image`` chose (no later format asked)."""
-    last = _format_task(chain.tasks)
-    return last is not None and last.name == "auto_image"

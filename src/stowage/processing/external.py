@@ -197,19 +197,31 @@ class External:
             fetched = listed or (("", held.path),)
             named = self.named(chain, ask.creds, ask.api_key, fetched)
             others = await stack.enter_async_context(named)
-            chain = shotspec.without(chain)
             mimetype = _source_type(held)
-            output, kind = chains.made_output(chain, mimetype), kind_of(mimetype, ask.url)
-            dest = self.spool.new("." + output.extension)
-            try:
-                url = ask.listed[0] if ask.listed else ask.url
-                origin = "url:" + hashlib.sha256(url.encode()).hexdigest()  # as it is kept
-                paths = listed + others
-                await self.run(held.path, chain, output, dest, paths, kind, len(listed), origin)
-            except BaseException:
-                dest.unlink(missing_ok=True)
-                raise
+            made = functools.partial(self._run_into_spool, ask, held.path, mimetype, listed, others)
+            dest, output = await chains.avif_or_lighter(shotspec.without(chain), mimetype, made)
         return Spooled(dest, output, private=app.security)
+
+    async def _run_into_spool(
+        self,
+        ask: UrlAsk,
+        source: Path,
+        mimetype: str,
+        listed: tuple[tuple[str, Path], ...],
+        others: tuple[tuple[str, Path], ...],
+        chain: Chain,
+    ) -> tuple[Path, Output]:
+        output, kind = chains.made_output(chain, mimetype), kind_of(mimetype, ask.url)
+        dest = self.spool.new("." + output.extension)
+        try:
+            url = ask.listed[0] if ask.listed else ask.url
+            origin = "url:" + hashlib.sha256(url.encode()).hexdigest()  # as it is kept
+            paths = listed + others
+            await self.run(source, chain, output, dest, paths, kind, len(listed), origin)
+        except BaseException:
+            dest.unlink(missing_ok=True)
+            raise
+        return dest, output
 
     async def _sources(
         self, stack: contextlib.AsyncExitStack, ask: UrlAsk, chain: Chain, app: App

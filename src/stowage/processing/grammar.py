@@ -431,8 +431,12 @@ def negotiated(tasks: list[str], accept: str | None) -> tuple[list[str], bool]:
         return tasks, False
     wanted = accepts.accepted_format(accept)
     # AVIF stays auto_image's own choice: an animated source is then answered as WebP,
-    # which every client that takes AVIF takes (chain.made_output).
-    chosen = "auto_image=format:avif" if wanted == "avif" else f"output=format:{wanted}"
+    # which every client that takes AVIF takes (chain.made_output), and so is an AVIF
+    # too costly to make, when the client takes WebP too (chain.lighter_than_avif).
+    chosen = f"output=format:{wanted}"
+    if wanted == "avif":
+        also = accepts.accepted_format(accept, besides="avif")
+        chosen = "auto_image=format:avif" + (f",or:{also}" if also else "")
     replaced = [] if wanted is None else [chosen]
     found: list[str] = []
     for task in tasks:

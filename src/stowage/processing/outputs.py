@@ -54,8 +54,9 @@ TASKS: tuple[TaskSpec, ...] = (
     TaskSpec(
         "auto_image",
         # format: set by the server from Accept when it chose AVIF (grammar.negotiated),
-        # so that an animation can be answered as WebP (chain.made_output)
-        (Param("format", choice("avif")),),
+        # so that an animation can be answered as WebP (chain.made_output); or: what the
+        # client also takes, for an AVIF too costly to make (chain.lighter_than_avif)
+        (Param("format", choice("avif")), Param("or", choice("webp"))),
         kind=SAVE,
         doc="WebP or AVIF when the client's Accept takes it, else the input's format",
     ),

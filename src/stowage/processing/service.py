@@ -218,7 +218,10 @@ class Processor:
         if ask.before is not None:
             await ask.before(app)
         others = await self._others(chain, ask.listed, record, ask.creds, ask.api_key)
-        made = await self._derivative(record, app, chain, others, len(ask.listed))
+        derivative = functools.partial(self._derivative, record, app)
+        made = await chains.avif_or_lighter(
+            chain, record.mimetype, lambda chain: derivative(chain, others, len(ask.listed))
+        )
         return made, record, app
 
     async def _authorized(
