@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import pyvips
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from stowage import errors
@@ -201,11 +201,15 @@ def test_an_animation_saved_as_gif_is_estimated_near_its_cpu_time(
     source=st.tuples(st.integers(1, 700), st.integers(1, 700)),
     box=st.tuples(st.integers(0, 10_000), st.integers(0, 10_000)).filter(any),
 )
-def test_smart_crop_is_refused_before_it_scales_past_the_side_limit(
+@example(source=(700, 3), box=(100, 100))  # a banner: a 23333x100 cover
+@example(source=(333, 217), box=(9000, 9000))
+def test_smart_crop_is_refused_before_its_cover_is_past_the_pixel_limit(
     tmp_path_factory: pytest.TempPathFactory, source: tuple[int, int], box: tuple[int, int]
 ) -> None:
     """smart_crop scales its image to cover the box and holds it before it cuts: a
-    333x217 PNG to 9000x9000 made a 13812x9000 cover for 27 s, then answered 422."""
+    333x217 PNG to 9000x9000 made a 13812x9000 cover for 27 s, then answered 422. Its
+    pixels are held to the square of the side limit, not its sides: a 5000x20 banner to
+    100x100 (a 25000x100 cover, 2.5 megapixels) was refused."""
     from stowage.processing import subjects
 
     limit = 4000  # the output side limit of this test: covers past it are common
@@ -215,7 +219,7 @@ def test_smart_crop_is_refused_before_it_scales_past_the_side_limit(
     output = chain.output_for(parsed, "image/png")
     opened = frames.open_source(str(path), parsed, output, LIMITS, "random")
     cover = subjects.cover_size(parsed.tasks[0], *source)
-    past = cover[0] > max(limit, source[0]) or cover[1] > max(limit, source[1])
+    past = cover[0] * cover[1] > max(limit * limit, source[0] * source[1])
     limits = dataclasses.replace(LIMITS, max_output_dimension=limit)
     if past:
         with pytest.raises(errors.ImageTooLarge, match="would work on the image"):

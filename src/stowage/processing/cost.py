@@ -177,8 +177,9 @@ def estimate(
     ``fmt`` (libvips' saver name: jpeg, png, webp, gif, ...). ``placed``: the sizes of
     the images a collage or an animation places (``composite.placed``: a collage's
     cells; an animation's frames, the first of which sets the frame's size). ``limit``:
-    the output side limit, which the image a task works on (smart_crop's cover, made
-    and held before the task returns) is held to here, before any work. ``detail``: how
+    the output side limit, whose square the pixels of the image a task works on
+    (smart_crop's cover, made and held before the task returns) are held to here,
+    before any work. ``detail``: how
     close to noise the source's detail is (0 a photo's, 1 noise's; ``detail.measured``),
     asked only when the save would take long at a photo's rate."""
     tasks, frames, (w, h) = _start(opened, chain, width, placed)
@@ -189,10 +190,12 @@ def estimate(
             continue  # save options, answers, request tasks: no pixels of their own
         before, works_on = (w, h), catalogue.TABLE[task.name].works_on
         worked = works_on(task, w, h) if works_on is not None else (0, 0)
-        if limit is not None and (worked[0] > max(limit, w) or worked[1] > max(limit, h)):
+        # In pixels, not sides: a 100x100 crop of a 5000x20 banner covers 25000x100, 2.5
+        # megapixels, and resize=fit:crop makes the same crop of it.
+        if limit is not None and worked[0] * worked[1] > max(limit * limit, w * h):
             raise errors.ImageTooLarge(
                 f"{task.name} would work on the image at {worked[0]}x{worked[1]}; "
-                f"at most {limit} a side"
+                f"at most {limit}x{limit} pixels"
             )
         w, h = size_after(task, w, h)
         made = _rate(task, *before) * max(w * h, worked[0] * worked[1])
