@@ -263,6 +263,33 @@ async def test_a_job_estimated_small_that_runs_long_leaves_the_small_slots(
         await asyncio.gather(*slow, return_exceptions=True)
 
 
+#: Estimated by its pixels, a small job; drawn in tens of seconds: twenty thousand
+#: translucent circles, each over the whole picture.
+PAINTED_SLOWLY = (
+    b'<svg xmlns="http://www.w3.org/2000/svg" width="1500" height="1500">'
+    + b'<circle cx="750" cy="750" r="1100" fill="red" fill-opacity="0.01"/>' * 20_000
+    + b"</svg>"
+)
+
+
+@pytest.mark.settings(processing_small_job_seconds=3, processing_job_seconds=6)
+async def test_a_job_run_again_as_a_big_one_keeps_the_requests_deadline(
+    harness: Harness,
+) -> None:
+    """A job estimated small that overran its small slot was run again with a deadline of
+    its own: ``processing_job_seconds`` plus the small run's time (a probe's SVG answered
+    PROCESSING_TIMEOUT after 17.4 s with a deadline of 10). The run again gets what is left."""
+    drawn = await stored(harness, PAINTED_SLOWLY, "slow.svg")
+    await warm(harness)
+    started = time.monotonic()
+    resp = await harness.cdn.get(f"/output=format:png/{drawn}")
+    took = time.monotonic() - started
+    assert resp.status == 422 and await code_of(resp) == "PROCESSING_TIMEOUT"
+    # The deadline and the kill's grace (librsvg draws in one call: the engine cannot stop
+    # itself), with a second to spare; before, the small run's 3 s came on top.
+    assert 6 <= took < 6 + 2 + 1, took
+
+
 def _big_jobs(metrics: str) -> float:
     lines = [line for line in metrics.splitlines() if line.startswith("stowage_processing_big")]
     return sum(float(line.rsplit(" ", 1)[1]) for line in lines if "_total" in line)

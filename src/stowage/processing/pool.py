@@ -11,7 +11,8 @@ that a slot kept for small jobs is never held longer than that, and its source (
 is remembered: its next jobs go to the big jobs' slots at once. ``wait_seconds`` bounds a
 request's whole wait, from its admission to the slot it runs in, a small job's overrun
 included: a job run again as a big one gets what is left of it, and 503 at once when
-nothing is left and no big job's slot is free.
+nothing is left and no big job's slot is free. So does its deadline: the run again gets
+what is left of ``seconds`` after the small run, so that no request's job runs longer.
 
 Why processes and not threads: libvips checks whether it should stop only between tiles
 of the result, so a chain whose small result depends on a large, slow intermediate (an
@@ -100,21 +101,24 @@ class JobPool:
             raise self._busy()
         self._admitted += 1
         until = time.monotonic() + self._lanes.wait_seconds  # the whole wait, re-queue too
+        spent = 0.0  # running as a small job: the deadline is the request's, not per run
         try:
             if not self._known_slow(job.origin):
+                began = time.monotonic()
                 try:
                     async with self._slot(self._slots, until):
-                        return await self._render(job, self._lanes.small_seconds)
+                        began = time.monotonic()
+                        return await self._render(job, self._lanes.small_seconds, small=True)
                 except BigJob:
                     pass  # its header said so in milliseconds
                 except _Overran:
                     self._remember(job.origin)  # it ran too long for a small one
+                    spent = time.monotonic() - began
             metrics.BIG_JOBS.inc()
-            big = dataclasses.replace(
-                job, limits=dataclasses.replace(job.limits, big_cost=math.inf)
-            )
+            seconds = self._seconds - spent  # what is left of the deadline
+            limits = dataclasses.replace(job.limits, big_cost=math.inf, seconds=seconds)
             async with self._slot(self._big, until), self._slot(self._slots, until):
-                return await self._render(big, self._seconds)
+                return await self._render(dataclasses.replace(job, limits=limits), seconds)
         finally:
             self._admitted -= 1
 
@@ -154,21 +158,25 @@ class JobPool:
         finally:
             slots.release()
 
-    async def _render(self, job: Job, seconds: float) -> Rendered:
+    async def _render(self, job: Job, seconds: float, small: bool = False) -> Rendered:
         with jobfiles.opened(jobfiles.source_paths(job)) as fds:
-            return await self._render_with(job, fds, seconds)
+            return await self._render_with(job, fds, seconds, small)
 
-    async def _render_with(self, job: Job, fds: list[int], seconds: float) -> Rendered:
-        """The job in a process, stopped past ``seconds`` (a small job's time: ``_Overran``)
-        or its deadline (422 PROCESSING_TIMEOUT)."""
+    async def _render_with(self, job: Job, fds: list[int], seconds: float, small: bool) -> Rendered:
+        """The job in a process, stopped past ``seconds``: a small job's time (``_Overran``)
+        or what is left of its deadline (422 PROCESSING_TIMEOUT)."""
         process = await self._ready()
-        overruns = seconds < self._seconds
+        overruns = small and seconds < self._seconds
         try:
-            async with asyncio.timeout(seconds if overruns else self._seconds + _GRACE_SECONDS):
+            limit = seconds if overruns else min(seconds, self._seconds) + _GRACE_SECONDS
+            async with asyncio.timeout(limit):
                 rendered = await process.render(job, fds)
         except _Ended:
             await self._stop(process)  # already gone: its folder and channel remain
             raise
+        except errors.ProcessingTimeout as exc:  # the engine's own deadline, what was left
+            self._idle.append(process)
+            raise errors.ProcessingTimeout(seconds=self._seconds) from exc
         except (errors.StowageError, BigJob):
             self._idle.append(process)  # the job was refused or deferred; its process is fine
             raise
