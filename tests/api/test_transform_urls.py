@@ -84,6 +84,24 @@ async def test_the_source_is_kept_by_url_and_revalidated(harness: Harness, origi
     assert decoded(body).height == 200 and origin.bodies == 2
 
 
+@pytest.mark.parametrize("seconds", [0, 1, 59, 3600, 31536000])
+async def test_cache_expiry_sets_a_url_results_max_age_zero_included(
+    harness: Harness, origin: Origin, seconds: int
+) -> None:
+    """``cache=expiry:0`` on a URL source answered ``max-age=3600``: 0 was taken as not
+    given. A stored file's result already said ``max-age=0``."""
+    key = harness.open_app.api_key
+    for chain in (
+        f"cache=expiry:{seconds}/flip",
+        f"cache=e:{seconds}",
+        f"flip/cache=expiry:{seconds}",
+    ):
+        resp, _ = await get(harness, f"/{key}/{chain}/{origin.url}")
+        assert resp.headers["Cache-Control"] == f"public, max-age={seconds}", chain
+    resp, _ = await get(harness, f"/{key}/flip/{origin.url}")
+    assert resp.headers["Cache-Control"] == "public, max-age=3600"  # not given: an hour
+
+
 async def test_an_origin_without_validators_is_fetched_every_time(
     harness: Harness, origin: Origin
 ) -> None:

@@ -300,11 +300,17 @@ async def _send_spooled(
     return await _send_file_at(request, sent, cache, path, varies)
 
 
+def _max_age(path: CdnPath, otherwise: int) -> int:
+    """``cache=expiry:N``, 0 included (it was taken as not given: max-age=3600), else
+    ``otherwise``."""
+    return path.max_age if path.max_age is not None else otherwise
+
+
 async def _send_file_at(
     request: web.Request, result: _Sent, cache: bool, path: CdnPath, varies: bool
 ) -> web.StreamResponse:
     scope = "private" if result.private else "public"
-    control = f"{scope}, max-age={path.max_age or URL_MAX_AGE}" if cache else "no-store"
+    control = f"{scope}, max-age={_max_age(path, URL_MAX_AGE)}" if cache else "no-store"
     response = web.StreamResponse(
         headers={
             "Content-Type": result.mimetype,
@@ -332,7 +338,7 @@ async def _send_kept(
     """A result kept for a while (a URL screenshot): clients may keep it as long as it
     stays fresh here, or ``cache=expiry:N``."""
     scope = "private" if made.app.security else "public"
-    control = f"{scope}, max-age={path.max_age or made.fresh_for or 0}" if cache else "no-store"
+    control = f"{scope}, max-age={_max_age(path, made.fresh_for or 0)}" if cache else "no-store"
     headers = {
         "Content-Type": made.record.mimetype,
         "Content-Disposition": disposition("inline", made.record.filename),
