@@ -14,7 +14,9 @@ before a blur is computed again for the overlapping margins. A step's cost is th
 multiplied by ``(1 + 2 * margin / TILE) ** 2`` for each later step with a margin: an
 upscale followed by a large blur costs several times the sum of the two alone. A
 rotation by other than a right angle was worse (every strip of it read the bounding box
-of its input again); it is computed once into memory (``ops.held``) instead.
+of its input again); it is computed once into memory (``ops.held``) instead, while the
+job's hold budget lasts: the estimate takes the same holds (``holding``, ``costholds``)
+and prices a turn left lazy as it runs.
 
 A job whose estimate is above ``Limits.max_cost`` is refused (422 PROCESSING_TOO_COSTLY);
 one above ``Limits.big_cost`` is a big job, which the pool runs in fewer slots than it
@@ -28,7 +30,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from stowage import errors
-from stowage.processing import catalogue, faces, geometry, params, shapes
+from stowage.processing import catalogue, costholds, faces, geometry, holding, params, shapes
 from stowage.processing.base import BigJob, Chain, Limits, Task
 from stowage.processing.table import Kind
 
@@ -59,7 +61,7 @@ RATES = {
     "modulate": 0.15,  # to LCh in floats and back
     "pixelate": 0.015,
     "border": 0.01,
-    "polaroid": 0.012,  # a frame and a rotation
+    "polaroid": 0.03,  # a frame and a rotation of 4 bands (0.012 held; lazy, ``holding``)
     "shadow": 0.05,  # of its grown canvas
     "oil_paint": 0.27,  # and PER_AMOUNT: a median window, or a smaller copy painted
     "smart_crop": 0.035,  # of its cover (``works_on``): scaled, held, searched
@@ -172,6 +174,7 @@ def estimate(
     placed: Sequence[tuple[int, int]] = (),
     limit: int | None = None,
     detail: Callable[[], float] | None = None,
+    hold_pixels: int | None = None,
 ) -> float:
     """Seconds of one core the chain is expected to take on this source, saved as
     ``fmt`` (libvips' saver name: jpeg, png, webp, gif, ...). ``placed``: the sizes of
@@ -181,9 +184,11 @@ def estimate(
     (smart_crop's cover, made and held before the task returns) are held to here,
     before any work. ``detail``: how
     close to noise the source's detail is (0 a photo's, 1 noise's; ``detail.measured``),
-    asked only when the save would take long at a photo's rate."""
+    asked only when the save would take long at a photo's rate. ``hold_pixels``: the
+    job's hold budget (``Limits.max_total_pixels``, as the engine's ``ops.held``; None:
+    no end to it)."""
     tasks, frames, (w, h) = _start(opened, chain, width, placed)
-    steps: list[tuple[float, float, bool, bool]] = []  # seconds, amplification, held, measures
+    steps: list[costholds.Step] = []
     calls = 0.0  # the tasks' own costs, once a frame
     for task in tasks:
         if catalogue.TABLE[task.name].kind not in (Kind.IMAGE, Kind.FILES):
@@ -203,15 +208,12 @@ def estimate(
             made += SHRINK * before[0] * before[1]
             made += (UPSCALE - RATES["resize"]) * w * h if w * h > before[0] * before[1] else 0
         made += _face_search(task, before, worked)
-        steps.append((made * frames / 1e6, _amplification(task), _held(task), _measures(task)))
+        steps.append(_step(task, made / 1e6, before, (w, h)))
         calls += _call(task) * frames
-    total, amplified = calls, 1.0
-    for seconds, amplification, held, measures in reversed(steps):
-        # A step held in memory is computed once, whatever reads it after, and so is
-        # what comes before it; so is the input of a task that measures it.
-        amplified = 1.0 if held else amplified
-        total += seconds * amplified
-        amplified = 1.0 if measures else amplified * amplification
+    sites = costholds.sites(steps, still=opened.frames == 1 and frames == 1)
+    budget = holding.HoldBudget(10**30 if hold_pixels is None else hold_pixels, limit)
+    patterns = holding.plan(sites, frames, budget)
+    total = calls + sum(n * costholds.computed(steps, p) for p, n in patterns.items())
     # The decoded source is read once: sequentially, or kept whole for random access;
     # so is each image placed, and scaled to its cell or frame.
     decode = DECODES.get(opened.loader, DECODE) * opened.frame_pixels * opened.decoded_frames
@@ -223,6 +225,15 @@ def estimate(
     rate = save_rate(fmt, w * h * frames / 1e6, asked, frames)
     saved = rate * w * h / 1e6 + SAVE_FRAME.get(fmt, 0.0)
     return total + saved * frames + (asked.spent if asked is not None else 0.0)
+
+
+def _step(
+    task: Task, seconds: float, before: tuple[int, int], made: tuple[int, int]
+) -> costholds.Step:
+    degrees = _turned_by(task)
+    turn = 1.0 if degrees is None else holding.strip_reads(before, made, degrees)
+    site = holding.Site(before, made, _measures(task), _held(task))
+    return costholds.Step(task, seconds, _amplification(task), turn, site)
 
 
 class _Counted:
@@ -385,6 +396,14 @@ def _searched(width: int, height: int) -> float:
 def _held(task: Task) -> bool:
     holds = catalogue.TABLE[task.name].holds
     return holds is not None and holds(task)
+
+
+def _turned_by(task: Task) -> int | None:
+    """The degrees of a turn the task holds (``TaskSpec.holds``): None for any other."""
+    if not _held(task):
+        return None
+    deg = task.get("deg" if task.name == "rotate" else "rotate", 0)
+    return deg if isinstance(deg, int) else None
 
 
 def _call(task: Task) -> float:

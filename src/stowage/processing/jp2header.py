@@ -70,7 +70,8 @@ def _priced(width: int, height: int, chain: Chain, output: Output, limits: Limit
     engine holds to the same limit once it is made)."""
     header = cost.Still(height, width * height)
     side = limits.max_output_dimension
-    seconds = cost.estimate(header, chain, width, output.format, (), side)
+    holds = limits.max_total_pixels  # ops.held's budget
+    seconds = cost.estimate(header, chain, width, output.format, (), side, None, holds)
     cost.check(seconds + cost.JPEG2000 * width * height / 1e6, limits)
     if chain.wants_size or chains.answer_of(chain) is not None:
         return  # an answer, not an image: no side limit on it

@@ -14,6 +14,7 @@ from typing import Any
 import pyvips
 
 from stowage.processing.base import Task
+from stowage.processing.holding import HoldBudget
 from stowage.processing.params import rgba
 
 #: The largest side a result may have; the engine sets it from ``Limits`` per job
@@ -22,13 +23,14 @@ OUTPUT_LIMIT: ContextVar[int] = ContextVar("stowage_output_limit", default=10_00
 
 
 #: Pixels a job may still hold in memory (``held``): the engine sets it per job from
-#: ``Limits.max_total_pixels`` (a list, so that each frame's hold draws from one budget).
-HOLD_BUDGET: ContextVar[list[int] | None] = ContextVar("stowage_hold_budget", default=None)
+#: ``Limits.max_total_pixels`` (one budget, which each frame's holds draw from). The cost
+#: estimate asks a budget of its own the same questions (``holding.plan``).
+HOLD_BUDGET: ContextVar[HoldBudget | None] = ContextVar("stowage_hold_budget", default=None)
 
 
 @contextlib.contextmanager
 def engine_limits(side: int, hold_pixels: int = 0) -> Iterator[None]:
-    tokens = OUTPUT_LIMIT.set(side), HOLD_BUDGET.set([hold_pixels])
+    tokens = OUTPUT_LIMIT.set(side), HOLD_BUDGET.set(HoldBudget(hold_pixels, side))
     try:
         yield
     finally:
@@ -43,11 +45,11 @@ def held(image: pyvips.Image) -> pyvips.Image:
     again and again, recomputing every step before it (an upscale rotated, then shrunk:
     40 s of CPU; sepia then a 30-degree turn estimated at 13 s for 0.15 s of work). Held,
     a rotation costs its pixels once. The job's holds together stay within its total
-    pixel limit (an animation's frames each hold theirs); beyond, left lazy."""
-    budget, pixels = HOLD_BUDGET.get(), image.width * image.height
-    if budget is None or pixels > budget[0] or max(image.width, image.height) > OUTPUT_LIMIT.get():
+    pixel limit (an animation's frames each hold theirs); beyond, left lazy, which the
+    cost estimate prices (``holding``)."""
+    budget = HOLD_BUDGET.get()
+    if budget is None or not budget.take(image.width, image.height):
         return image
-    budget[0] -= pixels
     return image.copy_memory()
 
 

@@ -127,9 +127,10 @@ class VipsEngine:
             return _write_size(dest, output, header.width, opened.frame_height)
         placed = montage.placed(opened, chain, output)
         args = (opened, chain, header.width, output.format, placed, limits.max_output_dimension)
-        if (least := cost.estimate(*args)) > limits.max_cost:  # at a photo's save rate:
-            cost.check(least, limits)  # refused before the source is decoded to measure it
-        cost.check(cost.estimate(*args, lambda: detail.measured(opened)), limits)
+        holds = limits.max_total_pixels  # ops.held's budget: the estimate follows it
+        if (least := cost.estimate(*args, hold_pixels=holds)) > limits.max_cost:  # at a
+            cost.check(least, limits)  # photo's save rate: refused before it is measured
+        cost.check(cost.estimate(*args, lambda: detail.measured(opened), holds), limits)
         if output.format == "tiff" and "compression" not in save_options(chain, output):
             size = cost.made_size(opened, chain, header.width, placed)
             source_bands = header.bands, header.hasalpha(), header.interpretation == "cmyk"
