@@ -92,7 +92,7 @@ class VipsEngine:
         try:
             with (
                 ops.engine_limits(limits.max_output_dimension, limits.max_total_pixels),
-                svg.rewritten(source, dest) as source,  # SVG sources: checked, rewritten
+                svg.rewritten(source, dest, limits) as source,  # SVGs: checked, rewritten
                 jpeg2000.decoded(source, dest, limits) as source,  # no libvips loader
                 pdf.opened(source, chain, output, dest, limits) as opened,  # PDF sources
             ):
@@ -120,6 +120,9 @@ class VipsEngine:
         random = _out_of_order(chain.tasks)
         access = "random" if random else "sequential"
         opened = frames.open_source(str(source), chain, output, limits, access)
+        inside = svg.embedded(source)
+        if inside is not None:  # its data: images are decoded whole, besides the canvas
+            inside.check_canvas(opened.frame_pixels * opened.decoded_frames)
         if random or opened.frames > 1:  # an animation's frames each read the extra sources
             composite.read_out_of_order()
         header = opened.image
@@ -127,9 +130,10 @@ class VipsEngine:
             return _write_size(dest, output, header.width, opened.frame_height)
         placed = montage.placed(opened, chain, output)
         args = (opened, chain, header.width, output.format, placed, limits.max_output_dimension)
-        if (least := cost.estimate(*args)) > limits.max_cost:  # at a photo's save rate:
-            cost.check(least, limits)  # refused before the source is decoded to measure it
-        cost.check(cost.estimate(*args, lambda: detail.measured(opened)), limits)
+        embedded = svg.embedded_pixels()  # the SVGs' data: images, drawn with them
+        if (least := cost.estimate(*args, embedded=embedded)) > limits.max_cost:
+            cost.check(least, limits)  # at a photo's save rate: refused before measuring
+        cost.check(cost.estimate(*args, lambda: detail.measured(opened), embedded), limits)
         if output.format == "tiff" and "compression" not in save_options(chain, output):
             size = cost.made_size(opened, chain, header.width, placed)
             source_bands = header.bands, header.hasalpha(), header.interpretation == "cmyk"
