@@ -5,9 +5,11 @@ at sees no connection."""
 from __future__ import annotations
 
 import asyncio
+import base64
 from collections.abc import AsyncIterator
 
 import pytest
+import pyvips
 
 from tests.api.harness import Harness
 from tests.api.test_transform import decoded, get, stored
@@ -114,3 +116,40 @@ async def test_an_svg_too_large_to_draw_is_refused_before_drawing(harness: Harne
     handle = await stored(harness, huge.encode(), "big.svg")
     resp = await harness.cdn.get(f"/output=format:png/{handle}")
     assert resp.status == 422 and await code_of(resp) == "IMAGE_TOO_LARGE"
+
+
+def embedding(*sides: tuple[int, int]) -> bytes:
+    """A 20x20 SVG holding a PNG of one colour of each size (a few hundred bytes each)."""
+    urls = []
+    for width, height in sides:
+        png = pyvips.Image.black(width, height).write_to_buffer(".png")
+        urls.append("data:image/png;base64," + base64.b64encode(png).decode())
+    images = "".join(f'<image width="20" height="20" xlink:href="{u}"/>' for u in urls)
+    red = '<rect width="20" height="20" fill="red"/>'
+    return f'{HEAD} width="20" height="20">{red}{images}</svg>'.encode()
+
+
+@pytest.mark.settings(processing_max_input_pixels=10_000, processing_max_total_pixels=30_000)
+@pytest.mark.parametrize(
+    ("sides", "refused"),
+    [
+        ([(100, 100)], None),
+        ([(101, 100)], "101x100 PNG: 10100 pixels; at most 10000"),
+        ([(100, 100), (100, 100)], None),
+        ([(100, 100)] * 3 + [(1, 1)], "SVG's data: images have 30001 pixels in all"),
+        ([(100, 100), (100, 100), (99, 97)], "canvas and data: images have 30003"),
+    ],
+)
+async def test_an_svgs_embedded_images_are_held_to_the_pixel_limits(
+    harness: Harness, sides: list[tuple[int, int]], refused: str | None
+) -> None:
+    """A prober's 187 KB SVG of 100x100 holding a 12000x12000 PNG was decoded whole
+    (144 megapixels past the 100 allowed, 1.27 GB in the job) and answered 200."""
+    handle = await stored(harness, embedding(*sides), "e.svg")
+    if refused is None:
+        _, body = await get(harness, f"/resize=width:10/{handle}")
+        assert decoded(body).getpoint(5, 5)[:3] == [0, 0, 0]  # drawn over the red
+        return
+    resp = await harness.cdn.get(f"/cache=false/resize=width:10/{handle}")
+    assert resp.status == 422 and await code_of(resp) == "IMAGE_TOO_LARGE"
+    assert refused in (await resp.json())["error"]["message"]

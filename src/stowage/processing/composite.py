@@ -106,7 +106,7 @@ class Sources:
             return self.kept.enter_context(jpeg2000.decoded(path, beside, self.limits))
         if not svg.is_svg(path):
             return path
-        return self.kept.enter_context(svg.rewritten(path, beside))
+        return self.kept.enter_context(svg.rewritten(path, beside, self.limits))
 
 
 _CURRENT: ContextVar[Sources | None] = ContextVar("sources", default=None)

@@ -45,6 +45,11 @@ DECODES = {"webpload": 0.09, "heifload": 0.13}
 #: (jpeg2000.py), besides ``DECODE``: 0.08 s a megapixel lossy, 0.06-0.18 lossless,
 #: 0.5 for lossless noise (docs/decisions.md, "Task rates").
 JPEG2000 = 0.2
+#: A PNG or JPEG inside an SVG (``data:``, ``svgimages.py``), decoded whole by librsvg
+#: and drawn into the canvas: 0.010-0.0125 s a megapixel measured (one thread, flat
+#: images of 2000x2000 to 8000x8000; a noisy one costs more a megapixel, but the SVG's
+#: 10 MiB hold only a few megapixels of noise). Other formats at ``DECODES``' rates.
+EMBEDDED = 0.015
 #: Seconds a megapixel made, per task; tasks not named here cost ``OTHER``.
 RATES = {
     "resize": 0.026,  # and SHRINK for what it reads; UPSCALE when it enlarges
@@ -175,6 +180,7 @@ def estimate(
     limit: int | None = None,
     detail: Callable[[], float] | None = None,
     hold_pixels: int | None = None,
+    embedded: Mapping[str, int] | None = None,
 ) -> float:
     """Seconds of one core the chain is expected to take on this source, saved as
     ``fmt`` (libvips' saver name: jpeg, png, webp, gif, ...). ``placed``: the sizes of
@@ -186,7 +192,8 @@ def estimate(
     close to noise the source's detail is (0 a photo's, 1 noise's; ``detail.measured``),
     asked only when the save would take long at a photo's rate. ``hold_pixels``: the
     job's hold budget (``Limits.max_total_pixels``, as the engine's ``ops.held``; None:
-    no end to it)."""
+    no end to it). ``embedded``: the pixels of the rasters inside an SVG source
+    (``svg.embedded_pixels``), by their loader."""
     tasks, frames, (w, h) = _start(opened, chain, width, placed)
     steps: list[costholds.Step] = []
     calls = 0.0  # the tasks' own costs, once a frame
@@ -217,6 +224,7 @@ def estimate(
     # The decoded source is read once: sequentially, or kept whole for random access;
     # so is each image placed, and scaled to its cell or frame.
     decode = DECODES.get(opened.loader, DECODE) * opened.frame_pixels * opened.decoded_frames
+    decode += sum(DECODES.get(k, EMBEDDED) * pixels for k, pixels in (embedded or {}).items())
     total += decode / 1e6
     total += (DECODE + SHRINK) * sum(pw * ph for pw, ph in placed) / 1e6
     if fmt == "png" and chain.compresses:

@@ -49,7 +49,7 @@ def render(job: Job) -> Rendered:
             beside = job.dest.with_name(f"{job.dest.name}.page{index}")
             with (
                 jpeg2000.decoded(path, beside, job.limits) as raster,
-                svg.rewritten(raster, beside) as drawable,
+                svg.rewritten(raster, beside, job.limits) as drawable,
             ):
                 _image_page(made, drawable, job)
             if len(made) > MAX_PAGES:

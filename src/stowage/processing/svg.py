@@ -16,7 +16,10 @@ process, and a new document is written from what was read:
   (``\\75rl(``) and XInclude are refused; anything else is a 422 naming it;
 - scripts (``<script>``, ``on*`` attributes), comments and processing instructions
   (``<?xml-stylesheet?>``) are dropped: they draw nothing;
-- depth, element count and size are bounded.
+- depth, element count and size are bounded;
+- each ``data:`` image's size is read from its header and held to the job's pixel
+  limits, and counted for the cost estimate (``svgimages.py``): librsvg decodes every
+  one whole, whatever the canvas.
 
 libvips then reads only the rewritten file, as UTF-8 with no DTD, so librsvg (libxml2)
 parses exactly what expat checked: no difference between two parsers' readings can
@@ -28,14 +31,18 @@ from __future__ import annotations
 import contextlib
 import re
 import xml.parsers.expat
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 from pathlib import Path
+from types import MappingProxyType
 from typing import IO
 
 import pyvips
 
 from stowage import errors
+from stowage.processing.base import Limits
+from stowage.processing.svgimages import Embedded
+from stowage.processing.svgimages import Refused as Refused  # raised here, defined there
 
 MAX_BYTES = 10 * 1024 * 1024  # librsvg's own default cap on XML, without "unlimited"
 MAX_DEPTH = 256
@@ -45,11 +52,8 @@ _DATA_IMAGE = re.compile(r"data:image/(png|jpeg|jpg|gif|webp)[;,]", re.I | re.AS
 _URL = re.compile(r"url\s*\(\s*['\"]?\s*([^'\")\s]*)", re.IGNORECASE)
 _DROPPED = {"script"}  # elements dropped with all they hold
 _REFUSED = {"include": "XInclude"}  # elements refused (local names)
-_SAFE: ContextVar[frozenset[Path]] = ContextVar("safe_svg", default=frozenset())
-
-
-class Refused(Exception):
-    """The SVG names something outside itself, or is too big: the job answers a 422."""
+#: The job's rewritten SVGs, and the ``data:`` images each holds.
+_SAFE: ContextVar[Mapping[Path, Embedded]] = ContextVar("safe_svg", default=MappingProxyType({}))
 
 
 def is_svg(source: Path) -> bool:
@@ -64,34 +68,51 @@ def is_rewritten(source: Path) -> bool:
     return source in _SAFE.get()
 
 
+def embedded(source: Path) -> Embedded | None:
+    """The ``data:`` images of the SVG rewritten into ``source`` (None: no such file)."""
+    return _SAFE.get().get(source)
+
+
+def embedded_pixels() -> Mapping[str, int]:
+    """The pixels of the ``data:`` images of every SVG this job has rewritten so far,
+    by libvips' loader of their format: what librsvg will decode besides the canvases."""
+    found: dict[str, int] = {}
+    for images in _SAFE.get().values():
+        for loader, pixels in images.decoded.items():
+            found[loader] = found.get(loader, 0) + pixels
+    return found
+
+
 @contextlib.contextmanager
-def rewritten(source: Path, dest: Path) -> Iterator[Path]:
+def rewritten(source: Path, dest: Path, limits: Limits) -> Iterator[Path]:
     """The engine's hook where a source is opened (the main one, a watermark's): an SVG
-    is checked and rewritten beside ``dest`` (removed when the job is done); any other
-    source goes on as it is."""
+    is checked and rewritten beside ``dest`` (removed when the job is done), its
+    ``data:`` images held to ``limits``; any other source goes on as it is."""
     if not is_svg(source):
         yield source
         return
     safe = dest.with_name(dest.name + ".safe.svg")
+    images = Embedded.within(limits)
     # Added and taken away by name, not reset by token: a job's rewritten files (its
     # source's, its watermark's) end in any order, and none may outlive its job.
-    _SAFE.set(_SAFE.get() | {safe})
+    _SAFE.set({**_SAFE.get(), safe: images})
     try:
         try:
             with source.open("rb") as read, safe.open("w", encoding="utf-8") as write:
-                rewrite(read, write)
+                rewrite(read, write, images)
         except Refused as exc:
             raise errors.InvalidImage(f"the SVG cannot be drawn: {exc}") from exc
         yield safe
     finally:
-        _SAFE.set(_SAFE.get() - {safe})
+        _SAFE.set({path: kept for path, kept in _SAFE.get().items() if path != safe})
         safe.unlink(missing_ok=True)
 
 
-def rewrite(read: IO[bytes], write: IO[str]) -> None:
-    """Reads the SVG from ``read`` and writes the checked document to ``write``;
-    ``Refused`` with the reason otherwise."""
-    writer = _Writer(write)
+def rewrite(read: IO[bytes], write: IO[str], images: Embedded | None = None) -> None:
+    """Reads the SVG from ``read`` and writes the checked document to ``write``, its
+    ``data:`` images read into ``images`` (held to no pixel limit when None);
+    ``Refused`` with the reason otherwise, ``errors.ImageTooLarge`` past a limit."""
+    writer = _Writer(write, Embedded() if images is None else images)
     parser = xml.parsers.expat.ParserCreate()
     parser.SetParamEntityParsing(xml.parsers.expat.XML_PARAM_ENTITY_PARSING_NEVER)
     parser.ordered_attributes = True
@@ -131,11 +152,16 @@ def _local(name: str) -> str:
     return name.rsplit(":", 1)[-1].lower()
 
 
-def check_reference(target: str, where: str) -> None:
+def check_reference(target: str, where: str, images: Embedded) -> None:
     """``target`` (an href or a CSS url) may only point into the document or be an
-    inline raster image."""
+    inline raster image, which is read into ``images``. (librsvg decodes an image named
+    by an ``href``; one in a CSS ``url()`` only as an external resource, but it is held
+    to the same limits rather than trusted to be left alone.)"""
     value = target.strip()
-    if value.startswith("#") or _DATA_IMAGE.match(value):
+    if value.startswith("#"):
+        return
+    if _DATA_IMAGE.match(value):
+        images.add(value, where)
         return
     shown = value[:80] or "(empty)"
     raise Refused(
@@ -144,26 +170,27 @@ def check_reference(target: str, where: str) -> None:
     )
 
 
-def check_css(text: str, where: str) -> None:
+def check_css(text: str, where: str, images: Embedded) -> None:
     lowered = text.lower()
     if "\\" in text:
         raise Refused(f"CSS escapes are not allowed ({where})")
     if "@import" in lowered:
         raise Refused(f"@import is not allowed ({where})")
     for match in _URL.finditer(text):
-        check_reference(match.group(1), where)
+        check_reference(match.group(1), where, images)
 
 
 class _Writer:
     """expat's events written back as a document, checked on the way."""
 
-    def __init__(self, out: IO[str]) -> None:
+    def __init__(self, out: IO[str], images: Embedded) -> None:
         # Imported here: xml.sax.saxutils brings urllib and http.client, a sixth of a job
         # process's start, into every job, for the few that rewrite an SVG.
         from xml.sax.saxutils import escape, quoteattr
 
         self._escape, self._quoteattr = escape, quoteattr
         self._out = out
+        self._images = images
         self._open: list[str] = []  # the names of the open elements, written or not
         self._dropping = 0  # depth inside a dropped element (a script); 0: writing
         self._elements = 0
@@ -198,8 +225,8 @@ class _Writer:
         if local.startswith("on"):  # event handlers: scripts, which draw nothing
             return ""
         if local == "href" or local == "src":
-            check_reference(value, f"the attribute {name[:40]}")
-        check_css(value, f"the attribute {name[:40]}")
+            check_reference(value, f"the attribute {name[:40]}", self._images)
+        check_css(value, f"the attribute {name[:40]}", self._images)
         return f" {name}={self._quoteattr(value)}"
 
     def end(self, name: str) -> None:
@@ -209,7 +236,7 @@ class _Writer:
             return
         if self._style is not None:  # the text may come in many pieces: checked whole
             css, self._style = "".join(self._style), None
-            check_css(css, "a <style> element")
+            check_css(css, "a <style> element", self._images)
             self._out.write(self._escape(css))
         self._out.write(f"</{name}>")
 

@@ -10,6 +10,7 @@ decoder for a smaller image directly: a 12-megapixel JPEG is not decoded for a t
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import time
 from collections.abc import Sequence
@@ -92,7 +93,7 @@ class VipsEngine:
         try:
             with (
                 ops.engine_limits(limits.max_output_dimension, limits.max_total_pixels),
-                svg.rewritten(source, dest) as source,  # SVG sources: checked, rewritten
+                svg.rewritten(source, dest, limits) as source,  # SVGs: checked, rewritten
                 jpeg2000.decoded(source, dest, limits) as source,  # no libvips loader
                 pdf.opened(source, chain, output, dest, limits) as opened,  # PDF sources
             ):
@@ -120,6 +121,9 @@ class VipsEngine:
         random = _out_of_order(chain.tasks)
         access = "random" if random else "sequential"
         opened = frames.open_source(str(source), chain, output, limits, access)
+        inside = svg.embedded(source)
+        if inside is not None:  # its data: images are decoded whole, besides the canvas
+            inside.check_canvas(opened.frame_pixels * opened.decoded_frames)
         if random or opened.frames > 1:  # an animation's frames each read the extra sources
             composite.read_out_of_order()
         header = opened.image
@@ -127,10 +131,13 @@ class VipsEngine:
             return _write_size(dest, output, header.width, opened.frame_height)
         placed = montage.placed(opened, chain, output)
         args = (opened, chain, header.width, output.format, placed, limits.max_output_dimension)
-        holds = limits.max_total_pixels  # ops.held's budget: the estimate follows it
-        if (least := cost.estimate(*args, hold_pixels=holds)) > limits.max_cost:  # at a
-            cost.check(least, limits)  # photo's save rate: refused before it is measured
-        cost.check(cost.estimate(*args, lambda: detail.measured(opened), holds), limits)
+        # ops.held's budget (the estimate follows it) and the SVGs' data: images
+        holds, embedded = limits.max_total_pixels, svg.embedded_pixels()
+        least = cost.estimate(*args, hold_pixels=holds, embedded=embedded)
+        if least > limits.max_cost:  # at a photo's save rate: refused before measuring
+            cost.check(least, limits)
+        measured = functools.partial(detail.measured, opened)
+        cost.check(cost.estimate(*args, measured, holds, embedded), limits)
         if output.format == "tiff" and "compression" not in save_options(chain, output):
             size = cost.made_size(opened, chain, header.width, placed)
             source_bands = header.bands, header.hasalpha(), header.interpretation == "cmyk"
