@@ -47,6 +47,18 @@ async def test_minify_css(harness: Harness) -> None:
     assert body == b"body{color:red;margin:0 auto}"
 
 
+async def test_minify_answers_what_it_cannot_minify_safely_unchanged(harness: Harness) -> None:
+    """A prober's cases: rjsmin collapsed the second template's spaces (its tracking of
+    templates lost by the backtick in the first), rcssmin removed the one in the URL.
+    The generated cases are tests/processing/test_minify_meaning.py."""
+    script = b'var a=`${"`"}`; var b=`keep  two  spaces`; console.log(b)'
+    style = b'a { background : url("a b.png") }'
+    _, body = await get(harness, f"/minify_js/{await stored(harness, script, 't.js')}")
+    assert body == script
+    _, body = await get(harness, f"/minify_css/{await stored(harness, style, 'x.css')}")
+    assert body == style
+
+
 async def test_minify_refuses_binary_and_company(harness: Harness) -> None:
     image = await stored(harness, picture(40, 30, ".png"), "p.png")
     resp = await harness.cdn.get(f"/minify_js/{image}")
