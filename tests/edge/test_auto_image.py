@@ -100,3 +100,36 @@ async def test_the_edge_class_is_the_origins_choice_for_any_accept(
         assert answers[0] == answers[1], accept
         served[accept] = answers[0]
     assert set(served.values()) == {"image/avif", "image/webp", "image/png"}
+
+
+def solid(colour: int) -> bytes:
+    data: bytes = (pyvips.Image.black(16, 16) + colour).cast("uchar").write_to_buffer(".png")
+    return data
+
+
+@pytest.mark.parametrize(
+    "chain",
+    [
+        "watermark=file:{other},size:100",
+        "collage=files:[{other}],width:80,height:40,margin:1",
+        "watermark=file:{other}/auto_image",
+        "fallback=handle:{other},cache:600/crop=dim:[1000,1000,10,10]/auto_image",
+    ],
+)
+async def test_a_change_to_any_file_a_result_reads_purges_it(
+    edge: Edge, http: aiohttp.ClientSession, chain: str
+) -> None:
+    """Only the main handle tagged a result: a new watermark or collage file, or a
+    source fixed after its fallback stood in, was served stale for up to a day."""
+    broken = chain.startswith("fallback")  # the crop starts outside it: the fallback answers
+    main = await store(http, edge.api, edge.key, png(40, 30))
+    other = await store(http, edge.api, edge.key, solid(10))
+    url = f"{edge.cache.url}/{chain.format(other=other)}/{main}"
+    origin = url.replace(edge.cache.url, f"http://127.0.0.1:{edge.node.cdn_port}")
+    first = (await get(http, url))[1]
+    assert (await get(http, url))[1] == first  # kept
+    changed = main if broken else other
+    await overwrite(http, edge.api, changed, edge.secret, png(1100, 1100) if broken else solid(200))
+    status, now, _ = await get(http, url)
+    assert status == 200 and now != first
+    assert now == (await get(http, origin))[1]

@@ -1,6 +1,7 @@
 """What the CDN origin tells the edge cache about a file response (the VCL strips both).
 
-``xkey`` names the tags the response is purged by: its handle and its app. ``X-Edge-TTL``
+``xkey`` names the tags the response is purged by: its handle and its app (a
+transformation adds every stored file it reads: ``http/transform.py``). ``X-Edge-TTL``
 is present only on responses the cache may store, with how long: files of apps without
 security, not asked with ``cache=false``, not larger than ``edge_max_object_bytes``. The
 origin decides, not the VCL, so a rule change needs no VCL change, and a response

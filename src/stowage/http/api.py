@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
@@ -111,8 +112,15 @@ async def download_handler(request: web.Request) -> web.StreamResponse:
 
 
 async def download(
-    request: web.Request, *, cdn: bool, handle: str | None = None, path: CdnPath | None = None
+    request: web.Request,
+    *,
+    cdn: bool,
+    handle: str | None = None,
+    path: CdnPath | None = None,
+    adjust: Callable[[dict[str, str]], dict[str, str]] = lambda found: found,
 ) -> web.StreamResponse:
+    """``adjust``: what a caller adds to the headers (a fallback's: the edge tags of the
+    transformation it stands in for)."""
     parts = request.app[PARTS]
     plan = await parts.service.download(
         handle or request.match_info["handle"],
@@ -129,7 +137,8 @@ async def download(
     max_age = path.max_age if path else None
 
     def headers(opened: Download) -> dict[str, str]:  # for the version actually opened
-        return file_headers(opened, parts.settings, dl=dl, cache=cache, cdn=cdn, max_age=max_age)
+        found = file_headers(opened, parts.settings, dl=dl, cache=cache, cdn=cdn, max_age=max_age)
+        return adjust(found)
 
     return await send_file(request, plan, headers, parts.registry)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import math
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -30,7 +31,7 @@ from stowage.core.filetypes import is_active
 from stowage.core.reading import Download
 from stowage.core.security import Credentials
 from stowage.edge.headers import TAG_HEADER
-from stowage.http import inputs, observe, ratelimit
+from stowage.http import inputs, observe, ratelimit, resulttags
 from stowage.http.api import download, request_credentials, store_result
 from stowage.http.cdnpath import CdnPath, parse
 from stowage.http.keys import PARTS
@@ -96,9 +97,7 @@ async def transform(request: web.Request, path: CdnPath, *, cdn: bool) -> web.St
             opened, parts.settings, dl=dl, cache=cache, cdn=cdn, max_age=path.max_age
         )
         found.setdefault(TAG_HEADER, path.handle)  # the edge cache purges derivatives with it
-        if varies:
-            found["Vary"] = _vary(found.get("Vary"))
-        return found
+        return resulttags.also(found, varies, resulttags.read_handles(path))
 
     async def answer() -> web.StreamResponse:
         try:
@@ -109,7 +108,13 @@ async def transform(request: web.Request, path: CdnPath, *, cdn: bool) -> web.St
         except errors.StowageError as exc:
             if (backup := _fallback(path, exc)) is None:
                 raise
-            return await download(request, cdn=cdn, handle=backup.handle, path=backup)
+            # Tagged by the files the transformation reads too: a fixed source purges it.
+            tagged = functools.partial(
+                resulttags.also, varies=varies, handles=resulttags.read_handles(path)
+            )
+            return await download(
+                request, cdn=cdn, handle=backup.handle, path=backup, adjust=tagged
+            )
         plan = Download(made.record, made.info, made.provider, made.local_path, made.app)
         # A derivative's key is never rewritten with other bytes: no row to keep to.
         return await send_file(request, plan, headers, None)
@@ -417,11 +422,6 @@ def charger(request: web.Request) -> Callable[[App], Awaitable[None]]:
             raise refused
 
     return charge
-
-
-def _vary(current: str | None) -> str:
-    names = [v.strip() for v in (current or "").split(",") if v.strip()]
-    return ", ".join([*names, "Accept"] if "accept" not in map(str.lower, names) else names)
 
 
 def _cache(request: web.Request, path: CdnPath) -> bool:
