@@ -49,8 +49,9 @@ sub vcl_recv {
     # a client that takes no WebP: an AVIF too costly to make is WebP to the others), not
     # one per browser's Accept string. The two expressions are the origin's own, character
     # for character (src/stowage/processing/accepts.py), so a class is what the origin
-    # would choose for the original header.
-    if (req.url ~ "(?i)auto_image") {
+    # would choose for the original header. The task's name is matched however its letters
+    # are percent-encoded (auto%5Fimage, %61uto_image), as the origin decodes it.
+    if (req.url ~ "(?i)(a|%61)(u|%75)(t|%74)(o|%6f)(_|%5f)(i|%69)(m|%6d)(a|%61)(g|%67)(e|%65)") {
         if (req.http.Accept ~ "(?i)(^|,)[ \t]*image/avif[ \t]*(;[ \t]*(q[ \t]*=[ \t]*0*(\.0*)?[1-9][^;,]*|q[^;,= \t][^;,]*|[^q;, \t][^;,]*)?)*(,|$)") {
             if (req.http.Accept ~ "(?i)(^|,)[ \t]*image/webp[ \t]*(;[ \t]*(q[ \t]*=[ \t]*0*(\.0*)?[1-9][^;,]*|q[^;,= \t][^;,]*|[^q;, \t][^;,]*)?)*(,|$)") {
                 set req.http.Accept = "image/avif,image/webp";

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import aiohttp
+import yarl
 from multidict import CIMultiDict
 
 from stowage.core.security import encode_policy, sign
@@ -47,7 +48,7 @@ async def remove(http: aiohttp.ClientSession, api: str, handle: str, secret: str
 
 
 async def get(
-    http: aiohttp.ClientSession, url: str, **kwargs: object
+    http: aiohttp.ClientSession, url: str | yarl.URL, **kwargs: object
 ) -> tuple[int, bytes, CIMultiDict[str]]:
     async with http.get(url, **kwargs) as resp:  # type: ignore[arg-type]
         return resp.status, await resp.read(), CIMultiDict(resp.headers)

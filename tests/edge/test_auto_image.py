@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 import aiohttp
 import pytest
 import pyvips
+import yarl
 
 from tests.edge.helpers import get, overwrite, store
 from tests.edge.tier import Edge, origin_gets
@@ -57,7 +58,8 @@ async def fetch_all(http: aiohttp.ClientSession, url: str) -> set[tuple[int, int
     sizes: set[tuple[int, int]] = set()
     for mimetype, accepts in CLASSES.items():
         for accept in accepts:
-            status, body, headers = await get(http, url, headers={"Accept": accept})
+            sent = yarl.URL(url, encoded=True)  # as written: yarl would decode %5F
+            status, body, headers = await get(http, sent, headers={"Accept": accept})
             assert status == 200, body[:300]
             assert headers["Content-Type"] == mimetype, accept
             assert "Accept" in headers["Vary"]
@@ -133,3 +135,15 @@ async def test_a_change_to_any_file_a_result_reads_purges_it(
     status, now, _ = await get(http, url)
     assert status == 200 and now != first
     assert now == (await get(http, origin))[1]
+
+
+@pytest.mark.parametrize("spelling", ["auto%5Fimage", "auto%5fimage", "%61uto_image", "AUTO_IMAGE"])
+async def test_a_percent_encoded_auto_image_keeps_one_copy_per_class(
+    edge: Edge, http: aiohttp.ClientSession, spelling: str
+) -> None:
+    """The origin decodes the task's name; the VCL matched ``auto_image`` as written, so
+    ``auto%5Fimage`` kept a copy per Accept string (56 objects for 60 headers)."""
+    handle = await store(http, edge.api, edge.key, png(24, 16))
+    url = f"{edge.cache.url}/{spelling}/{handle}"
+    assert await fetch_all(http, url) == {(24, 16)}
+    assert origin_gets([edge.node], handle) == 4  # nine requests, four classes
