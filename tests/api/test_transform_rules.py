@@ -123,6 +123,34 @@ async def test_store_alone_copies_the_file_as_it_is(harness: Harness, seed: int)
 
 
 @pytest.mark.parametrize("seed", range(2))
+async def test_store_base64decode_stores_the_decoded_bytes(harness: Harness, seed: int) -> None:
+    """``store=base64decode:true`` was accepted and not applied: the base64 text was
+    stored as text/plain. Base64 of random images and bytes, in every spelling and form."""
+    import base64
+    import random
+
+    rng = random.Random(seed)
+    key = harness.open_app.api_key
+    for _ in range(3):
+        data = rng.choice([picture(rng.randrange(8, 60), 9, ".png"), rng.randbytes(500)])
+        text = base64.b64encode(data)
+        handle = await stored(harness, text, "b64.txt")
+        task = rng.choice(["store=base64decode:true", "store=b:true,filename:out.bin"])
+        link = f"{key}/{task}/https://cdn.filestackcontent.com/{handle}"
+        source = rng.choice([f"{task}/{handle}", link])
+        resp = await harness.api.post(f"/process/{source}")
+        result = await resp.json()
+        assert resp.status == 200, result
+        _, body = await get(harness, f"/{result['handle']}")
+        assert body == data, source
+        if data.startswith(b"\x89PNG"):
+            assert result["type"] == "image/png", result
+    handle = await stored(harness, b"not base64 !", "t.txt")
+    resp = await harness.api.post(f"/process/store=base64decode:true/{handle}")
+    assert resp.status == 400, await resp.text()
+
+
+@pytest.mark.parametrize("seed", range(2))
 async def test_storing_a_hosted_link_copies_the_file_it_names(harness: Harness, seed: int) -> None:
     """``POST /api/store?url=<hosted CDN link>`` (a migrated app's ``storeURL``) and
     ``POST /process`` with the link as a source went out to the hosted service (502);

@@ -261,12 +261,14 @@ async def stored(
     """The ``store`` task's new file: ``source`` with the task's name, path, container,
     access and location; ``made_from``: the stored file it was made of (a policy for that
     handle stores it)."""
+    decode = task.get("base64decode") is True  # was accepted and not applied
     params = StoreParams(
         filename=source.filename,
-        mimetype=mimetype,
+        mimetype=None if decode else mimetype,  # the decoded bytes' type, sniffed
         path=_text(task.get("path")),
         container=_text(task.get("container")),
         access=str(task.get("access") or "private"),
+        base64decode=decode,
         made_from=made_from,
     )
     location = provider_for_location(_text(task.get("location")))
