@@ -162,6 +162,23 @@ def test_a_list_item_that_cannot_be_a_handle_is_refused_at_parse(
     assert caught.value.details["parameter"] == "sources"
 
 
+@given(
+    task=st.sampled_from(["zip", "animate", "flip"]),
+    handles=st.lists(HANDLES, min_size=1, max_size=4),
+    cut=st.sampled_from(["open", "close"]),
+)
+def test_a_list_left_open_or_closed_only_is_refused_at_parse(
+    task: str, handles: list[str], cut: str
+) -> None:
+    """``zip/[h1`` was a 404 naming ``[h1``: a list with one bracket is the list's
+    mistake, 400 on ``sources``."""
+    listed = ",".join(handles)
+    source = f"[{listed}" if cut == "open" else f"{listed}]"
+    with pytest.raises(errors.InvalidParameter) as caught:
+        grammar.parse_path(f"/{task}/{source}")
+    assert caught.value.details["parameter"] == "sources"
+
+
 @given(handles=st.lists(HANDLES, min_size=1, max_size=32), spaced=st.booleans())
 def test_a_list_of_handles_keeps_its_order_and_repeats(handles: list[str], spaced: bool) -> None:
     listed = [*handles, handles[0]][:32]

@@ -151,6 +151,10 @@ def _source(found: CdnPath, last: str) -> None:
                 "no file or URL follows the tasks (is a double quote left open?)",
                 parameter="source",
             )
+        if last.startswith("[") or last.endswith("]"):  # [h1 was a 404 naming "[h1"
+            raise errors.InvalidParameter(
+                "a list of sources is closed by ']' and opened by '['", parameter="sources"
+            )
         found.handle = last
         return
     try:
