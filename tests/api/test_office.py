@@ -202,3 +202,19 @@ async def test_a_node_without_converters_answers_415(harness: Harness) -> None:
         assert resp.status == 415 and await code_of(resp) == "DOCUMENTS_UNAVAILABLE", chain
     _, body = await get(harness, f"/resize=width:50/{await stored(harness)}")
     assert decoded(body).width == 50  # images go on as ever
+
+
+@pytest.mark.parametrize("seed", range(3))
+async def test_bytes_recorded_as_text_are_not_drawn_as_a_page(harness: Harness, seed: int) -> None:
+    """A raw body is recorded as text/plain (the specification's default): a TGA, whose
+    format has no signature, went to LibreOffice and came back as an A4 page of its
+    bytes. Content with NUL bytes is no text: 415, as for any file that is no image."""
+    import random
+
+    rng = random.Random(seed)
+    tga = bytes([0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 51, 0, 7, 1, 24, 0])  # a 51x263 TGA
+    data = tga + rng.randbytes(rng.randrange(100, 4000))
+    handle = await stored(harness, data, rng.choice(["f.txt", "data"]))
+    for chain in ("resize=width:10", "imagesize", "output=format:png"):
+        resp = await harness.cdn.get(f"/{chain}/{handle}")
+        assert resp.status == 415, (chain, await resp.text())

@@ -37,7 +37,7 @@ async def run(
     spool: Callable[[str], Path],
 ) -> None:
     """``job`` done: by the converters, the pool, or both in turn."""
-    if kind is not None and _image_or_pdf(job.source):
+    if kind is not None and (_image_or_pdf(job.source) or _binary_text(job.source, kind)):
         kind = None  # its type or name said document; its content says otherwise
     fmt = converted_to(job.chain)
     if fmt is not None:
@@ -71,6 +71,19 @@ _NOT_DOCUMENTS = frozenset(
 
 def _image_or_pdf(source: Path) -> bool:
     return _sniffed(source) in _NOT_DOCUMENTS
+
+
+def _binary_text(source: Path, kind: Kind) -> bool:
+    """A "text" (a raw body is recorded as text/plain) holding NUL bytes: an image of a
+    format with no signature (TGA) was drawn as a page of text by LibreOffice."""
+    if kind.extension not in _TEXTS:
+        return False
+    with source.open("rb") as handle:
+        head = handle.read(8192)
+    return b"\x00" in head and not head.startswith((b"\xff\xfe", b"\xfe\xff"))  # UTF-16
+
+
+_TEXTS = frozenset({"txt", "csv", "html"})
 
 
 def _sniffed(source: Path) -> str | None:
