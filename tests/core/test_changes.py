@@ -136,6 +136,47 @@ async def test_the_edge_purges_in_the_write_step_and_never_blocks_as_a_sink(
         await registry.close()
 
 
+class Answering(Hanging):
+    """A cache target that acknowledges at once, and notes when it was asked."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.times: list[float] = []
+
+    async def purge(self, tags: Sequence[str], timeout: float) -> str | None:
+        self.asked.append(tags)
+        self.times.append(asyncio.get_running_loop().time())
+        return None
+
+
+async def test_the_purge_is_echoed_once_more_when_a_render_of_the_old_version_is_over(
+    tmp_path: Path,
+) -> None:
+    """A render of the old version that took seconds (a large photo to AVIF) reached the
+    cache after the purge and its echo 2 s later, and was kept for a day: the purge is
+    sent again when any job that read the old version is over (its wait, its deadline,
+    the kill's grace)."""
+    settings = Settings(data_dir=tmp_path, processing_wait_seconds=0.5, processing_job_seconds=1)
+    registry = SQLiteRegistry(tmp_path / "r.db")
+    await registry.open()
+    target = Answering()
+    edge = EdgePurger(settings, registry, [target])
+    record = FileRecord("H" * 20, "k", "S3", "local", "default", "key", "f", "text/plain")
+    change = Change(events.OVERWRITE, App("k", "s"), record, previous=record)
+    try:
+        loop = asyncio.get_running_loop()
+        written = loop.time()
+        await edge.publish(change)
+        await asyncio.sleep(4.0)
+        assert target.asked == [[record.handle]] * 2
+        delays = [at - written for at in target.times]
+        assert len(delays) == 2, delays  # the echo, then 0.5 + 1 + 2
+        assert abs(delays[0] - 2.0) < 0.4 and abs(delays[1] - 3.5) < 0.4, delays
+    finally:
+        await edge.close()
+        await registry.close()
+
+
 @given(
     before=st.builds(App, st.just("k"), st.just("s"), st.text(max_size=3), st.booleans()),
     security=st.booleans(),

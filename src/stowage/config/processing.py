@@ -8,6 +8,10 @@ from stowage.config.base import GiB, MiB
 from stowage.config.base import setting as _setting
 from stowage.values import coerce
 
+#: Seconds a job process gets past its deadline before it is killed (``processing/pool.py``);
+#: the edge's last purge echo waits for it too (``edge/purger.py``).
+JOB_GRACE_SECONDS = 2.0
+
 
 @dataclass
 class ProcessingSettings:

@@ -7,7 +7,8 @@ from stowage.observe import metrics
 PURGES = metrics.Counter(
     "stowage_edge_purges_total",
     "Edge cache purges per cache by result: acked (acknowledged at once: a write's purge, "
-    "or its echo 2 s later), queued (not acknowledged in time: retried from the registry), "
+    "or its echoes, 2 s later and when renders of the old version are over), queued (not "
+    "acknowledged in time: retried from the registry), "
     "retried (a queued one acknowledged), failed (a retry that failed again).",
 )
 PURGE_SECONDS = metrics.Histogram(

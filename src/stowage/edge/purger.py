@@ -7,8 +7,9 @@ for the slowest cache or the timeout, never longer. A cache that did not answer 
 ``worker.py`` sends those until they are acknowledged. Until then that cache may serve
 the old content, at most for ``edge_ttl`` seconds.
 
-``publish(change)``, as every sink, never waits on the network: it schedules the echo,
-the same purge sent again ``ECHO_DELAY`` later.
+``publish(change)``, as every sink, never waits on the network: it schedules the echoes,
+the same purge sent again ``ECHO_DELAY`` later and once more when any transformation that
+read the old version has finished (``late_echo``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import time
 from collections.abc import Sequence
 
 from stowage.config import Settings
+from stowage.config.processing import JOB_GRACE_SECONDS
 from stowage.core.events import Change
 from stowage.edge import metrics
 from stowage.edge.base import CacheTarget, NullPurger, stale_tags
@@ -32,6 +34,14 @@ log = logging.getLogger("stowage.edge")
 #: that reached the origin just before the write committed may be stored by the cache
 #: after the first purge: its response headers arrive later. The echo removes it.
 ECHO_DELAY = 2.0
+
+
+def late_echo(settings: Settings) -> float:
+    """Seconds after a write when no transformation that read the old version can still
+    be answered: its wait for a slot, its deadline and the kill's grace. A render of the
+    old version taking seconds (a large photo to AVIF) reached the cache after both the
+    purge and the echo, and was kept until ``edge_ttl``."""
+    return settings.processing_wait_seconds + settings.processing_job_seconds + JOB_GRACE_SECONDS
 
 
 class EdgePurger:
@@ -47,6 +57,7 @@ class EdgePurger:
         self._task: asyncio.Task[None] | None = None
         self._echoes: set[asyncio.Task[None]] = set()
         self._timers: set[asyncio.TimerHandle] = set()
+        self.echo_delays = sorted({ECHO_DELAY, late_echo(settings)})
 
     async def send(self, cache: str, tags: Sequence[str], timeout: float) -> str | None:
         return await self.targets[cache].purge(tags, timeout)
@@ -81,13 +92,17 @@ class EdgePurger:
             await self._enqueue(failed, tags)
 
     def _echo_later(self, tags: list[str]) -> None:
+        for delay in self.echo_delays:
+            self._echo_after(delay, tags)
+
+    def _echo_after(self, delay: float, tags: list[str]) -> None:
         def start() -> None:
             self._timers.discard(timer)
             task = asyncio.create_task(self._echo(tags))
             self._echoes.add(task)
             task.add_done_callback(self._echoes.discard)
 
-        timer = asyncio.get_running_loop().call_later(ECHO_DELAY, start)
+        timer = asyncio.get_running_loop().call_later(delay, start)
         self._timers.add(timer)
 
     async def _echo(self, tags: list[str]) -> None:

@@ -152,9 +152,7 @@ def _source(found: CdnPath, last: str) -> None:
                 parameter="source",
             )
         if last.startswith("[") or last.endswith("]"):  # [h1 was a 404 naming "[h1"
-            raise errors.InvalidParameter(
-                "a list of sources is closed by ']' and opened by '['", parameter="sources"
-            )
+            raise errors.InvalidParameter("a list needs both '[' and ']'", parameter="sources")
         found.handle = last
         return
     try:

@@ -42,12 +42,12 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from stowage import errors
+from stowage.config.processing import JOB_GRACE_SECONDS
 from stowage.processing import jobfiles, metrics, sandbox
 from stowage.processing.base import BigJob, Job, Rendered
 from stowage.processing.worker import LENGTH, frame
 
 RETRY_AFTER_SECONDS = 1
-_GRACE_SECONDS = 2.0  # past the engine's own deadline, before its process is killed
 _REAP_SECONDS = 10.0  # after SIGKILL, for the process's exit to be reported
 OVERRAN_KEPT = 1024  # sources remembered as having overran a small job's time, per pool
 log = logging.getLogger(__name__)
@@ -168,7 +168,7 @@ class JobPool:
         process = await self._ready()
         overruns = small and seconds < self._seconds
         try:
-            limit = seconds if overruns else min(seconds, self._seconds) + _GRACE_SECONDS
+            limit = seconds if overruns else min(seconds, self._seconds) + JOB_GRACE_SECONDS
             async with asyncio.timeout(limit):
                 rendered = await process.render(job, fds)
         except _Ended:
