@@ -4,9 +4,10 @@ through the write's purge step, then to every sink; neither step can fail the wr
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -112,17 +113,33 @@ class Hanging:
         return None
 
 
+@contextlib.asynccontextmanager
+async def overwrite_purged(
+    settings: Settings, target: Hanging
+) -> AsyncIterator[tuple[EdgePurger, SQLiteRegistry, Change, FileRecord]]:
+    """An edge purger on a fresh registry with one cache target, and an overwrite of a file."""
+    registry = SQLiteRegistry(settings.data_dir / "r.db")
+    await registry.open()
+    edge = EdgePurger(settings, registry, [target])
+    record = FileRecord("H" * 20, "k", "S3", "local", "default", "key", "f", "text/plain")
+    try:
+        yield (
+            edge,
+            registry,
+            Change(events.OVERWRITE, App("k", "s"), record, previous=record),
+            record,
+        )
+    finally:
+        await edge.close()
+        await registry.close()
+
+
 async def test_the_edge_purges_in_the_write_step_and_never_blocks_as_a_sink(
     tmp_path: Path,
 ) -> None:
-    settings = Settings(data_dir=tmp_path, edge_purge_timeout=0.3)
-    registry = SQLiteRegistry(tmp_path / "r.db")
-    await registry.open()
     target = Hanging()
-    edge = EdgePurger(settings, registry, [target])
-    record = FileRecord("H" * 20, "k", "S3", "local", "default", "key", "f", "text/plain")
-    change = Change(events.OVERWRITE, App("k", "s"), record, previous=record)
-    try:
+    settings = Settings(data_dir=tmp_path, edge_purge_timeout=0.3)
+    async with overwrite_purged(settings, target) as (edge, registry, change, record):
         loop = asyncio.get_running_loop()
         started = loop.time()
         await asyncio.wait_for(edge.publish(change), 0.05)  # the sink: no network wait
@@ -131,9 +148,6 @@ async def test_the_edge_purges_in_the_write_step_and_never_blocks_as_a_sink(
         assert 0.25 < loop.time() - started < 1.0 and target.asked == [[record.handle]]
         queued = await registry.claim_purges("w", time.time() + 3600, 30, 10)
         assert [(p.cache, p.tag) for p in queued] == [(target.name, record.handle)]
-    finally:
-        await edge.close()
-        await registry.close()
 
 
 class Answering(Hanging):
@@ -156,14 +170,9 @@ async def test_the_purge_is_echoed_once_more_when_a_render_of_the_old_version_is
     cache after the purge and its echo 2 s later, and was kept for a day: the purge is
     sent again when any job that read the old version is over (its wait, its deadline,
     the kill's grace)."""
-    settings = Settings(data_dir=tmp_path, processing_wait_seconds=0.5, processing_job_seconds=1)
-    registry = SQLiteRegistry(tmp_path / "r.db")
-    await registry.open()
     target = Answering()
-    edge = EdgePurger(settings, registry, [target])
-    record = FileRecord("H" * 20, "k", "S3", "local", "default", "key", "f", "text/plain")
-    change = Change(events.OVERWRITE, App("k", "s"), record, previous=record)
-    try:
+    settings = Settings(data_dir=tmp_path, processing_wait_seconds=0.5, processing_job_seconds=1)
+    async with overwrite_purged(settings, target) as (edge, _, change, record):
         loop = asyncio.get_running_loop()
         written = loop.time()
         await edge.publish(change)
@@ -172,9 +181,6 @@ async def test_the_purge_is_echoed_once_more_when_a_render_of_the_old_version_is
         delays = [at - written for at in target.times]
         assert len(delays) == 2, delays  # the echo, then 0.5 + 1 + 2
         assert abs(delays[0] - 2.0) < 0.4 and abs(delays[1] - 3.5) < 0.4, delays
-    finally:
-        await edge.close()
-        await registry.close()
 
 
 @given(
