@@ -74,6 +74,26 @@ async def test_store_needs_store_as_well(harness: Harness) -> None:
     assert resp.status == 200, await resp.text()
 
 
+async def test_a_copy_reads_its_source_with_read_not_convert(harness: Harness) -> None:
+    """``/process/store/<H>`` copies the file as it is: its source needs ``read``, as the
+    API's copy does (docs/security.md); it asked for ``convert`` (probe sec F3)."""
+    app = harness.secure_app
+    handle = await stored(harness, app=app)
+    for calls, status in (
+        (["read", "store"], 200),
+        (["convert", "store"], 403),
+        (["read"], 403),
+        (["read", "convert", "store"], 200),
+    ):
+        resp = await harness.api.post(
+            f"/process/store/{handle}", params=harness.policy(app, call=calls)
+        )
+        assert resp.status == status, (calls, await resp.text())
+    rendered = harness.policy(app, call=["read", "store"])  # a render still needs convert
+    resp = await harness.api.post(f"/process/resize=width:20/store/{handle}", params=rendered)
+    assert resp.status == 403
+
+
 # -- store ------------------------------------------------------------------------------
 async def test_store_task_makes_a_new_file(harness: Harness) -> None:
     handle = await stored(harness)

@@ -125,3 +125,19 @@ def test_a_url_rule_holds_for_every_reading_of_the_path() -> None:
 def test_an_encoded_slash_does_not_climb_out(path: str) -> None:
     assert not _allowed(PREFIX + path)
     assert _allowed(PREFIX + "sub/" + path)  # one level down, it stays under /dir/
+
+
+def test_a_segment_s_params_do_not_climb_out() -> None:
+    """Tomcat and Jetty drop a segment's ``;params`` before they resolve ``..``:
+    ``/dir/..;/x.jpg`` is ``/x.jpg`` to them (probe sec, note 5). Generated paths: dot
+    segments with params, encoded or not, at random depths."""
+    rng = random.Random(20261202)
+    params = [";", ";x", ";jsessionid=1", "%3B", "%3Bx=1"]
+    for _ in range(400):
+        depth = rng.randrange(0, 3)
+        climbs = rng.randrange(1, 3)
+        middle = "".join(f"s{n}/" for n in range(depth))
+        dots = "".join(f"..{rng.choice(params)}/" for _ in range(climbs))
+        url = f"{PREFIX}{middle}{dots}photo.jpg"
+        assert _allowed(url) is (climbs <= depth), url
+    assert _allowed(PREFIX + "a;v=1/photo.jpg")  # a param alone stays where it is

@@ -9,7 +9,7 @@ import json
 import string
 from urllib.parse import quote
 
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from stowage.http.logpath import HIDDEN, loggable
@@ -147,6 +147,7 @@ def test_an_unknown_task_name_never_shows_a_policy(
     name: str, names: tuple[str, str], secret: str, before: list[str]
 ) -> None:
     """``securty=p:...,s:...``: a typo, or any name, carrying a policy and a signature."""
+    assume(secret.lower() not in name.lower())  # the name is shown: it may not be the secret
     policy = base64.urlsafe_b64encode(f'{{"expiry":1,"x":"{secret}"}}'.encode()).decode()
     task = f"{name}={names[0]}:{policy},{names[1]}:{secret}"
     shown = loggable("/" + "/".join(["APIKEY", *before, task, "HANDLE"]))
@@ -211,3 +212,63 @@ def test_a_base64_part_that_does_not_decode_is_hidden(garbage: str) -> None:
 def test_the_api_paths_are_unchanged() -> None:
     for path in ("/api/file/H", "/api/store/S3", "/H", "/H+metadata", "/api/file/H/metadata"):
         assert loggable(path) == path
+
+
+#: Standard base64's own characters, and what a user part may hold besides letters.
+STANDARD_B64 = st.binary(min_size=8, max_size=60).map(lambda b: base64.b64encode(b).decode())
+USERINFO = st.text(alphabet=string.ascii_letters + string.digits + "=+-._~!$&'()*,;:", min_size=1)
+
+
+@given(
+    policy=STANDARD_B64,
+    signature=SECRETS,
+    names=NAMES,
+    spelling=st.sampled_from(["security", "securty", "SECURITY"]),
+    before=st.lists(TASKS, max_size=2),
+    after=st.lists(TASKS, max_size=2),
+    quoted=st.booleans(),
+    source=st.sampled_from(["HANDLE", "https%3A%2F%2Fexample.com%2Fa.jpg", "[H1,H2]"]),
+    prefix=st.sampled_from(["", "/APIKEY", "/process"]),
+)
+def test_a_policy_in_standard_base64_is_hidden_whatever_its_slashes(
+    policy: str,
+    signature: str,
+    names: tuple[str, str],
+    spelling: str,
+    before: list[str],
+    after: list[str],
+    quoted: bool,
+    source: str,
+    prefix: str,
+) -> None:
+    """Standard base64 holds ``/``, sent as ``%2F``: the grammar reads it inside the task,
+    so the logs must too (the policy's tail and the signature were shown, probe sec F1)."""
+    value = quote(f'"{policy}"' if quoted else policy, safe="")
+    security = f"{spelling}={names[0]}:{value},{names[1]}:{signature}"
+    tasks = [*before, security, *after]
+    for chain in (tasks, [*tasks, security]):  # a repeated task is logged too (its 400)
+        shown = loggable(f"{prefix}/{'/'.join(chain)}/{source}")
+        assert signature not in shown, shown
+        for piece in policy.replace("+", "/").split("/"):
+            assert len(piece) < 6 or piece not in shown, (piece, shown)
+    # filestack-js's b64 form: the policy's raw ``/`` is inside the decoded task.
+    task = {"name": "security", "params": {"policy": policy, "signature": signature}}
+    shown = loggable(f"/APIKEY/b64/{_b64(json.dumps([task]), True)}/{source}")
+    assert signature not in shown and shown.startswith(f"/APIKEY/security={HIDDEN}/"), shown
+
+
+@given(
+    user=USERINFO.filter(lambda u: len(u) >= 6),
+    host=st.sampled_from(["example.com", "127.0.0.1:18122", "h"]),
+    tasks=st.lists(TASKS, min_size=1, max_size=2),
+)
+def test_a_user_part_holding_an_equals_sign_is_hidden(
+    user: str, host: str, tasks: list[str]
+) -> None:
+    """``user:pw=@host`` read as a task named ``user:pw`` showed the user part, lowercased,
+    and swallowed the host (probe sec F2)."""
+    url = f"http://{user}@{host}/a.png"
+    for form in (url, quote(url, safe=""), f'"{url}"'):
+        shown = loggable(f"/APIKEY/{'/'.join(tasks)}/{form}")
+        assert user.lower() not in shown.lower(), (form, shown)
+        assert f"{HIDDEN}@{host}/a.png" in shown, (form, shown)

@@ -326,10 +326,20 @@ def url_readings(url: str) -> list[str]:
     except ValueError:
         return readings  # malformed: the fetch refuses it (INVALID_URL)
     path = parts.path
+    if ";" in path:  # Tomcat and Jetty drop a segment's ;params first: /a/..;/b is /b
+        readings.append(urlunsplit(parts._replace(path=_without_params(path))))
     while (decoded := unquote(path).replace("\\", "/")) != path:
         path = _without_dot_segments(decoded)
         readings.append(urlunsplit(parts._replace(path=quote(path, safe=_PATH_SAFE))))
+        if ";" in path:
+            plain = _without_params(path)
+            readings.append(urlunsplit(parts._replace(path=quote(plain, safe=_PATH_SAFE))))
     return readings
+
+
+def _without_params(path: str) -> str:
+    """The path with each segment's ``;params`` dropped, dot segments resolved after."""
+    return _without_dot_segments("/".join(s.partition(";")[0] for s in path.split("/")))
 
 
 def _without_dot_segments(path: str) -> str:

@@ -48,12 +48,23 @@ def loggable(raw_path: str) -> str:
     URL grammar decodes it, with every ``security`` task's options, a source address's
     query string and user part replaced by ``[redacted]``."""
     segments = _decoded(raw_path.partition("?")[0].split("/"))
-    path = "/".join(unquote(segment) for segment in segments)
+    path = "/".join(_kept_whole(unquote(segment)) for segment in segments)
     asked = _QUERY.search(path)  # an encoded source's
     head = path[: asked.start()] if asked else path
-    segments = [_segment(s) for s in head.split("/")]
-    shown = _USER.sub(rf"\g<lead>{HIDDEN}@", "/".join(segments))
+    # The user part first: ``user:pw=@host`` would read as a task named ``user:pw``.
+    head = _USER.sub(rf"\g<lead>{HIDDEN}@", head)
+    shown = "/".join(_segment(s) for s in head.split("/"))
     return f"{shown}?{HIDDEN}" if asked else shown
+
+
+def _kept_whole(segment: str) -> str:
+    """A task's decoded segment with its ``/`` encoded again: standard base64's ``/`` in a
+    policy, sent as ``%2F``, is no segment boundary to the grammar, and must not become
+    one here (the policy's tail and the signature were shown as a segment of their own).
+    A source's ``/`` (``https%3A%2F%2Fh%2Fa.jpg``) is kept: the name before its first
+    ``=``, if any, holds one."""
+    name, has_options, _ = segment.partition("=")
+    return segment.replace("/", "%2F") if has_options and "/" not in name else segment
 
 
 def _decoded(segments: list[str]) -> list[str]:

@@ -183,7 +183,8 @@ class Processor:
                 self.core.store, app.api_key, task, source, archive.MIMETYPE, creds, ask.first
             )
         if not chain.tasks and not ask.handles:  # /store/<H>: a copy, not a render
-            record, app = await self._authorized(ask.first, creds, ask.api_key)
+            # A copy reads its source as the API's copy does: ``read``, not ``convert``.
+            record, app = await self._authorized(ask.first, creds, ask.api_key, "read")
             if ask.before is not None:
                 await ask.before(app)
             return await _copied(self.core, record, app, task, creds)
@@ -225,11 +226,11 @@ class Processor:
         return made, record, app
 
     async def _authorized(
-        self, handle: str, creds: Credentials, api_key: str | None
+        self, handle: str, creds: Credentials, api_key: str | None, call: str = "convert"
     ) -> tuple[FileRecord, App]:
         record = await record_for(self.core.files, self.core.providers.apps, handle, api_key)
         app = await self.core.providers.app(record.api_key)
-        self._authorize(app, creds, file_target(record))
+        self._authorize(app, creds, file_target(record), call)
         return record, app
 
     def _authorize(
