@@ -83,6 +83,31 @@ async def test_an_avif_too_costly_to_make_is_answered_as_what_else_the_client_ta
     await get(harness, f"/output=format:avif/{big}", status=422)  # asked for: refused as ever
 
 
+def _jobs(metrics: str) -> float:
+    """Every job the server ran or asked for, whatever its outcome."""
+    lines = metrics.splitlines()
+    return sum(
+        float(line.split()[-1])
+        for line in lines
+        if line.startswith("stowage_processing_jobs_total{")
+    )
+
+
+@pytest.mark.settings(processing_max_job_cost=1.0)
+async def test_an_avif_refused_as_too_costly_is_not_asked_for_again(harness: Harness) -> None:
+    """Each request of such a URL asked a job for the AVIF, which refused it from the
+    header, before the WebP was made or read: the refusal is remembered for that version."""
+    big = await stored(harness, picture(2000, 1500, ".jpg"), name="big.jpg")
+    for chain in ("auto_image", "cache=false/auto_image"):
+        before = _jobs(await harness.metrics())
+        for _ in range(3):
+            resp, _ = await get(harness, f"/{chain}/{big}", headers={"Accept": CHROME})
+            assert resp.headers["Content-Type"] == "image/webp"
+        made = _jobs(await harness.metrics()) - before
+        # The first: the AVIF's refusal and the WebP, once; then nothing or the WebP alone.
+        assert made == (2 if chain == "auto_image" else 3), (chain, made)
+
+
 async def test_the_hosted_shapes_answer_200(harness: Harness) -> None:
     handle = await stored(harness, picture(1200, 800))
     resp, body = await get(

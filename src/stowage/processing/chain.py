@@ -11,6 +11,7 @@ about the request, not the result: they are not part of the chain.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 from collections.abc import Awaitable, Callable
@@ -142,17 +143,46 @@ def lighter_than_avif(chain: Chain, input_mimetype: str) -> Chain | None:
     return lighter
 
 
+class CostlyAvifs:
+    """The last ``size`` results (a file version's chain) whose AVIF was refused as too
+    costly: asked again, the lighter chain is made or read at once. Each request had cost
+    a job's refusal from the header first (a round trip to a job process)."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self._keys: collections.OrderedDict[str, None] = collections.OrderedDict()
+        self._size = size
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._keys
+
+    def add(self, key: str) -> None:
+        self._keys[key] = None
+        if len(self._keys) > self._size:
+            self._keys.popitem(last=False)
+
+
 async def avif_or_lighter(
-    chain: Chain, input_mimetype: str, attempt: Callable[[Chain], Awaitable[T]]
+    chain: Chain,
+    input_mimetype: str,
+    attempt: Callable[[Chain], Awaitable[T]],
+    costly: CostlyAvifs | None = None,
+    key: str = "",
 ) -> T:
     """``attempt(chain)``; when its AVIF is refused as too costly, ``attempt`` of the
-    chain the client also takes. The answer still varies with Accept, as it did."""
+    chain the client also takes, and at once when ``costly`` holds ``key`` (that result's
+    AVIF was refused before). The answer still varies with Accept, as it did."""
+    known = costly is not None and key in costly
+    lighter = lighter_than_avif(chain, input_mimetype) if known else None
+    if lighter is not None:
+        return await attempt(lighter)
     try:
         return await attempt(chain)
     except errors.ProcessingTooCostly:
         lighter = lighter_than_avif(chain, input_mimetype)
         if lighter is None:
             raise
+        if costly is not None:
+            costly.add(key)
         return await attempt(lighter)
 
 

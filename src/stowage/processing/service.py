@@ -121,6 +121,7 @@ class Processor:
         )
         self.screenshots = screenshots.Screenshots(settings, self.spool.new)
         self.kept_shots = KeptScreenshots(self.cache, settings.screenshot_cache_seconds)
+        self.costly_avifs = chains.CostlyAvifs()
         self.external = External(
             core.providers.app,
             core.store,
@@ -221,7 +222,11 @@ class Processor:
         others = await self._others(chain, ask.listed, record, ask.creds, ask.api_key)
         derivative = functools.partial(self._derivative, record, app)
         made = await chains.avif_or_lighter(
-            chain, record.mimetype, lambda chain: derivative(chain, others, len(ask.listed))
+            chain,
+            record.mimetype,
+            lambda chain: derivative(chain, others, len(ask.listed)),
+            self.costly_avifs,
+            f"{record.handle}/{record.version}/{'/'.join(ask.listed)}/{chain.key()}",
         )
         return made, record, app
 
