@@ -28,12 +28,12 @@ async def pinned(plan: Download, registry: VersionRows | None) -> tuple[Download
     assert plan.local_path is not None
     record = plan.record
     for attempt in range(reading.MAX_ATTEMPTS):
-        fd = _opened(str(plan.local_path), registry is None)
-        if fd is None:  # an original's object is missing (a derivative's raised)
+        opened = _opened(str(plan.local_path), registry is None)
+        if opened is None:  # an original's object is missing (a derivative's raised)
             assert registry is not None
             await reading.row_of(registry, record)  # a delete raced it: the handle's 404
             raise errors.StorageNotFound("the file's object is missing")
-        st = os.fstat(fd)
+        fd, st = opened
         if st.st_nlink == 0 and registry is not None:
             # Replaced (or removed) since it was opened: the rename set its ctime, so its
             # own times no longer say when it took the path. The path has the newer one.
@@ -41,16 +41,15 @@ async def pinned(plan: Download, registry: VersionRows | None) -> tuple[Download
             await reading.back_off(attempt)
             continue
         info = ObjectInfo(st.st_size, f"{st.st_mtime_ns:x}-{st.st_size:x}", st.st_mtime)
-        found = dataclasses.replace(plan, record=record, info=info)
         if registry is None:
-            return found, fd
+            return dataclasses.replace(plan, info=info), fd
         # A rename sets ctime: the time the version took this path (nothing here links
         # or changes an object's inode otherwise; one renamed over is caught above).
         modified = max(st.st_mtime, st.st_ctime)
         clock = reading.LOCAL_CLOCK
         named, fresh = await reading.named_by(registry, record, st.st_size, modified, clock)
         if named is not None:
-            return dataclasses.replace(found, record=named), fd
+            return dataclasses.replace(plan, record=named, info=info), fd
         os.close(fd)
         if fresh.version == record.version:  # an overwrite mid-commit: let it land
             await reading.back_off(attempt)
@@ -58,7 +57,8 @@ async def pinned(plan: Download, registry: VersionRows | None) -> tuple[Download
     raise errors.StorageVersionChanged()
 
 
-def _opened(path: str, derivative: bool) -> int | None:
+def _opened(path: str, derivative: bool) -> tuple[int, os.stat_result] | None:
+    """The file's descriptor and its ``fstat``; None when an original's is missing."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
@@ -67,7 +67,8 @@ def _opened(path: str, derivative: bool) -> int | None:
         return None
     except PermissionError:
         raise errors.StorageAccessDenied() from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
         os.close(fd)
         raise errors.StorageNotFound("local storage: this key is a folder, not a file")
-    return fd
+    return fd, st
