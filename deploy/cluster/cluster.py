@@ -220,9 +220,17 @@ def start_nodes() -> None:
         wait_port(name, PORTS[f"{name}-cdn"], read_pids()[name])
 
 
+def varnish_parameters() -> list[str]:
+    """The -p options of the production command, deploy/varnish/override.conf."""
+    unit = (ROOT / "deploy/varnish/override.conf").read_text().splitlines()
+    words = next(line for line in unit if line.startswith("ExecStart=/")).split()
+    return [w for i, w in enumerate(words) if w == "-p" or (i and words[i - 1] == "-p")]
+
+
 def start_varnish() -> None:
     cmd = ["/usr/sbin/varnishd", "-F", "-j", "none", "-T", "none", "-n", str(STATE / "varnish")]
     cmd += ["-a", f"127.0.0.1:{PORTS['varnish']}", "-f", str(ROOT / "deploy/varnish/stowage.vcl")]
+    cmd += varnish_parameters()
     wait_port("varnish", PORTS["varnish"], spawn("varnish", [*cmd, "-s", "malloc,256m"]))
 
 

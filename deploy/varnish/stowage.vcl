@@ -32,12 +32,15 @@ acl purgers {
 sub vcl_recv {
     if (req.restarts == 0) {
         unset req.http.X-Stowage-Pipe;    # only this VCL sets it, on a restart
+        unset req.http.X-Stowage-Code;    # nor this one (vcl_synth)
     }
     if (req.method == "PURGE") {
         if (client.ip !~ purgers) {
-            return (synth(403, "Forbidden"));
+            set req.http.X-Stowage-Code = "PURGE_FORBIDDEN";
+            return (synth(403, "only the Stowage nodes may purge"));
         }
         if (!req.http.xkey-purge) {
+            set req.http.X-Stowage-Code = "BAD_REQUEST";
             return (synth(400, "xkey-purge header required"));
         }
         # A hard purge: the objects are gone, never served stale, whatever their grace.
@@ -162,6 +165,21 @@ sub vcl_backend_error {
     return (deliver);
 }
 
+sub vcl_synth {
+    # The cache's own answers (PURGE): JSON, in Stowage's error shape for a refusal
+    # (docs/errors.md), never stored. Requests Varnish refuses before any VCL runs get its
+    # bare answer (docs/deployment.md, "Oversized and malformed requests at the edge").
+    set resp.http.Content-Type = "application/json";
+    set resp.http.Cache-Control = "no-store";
+    if (resp.status == 200) {
+        set resp.body = {"{"purged": "} + req.http.X-Purged + {"}"};
+    } else {
+        set resp.body = {"{"error": {"code": ""} + req.http.X-Stowage-Code
+            + {"", "message": ""} + resp.reason + {"""} + "}}";
+    }
+    return (deliver);
+}
+
 sub vcl_deliver {
     if (resp.status == 599 && req.restarts == 0) {
         set req.http.X-Stowage-Pipe = "large";
@@ -181,6 +199,21 @@ sub vcl_deliver {
                 && std.integer(resp.http.Content-Length, 0) > 0))) {
         set req.http.X-Stowage-Pipe = "range";
         return (restart);
+    }
+    # If-None-Match, as the origin judges it (RFC 9110 13.1.2): `*`, or a list of
+    # entity-tags one of which is the response's ETag, W/ prefixes ignored. Varnish's own
+    # conditional, which runs after this, compares the whole header with the ETag: given
+    # the ETag itself, it answers the 304 (with the ETag, Cache-Control and Vary of the
+    # 200). A header that is no entity-tag list matches nothing, as at the origin; the
+    # tags are joined ("a""b") and searched for the quoted ETag, which can only match a
+    # whole tag, as no tag holds a quote.
+    if (resp.status == 200 && req.http.If-None-Match
+        && resp.http.ETag ~ {"^(W/)?"[^"]+"$"}
+        && (req.http.If-None-Match ~ "^[ \t]*\*[ \t]*$"
+            || (req.http.If-None-Match ~ {"^[ \t]*((W/)?"[^",\x00-\x20\x7f]*"[ \t]*)?(,[ \t]*((W/)?"[^",\x00-\x20\x7f]*"[ \t]*)?)*$"}
+                && std.strstr(regsuball(req.http.If-None-Match, {"[^"]*("[^"]*")"}, "\1"),
+                              regsub(resp.http.ETag, "^W/", "")) ~ {"^""}))) {
+        set req.http.If-None-Match = resp.http.ETag;
     }
     unset resp.http.xkey;
     unset resp.http.X-Edge-TTL;

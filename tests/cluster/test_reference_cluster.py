@@ -9,8 +9,11 @@ fails with the script's own message rather than skipping.
 
 from __future__ import annotations
 
+import contextlib
+import http.client
 import json
 import os
+import random
 import socket
 import ssl
 import subprocess
@@ -201,3 +204,51 @@ def test_the_python_sdk_uploads_through_the_cluster(
     assert link.url == f"{CDN}/{link.handle}"
     status, _, body = cluster.request("GET", link.url)
     assert status == 200 and body == data
+
+
+def _raw_tls(cluster: Cluster, name: str, head: bytes) -> tuple[int, str, bytes]:
+    """A request head sent as given (no client library limits it) to nginx's TLS port."""
+    with (
+        socket.create_connection(("127.0.0.1", 8443), timeout=30) as plain,
+        cluster.context.wrap_socket(plain, server_hostname=name) as sock,
+    ):
+        with contextlib.suppress(OSError):  # refused early: the answer may still be there
+            sock.sendall(head)
+        answer = http.client.HTTPResponse(sock)  # type: ignore[arg-type]
+        answer.begin()
+        return answer.status, answer.getheader("Content-Type", ""), answer.read()
+
+
+@pytest.mark.parametrize("host", ["cdn.stowage.test", "api.stowage.test"])
+def test_oversized_and_malformed_requests_get_json_through_the_front(
+    cluster: Cluster, host: str
+) -> None:
+    """nginx in front (and Varnish behind it on the CDN name): every refusal is the error
+    shape, whichever layer made it (docs/deployment.md, "Oversized and malformed requests
+    at the edge"); sizes around the origin's limits (8190 bytes, 128 headers) and nginx's
+    (16 KiB a line, 128 KiB in all)."""
+    rng = random.Random(9)
+    path = "/NoSuchHandle" if host.startswith("cdn") else "/api/file/NoSuchHandle"
+
+    def head(uri: int = 0, line: int = 0, count: int = 0, total: int = 0) -> bytes:
+        target = path + ("?pad=" + "a" * uri if uri else "")
+        lines = [f"GET {target} HTTP/1.1", f"Host: {host}", "Connection: close"]
+        lines += ["X-Pad: " + "a" * line] if line else []
+        lines += [f"X-H{i}: v" for i in range(count)]
+        lines += [f"X-T{i}: " + "b" * 8000 for i in range(total // 8010)]
+        return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+    cases: list[tuple[str, bytes, int, str]] = [("plain", head(), 404, "HANDLE_NOT_FOUND")]
+    for size in (8300, 8400, 16380, 16390, 20000, rng.randint(8300, 40000)):
+        cases.append((f"line {size}", head(line=size), 431, "HEADERS_TOO_LARGE"))
+        cases.append((f"uri {size}", head(uri=size), 414, "URI_TOO_LONG"))
+    for count in (130, 200, rng.randint(131, 1000)):
+        cases.append((f"{count} headers", head(count=count), 431, "HEADERS_TOO_LARGE"))
+    for total in (140_000, 200_000, 300_000):
+        cases.append((f"{total} bytes", head(total=total), 431, "HEADERS_TOO_LARGE"))
+    for garbage in (b"GARBAGE\r\n\r\n", b"GET / HTTP/9.9\r\n\r\n"):
+        cases.append((repr(garbage), garbage, 400, "MALFORMED_REQUEST"))
+    for name, request, status, code in cases:
+        got = _raw_tls(cluster, host, request)
+        assert got[0] == status and got[1].startswith("application/json"), (name, got)
+        assert json.loads(got[2])["error"]["code"] == code, (name, got)

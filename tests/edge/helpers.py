@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import http.client
+import socket
 import time
 
 import aiohttp
@@ -52,3 +55,18 @@ async def get(
 ) -> tuple[int, bytes, CIMultiDict[str]]:
     async with http.get(url, **kwargs) as resp:  # type: ignore[arg-type]
         return resp.status, await resp.read(), CIMultiDict(resp.headers)
+
+
+def raw_get(port: int, head: bytes) -> tuple[int, dict[str, str], bytes] | None:
+    """Sends a request head as given (no client library limits it) and reads the answer:
+    status, headers (lower-case names) and body; None when the server closed without one."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        with contextlib.suppress(OSError):  # refused early: the answer may still be there
+            sock.sendall(head)
+        response = http.client.HTTPResponse(sock)
+        try:
+            response.begin()
+            body = response.read()
+        except (OSError, http.client.HTTPException):
+            return None
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, body

@@ -1,6 +1,7 @@
 """Varnish (Debian's ``varnish`` + ``varnish-modules``, ``scripts/setup.d/75-varnish.sh``)
-running ``deploy/varnish/stowage.vcl`` as shipped, on a free loopback port. The VCL is
-only changed in its backend port, to the origin the test started."""
+running ``deploy/varnish/stowage.vcl`` as shipped, on a free loopback port, with the
+``-p`` parameters of ``deploy/varnish/override.conf``. The VCL is only changed in its
+backend port, to the origin the test started."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from tests.servers.ports import free_port, wait_listening
 
 ROOT = Path(__file__).resolve().parents[2]
 VCL = ROOT / "deploy" / "varnish" / "stowage.vcl"
+OVERRIDE = ROOT / "deploy" / "varnish" / "override.conf"
 VARNISHD = "/usr/sbin/varnishd"
 
 
@@ -23,6 +25,15 @@ def render(vcl: str, backend_port: int) -> str:
     rendered, count = re.subn(r'\.port = "8081";', f'.port = "{backend_port}";', vcl)
     assert count == 1, "deploy/varnish/stowage.vcl must have exactly one backend on :8081"
     return rendered
+
+
+def shipped_parameters() -> list[str]:
+    """The ``-p name=value`` options of the shipped systemd drop-in's varnishd command."""
+    command = next(
+        line for line in OVERRIDE.read_text().splitlines() if line.startswith("ExecStart=/")
+    )
+    found = re.findall(r"(?:^|\s)-p\s+(\S+)", command)
+    return [option for value in found for option in ("-p", value)]
 
 
 @dataclass
@@ -47,7 +58,7 @@ class Varnish:
         vcl.write_text(render(VCL.read_text(), self.backend_port))
         cmd = [VARNISHD, "-F", "-j", "none", "-T", "none", "-n", str(self.folder / "n")]
         cmd += ["-a", f"127.0.0.1:{self.port}", "-f", str(vcl), "-s", f"malloc,{self.memory}"]
-        cmd += self.options
+        cmd += shipped_parameters() + self.options
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
         wait_listening(self.port, self.proc, self.log, 30, "varnishd")
