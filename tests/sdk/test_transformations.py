@@ -190,6 +190,27 @@ def test_js_sdk_list_of_urls(stack: Stack, source_image: str, uploaded: Filelink
         assert (image.width, image.get("page-height")) == size
 
 
+def test_js_sdk_list_of_urls_keeps_their_escapes(
+    stack: Stack, source_site: tuple[str, bytes], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """filestack-js writes a list's URLs as given, as it writes one URL: ``%2541``,
+    ``%3F`` and ``%20`` are the URLs' own and reach the origin as they are, listed or
+    alone (the list was decoded once: ``/a%41 b.png`` became ``/aA b.png``, 404)."""
+    url, body = source_site
+    site = site_folder(tmp_path_factory, body)
+    names = {"a%2541%20b.png": "a%41 b.png", "q%3F%2B.png": "q?+.png"}
+    for index, name in enumerate(names.values()):
+        picture(site / name, 30 + 10 * index, 20)
+    urls = [url.replace("remote.bin", escaped) for escaped in names]
+    for source in urls:
+        out = run_js(stack, "transform", source=source, options={"resize": {"width": 12}})
+        assert out["status"] == 200 and decoded(base64.b64decode(out["body"])).width == 12
+    out = run_js(stack, "transform", source=urls, options={"animate": {"delay": 100}})
+    assert out["url"].endswith('","'.join(urls) + '"]'), out["url"]
+    image = pyvips.Image.new_from_buffer(base64.b64decode(out["body"]), "", n=-1)
+    assert (out["type"], image.get("n-pages")) == ("image/gif", 2)
+
+
 def test_js_sdk_source_of_a_filestack_cdn_link_is_its_handle(
     stack: Stack, uploaded: Filelink
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import mimetypes
 
 from stowage.core import headersafe
@@ -102,6 +103,30 @@ def _sniff_text(head: bytes) -> str | None:
     if text.startswith(b"<?xml") or text.startswith(b"<svg"):
         return "image/svg+xml" if b"<svg" in text else "application/xml"
     return None
+
+
+def of_decoded(head: bytes) -> str:
+    """The type of bytes decoded from base64 when their content names none: text, or
+    bytes. The name and type the base64 came with were the text's, not theirs."""
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+    except UnicodeDecodeError:
+        return "application/octet-stream"
+    return "application/octet-stream" if b"\x00" in head else "text/plain"
+
+
+def named_as(filename: str, mimetype: str) -> str:
+    """``filename`` with the extension of ``mimetype`` in place of its own (``b64.txt``
+    holding a PNG is ``b64.png``); a name without one gets it (``file.png``)."""
+    kind = mimetype.split(";")[0].strip().lower()
+    extension = mimetypes.guess_extension(kind, strict=False)
+    subtype = kind.rpartition("/")[2]
+    if extension is None and subtype.isalnum():
+        extension = "." + subtype  # image/heic, image/avif: no entry in every table
+    if extension is None:
+        return filename
+    stem = filename.rsplit(".", 1)[0] if "." in filename.strip(".") else filename
+    return f"{stem or 'file'}{extension}"
 
 
 def guess_from_name(filename: str) -> str | None:

@@ -137,9 +137,11 @@ class Stowage:
             params.mimetype,
             prepared.content_type,
             prepared.head,
-            filename,
-            "text/plain" if source.raw else "application/octet-stream",
+            "" if decode else filename,  # decoded: the name was the base64 text's
+            _unknown_type(source, decode, prepared.head),
         )
+        if decode and not params.filename:  # a default name follows the decoded type
+            filename = names.clean_filename(filetypes.named_as(filename, mimetype))
         record = FileRecord(
             handle=names.new_handle(),
             api_key=app.api_key,
@@ -345,6 +347,14 @@ async def _quietly(awaitable: Any) -> None:
         await awaitable
     except Exception:
         log.warning("cleanup after a failed write did not complete", exc_info=True)
+
+
+def _unknown_type(source: Source, decoded: bool, head: bytes) -> str:
+    """The type of a stored file whose content and name name none: bytes decoded from
+    base64 are text or bytes; a raw body is text (as the spec says), else bytes."""
+    if decoded:
+        return filetypes.of_decoded(head)
+    return "text/plain" if source.raw else "application/octet-stream"
 
 
 def _each_hop(check: Callable[[Target], object], target: Target) -> Allowed:

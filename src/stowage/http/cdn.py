@@ -10,6 +10,9 @@ link of filepicker.io) and ``/api/file/<HANDLE>/convert?w=...`` (``processing/le
 
 from __future__ import annotations
 
+import re
+from urllib.parse import quote
+
 from aiohttp import web
 from yarl import URL
 
@@ -60,9 +63,11 @@ async def cdn_post_chain(request: web.Request) -> web.StreamResponse:
 def with_list_whole(request: web.Request) -> web.Request:
     """A list of URLs as filestack-js sends it, ``/<KEY>/animate/["https://h/a.jpg?v=1",
     "https://h/b.jpg"]``: its first ``?`` is inside the list, which the request's query
-    string then holds the rest of. The list is taken whole into the path (its ``?``
-    percent-encoded, as a list's items are read decoded) and what follows its ``]`` is the
-    request's own query (``?dl=true``). Any other request is returned as it is."""
+    string then holds the rest of. The list is taken whole into the path, percent-encoded
+    whole (its brackets, quotes and commas kept): the grammar decodes such a list once,
+    which gives back every URL in it as it was sent, ``%20`` and ``%3F`` included, also
+    after a redirect to the process address. What follows its ``]`` is the request's own
+    query (``?dl=true``). Any other request is returned as it is."""
     head, sep, tail = request.raw_path.partition("?")
     opened = max(head.rfind("/["), head.upper().rfind("/%5B"))
     if not sep or opened < 0 or "]" in head[opened:] or "%5D" in head[opened:].upper():
@@ -72,8 +77,14 @@ def with_list_whole(request: web.Request) -> web.Request:
         return request
     close = end + (1 if tail[end] == "]" else 3)
     own = tail[close:].lstrip("?&")
-    path = head + "%3F" + tail[:close].replace("?", "%3F")
+    opening = 2 if head[opened + 1] == "[" else 4
+    listed = head[opened + opening :] + "?" + tail[:end]  # between the brackets, as sent
+    listed = _QUOTE.sub('"', listed)  # a quote sent as %22 is a quote, as anywhere
+    path = head[: opened + 1] + "[" + quote(listed, safe='",') + "]"
     return request.clone(rel_url=URL(path + ("?" + own if own else ""), encoded=True))
+
+
+_QUOTE = re.compile("%22", re.IGNORECASE)
 
 
 async def cdn_refuse_write(request: web.Request) -> web.Response:

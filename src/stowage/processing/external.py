@@ -263,7 +263,8 @@ async def stored(
     handle stores it)."""
     decode = task.get("base64decode") is True  # was accepted and not applied
     params = StoreParams(
-        filename=source.filename,
+        # decoded, a default name (the source's) follows the decoded bytes' type
+        filename=_text(task.get("filename")) if decode else source.filename,
         mimetype=None if decode else mimetype,  # the decoded bytes' type, sniffed
         path=_text(task.get("path")),
         container=_text(task.get("container")),

@@ -22,8 +22,14 @@ from typing import NamedTuple
 from urllib.parse import unquote
 
 from stowage import errors, words
-from stowage.core import names
-from stowage.processing import accepts, b64paths, catalogue, hostedlinks, storepaths
+from stowage.processing import (
+    accepts,
+    b64paths,
+    catalogue,
+    hostedlinks,
+    listsources,
+    storepaths,
+)
 from stowage.processing.base import Task, Value
 from stowage.processing.params import Convert, NotGiven, Text
 from stowage.processing.table import TaskSpec
@@ -83,6 +89,7 @@ def parse_path(raw_path: str) -> CdnPath:
         hostedlinks.not_a_storage_alias(url.url)
         hosted = hostedlinks.read(url.url)  # the hosted CDN's link of a file: that file
         raw = hostedlinks.spliced(raw[: url.at], hosted) if hosted else raw[: url.at]
+    raw_last = next((s for s in reversed(raw) if s), "")
     segments = [unquote(s) for s in raw if s]
     source = None if hosted else url
     metadata = source is None and len(segments) > 1 and segments[-1] == "metadata"
@@ -95,7 +102,7 @@ def parse_path(raw_path: str) -> CdnPath:
     found.url_quote_open = url is not None and url.quote_open
     found.link_query = hosted.query if hosted else None
     if source is None:
-        _source(found, segments.pop())
+        _source(found, segments.pop(), raw_last)
     if segments and catalogue.names_no_task(segments[0]):
         found.api_key = segments.pop(0)
     for segment in segments:
@@ -144,7 +151,11 @@ def _reads_list(segment: str) -> bool:
     return spec is not None and spec.reads_list
 
 
-def _source(found: CdnPath, last: str) -> None:
+def _source(found: CdnPath, last: str, raw_last: str) -> None:
+    """The path's source: ``last`` (its last segment, decoded) as a handle or a list.
+    A list holding a URL as sent (``["https://h/a%20b.jpg"]``, as filestack-js writes
+    it) is read from ``raw_last``, not decoded: each URL reaches its origin as the same
+    URL alone would (``listsources``)."""
     if not (last.startswith("[") and last.endswith("]")):
         if "=" in last or '"' in last:  # a task, or an open quote that took the rest
             raise errors.InvalidParameter(
@@ -155,8 +166,10 @@ def _source(found: CdnPath, last: str) -> None:
             raise errors.InvalidParameter("a list needs both '[' and ']'", parameter="sources")
         found.handle = last
         return
+    as_sent = listsources.SENT_URL.search(raw_last) is not None
     try:
-        items = value(last, literal=True)  # a handle of digits stays text
+        items = value(raw_last if as_sent else last, literal=True)  # a handle of digits: text
+        items = listsources.listed(items, as_sent=as_sent)
     except ValueError as exc:
         raise errors.InvalidParameter(f"the list of sources: {exc}", parameter="sources") from exc
     if not isinstance(items, tuple) or not 0 < len(items) <= MAX_SOURCES:
@@ -164,37 +177,7 @@ def _source(found: CdnPath, last: str) -> None:
             f"a list of sources holds 1 to {MAX_SOURCES} handles (repeats included)",
             parameter="sources",
         )
-    read = [_list_item(item) for item in items]
-    # an item that cannot be a handle ([h,], [,], a path) is the list's mistake, no 404
-    if all(is_handle for _, is_handle in read):
-        found.handles = tuple(item for item, _ in read)
-    elif not any(is_handle for _, is_handle in read):
-        found.urls = tuple(item for item, _ in read)
-    else:
-        raise errors.InvalidParameter(
-            "a list of sources holds handles (20 letters, digits, '_' or '-') or URLs "
-            "(http or https), not both",
-            parameter="sources",
-        )
-
-
-def _list_item(item: Value) -> tuple[str, bool]:
-    """A list's item: a handle (a Filestack CDN link's too), or a URL; (it, is a handle)."""
-    text = str(item) if isinstance(item, str) else ""
-    if names.is_handle(text):
-        return text, True
-    if _URL.match(text) and "://" in text:
-        hostedlinks.not_a_storage_alias(text)
-        hosted = hostedlinks.read(text)
-        if hosted and hosted.tasks:
-            raise errors.InvalidParameter(
-                "a listed hosted link holds no tasks: list its handle", parameter="sources"
-            )
-        return (hosted.handle, True) if hosted else (text, False)
-    raise errors.InvalidParameter(
-        "a list of sources holds handles (20 letters, digits, '_' or '-') or URLs",
-        parameter="sources",
-    )
+    found.handles, found.urls = listsources.kinds(items)
 
 
 class UrlSource(NamedTuple):
@@ -216,19 +199,8 @@ def _url_source(raw: list[str]) -> UrlSource | None:
             rest = "/".join(raw[index:])
             as_sent = "://" in rest or _ONE_SLASH.match(rest) is not None
             url = _ONE_SLASH.sub(r"\1://", rest if as_sent else unquote(rest), count=1)
-            return UrlSource(_bracketed_host(url), index, as_sent)
+            return UrlSource(listsources.bracketed_host(url), index, as_sent)
     return None
-
-
-def _bracketed_host(url: str) -> str:
-    """An IPv6 host's brackets, as clients encode them in a path (``%5B::1%5D``), back."""
-    scheme, sep, rest = url.partition("://")
-    authority, slash, tail = rest.partition("/")
-    user, at, host = authority.rpartition("@")
-    if not sep or not host.upper().startswith("%5B"):
-        return url
-    plain = re.sub(r"^%5[bB](.*?)%5[dD]", lambda m: "[" + unquote(m[1]) + "]", host)
-    return f"{scheme}{sep}{user}{at}{plain}{slash}{tail}"
 
 
 def _quoted_url(segment: str, index: int) -> UrlSource:
