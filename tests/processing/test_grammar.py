@@ -338,7 +338,8 @@ def test_a_base64_part_that_cannot_be_read_says_why() -> None:
         assert refused.value.details["parameter"] == "b64"
     tasks = [{"name": "resize", "params": {"width": 100, "fit": "crop", "height": 50.0}}]
     read = grammar.parse_path(f"/KEY/b64/{_b64(tasks)}/b64://{_b64(H)}")
-    assert (read.tasks, read.handle) == (["resize=width:100,fit:crop,height:50.0"], H)
+    # 50.0 is JavaScript's 50, as the SDK would write the same option in the plain form.
+    assert (read.tasks, read.handle) == (["resize=width:100,fit:crop,height:50"], H)
     store = [{"name": "store", "params": {"path": "/a%20b/", "filename": "x,y.jpg"}}]
     read = grammar.parse_path(f"/KEY/b64/{_b64(store)}/{H}")
     assert read.store is not None and read.store.get("path") == "/a%20b/"

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import decimal
 import json
+import math
 from typing import Any
 from urllib.parse import unquote
 
@@ -101,12 +103,36 @@ def _value(value: Any, depth: int = 0) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):
-        return json.dumps(value)
+        return _number(value)
     if isinstance(value, list) and depth < 3:
         return "[" + ",".join(_value(item, depth + 1) for item in value) + "]"
     if isinstance(value, str) and '"' not in value:
         return value if all(c in _PLAIN for c in value) else f'"{value}"'
     raise _bad("a value after b64 is a number, a boolean, text without double quotes or a list")
+
+
+def _number(value: float) -> str:
+    """As JavaScript's ``String(number)`` writes it (ECMA-262 Number::toString), which is
+    how the SDK writes the same option in the plain form: the shortest digits, in fixed
+    notation from 1e-6 up to 1e21 (Python's ``repr`` turns to exponents below 1e-4), so
+    both forms read as the same text, refusals included."""
+    if isinstance(value, int) or not math.isfinite(value):
+        return json.dumps(value)
+    if value == 0:
+        return "0"
+    _, digits, exponent = decimal.Decimal(repr(abs(value))).normalize().as_tuple()
+    assert isinstance(exponent, int)
+    text, k = "".join(map(str, digits)), len(digits)
+    n = exponent + k  # the value is 0.<text> x 10^n
+    if k <= n <= 21:
+        written = text + "0" * (n - k)
+    elif 0 < n <= 21:
+        written = f"{text[:n]}.{text[n:]}"
+    elif -6 < n <= 0:
+        written = "0." + "0" * -n + text
+    else:
+        written = text[0] + (f".{text[1:]}" if k > 1 else "") + f"e{n - 1:+d}"
+    return ("-" if value < 0 else "") + written
 
 
 def _escaped(segment: str) -> str:
