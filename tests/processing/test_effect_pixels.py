@@ -1,0 +1,113 @@
+"""Effects' pixels against their definitions, on generated colours (probe fx: redeye,
+modulate, sepia, polaroid, rounded_corners, lossy WebP under alpha 0)."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pyvips
+
+from stowage.processing import colour, subjects
+from stowage.processing.base import Task, Value
+
+ASTRONAUT = Path(str(resources.files("skimage") / "data")) / "astronaut.png"
+
+
+def task(name: str, **options: Value) -> Task:
+    return Task(name, tuple(sorted(options.items())))
+
+
+def image_of(pixels: np.ndarray) -> pyvips.Image:
+    """A uchar image of an (h, w, bands) array."""
+    height, width, bands = pixels.shape
+    raw = np.ascontiguousarray(pixels, dtype=np.uint8).tobytes()
+    image = pyvips.Image.new_from_memory(raw, width, height, bands, "uchar")
+    return image.copy(interpretation="srgb" if bands >= 3 else "b-w")
+
+
+def array_of(image: pyvips.Image) -> np.ndarray:
+    data = np.frombuffer(image.cast("uchar").write_to_memory(), dtype=np.uint8)
+    return data.reshape(image.height, image.width, image.bands).astype(np.int32)
+
+
+def colours(seed: int, count: int = 4096) -> np.ndarray:
+    """``count`` random sRGB colours as a 64-wide strip."""
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, 256, (count // 64, 64, 3))
+
+
+def warm(seed: int, count: int = 4096) -> np.ndarray:
+    """Skin, brown, tan and orange colours (hue 0-60 degrees, red under twice green:
+    not a saturated red), dark to light: what is in and around an eye without red eye."""
+    rng = np.random.default_rng(seed)
+    red = rng.integers(20, 256, count)
+    green = np.ceil(red * rng.uniform(0.5, 1.0, count)).astype(int)
+    blue = (green * rng.uniform(0.0, 1.0, count)).astype(int)
+    return np.stack([red, green, blue], axis=-1).reshape(count // 64, 64, 3)
+
+
+# -- redeye ---------------------------------------------------------------------
+def test_redeye_leaves_skin_brown_and_orange_unchanged() -> None:
+    """R > 1.5 x mean(G, B) took every warm brown for a red eye and set its red alone
+    to that mean: brown irises and brows turned green."""
+    for seed in range(6001, 6006):
+        pixels = warm(seed)
+        assert (array_of(subjects.unreddened(image_of(pixels))) == pixels).all()
+    photo = pyvips.Image.new_from_file(str(ASTRONAUT)).copy_memory()  # no red eye in it
+    assert (array_of(subjects.redeye(photo, task("redeye"))) == array_of(photo)).all()
+
+
+def test_redeye_makes_red_pupils_dark_and_neutral() -> None:
+    rng = np.random.default_rng(6010)
+    red = rng.integers(100, 256, 4096)
+    green = (red * rng.uniform(0, 0.35, 4096)).astype(int)
+    blue = np.clip(green + rng.integers(-8, 9, 4096), 0, 255)
+    pixels = np.stack([red, green, blue], axis=-1).reshape(64, 64, 3)
+    fixed = array_of(subjects.unreddened(image_of(pixels)))
+    assert (fixed.max(axis=2) - fixed.min(axis=2)).max() == 0  # grey: no cast
+    assert (fixed[..., 0] <= pixels[..., 1:].max(axis=2)).all()  # dark as the pupil's G, B
+    with_alpha = image_of(np.dstack([pixels, np.full((64, 64), 77)]))
+    assert (array_of(subjects.unreddened(with_alpha))[..., 3] == 77).all()
+
+
+# -- modulate -------------------------------------------------------------------
+def modulated(pixels: np.ndarray, **options: Value) -> np.ndarray:
+    return array_of(colour.modulate(image_of(pixels), task("modulate", **options)))
+
+
+def test_modulate_brightness_zero_is_black_and_100_unchanged() -> None:
+    """L was scaled and chroma kept: brightness 0 gave (0, 0, 61) for (93, 123, 195)."""
+    for seed in (6020, 6021):
+        pixels = colours(seed)
+        assert modulated(pixels, brightness=0).max() == 0
+        assert np.abs(modulated(pixels) - pixels).max() <= 1
+        assert np.abs(modulated(pixels, hue=0, saturation=100) - pixels).max() <= 1
+        greys = modulated(pixels, saturation=0)
+        assert (greys.max(axis=2) - greys.min(axis=2)).max() <= 2
+        darker = modulated(pixels, brightness=10)
+        luma = np.array([0.299, 0.587, 0.114])
+        assert (darker @ luma <= pixels @ luma + 1).all() and darker.max() <= 60
+        # lowering brightness keeps the hue: the channels keep their order
+        half = modulated(pixels, brightness=50)
+        spread = pixels.max(axis=2) - pixels.min(axis=2)
+        chromatic = spread > 60
+        assert (half.argmax(axis=2) == pixels.argmax(axis=2))[chromatic].mean() > 0.97
+        assert (modulated(pixels, brightness=10_000).max(axis=2) == 255).all()
+        assert modulated(pixels, saturation=10_000, hue=359).shape == pixels.shape
+
+
+# -- sepia ----------------------------------------------------------------------
+SEPIA = np.array([[0.393, 0.769, 0.189], [0.349, 0.686, 0.168], [0.272, 0.534, 0.131]])
+
+
+def test_sepia_is_the_clipped_sepia_blended_with_the_original_by_tone() -> None:
+    """The unclipped sepia (red up to 345) was blended: tone 50 was brighter than the
+    mean of the original and the tone-100 result, by up to 29 levels."""
+    for seed, tone in ((6030, 0), (6031, 25), (6032, 50), (6033, 80), (6034, 100)):
+        pixels = colours(seed)
+        full = np.clip(pixels @ SEPIA.T, 0, 255)
+        want = full * tone / 100 + pixels * (1 - tone / 100)
+        got = array_of(colour.sepia(image_of(pixels), task("sepia", tone=tone)))
+        assert np.abs(got - want).max() <= 1, tone
