@@ -3,13 +3,14 @@ modulate, sepia, polaroid, rounded_corners, lossy WebP under alpha 0)."""
 
 from __future__ import annotations
 
+import math
 from importlib import resources
 from pathlib import Path
 
 import numpy as np
 import pyvips
 
-from stowage.processing import colour, effects, geometry, subjects
+from stowage.processing import colour, effects, geometry, shapes, subjects
 from stowage.processing.base import Task, Value
 
 ASTRONAUT = Path(str(resources.files("skimage") / "data")) / "astronaut.png"
@@ -156,3 +157,35 @@ def test_turns_at_other_angles_stay_centred() -> None:
         for result in (rotated, framed):
             x, y = off_centre(result)
             assert abs(x) <= 0.5 and abs(y) <= 0.5, (width, height, deg, x, y)
+
+
+# -- rounded_corners ------------------------------------------------------------
+def corner_alpha(width: int, height: int, **options: Value) -> np.ndarray:
+    image = image_of(np.full((height, width, 3), 128))
+    return array_of(shapes.rounded_corners(image, task("rounded_corners", **options)))[..., 3]
+
+
+def test_rounded_corners_soften_only_the_corners_at_every_size() -> None:
+    """Past the image's edges the mask was extended by copying, so a quarter plane of 0
+    lay beyond each corner, and the blur pulled it along both edges and into the middle
+    of a small image (40x30, radius 3, blur 20: centre alpha 223, left edge 197). Only
+    the cut-off beyond each arc (r x r x (1 - pi/4)) is transparent now: nothing is
+    more transparent than those areas, blurred, allow; and each corner's fade is the
+    same on a small image (the whole mask) as on a large one (the corner tiles)."""
+    rng = np.random.default_rng(6060)
+    for _ in range(30):
+        r = int(rng.integers(1, 30))
+        blur = float(rng.choice([0.3, 2.5, 8.0, 20.0]))
+        _, _, side = shapes.corner_tile(task("rounded_corners", radius=r, blur=blur), 10**4, 10**4)
+        width, height = (int(v) for v in rng.integers(2 * r, 2 * side + 20, 2))
+        small = corner_alpha(width, height, radius=r, blur=blur)
+        # each cut-off and its mirror images, 4 per corner, under the kernel's peak
+        peak = 1.3 / (2 * math.pi * blur**2)
+        allowed = 255 * 16 * r * r * (1 - math.pi / 4) * peak + 1
+        assert 255 - small.min() <= allowed, (width, height, r, blur)
+        large = corner_alpha(width + 3 * side, height + 3 * side, radius=r, blur=blur)
+        deficit = 255 - large[:height, :width].astype(int)
+        summed = deficit + deficit[:, ::-1] + deficit[::-1] + deficit[::-1, ::-1]
+        assert np.abs((255 - small) - summed).max() <= 2, (width, height, r, blur)
+    for width, height in ((40, 30), (64, 48), (97, 61)):
+        assert corner_alpha(width, height, radius=3, blur=20).min() >= 253

@@ -80,7 +80,8 @@ RATES = {
 #: paints a larger radius on a smaller copy).
 PER_AMOUNT = {"sharpen": 0.008, "oil_paint": 0.009}
 AMOUNT_CAP = {"oil_paint": 15}
-#: rounded_corners: seconds a megapixel of the corner tiles for each unit of ``blur``
+#: rounded_corners: seconds a megapixel of the blurred corner tiles (or whole mask) for
+#: each unit of ``blur``
 #: (with ``radius:max`` the tiles are the whole image: 0.33 s a megapixel at blur 20).
 ROUNDED_BLUR = 0.016
 #: upscale's median filter (``noise``), on the source: 0.3-0.45 s a megapixel of it,
@@ -379,8 +380,9 @@ def _rate(task: Task, width: int, height: int) -> float:
     if task.name in PER_AMOUNT and isinstance(amount, int | float):
         rate += PER_AMOUNT[task.name] * min(amount, AMOUNT_CAP.get(task.name, amount))
     if task.name == "rounded_corners":
-        _, blur, side = shapes.corner_tile(task, width, height)
-        rate += ROUNDED_BLUR * blur * min(1.0, 4 * side * side / max(1, width * height))
+        _, blur, _ = shapes.corner_tile(task, width, height)
+        blurred = shapes.blurred_pixels(task, width, height)  # with its mirrored margins
+        rate += ROUNDED_BLUR * blur * blurred / max(1, width * height)
     if task.name == "upscale" and task.get("noise", "none") != "none":
         rate += UPSCALE_DENOISE
     return rate
