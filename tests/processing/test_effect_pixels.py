@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pyvips
 
-from stowage.processing import chain, colour, effects, geometry, shapes, subjects
+from stowage.processing import chain, colour, effects, faces, geometry, shapes, subjects
 from stowage.processing.base import Task, Value
 from stowage.processing.vips import VipsEngine
 from tests.processing.test_engine import LIMITS
@@ -73,6 +73,26 @@ def test_redeye_makes_red_pupils_dark_and_neutral() -> None:
     assert (fixed[..., 0] <= pixels[..., 1:].max(axis=2)).all()  # dark as the pupil's G, B
     with_alpha = image_of(np.dstack([pixels, np.full((64, 64), 77)]))
     assert (array_of(subjects.unreddened(with_alpha))[..., 3] == 77).all()
+
+
+def test_redeye_on_a_photo_darkens_red_pupils_in_the_eyes_found_only() -> None:
+    """Red pupils of generated reds painted in the eyes the finder gives come out neutral
+    and dark; every other pixel is unchanged."""
+    photo = pyvips.Image.new_from_file(str(ASTRONAUT)).copy_memory()
+    eyes = faces.eyes(photo, faces.detect(photo)[0])
+    rng = np.random.default_rng(6011)
+    for _ in range(3):
+        red = photo.copy()
+        for eye in eyes:
+            ink = [int(rng.integers(150, 256)), int(rng.integers(0, 40)), int(rng.integers(0, 40))]
+            red = red.draw_circle(ink, *eye.centre, max(2, eye.width // 6), fill=True)
+        before = array_of(red.copy_memory())
+        painted = (before != array_of(photo)).any(axis=2)
+        after = array_of(subjects.redeye(red, task("redeye")))
+        assert (after[~painted] == before[~painted]).all()
+        pupil = after[painted]
+        assert len(pupil) and (pupil.max(axis=1) - pupil.min(axis=1)).max() == 0
+        assert pupil.max() < 40
 
 
 # -- modulate -------------------------------------------------------------------
