@@ -34,6 +34,7 @@ MIXING = [
     "resize=width:37",
     "sharpen=amount:10",
     "output=format:avif",  # AV1 codes colour in blocks, at half resolution
+    "output=format:webp",  # VP8 too, its colour at half resolution
 ]
 
 

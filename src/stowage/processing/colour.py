@@ -24,8 +24,10 @@ def sepia(image: pyvips.Image, task: Task) -> pyvips.Image:
     tone = float(task.get("tone", 80)) / 100  # type: ignore[arg-type]
     colour, alpha = ops.split_alpha(ops.srgb(image).colourspace("srgb"))
     matrix = [[0.393, 0.769, 0.189], [0.349, 0.686, 0.168], [0.272, 0.534, 0.131]]
-    toned = colour.recomb(matrix) * tone + colour * (1 - tone)
-    return ops.join_alpha(toned.cast("uchar"), alpha)
+    full = colour.recomb(matrix)
+    full = (full > 255).ifthenelse(255, full)  # the sepia clipped (its red reaches 345) ...
+    toned = full * tone + colour * (1 - tone)  # ... then blended with the original
+    return ops.join_alpha(toned.rint().cast("uchar"), alpha)
 
 
 def negative(image: pyvips.Image, task: Task) -> pyvips.Image:
@@ -34,11 +36,14 @@ def negative(image: pyvips.Image, task: Task) -> pyvips.Image:
 
 
 def modulate(image: pyvips.Image, task: Task) -> pyvips.Image:
+    """In LCh: brightness scales lightness and chroma together (0: black, the colour's
+    saturation kept as it darkens), saturation scales chroma, hue turns the hue angle.
+    Scaling only lightness left the chroma whole: brightness 0 was a dark blue, not black."""
     colour, alpha = ops.split_alpha(ops.srgb(image).colourspace("srgb"))
     brightness = float(task.get("brightness", 100)) / 100  # type: ignore[arg-type]
     saturation = float(task.get("saturation", 100)) / 100  # type: ignore[arg-type]
     hue = float(task.get("hue", 0))  # type: ignore[arg-type]
-    lch = colour.colourspace("lch") * [brightness, saturation, 1] + [0, 0, hue]
+    lch = colour.colourspace("lch") * [brightness, brightness * saturation, 1] + [0, 0, hue]
     return ops.join_alpha(lch.colourspace("srgb").cast("uchar"), alpha)
 
 

@@ -80,7 +80,8 @@ RATES = {
 #: paints a larger radius on a smaller copy).
 PER_AMOUNT = {"sharpen": 0.008, "oil_paint": 0.009}
 AMOUNT_CAP = {"oil_paint": 15}
-#: rounded_corners: seconds a megapixel of the corner tiles for each unit of ``blur``
+#: rounded_corners: seconds a megapixel of the blurred corner tiles (or whole mask) for
+#: each unit of ``blur``
 #: (with ``radius:max`` the tiles are the whole image: 0.33 s a megapixel at blur 20).
 ROUNDED_BLUR = 0.016
 #: upscale's median filter (``noise``), on the source: 0.3-0.45 s a megapixel of it,
@@ -104,6 +105,9 @@ UPSCALE = 0.045
 #: a smooth gradient 0.036, upscaled noise or photos 0.13-0.22 (0.09 was below all but the
 #: smooth: a 320x240 PNG of noise upscaled to 7000x7000 took 10.5 s, estimated 5.7).
 SAVE = {"jpeg": 0.01, "png": 0.13, "webp": 0.16, "gif": 0.8, "avif": 0.5, "tiff": 0.01}
+#: Before a lossy save with alpha, the transparent pixels' fill (``ops.hidden_filled``):
+#: 0.047 s a megapixel of noise with alpha, one thread; charged whatever the alpha.
+HIDDEN_FILL = {"webp": 0.05, "avif": 0.05}
 #: PNG at compression 9 (``compress``): zlib's longest searches, slowest on smooth
 #: content: noise 0.115, a textured photo 0.2, its JPEG 0.4, blurred 0.7-1.06, upscaled
 #: noise x8 0.21, x20 0.55, x50 1.45, an upscaled photo x4 1.18, x10 1.79, a flat colour
@@ -231,7 +235,7 @@ def estimate(
         return total + PNG_COMPRESSED * w * h * frames / 1e6
     asked = None if detail is None else _Counted(detail, decode / 1e6)
     rate = save_rate(fmt, w * h * frames / 1e6, asked, frames)
-    saved = rate * w * h / 1e6 + SAVE_FRAME.get(fmt, 0.0)
+    saved = (rate + HIDDEN_FILL.get(fmt, 0.0)) * w * h / 1e6 + SAVE_FRAME.get(fmt, 0.0)
     return total + saved * frames + (asked.spent if asked is not None else 0.0)
 
 
@@ -379,8 +383,9 @@ def _rate(task: Task, width: int, height: int) -> float:
     if task.name in PER_AMOUNT and isinstance(amount, int | float):
         rate += PER_AMOUNT[task.name] * min(amount, AMOUNT_CAP.get(task.name, amount))
     if task.name == "rounded_corners":
-        _, blur, side = shapes.corner_tile(task, width, height)
-        rate += ROUNDED_BLUR * blur * min(1.0, 4 * side * side / max(1, width * height))
+        _, blur, _ = shapes.corner_tile(task, width, height)
+        blurred = shapes.blurred_pixels(task, width, height)  # with its mirrored margins
+        rate += ROUNDED_BLUR * blur * blurred / max(1, width * height)
     if task.name == "upscale" and task.get("noise", "none") != "none":
         rate += UPSCALE_DENOISE
     return rate

@@ -17,7 +17,7 @@ import pyvips
 
 from stowage.processing import params
 from stowage.processing.base import Task, Value
-from stowage.processing.geometry import rotated_size
+from stowage.processing.geometry import rotated_size, turned
 from stowage.processing.ops import held, over, premultiplied, srgb, with_alpha
 from stowage.processing.table import Param, TaskSpec
 
@@ -189,7 +189,7 @@ def polaroid(image: pyvips.Image, task: Task) -> pyvips.Image:
     )
     deg = whole(task, "rotate", 0)
     if deg % 360:
-        framed = held(framed.rotate(deg, background=[0, 0, 0, 0]).cast("uchar"))
+        framed = held(turned(framed, deg, [0, 0, 0, 0]).cast("uchar"))
     return over(framed, str(task.get("background", "white")))
 
 

@@ -61,6 +61,17 @@ def corner_tile(task: Task, width: int, height: int) -> tuple[float, float, int]
     return r, softness, math.ceil(r + 3 * softness) + 2
 
 
+def blurred_pixels(task: Task, width: int, height: int) -> int:
+    """Pixels the mask's blur covers on a ``width`` x ``height`` image: the four corner
+    tiles, or the whole mask, each grown by the blur's mirrored margin (``_mask_tile``);
+    the cost estimate reads it."""
+    _, softness, side = corner_tile(task, width, height)
+    pad = 2 * (math.ceil(3 * softness) + 1) if softness else 0
+    if 2 * side > min(width, height):
+        return (width + pad) * (height + pad)
+    return 4 * (side + pad) * (side + pad)
+
+
 def _mask_tile(
     width: int, height: int, r: float, softness: float, whole: tuple[int, int] | None = None
 ) -> pyvips.Image:
@@ -74,9 +85,16 @@ def _mask_tile(
     inside = (dx * dx + dy * dy) <= r * r
     if softness == 0:
         return inside
-    # In floats: libvips' integer kernel sums to a little under 1, which made the whole
-    # image slightly transparent (255 blurred to 251), not only its edge.
-    return inside.gaussblur(softness, precision="float").rint().cast("uchar")
+    # Past the image's edges the mask is mirrored, not copied: copying spread the corner
+    # pixel's 0 over a quarter plane beyond it, which the blur pulled along both edges
+    # and, on a small image, into the middle (40x30, blur 20: its centre at alpha 223).
+    # Mirrored, a straight edge stays opaque and only the arcs soften, the same in a
+    # corner's tile as in a whole small mask. In floats: libvips' integer kernel sums to
+    # a little under 1, which made the whole image slightly transparent (255 to 251).
+    pad = math.ceil(3 * softness) + 1
+    grown = inside.embed(pad, pad, width + 2 * pad, height + 2 * pad, extend="mirror")
+    blurred = grown.gaussblur(softness, precision="float").extract_area(pad, pad, width, height)
+    return blurred.rint().cast("uchar")
 
 
 def border(image: pyvips.Image, task: Task) -> pyvips.Image:

@@ -26,8 +26,13 @@ METADATA_FIELDS = (
     "filename", "mimetype", "size", "width", "height", "writeable", "path", "container",
     "cloud", "exif", "source_url", "md5", "sha256", "sha1", "sha512",
 )  # fmt: skip
-REDNESS = 1.5  # red above this many times the mean of green and blue is a red eye
-MIN_RED = 60  # ... and bright enough to be one (dark reds are shadows)
+#: A red-eye pixel is a saturated red: red over this many times the larger of green
+#: and blue (a brown iris, skin or an eyebrow, 1.2-1.6 times, is not one) ...
+REDNESS = 2.0
+MIN_RED = 60  # ... bright enough to be one (dark reds are shadows) ...
+#: ... and of a red hue, not orange or magenta: green and blue apart by at most this
+#: share of red's lead over the smaller of them (about 15 degrees of hue either side).
+HUE_SPREAD = 0.25
 
 
 # -- smart_crop -----------------------------------------------------------------
@@ -90,25 +95,35 @@ def crop_on_faces(image: pyvips.Image, width: int, height: int) -> pyvips.Image:
 
 # -- redeye ---------------------------------------------------------------------
 def redeye(image: pyvips.Image, task: Task) -> pyvips.Image:
-    """In each eye found inside a face, strongly red pixels take the mean of their green
-    and blue: the pupil turns dark, as the flash did not leave it."""
+    """In each eye found inside a face, the saturated red pixels turn a neutral grey of
+    their green and blue's mean: the pupil turns dark, as the flash did not leave it.
+    Every other pixel (skin, a brown iris, lashes, brows) is left as it is."""
     if image.bands < 3:
         return image  # grey: no red to remove
     image = image.copy_memory()
     for face in faces.detect(image):
         for eye in faces.eyes(image, face):
             patch = image.extract_area(eye.x, eye.y, eye.width, eye.height)
-            image = image.insert(_unreddened(patch), eye.x, eye.y)
+            image = image.insert(unreddened(patch), eye.x, eye.y)
     return image
 
 
-def _unreddened(patch: pyvips.Image) -> pyvips.Image:
-    red, green, blue = patch[0], patch[1], patch[2]
-    plain = (green + blue) / 2
-    red_eye = (red > plain * REDNESS) & (red > MIN_RED)
-    fixed = red_eye.ifthenelse(plain, red).cast(patch.format)
-    rest = patch.extract_band(1, n=patch.bands - 1)
-    return fixed.bandjoin(rest).copy(interpretation=patch.interpretation)
+def unreddened(patch: pyvips.Image) -> pyvips.Image:
+    """``patch`` with its red-eye pixels (a saturated red: ``REDNESS``, ``MIN_RED``,
+    ``HUE_SPREAD``) made grey at the mean of their green and blue; the rest unchanged.
+    All three colour bands take that grey, so no cast is left (setting only red to the
+    mean of a warm brown left green above red: a green iris)."""
+    colour = patch.cast("float")
+    red, green, blue = colour[0], colour[1], colour[2]
+    above = green > blue
+    top, low = above.ifthenelse(green, blue), above.ifthenelse(blue, green)
+    spread = (green - blue).abs()
+    red_eye = (red > top * REDNESS) & (red > MIN_RED) & (spread <= (red - low) * HUE_SPREAD)
+    grey = ((green + blue) / 2).rint().cast(patch.format)
+    fixed = red_eye.ifthenelse(grey.bandjoin([grey, grey]), patch.extract_band(0, n=3))
+    if patch.bands > 3:
+        fixed = fixed.bandjoin(patch.extract_band(3, n=patch.bands - 3))
+    return fixed.cast(patch.format).copy(interpretation=patch.interpretation)
 
 
 # -- metadata -------------------------------------------------------------------

@@ -343,10 +343,11 @@ def _prepared(image: pyvips.Image, chain: Chain, output: Output, cmyk_source: bo
         image = ops.over(image, str(background))
     if output.format == "jpeg":  # what is still transparent shows white
         image = ops.flatten(image, "white")
-    if output.format == "avif" and image.hasalpha():
-        # AV1 codes colour in blocks and at half resolution: what fully transparent pixels
-        # hold bled into the visible edge (12 levels). They hold black, which shows as none.
-        image = (image[image.bands - 1] == 0).ifthenelse(0, image)
+    if output.format in ("avif", "webp"):
+        # Lossy, in blocks and colour at half resolution: what fully transparent pixels
+        # hold bled into the visible edge (AVIF 12 levels, WebP 79). They take the colour
+        # of the visible pixels near them, which depends on what is shown only.
+        image = ops.hidden_filled(image)
     space = settings.get("colorspace")
     if (space == "cmyk" or (space == "input" and cmyk_source)) and output.format in (
         "jpeg",
