@@ -42,6 +42,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from stowage import errors
+from stowage.config import Settings
 from stowage.config.processing import JOB_GRACE_SECONDS
 from stowage.processing import jobfiles, metrics, sandbox
 from stowage.processing.base import BigJob, Job, Rendered
@@ -334,3 +335,17 @@ def _environment(folder: Path) -> dict[str, str]:
     """The sandbox's job environment, with glibc's settings for a job process's heap."""
     tunables = os.environ.get("GLIBC_TUNABLES", JOB_TUNABLES)
     return sandbox.job_environment(folder, {"GLIBC_TUNABLES": tunables, "MALLOC_ARENA_MAX": "2"})
+
+
+def pool_of(settings: Settings) -> JobPool:
+    """The job pool the settings describe."""
+    return JobPool(
+        settings.processing_jobs,
+        settings.processing_queue,
+        settings.processing_job_seconds,
+        settings.processing_job_memory,
+        settings.data_dir / "tmp" / "jobs",
+        settings.processing_small_job_slots,
+        settings.processing_pillow_jpeg,
+        Lanes(settings.processing_small_job_seconds, settings.processing_wait_seconds),
+    )

@@ -40,7 +40,7 @@ from stowage.processing.base import Chain, Job, Limits, Output, Task
 from stowage.processing.cache import DerivativeCache, version_of
 from stowage.processing.external import Charge, External, stored
 from stowage.processing.officeformats import Kind, kind_of
-from stowage.processing.pool import JobPool, Lanes
+from stowage.processing.pool import pool_of
 from stowage.processing.results import Derivative
 from stowage.processing.shotcache import KeptScreenshots
 from stowage.processing.spool import Spool
@@ -89,27 +89,8 @@ class Processor:
     def __init__(self, core: Core) -> None:
         settings = core.settings
         self.core = core
-        self.limits = Limits(
-            max_input_pixels=settings.processing_max_input_pixels,
-            max_input_bytes=settings.processing_max_input_bytes,
-            max_output_dimension=settings.processing_max_output_dimension,
-            seconds=settings.processing_job_seconds,
-            max_frames=settings.processing_max_frames,
-            max_total_pixels=settings.processing_max_total_pixels,
-            max_cost=settings.processing_max_job_cost,
-            big_cost=settings.processing_big_job_cost,
-            max_output_bytes=settings.processing_max_output_bytes,
-        )
-        self.pool = JobPool(
-            settings.processing_jobs,
-            settings.processing_queue,
-            settings.processing_job_seconds,
-            settings.processing_job_memory,
-            settings.data_dir / "tmp" / "jobs",
-            settings.processing_small_job_slots,
-            settings.processing_pillow_jpeg,
-            Lanes(settings.processing_small_job_seconds, settings.processing_wait_seconds),
-        )
+        self.limits = limits_of(settings)
+        self.pool = pool_of(settings)
         self.office = office.converters_for(settings)  # Office documents' (officejobs.py)
         self.cache = DerivativeCache(_cache_store(core))
         self.spool = Spool(settings.data_dir / "tmp")
@@ -391,6 +372,21 @@ class Processor:
             raise
         metrics.JOBS.inc(outcome="ok")
         metrics.SECONDS.observe(time.monotonic() - started)
+
+
+def limits_of(settings: Settings) -> Limits:
+    """The processing limits of the settings, as every job takes them."""
+    return Limits(
+        max_input_pixels=settings.processing_max_input_pixels,
+        max_input_bytes=settings.processing_max_input_bytes,
+        max_output_dimension=settings.processing_max_output_dimension,
+        seconds=settings.processing_job_seconds,
+        max_frames=settings.processing_max_frames,
+        max_total_pixels=settings.processing_max_total_pixels,
+        max_cost=settings.processing_max_job_cost,
+        big_cost=settings.processing_big_job_cost,
+        max_output_bytes=settings.processing_max_output_bytes,
+    )
 
 
 def _cache_store(core: Core) -> Provider:
