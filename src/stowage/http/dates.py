@@ -22,6 +22,10 @@ import time
 
 from aiohttp import web
 
+from stowage.core.reading import LOCAL_CLOCK
+
+FILE_CLOCK_LAG = LOCAL_CLOCK.slack or 0.0
+
 
 def modified_second(modified: float) -> int:
     """The second a version is judged by: its time rounded up."""
@@ -29,8 +33,12 @@ def modified_second(modified: float) -> int:
 
 
 def sent_second(modified: float, now: float | None = None) -> int:
-    """The second a Last-Modified names: ``modified_second``, never after ``now``."""
-    return min(modified_second(modified), math.floor(time.time() if now is None else now))
+    """The second a Last-Modified names: ``modified_second``, never after ``now`` less the
+    file clock's lag. The kernel stamps a file's time from its coarse clock, up to a tick
+    behind ``time.time()``: a version written just after a read at 12:00:00.002 could be
+    stamped 11:59:59.999, rounding up to the 12:00:00 sent with the old one (a 304 for it)."""
+    clock = time.time() if now is None else now
+    return min(modified_second(modified), math.floor(clock - FILE_CLOCK_LAG))
 
 
 def last_modified(modified: float) -> str:
