@@ -249,6 +249,7 @@ async def test_a_job_estimated_small_that_runs_long_leaves_the_small_slots(
         while _big_jobs(await harness.metrics()) < before + 2:  # both past their second
             assert time.monotonic() - started < 20 and not any(s.done() for s in slow)
             await asyncio.sleep(0.2)
+        await warm(harness)  # a process in place of those killed, before a job is timed
         small_started = time.monotonic()
         _, body = await get(harness, f"/resize=width:100/{small}")
         assert decoded(body).width == 100
@@ -256,7 +257,7 @@ async def test_a_job_estimated_small_that_runs_long_leaves_the_small_slots(
         done, _ = await asyncio.wait(slow, timeout=15, return_when=asyncio.FIRST_COMPLETED)
         refused = done.pop().result()
         assert refused.status == 503 and await code_of(refused) == "PROCESSING_BUSY"
-        assert refused.headers["Retry-After"] == "1"
+        assert 1 <= int(refused.headers["Retry-After"]) <= 30  # the lane's expected wait
     finally:
         for request in slow:
             request.cancel()
@@ -386,7 +387,7 @@ async def test_the_wait_holds_across_a_rerun_and_a_slow_source_goes_to_the_big_s
         refused = await harness.cdn.get(f"/resize=width:3000/{drawn}")
         waited = time.monotonic() - started
         assert refused.status == 503 and await code_of(refused) == "PROCESSING_BUSY"
-        assert refused.headers["Retry-After"] == "1"
+        assert 1 <= int(refused.headers["Retry-After"]) <= 30  # the lane's expected wait
         # 3 s in a small slot, then what is left of the 6 (it waited 6 more: 9 s and over)
         assert waited < 6 + 1.5
         assert _big_jobs(await harness.metrics()) == before + 1

@@ -376,7 +376,8 @@ async def test_a_full_pool_answers_503_with_retry_after(harness: Harness) -> Non
     statuses = sorted(resp.status for resp in answers)
     assert statuses[0] == 200 and statuses[-1] == 503
     busy = next(resp for resp in answers if resp.status == 503)
-    assert busy.headers["Retry-After"] == "1" and await code_of(busy) == "PROCESSING_BUSY"
+    assert 1 <= int(busy.headers["Retry-After"]) <= 30  # the lane's expected wait
+    assert await code_of(busy) == "PROCESSING_BUSY"
 
 
 async def test_metrics_count_jobs_and_cache(harness: Harness) -> None:
@@ -456,7 +457,7 @@ async def test_a_source_over_the_pixel_limit_is_refused_whatever_the_load(
     rng = random.Random(seed)
     most = harness.parts.settings.processing_max_input_pixels
     pool = harness.parts.processor.pool
-    pool._admitted = pool.jobs  # every slot taken, no queue: 503 at once for a job
+    pool._small.admitted = pool.jobs  # every slot taken, no queue: 503 at once for a job
     try:
         for kind in rng.sample(["png", "gif", "jpeg", "webp"], 4):
             side = 16383 if kind == "webp" else 65535
@@ -469,4 +470,4 @@ async def test_a_source_over_the_pixel_limit_is_refused_whatever_the_load(
         resp = await harness.cdn.get(f"/flip/{await stored(harness, picture(40, 30))}")
         assert resp.status == 503
     finally:
-        pool._admitted = 0
+        pool._small.admitted = 0

@@ -90,10 +90,18 @@ class ProcessingSettings:
         "or an SVG takes to draw), so small jobs never wait longer behind it.",
         form=coerce.duration(),
     )
+    processing_small_drawing_seconds: float = _setting(
+        1.0,
+        "Seconds a job estimated small whose source is drawn, not decoded (an SVG, a PDF, "
+        "a document), may run in a small job's slot (at most processing_small_job_seconds); "
+        "past it, it is run again as a big job. At most processing_jobs - "
+        "processing_small_job_slots such jobs run at once.",
+        form=coerce.duration(),
+    )
     processing_wait_seconds: float = _setting(
         10.0,
         "Seconds a transformation may wait for a job slot; beyond, 503 PROCESSING_BUSY "
-        "with Retry-After.",
+        "with Retry-After (the lane's expected wait, 1-30 s).",
         form=coerce.duration(),
     )
     processing_max_sources: int = _setting(
@@ -111,8 +119,9 @@ class ProcessingSettings:
     )
     processing_queue: int = _setting(
         16,
-        "Transformations that may wait for a free job slot; beyond, 503 PROCESSING_BUSY with "
-        "Retry-After (no unbounded queue).",
+        "Transformations that may wait for a free job slot, in each lane (small jobs, big "
+        "jobs: counted apart); beyond, 503 PROCESSING_BUSY at once with Retry-After, the "
+        "lane's expected wait (no unbounded queue).",
         form=coerce.integer(0),
     )
     processing_pillow_jpeg: bool = _setting(

@@ -20,8 +20,9 @@ REFUSALS = metrics.Counter(
 )
 BIG_JOBS = metrics.Counter(
     "stowage_processing_big_jobs_total",
-    "Transformations whose estimated cost, or a run past processing_small_job_seconds, "
-    "made them big jobs (run in fewer slots).",
+    "Transformations whose estimated cost, a run past processing_small_job_seconds (or "
+    "processing_small_drawing_seconds), or their source's earlier job made them big jobs "
+    "(run in fewer slots).",
 )
 VIDEO_JOBS = metrics.Counter(
     "stowage_video_jobs_total",

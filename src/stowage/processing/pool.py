@@ -1,18 +1,25 @@
 """A bounded pool of transformation jobs, each run in a job process (``worker.py``).
 
-At most ``jobs`` run at once and at most ``queue`` more wait; any request beyond is
-refused at once with 503 and ``Retry-After`` rather than queued without bound, and so is
-one that has waited ``wait_seconds`` for a slot. A job whose estimated cost (``cost.py``)
+At most ``jobs`` run at once and at most ``queue`` more wait in each lane (small jobs,
+drawn ones, big ones: counted apart, ``lanes.py``); any request beyond is refused at once
+with 503 and ``Retry-After`` (the lane's expected wait) rather than queued without bound,
+and so is one that has waited ``wait_seconds`` for a slot. A job whose estimated cost (``cost.py``)
 makes it a big one is run in at most ``jobs - small_slots`` slots at once, so that small
 jobs always find a slot a big one cannot take. The estimate cannot see everything (how
 long a PDF page or an SVG takes to draw, an encoder's worst case): a job estimated small
 that is still running after ``small_seconds`` is stopped and run again as a big one, so
 that a slot kept for small jobs is never held longer than that, and its source (``Job.origin``)
-is remembered: its next jobs go to the big jobs' slots at once. ``wait_seconds`` bounds a
-request's whole wait, from its admission to the slot it runs in, a small job's overrun
-included: a job run again as a big one gets what is left of it, and 503 at once when
-nothing is left and no big job's slot is free. So does its deadline: the run again gets
-what is left of ``seconds`` after the small run, so that no request's job runs longer.
+is remembered: its next jobs go to the big jobs' slots at once. So is the source of a
+job the job process found big (``BigJob``): for an SVG, finding so took a second of a
+shared slot. A job whose source is drawn (``drawn``: an SVG, a PDF), whose cost its
+header cannot give, holds a small job's slot ``drawn_seconds`` at most, at most as many
+of them as big jobs run at once, and they are admitted in a lane of their own, so that
+the kept slots and their admissions never wait on a guess.
+``wait_seconds`` bounds a request's whole wait, from its admission to the slot it runs
+in, a small job's overrun included: a job run again as a big one gets what is left of
+it, and 503 at once when nothing is left and no big job's slot is free. So does its
+deadline: the run again gets what is left of ``seconds`` after the small run, so that no
+request's job runs longer.
 
 Why processes and not threads: libvips checks whether it should stop only between tiles
 of the result, so a chain whose small result depends on a large, slow intermediate (an
@@ -44,23 +51,16 @@ from pathlib import Path
 from stowage import errors
 from stowage.config import Settings
 from stowage.config.processing import JOB_GRACE_SECONDS
+from stowage.core import filetypes
 from stowage.processing import jobfiles, metrics, sandbox
 from stowage.processing.base import BigJob, Job, Rendered
+from stowage.processing.lanes import Lane, Lanes
 from stowage.processing.worker import LENGTH, frame
 
-RETRY_AFTER_SECONDS = 1
 _REAP_SECONDS = 10.0  # after SIGKILL, for the process's exit to be reported
-OVERRAN_KEPT = 1024  # sources remembered as having overran a small job's time, per pool
+OVERRAN_KEPT = 1024  # sources remembered as big (overran, or estimated so), per pool
+NO_LANES = Lanes()  # no time limit of a lane's own
 log = logging.getLogger(__name__)
-
-
-@dataclasses.dataclass(frozen=True)
-class Lanes:
-    """How long a job estimated small may hold a small job's slot before it is run again
-    as a big one, and how long any job may wait for a slot (503 beyond)."""
-
-    small_seconds: float = math.inf
-    wait_seconds: float = math.inf
 
 
 class JobPool:
@@ -73,17 +73,23 @@ class JobPool:
         work: Path,
         small_slots: int = 0,
         pillow_jpeg: bool = True,
-        lanes: Lanes = Lanes(),
+        lanes: Lanes = NO_LANES,
     ) -> None:
         self.jobs = jobs if jobs > 0 else (os.cpu_count() or 1)
-        self._limit = self.jobs + max(0, queue)
+        big_slots = max(1, self.jobs - max(0, small_slots))
+        self._small = Lane("small", self.jobs, self.jobs + max(0, queue))
+        self._bigs = Lane("big", big_slots, big_slots + max(0, queue))  # admitted apart
+        self._drawing = Lane("drawn", big_slots, big_slots + max(0, queue))
         self._seconds = seconds
         self._lanes = lanes
-        self._admitted = 0
         self._slots = asyncio.Semaphore(self.jobs)
         # Big jobs (base.BigJob) run in at most this many slots at once: the others are
         # kept for small jobs, which then never wait behind big ones.
-        self._big = asyncio.Semaphore(max(1, self.jobs - max(0, small_slots)))
+        self._big = asyncio.Semaphore(big_slots)
+        # So do jobs estimated small whose source is drawn (``drawn``): the kept slots are
+        # never held by a job whose cost was a guess, longer than ``Lanes.drawn_seconds``.
+        self._drawn = asyncio.Semaphore(big_slots)
+        self.small_runs = 0  # jobs that took a slot in the small lane
         # libvips' threads per job: one each when the pool already runs a job per core.
         threads = max(1, (os.cpu_count() or 1) // self.jobs)
         self._work = work  # the job processes' folders, one each (jobfiles.py)
@@ -98,30 +104,57 @@ class JobPool:
         self._overran: collections.OrderedDict[str, None] = collections.OrderedDict()
 
     async def run(self, job: Job) -> Rendered:
-        if self._admitted >= self._limit:
-            raise self._busy()
-        self._admitted += 1
         until = time.monotonic() + self._lanes.wait_seconds  # the whole wait, re-queue too
         spent = 0.0  # running as a small job: the deadline is the request's, not per run
+        if not self._known_slow(job.origin):
+            lane = self._drawing if drawn(job.source) else self._small
+            lane.admit(self.jobs)
+            try:
+                return await self._run_small(job, until, lane)
+            except _Deferred as deferred:
+                self._remember(job.origin)  # its next jobs take no small slot
+                spent = deferred.spent
+            finally:
+                lane.leave()
+        self._bigs.admit(self.jobs)  # 503 at once: the big lane's own count, not the small's
         try:
-            if not self._known_slow(job.origin):
-                began = time.monotonic()
-                try:
-                    async with self._slot(self._slots, until):
-                        began = time.monotonic()
-                        return await self._render(job, self._lanes.small_seconds, small=True)
-                except BigJob:
-                    pass  # its header said so in milliseconds
-                except _Overran:
-                    self._remember(job.origin)  # it ran too long for a small one
-                    spent = time.monotonic() - began
             metrics.BIG_JOBS.inc()
             seconds = self._seconds - spent  # what is left of the deadline
             limits = dataclasses.replace(job.limits, big_cost=math.inf, seconds=seconds)
-            async with self._slot(self._big, until), self._slot(self._slots, until):
-                return await self._render(dataclasses.replace(job, limits=limits), seconds)
+            big = dataclasses.replace(job, limits=limits)
+            lane = self._bigs
+            async with self._slot(self._big, until, lane), self._slot(self._slots, until, lane):
+                return await self._timed(lane, big, seconds)
         finally:
-            self._admitted -= 1
+            self._bigs.leave()
+
+    async def _run_small(self, job: Job, until: float, lane: Lane) -> Rendered:
+        """The job in any slot, within the small lane's time (a drawn source's: shorter);
+        ``_Deferred`` when it is a big one: estimated so in the job process, or still
+        running past that time."""
+        seconds = self._lanes.small_seconds
+        async with contextlib.AsyncExitStack() as held:
+            if lane is self._drawing:
+                seconds = min(seconds, self._lanes.drawn_seconds)
+                await held.enter_async_context(self._slot(self._drawn, until, lane))
+            await held.enter_async_context(self._slot(self._slots, until, lane))
+            self.small_runs += 1
+            began = time.monotonic()
+            try:
+                return await self._timed(lane, job, seconds, small=True)
+            except BigJob:
+                # Remembered too: an SVG's estimate alone held the slot about 1 s (parsed
+                # and opened), on every request of a file that had been found big.
+                raise _Deferred(0.0) from None
+            except _Overran:
+                raise _Deferred(time.monotonic() - began) from None
+
+    async def _timed(self, lane: Lane, job: Job, seconds: float, small: bool = False) -> Rendered:
+        began = time.monotonic()
+        try:
+            return await self._render(job, seconds, small)
+        finally:
+            lane.ran(time.monotonic() - began)
 
     def _known_slow(self, origin: str) -> bool:
         if origin and origin in self._overran:
@@ -136,24 +169,20 @@ class JobPool:
             while len(self._overran) > OVERRAN_KEPT:
                 self._overran.popitem(last=False)
 
-    def _busy(self) -> errors.ProcessingBusy:
-        metrics.REFUSALS.inc(code=errors.ProcessingBusy.code)
-        busy = errors.ProcessingBusy(jobs=self.jobs)
-        busy.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
-        return busy
-
     @contextlib.asynccontextmanager
-    async def _slot(self, slots: asyncio.Semaphore, until: float) -> AsyncIterator[None]:
-        """One of ``slots``, waited for until ``until`` (``time.monotonic``; then 503); at
-        once or 503 when that has passed."""
+    async def _slot(
+        self, slots: asyncio.Semaphore, until: float, lane: Lane
+    ) -> AsyncIterator[None]:
+        """One of ``slots``, waited for until ``until`` (``time.monotonic``; then 503, with
+        ``lane``'s expected wait); at once or 503 when that has passed."""
         left = until - time.monotonic()
         if left <= 0 and slots.locked():
-            raise self._busy()
+            raise lane.busy(self.jobs)
         try:
             async with asyncio.timeout(max(0.0, left) if math.isfinite(left) else None):
                 await slots.acquire()  # a free slot is taken without a pause
         except TimeoutError:
-            raise self._busy() from None
+            raise lane.busy(self.jobs) from None
         try:
             yield
         finally:
@@ -222,7 +251,7 @@ class JobPool:
 
     @property
     def busy(self) -> int:
-        return self._admitted
+        return sum(lane.admitted for lane in (self._small, self._drawing, self._bigs))
 
     async def close(self) -> None:
         self._closed = True
@@ -254,6 +283,28 @@ def _warn_if_open() -> None:
 
 class _Overran(Exception):
     """Not an answer: a job estimated small ran past ``Lanes.small_seconds``."""
+
+
+class _Deferred(Exception):
+    """Not an answer: the job is a big one, found so after ``spent`` seconds of its
+    deadline in a small job's slot (none when it was estimated so)."""
+
+    def __init__(self, spent: float) -> None:
+        super().__init__(spent)
+        self.spent = spent
+
+
+def drawn(source: Path) -> bool:
+    """Whether the source is drawn, not decoded: an SVG, a PDF (a document's too), or what
+    no raster's signature names. Its header gives a raster's cost in milliseconds, not
+    how long a drawing takes: a 286-byte SVG filter was estimated at 0.8 s and drew for
+    minutes, and a 4.9 MB SVG took 1 s of its slot to be parsed and estimated."""
+    try:
+        with source.open("rb") as file:
+            kind = filetypes.sniff(file.read(filetypes.SNIFF_BYTES))
+    except OSError:
+        return False
+    return kind is None or not kind.startswith("image/") or kind == "image/svg+xml"
 
 
 class _Ended(errors.InvalidImage):
@@ -347,5 +398,9 @@ def pool_of(settings: Settings) -> JobPool:
         settings.data_dir / "tmp" / "jobs",
         settings.processing_small_job_slots,
         settings.processing_pillow_jpeg,
-        Lanes(settings.processing_small_job_seconds, settings.processing_wait_seconds),
+        Lanes(
+            settings.processing_small_job_seconds,
+            settings.processing_wait_seconds,
+            settings.processing_small_drawing_seconds,
+        ),
     )

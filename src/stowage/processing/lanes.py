@@ -1,0 +1,73 @@
+"""The job pool's lanes (``pool.py``): their time limits, their admissions, and what a
+refused request is told to wait (``Retry-After``).
+
+Each lane admits its own requests: the small one ``jobs + queue``; the big one its slots
+plus ``queue``; the drawn one (jobs estimated small whose source is an SVG, a PDF: their
+cost is a guess) as many. Big jobs waiting for their single slot once filled the one
+count all shared, and small jobs were refused while the slot kept for them was idle (a
+probe's 24 clients of costly chains: 125 of 133 small resizes answered 503).
+``Retry-After`` is the lane's expected wait: the jobs ahead of a new one and itself,
+times the lane's recent run time, over its slots, in whole seconds from 1 to 30 (it was
+always 1, also after 10 s in a queue behind a 30 s job, which invited retries that
+filled the queue again).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from stowage import errors
+from stowage.processing import metrics
+
+RETRY_AFTER_LEAST = 1
+RETRY_AFTER_MOST = 30
+#: Weight of the latest run in a lane's recent run time (an exponential mean).
+RECENT_WEIGHT = 0.2
+
+
+@dataclass(frozen=True)
+class Lanes:
+    """How long a job estimated small may hold a small job's slot before it is run again
+    as a big one, how long any job may wait for a slot (503 beyond), and how long a job
+    whose source is drawn (``pool.drawn``: an SVG, a PDF) may hold one."""
+
+    small_seconds: float = math.inf
+    wait_seconds: float = math.inf
+    drawn_seconds: float = math.inf
+
+
+class Lane:
+    """One lane's admitted requests (running or waiting) and its recent run time."""
+
+    def __init__(self, name: str, slots: int, limit: int) -> None:
+        self.name = name
+        self.slots = max(1, slots)
+        self.limit = limit
+        self.admitted = 0
+        self.recent = 0.0  # seconds a job of this lane ran, recently (0: none yet)
+
+    def admit(self, jobs: int) -> None:
+        """One more request in the lane, or 503 at once when it is full."""
+        if self.admitted >= self.limit:
+            raise self.busy(jobs)
+        self.admitted += 1
+
+    def leave(self) -> None:
+        self.admitted -= 1
+
+    def ran(self, seconds: float) -> None:
+        weight = RECENT_WEIGHT if self.recent else 1.0
+        self.recent += weight * (seconds - self.recent)
+
+    def retry_after(self) -> int:
+        """Seconds until a slot of the lane is likely free for one more request."""
+        ahead = max(0, self.admitted - self.slots) + 1
+        expected = math.ceil(ahead * self.recent / self.slots)
+        return max(RETRY_AFTER_LEAST, min(RETRY_AFTER_MOST, expected))
+
+    def busy(self, jobs: int) -> errors.ProcessingBusy:
+        metrics.REFUSALS.inc(code=errors.ProcessingBusy.code)
+        refused = errors.ProcessingBusy(jobs=jobs)
+        refused.headers["Retry-After"] = str(self.retry_after())
+        return refused
