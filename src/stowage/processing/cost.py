@@ -32,6 +32,7 @@ from typing import Protocol
 from stowage import errors
 from stowage.processing import catalogue, costholds, faces, geometry, holding, params, shapes
 from stowage.processing.base import BigJob, Chain, Limits, Task
+from stowage.processing.svgdraw import Cost as Drawing
 from stowage.processing.table import Kind
 
 TILE = 128  # libvips' tile side for most operations
@@ -185,6 +186,7 @@ def estimate(
     detail: Callable[[], float] | None = None,
     hold_pixels: int | None = None,
     embedded: Mapping[str, int] | None = None,
+    drawing: Drawing | None = None,
 ) -> float:
     """Seconds of one core the chain is expected to take on this source, saved as
     ``fmt`` (libvips' saver name: jpeg, png, webp, gif, ...). ``placed``: the sizes of
@@ -197,8 +199,10 @@ def estimate(
     asked only when the save would take long at a photo's rate. ``hold_pixels``: the
     job's hold budget (``Limits.max_total_pixels``, as the engine's ``ops.held``; None:
     no end to it). ``embedded``: the pixels of the rasters inside an SVG source
-    (``svg.embedded_pixels``), by their loader."""
+    (``svg.embedded_pixels``), by their loader. ``drawing``: what an SVG source's drawing
+    costs besides its canvas (``svg.drawing``), at the size it is drawn."""
     tasks, frames, (w, h) = _start(opened, chain, width, placed)
+    w0, h0 = w, h
     steps: list[costholds.Step] = []
     calls = 0.0  # the tasks' own costs, once a frame
     for task in tasks:
@@ -230,6 +234,10 @@ def estimate(
     decode = DECODES.get(opened.loader, DECODE) * opened.frame_pixels * opened.decoded_frames
     decode += sum(DECODES.get(k, EMBEDDED) * pixels for k, pixels in (embedded or {}).items())
     total += decode / 1e6
+    if drawing is not None:  # at a first resize's size: librsvg draws the vector at it
+        first = chain.tasks[0] if chain.tasks and chain.tasks[0].name == "resize" else None
+        drawn = size_after(first, width, opened.frame_height) if first else (w0, h0)
+        total += drawing.seconds(*drawn)
     total += (DECODE + SHRINK) * sum(pw * ph for pw, ph in placed) / 1e6
     if fmt == "png" and chain.compresses:
         return total + PNG_COMPRESSED * w * h * frames / 1e6

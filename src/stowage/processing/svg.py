@@ -17,6 +17,8 @@ process, and a new document is written from what was read:
 - scripts (``<script>``, ``on*`` attributes), comments and processing instructions
   (``<?xml-stylesheet?>``) are dropped: they draw nothing;
 - depth, element count and size are bounded;
+- what librsvg's drawing will cost (filters, ``<use>`` fan-out, elements, points,
+  text) is gathered for the cost estimate (``svgdraw.py``);
 - each ``data:`` image's size is read from its header and held to the job's pixel
   limits, and counted for the cost estimate (``svgimages.py``): librsvg decodes every
   one whole, whatever the canvas.
@@ -40,6 +42,7 @@ from typing import IO
 import pyvips
 
 from stowage import errors
+from stowage.processing import svgdraw
 from stowage.processing.base import Limits
 from stowage.processing.svgimages import Embedded
 from stowage.processing.svgimages import Refused as Refused  # raised here, defined there
@@ -54,6 +57,10 @@ _DROPPED = {"script"}  # elements dropped with all they hold
 _REFUSED = {"include": "XInclude"}  # elements refused (local names)
 #: The job's rewritten SVGs, and the ``data:`` images each holds.
 _SAFE: ContextVar[Mapping[Path, Embedded]] = ContextVar("safe_svg", default=MappingProxyType({}))
+#: What drawing each costs (``svgdraw``).
+_DRAWN: ContextVar[Mapping[Path, svgdraw.Cost]] = ContextVar(
+    "svg_drawn", default=MappingProxyType({})
+)
 
 
 def is_svg(source: Path) -> bool:
@@ -71,6 +78,12 @@ def is_rewritten(source: Path) -> bool:
 def embedded(source: Path) -> Embedded | None:
     """The ``data:`` images of the SVG rewritten into ``source`` (None: no such file)."""
     return _SAFE.get().get(source)
+
+
+def drawing(source: Path) -> svgdraw.Cost | None:
+    """What librsvg's drawing of the SVG rewritten into ``source`` costs besides its
+    canvas (None: no such file)."""
+    return _DRAWN.get().get(source)
 
 
 def embedded_pixels() -> Mapping[str, int]:
@@ -99,19 +112,21 @@ def rewritten(source: Path, dest: Path, limits: Limits) -> Iterator[Path]:
     try:
         try:
             with source.open("rb") as read, safe.open("w", encoding="utf-8") as write:
-                rewrite(read, write, images)
+                _DRAWN.set({**_DRAWN.get(), safe: rewrite(read, write, images)})
         except Refused as exc:
             raise errors.InvalidImage(f"the SVG cannot be drawn: {exc}") from exc
         yield safe
     finally:
         _SAFE.set({path: kept for path, kept in _SAFE.get().items() if path != safe})
+        _DRAWN.set({path: kept for path, kept in _DRAWN.get().items() if path != safe})
         safe.unlink(missing_ok=True)
 
 
-def rewrite(read: IO[bytes], write: IO[str], images: Embedded | None = None) -> None:
+def rewrite(read: IO[bytes], write: IO[str], images: Embedded | None = None) -> svgdraw.Cost:
     """Reads the SVG from ``read`` and writes the checked document to ``write``, its
     ``data:`` images read into ``images`` (held to no pixel limit when None);
-    ``Refused`` with the reason otherwise, ``errors.ImageTooLarge`` past a limit."""
+    ``Refused`` with the reason otherwise, ``errors.ImageTooLarge`` past a limit. Answers
+    what librsvg's drawing of it will cost (``svgdraw``)."""
     writer = _Writer(write, Embedded() if images is None else images)
     parser = xml.parsers.expat.ParserCreate()
     parser.SetParamEntityParsing(xml.parsers.expat.XML_PARAM_ENTITY_PARSING_NEVER)
@@ -137,6 +152,7 @@ def rewrite(read: IO[bytes], write: IO[str], images: Embedded | None = None) -> 
         raise Refused(f"not well-formed XML ({reason})") from None
     if not writer.saw_root:
         raise Refused("no <svg> element")
+    return writer.drawing.cost()
 
 
 def _doctype(name: str, system: str | None, public: str | None, internal: int) -> None:
@@ -146,6 +162,14 @@ def _doctype(name: str, system: str | None, public: str | None, internal: int) -
 
 def _no_entity(*_: object) -> int:
     raise Refused("entities are not allowed in an SVG")
+
+
+def _named(attributes: list[str]) -> dict[str, str]:
+    """Attributes by their local name (``xlink:href`` as ``href``), the first kept."""
+    named: dict[str, str] = {}
+    for name, value in zip(attributes[::2], attributes[1::2], strict=True):
+        named.setdefault(name.rsplit(":", 1)[-1], value)
+    return named
 
 
 def _local(name: str) -> str:
@@ -196,6 +220,7 @@ class _Writer:
         self._elements = 0
         self._style: list[str] | None = None  # the text of an open <style>, checked whole
         self.saw_root = False
+        self.drawing = svgdraw.Drawing()  # what librsvg will draw, for the estimate
 
     def start(self, name: str, attributes: list[str]) -> None:
         self._elements += 1
@@ -217,6 +242,7 @@ class _Writer:
             self._attribute(n, v) for n, v in zip(attributes[::2], attributes[1::2], strict=True)
         )
         self._out.write(f"<{name}{kept}>")
+        self.drawing.start(local, _named(attributes))
         if local == "style":
             self._style = []
 
@@ -239,6 +265,7 @@ class _Writer:
             check_css(css, "a <style> element", self._images)
             self._out.write(self._escape(css))
         self._out.write(f"</{name}>")
+        self.drawing.end()
 
     def text(self, data: str) -> None:
         if self._dropping:
@@ -246,4 +273,5 @@ class _Writer:
         if self._style is not None:
             self._style.append(data)
             return
+        self.drawing.text(data)
         self._out.write(self._escape(data))

@@ -133,11 +133,12 @@ class VipsEngine:
         args = (opened, chain, header.width, output.format, placed, limits.max_output_dimension)
         # ops.held's budget (the estimate follows it) and the SVGs' data: images
         holds, embedded = limits.max_total_pixels, svg.embedded_pixels()
-        least = cost.estimate(*args, hold_pixels=holds, embedded=embedded)
+        drawn = svg.drawing(source)  # filters, <use> fan-out, elements: what it draws
+        least = cost.estimate(*args, hold_pixels=holds, embedded=embedded, drawing=drawn)
         if least > limits.max_cost:  # at a photo's save rate: refused before measuring
             cost.check(least, limits)
         measured = functools.partial(detail.measured, opened)
-        cost.check(cost.estimate(*args, measured, holds, embedded), limits)
+        cost.check(cost.estimate(*args, measured, holds, embedded, drawn), limits)
         if output.format == "tiff" and "compression" not in save_options(chain, output):
             size = cost.made_size(opened, chain, header.width, placed)
             source_bands = header.bands, header.hasalpha(), header.interpretation == "cmyk"
