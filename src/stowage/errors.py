@@ -360,6 +360,13 @@ class OriginUnavailable(StowageError):
     code, status, default_message = "ORIGIN_UNAVAILABLE", 503, "the CDN origin did not answer"
 
 
+class PurgeForbidden(StowageError):
+    """Answered by the edge cache (deploy/varnish/stowage.vcl), never by a node: a PURGE
+    from an address not in the VCL's ``acl purgers``."""
+
+    code, status, default_message = "PURGE_FORBIDDEN", 403, "only the Stowage nodes may purge"
+
+
 class RegistryUnavailable(StowageError):
     code, status, default_message = "REGISTRY_UNAVAILABLE", 503, "the registry is unavailable"
 
