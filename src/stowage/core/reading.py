@@ -209,6 +209,10 @@ class Clock:
     settled: float
     slack: float | None
 
+    def settled_at(self, modified: float) -> bool:
+        """An object modified then is past any overwrite's window: its row names it."""
+        return modified < time.time() - self.settled
+
 
 def _tick() -> float:
     """How far a file's times may lag the clock: the kernel stamps them from its coarse
@@ -231,7 +235,7 @@ async def named_by(
     is now, to read again with. While an overwrite is between its object's commit and
     its row, the object is the row's version or the intent's: their sizes tell which,
     or, on this node's clock, whether it took its path before the intent was recorded."""
-    if modified < time.time() - clock.settled:
+    if clock.settled_at(modified):
         return record, record
     # The intent first: one the row's update dropped meanwhile shows as a newer row.
     intent = await registry.pending_overwrite(record.handle)

@@ -47,6 +47,8 @@ async def pinned(plan: Download, registry: VersionRows | None) -> tuple[Download
         # or changes an object's inode otherwise; one renamed over is caught above).
         modified = max(st.st_mtime, st.st_ctime)
         clock = reading.LOCAL_CLOCK
+        if clock.settled_at(modified):  # the common case, with no coroutine to await
+            return dataclasses.replace(plan, record=record, info=info), fd
         named, fresh = await reading.named_by(registry, record, st.st_size, modified, clock)
         if named is not None:
             return dataclasses.replace(plan, record=named, info=info), fd
