@@ -38,7 +38,7 @@ _INT = re.compile(r"-?[0-9]{1,12}")
 _FLOAT = re.compile(r"-?[0-9]{0,12}\.[0-9]{1,12}")
 _QUOTE = re.compile("%22", re.IGNORECASE)
 _LIST_OPEN = re.compile("/%5B", re.IGNORECASE)
-_URL = re.compile(r"(?:https?|src)(?::|%3A)", re.IGNORECASE | re.ASCII)
+_URL = listsources.URL
 #: ``"https://host/a.jpg"``: filestack-js quotes a source holding ``/`` (``escapeValue``).
 _QUOTED_URL = re.compile(r'"(?:https?|src)(?::|%3A)', re.IGNORECASE | re.ASCII)
 #: ``https:/host/a.jpg``: a proxy or CMS that merges slashes in paths has taken one.

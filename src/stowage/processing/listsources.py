@@ -16,7 +16,8 @@ from stowage.core import names
 from stowage.processing import hostedlinks
 from stowage.processing.base import Value
 
-_URL = re.compile(r"(?:https?|src)(?::|%3A)", re.IGNORECASE | re.ASCII)
+#: A URL's scheme, as sent or percent-encoded (``https:``, ``https%3A``).
+URL = re.compile(r"(?:https?|src)(?::|%3A)", re.IGNORECASE | re.ASCII)
 
 #: A URL as sent in a path: its scheme's ``://`` not percent-encoded.
 SENT_URL = re.compile(r"(?:https?|src)://", re.IGNORECASE | re.ASCII)
@@ -52,7 +53,7 @@ def _list_item(item: Value) -> tuple[str, bool]:
     text = str(item) if isinstance(item, str) else ""
     if names.is_handle(text):
         return text, True
-    if _URL.match(text) and "://" in text:
+    if URL.match(text) and "://" in text:
         hostedlinks.not_a_storage_alias(text)
         hosted = hostedlinks.read(text)
         if hosted and hosted.tasks:

@@ -35,6 +35,7 @@ import re
 import xml.parsers.expat
 from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import IO
@@ -55,12 +56,19 @@ _DATA_IMAGE = re.compile(r"data:image/(png|jpeg|jpg|gif|webp)[;,]", re.I | re.AS
 _URL = re.compile(r"url\s*\(\s*['\"]?\s*([^'\")\s]*)", re.IGNORECASE)
 _DROPPED = {"script"}  # elements dropped with all they hold
 _REFUSED = {"include": "XInclude"}  # elements refused (local names)
-#: The job's rewritten SVGs, and the ``data:`` images each holds.
-_SAFE: ContextVar[Mapping[Path, Embedded]] = ContextVar("safe_svg", default=MappingProxyType({}))
-#: What drawing each costs (``svgdraw``).
-_DRAWN: ContextVar[Mapping[Path, svgdraw.Cost]] = ContextVar(
-    "svg_drawn", default=MappingProxyType({})
-)
+
+
+@dataclass
+class _Rewritten:
+    """What the rewrite of one SVG found: its ``data:`` images (read as it goes), and what
+    its drawing costs (``svgdraw``; None until the rewrite is over)."""
+
+    images: Embedded
+    drawing: svgdraw.Cost | None = None
+
+
+#: The job's rewritten SVGs, by the file each was rewritten into.
+_SAFE: ContextVar[Mapping[Path, _Rewritten]] = ContextVar("safe_svg", default=MappingProxyType({}))
 
 
 def is_svg(source: Path) -> bool:
@@ -77,21 +85,23 @@ def is_rewritten(source: Path) -> bool:
 
 def embedded(source: Path) -> Embedded | None:
     """The ``data:`` images of the SVG rewritten into ``source`` (None: no such file)."""
-    return _SAFE.get().get(source)
+    found = _SAFE.get().get(source)
+    return None if found is None else found.images
 
 
 def drawing(source: Path) -> svgdraw.Cost | None:
     """What librsvg's drawing of the SVG rewritten into ``source`` costs besides its
     canvas (None: no such file)."""
-    return _DRAWN.get().get(source)
+    found = _SAFE.get().get(source)
+    return None if found is None else found.drawing
 
 
 def embedded_pixels() -> Mapping[str, int]:
     """The pixels of the ``data:`` images of every SVG this job has rewritten so far,
     by libvips' loader of their format: what librsvg will decode besides the canvases."""
     found: dict[str, int] = {}
-    for images in _SAFE.get().values():
-        for loader, pixels in images.decoded.items():
+    for rewritten in _SAFE.get().values():
+        for loader, pixels in rewritten.images.decoded.items():
             found[loader] = found.get(loader, 0) + pixels
     return found
 
@@ -105,20 +115,19 @@ def rewritten(source: Path, dest: Path, limits: Limits) -> Iterator[Path]:
         yield source
         return
     safe = dest.with_name(dest.name + ".safe.svg")
-    images = Embedded.within(limits)
+    found = _Rewritten(Embedded.within(limits))
     # Added and taken away by name, not reset by token: a job's rewritten files (its
     # source's, its watermark's) end in any order, and none may outlive its job.
-    _SAFE.set({**_SAFE.get(), safe: images})
+    _SAFE.set({**_SAFE.get(), safe: found})
     try:
         try:
             with source.open("rb") as read, safe.open("w", encoding="utf-8") as write:
-                _DRAWN.set({**_DRAWN.get(), safe: rewrite(read, write, images)})
+                found.drawing = rewrite(read, write, found.images)
         except Refused as exc:
             raise errors.InvalidImage(f"the SVG cannot be drawn: {exc}") from exc
         yield safe
     finally:
         _SAFE.set({path: kept for path, kept in _SAFE.get().items() if path != safe})
-        _DRAWN.set({path: kept for path, kept in _DRAWN.get().items() if path != safe})
         safe.unlink(missing_ok=True)
 
 

@@ -136,8 +136,9 @@ class _Node:
 
 @dataclass
 class _Filter:
-    x: float = -0.1
-    y: float = -0.1
+    """A filter's region, as a multiple of the filtered element's box (where it lies
+    does not change what is drawn), and its primitives' cost."""
+
     width: float = 1.2
     height: float = 1.2
     per_megapixel: float = 0.0  # its primitives', a megapixel of region
@@ -308,7 +309,7 @@ def _filter_region(attributes: Mapping[str, str]) -> _Filter:
     """The region as a multiple of the element's box (objectBoundingBox units, the
     default); in user units, the canvas (``x``... taken as at least the box)."""
     if attributes.get("filterUnits", "").strip() == "userSpaceOnUse":
-        return _Filter(0.0, 0.0, 1e9, 1e9)
+        return _Filter(width=1e9, height=1e9)
     width = _fraction(attributes.get("width"), 1.2)
     height = _fraction(attributes.get("height"), 1.2)
     return _Filter(width=width, height=height)
