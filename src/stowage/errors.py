@@ -360,6 +360,17 @@ class OriginUnavailable(StowageError):
     code, status, default_message = "ORIGIN_UNAVAILABLE", 503, "the CDN origin did not answer"
 
 
+class MisdirectedRequest(StowageError):
+    """Answered by the shipped nginx files (deploy/cluster/nginx.conf), never by a node: a
+    request for a name no server block there serves."""
+
+    code, status, default_message = (
+        "MISDIRECTED_REQUEST",
+        421,
+        "this server does not serve that name",
+    )
+
+
 class PurgeForbidden(StowageError):
     """Answered by the edge cache (deploy/varnish/stowage.vcl), never by a node: a PURGE
     from an address not in the VCL's ``acl purgers``."""
