@@ -5,7 +5,9 @@ chosen by type or name, and a converter killed at its deadline is replaced."""
 from __future__ import annotations
 
 import asyncio
+import math
 import os
+import random
 import shutil
 import socket
 import threading
@@ -220,8 +222,56 @@ def test_requests_past_the_waiting_room_are_refused_busy(
 
     results = loop.run_until_complete(all_at_once())
     refused = [r for r in results if isinstance(r, errors.ProcessingBusy)]
-    assert len(refused) == 2 and refused[0].headers["Retry-After"] == "1"
+    assert len(refused) == 2
     assert results.count(None) == asked - 2  # the others converted, in turn
+
+
+@needs_office
+def test_a_busy_answer_says_the_expected_wait_of_the_conversions_ahead(tmp_path: Path) -> None:
+    """Retry-After of a converter's 503 is the wait of the requests ahead, from how long
+    its recent conversions took (seeded documents of 8,000 to 10,000 lines), as a lane's is
+    (``lanes.Lane``): it was always 1, also behind eight conversions of a second."""
+    rng = random.Random(5053)
+    loop = asyncio.new_event_loop()
+    caps = sandbox.Caps(memory=4 << 30, output_bytes=64 << 20, readable=office.converters_caps())
+    converters = Converters(tmp_path / "c", 1, 60.0, caps)
+    kind = officeformats.KINDS["txt"]
+    sources = []
+    for n in range(12):
+        source = tmp_path / f"in{n}.txt"
+        lines = rng.randint(8000, 10_000)
+        source.write_text("\n".join(f"line {i} {rng.random()}" for i in range(lines)) + "\n")
+        sources.append(source)
+    took = []
+    try:
+        began = time.monotonic()  # the converter's start too: an upper bound
+        loop.run_until_complete(converters.convert(sources[0], kind, "pdf", tmp_path / "w.pdf"))
+        first = time.monotonic() - began
+        for n, source in enumerate(sources[1:4]):
+            began = time.monotonic()
+            loop.run_until_complete(converters.convert(source, kind, "pdf", tmp_path / f"{n}.pdf"))
+            took.append(time.monotonic() - began)
+        waiting = office.WAITING_PER_CONVERTER
+
+        async def flood() -> list[BaseException | None]:
+            jobs = [
+                converters.convert(sources[n % 12], kind, "pdf", tmp_path / f"f{n}.pdf")
+                for n in range(waiting + 3)
+            ]
+            return await asyncio.gather(*jobs, return_exceptions=True)
+
+        results = loop.run_until_complete(flood())
+    finally:
+        loop.run_until_complete(converters.close())
+        loop.close()
+    refused = [r for r in results if isinstance(r, errors.ProcessingBusy)]
+    assert len(refused) == 3 and results.count(None) == waiting, results
+    # Eight ahead of the refused one (its own turn included) on one converter.
+    least = max(1, min(30, math.floor(waiting * min(took) * 0.8)))
+    assert least > 1, took  # conversions long enough to tell a wait from the old constant 1
+    most = max(1, min(30, math.ceil(waiting * max(*took, first) * 1.2)))
+    for busy in refused:
+        assert least <= int(busy.headers["Retry-After"]) <= most, (busy.headers, took, first)
 
 
 @needs_office

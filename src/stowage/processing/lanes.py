@@ -1,5 +1,6 @@
 """The job pool's lanes (``pool.py``): their time limits, their admissions, and what a
-refused request is told to wait (``Retry-After``).
+refused request is told to wait (``Retry-After``). The Office converters (``office.py``)
+admit their requests in a lane too.
 
 Each lane admits its own requests: the small one ``jobs + queue``; the big one its slots
 plus ``queue``; the drawn one (jobs estimated small whose source is an SVG, a PDF: their

@@ -10,6 +10,11 @@ with everything it started (its session) and a new one takes its place on the ne
 job; the other converters' jobs go on. ``prewarm`` starts one converter in the
 background when the process starts (``office_prewarm``), so that its first document does
 not wait for LibreOffice's start.
+
+Requests are admitted in a lane of their own (``lanes.Lane``, as the job pool's): at most
+``WAITING_PER_CONVERTER`` a converter, converting or waiting; one more is refused at once
+with 503 and ``Retry-After`` the lane's expected wait, from how many wait and how long
+its recent conversions took (it was always 1, also behind eight conversions of seconds).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from typing import Any
 from stowage import errors
 from stowage.config import Settings
 from stowage.processing import sandbox
+from stowage.processing.lanes import Lane
 from stowage.processing.officeformats import Kind, target
 
 PYTHON = "/usr/bin/python3"  # Debian's, with python3-uno (the venv's has no uno)
@@ -55,7 +61,8 @@ class Converters:
         self._idle: list[_Converter] = []
         self._all: set[_Converter] = set()
         self._names = itertools.count(1)
-        self._admitted = 0  # converting or waiting for a converter
+        # Converting or waiting for a converter; its recent run time is a conversion's.
+        self._lane = Lane("office", size, max(1, size) * WAITING_PER_CONVERTER)
         self._warming: asyncio.Task[None] | None = None
         self._closed = False
 
@@ -86,21 +93,18 @@ class Converters:
         if not self.available():
             raise errors.DocumentsUnavailable()
         export, options = target(kind, fmt)
-        if self._admitted >= self.size * WAITING_PER_CONVERTER:  # a 503, not a queue unbounded
-            busy = errors.ProcessingBusy(jobs=self.size)
-            busy.headers["Retry-After"] = "1"
-            raise busy
-        self._admitted += 1
+        self._lane.admit(self.size)  # a 503 at once, not a queue unbounded
         try:
             async with self._slots:
                 await self._convert(source, kind, (export, options), fmt, dest)
         finally:
-            self._admitted -= 1
+            self._lane.leave()
 
     async def _convert(
         self, source: Path, kind: Kind, export: tuple[str, str], fmt: str, dest: Path
     ) -> None:
-        converter = await self._ready()
+        converter = await self._ready()  # a converter's start is not a conversion's time
+        began = time.monotonic()
         try:
             await converter.convert(source, kind, *export, fmt, dest, self.seconds)
         except _Refused:
@@ -109,6 +113,8 @@ class Converters:
         except BaseException:  # past the deadline, ended, or the server stopping
             await self._stop(converter)
             raise
+        finally:
+            self._lane.ran(time.monotonic() - began)
         self._idle.append(converter)
 
     async def _ready(self) -> _Converter:
