@@ -10,7 +10,6 @@ link of filepicker.io) and ``/api/file/<HANDLE>/convert?w=...`` (``processing/le
 
 from __future__ import annotations
 
-import re
 from urllib.parse import quote
 
 from aiohttp import web
@@ -20,7 +19,7 @@ from stowage import errors
 from stowage.http import cdnpath, debug, playlist, preview, transform
 from stowage.http.api import download, metadata_handler
 from stowage.http.keys import PARTS
-from stowage.processing import legacy
+from stowage.processing import legacy, listsources
 
 
 async def cdn_get(request: web.Request) -> web.StreamResponse:
@@ -69,8 +68,13 @@ def with_list_whole(request: web.Request) -> web.Request:
     after a redirect to the process address. What follows its ``]`` is the request's own
     query (``?dl=true``). Any other request is returned as it is."""
     head, sep, tail = request.raw_path.partition("?")
-    opened = max(head.rfind("/["), head.upper().rfind("/%5B"))
-    if not sep or opened < 0 or "]" in head[opened:] or "%5D" in head[opened:].upper():
+    found = listsources.opening(head)
+    if not sep or found is None:
+        return request
+    opened, rest = found.start(), head[found.start() :].rstrip("/")
+    # Closed before the query: by a ``]`` (a listed URL's path holds none as sent), or,
+    # opened as ``%5B``, by the ``%5D`` that ends the path (one within it is a URL's own).
+    if "]" in rest or (rest[1] != "[" and rest.upper().endswith("%5D")):
         return request
     end = max(tail.rfind("]"), tail.upper().rfind("%5D"))
     if end < 0:
@@ -79,12 +83,9 @@ def with_list_whole(request: web.Request) -> web.Request:
     own = tail[close:].lstrip("?&")
     opening = 2 if head[opened + 1] == "[" else 4
     listed = head[opened + opening :] + "?" + tail[:end]  # between the brackets, as sent
-    listed = _QUOTE.sub('"', listed)  # a quote sent as %22 is a quote, as anywhere
+    listed = listsources.marked_quotes(listed)  # %22: an item's quote, or a URL's own
     path = head[: opened + 1] + "[" + quote(listed, safe='",') + "]"
     return request.clone(rel_url=URL(path + ("?" + own if own else ""), encoded=True))
-
-
-_QUOTE = re.compile("%22", re.IGNORECASE)
 
 
 async def cdn_refuse_write(request: web.Request) -> web.Response:

@@ -37,7 +37,6 @@ from stowage.processing.table import TaskSpec
 _INT = re.compile(r"-?[0-9]{1,12}")
 _FLOAT = re.compile(r"-?[0-9]{0,12}\.[0-9]{1,12}")
 _QUOTE = re.compile("%22", re.IGNORECASE)
-_LIST_OPEN = re.compile("/%5B", re.IGNORECASE)
 _URL = listsources.URL
 #: ``"https://host/a.jpg"``: filestack-js quotes a source holding ``/`` (``escapeValue``).
 _QUOTED_URL = re.compile(r'"(?:https?|src)(?::|%3A)', re.IGNORECASE | re.ASCII)
@@ -217,13 +216,22 @@ def _segments(raw_path: str) -> list[str]:
     """The path split on ``/`` outside quotes and brackets, its base64 parts read. A
     list source sent with its brackets percent-encoded (``/%5B"https://h/a.jpg"%5D``,
     as HTTP clients send ``[``) gets them back first (its URLs hold ``/``), unless a
-    URL source comes before them: ``https://h/a/%5Bx%5D`` is that URL, as sent."""
-    path = _QUOTE.sub('"', raw_path)
-    opened = _LIST_OPEN.search(path)
-    trimmed = path.rstrip("/")
-    in_url = opened is not None and _URL.search(path, 0, opened.start()) is not None
-    if opened is not None and trimmed[-3:].upper() == "%5D" and not in_url:
-        path = f"{path[: opened.start()]}/[{trimmed[opened.end() : -3]}]"
+    URL source comes before them: ``https://h/a/%5Bx%5D`` is that URL, as sent. A quote
+    sent as ``%22`` is a quote, but in a list of URLs as sent only where it opens or
+    closes an item (``listsources.marked_quotes``): ``/a%22b.png`` is the URL's."""
+    opened = listsources.opening(raw_path)
+    trimmed = raw_path.rstrip("/")
+    close = 1 if trimmed.endswith("]") else 3 if trimmed[-3:].upper() == "%5D" else 0
+    if opened is None or not close:
+        path = _QUOTE.sub('"', raw_path)
+    else:
+        inner = trimmed[opened.end() : len(trimmed) - close]
+        if listsources.SENT_URL.search(inner):
+            inner = listsources.marked_quotes(inner)
+        else:
+            inner = _QUOTE.sub('"', inner)
+        head, slashes = _QUOTE.sub('"', raw_path[: opened.start()]), raw_path[len(trimmed) :]
+        path = f"{head}/[{inner}]{slashes}"
     return storepaths.rejoined(b64paths.expanded(split(path, "/")))
 
 

@@ -4,6 +4,8 @@
 A URL in a list reaches its origin byte for byte as the same URL alone would: sent as
 it is (filestack-js writes a list's URLs as given), its escapes (``%20``, ``%2F``,
 ``%3F``) are the URL's and are kept; sent percent-encoded whole, it is decoded once.
+A quote sent as ``%22`` (as a browser sends ``"``) is a quote only where it opens or
+closes an item (``marked_quotes``): within a URL it is the URL's (``/a%22b.png``).
 """
 
 from __future__ import annotations
@@ -27,12 +29,54 @@ _LEADING_BLANK = re.compile(r"^(?:[ \t]|%(?:20|09))+", re.IGNORECASE)
 _TRAILING_BLANK = re.compile(r'(?<=")(?:[ \t]|%(?:20|09))+$', re.IGNORECASE)
 
 
+_LIST_START = re.compile(r"/(?:\[|%5B)", re.IGNORECASE)
+
+
+def opening(path: str) -> re.Match[str] | None:
+    """Where a list source opens in a path (``/[`` or ``/%5B``): the first such with no
+    URL before it. A bracket within a URL is that URL's (``https://h/a/%5Bx%5D``, and
+    ``/%5B`` in a listed URL's path)."""
+    opened = _LIST_START.search(path)
+    if opened is None or URL.search(path, 0, opened.start()) is not None:
+        return None
+    return opened
+
+
+_QUOTE_OR_BLANK = re.compile(r'"|%22|[ \t]|%20|%09|,|.', re.DOTALL)  # digits: no case
+_CLOSES = re.compile(r"(?:[ \t]|%20|%09)*(?:,|$)")
+
+
+def marked_quotes(inner: str) -> str:
+    """A list's text between its brackets, as sent, with the quotes that open and close
+    its items as ``"`` and every other quote, ``"`` or ``%22``, as ``%22``: an item's
+    quote is its first character after blanks, and its closing one the last before the
+    blanks and comma (or end) that follow it. A URL's own ``%22`` (``/a%22b.png``,
+    ``/a%22.png`` at an item's end unquoted) is the URL's."""
+    out: list[str] = []
+    state = "start"  # at an item's start; "plain", "quoted": in one; "closed": after it
+    for token in _QUOTE_OR_BLANK.finditer(inner):
+        text = token[0]
+        quote, blank = text in ('"', "%22"), text in (" ", "\t", "%20", "%09")
+        if text == "," and state != "quoted":
+            state = "start"
+        elif state == "start" and quote:
+            state, text = "quoted", '"'
+        elif state == "start" and not blank:
+            state = "plain"
+        elif state == "quoted" and quote and _CLOSES.match(inner, token.end()):
+            state, text = "closed", '"'
+        elif quote:
+            text = "%22"
+        out.append(text)
+    return "".join(out)
+
+
 def listed(items: Value, *, as_sent: bool) -> Value:
     """A list's items, blanks sent as ``%20`` around them taken off (and the quotes
     they hid). Read ``as_sent``, each URL is kept as it came, as a URL source alone is
     (``grammar._url_source``), and any other item (a handle, a URL sent percent-encoded
-    whole) is decoded once, as the list would have been. Quotes sent as ``%22`` are
-    quotes already (``grammar._segments``)."""
+    whole) is decoded once, as the list would have been. The quotes of items sent as
+    ``%22`` are quotes already (``grammar._segments``, ``marked_quotes``)."""
     if not isinstance(items, tuple):
         return items
     read: list[Value] = []
