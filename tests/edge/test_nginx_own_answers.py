@@ -22,6 +22,7 @@ import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -65,7 +66,11 @@ def _blocks(text: str) -> list[tuple[str, bool, tuple[str, ...], bool]]:
     return found
 
 
-def _render(text: str, folder: Path) -> tuple[str, list[Block]]:
+def render(
+    text: str, folder: Path, upstreams: dict[int, int] | None = None
+) -> tuple[str, list[Block]]:
+    """The file with its listens on free ports and its certificates ``folder``'s; each
+    upstream server's port as ``upstreams`` maps it, or one nothing listens on."""
     written = _blocks(text)
     ports: dict[str, int] = {}
     for address, *_ in written:
@@ -76,16 +81,18 @@ def _render(text: str, folder: Path) -> tuple[str, list[Block]]:
 
     text = re.sub(r"^(\s*)listen\s+([^\s;]+)([^;]*);", listen, text, flags=re.M)
     dead = free_port()  # nothing listens there: every proxied request is nginx's 502
-    text = re.sub(r"^(\s*server\s+)127\.0\.0\.1:\d+", rf"\g<1>127.0.0.1:{dead}", text, flags=re.M)
+
+    def upstream(m: re.Match[str]) -> str:
+        return f"{m[1]}127.0.0.1:{(upstreams or {}).get(int(m[2]), dead)}"
+
+    text = re.sub(r"^(\s*server\s+)127\.0\.0\.1:(\d+)", upstream, text, flags=re.M)
     text = re.sub(r"ssl_certificate\s+\S+;", f"ssl_certificate {folder}/cert.pem;", text)
     text = re.sub(r"ssl_certificate_key\s+\S+;", f"ssl_certificate_key {folder}/key.pem;", text)
     return text, [Block(ports[a], tls, names, d) for a, tls, names, d in written]
 
 
-@pytest.fixture(scope="module", params=sorted(FILES))
-def served(request: pytest.FixtureRequest) -> Iterator[tuple[str, list[Block]]]:
-    name = request.param
-    folder = nginx_folder()
+def certificate(folder: Path) -> None:
+    """A self-signed certificate and its key, ``cert.pem`` and ``key.pem`` in ``folder``."""
     subprocess.run(
         [
             *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"),
@@ -95,7 +102,14 @@ def served(request: pytest.FixtureRequest) -> Iterator[tuple[str, list[Block]]]:
         check=True,
         capture_output=True,
     )
-    conf, blocks = _render(FILES[name].read_text(), folder)
+
+
+@pytest.fixture(scope="module", params=sorted(FILES))
+def served(request: pytest.FixtureRequest) -> Iterator[tuple[str, list[Block]]]:
+    name = request.param
+    folder = nginx_folder()
+    certificate(folder)
+    conf, blocks = render(FILES[name].read_text(), folder)
     nginx = Nginx(folder, api_port=blocks[0].port, cdn_port=blocks[-1].port)
     try:
         nginx.run(conf)
@@ -105,8 +119,15 @@ def served(request: pytest.FixtureRequest) -> Iterator[tuple[str, list[Block]]]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _ask(block: Block, head: bytes, tls: bool | None = None) -> tuple[int, str, bytes] | None:
-    """(status, Content-Type, body) of nginx's answer; None: closed without one."""
+class Answer(NamedTuple):
+    status: int
+    kind: str  # its Content-Type
+    body: bytes
+    headers: dict[str, str]  # names in lower case
+
+
+def ask(block: Block, head: bytes, tls: bool | None = None) -> Answer | None:
+    """nginx's answer to ``head``; None: closed without one."""
     sock: socket.socket = socket.create_connection(("127.0.0.1", block.port), timeout=30)
     try:
         if block.tls if tls is None else tls:
@@ -122,7 +143,8 @@ def _ask(block: Block, head: bytes, tls: bool | None = None) -> tuple[int, str, 
             body = answer.read()
         except (OSError, http.client.HTTPException):
             return None
-        return answer.status, answer.getheader("content-type", ""), body
+        headers = {k.lower(): v for k, v in answer.getheaders()}
+        return Answer(answer.status, headers.get("content-type", ""), body, headers)
     finally:
         sock.close()
 
@@ -183,11 +205,11 @@ def _hostile(rng: random.Random, host: str) -> list[tuple[str, bytes]]:
     return [(name, head.encode("latin-1")) for name, head in cases]
 
 
-def _check(where: str, answer: tuple[int, str, bytes] | None) -> tuple[int, str] | None:
+def check(where: str, answer: Answer | None) -> tuple[int, str] | None:
     """The answer's (status, code); fails unless an error is JSON with a documented code."""
     if answer is None:
         return None
-    status, kind, body = answer
+    status, kind, body, _ = answer
     if status < 400:
         return status, ""
     assert kind.startswith("application/json"), (where, status, kind, body[:200])
@@ -204,13 +226,13 @@ def test_every_answer_of_nginx_itself_is_json(served: tuple[str, list[Block]]) -
         host = (block.names or ("127.0.0.1",))[0]
         for case, head in _hostile(rng, host):
             try:
-                _check(f"{name}:{block.port}:{case}", _ask(block, head))
+                check(f"{name}:{block.port}:{case}", ask(block, head))
             except AssertionError as exc:
                 wrong.append(str(exc))
         if block.tls:  # plain HTTP to the TLS port: nginx's 497
             plain = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
             try:
-                got = _check(f"{name}:{block.port}:plain", _ask(block, plain, tls=False))
+                got = check(f"{name}:{block.port}:plain", ask(block, plain, tls=False))
                 assert got == (400, "MALFORMED_REQUEST"), got
             except AssertionError as exc:
                 wrong.append(str(exc))
@@ -227,5 +249,5 @@ def test_an_unknown_name_is_421_json(served: tuple[str, list[Block]]) -> None:
         for _ in range(5):
             other = f"{_word(rng, 10)}.test"
             head = f"GET /{_word(rng, 6)} HTTP/1.1\r\nHost: {other}\r\n\r\n".encode()
-            got = _check(name, _ask(block, head))
+            got = check(name, ask(block, head))
             assert got == (421, "MISDIRECTED_REQUEST"), got
