@@ -471,3 +471,35 @@ async def test_a_source_over_the_pixel_limit_is_refused_whatever_the_load(
         assert resp.status == 503
     finally:
         pool._small.admitted = 0
+
+
+@pytest.mark.settings(processing_jobs=1, processing_queue=0)
+@pytest.mark.parametrize("seed", range(5031, 5034))
+async def test_a_jpeg_whose_frame_header_lies_far_is_refused_early_too(
+    harness: Harness, seed: int
+) -> None:
+    """With a full pool the header is read in two steps: its first page on the event
+    loop, then, for a JPEG whose frame header lies past it (an Exif thumbnail, an ICC
+    profile), up to ``admission.HEAD_BYTES`` in a thread. Segments of 0-100 KiB before
+    the frame header: each is refused 422 at once, not 503."""
+    import random
+
+    rng = random.Random(seed)
+    most = harness.parts.settings.processing_max_input_pixels
+    pool = harness.parts.processor.pool
+    pool._small.admitted = pool.jobs  # every slot taken, no queue: 503 at once for a job
+    try:
+        for _ in range(4):
+            width = rng.randrange(most // 65535 + 1, 65536)
+            height = rng.randrange(most // width + 1, 65536)
+            pad = rng.randrange(0, 100 * 1024)
+            segments = b"".join(
+                b"\xff\xe1" + struct.pack(">H", 2 + len(part)) + part
+                for part in (rng.randbytes(min(65533, pad - i)) for i in range(0, pad, 65533))
+            )
+            bomb = header_bomb("jpeg", width, height)
+            handle = await stored(harness, bomb[:2] + segments + bomb[2:], "far.jpg")
+            resp = await harness.cdn.get(f"/resize=width:10/{handle}")
+            assert resp.status == 422 and await code_of(resp) == "IMAGE_TOO_LARGE", pad
+    finally:
+        pool._small.admitted = 0

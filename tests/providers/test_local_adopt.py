@@ -5,6 +5,7 @@ and the file left where it was."""
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import os
 import stat
@@ -99,3 +100,29 @@ async def test_the_derivative_cache_renames_into_a_local_store(tmp_path: Path) -
 
 async def _one(data: bytes):  # type: ignore[no-untyped-def]
     yield data
+
+
+@pytest.mark.parametrize("size", [0, 1, 65536])
+async def test_a_synced_file_is_adopted_without_a_thread(
+    tmp_path: Path, size: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job process's result, synced by it (``jobfiles.settle``), is renamed into the
+    cache on the event loop: no executor, the same bytes, mode and stat as the other way."""
+    from stowage.processing import jobfiles
+
+    store, data = provider(tmp_path), os.urandom(size)
+    source = spooled(tmp_path, data)
+    jobfiles.settle(source)
+    jobfiles.settle(tmp_path / "absent")  # a job that answered in its reply: nothing to do
+    assert stat.S_IMODE(source.stat().st_mode) == 0o644
+
+    def no_thread(*_: object) -> None:
+        raise AssertionError("a synced file went through a thread")
+
+    monkeypatch.setattr(asyncio.get_running_loop(), "run_in_executor", no_thread)
+    info = await store.adopt("default", "a/b/c.webp", source, synced=True)
+    monkeypatch.undo()
+    assert info is not None and not source.exists()
+    assert await read(store, "a/b/c.webp") == data
+    assert info == await store.stat("default", "a/b/c.webp")
+    assert stat.S_IMODE(store.local_path("default", "a/b/c.webp").stat().st_mode) == 0o644

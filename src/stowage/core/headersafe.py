@@ -11,6 +11,7 @@ still served: ``safe_header`` replaces whatever a header cannot carry.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from stowage import errors
@@ -56,6 +57,7 @@ def safe_header(value: str, fallback: str = "") -> str:
     return cleaned if cleaned.strip() else fallback
 
 
+@functools.lru_cache(maxsize=256)  # on every GET's path, for the few types a store holds
 def safe_content_type(value: str) -> str:
     """A stored mimetype as a Content-Type; one that is no media type is served as bytes."""
     return value if is_media_type(value) else FALLBACK_TYPE

@@ -42,7 +42,12 @@ def sent_second(modified: float, now: float | None = None) -> int:
 
 
 def last_modified(modified: float) -> str:
-    return email.utils.formatdate(sent_second(modified), usegmt=True)
+    return http_date(sent_second(modified))
+
+
+@functools.lru_cache(maxsize=256)  # on every GET's path; a second's text is the same
+def http_date(second: int) -> str:
+    return email.utils.formatdate(second, usegmt=True)
 
 
 def not_modified_since(request: web.BaseRequest, modified: float) -> bool:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
-from aiohttp import web
+from aiohttp import hdrs, web
 from aiohttp.abc import AbstractStreamWriter
 
 from stowage import errors
@@ -66,8 +66,13 @@ class StoredFileResponse(LoopFileResponse):
 
     @etag.setter
     def etag(self, value: Any) -> None:
-        # aiohttp sets its mtime-size tag just before the headers leave: keep ours.
-        web.StreamResponse.etag.fset(self, self.content_etag or value)  # type: ignore[attr-defined]
+        # aiohttp sets its mtime-size tag just before the headers leave: keep ours. Ours
+        # are hex digests; one is set without aiohttp's pattern check (on every GET).
+        tag = self.content_etag
+        if tag and tag.isascii() and tag.isalnum():
+            self.headers[hdrs.ETAG] = f'"{tag}"'
+        else:
+            web.StreamResponse.etag.fset(self, tag or value)  # type: ignore[attr-defined]
 
     @property
     def last_modified(self) -> Any:

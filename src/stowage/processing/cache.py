@@ -128,11 +128,12 @@ class DerivativeCache:
             return self._local.local_path(self.container, key)
         return None
 
-    async def put(self, key: str, source: Path, mimetype: str) -> ObjectInfo:
+    async def put(self, key: str, source: Path, mimetype: str, synced: bool = False) -> ObjectInfo:
         """``source`` (a finished file of the spool) stored at ``key``: renamed into a
-        local cache on its file system (no copy: ``source`` is gone then), else copied."""
+        local cache on its file system (no copy: ``source`` is gone then), else copied.
+        ``synced``: its data already are (a job process's result, ``jobfiles.settle``)."""
         if self._adopts is not None:
-            adopted = await self._adopts.adopt(self.container, key, source)
+            adopted = await self._adopts.adopt(self.container, key, source, synced)
             if adopted is not None:
                 return adopted
         options = WriteOptions(content_type=mimetype)

@@ -42,7 +42,7 @@ from stowage.registry.base import App, FileRecord
 Charge = Callable[[App], Awaitable[None]]  # a rate charge, once the app is known
 Paths = tuple[tuple[str, Path], ...]  # other sources of a job: handle and file
 #: (source, chain, output, dest, other sources, kind, how many of them a list names)
-Run = Callable[[Path, Chain, Output, Path, Paths, Kind | None, int, str], Awaitable[None]]
+Run = Callable[[Path, Chain, Output, Path, Paths, Kind | None, int, str], Awaitable[bool]]
 #: The sources' number and bytes, refused past the limits (``processing_max_sources*``).
 Within = Callable[[int, int], None]
 #: The stored files the chain's tasks name (a watermark's), authorised and read.

@@ -35,8 +35,9 @@ async def run(
     job: Job,
     kind: Kind | None,
     spool: Callable[[str], Path],
-) -> None:
-    """``job`` done: by the converters, the pool, or both in turn."""
+) -> bool:
+    """``job`` done: by the converters, the pool, or both in turn. True when a job process
+    wrote ``job.dest``: it synced the file (``jobfiles.settle``)."""
     if kind is not None and (_image_or_pdf(job.source) or _binary_text(job.source, kind)):
         kind = None  # its type or name said document; its content says otherwise
     fmt = converted_to(job.chain)
@@ -44,20 +45,21 @@ async def run(
         _only_output(job.chain, fmt)
         if fmt == "pdf" and _sniffed(job.source) == "application/pdf":
             await asyncio.to_thread(shutil.copyfile, job.source, job.dest)  # as it is
-            return
+            return False
         officeformats.target(kind, fmt)  # an unsupported pair: 400 before any work
         assert kind is not None
         await converters.convert(job.source, kind, fmt, job.dest)
-        return
+        return False
     if kind is None or minify.applies(job.chain):  # minify_js/css read the text itself
         await pool.run(job)
-        return
+        return True
     pdf = spool(".pdf")
     try:
         await converters.convert(job.source, kind, "pdf", pdf)
         await pool.run(dataclasses.replace(job, source=pdf))
     finally:
         pdf.unlink(missing_ok=True)
+    return True
 
 
 #: Sniffed types of content that is no document whatever its recorded type (magic

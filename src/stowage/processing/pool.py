@@ -52,7 +52,7 @@ from stowage import errors
 from stowage.config import Settings
 from stowage.config.processing import JOB_GRACE_SECONDS
 from stowage.core import filetypes
-from stowage.processing import jobfiles, metrics, sandbox
+from stowage.processing import admission, jobfiles, metrics, sandbox
 from stowage.processing.base import BigJob, Job, Rendered
 from stowage.processing.lanes import Lane, Lanes
 from stowage.processing.worker import LENGTH, frame
@@ -105,6 +105,11 @@ class JobPool:
 
     async def run(self, job: Job) -> Rendered:
         until = time.monotonic() + self._lanes.wait_seconds  # the whole wait, re-queue too
+        if self._would_wait() and not admission.refuse_early(job, admission.FIRST_BYTES):
+            # Its header first: a source past the pixel limit is refused (422) at once,
+            # not after a wait or with a 503 (``admission.py``). A job that starts at once
+            # is refused by its process as fast, without this read.
+            await asyncio.to_thread(admission.refuse_early, job)
         spent = 0.0  # running as a small job: the deadline is the request's, not per run
         if not self._known_slow(job.origin):
             lane = self._drawing if drawn(job.source) else self._small
@@ -155,6 +160,12 @@ class JobPool:
             return await self._render(job, seconds, small)
         finally:
             lane.ran(time.monotonic() - began)
+
+    def _would_wait(self) -> bool:
+        """Whether a new job may not start at once: a slot or a lane is taken."""
+        if any(slots.locked() for slots in (self._slots, self._big, self._drawn)):
+            return True
+        return any(lane.admitted >= lane.slots for lane in (self._small, self._drawing, self._bigs))
 
     def _known_slow(self, origin: str) -> bool:
         if origin and origin in self._overran:

@@ -24,18 +24,20 @@ IMAGE_FIELDS = frozenset({"width", "height"})
 
 async def complete(
     dest: Path, chain: Chain, settings: Settings, provider: Provider, record: FileRecord
-) -> None:
-    """``dest``, the answer of a chain ending in ``metadata``, with the file's fields."""
+) -> bool:
+    """``dest``, the answer of a chain ending in ``metadata``, with the file's fields;
+    whether it was written again."""
     last = chain.tasks[-1] if chain.tasks else None
     if last is None or last.name != "metadata":
-        return
+        return False
     asked = last.get("params")
     names = [str(n) for n in asked] if isinstance(asked, tuple) else None
     wanted = {n for n in names or () if n not in IMAGE_FIELDS}
     if names is not None and not wanted:
-        return
+        return False
     found = await metadata.read(settings, provider, record, wanted)
     answer = {**found, **json.loads(dest.read_text(encoding="utf-8"))}
     if names is not None:  # in the order asked
         answer = {name: answer[name] for name in names if name in answer}
     dest.write_text(json.dumps(answer), encoding="utf-8")
+    return True

@@ -8,7 +8,6 @@ the store operation itself); a URL source must match the policy's ``url`` patter
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import time
@@ -26,7 +25,6 @@ from stowage.core.security import Credentials, Target, authorize, file_target, r
 from stowage.core.sources import Source
 from stowage.core.uploads import Store
 from stowage.processing import (
-    admission,
     archive,
     metrics,
     office,
@@ -300,9 +298,10 @@ class Processor:
                 sources = await self._read(stack, others)
                 kind = kind_of(record.mimetype, record.filename)
                 origin = f"{record.handle}@{version_of(record)}"
-                await self._run(source, chain, output, dest, sources, kind, listed, origin)
-            await recordfields.complete(dest, chain, self.core.settings, provider, record)
-            return await self.cache.put(key, dest, output.mimetype)
+                synced = await self._run(source, chain, output, dest, sources, kind, listed, origin)
+            if await recordfields.complete(dest, chain, self.core.settings, provider, record):
+                synced = False  # written again here
+            return await self.cache.put(key, dest, output.mimetype, synced=synced)
 
     @contextlib.asynccontextmanager
     async def named_sources(
@@ -359,12 +358,12 @@ class Processor:
         kind: Kind | None = None,
         listed: int = 0,
         origin: str = "",
-    ) -> None:
+    ) -> bool:
+        """``officejobs.run``'s: whether a job process wrote ``dest`` (and synced it)."""
         started = time.monotonic()
         try:
             job = Job(source, chain, output, dest, self.limits, sources, listed, origin)
-            await asyncio.to_thread(admission.refuse_early, job)  # before a slot is awaited
-            await officejobs.run(self.office, self.pool, job, kind, self.spool.new)
+            synced = await officejobs.run(self.office, self.pool, job, kind, self.spool.new)
         except errors.StowageError as exc:
             metrics.JOBS.inc(outcome=exc.code)
             if exc.status != 503:
@@ -372,6 +371,7 @@ class Processor:
             raise
         metrics.JOBS.inc(outcome="ok")
         metrics.SECONDS.observe(time.monotonic() - started)
+        return synced
 
 
 def limits_of(settings: Settings) -> Limits:

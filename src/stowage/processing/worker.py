@@ -56,6 +56,8 @@ def serve(engine: VipsEngine, jobs: IO[bytes], replies: IO[bytes], channel: sock
         finally:
             for fd in fds:
                 os.close(fd)
+        if reply[0] == "ok":
+            jobfiles.settle(job.dest)
         replies.write(frame(reply))
         replies.flush()
 

@@ -112,9 +112,13 @@ class LocalFiles(Protocol):
 class Adopts(Protocol):
     """A provider that takes a finished file of this node's disk by renaming it into place
     (a derivative the job process wrote), where ``write`` would copy it; None when the
-    file is on another file system (``write`` it then)."""
+    file is on another file system (``write`` it then). ``synced``: the file's data are
+    already on disk (its writer synced it), and the entry is a cache's, made again if a
+    crash loses it: it is renamed at once, without a thread's hand-off."""
 
-    async def adopt(self, container: str, key: str, path: Path) -> ObjectInfo | None: ...
+    async def adopt(
+        self, container: str, key: str, path: Path, synced: bool = False
+    ) -> ObjectInfo | None: ...
 
 
 @runtime_checkable

@@ -74,14 +74,23 @@ class LocalProvider:
             os.close(fd)
         return _info(target.stat())
 
-    async def adopt(self, container: str, key: str, path: Path) -> ObjectInfo | None:
+    async def adopt(
+        self, container: str, key: str, path: Path, synced: bool = False
+    ) -> ObjectInfo | None:
         """``path`` (a finished file that nothing else writes) put at ``key`` by a rename,
         as durably as ``write``: its data synced, then the folder's entry. None, and
-        ``path`` left as it was, when it is on another file system (the caller copies)."""
+        ``path`` left as it was, when it is on another file system (the caller copies).
+        ``synced`` (``Adopts``): the data are, and the rename is made here, a few metadata
+        calls, with no folder sync: a cache's entry lost in a crash is made again, and
+        one that survives has its data."""
         target = self.local_path(container, key)
         loop = asyncio.get_running_loop()
         try:
-            found = await loop.run_in_executor(None, _adopt, path, target)
+            if synced:
+                found = path.stat()
+                _publish(path, target, sync_folder=False)
+            else:
+                found = await loop.run_in_executor(None, _adopt, path, target)
         except OSError as exc:
             if exc.errno == errno.EXDEV:
                 return None
@@ -167,7 +176,7 @@ def _walk(root: Path, folder: str) -> list[str]:
     return [p.relative_to(root).as_posix() for p in start.rglob("*") if p.is_file()]
 
 
-def _publish(temp: Path, target: Path) -> None:
+def _publish(temp: Path, target: Path, sync_folder: bool = True) -> None:
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError) as exc:  # a/file exists; a/file/sub asked
@@ -175,7 +184,8 @@ def _publish(temp: Path, target: Path) -> None:
     if target.is_dir():
         raise errors.KeyInUse("a folder already exists at this key")
     os.replace(temp, target)
-    _fsync_dir(target.parent)
+    if sync_folder:
+        _fsync_dir(target.parent)
 
 
 def _adopt(path: Path, target: Path) -> os.stat_result:
