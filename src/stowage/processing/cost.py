@@ -323,8 +323,8 @@ def least_bands(chain: Chain, bands: int, alpha: bool, cmyk_source: bool) -> int
     return (4 if space == "cmyk" or (space == "input" and cmyk_source) else colour) + alpha
 
 
-#: Tasks that make an sRGB image of a grey one.
-COLOURING = frozenset({"sepia", "modulate", "vignette", "torn_edges", "shadow", "polaroid"})
+#: Tasks that make grey sRGB whatever their options (drawn colours only if not grey).
+COLOURING = frozenset({"sepia"})
 #: Tasks that put their image over ``background`` (the default here) after making it
 #: partly transparent: alpha left unless that background is opaque.
 OVER_BACKGROUND = {"vignette": "white", "torn_edges": "white", "shadow": "white"}
