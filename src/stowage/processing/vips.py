@@ -36,6 +36,7 @@ from stowage.processing import (
     svg,
     svgout,
     tiffexif,
+    webpheader,
 )
 from stowage.processing import chain as chains
 from stowage.processing.base import Chain, Limits, Output, Rendered, Task
@@ -130,7 +131,9 @@ class VipsEngine:
         if chain.wants_size and len(chain.tasks) == 1:
             return _write_size(dest, output, header.width, opened.frame_height)
         placed = montage.placed(opened, chain, output)
-        args = (opened, chain, header.width, output.format, placed, limits.max_output_dimension)
+        lossless = webpheader.kept_lossless(chain, output, source, opened.loader)
+        saver = cost.LOSSLESS_WEBP if lossless else output.format
+        args = (opened, chain, header.width, saver, placed, limits.max_output_dimension)
         # ops.held's budget (the estimate follows it) and the SVGs' data: images
         holds, embedded = limits.max_total_pixels, svg.embedded_pixels()
         drawn = svg.drawing(source)  # filters, <use> fan-out, elements: what it draws
@@ -167,7 +170,8 @@ class VipsEngine:
         frames.check_made(image, limits)
         image = _prepared(image, chain, output, header.interpretation == "cmyk")
         _stop_at(image, deadline)
-        _save(image, output, dest, save_options(chain, output), limits.max_output_bytes)
+        options = save_options(chain, output) | ({"lossless": True} if lossless else {})
+        _save(image, output, dest, options, limits.max_output_bytes)
         return Rendered(output, width, height)
 
 
