@@ -36,6 +36,7 @@ from stowage.processing import (
     svg,
     svgout,
     tiffexif,
+    webpanim,
     webpheader,
 )
 from stowage.processing import chain as chains
@@ -219,6 +220,9 @@ def _save(
                 dest.unlink(missing_ok=True)
                 raise _too_many_bytes(cap) from exc
             raise
+    if output.format == "webp" and webpanim.kept_frames(dest, image) > cap:
+        dest.unlink(missing_ok=True)  # frames libwebp joined, apart again: a few bytes more
+        raise _too_many_bytes(cap)
 
 
 #: The metadata a saver may keep, by the field that holds it.
