@@ -132,7 +132,9 @@ def shadow_geometry(
     width: int, height: int, blur: float, vector: tuple[int, int]
 ) -> tuple[int, int, int, int]:
     """Where the image sits on the grown canvas, and the canvas' size: the canvas holds
-    the image and its shadow, moved by ``vector`` and spread by twice the blur."""
+    the image and its shadow, moved by ``vector`` and spread by ``ceil(2 x blur)``
+    pixels, rounded up so that a fractional blur loses none of it: libvips' Gaussian
+    mask stops at a fifth of its peak, about 1.8 sigma from its centre."""
     pad = math.ceil(2 * blur)
     vx, vy = vector
     left, top = min(0, vx - pad), min(0, vy - pad)
