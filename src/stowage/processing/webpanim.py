@@ -39,6 +39,8 @@ def kept_frames(dest: Path, image: pyvips.Image) -> int:
     # libvips' saver: 100 ms where none is given, and for 10 ms or less
     delays = [d if d > 10 else 100 for d in (delays + [100] * frames)[:frames]]
     loop = int(image.get("loop")) if image.get_typeof("loop") else 0
+    if _frame_count(dest) == frames:  # the usual case: read 8 bytes a chunk, no more
+        return dest.stat().st_size
     data = dest.read_bytes()
     chunks = _chunks(data, 12, len(data))
     found = [payload for name, payload in chunks if name == b"ANMF"]
@@ -109,6 +111,19 @@ def _riff(
     done = (b"VP8X", b"ICCP", b"ANIM", b"ANMF", b"ALPH", b"VP8 ", b"VP8L")
     body += b"".join(_chunk(n, p) for n, p in chunks if n not in done)
     return b"RIFF" + (len(body) + 4).to_bytes(4, "little") + b"WEBP" + body
+
+
+def _frame_count(path: Path) -> int:
+    """The ANMF chunks of the file, found from the chunk headers."""
+    count, at, end = 0, 12, path.stat().st_size
+    with path.open("rb") as file:
+        while at + 8 <= end:
+            file.seek(at)
+            header = file.read(8)
+            size = int.from_bytes(header[4:], "little")
+            count += header[:4] == b"ANMF"
+            at += 8 + size + (size & 1)
+    return count
 
 
 def _chunks(data: bytes, at: int, end: int) -> list[tuple[bytes, bytes]]:
