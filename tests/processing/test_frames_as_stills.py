@@ -1,7 +1,7 @@
 """Each frame of an animation's result is what the chain makes of that frame as a still:
 generated chains of the image tasks whose result depends on the frame alone, on an
-animated WebP of three different frames, compared as the animation plays (100 ms ticks:
-libwebp joins neighbours a task made equal into one frame of their summed delay)."""
+animated WebP of three different frames, compared as the animation plays (100 ms ticks;
+frames a task made equal are kept apart: tests/processing/test_frames_kept.py)."""
 
 from __future__ import annotations
 
@@ -63,8 +63,7 @@ def rendered(source: Path, segments: list[str], dest: Path) -> pyvips.Image:
 
 def played(image: pyvips.Image) -> list[pyvips.Image]:
     """The frame shown at each tick of ``DELAY`` ms, colours weighted by alpha. A result
-    of one frame is a still (libwebp joined frames a task made all equal): it shows at
-    every tick."""
+    of one frame is a still: it shows at every tick."""
     if not image.get_typeof("delay"):
         return [_shown(image)] * FRAMES
     height = image.get("page-height") if image.get_typeof("page-height") else image.height
@@ -93,7 +92,7 @@ def psnr(a: pyvips.Image, b: pyvips.Image) -> float:
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(segments=chains())
-@example(segments=["blackwhite=threshold:97", SAVE])  # every frame black: libwebp joins them
+@example(segments=["blackwhite=threshold:97", SAVE])  # every frame black: kept apart
 def test_each_frame_is_the_chain_applied_to_that_frame(
     sources: tuple[Path, list[Path]], tmp_path: Path, segments: list[str]
 ) -> None:

@@ -38,13 +38,19 @@ def negative(image: pyvips.Image, task: Task) -> pyvips.Image:
 def modulate(image: pyvips.Image, task: Task) -> pyvips.Image:
     """In LCh: brightness scales lightness and chroma together (0: black, the colour's
     saturation kept as it darkens), saturation scales chroma, hue turns the hue angle.
-    Scaling only lightness left the chroma whole: brightness 0 was a dark blue, not black."""
-    colour, alpha = ops.split_alpha(ops.srgb(image).colourspace("srgb"))
+    Scaling only lightness left the chroma whole: brightness 0 was a dark blue, not black.
+    A grey source stays grey: its chroma is 0, which no saturation or hue changes (it
+    came out sRGB, three equal bands)."""
+    source = ops.srgb(image)
+    colour, alpha = ops.split_alpha(source.colourspace("srgb"))
     brightness = float(task.get("brightness", 100)) / 100  # type: ignore[arg-type]
     saturation = float(task.get("saturation", 100)) / 100  # type: ignore[arg-type]
     hue = float(task.get("hue", 0))  # type: ignore[arg-type]
     lch = colour.colourspace("lch") * [brightness, brightness * saturation, 1] + [0, 0, hue]
-    return ops.join_alpha(lch.colourspace("srgb").cast("uchar"), alpha)
+    result = lch.colourspace("srgb")
+    if source.interpretation == "b-w":  # neutral sRGB to grey: its green band, exactly
+        result = result.colourspace("b-w")
+    return ops.join_alpha(result.cast("uchar"), alpha)
 
 
 TASKS: tuple[TaskSpec, ...] = (

@@ -98,17 +98,17 @@ SHRINK = 0.01  # seconds a megapixel a resize reads
 #: Seconds a megapixel a resize makes when it enlarges: 0.040-0.045 measured (one
 #: thread, 320x240 noise to 3000-7000 a side).
 UPSCALE = 0.045
-#: Seconds a megapixel of the result costs to save, a photo's (GIF: a palette for every
-#: frame). AVIF's is below what a textured photo measures (docs/decisions.md,
-#: "Save rates and content"), so that a 12-megapixel photo is admitted.
-#: PNG at the options ``vips.save_options`` gives (compression 6, filter "all"), measured
-#: on one thread on 2000x2000 images: noise 0.107-0.129, a textured photo 0.115-0.129,
-#: a smooth gradient 0.036, upscaled noise or photos 0.13-0.22 (0.09 was below all but the
-#: smooth: a 320x240 PNG of noise upscaled to 7000x7000 took 10.5 s, estimated 5.7).
+#: Seconds a megapixel of the result costs to save, a photo's (GIF: a palette a frame).
+#: AVIF's is below a textured photo's, so that a 12-megapixel photo is admitted. PNG's at
+#: ``vips.save_options``' options, one thread, 2000x2000: noise 0.107-0.129, a textured
+#: photo 0.115-0.129, smooth 0.036, upscaled 0.13-0.22 (at 0.09 a 320x240 PNG of noise
+#: upscaled to 7000x7000 took 10.5 s, estimated 5.7). docs/decisions.md, "Save rates".
+LOSSLESS_WEBP = "webp-lossless"  # a lossless WebP source's result (webpheader): 0.17-0.68
 SAVE = {"jpeg": 0.01, "png": 0.13, "webp": 0.16, "gif": 0.8, "avif": 0.5, "tiff": 0.01}
+SAVE[LOSSLESS_WEBP] = 0.6
 #: Before a lossy save with alpha, the transparent pixels' fill (``ops.hidden_filled``):
 #: 0.047 s a megapixel of noise with alpha, one thread; charged whatever the alpha.
-HIDDEN_FILL = {"webp": 0.05, "avif": 0.05}
+HIDDEN_FILL = {"webp": 0.05, "avif": 0.05, LOSSLESS_WEBP: 0.05}
 #: PNG at compression 9 (``compress``): zlib's longest searches, slowest on smooth
 #: content: noise 0.115, a textured photo 0.2, its JPEG 0.4, blurred 0.7-1.06, upscaled
 #: noise x8 0.21, x20 0.55, x50 1.45, an upscaled photo x4 1.18, x10 1.79, a flat colour
@@ -323,8 +323,8 @@ def least_bands(chain: Chain, bands: int, alpha: bool, cmyk_source: bool) -> int
     return (4 if space == "cmyk" or (space == "input" and cmyk_source) else colour) + alpha
 
 
-#: Tasks that make an sRGB image of a grey one.
-COLOURING = frozenset({"sepia", "modulate", "vignette", "torn_edges", "shadow", "polaroid"})
+#: Tasks that make grey sRGB whatever their options (drawn colours only if not grey).
+COLOURING = frozenset({"sepia"})
 #: Tasks that put their image over ``background`` (the default here) after making it
 #: partly transparent: alpha left unless that background is opaque.
 OVER_BACKGROUND = {"vignette": "white", "torn_edges": "white", "shadow": "white"}

@@ -18,7 +18,7 @@ import pyvips
 from stowage.processing import params
 from stowage.processing.base import Task, Value
 from stowage.processing.geometry import rotated_size, turned
-from stowage.processing.ops import held, over, premultiplied, srgb, with_alpha
+from stowage.processing.ops import bands, drawable, held, over, premultiplied, srgb, with_alpha
 from stowage.processing.table import Param, TaskSpec
 
 COLOR = params.color
@@ -58,16 +58,19 @@ def whole_pair(task: Task, name: str, default: tuple[int, int]) -> tuple[int, in
     return default
 
 
-def rgb(image: pyvips.Image) -> pyvips.Image:
-    """8-bit sRGB with three colour bands (grey images gain two), alpha kept."""
-    image = srgb(image)
-    return image if image.bands >= 3 else image.colourspace("srgb")
+def ground(image: pyvips.Image, *colours: str) -> pyvips.Image:
+    """``image`` in 8 bits with an alpha band, ready to have ``colours`` drawn on it: a
+    grey source stays grey (one band and alpha) unless one of the colours is not a grey
+    (``ops.drawable``). Made sRGB whatever the colours, a grey PNG came out of a white
+    vignette or torn edges as RGB: three times the bytes for the same greys."""
+    return with_alpha(drawable(srgb(image), *colours))
 
 
 def fill(image: pyvips.Image, name: str, width: int, height: int) -> pyvips.Image:
-    """A ``width`` x ``height`` RGBA plane of one color, built lazily."""
-    plane = pyvips.Image.black(width, height, bands=4) + list(params.rgba(name))
-    return plane.cast("uchar").copy(interpretation="srgb")
+    """A ``width`` x ``height`` plane of one color with alpha, in ``image``'s bands (grey
+    and alpha for a grey ``image``, RGBA for an sRGB one), built lazily."""
+    plane = pyvips.Image.black(width, height, bands=image.bands) + bands(image, name)
+    return plane.cast("uchar").copy(interpretation=image.interpretation)
 
 
 def _centre_distance(width: int, height: int) -> pyvips.Image:
@@ -86,10 +89,11 @@ def vignette(image: pyvips.Image, task: Task) -> pyvips.Image:
         fade = past.minpair(1)
     else:  # a smooth gaussian shoulder: near 0 just past the inner radius, ~1 at corners
         fade = 1 - (-4 * past * past).exp()
-    image = with_alpha(rgb(image))
+    background = str(task.get("background", "white"))
+    image = ground(image, background)
     alpha = image[image.bands - 1] * (1 - fade * amount)
     faded = image.extract_band(0, n=image.bands - 1).bandjoin(alpha.cast("uchar"))
-    return over(faded, str(task.get("background", "white")))
+    return over(faded, background)
 
 
 def _ragged(length: int, low: int, high: int, phase: float) -> pyvips.Image:
@@ -117,17 +121,20 @@ def torn_edges(image: pyvips.Image, task: Task) -> pyvips.Image:
     left = _ragged(h, low, high, 53).rot90().replicate(w, 1)
     right = _ragged(h, low, high, 271).rot90().replicate(w, 1)
     kept = (y >= top) & ((h - 1 - y) >= bottom) & (x >= left) & ((w - 1 - x) >= right)
-    image = with_alpha(rgb(image))
+    background = str(task.get("background", "white"))
+    image = ground(image, background)
     alpha = (image[image.bands - 1] & kept).cast("uchar")
     torn = image.extract_band(0, n=image.bands - 1).bandjoin(alpha)
-    return over(torn, str(task.get("background", "white")))
+    return over(torn, background)
 
 
 def shadow_geometry(
     width: int, height: int, blur: float, vector: tuple[int, int]
 ) -> tuple[int, int, int, int]:
     """Where the image sits on the grown canvas, and the canvas' size: the canvas holds
-    the image and its shadow, moved by ``vector`` and spread by twice the blur."""
+    the image and its shadow, moved by ``vector`` and spread by ``ceil(2 x blur)``
+    pixels, rounded up so that a fractional blur loses none of it: libvips' Gaussian
+    mask stops at a fifth of its peak, about 1.8 sigma from its centre."""
     pad = math.ceil(2 * blur)
     vx, vy = vector
     left, top = min(0, vx - pad), min(0, vy - pad)
@@ -145,17 +152,18 @@ def shadow(image: pyvips.Image, task: Task) -> pyvips.Image:
     opacity = real(task, "opacity", 60) / 100
     vx, vy = whole_pair(task, "vector", (4, 4))
     x, y, width, height = shadow_geometry(image.width, image.height, blur, (vx, vy))
-    image = with_alpha(rgb(image))
-    shape = image[3].embed(x + vx, y + vy, width, height)  # black (no shadow) elsewhere
+    colour, background = str(task.get("color", "black")), str(task.get("background", "white"))
+    image = ground(image, colour, background)
+    n = image.bands - 1  # colour bands: 1 for a grey image, 3 for sRGB
+    shape = image[n].embed(x + vx, y + vy, width, height)  # black (no shadow) elsewhere
     if blur > 0:
         shape = shape.gaussblur(blur)
-    colour = str(task.get("color", "black"))
     strength = opacity * params.rgba(colour)[3] / 255
-    layer = fill(image, colour, width, height).extract_band(0, n=3)
+    layer = fill(image, colour, width, height).extract_band(0, n=n)
     cast = layer.bandjoin((shape * strength).cast("uchar"))
     placed = image.embed(x, y, width, height)  # transparent around the image
     combined = cast.composite2(placed, "over").cast("uchar")
-    return over(combined, str(task.get("background", "white")))
+    return over(combined.copy(interpretation=image.interpretation), background)
 
 
 def polaroid_frame(width: int, height: int) -> tuple[int, int]:
@@ -177,8 +185,9 @@ def _polaroid_holds(task: Task) -> bool:
 
 def polaroid(image: pyvips.Image, task: Task) -> pyvips.Image:
     side, bottom = polaroid_frame(image.width, image.height)
-    image = with_alpha(rgb(image))
-    frame = list(params.rgba(str(task.get("color", "snow"))))
+    colour, background = str(task.get("color", "snow")), str(task.get("background", "white"))
+    image = ground(image, colour, background)
+    frame = bands(image, colour)
     framed = image.embed(
         side,
         side,
@@ -189,8 +198,8 @@ def polaroid(image: pyvips.Image, task: Task) -> pyvips.Image:
     )
     deg = whole(task, "rotate", 0)
     if deg % 360:
-        framed = held(turned(framed, deg, [0, 0, 0, 0]).cast("uchar"))
-    return over(framed, str(task.get("background", "white")))
+        framed = held(turned(framed, deg, [0] * framed.bands).cast("uchar"))
+    return over(framed.copy(interpretation=image.interpretation), background)
 
 
 MAX_WINDOW = 7  # a median window's side; larger radii are painted on a smaller copy

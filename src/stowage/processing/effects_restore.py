@@ -97,22 +97,39 @@ PRESETS = {
 }
 
 
+#: The most the stretch multiplies contrast by. Unbounded, a flat pale colour's channel
+#: spread was its range: (162,185,146) became (78,255,0).
+MAX_GAIN = 2.0
+
+
 def _stretch(colour: pyvips.Image, alpha: pyvips.Image | None, preset: Preset) -> pyvips.Image:
     """Maps the ``low``/``high`` percentiles, measured on a thumbnail, to 0 and 255 (one
-    range for all channels, so that hues stay). ``per_channel`` first balances the
-    channels' means to their grey (the grey-world white balance). Only pixels that show
-    are measured: transparent ones hold colours no one sees."""
+    range for all channels, so that hues stay). When every channel spans under 255 /
+    ``MAX_GAIN`` levels (a flat or low-contrast image, of any colour: the channels'
+    spread is colour, not contrast), each channel's distance from its mean is multiplied
+    by ``MAX_GAIN`` instead, the mean colour kept where the channel's range fits in 0-255
+    so (a flat colour stays itself; at a range of 255 / ``MAX_GAIN`` both are the same
+    map for a grey image).
+    ``per_channel`` first balances the channels' means to their grey (the grey-world
+    white balance). Only pixels that show are measured: transparent ones hold colours no
+    one sees."""
     sample, seen = _sample(colour, alpha)
     if preset.per_channel and sample.bands >= 3:
         means = [max(1.0, seen.mean(sample[b])) for b in range(sample.bands)]
         gains = [sum(means) / len(means) / m for m in means]
         sample = (sample * gains).minpair(255).cast("uchar")
         colour = (colour * gains).minpair(255)
-    low = min(seen.percent(sample[b], preset.low) for b in range(sample.bands))
+    lows = [seen.percent(sample[b], preset.low) for b in range(sample.bands)]
     # the top is measured from the other end (libvips' percent() overshoots near 100)
-    high = max(
-        255 - seen.percent(sample[b].invert(), 100 - preset.high) for b in range(sample.bands)
-    )
+    highs = [255 - seen.percent(sample[b].invert(), 100 - preset.high) for b in range(sample.bands)]
+    if max(h - lo for lo, h in zip(lows, highs, strict=True)) * MAX_GAIN < 255:
+        # every channel narrow: each one's spread about its mean times MAX_GAIN, within 0-255
+        offsets = []
+        for b, (lo, h) in enumerate(zip(lows, highs, strict=True)):
+            kept = seen.mean(sample[b]) * (1 - MAX_GAIN)  # the mean colour stays
+            offsets.append(min(max(kept, -lo * MAX_GAIN), 255 - h * MAX_GAIN))
+        return colour.linear(MAX_GAIN, offsets).maxpair(0).minpair(255)
+    low, high = min(lows), max(highs)
     scale = 255 / max(1, high - low)
     return colour.linear(scale, -low * scale).maxpair(0).minpair(255)
 

@@ -36,6 +36,8 @@ from stowage.processing import (
     svg,
     svgout,
     tiffexif,
+    webpanim,
+    webpheader,
 )
 from stowage.processing import chain as chains
 from stowage.processing.base import Chain, Limits, Output, Rendered, Task
@@ -130,7 +132,9 @@ class VipsEngine:
         if chain.wants_size and len(chain.tasks) == 1:
             return _write_size(dest, output, header.width, opened.frame_height)
         placed = montage.placed(opened, chain, output)
-        args = (opened, chain, header.width, output.format, placed, limits.max_output_dimension)
+        lossless = webpheader.kept_lossless(chain, output, source, opened.loader)
+        saver = cost.LOSSLESS_WEBP if lossless else output.format
+        args = (opened, chain, header.width, saver, placed, limits.max_output_dimension)
         # ops.held's budget (the estimate follows it) and the SVGs' data: images
         holds, embedded = limits.max_total_pixels, svg.embedded_pixels()
         drawn = svg.drawing(source)  # filters, <use> fan-out, elements: what it draws
@@ -167,7 +171,8 @@ class VipsEngine:
         frames.check_made(image, limits)
         image = _prepared(image, chain, output, header.interpretation == "cmyk")
         _stop_at(image, deadline)
-        _save(image, output, dest, save_options(chain, output), limits.max_output_bytes)
+        options = save_options(chain, output) | ({"lossless": True} if lossless else {})
+        _save(image, output, dest, options, limits.max_output_bytes)
         return Rendered(output, width, height)
 
 
@@ -215,6 +220,9 @@ def _save(
                 dest.unlink(missing_ok=True)
                 raise _too_many_bytes(cap) from exc
             raise
+    if output.format == "webp" and webpanim.kept_frames(dest, image) > cap:
+        dest.unlink(missing_ok=True)  # frames libwebp joined, apart again: a few bytes more
+        raise _too_many_bytes(cap)
 
 
 #: The metadata a saver may keep, by the field that holds it.
