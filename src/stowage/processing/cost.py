@@ -32,6 +32,7 @@ from typing import Protocol
 from stowage import errors
 from stowage.processing import catalogue, costholds, faces, geometry, holding, params, shapes
 from stowage.processing.base import BigJob, Chain, Limits, Task
+from stowage.processing.pngsave import rate as png_compressed
 from stowage.processing.svgdraw import Cost as Drawing
 from stowage.processing.table import Kind
 
@@ -109,12 +110,6 @@ SAVE[LOSSLESS_WEBP] = 0.6
 #: Before a lossy save with alpha, the transparent pixels' fill (``ops.hidden_filled``):
 #: 0.047 s a megapixel of noise with alpha, one thread; charged whatever the alpha.
 HIDDEN_FILL = {"webp": 0.05, "avif": 0.05, LOSSLESS_WEBP: 0.05}
-#: PNG at compression 9 (``compress``): zlib's longest searches, slowest on smooth
-#: content: noise 0.115, a textured photo 0.2, its JPEG 0.4, blurred 0.7-1.06, upscaled
-#: noise x8 0.21, x20 0.55, x50 1.45, an upscaled photo x4 1.18, x10 1.79, a flat colour
-#: 0.04 (a 320x240 PNG of noise upscaled to 7000x7000 with compress took 34 s, estimated
-#: 5.7). Priced near the slow end: a 2 MP photo is admitted, a 12 MP one refused.
-PNG_COMPRESSED = 1.2
 #: Seconds a megapixel of random noise costs to save, for the encoders whose time grows
 #: with the detail they are given; between a photo's and this by ``detail`` (detail.py).
 #: PNG's rate is already a textured photo's, which noise matches.
@@ -240,7 +235,7 @@ def estimate(
         total += drawing.seconds(*drawn)
     total += (DECODE + SHRINK) * sum(pw * ph for pw, ph in placed) / 1e6
     if fmt == "png" and chain.compresses:
-        return total + PNG_COMPRESSED * w * h * frames / 1e6
+        return total + png_compressed(w * h) * w * h * frames / 1e6  # by its zlib level
     asked = None if detail is None else _Counted(detail, decode / 1e6)
     rate = save_rate(fmt, w * h * frames / 1e6, asked, frames)
     saved = (rate + HIDDEN_FILL.get(fmt, 0.0)) * w * h / 1e6 + SAVE_FRAME.get(fmt, 0.0)

@@ -1,10 +1,9 @@
 """The libvips engine: opens the source (header first, limits checked before any pixel
 is decoded), builds the chain as one lazy pipeline, and saves it to a file.
 
-Sequential access (libvips decodes the image top to bottom in strips, keeping a few
-scanlines) unless a task needs random access (rotate, flip, masks). A chain that starts
-with ``resize`` shrinks on load: ``pyvips.Image.thumbnail`` asks the JPEG, WebP or AVIF
-decoder for a smaller image directly: a 12-megapixel JPEG is not decoded for a thumbnail.
+Sequential access (decoded top to bottom in strips) unless a task needs random access
+(rotate, flip, masks). A chain that starts with ``resize`` shrinks on load (``thumbnail``
+asks the JPEG, WebP or AVIF decoder for a smaller image: no full 12-MP decode).
 """
 
 from __future__ import annotations
@@ -42,6 +41,7 @@ from stowage.processing import (
 from stowage.processing import chain as chains
 from stowage.processing.base import Chain, Limits, Output, Rendered, Task
 from stowage.processing.geometry import Scaler
+from stowage.processing.pngsave import level as png_level
 
 pyvips.cache_set_max(0)  # libvips' operation cache would keep decoded images between jobs
 GIF_EFFORT = 4
@@ -171,7 +171,7 @@ class VipsEngine:
         frames.check_made(image, limits)
         image = _prepared(image, chain, output, header.interpretation == "cmyk")
         _stop_at(image, deadline)
-        options = save_options(chain, output) | ({"lossless": True} if lossless else {})
+        options = save_options(chain, output, width * height, lossless)
         _save(image, output, dest, options, limits.max_output_bytes)
         return Rendered(output, width, height)
 
@@ -375,9 +375,11 @@ def _drops_profile(chain: Chain, output: Output) -> bool:
     return output.format == "gif" or _strips(chain)
 
 
-def save_options(chain: Chain, output: Output) -> dict[str, Any]:
+def save_options(
+    chain: Chain, output: Output, pixels: int = 0, lossless: bool = False
+) -> dict[str, Any]:
     settings = chain.merged("output")
-    options: dict[str, Any] = {}
+    options: dict[str, Any] = {"lossless": True} if lossless else {}
     quality = next((t.get("value") for t in reversed(chain.tasks) if t.name == "quality"), None)
     quality = settings.get("quality", chain.merged("pjpg").get("quality", quality))
     if isinstance(quality, int) and output.format in ("jpeg", "webp", "avif", "heif"):
@@ -388,10 +390,9 @@ def save_options(chain: Chain, output: Output) -> dict[str, Any]:
     if compress and output.format == "jpeg":
         options["optimize_coding"] = True
     if output.format == "png":
-        options["compression"] = 9 if compress else 6
-        # Each row's best filter, as PNG encoders choose by default (libvips' own default,
-        # none, made a 300x200 gradient 205 KB from an 813-byte source; a smooth photo is
-        # 17 times smaller with it, a textured one 30 % smaller and no slower to save).
+        options["compression"] = png_level(pixels) if compress else 6
+        # Each row's best filter, as PNG encoders do (libvips' default, none: a gradient
+        # 205 KB from 813 bytes; a smooth photo 17 times larger, a textured one 30 %).
         options["filter"] = "all"
     if compress and output.format == "tiff":
         options["compression"] = "deflate"
@@ -399,9 +400,8 @@ def save_options(chain: Chain, output: Output) -> dict[str, Any]:
         options["compression"] = "av1"
         options["effort"] = 2  # libaom at its default effort takes seconds a megapixel
     if output.format == "gif":
-        # libimagequant at libvips' default effort (7) took 0.25 s a 400x300 frame of
-        # many colours (a blurred or resized photo), 7.5 s for 30 frames; at 4, a fifth
-        # of that for files about 3 % larger (docs/decisions.md).
+        # libimagequant at libvips' default effort (7): 0.25 s a 400x300 frame of many
+        # colours; at 4, a fifth of that for files about 3 % larger (docs/decisions.md).
         options["effort"] = GIF_EFFORT
         if _KEEPS_DUPLICATES:  # cgif merges equal frames: [h1,h1] must stay two frames
             options["keep_duplicate_frames"] = True
