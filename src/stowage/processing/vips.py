@@ -26,6 +26,7 @@ from stowage.processing import (
     cost,
     detail,
     frames,
+    gifblocks,
     jp2header,
     jpeg2000,
     jpegquality,
@@ -185,9 +186,7 @@ def _save(
         return
     if output.format == "tiff":
         tiffexif.saved(image, dest, options)  # and the Exif libvips' saver leaves out
-        if dest.stat().st_size > cap:
-            dest.unlink(missing_ok=True)
-            raise _too_many_bytes(cap)
+        _capped(dest, cap)
         return
     suffix = _SUFFIXES.get(output.format)
     if suffix is None:  # a document format: the service sends those to LibreOffice
@@ -215,6 +214,15 @@ def _save(
                 dest.unlink(missing_ok=True)
                 raise _too_many_bytes(cap) from exc
             raise
+    if output.format == "gif":  # a frame restored to the background: clear, not opaque
+        dest.write_bytes(gifblocks.clear_disposals(dest.read_bytes()))
+        _capped(dest, cap)
+
+
+def _capped(dest: Path, cap: int) -> None:
+    if dest.stat().st_size > cap:
+        dest.unlink(missing_ok=True)
+        raise _too_many_bytes(cap)
 
 
 #: The metadata a saver may keep, by the field that holds it.
