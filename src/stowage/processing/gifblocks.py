@@ -17,6 +17,7 @@ Two things libvips does not do as the GIF89a specification reads:
 
 from __future__ import annotations
 
+import mmap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,8 @@ _RESTORE_BACKGROUND = 2
 #: libvips quantises a frame to 255 colours at most, "so there is always one index free
 #: for transparency" (cgifsave.c): in a table of 256 entries index 255 is never a pixel's.
 _FREE_IN_FULL_TABLE = 255
+#: A GIF's bytes: in memory, or a file mapped (a source is read where it lies).
+Data = bytes | mmap.mmap
 
 
 @dataclass
@@ -40,7 +43,7 @@ class Blocks:
     frames: list[Frame]
 
 
-def read(data: bytes) -> Blocks | None:
+def read(data: Data) -> Blocks | None:
     """The frames of the GIF ``data`` (None for bytes that are no well-formed GIF)."""
     try:
         return _read(data)
@@ -48,7 +51,7 @@ def read(data: bytes) -> Blocks | None:
         return None
 
 
-def _read(data: bytes) -> Blocks | None:
+def _read(data: Data) -> Blocks | None:
     if data[:6] not in (b"GIF87a", b"GIF89a"):
         return None
     at = 13
@@ -78,7 +81,7 @@ def _table_bytes(packed: int) -> int:
     return 3 << ((packed & 7) + 1) if packed & 0x80 else 0
 
 
-def _skip_sub_blocks(data: bytes, at: int) -> int:
+def _skip_sub_blocks(data: Data, at: int) -> int:
     while data[at]:
         at += data[at] + 1
     if at >= len(data):
@@ -89,16 +92,15 @@ def _skip_sub_blocks(data: bytes, at: int) -> int:
 def delays(path: Path) -> list[int | None] | None:
     """Each frame's delay in ms, None for a frame without a Graphic Control Extension;
     None for a file that is no well-formed GIF."""
-    data = path.read_bytes()
-    blocks = read(data)
-    if blocks is None:
-        return None
-    return [
-        None
-        if f.control is None
-        else int.from_bytes(data[f.control + 1 : f.control + 3], "little") * 10
-        for f in blocks.frames
-    ]
+    with path.open("rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        blocks = read(data)
+        if blocks is None:
+            return None
+        return [None if f.control is None else _delay(data, f.control) for f in blocks.frames]
+
+
+def _delay(data: Data, control: int) -> int:
+    return int.from_bytes(data[control + 1 : control + 3], "little") * 10
 
 
 def clear_disposals(data: bytes) -> bytes:
