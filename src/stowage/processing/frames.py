@@ -31,7 +31,7 @@ import pyvips
 
 from stowage import errors
 from stowage.core import filetypes
-from stowage.processing import decisions, gifblocks
+from stowage.processing import admission, decisions, gifblocks
 from stowage.processing.base import Chain, Limits, Output, Rendered
 
 ANIMATED_LOADERS = {"gifload", "webpload"}
@@ -66,6 +66,7 @@ class Opened:
 def open_source(source: str, chain: Chain, output: Output, limits: Limits, access: str) -> Opened:
     """The header of the page or frames the chain decodes, checked against ``limits``."""
     base: dict[str, Any] = {"access": access, "fail_on": "error"}
+    admission.check_claimed(Path(source), limits, "the image")  # as every source is
     first = load(source, base)
     pages = _pages(first)
     page = _page(chain)
