@@ -22,7 +22,8 @@ from stowage.processing import chain, gifblocks
 from stowage.processing.vips import VipsEngine
 from tests.processing.test_frames import LIMITS
 
-SEEDS = range(5061, 5066)
+#: GIF sources, and a lossless WebP one (transparent WebP frames went the same way).
+SEEDS = [(seed, "gif") for seed in range(5061, 5066)] + [(5069, "webp")]
 CHAINS = [
     ["blur=amount:3"],
     ["rotate=deg:33"],
@@ -58,6 +59,11 @@ def generated(seed: int, path: Path) -> Path:
             draw.rectangle(box, fill=(*(rnd.randrange(256) for _ in range(3)), 255))
         frames.append(frame)
     delays = [rnd.choice([20, 50, 100]) for _ in frames]
+    if path.suffix == ".webp":
+        frames[0].save(
+            path, "WEBP", save_all=True, append_images=frames[1:], duration=delays, lossless=True
+        )
+        return path
     frames[0].save(
         path, "GIF", save_all=True, append_images=frames[1:], duration=delays, loop=0,
         disposal=2, optimize=False,
@@ -73,7 +79,7 @@ def rendered(source: Path, segments: list[str], dest: Path, mimetype: str) -> Pa
 
 
 def alphas_vips(path: Path) -> list[np.ndarray]:
-    options = {"n": -1} if path.suffix == ".gif" else {}
+    options = {"n": -1} if path.suffix in (".gif", ".webp") else {}
     strip = pyvips.Image.new_from_file(str(path), **options)
     height = strip.get("page-height") if strip.get_typeof("page-height") else strip.height
     if strip.bands < 4:
@@ -104,9 +110,9 @@ def stills(source: Path, folder: Path) -> list[Path]:
     return paths
 
 
-@pytest.mark.parametrize("seed", SEEDS)
-def test_every_frame_keeps_its_alpha_when_read_again(tmp_path: Path, seed: int) -> None:
-    source = generated(seed, tmp_path / "source.gif")
+@pytest.mark.parametrize(("seed", "kind"), SEEDS)
+def test_every_frame_keeps_its_alpha_when_read_again(tmp_path: Path, seed: int, kind: str) -> None:
+    source = generated(seed, tmp_path / f"source.{kind}")
     width = Image.open(source).size[0]
     frames = stills(source, tmp_path)
     for template in CHAINS:
