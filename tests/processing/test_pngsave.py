@@ -37,9 +37,7 @@ def sides(rng: random.Random, least_mp: float, most_mp: float) -> tuple[int, int
 
 
 @pytest.mark.parametrize("seed", range(5035, 5038))
-def test_compress_on_a_png_of_any_size_is_admitted_at_its_level(
-    tmp_path: Path, seed: int
-) -> None:
+def test_compress_on_a_png_of_any_size_is_admitted_at_its_level(tmp_path: Path, seed: int) -> None:
     rng = random.Random(seed)
     for least, most in ((0.5, 4.0), (4.1, 12.0), (12.1, 16.0)):
         width, height = sides(rng, least, most)

@@ -25,7 +25,7 @@ from typing import Any
 import pyvips
 
 from stowage import errors
-from stowage.processing import frames, jpeg2000, ops, svg
+from stowage.processing import admission, frames, jpeg2000, ops, svg
 from stowage.processing.base import Limits, Task, Value
 from stowage.processing.params import align, boolean, choice, color, handle, integer, rgba, whole
 from stowage.processing.table import Kind, Param, TaskSpec
@@ -151,6 +151,7 @@ def _sources() -> Sources:
 def opened(path: Path, limits: Limits, *, sequential: bool = True) -> pyvips.Image:
     """An extra source, its first page, checked as the main one is: raster, not too big."""
     frames.check_raster(path, rewritten=svg.is_rewritten(path))
+    admission.check_claimed(path, limits, "a source")  # a GIF's screen, as the main one's
     access = "sequential" if sequential else "random"
     image = frames.load(str(path), {"access": access, "fail_on": "error"})
     if image.width * image.height > limits.max_input_pixels:

@@ -31,7 +31,7 @@ import pyvips
 
 from stowage import errors
 from stowage.core import filetypes
-from stowage.processing import decisions
+from stowage.processing import admission, decisions, gifblocks
 from stowage.processing.base import Chain, Limits, Output, Rendered
 
 ANIMATED_LOADERS = {"gifload", "webpload"}
@@ -66,6 +66,7 @@ class Opened:
 def open_source(source: str, chain: Chain, output: Output, limits: Limits, access: str) -> Opened:
     """The header of the page or frames the chain decodes, checked against ``limits``."""
     base: dict[str, Any] = {"access": access, "fail_on": "error"}
+    admission.check_claimed(Path(source), limits, "the image")  # as every source is
     first = load(source, base)
     pages = _pages(first)
     page = _page(chain)
@@ -82,6 +83,8 @@ def open_source(source: str, chain: Chain, output: Output, limits: Limits, acces
         options = {}
     image = load(source, {**base, **options}) if options else first
     frames = pages if options.get("n") == -1 else 1
+    if frames > 1 and loader == "gifload":
+        image = _spec_delays(image, Path(source))
     height = _frame_height(image, frames)
     decoded = (page or 1) if loader in SEQUENTIAL_FRAMES else 1
     opened = Opened(image, _with_options(source, options), frames, height, max(decoded, frames))
@@ -130,6 +133,22 @@ def each_frame(opened: Opened, image: pyvips.Image, apply: Callable[[Any], Any])
         if opened.image.get_typeof(name):
             strip.set_type(opened.image.get_typeof(name), name, opened.image.get(name))
     return strip
+
+
+def _spec_delays(image: pyvips.Image, source: Path) -> pyvips.Image:
+    """The GIF's delays with 0 for a frame without a Graphic Control Extension (no delay,
+    by the GIF specification), where libvips' loader reports 100 ms: such a frame kept
+    0 ms no more than one with an explicit delay of 0 (docs/decisions.md)."""
+    found = gifblocks.delays(source)
+    if not image.get_typeof("delay") or found is None:
+        return image
+    delays = [int(d) for d in image.get("delay")]
+    if len(found) != len(delays) or None not in found:
+        return image
+    image = image.copy()
+    spec = [0 if mine is None else theirs for mine, theirs in zip(found, delays, strict=True)]
+    image.set_type(pyvips.GValue.array_int_type, "delay", spec)
+    return image
 
 
 def _frame(strip: pyvips.Image, index: int, height: int) -> pyvips.Image:

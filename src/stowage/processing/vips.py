@@ -32,10 +32,8 @@ from stowage.processing import (
     ops,
     pdf,
     pillowjpeg,
+    saving,
     svg,
-    svgout,
-    tiffexif,
-    webpanim,
     webpheader,
 )
 from stowage.processing import chain as chains
@@ -46,8 +44,6 @@ from stowage.processing.pngsave import level as png_level
 pyvips.cache_set_max(0)  # libvips' operation cache would keep decoded images between jobs
 GIF_EFFORT = 4
 _KEEPS_DUPLICATES = pyvips.at_least_libvips(8, 17)  # gifsave's keep_duplicate_frames
-_SUFFIXES = {"jpeg": ".jpg", "png": ".png", "webp": ".webp", "avif": ".avif", "gif": ".gif"}
-_PNG = Output("png", "image/png", "png")  # what an SVG result holds
 
 
 class VipsEngine:
@@ -172,87 +168,8 @@ class VipsEngine:
         image = _prepared(image, chain, output, header.interpretation == "cmyk")
         _stop_at(image, deadline)
         options = save_options(chain, output, width * height, lossless)
-        _save(image, output, dest, options, limits.max_output_bytes)
+        saving.save(image, output, dest, options, limits.max_output_bytes)
         return Rendered(output, width, height)
-
-
-def _save(
-    image: pyvips.Image, output: Output, dest: Path, options: dict[str, Any], cap: int
-) -> None:
-    """Saved through a target that counts the bytes: past ``cap`` the write fails, libvips
-    stops, and the result is refused, so an oversized result (a tiled 10000x10000 TIFF
-    flipped: 300 MB) never fills the disk. TIFF needs a seekable file (to a target libvips
-    would hold it whole in memory): it is saved to its file and measured after."""
-    if "keep" not in options:
-        options = {**options, "keep": kept(image)}
-    if output.format == "svg":
-        _save_svg(image, dest, options, cap)
-        return
-    if output.format == "tiff":
-        tiffexif.saved(image, dest, options)  # and the Exif libvips' saver leaves out
-        if dest.stat().st_size > cap:
-            dest.unlink(missing_ok=True)
-            raise _too_many_bytes(cap)
-        return
-    suffix = _SUFFIXES.get(output.format)
-    if suffix is None:  # a document format: the service sends those to LibreOffice
-        raise errors.UnsupportedConversion(
-            f"an image is not saved as {output.format}", parameter="output.format"
-        )
-    written = 0
-    with dest.open("wb") as handle:
-
-        def on_write(chunk: bytes) -> int:
-            nonlocal written
-            written += len(chunk)
-            if written > cap:
-                return -1  # libvips sees a failed write and stops
-            handle.write(chunk)
-            return len(chunk)
-
-        target = pyvips.TargetCustom()
-        target.on_write(on_write)
-        try:
-            image.write_to_target(target, suffix, **options)
-        except pyvips.Error as exc:
-            if written > cap:
-                handle.close()
-                dest.unlink(missing_ok=True)
-                raise _too_many_bytes(cap) from exc
-            raise
-    if output.format == "webp" and webpanim.kept_frames(dest, image) > cap:
-        dest.unlink(missing_ok=True)  # frames libwebp joined, apart again: a few bytes more
-        raise _too_many_bytes(cap)
-
-
-#: The metadata a saver may keep, by the field that holds it.
-_METADATA = (
-    ("exif", "exif-data"),
-    ("xmp", "xmp-data"),
-    ("iptc", "iptc-data"),
-    ("icc", "icc-profile-data"),
-)
-
-
-def kept(image: pyvips.Image) -> str:
-    """The saver's ``keep``: the metadata ``image`` holds, no more. libvips' savers write
-    an Exif block of their own making when ``keep`` allows Exif (a PNG with none came out
-    with a 180-byte ``eXIf`` chunk, a WebP or AVIF with an Exif block)."""
-    held = [kind for kind, field in _METADATA if image.get_typeof(field)]
-    return ",".join([*held, "other"])
-
-
-def _save_svg(image: pyvips.Image, dest: Path, options: dict[str, Any], cap: int) -> None:
-    png = dest.with_name(dest.name + ".png")
-    try:
-        _save(image, _PNG, png, options, cap)
-        svgout.wrap_png(png, dest, image.width, image.height, cap)
-    finally:
-        png.unlink(missing_ok=True)
-
-
-def _too_many_bytes(cap: int) -> errors.ImageTooLarge:
-    return errors.ImageTooLarge(f"the result would be over {cap} bytes", max_bytes=cap)
 
 
 def _pipeline(source: Path, header: pyvips.Image, chain: Chain, limit: int) -> pyvips.Image:

@@ -1,0 +1,103 @@
+"""The engine's save step: a result written to its file within the output byte limit,
+with the metadata its image holds, then mended where a saver falls short (an animated
+WebP's joined frames, a GIF frame restored to an opaque background, a TIFF's Exif), or
+wrapped (an SVG result: a PNG inside an SVG of its size)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyvips
+
+from stowage import errors
+from stowage.processing import gifblocks, svgout, tiffexif, webpanim
+from stowage.processing.base import Output
+
+_SUFFIXES = {"jpeg": ".jpg", "png": ".png", "webp": ".webp", "avif": ".avif", "gif": ".gif"}
+_PNG = Output("png", "image/png", "png")  # what an SVG result holds
+
+
+def save(
+    image: pyvips.Image, output: Output, dest: Path, options: dict[str, Any], cap: int
+) -> None:
+    """Saved through a target that counts the bytes: past ``cap`` the write fails, libvips
+    stops, and the result is refused, so an oversized result (a tiled 10000x10000 TIFF
+    flipped: 300 MB) never fills the disk. TIFF needs a seekable file (to a target libvips
+    would hold it whole in memory): it is saved to its file and measured after."""
+    if "keep" not in options:
+        options = {**options, "keep": kept(image)}
+    if output.format == "svg":
+        _save_svg(image, dest, options, cap)
+        return
+    if output.format == "tiff":
+        tiffexif.saved(image, dest, options)  # and the Exif libvips' saver leaves out
+        _capped(dest, cap)
+        return
+    suffix = _SUFFIXES.get(output.format)
+    if suffix is None:  # a document format: the service sends those to LibreOffice
+        raise errors.UnsupportedConversion(
+            f"an image is not saved as {output.format}", parameter="output.format"
+        )
+    written = 0
+    with dest.open("wb") as handle:
+
+        def on_write(chunk: bytes) -> int:
+            nonlocal written
+            written += len(chunk)
+            if written > cap:
+                return -1  # libvips sees a failed write and stops
+            handle.write(chunk)
+            return len(chunk)
+
+        target = pyvips.TargetCustom()
+        target.on_write(on_write)
+        try:
+            image.write_to_target(target, suffix, **options)
+        except pyvips.Error as exc:
+            if written > cap:
+                handle.close()
+                dest.unlink(missing_ok=True)
+                raise _too_many_bytes(cap) from exc
+            raise
+    if output.format == "webp":
+        webpanim.kept_frames(dest, image)  # frames libwebp joined, apart again
+    elif output.format == "gif":  # a frame restored to the background: clear, not opaque
+        dest.write_bytes(gifblocks.clear_disposals(dest.read_bytes()))
+    _capped(dest, cap)  # what was mended after the save: a few bytes more
+
+
+def _capped(dest: Path, cap: int) -> None:
+    if dest.stat().st_size > cap:
+        dest.unlink(missing_ok=True)
+        raise _too_many_bytes(cap)
+
+
+#: The metadata a saver may keep, by the field that holds it.
+_METADATA = (
+    ("exif", "exif-data"),
+    ("xmp", "xmp-data"),
+    ("iptc", "iptc-data"),
+    ("icc", "icc-profile-data"),
+)
+
+
+def kept(image: pyvips.Image) -> str:
+    """The saver's ``keep``: the metadata ``image`` holds, no more. libvips' savers write
+    an Exif block of their own making when ``keep`` allows Exif (a PNG with none came out
+    with a 180-byte ``eXIf`` chunk, a WebP or AVIF with an Exif block)."""
+    held = [kind for kind, field in _METADATA if image.get_typeof(field)]
+    return ",".join([*held, "other"])
+
+
+def _save_svg(image: pyvips.Image, dest: Path, options: dict[str, Any], cap: int) -> None:
+    png = dest.with_name(dest.name + ".png")
+    try:
+        save(image, _PNG, png, options, cap)
+        svgout.wrap_png(png, dest, image.width, image.height, cap)
+    finally:
+        png.unlink(missing_ok=True)
+
+
+def _too_many_bytes(cap: int) -> errors.ImageTooLarge:
+    return errors.ImageTooLarge(f"the result would be over {cap} bytes", max_bytes=cap)
