@@ -152,7 +152,7 @@ class External:
         allowed(ask.url)
         if ask.before is not None:
             await ask.before(app)
-        async with self.url_sources.opened(ask.url, allowed) as held:
+        async with self.url_sources.opened(ask.url, allowed, app.api_key) as held:
             with held.path.open("rb") as handle:
                 head = handle.read(filetypes.SNIFF_BYTES)
             name = _url_filename(ask.url) or "file"
@@ -237,13 +237,14 @@ class External:
         if not ask.listed:
             if shot:
                 return await stack.enter_async_context(self.shots.opened(ask.url, shot)), ()
-            opened = self.url_sources.opened(ask.url, allowed)
+            opened = self.url_sources.opened(ask.url, allowed, app.api_key)
             return await stack.enter_async_context(opened), ()
         held: dict[str, Held] = {}
         total = 0
         for url in ask.listed:  # a URL listed twice counts twice, as a handle does
             if url not in held:
-                held[url] = await stack.enter_async_context(self.url_sources.opened(url, allowed))
+                opened = self.url_sources.opened(url, allowed, app.api_key)
+                held[url] = await stack.enter_async_context(opened)
             total += held[url].path.stat().st_size
             self.within(len(ask.listed), total)
         return held[ask.listed[0]], tuple((url, held[url].path) for url in ask.listed)
