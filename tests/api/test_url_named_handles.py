@@ -59,3 +59,44 @@ async def test_a_policy_with_a_url_and_a_handle_rule_allows_that_handle_on_that_
                 assert resp.status == (200 if expected else 403), (fields, named, body[:300])
                 if not expected:
                     assert b'"POLICY_DENIED"' in body, body
+
+
+async def test_a_named_file_the_app_cannot_read_is_refused_before_the_url_is_fetched(
+    harness: Harness, origin: Origin
+) -> None:
+    """On an app without security, ``/<KEY>/watermark=file:<another app's handle>/<URL>``
+    asked the origin for the URL, then answered 404. Every chain shape that names a file
+    (watermark, collage, one good and one bad, a list of URLs, a store after) with a file
+    that is unknown, another app's or removed: 404 HANDLE_NOT_FOUND, the origin never
+    asked; with a good file the same chains fetch."""
+    app = harness.open_app
+    good = await stored(harness, picture(40, 20, ".png"), name="m.png", app=app)
+    others = await stored(harness, picture(40, 20, ".png"), name="x.png", app=harness.secure_app)
+    removed = await stored(harness, picture(40, 20, ".png"), name="r.png", app=app)
+    signed = {"key": app.api_key, **harness.policy(app, call=["remove"])}
+    gone = await harness.api.delete(f"/api/file/{removed}", params=signed)
+    assert gone.status == 200, await gone.text()
+    base = origin.url.rsplit("/", 1)[0]
+    shapes = [
+        ("watermark=file:{}", origin.url),
+        ("collage=files:[{}],width:120,height:60", origin.url),
+        ("collage=files:[" + good + ",{}],width:120,height:60", origin.url),
+        ("watermark=file:{}", f'animate/["{base}/a.png","{base}/b.png"]'),
+        ("watermark=file:{}/store", origin.url),
+    ]
+    for bad in ("Unknownhandle0000000", others, removed):
+        for tasks, url in shapes:
+            before = len(origin.queries)
+            path = f"/{app.api_key}/{tasks.format(bad)}/{url}"
+            # a store is sent to the API origin (the CDN redirects it there)
+            client = harness.api if "store" in tasks else harness.cdn
+            resp = await client.get(("/process" if "store" in tasks else "") + path)
+            body = await resp.read()
+            assert resp.status == 404, (tasks, body[:300])
+            assert b'"HANDLE_NOT_FOUND"' in body, body
+            assert len(origin.queries) == before, (tasks, url, origin.queries[before:])
+    for tasks, url in shapes[:4]:  # the same chains with a file the app has: fetched
+        before = len(origin.queries)
+        resp = await harness.cdn.get(f"/{app.api_key}/{tasks.format(good)}/{url}")
+        assert resp.status == 200, (tasks, (await resp.read())[:300])
+        assert len(origin.queries) > before

@@ -45,10 +45,11 @@ Paths = tuple[tuple[str, Path], ...]  # other sources of a job: handle and file
 Run = Callable[[Path, Chain, Output, Path, Paths, Kind | None, int, str], Awaitable[None]]
 #: The sources' number and bytes, refused past the limits (``processing_max_sources*``).
 Within = Callable[[int, int], None]
-#: The stored files the chain's tasks name (a watermark's), authorised and read.
 #: The stored files a URL source's tasks name, read for its job; the URL sources already
 #: read (their number and bytes) count with them against the limits.
 Named = Callable[[Chain, Credentials, str | None, Paths], AbstractAsyncContextManager[Paths]]
+#: Those files looked up and authorised (404, 403), before any URL is fetched.
+NamedChecked = Callable[[Chain, Credentials, str | None], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,7 @@ class External:
     store: Store
     authorize: Callable[[App, Credentials, Target, str], None]  # ..., the call
     named: Named
+    named_checked: NamedChecked
     within: Within
     run: Run
     spool: Spool
@@ -178,7 +180,8 @@ class External:
 
     async def _authorized(self, ask: UrlAsk, *, zipping: bool = False) -> tuple[Chain, App]:
         """The chain, and the app once its policy allows the URL (its ``url`` rule), or
-        every URL of a list."""
+        every URL of a list, and the files its tasks name exist, are the app's and are
+        allowed: nothing is fetched for a request that names a file it cannot read."""
         chain = chains.parse(ask.segments)
         if ask.listed:
             if not zipping:
@@ -187,6 +190,7 @@ class External:
         app = await self.app_of(ask.api_key)
         for url in dict.fromkeys(ask.listed or (ask.url,)):
             self.authorize(app, ask.creds, url_target(url), "convert")
+        await self.named_checked(chain, ask.creds, ask.api_key)
         return chain, app
 
     async def _spooled(self, ask: UrlAsk, chain: Chain, app: App) -> Spooled:
