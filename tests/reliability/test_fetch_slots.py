@@ -7,13 +7,17 @@ holding its slot for ``fetch_total_timeout``."""
 from __future__ import annotations
 
 import asyncio
+import random
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 import pytest
 from aiohttp import ClientResponse, web
 
+from stowage import errors
+from stowage.core.fetchslots import FetchSlots
 from stowage.registry.base import App
 from tests.api.balanced import through_nginx
 from tests.api.harness import Harness
@@ -133,3 +137,38 @@ async def test_a_dripping_body_is_cut_by_the_minimum_rate(harness: Harness, orig
     await expect_error(resp, 504, "UPSTREAM_TIMEOUT")
     assert took < 4.0, took
     await until(lambda: origin.dripping == 0)
+
+
+@pytest.mark.parametrize("seed", range(4))
+async def test_slots_never_exceed_their_bounds_and_a_refusal_comes_after_the_wait(
+    seed: int,
+) -> None:
+    """Random owners taking slots for random times: never more than ``total`` held, never
+    more than ``per_owner`` by one owner; a fetch refused waited the bound first (and
+    not much longer), with Retry-After; every slot is free at the end."""
+    rng = random.Random(seed)
+    total, wait = rng.randint(1, 6), 0.15
+    slots = FetchSlots(total, rng.randint(1, total), wait)
+    held: Counter[str | None] = Counter()
+    refused: list[float] = []
+
+    async def one(owner: str | None) -> None:
+        await asyncio.sleep(rng.uniform(0, 0.3))
+        started = time.monotonic()
+        try:
+            release = await slots.acquire(owner)
+        except errors.FetchBusy as busy:
+            refused.append(time.monotonic() - started)
+            assert busy.headers["Retry-After"] == "1" and busy.status == 503
+            return
+        held[owner] += 1
+        assert sum(held.values()) <= total and held[owner] <= slots.per_owner
+        await asyncio.sleep(rng.uniform(0.01, 0.25))
+        held[owner] -= 1
+        release()
+        release()  # a second call frees nothing more
+
+    owners = ["a", "b", "c", None]
+    await asyncio.gather(*(one(rng.choice(owners)) for _ in range(40)))
+    assert refused and all(wait * 0.9 <= took < wait + 0.5 for took in refused), refused
+    assert slots.used == 0
