@@ -16,6 +16,7 @@ no workers. ``close`` undoes either.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from stowage import errors
@@ -149,7 +150,9 @@ def build_fetcher(
     settings: Settings, max_bytes: int | None = None, max_concurrent: int | None = None
 ) -> Fetcher:
     """The guarded fetcher with the service's fetch settings; an import fetches files as
-    large as a store may be, as many at once as it runs."""
+    large as a store may be, as many at once as it runs (one owner: no share, no bound
+    on the wait for a slot)."""
+    own = max_concurrent is None
     return Fetcher(
         allow_private=settings.fetch_allow_private,
         connect_timeout=settings.fetch_connect_timeout,
@@ -158,6 +161,9 @@ def build_fetcher(
         max_redirects=settings.fetch_max_redirects,
         max_bytes=settings.fetch_max_bytes if max_bytes is None else max_bytes,
         max_concurrent=settings.fetch_max_concurrent if max_concurrent is None else max_concurrent,
+        per_app=settings.fetch_app_max_concurrent if own else None,
+        slot_wait=settings.fetch_slot_wait if own else math.inf,
+        min_rate=settings.fetch_min_rate,
     )
 
 

@@ -349,6 +349,14 @@ class ProcessingBusy(StowageError):
     code, status, default_message = "PROCESSING_BUSY", 503, "too many transformations at once"
 
 
+class FetchBusy(StowageError):
+    """No URL fetch slot came free within ``fetch_slot_wait`` seconds, or the app's fetches
+    already hold as many as one app may (``fetch_app_max_concurrent``); ``Retry-After`` says when to
+    try again."""
+
+    code, status, default_message = "FETCH_BUSY", 503, "too many url fetches at once"
+
+
 class ShuttingDown(StowageError):
     code, status, default_message = "SHUTTING_DOWN", 503, "this node is shutting down"
 

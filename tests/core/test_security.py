@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import json
+import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -777,3 +779,54 @@ def test_a_url_rule_allows_only_urls_whose_fetched_path_it_covers(
     except errors.PolicyDenied:
         return
     assert fetched.startswith("/allowed/"), (url, fetched)
+
+
+def _grants(policy: dict[str, Any], url: str, handles: tuple[str, ...]) -> bool:
+    """The documented rules, each target by the rule that concerns it: the URL source
+    by ``url`` (a policy with only a ``handle`` names one file, no URL), each named
+    handle by ``handle`` (a ``url`` rule does not bind a handle)."""
+    if "url" in policy:
+        url_ok = re.fullmatch(policy["url"], url) is not None
+    else:
+        url_ok = "handle" not in policy
+    return url_ok and all(policy.get("handle", h) == h for h in handles)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_url_source_and_the_handles_its_tasks_name_are_each_held_to_their_rule(
+    seed: int,
+) -> None:
+    """Every policy of {no handle rule, H, another} x {no url rule, one the URL matches,
+    one it does not}, every URL, every set of named handles: allowed exactly when the
+    URL passes ``url`` and each handle ``handle``. A policy with both a ``url`` and a
+    ``handle`` rule was refused for ``watermark=file:H/<URL>`` (the URL held to the
+    handle rule)."""
+    rng = random.Random(seed)
+    secret = "s3cret"
+    base = f"https://img{seed}.example.com/"
+    url = base + rng.choice(["a.png", "dir/b.jpg", "c.gif?v=2"])
+    mine, other = f"H{seed}aaaaaaaaaaaaaaaaa", f"O{seed}bbbbbbbbbbbbbbbbb"
+    handle_rules: list[str | None] = [None, mine, other]
+    url_rules = [None, re.escape(base) + ".*", re.escape(base) + "only/.*"]
+    named_sets: list[tuple[str, ...]] = [(), (mine,), (other,), (mine, other)]
+    calls = [["convert"], ["convert", "read"], ["convert", "store"]]
+    for handle_rule in handle_rules:
+        for url_rule in url_rules:
+            fields: dict[str, Any] = {"expiry": 2**40, "call": rng.choice(calls)}
+            if handle_rule is not None:
+                fields["handle"] = handle_rule
+            if url_rule is not None:
+                fields["url"] = url_rule
+            text = security.encode_policy(fields)
+            creds = Credentials(policy=text, signature=security.sign(secret, text))
+            for named in named_sets:
+                targets = [security.url_target(url)] + [
+                    Target(handle=h, path=f"k/{h}", container="c") for h in named
+                ]
+                allowed = True
+                for target in targets:
+                    try:
+                        security.authorize(secret, creds, "convert", target, required=True, now=0)
+                    except errors.PolicyDenied:
+                        allowed = False
+                assert allowed == _grants(fields, url, named), (fields, named)

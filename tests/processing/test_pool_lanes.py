@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import random
 import time
 from collections.abc import AsyncIterator
@@ -197,18 +198,39 @@ async def test_retry_after_is_the_big_lanes_expected_wait(tmp_path: Path) -> Non
         assert await small_resize(jobs, files, 33) < SMALL_WITHIN
 
 
+async def test_a_fresh_pool_tells_the_queue_from_the_lanes_time_limit(tmp_path: Path) -> None:
+    """Right after a start no job of the big lane has finished: a request refused behind
+    three big jobs (one running, two queued, one slot) of a 4 s limit is told 12 s, the
+    queue's worth, not 1 (a probe's burst after a restart was told 1 s with 19 s queued)."""
+    files = Files(tmp_path)
+    jobs = pool(tmp_path, seconds=4)
+    async with running(jobs) as tasks:
+        for _ in range(1 + QUEUE):  # estimated big in a small slot, then the big lane
+            tasks.append(asyncio.ensure_future(jobs.run(files.job("tiny.png", SLOW, "slow"))))
+        deadline = time.monotonic() + 3.5  # before the first one's 4 s end
+        while jobs._bigs.admitted < 1 + QUEUE:
+            assert time.monotonic() < deadline, jobs._bigs.admitted
+            await asyncio.sleep(0.05)
+        assert jobs._bigs.recent == 0  # no history: the lane's limit is the guess
+        with pytest.raises(errors.ProcessingBusy) as refused:
+            await jobs.run(files.job("tiny.png", SLOW, "slow"))
+        assert retry_after(refused.value) == (1 + QUEUE) * 4
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_retry_after_grows_with_the_wait_and_stays_within_bounds(seed: int) -> None:
     rng = random.Random(seed)
     for _ in range(200):
         slots = rng.randint(1, 8)
-        lane = Lane("test", slots, slots + rng.randint(0, 20))
+        prior = rng.choice([0.0, rng.uniform(0.1, 60), math.inf])
+        lane = Lane("test", slots, slots + rng.randint(0, 20), prior)
         for _ in range(rng.randint(0, 10)):
             lane.ran(rng.uniform(0, 60))
         seen = []
         for _ in range(lane.limit):
             seen.append(lane.retry_after())
-            expected = (max(0, lane.admitted - slots) + 1) * lane.recent / slots
+            each = min(lane.recent or prior, 10**6)  # before any run: the lane's limit
+            expected = (max(0, lane.admitted - slots) + 1) * each / slots
             assert seen[-1] >= min(expected, RETRY_AFTER_MOST)  # not under the wait
             assert seen[-1] < max(expected, 1) + 1  # nor over it
             lane.admit(slots)

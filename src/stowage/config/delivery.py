@@ -35,7 +35,30 @@ class DeliverySettings:
         5, "Redirects followed by a url fetch.", form=coerce.integer(0)
     )
     fetch_max_concurrent: int = _setting(
-        16, "Url fetches running at once; more wait.", form=coerce.integer(1)
+        16,
+        "Url fetches running at once; more wait (``fetch_slot_wait`` at most).",
+        form=coerce.integer(1),
+    )
+    fetch_slot_wait: float = _setting(
+        5.0,
+        "Seconds a url fetch may wait for one of the ``fetch_max_concurrent`` slots; "
+        "beyond, 503 FETCH_BUSY with Retry-After (these seconds, rounded up).",
+        form=coerce.duration(),
+    )
+    fetch_app_max_concurrent: int = _setting(
+        8,
+        "Url fetch slots one app's fetches may hold at once (at most "
+        "``fetch_max_concurrent``; the default is half of its default): another app's "
+        "fetch still finds one free. An app past it waits for one of its own, "
+        "``fetch_slot_wait`` at most.",
+        form=coerce.integer(1),
+    )
+    fetch_min_rate: int = _setting(
+        1024,
+        "Bytes a second a url source's body must average over each ``fetch_read_timeout`` "
+        "seconds (30 s if that is 0); a slower one, such as a byte every few seconds, is "
+        "cut (504) instead of holding a fetch slot for ``fetch_total_timeout``. 0: none.",
+        form=coerce.size(0),
     )
     fetch_allow_private: bool = _setting(
         False,

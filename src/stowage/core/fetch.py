@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import math
 import re
 import socket
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
@@ -24,6 +25,7 @@ from yarl import URL
 
 from stowage import errors
 from stowage.core import codings
+from stowage.core.fetchslots import FetchSlots, Owner, paced
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 #: The IPv6 forms whose last 32 bits are an IPv4 address the packet ends up at.
@@ -226,6 +228,9 @@ class Fetcher:
         max_redirects: int,
         max_bytes: int,
         max_concurrent: int,
+        per_app: int | None = None,
+        slot_wait: float = math.inf,
+        min_rate: float = 0.0,
     ) -> None:
         self.allow_private = allow_private
         self.max_redirects = max_redirects
@@ -235,7 +240,9 @@ class Fetcher:
         )
         self._phases = (connect_timeout, read_timeout)
         self._total = total_timeout if total_timeout > 0 else None
-        self._slots = asyncio.Semaphore(max_concurrent)
+        self._slots = FetchSlots(max_concurrent, per_app, slot_wait)
+        # a body's bytes a second, averaged over read_timeout: a drip is no progress
+        self._pace = (min_rate, read_timeout if read_timeout > 0 else 30.0)
         self._session: aiohttp.ClientSession | None = None
 
     def _client(self) -> aiohttp.ClientSession:
@@ -258,23 +265,25 @@ class Fetcher:
         url: str,
         validators: dict[str, str] | None = None,
         allowed: Allowed | None = None,
+        owner: Owner = None,
     ) -> Fetched:
         """Start the fetch; the caller must consume ``chunks`` to the end or close it.
         ``validators``: ``If-None-Match`` / ``If-Modified-Since`` of a copy already held;
         a 304 answers ``not_modified`` with no body. ``allowed`` is asked about every
-        address a redirect leads to (a policy's ``url`` rule) and raises to refuse it."""
-        await self._slots.acquire()
+        address a redirect leads to (a policy's ``url`` rule) and raises to refuse it.
+        ``owner``: the app fetching, held to its share of the slots (``FetchSlots``)."""
+        free = await self._slots.acquire(owner)
         try:
             # every hop has its own bounds: the redirects together have total_timeout
             async with asyncio.timeout(self._total):
                 response = await self._follow(self.check_url(url), validators or {}, allowed)
         except TimeoutError as exc:
-            self._slots.release()
+            free()
             raise errors.UpstreamTimeout("the url source took longer than allowed") from exc
         except BaseException:
-            self._slots.release()
+            free()
             raise
-        release = self._releaser(response)
+        release = _releaser(response, free)
         coding = _coding(response)
         return Fetched(
             chunks=_Body(self._body(response, release, coding), release),
@@ -354,7 +363,7 @@ class Fetcher:
     async def _body(
         self, response: aiohttp.ClientResponse, release: Callable[[], None], coding: str
     ) -> AsyncGenerator[bytes, None]:
-        sent = response.content.iter_chunked(256 * 1024)
+        sent = paced(response.content.iter_chunked(256 * 1024), *self._pace)
         try:
             async for chunk in codings.decoded(sent, coding, self.max_bytes):  # the cap too
                 yield chunk
@@ -365,18 +374,19 @@ class Fetcher:
         finally:
             release()
 
-    def _releaser(self, response: aiohttp.ClientResponse) -> Callable[[], None]:
-        """Frees the connection and the slot, once (a body may both end and be closed)."""
-        done = False
 
-        def release() -> None:
-            nonlocal done
-            if not done:
-                done = True
-                response.release()
-                self._slots.release()
+def _releaser(response: aiohttp.ClientResponse, free: Callable[[], None]) -> Callable[[], None]:
+    """Frees the connection and the slot, once (a body may both end and be closed)."""
+    done = False
 
-        return release
+    def release() -> None:
+        nonlocal done
+        if not done:
+            done = True
+            response.release()
+            free()
+
+    return release
 
 
 class _Body(AsyncIterator[bytes]):

@@ -284,8 +284,17 @@ def file_target(record: FileRecord) -> Target:
 
 
 def _check_target(policy: Policy, target: Target) -> None:
-    if policy.handle is not None and not hmac.compare_digest(
-        policy.handle.encode(), (target.handle or "").encode()
+    """Each part of the target by the rule that concerns it: a handle by ``handle``, a
+    URL by ``url``. A URL source (a URL, no handle) is bound by the ``url`` rule when the
+    policy has one; a policy with only a ``handle`` rule allows no URL source (it names
+    one file). So a policy with both allows ``watermark=file:<handle>/<URL>``: the URL
+    by ``url``, the handle by ``handle`` (each its own target); it was refused, the URL
+    held to the handle rule."""
+    url_source = target.handle is None and target.url is not None and policy.url is not None
+    if (
+        policy.handle is not None
+        and not url_source
+        and not hmac.compare_digest(policy.handle.encode(), (target.handle or "").encode())
     ):
         raise errors.PolicyDenied("policy is for another handle")
     for name in ("url", "path", "container"):

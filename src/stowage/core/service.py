@@ -131,7 +131,7 @@ class Stowage:
             await params.conditions.check(provider, container, path)
         allowed = _each_hop(lambda t: self._authorize(app, creds, "store", t, app.security), target)
         decode, limit = params.base64decode, self._max_bytes(policy)
-        prepared = await prepare(self.fetcher, source, decode, limit, allowed)
+        prepared = await prepare(self.fetcher, source, decode, limit, allowed, app.api_key)
         filename = names.clean_filename(params.filename or prepared.filename)
         mimetype = filetypes.choose(
             params.mimetype,
@@ -267,7 +267,7 @@ class Stowage:
         await conditions.check(provider, record.container, record.key, record)  # before reading
         allowed = _each_hop(lambda t: self._authorize(app, creds, call, t, True), target)
         limit = self._max_bytes(policy)
-        prepared = await prepare(self.fetcher, source, base64decode, limit, allowed)
+        prepared = await prepare(self.fetcher, source, base64decode, limit, allowed, app.api_key)
         mimetype = filetypes.choose(None, prepared.content_type, prepared.head, record.filename, "")
         async with self.registry.handle_lock(handle):
             current = await self._record(handle)

@@ -32,13 +32,18 @@ class Prepared:
 
 
 async def prepare(
-    fetcher: Fetcher, source: Source, decode: bool, max_bytes: int, allowed: Allowed | None = None
+    fetcher: Fetcher,
+    source: Source,
+    decode: bool,
+    max_bytes: int,
+    allowed: Allowed | None = None,
+    owner: str | None = None,
 ) -> Prepared:
     """The bytes to write: fetched (``allowed`` asked about each redirect) or received,
     decoded, limited to ``max_bytes``, their head read for type sniffing, and hashed as
-    they pass."""
+    they pass. ``owner``: the app whose fetch it is (its share of the fetch slots)."""
     if source.url is not None:
-        fetched = await fetcher.open(source.url, allowed=allowed)
+        fetched = await fetcher.open(source.url, allowed=allowed, owner=owner)
         chunks, declared, filename = fetched.chunks, fetched.content_type, fetched.filename
     elif source.chunks is not None:
         chunks, declared, filename = source.chunks, source.content_type, source.filename

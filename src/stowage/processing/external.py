@@ -45,10 +45,11 @@ Paths = tuple[tuple[str, Path], ...]  # other sources of a job: handle and file
 Run = Callable[[Path, Chain, Output, Path, Paths, Kind | None, int, str], Awaitable[bool]]
 #: The sources' number and bytes, refused past the limits (``processing_max_sources*``).
 Within = Callable[[int, int], None]
-#: The stored files the chain's tasks name (a watermark's), authorised and read.
 #: The stored files a URL source's tasks name, read for its job; the URL sources already
 #: read (their number and bytes) count with them against the limits.
 Named = Callable[[Chain, Credentials, str | None, Paths], AbstractAsyncContextManager[Paths]]
+#: Those files looked up and authorised (404, 403), before any URL is fetched.
+NamedChecked = Callable[[Chain, Credentials, str | None], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,7 @@ class External:
     store: Store
     authorize: Callable[[App, Credentials, Target, str], None]  # ..., the call
     named: Named
+    named_checked: NamedChecked
     within: Within
     run: Run
     spool: Spool
@@ -152,7 +154,7 @@ class External:
         allowed(ask.url)
         if ask.before is not None:
             await ask.before(app)
-        async with self.url_sources.opened(ask.url, allowed) as held:
+        async with self.url_sources.opened(ask.url, allowed, app.api_key) as held:
             with held.path.open("rb") as handle:
                 head = handle.read(filetypes.SNIFF_BYTES)
             name = _url_filename(ask.url) or "file"
@@ -178,7 +180,8 @@ class External:
 
     async def _authorized(self, ask: UrlAsk, *, zipping: bool = False) -> tuple[Chain, App]:
         """The chain, and the app once its policy allows the URL (its ``url`` rule), or
-        every URL of a list."""
+        every URL of a list, and the files its tasks name exist, are the app's and are
+        allowed: nothing is fetched for a request that names a file it cannot read."""
         chain = chains.parse(ask.segments)
         if ask.listed:
             if not zipping:
@@ -187,6 +190,7 @@ class External:
         app = await self.app_of(ask.api_key)
         for url in dict.fromkeys(ask.listed or (ask.url,)):
             self.authorize(app, ask.creds, url_target(url), "convert")
+        await self.named_checked(chain, ask.creds, ask.api_key)
         return chain, app
 
     async def _spooled(self, ask: UrlAsk, chain: Chain, app: App) -> Spooled:
@@ -237,13 +241,14 @@ class External:
         if not ask.listed:
             if shot:
                 return await stack.enter_async_context(self.shots.opened(ask.url, shot)), ()
-            opened = self.url_sources.opened(ask.url, allowed)
+            opened = self.url_sources.opened(ask.url, allowed, app.api_key)
             return await stack.enter_async_context(opened), ()
         held: dict[str, Held] = {}
         total = 0
         for url in ask.listed:  # a URL listed twice counts twice, as a handle does
             if url not in held:
-                held[url] = await stack.enter_async_context(self.url_sources.opened(url, allowed))
+                opened = self.url_sources.opened(url, allowed, app.api_key)
+                held[url] = await stack.enter_async_context(opened)
             total += held[url].path.stat().st_size
             self.within(len(ask.listed), total)
         return held[ask.listed[0]], tuple((url, held[url].path) for url in ask.listed)

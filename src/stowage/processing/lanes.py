@@ -10,7 +10,11 @@ probe's 24 clients of costly chains: 125 of 133 small resizes answered 503).
 ``Retry-After`` is the lane's expected wait: the jobs ahead of a new one and itself,
 times the lane's recent run time, over its slots, in whole seconds from 1 to 30 (it was
 always 1, also after 10 s in a queue behind a 30 s job, which invited retries that
-filled the queue again).
+filled the queue again). Before any job of the lane has finished (a restarted node) a
+job is taken to run the lane's time limit (``prior``): a probe's burst right after a
+restart was told 1 s while 16 jobs, 19 s of work, waited in one slot. The limit is an
+upper bound; a wait too long costs a client seconds, one too short brings its retries
+back into the full queue.
 """
 
 from __future__ import annotations
@@ -41,12 +45,14 @@ class Lanes:
 class Lane:
     """One lane's admitted requests (running or waiting) and its recent run time."""
 
-    def __init__(self, name: str, slots: int, limit: int) -> None:
+    def __init__(self, name: str, slots: int, limit: int, prior: float = 0.0) -> None:
         self.name = name
         self.slots = max(1, slots)
         self.limit = limit
         self.admitted = 0
         self.recent = 0.0  # seconds a job of this lane ran, recently (0: none yet)
+        #: Seconds a job is taken to run before one has finished: the lane's time limit.
+        self.prior = prior
 
     def admit(self, jobs: int) -> None:
         """One more request in the lane, or 503 at once when it is full."""
@@ -64,7 +70,8 @@ class Lane:
     def retry_after(self) -> int:
         """Seconds until a slot of the lane is likely free for one more request."""
         ahead = max(0, self.admitted - self.slots) + 1
-        expected = math.ceil(ahead * self.recent / self.slots)
+        each = min(self.recent or self.prior, RETRY_AFTER_MOST * self.slots)  # inf: the most
+        expected = math.ceil(ahead * each / self.slots)
         return max(RETRY_AFTER_LEAST, min(RETRY_AFTER_MOST, expected))
 
     def busy(self, jobs: int) -> errors.ProcessingBusy:

@@ -77,9 +77,12 @@ class JobPool:
     ) -> None:
         self.jobs = jobs if jobs > 0 else (os.cpu_count() or 1)
         big_slots = max(1, self.jobs - max(0, small_slots))
-        self._small = Lane("small", self.jobs, self.jobs + max(0, queue))
-        self._bigs = Lane("big", big_slots, big_slots + max(0, queue))  # admitted apart
-        self._drawing = Lane("drawn", big_slots, big_slots + max(0, queue))
+        # each lane's time limit: what a job is taken to run before one has finished
+        small = min(seconds, lanes.small_seconds)
+        drawn_limit = min(small, lanes.drawn_seconds)
+        self._small = Lane("small", self.jobs, self.jobs + max(0, queue), small)
+        self._bigs = Lane("big", big_slots, big_slots + max(0, queue), seconds)  # apart
+        self._drawing = Lane("drawn", big_slots, big_slots + max(0, queue), drawn_limit)
         self._seconds = seconds
         self._lanes = lanes
         self._slots = asyncio.Semaphore(self.jobs)

@@ -106,6 +106,7 @@ class Processor:
             core.store,
             self._authorize,
             self.named_sources,
+            self.named_checked,
             self._within,
             self._run,
             self.spool,
@@ -318,6 +319,12 @@ class Processor:
         others = await self._others(chain, (), None, creds, api_key, outside)
         async with contextlib.AsyncExitStack() as stack:
             yield await self._read(stack, others)
+
+    async def named_checked(self, chain: Chain, creds: Credentials, api_key: str | None) -> None:
+        """Each file a URL source's tasks name is the app's and allowed (404, 403), before
+        the URL is fetched: an unknown watermark was refused after the origin was asked."""
+        for handle in dict.fromkeys(chains.named_handles(chain)):
+            await self._authorized(handle, creds, api_key)
 
     async def _read(
         self, stack: contextlib.AsyncExitStack, others: tuple[Other, ...]

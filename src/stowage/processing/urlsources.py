@@ -46,8 +46,11 @@ class UrlSources:
         _sweep(folder)
 
     @contextlib.asynccontextmanager
-    async def opened(self, url: str, allowed: Allowed | None = None) -> AsyncIterator[Held]:
-        """``url``'s file; ``allowed`` is asked about each address a redirect leads to."""
+    async def opened(
+        self, url: str, allowed: Allowed | None = None, owner: str | None = None
+    ) -> AsyncIterator[Held]:
+        """``url``'s file; ``allowed`` is asked about each address a redirect leads to;
+        ``owner``: the app whose fetch it is (its share of the fetch slots)."""
         self.folder.mkdir(parents=True, exist_ok=True)
         name = hashlib.sha256(url.encode()).hexdigest()
         body, meta = self.folder / f"{name}.src", self.folder / f"{name}.json"
@@ -60,7 +63,7 @@ class UrlSources:
             # pair read with a newer copy only costs a whole fetch, never a stale copy.
             kept = _read_meta(meta, url)
             kept = kept if _pinned(body, mine) else None
-            fetched = await self.fetcher.open(url, _validators(kept), allowed)
+            fetched = await self.fetcher.open(url, _validators(kept), allowed, owner)
             if fetched.not_modified and kept is not None:
                 await _close(fetched.chunks)
                 with contextlib.suppress(OSError):

@@ -58,7 +58,7 @@ class Inputs:
         else:
             if self.fetcher is None:
                 raise MediaRefused("this node fetches no watermark URLs")
-            fetched = await self.fetcher.open(source)
+            fetched = await self.fetcher.open(source, owner=app.api_key)
             await save(fetched.chunks, path, WATERMARK_MAX_BYTES)
         mark = await ffmpeg.probe(path, limits, prober, formats=video.WATERMARK_DEMUXERS)
         if mark.first("video") is None or len(mark.streams) != 1:
