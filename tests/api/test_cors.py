@@ -54,3 +54,28 @@ async def test_an_origin_list_allows_only_those(harness: Harness) -> None:
         assert "Access-Control-Allow-Origin" not in other.headers
     finally:
         await client.close()
+
+
+async def test_an_allowed_origin_adds_to_what_the_answer_varies_by(harness: Harness) -> None:
+    """CORS set ``Vary: Origin`` over ``Vary: Accept``: a cache then gave an auto_image
+    WebP to a client that takes no WebP. Both are said now."""
+    harness.settings.cors_origins = "https://ok.example.com"
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from stowage.http.app import api_app
+    from tests.api.test_transform import picture, stored
+
+    handle = await stored(harness, picture(40, 30, ".png"), name="p.png")
+    client = TestClient(TestServer(api_app(harness.parts)))
+    await client.start_server()
+    try:
+        for accept in ("image/webp,*/*", "image/png"):
+            resp = await client.get(
+                f"/process/auto_image/{handle}",
+                headers={"Origin": "https://ok.example.com", "Accept": accept},
+            )
+            assert resp.status == 200, await resp.read()
+            varies = {v.strip().lower() for v in resp.headers["Vary"].split(",")}
+            assert {"accept", "origin"} <= varies, resp.headers["Vary"]
+    finally:
+        await client.close()

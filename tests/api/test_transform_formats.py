@@ -469,3 +469,40 @@ async def test_jpeg2000_and_jpeg_xl_are_known_by_their_content(harness: Harness,
         assert json.loads(body) == {"width": width, "height": height}, case
         _, body = await get(harness, f"/resize=width:20/{handle}")
         assert decoded(body).width == 20, case
+
+
+#: Accept headers that take neither WebP nor AVIF (older browsers, image fetchers, tools).
+PLAIN_ACCEPTS = [
+    "image/jpeg",
+    "image/png,*/*",
+    "*/*",
+    "image/*",
+    "text/html,*/*;q=0.8",
+    "image/png,image/svg+xml,image/*;q=0.8,*/*;q=0.5",
+    "image/avif;q=0,image/webp;q=0,*/*",
+    None,
+]
+
+
+@pytest.mark.parametrize("seed", range(5036, 5039))
+async def test_auto_image_for_a_client_taking_neither_webp_nor_avif_is_the_stored_file(
+    harness: Harness, seed: int
+) -> None:
+    """The docs say: as if the task were absent. A job ran on the empty chain instead: a
+    JPEG was compressed again (other bytes, less quality), and a GIF past the cost limit
+    was refused where ``/<H>`` served it. The stored bytes now, with ``Vary: Accept``,
+    and no job."""
+    import random
+
+    rng = random.Random(seed)
+    for suffix in rng.sample([".jpg", ".png", ".gif", ".webp"], 3):
+        handle = await stored(harness, picture(rng.randint(20, 400), rng.randint(20, 300), suffix))
+        _, original = await get(harness, f"/{handle}")
+        before = _jobs(await harness.metrics())
+        for accept in rng.sample(PLAIN_ACCEPTS, 3):
+            headers = {} if accept is None else {"Accept": accept}
+            chain = rng.choice(["auto_image", "auto_image/auto_image", "cache=false/auto_image"])
+            resp, body = await get(harness, f"/{chain}/{handle}", headers=headers)
+            assert body == original, (suffix, accept, chain)
+            assert "Accept" in resp.headers["Vary"]
+        assert _jobs(await harness.metrics()) == before, suffix

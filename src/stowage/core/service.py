@@ -309,11 +309,18 @@ class Stowage:
 
     # -- read ------------------------------------------------------------------
     async def download(
-        self, handle: str, creds: Credentials, api_key: str | None = None, verify: bool = False
+        self,
+        handle: str,
+        creds: Credentials,
+        api_key: str | None = None,
+        verify: bool = False,
+        call: str = "read",
     ) -> Download:
+        """``call``: what a policy must allow (``convert`` for a transformation URL whose
+        tasks came to nothing: ``auto_image`` for a client taking neither WebP nor AVIF)."""
         record = await self._record(handle, api_key)
         app = await self.providers.app(record.api_key)
-        self._authorize(app, creds, "read", file_target(record), app.security)
+        self._authorize(app, creds, call, file_target(record), app.security)
         provider = self.providers.provider_for(app, record.provider)
         info = await reading.described(provider, record)  # a store's GET says it: no HEAD
         if verify or self.settings.verify_downloads:

@@ -118,15 +118,17 @@ async def download(
     handle: str | None = None,
     path: CdnPath | None = None,
     adjust: Callable[[dict[str, str]], dict[str, str]] = lambda found: found,
+    call: str = "read",
 ) -> web.StreamResponse:
     """``adjust``: what a caller adds to the headers (a fallback's: the edge tags of the
-    transformation it stands in for)."""
+    transformation it stands in for); ``call``: what a policy must allow."""
     parts = request.app[PARTS]
     plan = await parts.service.download(
         handle or request.match_info["handle"],
         request_credentials(request, path),
         (path.api_key if path else None) or request.query.get("key"),
         verify=inputs.flag(request, "verify"),
+        call=call,
     )
     if cdn and (moved := edge_bypass(parts.settings, request, plan.info.size)):
         return moved

@@ -10,6 +10,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from stowage.http.errors import Handler
+from stowage.http.resulttags import vary_with
 
 ALLOW_METHODS = "GET, HEAD, POST, PUT, DELETE, OPTIONS"
 EXPOSE = "ETag, Content-Length, Content-Range, Content-Disposition, X-File-Name, X-Request-Id"
@@ -37,8 +38,8 @@ def cors_middleware(origins: str) -> web.middleware:  # type: ignore[valid-type]
         if origin and not response.prepared:
             response.headers["Access-Control-Allow-Origin"] = origin
             response.headers["Access-Control-Expose-Headers"] = EXPOSE
-            if origin != "*":
-                response.headers["Vary"] = "Origin"
+            if origin != "*":  # added to what the answer varies by (auto_image: Accept)
+                response.headers["Vary"] = vary_with(response.headers.get("Vary"), "Origin")
         return response
 
     return middleware

@@ -27,10 +27,11 @@ def also(found: dict[str, str], varies: bool, handles: list[str]) -> dict[str, s
         tags = found[TAG_HEADER].split()
         found[TAG_HEADER] = " ".join(dict.fromkeys([*tags, *handles]))
     if varies:
-        found["Vary"] = _vary(found.get("Vary"))
+        found["Vary"] = vary_with(found.get("Vary"), "Accept")
     return found
 
 
-def _vary(current: str | None) -> str:
+def vary_with(current: str | None, name: str) -> str:
+    """A Vary header's value with ``name`` added, once."""
     names = [v.strip() for v in (current or "").split(",") if v.strip()]
-    return ", ".join([*names, "Accept"] if "accept" not in map(str.lower, names) else names)
+    return ", ".join([*names, name] if name.lower() not in map(str.lower, names) else names)

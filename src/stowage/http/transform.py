@@ -90,6 +90,13 @@ async def transform(request: web.Request, path: CdnPath, *, cdn: bool) -> web.St
         return web.json_response(store_result(parts.links, record))
     if _is_zip(path):  # zip/H (filestack-python's Filelink.zip()) or zip/[h1,h2]
         return await _send_zip(request, processor, path, api_key)
+    if varies and not path.tasks and not path.handles:
+        # auto_image for a client taking neither WebP nor AVIF: the file as it is, as
+        # if the task were absent, not a render of no task (a JPEG compressed again).
+        as_is = functools.partial(resulttags.also, varies=True, handles=[])
+        return await download(
+            request, cdn=cdn, handle=path.handle, path=path, adjust=as_is, call="convert"
+        )
     dl, cache = inputs.flag(request, "dl"), _cache(request, path)
 
     def headers(opened: Download) -> dict[str, str]:
