@@ -53,15 +53,17 @@ sub vcl_recv {
     # one per browser's Accept string. The two expressions are the origin's own, character
     # for character (src/stowage/processing/accepts.py), so a class is what the origin
     # would choose for the original header. The task's name is matched however its letters
-    # are percent-encoded (auto%5Fimage, %61uto_image), as the origin decodes it.
+    # are percent-encoded (auto%5Fimage, %61uto_image), as the origin decodes it. The
+    # expressions match in linear time and with bounded PCRE2 stack at any length (no
+    # repeated group: a look-ahead per item), within pcre2_match_limit (override.conf).
     if (req.url ~ "(?i)(a|%61)(u|%75)(t|%74)(o|%6f)(_|%5f)(i|%69)(m|%6d)(a|%61)(g|%67)(e|%65)") {
-        if (req.http.Accept ~ "(?i)(^|,)[ \t]*image/avif[ \t]*(;[ \t]*(q[ \t]*=[ \t]*0*(\.0*)?[1-9][^;,]*|q[^;,= \t][^;,]*|[^q;, \t][^;,]*)?)*(,|$)") {
-            if (req.http.Accept ~ "(?i)(^|,)[ \t]*image/webp[ \t]*(;[ \t]*(q[ \t]*=[ \t]*0*(\.0*)?[1-9][^;,]*|q[^;,= \t][^;,]*|[^q;, \t][^;,]*)?)*(,|$)") {
+        if (req.http.Accept ~ "(?i)(^|,)[ \t]*image/avif[ \t]*+(?=[;,]|$)(?![^,]*;[ \t]*+q(?![^;,= \t]|[ \t]*=[ \t]*0*(\.0*)?[1-9]))") {
+            if (req.http.Accept ~ "(?i)(^|,)[ \t]*image/webp[ \t]*+(?=[;,]|$)(?![^,]*;[ \t]*+q(?![^;,= \t]|[ \t]*=[ \t]*0*(\.0*)?[1-9]))") {
                 set req.http.Accept = "image/avif,image/webp";
             } else {
                 set req.http.Accept = "image/avif";
             }
-        } elsif (req.http.Accept ~ "(?i)(^|,)[ \t]*image/webp[ \t]*(;[ \t]*(q[ \t]*=[ \t]*0*(\.0*)?[1-9][^;,]*|q[^;,= \t][^;,]*|[^q;, \t][^;,]*)?)*(,|$)") {
+        } elsif (req.http.Accept ~ "(?i)(^|,)[ \t]*image/webp[ \t]*+(?=[;,]|$)(?![^,]*;[ \t]*+q(?![^;,= \t]|[ \t]*=[ \t]*0*(\.0*)?[1-9]))") {
             set req.http.Accept = "image/webp";
         } else {
             set req.http.Accept = "*/*";
@@ -174,6 +176,11 @@ sub vcl_synth {
     if (resp.status == 200) {
         set resp.body = {"{"purged": "} + req.http.X-Purged + {"}"};
     } else {
+        # A VCL failure (Varnish's own 503 "VCL failed", with the request's headers as the
+        # client sent them) or any synth without a code of this VCL's: EDGE_ERROR.
+        if (resp.reason == "VCL failed" || req.http.X-Stowage-Code !~ "^[A-Z_]{1,40}$") {
+            set req.http.X-Stowage-Code = "EDGE_ERROR";
+        }
         set resp.body = {"{"error": {"code": ""} + req.http.X-Stowage-Code
             + {"", "message": ""} + resp.reason + {"""} + "}}";
     }
@@ -204,13 +211,15 @@ sub vcl_deliver {
     # entity-tags one of which is the response's ETag, W/ prefixes ignored. Varnish's own
     # conditional, which runs after this, compares the whole header with the ETag: given
     # the ETag itself, it answers the 304 (with the ETag, Cache-Control and Vary of the
-    # 200). A header that is no entity-tag list matches nothing, as at the origin; the
+    # 200). A header that is no entity-tag list (an element neither empty nor a tag: one
+    # look-ahead per element, no repeated group, so any length is safe) matches nothing, as
+    # at the origin; the
     # tags are joined ("a""b") and searched for the quoted ETag, which can only match a
     # whole tag, as no tag holds a quote.
     if (resp.status == 200 && req.http.If-None-Match
         && resp.http.ETag ~ {"^(W/)?"[^"]+"$"}
         && (req.http.If-None-Match ~ "^[ \t]*\*[ \t]*$"
-            || (req.http.If-None-Match ~ {"^[ \t]*((W/)?"[^",\x00-\x20\x7f]*"[ \t]*)?(,[ \t]*((W/)?"[^",\x00-\x20\x7f]*"[ \t]*)?)*$"}
+            || (req.http.If-None-Match !~ {"(^|,)[ \t]*+(?!(W/)?"[^",\x00-\x20\x7f]*"[ \t]*+(,|$)|,|$)"}
                 && std.strstr(regsuball(req.http.If-None-Match, {"[^"]*("[^"]*")"}, "\1"),
                               regsub(resp.http.ETag, "^W/", "")) ~ {"^""}))) {
         set req.http.If-None-Match = resp.http.ETag;
