@@ -52,22 +52,22 @@ sub vcl_recv {
     # a client that takes no WebP: an AVIF too costly to make is WebP to the others), not
     # one per browser's Accept string. The two expressions are the origin's own, character
     # for character (src/stowage/processing/accepts.py), so a class is what the origin
-    # would choose for the original header. The task's name is matched however its letters
-    # are percent-encoded (auto%5Fimage, %61uto_image), as the origin decodes it. The
-    # expressions match in linear time and with bounded PCRE2 stack at any length (no
-    # repeated group: a look-ahead per item), within pcre2_match_limit (override.conf).
-    if (req.url ~ "(?i)(a|%61)(u|%75)(t|%74)(o|%6f)(_|%5f)(i|%69)(m|%6d)(a|%61)(g|%67)(e|%65)") {
-        if (req.http.Accept ~ "(?i)(^|,)[ \t]*image/avif[ \t]*+(?=[;,]|$)(?![^,]*;[ \t]*+q(?![^;,= \t]|[ \t]*=[ \t]*0*(\.0*)?[1-9]))") {
-            if (req.http.Accept ~ "(?i)(^|,)[ \t]*image/webp[ \t]*+(?=[;,]|$)(?![^,]*;[ \t]*+q(?![^;,= \t]|[ \t]*=[ \t]*0*(\.0*)?[1-9]))") {
-                set req.http.Accept = "image/avif,image/webp";
-            } else {
-                set req.http.Accept = "image/avif";
-            }
-        } elsif (req.http.Accept ~ "(?i)(^|,)[ \t]*image/webp[ \t]*+(?=[;,]|$)(?![^,]*;[ \t]*+q(?![^;,= \t]|[ \t]*=[ \t]*0*(\.0*)?[1-9]))") {
-            set req.http.Accept = "image/webp";
+    # would choose for the original header. Every URL's Accept is replaced by its class:
+    # the origin reads Accept for auto_image only, and a URL may name it in ways no
+    # expression here sees (any letter percent-encoded, %41uto_image; the base64 task
+    # form, /<key>/b64/<tasks>/b64://<handle>). The expressions match in linear time and
+    # with bounded PCRE2 stack at any length (no repeated group: a look-ahead per item),
+    # within pcre2_match_limit (override.conf).
+    if (req.http.Accept ~ "(?i)(^|,)[ \t]*image/avif[ \t]*+(?=[;,]|$)(?![^,]*;[ \t]*+q(?![^;,= \t]|[ \t]*=[ \t]*0*(\.0*)?[1-9]))") {
+        if (req.http.Accept ~ "(?i)(^|,)[ \t]*image/webp[ \t]*+(?=[;,]|$)(?![^,]*;[ \t]*+q(?![^;,= \t]|[ \t]*=[ \t]*0*(\.0*)?[1-9]))") {
+            set req.http.Accept = "image/avif,image/webp";
         } else {
-            set req.http.Accept = "*/*";
+            set req.http.Accept = "image/avif";
         }
+    } elsif (req.http.Accept ~ "(?i)(^|,)[ \t]*image/webp[ \t]*+(?=[;,]|$)(?![^,]*;[ \t]*+q(?![^;,= \t]|[ \t]*=[ \t]*0*(\.0*)?[1-9]))") {
+        set req.http.Accept = "image/webp";
+    } else {
+        set req.http.Accept = "*/*";
     }
     # Only the origin sets these.
     unset req.http.xkey;
