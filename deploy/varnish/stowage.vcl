@@ -58,16 +58,20 @@ sub vcl_recv {
     # form, /<key>/b64/<tasks>/b64://<handle>). The expressions match in linear time and
     # with bounded PCRE2 stack at any length (no repeated group: a look-ahead per item),
     # within pcre2_match_limit (override.conf).
-    if (req.http.Accept ~ "(?i)(^|,)[ \t]*image/avif[ \t]*+(?=[;,]|$)(?![^,]*;[ \t]*+q(?![^;,= \t]|[ \t]*=[ \t]*0*(\.0*)?[1-9]))") {
-        if (req.http.Accept ~ "(?i)(^|,)[ \t]*image/webp[ \t]*+(?=[;,]|$)(?![^,]*;[ \t]*+q(?![^;,= \t]|[ \t]*=[ \t]*0*(\.0*)?[1-9]))") {
-            set req.http.Accept = "image/avif,image/webp";
+    # An Accept over the origin's limit (8190 bytes) is left as sent: it matches no stored
+    # variant, so the origin answers it, 431 HEADERS_TOO_LARGE, as it does without the edge.
+    if (req.http.Accept !~ "^.{8191}") {
+        if (req.http.Accept ~ "(?i)(^|,)[ \t]*image/avif[ \t]*+(?=[;,]|$)(?![^,]*;[ \t]*+q(?![^;,= \t]|[ \t]*=[ \t]*0*(\.0*)?[1-9]))") {
+            if (req.http.Accept ~ "(?i)(^|,)[ \t]*image/webp[ \t]*+(?=[;,]|$)(?![^,]*;[ \t]*+q(?![^;,= \t]|[ \t]*=[ \t]*0*(\.0*)?[1-9]))") {
+                set req.http.Accept = "image/avif,image/webp";
+            } else {
+                set req.http.Accept = "image/avif";
+            }
+        } elsif (req.http.Accept ~ "(?i)(^|,)[ \t]*image/webp[ \t]*+(?=[;,]|$)(?![^,]*;[ \t]*+q(?![^;,= \t]|[ \t]*=[ \t]*0*(\.0*)?[1-9]))") {
+            set req.http.Accept = "image/webp";
         } else {
-            set req.http.Accept = "image/avif";
+            set req.http.Accept = "*/*";
         }
-    } elsif (req.http.Accept ~ "(?i)(^|,)[ \t]*image/webp[ \t]*+(?=[;,]|$)(?![^,]*;[ \t]*+q(?![^;,= \t]|[ \t]*=[ \t]*0*(\.0*)?[1-9]))") {
-        set req.http.Accept = "image/webp";
-    } else {
-        set req.http.Accept = "*/*";
     }
     # Only the origin sets these.
     unset req.http.xkey;
@@ -75,8 +79,12 @@ sub vcl_recv {
     unset req.http.X-Edge-Piped;
     # Range, part 1: a Range the origin ignores (a unit other than bytes, several ranges)
     # is dropped, so that a hit answers the whole file as the origin does on a miss (left
-    # in, Varnish's own range code answered it 416 on a hit).
-    if (req.http.Range && (req.http.Range !~ "(?i)^\s*bytes\s*=" || req.http.Range ~ ",")) {
+    # in, Varnish's own range code answered it 416 on a hit). So is one sent with an
+    # If-Range that is no entity-tag (a date): the origin takes a strong ETag only there
+    # (a Last-Modified is no strong validator, RFC 9110 13.1.5 and 8.8.2.2) and answers
+    # 200 with the whole file, where Varnish compared the date and cut a 206 on a hit.
+    if (req.http.Range && (req.http.Range !~ "(?i)^\s*bytes\s*=" || req.http.Range ~ ","
+            || (req.http.If-Range && req.http.If-Range !~ {"^\s*(W/)?""}))) {
         unset req.http.Range;
     }
     # Piped: the bytes go from the origin to the client as they come, never through the
