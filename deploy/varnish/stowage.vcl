@@ -52,26 +52,27 @@ sub vcl_recv {
     # a client that takes no WebP: an AVIF too costly to make is WebP to the others), not
     # one per browser's Accept string. The two expressions are the origin's own, character
     # for character (src/stowage/processing/accepts.py), so a class is what the origin
-    # would choose for the original header. Every URL's Accept is replaced by its class:
-    # the origin reads Accept for auto_image only, and a URL may name it in ways no
-    # expression here sees (any letter percent-encoded, %41uto_image; the base64 task
-    # form, /<key>/b64/<tasks>/b64://<handle>). The expressions match in linear time and
-    # with bounded PCRE2 stack at any length (no repeated group: a look-ahead per item),
-    # within pcre2_match_limit (override.conf).
-    # An Accept over the origin's limit (8190 bytes) is left as sent: it matches no stored
-    # variant, so the origin answers it, 431 HEADERS_TOO_LARGE, as it does without the edge.
-    if (req.http.Accept !~ "^.{8191}") {
-        if (req.http.Accept ~ "(?i)(^|,)[ \t]*image/avif[ \t]*+(?=[;,]|$)(?![^,]*;[ \t]*+q(?![^;,= \t]|[ \t]*=[ \t]*0*(\.0*)?[1-9]))") {
-            if (req.http.Accept ~ "(?i)(^|,)[ \t]*image/webp[ \t]*+(?=[;,]|$)(?![^,]*;[ \t]*+q(?![^;,= \t]|[ \t]*=[ \t]*0*(\.0*)?[1-9]))") {
-                set req.http.Accept = "image/avif,image/webp";
-            } else {
-                set req.http.Accept = "image/avif";
-            }
-        } elsif (req.http.Accept ~ "(?i)(^|,)[ \t]*image/webp[ \t]*+(?=[;,]|$)(?![^,]*;[ \t]*+q(?![^;,= \t]|[ \t]*=[ \t]*0*(\.0*)?[1-9]))") {
-            set req.http.Accept = "image/webp";
+    # would choose for the original header. The class goes in X-Stowage-Accept, and the
+    # cache varies on it (vcl_backend_response); Accept itself reaches the origin as sent.
+    # Every request is classed: the origin reads Accept for auto_image only, and a URL may
+    # name it in ways no expression here sees (any letter percent-encoded, %41uto_image;
+    # the base64 task form, /<key>/b64/<tasks>/b64://<handle>). The expressions match in
+    # linear time and with bounded PCRE2 stack at any length (no repeated group: a
+    # look-ahead per item), within pcre2_match_limit (override.conf). An Accept over the
+    # origin's limit (8190 bytes) gets a class no stored answer has: the origin answers
+    # it, 431 HEADERS_TOO_LARGE, as it does without the edge.
+    if (req.http.Accept ~ "^.{8191}") {
+        set req.http.X-Stowage-Accept = "oversized";
+    } elsif (req.http.Accept ~ "(?i)(^|,)[ \t]*image/avif[ \t]*+(?=[;,]|$)(?![^,]*;[ \t]*+q(?![^;,= \t]|[ \t]*=[ \t]*0*(\.0*)?[1-9]))") {
+        if (req.http.Accept ~ "(?i)(^|,)[ \t]*image/webp[ \t]*+(?=[;,]|$)(?![^,]*;[ \t]*+q(?![^;,= \t]|[ \t]*=[ \t]*0*(\.0*)?[1-9]))") {
+            set req.http.X-Stowage-Accept = "image/avif,image/webp";
         } else {
-            set req.http.Accept = "*/*";
+            set req.http.X-Stowage-Accept = "image/avif";
         }
+    } elsif (req.http.Accept ~ "(?i)(^|,)[ \t]*image/webp[ \t]*+(?=[;,]|$)(?![^,]*;[ \t]*+q(?![^;,= \t]|[ \t]*=[ \t]*0*(\.0*)?[1-9]))") {
+        set req.http.X-Stowage-Accept = "image/webp";
+    } else {
+        set req.http.X-Stowage-Accept = "*/*";
     }
     # Only the origin sets these.
     unset req.http.xkey;
@@ -131,6 +132,12 @@ sub vcl_backend_fetch {
 }
 
 sub vcl_backend_response {
+    # Vary: Accept becomes Vary: X-Stowage-Accept, the class vcl_recv set: one stored copy
+    # per class, not per Accept string (vcl_deliver says Accept again).
+    if (beresp.http.Vary) {
+        set beresp.http.Vary = regsuball(beresp.http.Vary,
+            "(?i)(^|,)[ \t]*Accept(?=[ \t]*(,|$))", "\1X-Stowage-Accept");
+    }
     if (beresp.status == 200 && beresp.http.X-Edge-TTL ~ "^[0-9]+$") {
         set beresp.ttl = std.duration(beresp.http.X-Edge-TTL + "s", 0s);
         set beresp.grace = 0s;      # never serve an expired copy
@@ -231,6 +238,9 @@ sub vcl_deliver {
                 && std.strstr(regsuball(req.http.If-None-Match, {"[^"]*("[^"]*")"}, "\1"),
                               regsub(resp.http.ETag, "^W/", "")) ~ {"^""}))) {
         set req.http.If-None-Match = resp.http.ETag;
+    }
+    if (resp.http.Vary) {
+        set resp.http.Vary = regsuball(resp.http.Vary, "X-Stowage-Accept", "Accept");
     }
     unset resp.http.xkey;
     unset resp.http.X-Edge-TTL;

@@ -2,9 +2,9 @@
 neg.md F2). The VCL grouped Accept on URLs it could read ``auto_image`` in, so two forms
 the origin negotiates kept one copy per browser string: a task name with percent-encoded
 letters the VCL's alternatives missed (``%41uto_image``: 30 objects for 30 browsers) and
-filestack-js's base64 form, whose tasks the VCL cannot read. The VCL now groups Accept on
-every URL; the origin reads Accept for auto_image only, so for other URLs it is harmless
-(checked: a plain file's answer is the same for each class).
+filestack-js's base64 form, whose tasks the VCL cannot read. The VCL now classes every
+request's Accept (X-Stowage-Accept) and stores a varying answer per class; Accept reaches
+the origin as sent (a plain file stays one copy whatever the browser).
 
 Seeds 5093-5094: random percent-encodings and letter cases of ``auto_image``, and the base64
 form as filestack-js builds it (URL-safe and standard with ``%2F``/``%2B``/``%3D``), with

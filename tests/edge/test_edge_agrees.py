@@ -1,9 +1,9 @@
 """Two answers the edge gave differently from the origin (probe neg.md F7), now alike.
 
 An Accept over the origin's 8190-byte limit: the VCL rewrote it to its class, so an
-auto_image URL got 200 through the edge where the origin answers 431. It is now left as
-sent, matches no stored variant, and the origin's 431 JSON comes back, on a URL already
-cached for browsers too. (A hit of a URL that does not vary is answered from the cache
+auto_image URL got 200 through the edge where the origin answers 431. It now gets a class
+of its own that no stored answer has, and the origin's 431 JSON comes back, on a URL
+already cached for browsers too. (A hit of a URL that does not vary is answered from the cache
 whatever its headers: docs/deployment.md.)
 
 If-Range with a date: the origin ignores the Range (it takes a strong ETag only), a hit
