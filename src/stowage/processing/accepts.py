@@ -1,7 +1,7 @@
 """Which image format a client's ``Accept`` header takes, for ``auto_image``.
 
 One rule, written as a regular expression per format so that the shipped Varnish VCL
-(``deploy/varnish/stowage.vcl``) holds the very same text and its three cache classes
+(``deploy/varnish/stowage.vcl``) holds the very same text and its four cache classes
 can never differ from the origin's choice (``tests/edge/test_auto_image.py``). A format
 is taken when an item of the header names its exact media type and none of the item's
 parameters is a ``q`` whose value has no non-zero digit (``q=0``, ``q = 0.000``, a
