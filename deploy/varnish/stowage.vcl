@@ -52,20 +52,27 @@ sub vcl_recv {
     # a client that takes no WebP: an AVIF too costly to make is WebP to the others), not
     # one per browser's Accept string. The two expressions are the origin's own, character
     # for character (src/stowage/processing/accepts.py), so a class is what the origin
-    # would choose for the original header. The task's name is matched however its letters
-    # are percent-encoded (auto%5Fimage, %61uto_image), as the origin decodes it.
-    if (req.url ~ "(?i)(a|%61)(u|%75)(t|%74)(o|%6f)(_|%5f)(i|%69)(m|%6d)(a|%61)(g|%67)(e|%65)") {
-        if (req.http.Accept ~ "(?i)(^|,)[ \t]*image/avif[ \t]*(;[ \t]*(q[ \t]*=[ \t]*0*(\.0*)?[1-9][^;,]*|q[^;,= \t][^;,]*|[^q;, \t][^;,]*)?)*(,|$)") {
-            if (req.http.Accept ~ "(?i)(^|,)[ \t]*image/webp[ \t]*(;[ \t]*(q[ \t]*=[ \t]*0*(\.0*)?[1-9][^;,]*|q[^;,= \t][^;,]*|[^q;, \t][^;,]*)?)*(,|$)") {
-                set req.http.Accept = "image/avif,image/webp";
-            } else {
-                set req.http.Accept = "image/avif";
-            }
-        } elsif (req.http.Accept ~ "(?i)(^|,)[ \t]*image/webp[ \t]*(;[ \t]*(q[ \t]*=[ \t]*0*(\.0*)?[1-9][^;,]*|q[^;,= \t][^;,]*|[^q;, \t][^;,]*)?)*(,|$)") {
-            set req.http.Accept = "image/webp";
+    # would choose for the original header. The class goes in X-Stowage-Accept, and the
+    # cache varies on it (vcl_backend_response); Accept itself reaches the origin as sent.
+    # Every request is classed: the origin reads Accept for auto_image only, and a URL may
+    # name it in ways no expression here sees (any letter percent-encoded, %41uto_image;
+    # the base64 task form, /<key>/b64/<tasks>/b64://<handle>). The expressions match in
+    # linear time and with bounded PCRE2 stack at any length (no repeated group: a
+    # look-ahead per item), within pcre2_match_limit (override.conf). An Accept over the
+    # origin's limit (8190 bytes) gets a class no stored answer has: the origin answers
+    # it, 431 HEADERS_TOO_LARGE, as it does without the edge.
+    if (req.http.Accept ~ "^.{8191}") {
+        set req.http.X-Stowage-Accept = "oversized";
+    } elsif (req.http.Accept ~ "(?i)(^|,)[ \t]*image/avif[ \t]*+(?=[;,]|$)(?![^,]*;[ \t]*+q(?![^;,= \t]|[ \t]*=[ \t]*0*(\.0*)?[1-9]))") {
+        if (req.http.Accept ~ "(?i)(^|,)[ \t]*image/webp[ \t]*+(?=[;,]|$)(?![^,]*;[ \t]*+q(?![^;,= \t]|[ \t]*=[ \t]*0*(\.0*)?[1-9]))") {
+            set req.http.X-Stowage-Accept = "image/avif,image/webp";
         } else {
-            set req.http.Accept = "*/*";
+            set req.http.X-Stowage-Accept = "image/avif";
         }
+    } elsif (req.http.Accept ~ "(?i)(^|,)[ \t]*image/webp[ \t]*+(?=[;,]|$)(?![^,]*;[ \t]*+q(?![^;,= \t]|[ \t]*=[ \t]*0*(\.0*)?[1-9]))") {
+        set req.http.X-Stowage-Accept = "image/webp";
+    } else {
+        set req.http.X-Stowage-Accept = "*/*";
     }
     # Only the origin sets these.
     unset req.http.xkey;
@@ -73,8 +80,12 @@ sub vcl_recv {
     unset req.http.X-Edge-Piped;
     # Range, part 1: a Range the origin ignores (a unit other than bytes, several ranges)
     # is dropped, so that a hit answers the whole file as the origin does on a miss (left
-    # in, Varnish's own range code answered it 416 on a hit).
-    if (req.http.Range && (req.http.Range !~ "(?i)^\s*bytes\s*=" || req.http.Range ~ ",")) {
+    # in, Varnish's own range code answered it 416 on a hit). So is one sent with an
+    # If-Range that is no entity-tag (a date): the origin takes a strong ETag only there
+    # (a Last-Modified is no strong validator, RFC 9110 13.1.5 and 8.8.2.2) and answers
+    # 200 with the whole file, where Varnish compared the date and cut a 206 on a hit.
+    if (req.http.Range && (req.http.Range !~ "(?i)^\s*bytes\s*=" || req.http.Range ~ ","
+            || (req.http.If-Range && req.http.If-Range !~ {"^\s*(W/)?""}))) {
         unset req.http.Range;
     }
     # Piped: the bytes go from the origin to the client as they come, never through the
@@ -121,6 +132,12 @@ sub vcl_backend_fetch {
 }
 
 sub vcl_backend_response {
+    # Vary: Accept becomes Vary: X-Stowage-Accept, the class vcl_recv set: one stored copy
+    # per class, not per Accept string (vcl_deliver says Accept again).
+    if (beresp.http.Vary) {
+        set beresp.http.Vary = regsuball(beresp.http.Vary,
+            "(?i)(^|,)[ \t]*Accept(?=[ \t]*(,|$))", "\1X-Stowage-Accept");
+    }
     if (beresp.status == 200 && beresp.http.X-Edge-TTL ~ "^[0-9]+$") {
         set beresp.ttl = std.duration(beresp.http.X-Edge-TTL + "s", 0s);
         set beresp.grace = 0s;      # never serve an expired copy
@@ -174,6 +191,11 @@ sub vcl_synth {
     if (resp.status == 200) {
         set resp.body = {"{"purged": "} + req.http.X-Purged + {"}"};
     } else {
+        # A VCL failure (Varnish's own 503 "VCL failed", with the request's headers as the
+        # client sent them) or any synth without a code of this VCL's: EDGE_ERROR.
+        if (resp.reason == "VCL failed" || req.http.X-Stowage-Code !~ "^[A-Z_]{1,40}$") {
+            set req.http.X-Stowage-Code = "EDGE_ERROR";
+        }
         set resp.body = {"{"error": {"code": ""} + req.http.X-Stowage-Code
             + {"", "message": ""} + resp.reason + {"""} + "}}";
     }
@@ -204,16 +226,21 @@ sub vcl_deliver {
     # entity-tags one of which is the response's ETag, W/ prefixes ignored. Varnish's own
     # conditional, which runs after this, compares the whole header with the ETag: given
     # the ETag itself, it answers the 304 (with the ETag, Cache-Control and Vary of the
-    # 200). A header that is no entity-tag list matches nothing, as at the origin; the
+    # 200). A header that is no entity-tag list (an element neither empty nor a tag: one
+    # look-ahead per element, no repeated group, so any length is safe) matches nothing, as
+    # at the origin; the
     # tags are joined ("a""b") and searched for the quoted ETag, which can only match a
     # whole tag, as no tag holds a quote.
     if (resp.status == 200 && req.http.If-None-Match
         && resp.http.ETag ~ {"^(W/)?"[^"]+"$"}
         && (req.http.If-None-Match ~ "^[ \t]*\*[ \t]*$"
-            || (req.http.If-None-Match ~ {"^[ \t]*((W/)?"[^",\x00-\x20\x7f]*"[ \t]*)?(,[ \t]*((W/)?"[^",\x00-\x20\x7f]*"[ \t]*)?)*$"}
+            || (req.http.If-None-Match !~ {"(^|,)[ \t]*+(?!(W/)?"[^",\x00-\x20\x7f]*"[ \t]*+(,|$)|,|$)"}
                 && std.strstr(regsuball(req.http.If-None-Match, {"[^"]*("[^"]*")"}, "\1"),
                               regsub(resp.http.ETag, "^W/", "")) ~ {"^""}))) {
         set req.http.If-None-Match = resp.http.ETag;
+    }
+    if (resp.http.Vary) {
+        set resp.http.Vary = regsuball(resp.http.Vary, "X-Stowage-Accept", "Accept");
     }
     unset resp.http.xkey;
     unset resp.http.X-Edge-TTL;

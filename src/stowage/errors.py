@@ -368,6 +368,13 @@ class OriginUnavailable(StowageError):
     code, status, default_message = "ORIGIN_UNAVAILABLE", 503, "the CDN origin did not answer"
 
 
+class EdgeError(StowageError):
+    """Answered by the edge cache (deploy/varnish/stowage.vcl), never by a node: the VCL
+    failed on a request (Varnish's own ``VCL failed``); not expected with the shipped VCL."""
+
+    code, status, default_message = "EDGE_ERROR", 503, "VCL failed"
+
+
 class MisdirectedRequest(StowageError):
     """Answered by the shipped nginx files (deploy/cluster/nginx.conf), never by a node: a
     request for a name no server block there serves."""

@@ -54,14 +54,16 @@ def not_modified_since(request: web.BaseRequest, modified: float) -> bool:
     """If-Modified-Since holds: a GET or HEAD without If-None-Match (RFC 9110 13.1.3),
     with a date no earlier than the version's second (rounded up: never a 304 for a
     version written after the date sent). A date that cannot be read is ignored, and so
-    is the header when the store does not know the version's time (0: a stale 304)."""
+    is a date later than now (RFC 7232 3.3: invalid; Varnish ignores it too, so a hit at
+    the edge and the origin agree) and the header when the store does not know the
+    version's time (0: a stale 304)."""
     header = request.headers.get("If-Modified-Since")
     if header is None or "If-None-Match" in request.headers or not modified:
         return False
     if request.method not in ("GET", "HEAD"):
         return False
     since = _epoch(header)
-    return since is not None and modified_second(modified) <= since
+    return since is not None and since <= time.time() and modified_second(modified) <= since
 
 
 @functools.lru_cache(maxsize=512)  # one Date a second, one Last-Modified a file
