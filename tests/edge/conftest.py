@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 from tests.edge.tier import (
@@ -65,3 +66,10 @@ def edge_cluster(
     finally:
         cluster.stop()
         shutil.rmtree(cluster.folder, ignore_errors=True)
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[aiohttp.ClientSession]:
+    """A client session for one test (every edge test talks to real servers)."""
+    async with aiohttp.ClientSession() as session:
+        yield session

@@ -70,3 +70,13 @@ def raw_get(port: int, head: bytes) -> tuple[int, dict[str, str], bytes] | None:
         except (OSError, http.client.HTTPException):
             return None
         return response.status, {k.lower(): v for k, v in response.getheaders()}, body
+
+
+def gradient_png(width: int, height: int, blue: int) -> bytes:
+    """A PNG of gradients in red and green over ``blue``: each size and blue its bytes."""
+    import pyvips
+
+    xy = pyvips.Image.xyz(width, height)
+    image = (xy[0] % 256).bandjoin([xy[1] % 256, blue]).cast("uchar")
+    data: bytes = image.write_to_buffer(".png")
+    return data

@@ -17,16 +17,14 @@ import json
 import random
 import re
 import time
-from collections.abc import AsyncIterator
 from urllib.parse import quote
 
 import aiohttp
-import pytest
 import pyvips
 import yarl
 
 from stowage.processing import accepts
-from tests.edge.helpers import get, store
+from tests.edge.helpers import get, gradient_png, store
 from tests.edge.tier import Edge, origin_gets
 
 BROWSERS = [
@@ -65,18 +63,6 @@ BROWSERS = [
 ]
 FORMATS = {"avif": "image/avif", "webp": "image/webp", None: "image/png"}
 ESCAPES = "%{:02X}", "%{:02x}"
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
-        yield session
-
-
-def png(width: int, height: int) -> bytes:
-    xy = pyvips.Image.xyz(width, height)
-    data: bytes = (xy[0] % 256).bandjoin([xy[1] % 256, 30]).cast("uchar").write_to_buffer(".png")
-    return data
 
 
 def spelling(rng: random.Random) -> str:
@@ -135,7 +121,7 @@ async def test_percent_encoded_names_keep_one_copy_per_class(
     rng = random.Random(5093)
     names = ["%41uto_image", "AUTO_IM%41GE", "auto_imag%45", *(spelling(rng) for _ in range(5))]
     for name in names:
-        handle = await store(http, edge.api, edge.key, png(16, 12))
+        handle = await store(http, edge.api, edge.key, gradient_png(16, 12, 30))
         await through_edge(http, f"{edge.cache.url}/{name}/{handle}")
         assert origin_gets([edge.node], handle) <= 4, name  # 30 browsers, four classes
 
@@ -146,13 +132,13 @@ async def test_the_base64_form_keeps_one_copy_per_class(
     rng = random.Random(5094)
     for before in (False, True):
         for safe in (True, False):
-            handle = await store(http, edge.api, edge.key, png(16, 12))
+            handle = await store(http, edge.api, edge.key, gradient_png(16, 12, 30))
             path = b64_form(edge.key, handle, before, safe)
             first = origin_requests(edge)
             await through_edge(http, edge.cache.url + path)
             assert 1 <= origin_requests(edge) - first <= 4, path  # 30 browsers, four classes
     # A URL that does not vary: one copy whatever the browser, and the same bytes.
-    handle = await store(http, edge.api, edge.key, png(16, 12))
+    handle = await store(http, edge.api, edge.key, gradient_png(16, 12, 30))
     bodies = set()
     for accept in rng.sample(BROWSERS, 10):
         status, body, _ = await get(http, f"{edge.cache.url}/{handle}", headers={"Accept": accept})

@@ -5,14 +5,13 @@ strings, and a purge removes every one of them."""
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator
 
 import aiohttp
 import pytest
 import pyvips
 import yarl
 
-from tests.edge.helpers import get, overwrite, store
+from tests.edge.helpers import get, gradient_png, overwrite, store
 from tests.edge.tier import Edge, origin_gets
 from tests.processing.test_accepts import random_header
 
@@ -41,19 +40,6 @@ EDGE_CASES = [
 ]
 
 
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
-        yield session
-
-
-def png(width: int, height: int) -> bytes:
-    xy = pyvips.Image.xyz(width, height)
-    image = (xy[0] % 256).bandjoin([xy[1] % 256, 60]).cast("uchar")
-    data: bytes = image.write_to_buffer(".png")
-    return data
-
-
 async def fetch_all(http: aiohttp.ClientSession, url: str) -> set[tuple[int, int]]:
     sizes: set[tuple[int, int]] = set()
     for mimetype, accepts in CLASSES.items():
@@ -71,13 +57,13 @@ async def fetch_all(http: aiohttp.ClientSession, url: str) -> set[tuple[int, int
 async def test_one_copy_per_format_class_and_purges_remove_them_all(
     edge: Edge, http: aiohttp.ClientSession
 ) -> None:
-    handle = await store(http, edge.api, edge.key, png(40, 30))
+    handle = await store(http, edge.api, edge.key, gradient_png(40, 30, 60))
     url = f"{edge.cache.url}/auto_image/{handle}"
     assert await fetch_all(http, url) == {(40, 30)}
     assert origin_gets([edge.node], handle) == 4  # nine requests, four classes
     assert await fetch_all(http, url) == {(40, 30)}
     assert origin_gets([edge.node], handle) == 4  # all hits now
-    await overwrite(http, edge.api, handle, edge.secret, png(20, 10))
+    await overwrite(http, edge.api, handle, edge.secret, gradient_png(20, 10, 60))
     assert await fetch_all(http, url) == {(20, 10)}  # no class kept the old picture
     assert origin_gets([edge.node], handle) == 8
 
@@ -88,7 +74,7 @@ async def test_the_edge_class_is_the_origins_choice_for_any_accept(
     """Generated Accept headers (tests/processing/test_accepts.py's): the format the
     edge serves is the one the origin serves the same header. The edge once took
     ``image/webp;level=1;q=0``, ``image/webpx`` and ``image/avif;q=-1`` as takers."""
-    handle = await store(http, edge.api, edge.key, png(12, 8))
+    handle = await store(http, edge.api, edge.key, gradient_png(12, 8, 60))
     served = {}
     rng = random.Random()
     for accept in [*EDGE_CASES, *(random_header(rng) for _ in range(40))]:
@@ -124,14 +110,16 @@ async def test_a_change_to_any_file_a_result_reads_purges_it(
     """Only the main handle tagged a result: a new watermark or collage file, or a
     source fixed after its fallback stood in, was served stale for up to a day."""
     broken = chain.startswith("fallback")  # the crop starts outside it: the fallback answers
-    main = await store(http, edge.api, edge.key, png(40, 30))
+    main = await store(http, edge.api, edge.key, gradient_png(40, 30, 60))
     other = await store(http, edge.api, edge.key, solid(10))
     url = f"{edge.cache.url}/{chain.format(other=other)}/{main}"
     origin = url.replace(edge.cache.url, f"http://127.0.0.1:{edge.node.cdn_port}")
     first = (await get(http, url))[1]
     assert (await get(http, url))[1] == first  # kept
     changed = main if broken else other
-    await overwrite(http, edge.api, changed, edge.secret, png(1100, 1100) if broken else solid(200))
+    await overwrite(
+        http, edge.api, changed, edge.secret, gradient_png(1100, 1100, 60) if broken else solid(200)
+    )
     status, now, _ = await get(http, url)
     assert status == 200 and now != first
     assert now == (await get(http, origin))[1]
@@ -143,7 +131,7 @@ async def test_a_percent_encoded_auto_image_keeps_one_copy_per_class(
 ) -> None:
     """The origin decodes the task's name; the VCL matched ``auto_image`` as written, so
     ``auto%5Fimage`` kept a copy per Accept string (56 objects for 60 headers)."""
-    handle = await store(http, edge.api, edge.key, png(24, 16))
+    handle = await store(http, edge.api, edge.key, gradient_png(24, 16, 60))
     url = f"{edge.cache.url}/{spelling}/{handle}"
     assert await fetch_all(http, url) == {(24, 16)}
     assert origin_gets([edge.node], handle) == 4  # nine requests, four classes

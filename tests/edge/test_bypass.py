@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,12 +57,6 @@ def bypass() -> Iterator[Bypass]:
         if node.proc is not None:
             node.stop()
         shutil.rmtree(folder, ignore_errors=True)
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
-        yield session
 
 
 def _body(size: int) -> bytes:

@@ -16,12 +16,6 @@ from tests.edge.tier import Edge, origin_gets
 INTERNAL = ("xkey", "X-Edge-TTL", "Via", "X-Varnish")
 
 
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
-        yield session
-
-
 async def test_a_hit_is_served_without_reaching_the_origin(
     edge: Edge, http: aiohttp.ClientSession
 ) -> None:

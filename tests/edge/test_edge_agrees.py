@@ -16,22 +16,14 @@ from __future__ import annotations
 import email.utils
 import json
 import random
-from collections.abc import AsyncIterator
 
 import aiohttp
-import pytest
 import pyvips
 
 from tests.edge.helpers import get, store
 from tests.edge.tier import Edge
 
 ORIGIN_VALUE = 8190
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
-        yield session
 
 
 async def test_an_oversized_accept_gets_the_origins_431_through_the_edge(

@@ -8,20 +8,12 @@ from __future__ import annotations
 import email.utils
 import random
 import time
-from collections.abc import AsyncIterator
 
 import aiohttp
-import pytest
 import pyvips
 
 from tests.edge.helpers import get, store
 from tests.edge.tier import Edge
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
-        yield session
 
 
 async def test_a_date_later_than_now_is_ignored_at_the_origin_and_the_edge(

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import random
 import string
-from collections.abc import AsyncIterator
 
 import aiohttp
-import pytest
 from multidict import CIMultiDict
 
 from stowage.core.conditions import matches
@@ -24,12 +22,6 @@ from tests.edge.tier import Edge
 ETAGC = string.ascii_letters + string.digits + "!#$%&'()*+-./:;<=>?@[]^_`{|}~"
 FILES = 6
 LISTS_PER_FILE = 40
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
-        yield session
 
 
 def _ows(rng: random.Random) -> str:

@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 
 import aiohttp
 import pytest
-import pyvips
 
 from stowage.core.conditions import matches
 from stowage.processing import accepts
-from tests.edge.helpers import get, store
+from tests.edge.helpers import get, gradient_png, store
 from tests.edge.tier import Edge
 from tests.servers.varnish import Varnish
 
@@ -32,18 +31,6 @@ SHAPES = [("image/avif", ";x"), ("image/webp", ";a"), ("image/webp", ";q=1"),
           ("image/webp", "; "), ("image/avif", "\t;"), ("image/webp", ";level=1")]  # fmt: skip
 PARAMS = ["q=0", "q=1", "q=0.5", " q = 0 ", "level=1", "sq=0", "qs=0", "q", "", "x", "q=-1",
           "Q=0.001", "a=b"]  # fmt: skip
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
-        yield session
-
-
-def png(width: int, height: int) -> bytes:
-    xy = pyvips.Image.xyz(width, height)
-    data: bytes = (xy[0] % 256).bandjoin([xy[1] % 256, 90]).cast("uchar").write_to_buffer(".png")
-    return data
 
 
 def long_accepts(rng: random.Random) -> list[str]:
@@ -67,7 +54,7 @@ async def test_long_accept_headers_get_the_origins_format(
     edge: Edge, http: aiohttp.ClientSession
 ) -> None:
     rng = random.Random(5091)
-    handle = await store(http, edge.api, edge.key, png(20, 14))
+    handle = await store(http, edge.api, edge.key, gradient_png(20, 14, 90))
     seen = set()
     for accept in long_accepts(rng):
         expected = FORMATS[accepts.accepted_format(accept)]

@@ -7,8 +7,6 @@ range code answered those with a 416 on a hit until the VCL normalised them."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import aiohttp
 import pytest
 
@@ -29,12 +27,6 @@ HONOURED = ["bytes=2-5", "bytes=-4", "bytes=15-", "bytes=3-3", "bytes=10-99", "b
 #: Cut by the origin even when the file is cached: the cache cuts only plain ranges it can
 #: satisfy, so that a 416 is the origin's (with its JSON error) on a hit as on a miss.
 FORWARDED = ["BYTES=2-5", "bytes= 2-5", "bytes=25-30", "bytes=20-", "bytes=5-2", "bytes=-0"]
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
-        yield session
 
 
 @pytest.mark.parametrize("value", IGNORED + HONOURED + FORWARDED)
