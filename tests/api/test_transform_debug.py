@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from stowage.processing import grammar
+from stowage.processing import autoimage, grammar
 from tests.api.harness import Harness
 from tests.api.test_transform import decoded, picture, stored
 from tests.api.test_transform_urls import Origin, origin  # noqa: F401 (the fixture)
@@ -80,7 +80,7 @@ async def test_a_report_agrees_with_the_transformation(
         )
         assert report["result"] is None
         return
-    ran, _ = grammar.negotiated(chosen, "*/*")  # aiohttp's Accept: no auto_image format
+    ran, _ = autoimage.negotiated(chosen, "*/*")  # aiohttp's Accept: no auto_image format
     assert report["chain"] == [_read(segment) for segment in ran]
     assert report["source"] == {"handle": handle, "mimetype": _type(name), "size": len(data)}
     result = report["result"]

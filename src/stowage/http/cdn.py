@@ -18,6 +18,7 @@ from yarl import URL
 from stowage import errors
 from stowage.http import cdnpath, debug, playlist, preview, transform
 from stowage.http.api import download, metadata_handler
+from stowage.http.cdnpath import CdnPath
 from stowage.http.keys import PARTS
 from stowage.processing import legacy, listsources
 
@@ -30,13 +31,21 @@ async def cdn_get(request: web.Request) -> web.StreamResponse:
     request, path = transform.parsed(request, raw)
     if path.preview is not None:  # /preview/<HANDLE>: the viewer page
         return await preview.page(request, path)
+    return await answer(request, path, cdn=True)
+
+
+async def answer(request: web.Request, path: CdnPath, *, cdn: bool) -> web.StreamResponse:
+    """One parsed path's answer, the same on both origins: a chain with a processing task
+    (or a URL source) is transformed; with none (a handle alone, or with only ``cache`` or
+    ``security``) it is the stored file as it is, or its metadata (``/<HANDLE>/metadata``),
+    a download's read and checks, never a render of no task."""
     if path.playlist:  # /<APIKEY>/video_playlist/<HANDLE>
         return await playlist.answer(request, path)
-    if path.tasks or transform.is_url(path):
-        return await transform.transform(request, path, cdn=True)
+    if path.tasks or path.preview is not None or transform.is_url(path):
+        return await transform.transform(request, path, cdn=cdn)
     if path.metadata:
         return await metadata_handler(request, handle=path.handle, path=path)
-    return await download(request, cdn=True, handle=path.handle, path=path)
+    return await download(request, cdn=cdn, handle=path.handle, path=path)
 
 
 async def chain_on_api(request: web.Request) -> web.StreamResponse:
@@ -46,9 +55,7 @@ async def chain_on_api(request: web.Request) -> web.StreamResponse:
     if (asked := cdnpath.debug_asked(raw)) is not None:
         return await debug.report(request, asked)
     request, path = transform.parsed(request, raw)
-    if path.playlist:
-        return await playlist.answer(request, path)
-    return await transform.transform(request, path, cdn=False)
+    return await answer(request, path, cdn=False)  # the CDN form's answer (preview: refused)
 
 
 async def cdn_post_chain(request: web.Request) -> web.StreamResponse:

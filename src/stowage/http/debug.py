@@ -26,7 +26,7 @@ from stowage.http.api import request_credentials
 from stowage.http.cdnpath import CdnPath, DebugAsk
 from stowage.http.keys import PARTS
 from stowage.processing import archive, docpages, grammar, videojobs
-from stowage.processing.grammar import negotiated
+from stowage.processing.autoimage import negotiated
 from stowage.processing.results import Derivative
 from stowage.processing.service import FilesAsk
 

@@ -38,9 +38,9 @@ from stowage.http.keys import PARTS
 from stowage.http.leaving import unless_gone
 from stowage.http.responses import SANDBOX_CSP, disposition, file_headers, send_file
 from stowage.processing import archive, docpages, grammar, metrics, videojobs
+from stowage.processing.autoimage import negotiated
 from stowage.processing.cache import fresh
 from stowage.processing.external import Charge, UrlAsk
-from stowage.processing.grammar import negotiated
 from stowage.processing.results import Derivative, Spooled
 from stowage.processing.service import FilesAsk, Processor
 from stowage.registry.base import App

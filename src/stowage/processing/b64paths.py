@@ -18,6 +18,7 @@ import binascii
 import decimal
 import json
 import math
+import re
 from typing import Any
 from urllib.parse import unquote
 
@@ -26,6 +27,10 @@ from stowage import errors, jsonkeys
 MARK = "b64"
 SOURCE_MARK = "b64:"
 MAX_TASKS = 64
+#: A task's name and an option's key: as every name of the task table is spelled. Any other
+#: character would be read by the grammar (``resize=width:100`` as a name carries its own
+#: options, ``{"width:100,height": 50}`` is two options), not as the JSON's one name.
+_NAME = re.compile(r"[A-Za-z0-9_]{1,64}")
 _PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-+")
 
 
@@ -88,15 +93,21 @@ def _task(task: Any) -> str | None:
     SDK drops any other task whose params are false)."""
     if not isinstance(task, dict) or not isinstance(task.get("name"), str):
         raise _bad('each task after b64 is {"name": ..., "params": ...}')
-    name, params = task["name"], task.get("params")
+    name, params = _named(task["name"], "task name"), task.get("params")
     if params is None or params is True:
         return _escaped(name)
     if params is False:
         return "cache=false" if name == "cache" else None
     if not isinstance(params, dict):
         raise _bad(f"the params of {name[:64]!r} after b64 are not an object")
-    options = ",".join(f"{key}:{_value(value)}" for key, value in params.items())
+    options = ",".join(f"{_named(key, 'key')}:{_value(value)}" for key, value in params.items())
     return _escaped(f"{name}={options}")
+
+
+def _named(text: str, what: str) -> str:
+    if not _NAME.fullmatch(text):
+        raise _bad(f"a {what} after b64 is 1 to 64 letters, digits and _, not {text[:64]!r}")
+    return text
 
 
 def _value(value: Any, depth: int = 0) -> str:

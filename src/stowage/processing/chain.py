@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from stowage import errors
-from stowage.processing import catalogue, documents, grammar, officeformats
+from stowage.processing import autoimage, catalogue, documents, grammar, officeformats
 from stowage.processing.base import Chain, Output, Task
 from stowage.processing.table import Answer, Kind
 
@@ -95,16 +95,7 @@ def _a_file(chain: Chain) -> bool:
     return output is not None and output.mimetype != JSON.mimetype
 
 
-def _answers(task: Task) -> bool:
-    """Whether the task, last in a chain, answers something that is not the image: an
-    answer task, ``detect_faces=export:true``, ``output=docinfo:true``. Anywhere else its
-    answer would be dropped without a word, and the picture sent instead."""
-    spec = catalogue.TABLE[task.name]
-    if spec.kind is Kind.ANSWER:
-        return True
-    if task.name == "output":
-        return task.get("docinfo") is True
-    return spec.answer is not None and spec.answer.when(task)
+_answers = autoimage.answers
 
 
 def _format(tasks: tuple[Task, ...]) -> str | None:

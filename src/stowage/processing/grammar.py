@@ -23,7 +23,6 @@ from urllib.parse import unquote
 
 from stowage import errors, words
 from stowage.processing import (
-    accepts,
     b64paths,
     catalogue,
     hostedlinks,
@@ -402,28 +401,3 @@ def _names(spec: TaskSpec) -> str:
 
 def _text(value: Value | None) -> str | None:
     return None if value is None else str(value)
-
-
-def negotiated(tasks: list[str], accept: str | None) -> tuple[list[str], bool]:
-    """``tasks`` with each ``auto_image`` replaced by the format the client's ``Accept``
-    takes (``output=format:avif`` or ``webp``), or removed (the input's format). The
-    format so becomes part of the chain, hence of the derivative's cache key. Also says
-    whether the answer varies with ``Accept``."""
-    if not any(catalogue.spec(t.partition("=")[0]) is _AUTO for t in tasks):
-        return tasks, False
-    wanted = accepts.accepted_format(accept)
-    # AVIF stays auto_image's own choice: an animated source is then answered as WebP,
-    # which every client that takes AVIF takes (chain.made_output), and so is an AVIF
-    # too costly to make, when the client takes WebP too (chain.lighter_than_avif).
-    chosen = f"output=format:{wanted}"
-    if wanted == "avif":
-        also = accepts.accepted_format(accept, besides="avif")
-        chosen = "auto_image=format:avif" + (f",or:{also}" if also else "")
-    replaced = [] if wanted is None else [chosen]
-    found: list[str] = []
-    for task in tasks:
-        found.extend(replaced if catalogue.spec(task.partition("=")[0]) is _AUTO else [task])
-    return found, True
-
-
-_AUTO = catalogue.TABLE["auto_image"]
