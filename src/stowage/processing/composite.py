@@ -263,9 +263,7 @@ def _collage(first: pyvips.Image, task: Task, apply: Callable[[Any], Any]) -> py
     images = [ops.with_alpha(_rgb(first)), *placed(task, first)]
     if task.get("autorotate") is True:
         images = [image.autorot() for image in images]
-    width, height = int(task.get("width", 0)), int(task.get("height", 0))  # type: ignore[arg-type]
-    if not width or not height:
-        raise errors.InvalidParameter("collage needs width and height", parameter="collage.width")
+    width, height = _canvas_size(task, first.width, first.height)
     columns = math.ceil(math.sqrt(len(images)))
     rows = math.ceil(len(images) / columns)
     margin = _fitting_margin(int(task.get("margin", 10)), width, height, columns, rows)  # type: ignore[arg-type]
@@ -361,7 +359,10 @@ BUILT = frames.ONE_FRAME
 
 
 def _canvas_size(task: Task, width: int, height: int) -> tuple[int, int]:
-    """collage's canvas: the size asked for, else the image's."""
+    """collage's canvas from this image's ``width`` x ``height`` (as the tasks before the
+    collage made it): each side asked for, else that side of the image. A side of 0,
+    which filestack-js's schema allows, is not given (``params.Whole``); the job and the
+    cost estimate both read this one rule."""
     wide, tall = task.get("width"), task.get("height")
     return (wide if isinstance(wide, int) else width, tall if isinstance(tall, int) else height)
 
