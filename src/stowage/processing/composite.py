@@ -19,6 +19,7 @@ import math
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,18 @@ import pyvips
 from stowage import errors
 from stowage.processing import admission, frames, jpeg2000, ops, svg
 from stowage.processing.base import Limits, Task, Value
-from stowage.processing.params import align, boolean, choice, color, handle, integer, rgba, whole
+from stowage.processing.geometry import proportional
+from stowage.processing.params import (
+    align,
+    boolean,
+    choice,
+    color,
+    half_up,
+    handle,
+    integer,
+    rgba,
+    whole,
+)
 from stowage.processing.table import Kind, Param, TaskSpec
 
 MAX_FILES = 32  # a collage's files (processing_max_sources limits them further)
@@ -314,10 +326,10 @@ def frame_size(task: Task, width: int, height: int) -> tuple[int, int]:
     wide, tall = task.get("width"), task.get("height")
     if isinstance(wide, int) and isinstance(tall, int):
         return wide, tall
-    if isinstance(wide, int):
-        return wide, max(1, round(height * wide / width))
+    if isinstance(wide, int):  # as resize derives a side: half up (``proportional``)
+        return wide, proportional(height, width, wide)
     if isinstance(tall, int):
-        return max(1, round(width * tall / height)), tall
+        return proportional(width, height, tall), tall
     return width, height
 
 
@@ -341,10 +353,10 @@ def fitted(image: pyvips.Image, width: int, height: int, crop: bool) -> pyvips.I
     if not crop:
         return ops.scaled(image, width, height)
     if image.width * height > width * image.height:  # wider than the cell: cut the sides
-        keep = max(1, round(image.height * width / height))
+        keep = max(1, half_up(Fraction(image.height * width, height)))
         image = image.extract_area((image.width - keep) // 2, 0, keep, image.height)
     else:
-        keep = max(1, round(image.width * height / width))
+        keep = max(1, half_up(Fraction(image.width * height, width)))
         image = image.extract_area(0, (image.height - keep) // 2, image.width, keep)
     return ops.scaled(image, width, height, "force")
 

@@ -18,7 +18,7 @@ from stowage.processing import decisions, faces, frames, ops
 from stowage.processing.base import Task, Value
 from stowage.processing.facetasks import JSON
 from stowage.processing.geometry import Scaler, proportional
-from stowage.processing.params import boolean, choice, color, integer, text
+from stowage.processing.params import boolean, choice, color, half_up, integer, text
 from stowage.processing.table import Answer, Kind, Param, TaskSpec
 
 #: The fields ``metadata=params:[...]`` may name (filestack-js 4.3.8's schema).
@@ -71,7 +71,7 @@ def cover_size(task: Task, width: int, height: int) -> tuple[int, int]:
     looked for in it, held in memory)."""
     want_w, want_h = _target(task, width, height)
     factor = max(want_w / width, want_h / height)
-    return max(want_w, round(width * factor)), max(want_h, round(height * factor))
+    return max(want_w, half_up(width * factor)), max(want_h, half_up(height * factor))
 
 
 def _target(task: Task, width: int, height: int) -> tuple[int, int]:
