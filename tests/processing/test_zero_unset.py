@@ -1,8 +1,9 @@
-"""A size filestack-js's schema lets be 0 (``params.Whole(zero_unset=True)``: resize's and
-collage's sides, watermark's size) is not given: the task parses, renders and is sized
-by the cost estimate exactly as with the option left out. ``collage=width:120,height:0``
-was parsed, then refused by the job ("collage needs width and height", naming
-``collage.width`` whichever side was 0): 44 of 44 filestack-js-built URLs with a 0 side."""
+"""A size filestack-js's schema lets be 0 (``params.Whole(zero_unset=True)``: resize's,
+collage's and smart_crop's sides, watermark's size) is not given: the task parses,
+renders and is sized by the cost estimate exactly as with the option left out.
+``collage=width:120,height:0`` was parsed, then refused by the job ("collage needs width
+and height", naming ``collage.width`` whichever side was 0): 44 of 44 filestack-js-built
+URLs with a 0 side."""
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ SEEDS = range(5111, 5116)
 
 def test_the_sizes_the_docs_name_are_the_ones_found() -> None:
     named = {("resize", "width"), ("resize", "height"), ("collage", "width")}
-    assert named | {("collage", "height"), ("watermark", "size")} <= set(ZERO_UNSET)
+    named |= {("collage", "height"), ("watermark", "size")}
+    assert named | {("smart_crop", "width"), ("smart_crop", "height")} <= set(ZERO_UNSET)
 
 
 def _gradient(path: Path, width: int, height: int, seed: int) -> Path:
@@ -46,6 +48,10 @@ def _others(task: str, name: str, rnd: random.Random) -> list[str]:
         other = "height" if name == "width" else "width"
         fit = rnd.choice(["clip", "crop", "scale", "max"])
         return [f"{other}:{rnd.randint(1, 150)}", f"fit:{fit}"]
+    if task == "smart_crop":
+        other = "height" if name == "width" else "width"
+        given = [f"{other}:{rnd.randint(1, 150)}"] if rnd.random() < 0.6 else []
+        return [f"mode:{rnd.choice(['auto', 'object'])}", *given]
     if task == "collage":
         other = "height" if name == "width" else "width"
         given = [f"{other}:{rnd.randint(1, 200)}"] if rnd.random() < 0.6 else []
