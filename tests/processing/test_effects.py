@@ -504,7 +504,8 @@ def test_ascii_has_size_columns_and_rows_by_the_aspect(size: int, width: int, he
     grid = run(gradient(width, height), "ascii", size=size)
     columns, rows = effects_ascii.grid_size(width, height, size)
     assert (grid.width, grid.height, grid.bands) == (columns, rows, 3) and columns == size
-    assert rows == max(1, min(500, round(size * height / width / 2)))
+    # half up, exactly: size * height / width / 2 + 1/2, rounded down
+    assert rows == max(1, min(500, (size * height + width) // (2 * width)))
     page = effects_ascii.ascii_html(grid, task("ascii", size=size))
     lines = _rows(page)
     assert len(lines) == rows and all(len(line) == size for line in lines)

@@ -72,7 +72,10 @@ PREFIX = ".stowage-derivatives"
 #: as it is (it was re-encoded, a text drawn). 8: ``compress`` alone answers the source
 #: when saving it again gives no smaller file (a palette PNG grew by half); the metadata
 #: task's answer holds the file's own fields (size, hashes, ...: they were missing).
-RENDERING = 8
+#: 9: every size the engine derives is rounded half up, not to even (a polaroid frame
+#: of 6% of a 75-px side is 5 px, partial_pixelate=amount:2.5 blocks of 3, animate's
+#: derived side as resize's, ascii's rows, pixelate_faces' blocks, face boxes).
+RENDERING = 9
 CHUNK = 256 * 1024
 log = logging.getLogger("stowage.processing")
 T = TypeVar("T")

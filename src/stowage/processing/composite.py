@@ -19,6 +19,7 @@ import math
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,18 @@ import pyvips
 from stowage import errors
 from stowage.processing import admission, frames, jpeg2000, ops, svg
 from stowage.processing.base import Limits, Task, Value
-from stowage.processing.params import align, boolean, choice, color, handle, integer, rgba, whole
+from stowage.processing.geometry import proportional
+from stowage.processing.params import (
+    align,
+    boolean,
+    choice,
+    color,
+    half_up,
+    handle,
+    integer,
+    rgba,
+    whole,
+)
 from stowage.processing.table import Kind, Param, TaskSpec
 
 MAX_FILES = 32  # a collage's files (processing_max_sources limits them further)
@@ -263,9 +275,7 @@ def _collage(first: pyvips.Image, task: Task, apply: Callable[[Any], Any]) -> py
     images = [ops.with_alpha(_rgb(first)), *placed(task, first)]
     if task.get("autorotate") is True:
         images = [image.autorot() for image in images]
-    width, height = int(task.get("width", 0)), int(task.get("height", 0))  # type: ignore[arg-type]
-    if not width or not height:
-        raise errors.InvalidParameter("collage needs width and height", parameter="collage.width")
+    width, height = _canvas_size(task, first.width, first.height)
     columns = math.ceil(math.sqrt(len(images)))
     rows = math.ceil(len(images) / columns)
     margin = _fitting_margin(int(task.get("margin", 10)), width, height, columns, rows)  # type: ignore[arg-type]
@@ -316,10 +326,10 @@ def frame_size(task: Task, width: int, height: int) -> tuple[int, int]:
     wide, tall = task.get("width"), task.get("height")
     if isinstance(wide, int) and isinstance(tall, int):
         return wide, tall
-    if isinstance(wide, int):
-        return wide, max(1, round(height * wide / width))
+    if isinstance(wide, int):  # as resize derives a side: half up (``proportional``)
+        return wide, proportional(height, width, wide)
     if isinstance(tall, int):
-        return max(1, round(width * tall / height)), tall
+        return proportional(width, height, tall), tall
     return width, height
 
 
@@ -343,10 +353,10 @@ def fitted(image: pyvips.Image, width: int, height: int, crop: bool) -> pyvips.I
     if not crop:
         return ops.scaled(image, width, height)
     if image.width * height > width * image.height:  # wider than the cell: cut the sides
-        keep = max(1, round(image.height * width / height))
+        keep = max(1, half_up(Fraction(image.height * width, height)))
         image = image.extract_area((image.width - keep) // 2, 0, keep, image.height)
     else:
-        keep = max(1, round(image.width * height / width))
+        keep = max(1, half_up(Fraction(image.width * height, width)))
         image = image.extract_area(0, (image.height - keep) // 2, image.width, keep)
     return ops.scaled(image, width, height, "force")
 
@@ -361,7 +371,10 @@ BUILT = frames.ONE_FRAME
 
 
 def _canvas_size(task: Task, width: int, height: int) -> tuple[int, int]:
-    """collage's canvas: the size asked for, else the image's."""
+    """collage's canvas from this image's ``width`` x ``height`` (as the tasks before the
+    collage made it): each side asked for, else that side of the image. A side of 0,
+    which filestack-js's schema allows, is not given (``params.Whole``); the job and the
+    cost estimate both read this one rule."""
     wide, tall = task.get("width"), task.get("height")
     return (wide if isinstance(wide, int) else width, tall if isinstance(tall, int) else height)
 

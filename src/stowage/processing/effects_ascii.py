@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Callable
+from fractions import Fraction
 
 import pyvips
 
@@ -38,7 +39,7 @@ Renderer = Callable[[pyvips.Image, Task], str]
 
 
 def grid_size(width: int, height: int, columns: int) -> tuple[int, int]:
-    rows = round(columns * height / width / 2)
+    rows = params.half_up(Fraction(columns * height, width * 2))
     return columns, max(1, min(MAX_ROWS, rows))
 
 

@@ -29,8 +29,8 @@ def upscaled_size(width: int, height: int, limit: int) -> tuple[int, int]:
     """Twice each side, or as near as the limit allows with the aspect ratio kept; never
     smaller than the image."""
     factor = max(1.0, min(2.0, limit / width, limit / height))
-    return max(width, min(limit, round(width * factor))), max(
-        height, min(limit, round(height * factor))
+    return max(width, min(limit, params.half_up(width * factor))), max(
+        height, min(limit, params.half_up(height * factor))
     )
 
 

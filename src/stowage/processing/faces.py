@@ -19,6 +19,8 @@ from typing import Any
 
 import pyvips
 
+from stowage.processing.params import half_up
+
 #: The longest side of the copy the cascades read. The cascades find faces from about
 #: 34 px of that copy up (MIN_FACE is where they start looking), so from a thirtieth of
 #: the image's longest side. A cascade's cost grows with the pixels and with the
@@ -53,9 +55,9 @@ class Box:
     def grown(self, percent: float, width: int, height: int) -> Box:
         """Grown by ``percent`` of its size (half on each side), within width x height."""
         extra_w, extra_h = self.width * percent / 200, self.height * percent / 200
-        left, top = max(0, round(self.x - extra_w)), max(0, round(self.y - extra_h))
-        right = min(width, round(self.right + extra_w))
-        bottom = min(height, round(self.bottom + extra_h))
+        left, top = max(0, half_up(self.x - extra_w)), max(0, half_up(self.y - extra_h))
+        right = min(width, half_up(self.right + extra_w))
+        bottom = min(height, half_up(self.bottom + extra_h))
         return Box(left, top, max(1, right - left), max(1, bottom - top))
 
     def as_json(self) -> dict[str, int]:
@@ -165,7 +167,7 @@ def _small_grey(image: pyvips.Image, side: int = DETECT_SIDE) -> tuple[Any, floa
 
 
 def _scaled(box: tuple[int, ...], scale: float, image: pyvips.Image) -> Box:
-    x, y, w, h = (round(v * scale) for v in box)
+    x, y, w, h = (half_up(v * scale) for v in box)
     x, y = min(x, image.width - 1), min(y, image.height - 1)
     return Box(x, y, max(1, min(w, image.width - x)), max(1, min(h, image.height - y)))
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
+from fractions import Fraction
 
 import pyvips
 
@@ -22,7 +23,16 @@ from stowage.processing import decisions, faces, filters, ops
 from stowage.processing.base import Output, Task, Value
 from stowage.processing.faces import Box
 from stowage.processing.geometry import proportional
-from stowage.processing.params import boolean, choice, color, integer, number, rgba, whole
+from stowage.processing.params import (
+    boolean,
+    choice,
+    color,
+    half_up,
+    integer,
+    number,
+    rgba,
+    whole,
+)
 from stowage.processing.table import Answer, Param, TaskSpec
 
 #: An answer's renderer: the image at the task's step -> the answer's text (as the
@@ -79,7 +89,7 @@ def detect_faces(image: pyvips.Image, task: Task) -> pyvips.Image:
     r, g, b, a = rgba(str(task.get("color", "000000ff")))
     if image.bands < 3:
         image = image.colourspace("srgb")
-    stroke = max(2, round(max(image.width, image.height) / 250))
+    stroke = max(2, half_up(Fraction(max(image.width, image.height), 250)))
     outlines = [_outline(box, stroke, [r, g, b], a) for box in boxes]
     drawn = image.composite(
         outlines, "over", x=[box.x for box in boxes], y=[box.y for box in boxes]
@@ -164,7 +174,7 @@ def _shaped(box: Box, aspect: float, inside: bool, outer_w: int, outer_h: int) -
     else:
         width, height = float(box.width), box.width / aspect
     fit = min(1.0, outer_w / width, outer_h / height)
-    width, height = max(1, round(width * fit)), max(1, round(height * fit))
+    width, height = max(1, half_up(width * fit)), max(1, half_up(height * fit))
     left, top = faces.window_at(box.centre, width, height, outer_w, outer_h)
     return Box(left, top, min(width, outer_w), min(height, outer_h))
 
@@ -175,7 +185,7 @@ def pixelate_faces(image: pyvips.Image, task: Task) -> pyvips.Image:
     amount = int(task.get("amount", 10))  # type: ignore[arg-type]
 
     def cover(patch: pyvips.Image) -> pyvips.Image:
-        block = max(2, round(max(patch.width, patch.height) * amount / 100))
+        block = max(2, half_up(Fraction(max(patch.width, patch.height) * amount, 100)))
         return _softened(filters.blocks(patch, block), float(task.get("blur", 4)))  # type: ignore[arg-type]
 
     return _over_faces(image, task, cover)

@@ -22,6 +22,7 @@ from stowage.processing.params import (
     color,
     dims,
     either,
+    half_up,
     whole,
 )
 from stowage.processing.table import Param, TaskSpec
@@ -35,10 +36,10 @@ def resize_box(task: Task, width: int, height: int) -> tuple[int, int]:
     want_w, want_h = task.get("width"), task.get("height")
     if want_w is None:
         assert isinstance(want_h, int)
-        return max(1, round(width * want_h / height)), want_h
+        return proportional(width, height, want_h), want_h
     assert isinstance(want_w, int)
     if want_h is None:
-        return want_w, max(1, round(height * want_w / width))
+        return want_w, proportional(height, width, want_w)
     assert isinstance(want_h, int)
     return want_w, want_h
 
@@ -61,7 +62,7 @@ def resize_with(scale: Scaler, task: Task, width: int, height: int) -> pyvips.Im
     if fit != "crop":
         return scale(box_w, box_h, "down" if fit == "max" else "both")
     factor = max(box_w / width, box_h / height)
-    cover_w, cover_h = max(box_w, round(width * factor)), max(box_h, round(height * factor))
+    cover_w, cover_h = max(box_w, half_up(width * factor)), max(box_h, half_up(height * factor))
     if aligns_on_faces(task):
         cover, seen = _cover_and_view(scale, width, height, cover_w, cover_h)
         # an animation: the first frame's faces place every frame's box
@@ -85,7 +86,7 @@ def _cover_and_view(
         cover = scale(cover_w, cover_h, "force").copy_memory()
         return cover, cover
     factor = min(1.0, faces.DETECT_SIDE / side)
-    view_w, view_h = max(1, round(width * factor)), max(1, round(height * factor))
+    view_w, view_h = max(1, half_up(width * factor)), max(1, half_up(height * factor))
     view = scale(view_w, view_h, "force").copy_memory()
     return ops.scaled(view, cover_w, cover_h, "force").copy_memory(), view
 
@@ -169,7 +170,7 @@ def rotated_size(width: int, height: int, deg: int) -> tuple[int, int]:
         return width, height
     rad = math.radians(deg)
     cos, sin = abs(math.cos(rad)), abs(math.sin(rad))
-    return round(width * cos + height * sin), round(width * sin + height * cos)
+    return half_up(width * cos + height * sin), half_up(width * sin + height * cos)
 
 
 def turned(image: pyvips.Image, deg: int, background: list[float]) -> pyvips.Image:

@@ -59,10 +59,13 @@ class Integer:
         return half_up(value, given)
 
 
-def half_up(value: int | float, given: Value | None = None) -> int:
+def half_up(value: int | float | Fraction, given: Value | None = None) -> int:
     """``value`` rounded to the nearest whole number, half up, not to even: 2.5 is 3.
     Exactly, from the text ``given`` when it is one: a float of 100.49999999999999999999
-    is 100.5, and ``value + 0.5`` rounds 0.49999999999999994 up to 1."""
+    is 100.5, and ``value + 0.5`` rounds 0.49999999999999994 up to 1. The one rounding of
+    the engine's sizes too (Python's ``round()`` is half to even: a polaroid frame of 6%
+    of 75 px was 4, ``partial_pixelate=amount:2.5`` a block of 2); a ratio of whole
+    numbers is passed as a ``Fraction``, exact (``0.06 * 75`` is no exact 4.5)."""
     exact = Fraction(given) if isinstance(given, str) else Fraction(value)
     return math.floor(exact + Fraction(1, 2))
 

@@ -18,7 +18,7 @@ from stowage.processing import decisions, faces, frames, ops
 from stowage.processing.base import Task, Value
 from stowage.processing.facetasks import JSON
 from stowage.processing.geometry import Scaler, proportional
-from stowage.processing.params import boolean, choice, color, integer, text
+from stowage.processing.params import boolean, choice, color, half_up, text, whole
 from stowage.processing.table import Answer, Kind, Param, TaskSpec
 
 #: The fields ``metadata=params:[...]`` may name (filestack-js 4.3.8's schema).
@@ -71,7 +71,7 @@ def cover_size(task: Task, width: int, height: int) -> tuple[int, int]:
     looked for in it, held in memory)."""
     want_w, want_h = _target(task, width, height)
     factor = max(want_w / width, want_h / height)
-    return max(want_w, round(width * factor)), max(want_h, round(height * factor))
+    return max(want_w, half_up(width * factor)), max(want_h, half_up(height * factor))
 
 
 def _target(task: Task, width: int, height: int) -> tuple[int, int]:
@@ -153,8 +153,9 @@ TASKS: tuple[TaskSpec, ...] = (
         "smart_crop",
         (
             Param("mode", choice("face", "object", "auto"), ("m",), "auto"),
-            Param("width", integer(0, 10_000), ("w",)),
-            Param("height", integer(0, 10_000), ("h",)),
+            # 0, which the schema allows, is not given, as resize's (params.Whole)
+            Param("width", whole(1, 10_000, zero_unset=True), ("w",)),
+            Param("height", whole(1, 10_000, zero_unset=True), ("h",)),
             Param("fill_color", color, (), "white"),
             Param("coords", boolean, (), False),
             Param("object", text),
