@@ -73,9 +73,14 @@ async def test_a_job_past_its_deadline_is_stopped_and_its_slot_freed(harness: Ha
     assert time.monotonic() - started < 8  # 1 s, the pool's grace, a process start
     assert await busy_jobs() == []  # nothing goes on computing the abandoned job
     started = time.monotonic()
-    _, body = await get(harness, f"/resize=width:1/{handle}")
-    assert decoded(body).width == 1
-    assert time.monotonic() - started < 8  # the slot was free, not held by the slow job
+    # The slot is free, not held by the slow job: a new process takes the next job. On a
+    # crowded machine (a CI run beside other work) its first job can itself pass the 1 s
+    # deadline: asked again, it answers within the same bound.
+    while (resp := await harness.cdn.get(f"/resize=width:1/{handle}")).status == 422:
+        assert await code_of(resp) == "PROCESSING_TIMEOUT"
+        assert time.monotonic() - started < 8
+    assert resp.status == 200 and decoded(await resp.read()).width == 1
+    assert time.monotonic() - started < 8
 
 
 @pytest.mark.settings(processing_max_job_cost=UNLIMITED)
