@@ -103,17 +103,32 @@ def _delay(data: Data, control: int) -> int:
     return int.from_bytes(data[control + 1 : control + 3], "little") * 10
 
 
+def mend(path: Path) -> None:
+    """``clear_disposals`` of the GIF at ``path``, in place: its blocks are read where
+    they lie, and the file is read whole and written again only when a frame needs it."""
+    with path.open("rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        mended = _cleared(data)
+    if mended is not None:
+        path.write_bytes(mended)
+
+
 def clear_disposals(data: bytes) -> bytes:
     """``data`` with a transparent index on every frame restored to the background that
     has none: an index of its colour table no pixel of it uses (255 of a full table, else
     the first entry of its table doubled; the LZW code size is kept, which still covers
     every index the pixels use)."""
+    mended = _cleared(data)
+    return data if mended is None else mended
+
+
+def _cleared(data: Data) -> bytes | None:
+    """``clear_disposals``' bytes; None when no frame needs a transparent index."""
     blocks = read(data)
     if blocks is None:
-        return data
+        return None
     todo = [f for f in blocks.frames if f.control is not None and _opaque_restored(data[f.control])]
     if not todo:
-        return data
+        return None
     out = bytearray(data)
     grown: dict[int, int] = {}  # table offset -> entries added there
     for frame in todo:

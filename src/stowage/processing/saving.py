@@ -63,7 +63,7 @@ def save(
     if output.format == "webp":
         webpanim.kept_frames(dest, image)  # frames libwebp joined, apart again
     elif output.format == "gif":  # a frame restored to the background: clear, not opaque
-        dest.write_bytes(gifblocks.clear_disposals(dest.read_bytes()))
+        gifblocks.mend(dest)
     _capped(dest, cap)  # what was mended after the save: a few bytes more
 
 
