@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stowage import errors
-from stowage.processing import chain, composite, cost, frames
+from stowage.processing import chain, composite, cost, frames, saverates
 from stowage.processing.base import Limits
 from stowage.processing.vips import VipsEngine
 from tests.processing.test_composite import BLUE, GREEN, RED, colour, plain
@@ -107,7 +107,7 @@ def test_the_estimate_counts_a_frame_for_each_listed_file(
     task = "animate" + ("=" + asked.format(w=side, h=side) if asked else "")
     segments = [task, f"output=format:{fmt}"]
     width, height = proportional(asked.format(w=side, h=side), *sizes[0])
-    saved = cost.SAVE[fmt] * width * height / 1e6 + cost.SAVE_FRAME.get(fmt, 0.0)
+    saved = saverates.SAVE[fmt] * width * height / 1e6 + saverates.SAVE_FRAME.get(fmt, 0.0)
     found = [estimate(tmp_path, paths[:n], segments, monkeypatch) for n in range(1, len(paths) + 1)]
     for n, seconds in enumerate(found, start=1):
         assert seconds >= n * saved, (n, seconds, saved)

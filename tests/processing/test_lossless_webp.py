@@ -15,7 +15,7 @@ import pytest
 import pyvips
 
 from stowage import errors
-from stowage.processing import chain, cost, frames, webpheader
+from stowage.processing import chain, cost, frames, saverates, webpheader
 from stowage.processing.base import Limits
 from stowage.processing.vips import VipsEngine
 
@@ -127,9 +127,9 @@ def test_the_estimate_prices_the_lossless_save(tmp_path: Path) -> None:
     output = chain.output_for(parsed, "image/webp")
     opened = frames.open_source(str(source), parsed, output, LIMITS, "sequential")
     lossy = cost.estimate(opened, parsed, opened.image.width, "webp")
-    kept = cost.estimate(opened, parsed, opened.image.width, cost.LOSSLESS_WEBP)
+    kept = cost.estimate(opened, parsed, opened.image.width, saverates.LOSSLESS_WEBP)
     pixels = opened.image.width * opened.image.height / 1e6
-    more = cost.SAVE[cost.LOSSLESS_WEBP] - cost.SAVE["webp"]
+    more = saverates.SAVE[saverates.LOSSLESS_WEBP] - saverates.SAVE["webp"]
     assert kept - lossy == pytest.approx(more * pixels)
 
 
@@ -146,7 +146,7 @@ def test_the_engine_prices_the_save_it_makes(tmp_path: Path) -> None:
     output = chain.output_for(parsed, "image/webp")
     opened = frames.open_source(str(source), parsed, output, LIMITS, "sequential")
     lossy = cost.estimate(opened, parsed, 1000, "webp")
-    kept = cost.estimate(opened, parsed, 1000, cost.LOSSLESS_WEBP)
+    kept = cost.estimate(opened, parsed, 1000, saverates.LOSSLESS_WEBP)
     between = dataclasses.replace(LIMITS, max_cost=(lossy + kept) / 2)
     with pytest.raises(errors.ProcessingTooCostly):
         VipsEngine().render(source, parsed, output, tmp_path / "out.webp", between)

@@ -76,6 +76,15 @@ class Chain:
         return found
 
     @property
+    def quality(self) -> Value | None:
+        """The quality the save is asked for: ``output``'s, else ``pjpg``'s, else the
+        last ``quality`` task's value (an int, ``"input"`` until ``jpegquality`` reads it,
+        or None: the saver's default)."""
+        value = next((t.get("value") for t in reversed(self.tasks) if t.name == "quality"), None)
+        value = self.merged("pjpg").get("quality", value)
+        return self.merged("output").get("quality", value)
+
+    @property
     def compresses(self) -> bool:
         """``compress``, or ``output=compress:true``: the savers' most compact settings."""
         return bool(self.merged("output").get("compress")) or any(

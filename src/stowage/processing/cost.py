@@ -33,6 +33,12 @@ from stowage import errors
 from stowage.processing import catalogue, costholds, faces, geometry, holding, params, shapes
 from stowage.processing.base import BigJob, Chain, Limits, Task
 from stowage.processing.pngsave import rate as png_compressed
+from stowage.processing.saverates import (
+    HIDDEN_FILL,
+    SAVE_FRAME,
+    quality_factor,
+    save_rate,
+)
 from stowage.processing.svgdraw import Cost as Drawing
 from stowage.processing.table import Kind
 
@@ -99,35 +105,9 @@ SHRINK = 0.01  # seconds a megapixel a resize reads
 #: Seconds a megapixel a resize makes when it enlarges: 0.040-0.045 measured (one
 #: thread, 320x240 noise to 3000-7000 a side).
 UPSCALE = 0.045
-#: Seconds a megapixel of the result costs to save, a photo's (GIF: a palette a frame).
-#: AVIF's is below a textured photo's, so that a 12-megapixel photo is admitted. PNG's at
-#: ``vips.save_options``' options, one thread, 2000x2000: noise 0.107-0.129, a textured
-#: photo 0.115-0.129, smooth 0.036, upscaled 0.13-0.22 (at 0.09 a 320x240 PNG of noise
-#: upscaled to 7000x7000 took 10.5 s, estimated 5.7). docs/decisions.md, "Save rates".
-LOSSLESS_WEBP = "webp-lossless"  # a lossless WebP source's result (webpheader): 0.17-0.68
-SAVE = {"jpeg": 0.01, "png": 0.13, "webp": 0.16, "gif": 0.8, "avif": 0.5, "tiff": 0.01}
-SAVE[LOSSLESS_WEBP] = 0.6
-#: Before a lossy save with alpha, the transparent pixels' fill (``ops.hidden_filled``):
-#: 0.047 s a megapixel of noise with alpha, one thread; charged whatever the alpha.
-HIDDEN_FILL = {"webp": 0.05, "avif": 0.05, LOSSLESS_WEBP: 0.05}
-#: Seconds a megapixel of random noise costs to save, for the encoders whose time grows
-#: with the detail they are given; between a photo's and this by ``detail`` (detail.py).
-#: PNG's rate is already a textured photo's, which noise matches.
-SAVE_NOISE = {"avif": 1.2, "webp": 0.25, "gif": 1.0}
-#: The same for the frames of an animation: GIF's frames each quantised to a palette of
-#: their own cost more than a still's pixels: noise 1.38-1.47 s a megapixel in frames of
-#: 400x300 to 1000x1000, 1.93 in frames of 100x75, against 0.65-0.75 for a still of
-#: 2000x2000 (50 frames of 400x300 noise resized to 399 took 8.9-20 s, estimated 6.6).
-SAVE_NOISE_FRAMES = {"gif": 1.5}
-#: Seconds of a save at a photo's rate past which the source's detail is measured: below
-#: it, even noise's rate would keep the job small, and the measure is not worth its time.
-MEASURE_ABOVE = 0.3
 #: Tasks that may make a colour image grey (one band): for the size of an uncompressed
 #: result, every other keeps the colour bands (a test generates their options).
 GREYING = frozenset({"monochrome", "blackwhite"})
-#: Seconds a frame of the result costs to save besides its pixels (GIF: a palette made for
-#: each frame, 4 ms for a 40x30 one of many colours).
-SAVE_FRAME = {"gif": 0.005}
 #: Seconds a task costs each time it runs besides its pixels: once a frame, as each
 #: frame of an animation gets its own pipeline (``frames.each_frame``). Measured on one
 #: thread over 150 frames of 16x16 noise saved as GIF, less the same saved with no task
@@ -237,7 +217,7 @@ def estimate(
     if fmt == "png" and chain.compresses:
         return total + png_compressed(w * h) * w * h * frames / 1e6  # by its zlib level
     asked = None if detail is None else _Counted(detail, decode / 1e6)
-    rate = save_rate(fmt, w * h * frames / 1e6, asked, frames)
+    rate = save_rate(fmt, w * h * frames / 1e6, asked, frames) * quality_factor(fmt, chain)
     saved = (rate + HIDDEN_FILL.get(fmt, 0.0)) * w * h / 1e6 + SAVE_FRAME.get(fmt, 0.0)
     return total + saved * frames + (asked.spent if asked is not None else 0.0)
 
@@ -261,19 +241,6 @@ class _Counted:
     def __call__(self) -> float:
         self.spent = self.seconds
         return self.detail()
-
-
-def save_rate(
-    fmt: str, megapixels: float, detail: Callable[[], float] | None = None, frames: int = 1
-) -> float:
-    """Seconds a megapixel to save ``megapixels`` as ``fmt``: a photo's rate, or nearer
-    noise's as ``detail()`` says, for an encoder whose time depends on it (asked only
-    when the save at a photo's rate would take over ``MEASURE_ABOVE``)."""
-    rate, noise = SAVE.get(fmt, OTHER), SAVE_NOISE.get(fmt)
-    noise = SAVE_NOISE_FRAMES.get(fmt, noise) if frames > 1 else noise
-    if noise is None or detail is None or rate * megapixels <= MEASURE_ABOVE:
-        return rate
-    return rate + (noise - rate) * min(1.0, max(0.0, detail()))
 
 
 def made_size(

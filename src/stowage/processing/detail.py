@@ -1,5 +1,5 @@
 """How much fine detail a source has, for the encoders whose time grows with it
-(``cost.SAVE_NOISE``): 0 for a photo's, 1 for random noise's.
+(``saverates.SAVE_NOISE``): 0 for a photo's, 1 for random noise's.
 
 Measured at full size over the whole picture: the mean difference between horizontal
 neighbours of one band (a textured photo about 8, noise 65-85). A shrunk copy would not
@@ -7,7 +7,7 @@ do: shrinking averages noise into a flat grey; nor would the first rows alone: a
 smooth at its top and noise below it was priced as a photo. The source is decoded once
 for it, as a stream (memory stays flat), in any format the job reads: 0.13 s for a 12 MP
 JPEG, 0.25 s for a PNG, 0.3-0.5 s for a WebP, a few percent of the save it prices; it is
-asked only when that save would take long anyway (``cost.MEASURE_ABOVE``).
+asked only when that save would take long anyway (``saverates.MEASURE_ABOVE``).
 """
 
 from __future__ import annotations

@@ -32,6 +32,7 @@ from stowage.processing import (
     ops,
     pdf,
     pillowjpeg,
+    saverates,
     saving,
     svg,
     webpheader,
@@ -129,7 +130,7 @@ class VipsEngine:
             return _write_size(dest, output, header.width, opened.frame_height)
         placed = montage.placed(opened, chain, output)
         lossless = webpheader.kept_lossless(chain, output, source, opened.loader)
-        saver = cost.LOSSLESS_WEBP if lossless else output.format
+        saver = saverates.LOSSLESS_WEBP if lossless else output.format
         args = (opened, chain, header.width, saver, placed, limits.max_output_dimension)
         # ops.held's budget (the estimate follows it) and the SVGs' data: images
         holds, embedded = limits.max_total_pixels, svg.embedded_pixels()
@@ -295,10 +296,8 @@ def _drops_profile(chain: Chain, output: Output) -> bool:
 def save_options(
     chain: Chain, output: Output, pixels: int = 0, lossless: bool = False
 ) -> dict[str, Any]:
-    settings = chain.merged("output")
     options: dict[str, Any] = {"lossless": True} if lossless else {}
-    quality = next((t.get("value") for t in reversed(chain.tasks) if t.name == "quality"), None)
-    quality = settings.get("quality", chain.merged("pjpg").get("quality", quality))
+    quality = chain.quality
     if isinstance(quality, int) and output.format in ("jpeg", "webp", "avif", "heif"):
         options["Q"] = max(1, quality)
     if chain.output_format == "pjpg":

@@ -1,0 +1,71 @@
+"""What saving a result costs: seconds a megapixel by format, content and quality.
+
+``cost.estimate`` adds the save to a chain's work with these; they are measured on one
+thread (docs/decisions.md, "Save rates").
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+
+from stowage.processing.base import Chain
+
+#: Seconds a megapixel for a format not named here.
+OTHER = 0.05
+#: Seconds a megapixel of the result costs to save, a photo's (GIF: a palette a frame).
+#: AVIF's is below a textured photo's, so that a 12-megapixel photo is admitted. PNG's at
+#: ``vips.save_options``' options, one thread, 2000x2000: noise 0.107-0.129, a textured
+#: photo 0.115-0.129, smooth 0.036, upscaled 0.13-0.22 (at 0.09 a 320x240 PNG of noise
+#: upscaled to 7000x7000 took 10.5 s, estimated 5.7). docs/decisions.md, "Save rates".
+LOSSLESS_WEBP = "webp-lossless"  # a lossless WebP source's result (webpheader): 0.17-0.68
+SAVE = {"jpeg": 0.01, "png": 0.13, "webp": 0.16, "gif": 0.8, "avif": 0.5, "tiff": 0.01}
+SAVE[LOSSLESS_WEBP] = 0.6
+#: Before a lossy save with alpha, the transparent pixels' fill (``ops.hidden_filled``):
+#: 0.047 s a megapixel of noise with alpha, one thread; charged whatever the alpha.
+HIDDEN_FILL = {"webp": 0.05, "avif": 0.05, LOSSLESS_WEBP: 0.05}
+#: Seconds a megapixel of random noise costs to save, for the encoders whose time grows
+#: with the detail they are given; between a photo's and this by ``detail`` (detail.py).
+#: PNG's rate is already a textured photo's, which noise matches.
+SAVE_NOISE = {"avif": 1.2, "webp": 0.25, "gif": 1.0}
+#: AVIF's save time by the quality asked, against its default (50), by which its rates
+#: are: libaom at effort 2, one thread, 1600x1200 (2026-12-02; a textured photo, a smooth
+#: one, noise): 70 1.12/1.06/1.17, 80 1.21/1.34/1.20, 90 1.38/1.57/2.39, 95 1.64/1.40/2.66,
+#: 100 2.10/2.63/1.73; a 12 MP photo 5.4 s at 50, 10.3 s at 100. Straight lines between.
+#: Below 50 it is faster (0.77-0.9 at 30), still priced at 1.
+AVIF_QUALITY = ((50, 1.0), (70, 1.15), (80, 1.25), (90, 1.6), (95, 1.9), (100, 2.2))
+#: The same for the frames of an animation: GIF's frames each quantised to a palette of
+#: their own cost more than a still's pixels: noise 1.38-1.47 s a megapixel in frames of
+#: 400x300 to 1000x1000, 1.93 in frames of 100x75, against 0.65-0.75 for a still of
+#: 2000x2000 (50 frames of 400x300 noise resized to 399 took 8.9-20 s, estimated 6.6).
+SAVE_NOISE_FRAMES = {"gif": 1.5}
+#: Seconds of a save at a photo's rate past which the source's detail is measured: below
+#: it, even noise's rate would keep the job small, and the measure is not worth its time.
+MEASURE_ABOVE = 0.3
+#: Seconds a frame of the result costs to save besides its pixels (GIF: a palette made for
+#: each frame, 4 ms for a 40x30 one of many colours).
+SAVE_FRAME = {"gif": 0.005}
+
+
+def save_rate(
+    fmt: str, megapixels: float, detail: Callable[[], float] | None = None, frames: int = 1
+) -> float:
+    """Seconds a megapixel to save ``megapixels`` as ``fmt``: a photo's rate, or nearer
+    noise's as ``detail()`` says, for an encoder whose time depends on it (asked only
+    when the save at a photo's rate would take over ``MEASURE_ABOVE``)."""
+    rate, noise = SAVE.get(fmt, OTHER), SAVE_NOISE.get(fmt)
+    noise = SAVE_NOISE_FRAMES.get(fmt, noise) if frames > 1 else noise
+    if noise is None or detail is None or rate * megapixels <= MEASURE_ABOVE:
+        return rate
+    return rate + (noise - rate) * min(1.0, max(0.0, detail()))
+
+
+def quality_factor(fmt: str, chain: Chain) -> float:
+    """How many times its rate a save at the chain's quality takes (AVIF's grows with it)."""
+    quality = chain.quality
+    if fmt != "avif" or not isinstance(quality, int) or quality <= AVIF_QUALITY[0][0]:
+        return 1.0
+    for (q0, f0), (q1, f1) in itertools.pairwise(AVIF_QUALITY):
+        if quality <= q1:
+            return f0 + (f1 - f0) * (quality - q0) / (q1 - q0)
+    return AVIF_QUALITY[-1][1]
