@@ -33,6 +33,11 @@ sub vcl_recv {
     if (req.restarts == 0) {
         unset req.http.X-Stowage-Pipe;    # only this VCL sets it, on a restart
         unset req.http.X-Stowage-Code;    # nor this one (vcl_synth)
+        # Lists sent on several lines are one list (RFC 9110 5.3), as the origin reads
+        # them (src/stowage/http/fieldlines.py): VCL reads a header's first line only.
+        std.collect(req.http.Accept, ", ");
+        std.collect(req.http.If-None-Match, ", ");
+        std.collect(req.http.If-Match, ", ");
     }
     if (req.method == "PURGE") {
         if (client.ip !~ purgers) {

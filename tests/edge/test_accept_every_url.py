@@ -13,6 +13,7 @@ and without a task before auto_image; 30 browser Accept strings each."""
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import random
 import re
@@ -22,6 +23,7 @@ from urllib.parse import quote
 import aiohttp
 import pyvips
 import yarl
+from multidict import CIMultiDict
 
 from stowage.processing import accepts
 from tests.edge.helpers import get, gradient_png, store
@@ -146,3 +148,32 @@ async def test_the_base64_form_keeps_one_copy_per_class(
         bodies.add(body)
     assert len(bodies) == 1
     assert origin_gets([edge.node], handle) == 1
+
+
+def split_lines(text: str, rng: random.Random) -> list[str]:
+    """A comma-separated list as 2-3 field lines, cut at random commas."""
+    items = text.split(",")
+    cuts = sorted(rng.sample(range(1, len(items)), min(len(items) - 1, rng.randint(1, 2))))
+    bounds = [0, *cuts, len(items)]
+    return [",".join(items[a:b]) for a, b in itertools.pairwise(bounds)]
+
+
+async def test_accept_on_several_lines_is_classed_as_one_list(
+    edge: Edge, http: aiohttp.ClientSession
+) -> None:
+    """The VCL read a header's first line only: an Accept whose second line named WebP was
+    classed (and cached) as the first line alone. Seed 5163: browser strings cut at random
+    commas; the edge answers each as the origin answers the whole list on one line."""
+    rng = random.Random(5163)
+    handle = await store(http, edge.api, edge.key, gradient_png(16, 12, 40))
+    url = f"{edge.cache.url}/auto_image/{handle}"
+    differs = 0
+    for accept in [b for b in BROWSERS if b.count(",") >= 1] * 2:
+        lines = split_lines(accept, rng)
+        sent = CIMultiDict(("Accept", line) for line in lines)
+        status, body, headers = await get(http, url, headers=sent)
+        assert status == 200, (lines, body[:200])
+        expected = FORMATS[accepts.accepted_format(accept)]
+        assert headers["Content-Type"] == expected, lines
+        differs += FORMATS[accepts.accepted_format(lines[0])] != expected
+    assert differs >= 5  # the cases tell a first-line reading apart

@@ -15,7 +15,7 @@ from stowage.core.reading import Download
 from stowage.core.security import Credentials
 from stowage.core.service import StoreParams
 from stowage.core.sources import Source
-from stowage.http import inputs
+from stowage.http import fieldlines, inputs
 from stowage.http.cdnpath import CdnPath
 from stowage.http.edge import edge_bypass
 from stowage.http.keys import PARTS
@@ -46,7 +46,7 @@ def _store_params(request: web.Request) -> StoreParams:
         access=q.get("access", "private"),
         base64decode=inputs.flag(request, "base64decode"),
         link=inputs.flag(request, "link"),
-        conditions=Conditions(if_none_match=request.headers.get("If-None-Match")),
+        conditions=Conditions(if_none_match=fieldlines.joined(request.headers, "If-None-Match")),
     )
 
 
@@ -59,7 +59,10 @@ def _checked(request: web.Request, source: Source) -> Source:
 
 
 def _conditions(request: web.Request) -> Conditions:
-    return Conditions(request.headers.get("If-Match"), request.headers.get("If-None-Match"))
+    headers = request.headers
+    return Conditions(
+        fieldlines.joined(headers, "If-Match"), fieldlines.joined(headers, "If-None-Match")
+    )
 
 
 async def store_handler(request: web.Request) -> web.Response:

@@ -21,7 +21,7 @@ from aiohttp import web
 
 from stowage import errors
 from stowage.core import imagesize
-from stowage.http import transform
+from stowage.http import fieldlines, transform
 from stowage.http.api import request_credentials
 from stowage.http.cdnpath import CdnPath, DebugAsk
 from stowage.http.keys import PARTS
@@ -53,7 +53,7 @@ async def report(request: web.Request, asked: DebugAsk) -> web.Response:
             await _authorized(request, path)  # refused credentials are answered, not reported
             raise errors.InvalidParameter(_NOT_RUN, parameter="debug")
         # auto_image: the format the client's Accept takes becomes part of the chain.
-        path.tasks, _ = negotiated(path.tasks, request.headers.get("Accept"))
+        path.tasks, _ = negotiated(path.tasks, fieldlines.joined(request.headers, "Accept"))
         body["chain"] = [_described(segment) for segment in path.tasks]
         body.update(await _run(request, path))
         body["status"] = {"message": "ok", "http_code": 200}

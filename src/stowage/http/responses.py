@@ -23,7 +23,7 @@ from stowage.core.conditions import content_etag, matches
 from stowage.core.filetypes import is_active
 from stowage.core.reading import Download, VersionRows
 from stowage.edge.headers import PIPED_HEADER, origin_headers, without_edge_headers
-from stowage.http import dates
+from stowage.http import dates, fieldlines
 from stowage.http.pinned import pinned
 from stowage.http.sendfile import LoopFileResponse
 
@@ -273,9 +273,8 @@ async def _checked(
         raise errors.PreconditionFailed("If-Unmodified-Since: the file has changed since")
     if "If-Modified-Since" in request.headers:  # judged on the object's own time
         plan = await reading.stated(plan)
-    if _etag_matches(request.headers.get("If-None-Match"), tag) or dates.not_modified_since(
-        request, plan.info.modified
-    ):
+    none_match = fieldlines.joined(request.headers, "If-None-Match")
+    if _etag_matches(none_match, tag) or dates.not_modified_since(request, plan.info.modified):
         if fd is not None:
             os.close(fd)
         return web.Response(status=304, headers=_version_headers(headers_for(plan), plan, tag))
@@ -307,7 +306,7 @@ def _unmodified_since(request: web.Request, plan: Download) -> bool:
 
 
 def _if_match(request: web.Request, tag: str) -> bool:
-    header = request.headers.get("If-Match")
+    header = fieldlines.joined(request.headers, "If-Match")
     return header is None or matches(header, tag, strong=True)
 
 
@@ -329,7 +328,7 @@ async def _stream(
     if "If-None-Match" in request.headers and tag is None:  # asks the store first
         plan = await reading.stated(plan)
     current = tag or plan.info.etag.strip('"')
-    if _etag_matches(request.headers.get("If-None-Match"), current):
+    if _etag_matches(fieldlines.joined(request.headers, "If-None-Match"), current):
         return web.Response(status=304, headers=_version_headers(headers_for(plan), plan, tag))
     range_header = request.headers.get("Range")
 

@@ -31,7 +31,7 @@ from stowage.core.filetypes import is_active
 from stowage.core.reading import Download
 from stowage.core.security import Credentials
 from stowage.edge.headers import TAG_HEADER
-from stowage.http import inputs, observe, ratelimit, resulttags
+from stowage.http import fieldlines, inputs, observe, ratelimit, resulttags
 from stowage.http.api import download, request_credentials, store_result
 from stowage.http.cdnpath import CdnPath, parse
 from stowage.http.keys import PARTS
@@ -66,7 +66,7 @@ async def transform(request: web.Request, path: CdnPath, *, cdn: bool) -> web.St
         found = await docpages.answer(processor, pages, path.handle, creds, api_key)
         return web.json_response(found, headers={"Cache-Control": "private, no-cache"})
     # auto_image: the format the client's Accept takes becomes part of the chain.
-    path.tasks, varies = negotiated(path.tasks, request.headers.get("Accept"))
+    path.tasks, varies = negotiated(path.tasks, fieldlines.joined(request.headers, "Accept"))
     if is_url(path) and path.store is not None:  # /<APIKEY>/[tasks/]store/<URL>
         if cdn:
             _to_process_address(request, parts)
