@@ -26,6 +26,7 @@ from stowage.processing.table import Param, TaskSpec
 MAX_OBJECTS = 50
 MASK_SIDE = 256  # a box's mask is computed at most this big, then enlarged
 STRIP = 256  # rows of the masks compared at a time
+EDGE_SLOPE = 32  # a hard edge's mask: levels a pixel of the small copy, 0-255 over eight
 Box = tuple[int, int, int, int]
 #: What happens to one box: its changed pixels.
 Change = Callable[[Box], pyvips.Image]
@@ -79,8 +80,13 @@ def _shape(width: int, height: int, oval: bool, soft: float) -> Any:
         inside = (1 - (nx * nx + ny * ny) ** 0.5) * (min(w, h) / 2)
     else:
         inside = x.minpair(w - x).minpair(y.minpair(h - y))
-    if soft * scale <= 0:
+    if soft * scale <= 0 and scale == 1:
         weight = (inside > 0).ifthenelse(255, 0)
+    elif soft * scale <= 0:
+        # A hard edge enlarged: the distance to it, not a 0/255 step, is what the linear
+        # enlargement keeps (a step became a staircase of the copy's pixels, up to 1/scale
+        # across); 128 is the edge, within a pixel at any size.
+        weight = (inside * EDGE_SLOPE + 128).minpair(255).maxpair(0)
     else:
         weight = (inside / (soft * scale)).minpair(1).maxpair(0) * 255
     # always rows x columns: pyvips gives a 1x1 one-band image as a 0-d array, which
