@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,17 +19,18 @@ import numpy as np
 import pytest
 import pyvips
 
-from stowage.processing import chain, composite, ops
+from stowage.processing import chain, composite, composite_bands
 from stowage.processing.base import Limits
 from stowage.processing.vips import VipsEngine
 
 LIMITS = Limits(50_000_000, 10**9, 4000, 30, max_total_pixels=5_000_000)
 SEEDS = range(5150, 5155)
 CASES = 12  # a seed
-GREY_KINDS = ("grey8", "greya8", "grey16", "greya16")
+GREY_KINDS = ("grey8", "greya8", "grey16", "greya16", "greyicc8", "greyicca16")
 COLOUR_KINDS = ("rgb8", "rgba8")
 GREYS = ("white", "black", "gray", "grey", "gray40", "silver", "808080", "333", "40404080")
 GREYS_CLEAR = ("transparent", "00000000", "FFFFFF80")
+D50 = (0.9642, 1.0, 0.8249)
 COLOURS = ("red", "snow", "slategray", "00FF0080", "808081", "FEFFFF")
 
 
@@ -50,6 +52,31 @@ class Case:
         """The files the result shows: a still animation holds the first one only."""
         still = self.task == "animate" and self.output != "gif"
         return self.kinds[:1] if still else self.kinds
+
+
+def grey_profile(gamma: float) -> bytes:
+    """An ICC v2 display profile of grey (GRAY to XYZ): a description, the D50 white
+    and a gamma curve (``kTRC``)."""
+
+    def fixed(*values: float) -> bytes:
+        return b"".join(struct.pack(">i", round(v * 65536)) for v in values)
+
+    text = b"grey test\0"
+    tags = {
+        b"desc": b"desc\0\0\0\0" + struct.pack(">I", len(text)) + text + bytes(78),
+        b"wtpt": b"XYZ \0\0\0\0" + fixed(*D50),
+        b"kTRC": b"curv\0\0\0\0" + struct.pack(">IH", 1, round(gamma * 256)) + bytes(2),
+        b"cprt": b"text\0\0\0\0none\0",
+    }
+    offset, table, data = 128 + 4 + 12 * len(tags), b"", b""
+    for name, body in tags.items():
+        data += bytes(-(offset + len(data)) % 4)
+        table += name + struct.pack(">II", offset + len(data), len(body))
+        data += body
+    head = b"lcms" + bytes([2, 0x10, 0, 0]) + b"mntrGRAYXYZ " + bytes(12) + b"acspAPPL"
+    head += bytes(24) + fixed(*D50) + bytes(48)  # flags to intent; illuminant; the rest
+    size = struct.pack(">I", offset + len(data))
+    return size + head + struct.pack(">I", len(tags)) + table + data
 
 
 def handle(index: int) -> str:
@@ -87,22 +114,20 @@ def source(kind: str, rng: np.random.Generator) -> pyvips.Image:
     top = 65535 if deep else 255
     colours = 3 if kind.startswith("rgb") else 1
     pixels = rng.integers(0, top + 1, (height, width, colours))
-    if kind in ("greya8", "greya16", "rgba8"):  # alpha: opaque, clear and partial
+    if kind in ("greya8", "greya16", "greyicca16", "rgba8"):  # alpha: opaque, clear and partial
         alpha = rng.choice([0, top // 3, top], (height, width, 1))
         pixels = np.concatenate([pixels, alpha], axis=2)
     image = pyvips.Image.new_from_array(pixels.astype(np.uint16 if deep else np.uint8))
     space = "srgb" if colours == 3 else "grey16" if deep else "b-w"
-    return image.copy(interpretation=space)
+    image = image.copy(interpretation=space)
+    if "icc" in kind:  # a scanner's grey: levels in a gamma 1.8 grey's space
+        image.set_type(pyvips.GValue.blob_type, "icc-profile-data", grey_profile(1.8))
+    return image
 
 
-def as_rgb(image: pyvips.Image) -> pyvips.Image:
-    """A grey source as sRGB: its grey in three bands (alpha kept), 8-bit."""
-    image = ops.srgb(image)
-    if image.bands >= 3:
-        return image
-    grey = image[0]
-    rgb = grey.bandjoin([grey, grey])
-    return (rgb.bandjoin(image[1]) if image.bands == 2 else rgb).copy(interpretation="srgb")
+def as_rgb(images: list[pyvips.Image], *colours: str) -> list[pyvips.Image]:
+    """The placing before grey was kept: every file in sRGB, a grey one in three bands."""
+    return [composite_bands.rgb(image, profiled=False) for image in images]
 
 
 def render(folder: Path, images: list[pyvips.Image], item: Case, name: str) -> pyvips.Image:
@@ -134,7 +159,9 @@ def cases() -> list[tuple[int, int, Case]]:
 
 
 @pytest.mark.parametrize(("seed", "n", "item"), cases(), ids=lambda v: str(v)[:12])
-def test_grey_sources_placed_stay_grey(tmp_path: Path, seed: int, n: int, item: Case) -> None:
+def test_grey_sources_placed_stay_grey(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int, n: int, item: Case
+) -> None:
     rng = np.random.default_rng(seed * 100 + n)
     images = [source(kind, rng) for kind in item.kinds]
     out = render(tmp_path, images, item, "placed")
@@ -150,7 +177,9 @@ def test_grey_sources_placed_stay_grey(tmp_path: Path, seed: int, n: int, item: 
         # in noise into a dozen (the composite rounds grey and sRGB within a level).
         item = dataclasses.replace(item, output="png")
         out = render(tmp_path, images, item, "lossless")
-    coloured = pixels(render(tmp_path, [as_rgb(i) for i in images], item, "rgb"))
+    # the same files placed as sRGB, as they all were: the grey is its bands' level
+    monkeypatch.setattr(composite, "together", as_rgb)
+    coloured = pixels(render(tmp_path, images, item, "rgb"))
     grey = pixels(out)
     if item.output == "gif":  # read as sRGB either way: the frames are the same
         shown = grey[..., 3:] / 255 if grey.shape[2] == 4 else 1
