@@ -63,6 +63,7 @@ def test_a_boolean_word_is_trimmed_of_ascii_blanks_only(
         ("max_upload_bytes", "ten"),
         ("edge_ttl", "1.5s"),
         ("webhook_timeout", "-1"),
+        ("fetch_background_slot_wait", "-5s"),
         ("api_public_url", "files.example.com/api"),
         ("fetch_allow_private", "maybe"),
         ("edge_cache_urls", "http://10.0.0.5:6081, 10.0.0.6:6081"),

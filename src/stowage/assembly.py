@@ -164,6 +164,7 @@ def build_fetcher(
         per_app=settings.fetch_app_max_concurrent if own else None,
         slot_wait=settings.fetch_slot_wait if own else math.inf,
         min_rate=settings.fetch_min_rate,
+        background_slot_wait=settings.fetch_background_slot_wait if own else math.inf,
     )
 
 

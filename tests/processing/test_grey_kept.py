@@ -72,7 +72,7 @@ COLOURED = (
     "polaroid",
     "sepia",
 )
-#: Tasks that take other files (their colours may be anything) or no raster source.
+#: Tasks that take other files (``test_grey_placed``) or no raster source.
 OTHERS = {"watermark", "collage", "animate", "urlscreenshot", "ascii"}
 
 

@@ -45,6 +45,14 @@ class DeliverySettings:
         "beyond, 503 FETCH_BUSY with Retry-After (these seconds, rounded up).",
         form=coerce.duration(),
     )
+    fetch_background_slot_wait: float = _setting(
+        120.0,
+        "Seconds a url fetch of a background job (a video conversion's ``watermark_url``) "
+        "may wait for a fetch slot; beyond, the job fails (FETCH_BUSY). No client waits on "
+        "it, so it waits longer than ``fetch_slot_wait`` rather than fail while the slots "
+        "are busy.",
+        form=coerce.duration(),
+    )
     fetch_app_max_concurrent: int = _setting(
         8,
         "Url fetch slots one app's fetches may hold at once (at most "

@@ -231,6 +231,7 @@ class Fetcher:
         per_app: int | None = None,
         slot_wait: float = math.inf,
         min_rate: float = 0.0,
+        background_slot_wait: float = math.inf,
     ) -> None:
         self.allow_private = allow_private
         self.max_redirects = max_redirects
@@ -241,6 +242,7 @@ class Fetcher:
         self._phases = (connect_timeout, read_timeout)
         self._total = total_timeout if total_timeout > 0 else None
         self._slots = FetchSlots(max_concurrent, per_app, slot_wait)
+        self._background_wait = background_slot_wait  # a background job's wait for a slot
         # a body's bytes a second, averaged over read_timeout: a drip is no progress
         self._pace = (min_rate, read_timeout if read_timeout > 0 else 30.0)
         self._session: aiohttp.ClientSession | None = None
@@ -260,19 +262,27 @@ class Fetcher:
     def check_url(self, url: str) -> URL:
         return check_url(url, self.allow_private)
 
+    @property
+    def waiting(self) -> int:
+        """Fetches waiting for a slot now."""
+        return self._slots.waiting
+
     async def open(
         self,
         url: str,
         validators: dict[str, str] | None = None,
         allowed: Allowed | None = None,
         owner: Owner = None,
+        background: bool = False,
     ) -> Fetched:
         """Start the fetch; the caller must consume ``chunks`` to the end or close it.
         ``validators``: ``If-None-Match`` / ``If-Modified-Since`` of a copy already held;
         a 304 answers ``not_modified`` with no body. ``allowed`` is asked about every
         address a redirect leads to (a policy's ``url`` rule) and raises to refuse it.
-        ``owner``: the app fetching, held to its share of the slots (``FetchSlots``)."""
-        free = await self._slots.acquire(owner)
+        ``owner``: the app fetching, held to its share of the slots (``FetchSlots``).
+        ``background``: a job no client waits on (a video conversion) fetches: it waits
+        ``background_slot_wait`` for a slot, not ``slot_wait``."""
+        free = await self._slots.acquire(owner, self._background_wait if background else None)
         try:
             # every hop has its own bounds: the redirects together have total_timeout
             async with asyncio.timeout(self._total):

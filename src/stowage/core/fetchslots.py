@@ -1,7 +1,8 @@
 """The slots URL fetches run in (``fetch.Fetcher``): ``fetch_max_concurrent`` of them,
 at most ``fetch_app_max_concurrent`` of them held by one app at once, and a fetch that finds none
 free waits ``fetch_slot_wait`` seconds at most, then is refused with 503 ``FETCH_BUSY``
-and ``Retry-After``. A probe's 16 transformations of one app against an origin sending a
+and ``Retry-After``; a background job's fetch (``background_wait``) waits longer, as
+no client waits on it. A probe's 16 transformations of one app against an origin sending a
 byte every 3 s held every slot; another app's store from a URL then waited 22 s, and
 nothing answered 503.
 """
@@ -32,14 +33,20 @@ class FetchSlots:
     def used(self) -> int:
         return sum(self._held.values())
 
+    @property
+    def waiting(self) -> int:
+        """Fetches waiting for a slot now."""
+        return len(self._waiters)
+
     def _free_for(self, owner: Owner) -> bool:
         return self.used < self.total and self._held[owner] < self.per_owner
 
-    async def acquire(self, owner: Owner) -> Callable[[], None]:
+    async def acquire(self, owner: Owner, wait: float | None = None) -> Callable[[], None]:
         """A slot for ``owner`` (its release, to be called once), or FETCH_BUSY once
-        ``wait`` seconds passed without one."""
+        ``wait`` seconds (else the slots' own ``wait``) passed without one."""
         loop = asyncio.get_running_loop()
-        deadline = None if math.isinf(self.wait) else loop.time() + self.wait
+        wait = self.wait if wait is None else wait
+        deadline = None if math.isinf(wait) else loop.time() + wait
         while not self._free_for(owner):
             woken: asyncio.Future[None] = loop.create_future()
             self._waiters.add(woken)
@@ -47,13 +54,13 @@ class FetchSlots:
                 async with asyncio.timeout_at(deadline):
                     await woken
             except TimeoutError:
-                raise self.busy(owner) from None
+                raise self.busy(owner, wait) from None
             finally:
                 self._waiters.discard(woken)
         self._held[owner] += 1
         return self._releaser(owner)
 
-    def busy(self, owner: Owner) -> errors.FetchBusy:
+    def busy(self, owner: Owner, wait: float | None = None) -> errors.FetchBusy:
         mine = self._held[owner] >= self.per_owner
         refused = errors.FetchBusy(
             "this app's url fetches hold their share of the fetch slots"
@@ -62,7 +69,8 @@ class FetchSlots:
             slots=self.total,
             per_app=self.per_owner,
         )
-        refused.headers["Retry-After"] = str(max(1, math.ceil(self.wait)))
+        wait = self.wait if wait is None else wait
+        refused.headers["Retry-After"] = str(max(1, math.ceil(wait)))
         return refused
 
     def _releaser(self, owner: Owner) -> Callable[[], None]:

@@ -28,6 +28,7 @@ import pyvips
 from stowage import errors
 from stowage.processing import admission, frames, jpeg2000, ops, svg
 from stowage.processing.base import Limits, Task, Value
+from stowage.processing.composite_bands import ink, met, placed_over, rgb, together
 from stowage.processing.geometry import proportional
 from stowage.processing.params import (
     align,
@@ -37,7 +38,6 @@ from stowage.processing.params import (
     half_up,
     handle,
     integer,
-    rgba,
     whole,
 )
 from stowage.processing.table import Kind, Param, TaskSpec
@@ -171,20 +171,7 @@ def opened(path: Path, limits: Limits, *, sequential: bool = True) -> pyvips.Ima
             f"a source has {image.width * image.height} pixels; at most {limits.max_input_pixels}",
             max_pixels=limits.max_input_pixels,
         )
-    return ops.with_alpha(_rgb(image))
-
-
-def _rgb(image: pyvips.Image, profiled: bool = True) -> pyvips.Image:
-    """8-bit sRGB, the colour space files placed together meet in (a Display P3 logo
-    placed as it was on an sRGB photo showed other colours); ``profiled`` False leaves
-    the pixels in the space of their profile."""
-    if profiled and image.get_typeof("icc-profile-data"):
-        image = image.icc_transform("srgb", embedded=True)
-    image = ops.srgb(image)
-    if image.bands < 3:  # grey, with or without alpha
-        grey = image[0]
-        image = grey.bandjoin([grey, grey, *([image[1]] if image.bands == 2 else [])])
-    return image.copy(interpretation="srgb")
+    return ops.with_alpha(met(image))
 
 
 # -- watermark ----------------------------------------------------------------------------
@@ -200,10 +187,12 @@ def watermark(image: pyvips.Image, task: Task) -> pyvips.Image:
     profile = _rgb_profile(image)
     into = sources.profile_file(profile) if profile is not None else None
     if into is not None:  # the logo into the photo's space: the photo is not converted
-        mark = mark.icc_transform(str(into), input_profile="srgb")
-    base = ops.with_alpha(_rgb(image, profiled=into is None))
-    made = base.composite2(mark, "over", x=x, y=y).cast("uchar")
-    return made if image.hasalpha() else made.extract_band(0, n=3)
+        mark = rgb(mark, profiled=False).icc_transform(str(into), input_profile="srgb")
+        base = rgb(image, profiled=False)
+    else:  # a grey logo on a grey image stays grey
+        base, mark = together([met(image), mark])
+    made = placed_over(ops.with_alpha(base), [(mark, x, y)]).rint().cast("uchar")
+    return made if image.hasalpha() else made.extract_band(0, n=made.bands - 1)
 
 
 def _sized(mark: pyvips.Image, size: int) -> pyvips.Image:
@@ -267,12 +256,13 @@ def placed(
         return sources.images(tuple(sources.path(h) for h in _handles(task)))
     # The frames are the list's files (a watermark's file is not a frame), else the file.
     paths = tuple(path for _, path in sources.paths[: sources.listed])
-    images = sources.images(paths[:1] if still else paths) or [_rgb(first)]
+    images = sources.images(paths[:1] if still else paths) or [met(first)]
     return [image.autorot() for image in images] if autorotate else images
 
 
 def _collage(first: pyvips.Image, task: Task, apply: Callable[[Any], Any]) -> pyvips.Image:
-    images = [ops.with_alpha(_rgb(first)), *placed(task, first)]
+    background = str(task.get("color", "white"))
+    images = together([ops.with_alpha(met(first)), *placed(task, first)], background)
     if task.get("autorotate") is True:
         images = [image.autorot() for image in images]
     width, height = _canvas_size(task, first.width, first.height)
@@ -282,17 +272,17 @@ def _collage(first: pyvips.Image, task: Task, apply: Callable[[Any], Any]) -> py
     cell_w = max(1, (width - margin * (columns + 1)) // columns)
     cell_h = max(1, (height - margin * (rows + 1)) // rows)
     crop = task.get("fit") == "crop"
-    canvas = pyvips.Image.black(width, height).new_from_image(
-        list(rgba(str(task.get("color", "white"))))
-    )
-    canvas = canvas.copy(interpretation="srgb")
+    grey = images[0].bands < 3
+    canvas = pyvips.Image.black(width, height).new_from_image(ink(background, grey))
+    canvas = canvas.copy(interpretation="b-w" if grey else "srgb")
+    cells = []
     for index, image in enumerate(images):
         cell = fitted(image, cell_w, cell_h, crop)
         column, row = index % columns, index // columns
         x = margin + column * (cell_w + margin) + (cell_w - cell.width) // 2
         y = margin + row * (cell_h + margin) + (cell_h - cell.height) // 2
-        canvas = canvas.composite2(cell, "over", x=x, y=y)
-    return apply(canvas.cast("uchar"))
+        cells.append((cell, x, y))
+    return apply(placed_over(canvas, cells).rint().cast("uchar"))
 
 
 def _fitting_margin(margin: int, width: int, height: int, columns: int, rows: int) -> int:
@@ -309,7 +299,9 @@ def _animate(images: list[pyvips.Image], task: Task, apply: Callable[[Any], Any]
         raise errors.ImageTooLarge(
             f"the frames would have {total} pixels; at most {limits.max_total_pixels}"
         )
-    background = list(rgba(str(task.get("background", "transparent"))))
+    colour = str(task.get("background", "transparent"))
+    images = together(images, colour)  # grey frames on a grey background stay grey
+    background = ink(colour, images[0].bands < 3)
     made = [apply(_framed(image, task, width, height, background)) for image in images]
     strip = pyvips.Image.arrayjoin(made, across=1).copy()
     strip.set_type(pyvips.GValue.gint_type, "page-height", made[0].height)

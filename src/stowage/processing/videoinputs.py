@@ -58,7 +58,9 @@ class Inputs:
         else:
             if self.fetcher is None:
                 raise MediaRefused("this node fetches no watermark URLs")
-            fetched = await self.fetcher.open(source, owner=app.api_key)
+            # a background job: it waits fetch_background_slot_wait for a slot, not the
+            # few seconds a client is kept waiting before 503 FETCH_BUSY
+            fetched = await self.fetcher.open(source, owner=app.api_key, background=True)
             await save(fetched.chunks, path, WATERMARK_MAX_BYTES)
         mark = await ffmpeg.probe(path, limits, prober, formats=video.WATERMARK_DEMUXERS)
         if mark.first("video") is None or len(mark.streams) != 1:

@@ -106,9 +106,11 @@ class VideoJobs:
         self.prober = Prober(self.folder)
         self.name = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
         self.lease = settings.video_lease_seconds  # renewed every third while a job runs
-        # The longest a job may take (reading, probing, ffmpeg, storing): a job folder
-        # older than that is no live job's, whichever process of the node made it.
-        self.longest = 2 * settings.video_job_seconds + 120
+        # The longest a job may take (reading, a watermark URL's wait for a fetch slot,
+        # probing, ffmpeg, storing): a job folder older than that is no live job's,
+        # whichever process of the node made it.
+        waits = settings.fetch_background_slot_wait
+        self.longest = 2 * settings.video_job_seconds + 120 + waits
         self.poll = 0.25  # another process or node claims a new job within this
         self._wake = Wake()
         self._tasks: set[asyncio.Task[None]] = set()
