@@ -460,3 +460,35 @@ def test_a_hosted_link_with_its_key_or_tasks_is_that_file(
     assert found.tasks == [*engine, *outer]
     assert found.api_key == (key.rstrip("/") or None)
     assert found.max_age == (31536000 if "cache=expiry:max" in link_tasks else None)
+
+
+def test_a_path_read_again_is_read_alike_and_shares_nothing_mutable() -> None:
+    """``parse_path`` and ``debug_asked`` share one cached reading of a path's segments
+    (``grammar._read``): a second parse of the same path, after the first's result was
+    changed (the CDN sets ``tasks`` after negotiating), gives what the first gave."""
+    paths = [
+        "/resize=width:300/output=format:webp/abcdefghijklmnopqrst",
+        '/KEY/debug/flip/["https://h/a%20b.jpg","abcdefghijklmnopqrst"]',
+        "/KEY/resize=w:10/https://example.com/a/b.jpg?x=1",
+        "/KEY/collage=files:[abcdefghijklmnopqrst],w:100,h:100/abcdefghijklmnopqrst",
+    ]
+    for path in paths * 2:
+        try:
+            first = grammar.parse_path(path)
+        except errors.StowageError as exc:
+            first_error = exc.code
+            with pytest.raises(errors.StowageError) as again:
+                grammar.parse_path(path)
+            assert again.value.code == first_error
+            continue
+        kept = (list(first.tasks), first.handle, first.handles, first.url, first.api_key)
+        first.tasks.clear()
+        second = grammar.parse_path(path)
+        assert (
+            list(second.tasks),
+            second.handle,
+            second.handles,
+            second.url,
+            second.api_key,
+        ) == kept
+        assert grammar.debug_asked(path) == grammar.debug_asked(path)
