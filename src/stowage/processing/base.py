@@ -19,6 +19,7 @@ Contract of ``Engine.render`` (checked by ``tests/processing/test_engine.py``):
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,6 +62,10 @@ class Chain:
 
     def key(self) -> str:
         """The normalised chain: one string for every spelling of the same request."""
+        return self._key
+
+    @functools.cached_property
+    def _key(self) -> str:  # parsed chains are kept (chain._parse): a hit asks it twice
         return "/".join(task.key() for task in self.tasks)
 
     @property
