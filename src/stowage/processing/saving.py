@@ -34,6 +34,8 @@ def save(
         tiffexif.saved(image, dest, options)  # and the Exif libvips' saver leaves out
         _capped(dest, cap)
         return
+    if output.format == "webp":
+        image = webp_loop(image)
     suffix = _SUFFIXES.get(output.format)
     if suffix is None:  # a document format: the service sends those to LibreOffice
         raise errors.UnsupportedConversion(
@@ -65,6 +67,22 @@ def save(
     elif output.format == "gif":  # a frame restored to the background: clear, not opaque
         gifblocks.mend(dest)
     _capped(dest, cap)  # what was mended after the save: a few bytes more
+
+
+#: WebP's loop count is 16 bits, 0 playing forever. libvips reads a GIF's as the times it
+#: plays (its NETSCAPE count + 1): a GIF repeated 65535 times plays 65536, which the
+#: WebP saver wrapped to 0, forever, and a chain that made its frames equal failed its
+#: job (``webpanim`` could not write 65536 in two bytes).
+WEBP_MOST_PLAYS = 65535
+
+
+def webp_loop(image: pyvips.Image) -> pyvips.Image:
+    """``image`` with a loop count a WebP holds: the most it can say where it plays more."""
+    if not image.get_typeof("loop") or int(image.get("loop")) <= WEBP_MOST_PLAYS:
+        return image
+    held = image.copy()
+    held.set_type(pyvips.GValue.gint_type, "loop", WEBP_MOST_PLAYS)
+    return held
 
 
 def _capped(dest: Path, cap: int) -> None:
