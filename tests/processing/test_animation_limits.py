@@ -1,10 +1,13 @@
-"""An animation's loop count survives every chain into a WebP or a GIF, up to the most a
-WebP can say. A GIF's NETSCAPE count N repeats it N times (N + 1 plays; 0 forever); a
-WebP's 16-bit ``ANIM`` count is the plays (0 forever). A GIF repeated 65535 times became
-a WebP that played forever (65536 wrapped to 0), and when its chain made frames equal
-(``blackwhite``, a coarse ``pixelate``) the job failed: ``422 INVALID_IMAGE`` for a good
-file. Found by probing GIF sources with generated loop counts (seed 5124). The counts
-are read from the files' own bytes, not through libvips."""
+"""An animation's loop count and frame delays survive every chain into a WebP or a GIF,
+up to the most each format can say. A GIF's NETSCAPE count N repeats it N times (N + 1
+plays; 0 forever); a WebP's 16-bit ``ANIM`` count is the plays (0 forever). A GIF
+repeated 65535 times became a WebP that played forever (65536 wrapped to 0), and when
+its chain made frames equal (``blackwhite``, a coarse ``pixelate``) the job failed:
+``422 INVALID_IMAGE`` for a good file. Likewise a WebP frame longer than a GIF's 16 bits
+of hundredths (655.35 s) wrapped in its GIF (700 s played 44.64 s, 655.36 s none), and
+its odd multiples of 5 ms were rounded half to even (25 ms to 20, 35 to 40). Found by
+probing animations with generated loop counts and durations (seed 5124). Counts and
+delays are read from the files' own bytes, not through libvips."""
 
 from __future__ import annotations
 
@@ -86,3 +89,50 @@ def test_the_loop_count_is_kept_as_far_as_the_format_holds_it(tmp_path: Path, se
         plays = 1 if repeats is None else 0 if repeats == 0 else min(repeats + 1, 65535)
         assert int.from_bytes(anim[0][4:6], "little") == plays, where
         assert sum(name == b"ANMF" for name, _ in chunks) == count, where
+
+
+def webp(path: Path, pick: random.Random, durations: list[int]) -> None:
+    size = (pick.randint(4, 20), pick.randint(4, 20))
+    frames = [
+        Image.new("RGB", size, (40 * k % 256, pick.randrange(256), 9))
+        for k in range(len(durations))
+    ]
+    frames[0].save(
+        path, save_all=True, append_images=frames[1:], duration=durations, loop=0, lossless=True
+    )
+
+
+def gif_delays(data: bytes) -> list[int]:
+    """Each frame's delay in ms from its Graphic Control Extension (hundredths x 10)."""
+    found, at = [], data.find(b"\x21\xf9\x04")
+    while at >= 0:
+        found.append(int.from_bytes(data[at + 4 : at + 6], "little") * 10)
+        at = data.find(b"\x21\xf9\x04", at + 8)
+    return found
+
+
+@pytest.mark.parametrize("seed", range(5124, 5128))
+def test_a_gif_frame_keeps_its_delay_as_far_as_a_gif_holds_it(tmp_path: Path, seed: int) -> None:
+    pick = random.Random(seed)
+    for trial in range(5):
+        durations = [
+            pick.choice(
+                [
+                    pick.randint(0, 2000),
+                    pick.randrange(5, 1000, 10),  # an odd multiple of 5 ms
+                    655_350,
+                    655_355,
+                    pick.randint(655_351, 16_777_215),
+                ]
+            )
+            for _ in range(pick.randint(2, 5))
+        ]
+        source = tmp_path / f"in{trial}.webp"
+        webp(source, pick, durations)
+        segments = pick.choice([["output=format:gif"], ["flip", "output=format:gif"]])
+        parsed = chain.parse(segments)
+        output = chain.output_for(parsed, "image/webp")
+        dest = tmp_path / f"out{trial}.gif"
+        VipsEngine().render(source, parsed, output, dest, LIMITS)
+        want = [min(655_350, (d + 5) // 10 * 10) for d in durations]
+        assert gif_delays(dest.read_bytes()) == want, (seed, trial, durations, segments)
