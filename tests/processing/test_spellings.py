@@ -139,7 +139,7 @@ def test_a_result_over_the_byte_limit_is_refused(tmp_path: Path, fmt: str) -> No
     ("name", "rgba"),
     [
         ("lightgray", (211, 211, 211, 255)),
-        ("gray50", (128, 128, 128, 255)),
+        ("gray50", (127, 127, 127, 255)),
         ("gray0", (0, 0, 0, 255)),
         ("gray100", (255, 255, 255, 255)),
         ("rebeccapurple", (102, 51, 153, 255)),

@@ -1,7 +1,9 @@
 """Color names a URL may use: the CSS named colors (W3C CSS Color), X11's ``gray0`` to
 ``gray100``, ImageMagick's ``fractal`` (its mid grey) and ``none`` (transparent), as
 filestack-js's schema lists them. Generated once from the CSS table; ``params.COLOR_NAMES``
-adds ``transparent``."""
+adds ``transparent``. ``grayN`` is X11's ``rgb.txt`` (ImageMagick's too): N x 2.55 rounded
+half up in floating point, so gray50 is 127 (7F7F7F) and gray30 77; rounded half to even,
+gray30, gray50, gray70 and gray90 were a level off."""
 
 from __future__ import annotations
 
@@ -186,7 +188,7 @@ RGB: dict[str, tuple[int, int, int]] = {
     "gray27": (69, 69, 69),
     "gray28": (71, 71, 71),
     "gray29": (74, 74, 74),
-    "gray30": (76, 76, 76),
+    "gray30": (77, 77, 77),
     "gray31": (79, 79, 79),
     "gray32": (82, 82, 82),
     "gray33": (84, 84, 84),
@@ -206,7 +208,7 @@ RGB: dict[str, tuple[int, int, int]] = {
     "gray47": (120, 120, 120),
     "gray48": (122, 122, 122),
     "gray49": (125, 125, 125),
-    "gray50": (128, 128, 128),
+    "gray50": (127, 127, 127),
     "gray51": (130, 130, 130),
     "gray52": (133, 133, 133),
     "gray53": (135, 135, 135),
@@ -226,7 +228,7 @@ RGB: dict[str, tuple[int, int, int]] = {
     "gray67": (171, 171, 171),
     "gray68": (173, 173, 173),
     "gray69": (176, 176, 176),
-    "gray70": (178, 178, 178),
+    "gray70": (179, 179, 179),
     "gray71": (181, 181, 181),
     "gray72": (184, 184, 184),
     "gray73": (186, 186, 186),
@@ -246,7 +248,7 @@ RGB: dict[str, tuple[int, int, int]] = {
     "gray87": (222, 222, 222),
     "gray88": (224, 224, 224),
     "gray89": (227, 227, 227),
-    "gray90": (230, 230, 230),
+    "gray90": (229, 229, 229),
     "gray91": (232, 232, 232),
     "gray92": (235, 235, 235),
     "gray93": (237, 237, 237),

@@ -34,6 +34,10 @@ def save(
         tiffexif.saved(image, dest, options)  # and the Exif libvips' saver leaves out
         _capped(dest, cap)
         return
+    if output.format == "webp":
+        image = webp_loop(image)
+    elif output.format == "gif":
+        image = gif_delays(image)
     suffix = _SUFFIXES.get(output.format)
     if suffix is None:  # a document format: the service sends those to LibreOffice
         raise errors.UnsupportedConversion(
@@ -65,6 +69,42 @@ def save(
     elif output.format == "gif":  # a frame restored to the background: clear, not opaque
         gifblocks.mend(dest)
     _capped(dest, cap)  # what was mended after the save: a few bytes more
+
+
+#: WebP's loop count is 16 bits, 0 playing forever. libvips reads a GIF's as the times it
+#: plays (its NETSCAPE count + 1): a GIF repeated 65535 times plays 65536, which the
+#: WebP saver wrapped to 0, forever, and a chain that made its frames equal failed its
+#: job (``webpanim`` could not write 65536 in two bytes).
+WEBP_MOST_PLAYS = 65535
+
+
+def webp_loop(image: pyvips.Image) -> pyvips.Image:
+    """``image`` with a loop count a WebP holds: the most it can say where it plays more."""
+    if not image.get_typeof("loop") or int(image.get("loop")) <= WEBP_MOST_PLAYS:
+        return image
+    held = image.copy()
+    held.set_type(pyvips.GValue.gint_type, "loop", WEBP_MOST_PLAYS)
+    return held
+
+
+#: A GIF frame's delay is 16 bits of hundredths of a second: at most 655.35 s.
+GIF_LONGEST_MS = 655_350
+
+
+def gif_delays(image: pyvips.Image) -> pyvips.Image:
+    """``image`` with delays a GIF holds: each rounded half up to its hundredth of a second
+    (libvips rounds half to even: a WebP's 25 ms frame was 20, its 35 ms 40) and at most
+    655.35 s, where the saver wrapped a longer one (a WebP frame of 700 s played 44.6 s,
+    one of 655.36 s none)."""
+    if not image.get_typeof("delay"):
+        return image
+    delays = [int(d) for d in image.get("delay")]
+    held = [min(GIF_LONGEST_MS, (max(0, d) + 5) // 10 * 10) for d in delays]
+    if held == delays:
+        return image
+    copied = image.copy()
+    copied.set_type(pyvips.GValue.array_int_type, "delay", held)
+    return copied
 
 
 def _capped(dest: Path, cap: int) -> None:
