@@ -33,6 +33,7 @@ from stowage.processing import (
     pdf,
     pillowjpeg,
     saving,
+    subjects,
     svg,
     webpheader,
 )
@@ -125,8 +126,10 @@ class VipsEngine:
         if random or opened.frames > 1:  # an animation's frames each read the extra sources
             composite.read_out_of_order()
         header = opened.image
-        if chain.wants_size and len(chain.tasks) == 1:
-            return _write_size(dest, output, header.width, opened.frame_height)
+        if len(chain.tasks) == 1 and (chain.wants_size or chain.tasks[0].name == "metadata"):
+            # the header's size: nothing decoded, nothing priced (a 100 MP WebP's
+            # ``metadata`` was priced as its decode, 14 s, and refused)
+            return _write_size(dest, output, header.width, opened.frame_height, chain.tasks[0])
         placed = montage.placed(opened, chain, output)
         lossless = webpheader.kept_lossless(chain, output, source, opened.loader)
         saver = cost.LOSSLESS_WEBP if lossless else output.format
@@ -353,8 +356,14 @@ def _stop_at(image: pyvips.Image, deadline: float) -> None:
     image.signal_connect("eval", on_eval)
 
 
-def _write_size(dest: Path, output: Output, width: int, height: int) -> Rendered:
-    dest.write_text(json.dumps({"width": width, "height": height}))
+def _write_size(
+    dest: Path, output: Output, width: int, height: int, task: Task | None = None
+) -> Rendered:
+    """``imagesize``'s answer, or ``metadata``'s (its ``params`` chosen) for ``task``."""
+    sides = {"width": width, "height": height}
+    if task is not None and task.name == "metadata":
+        sides = subjects.metadata_sizes(width, height, task)
+    dest.write_text(json.dumps(sides))
     return Rendered(output, width, height)
 
 
