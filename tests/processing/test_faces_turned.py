@@ -1,0 +1,79 @@
+"""Photos whose pixels are stored sideways or mirrored with an Exif orientation (a phone's
+portrait photo: tag 6) have their faces found as the photo is shown, boxes in the stored
+pixels. The cascade finds upright faces only: such photos had none found, so crop_faces
+answered the whole photo and blur_faces hid nothing. Faces from scikit-image's astronaut
+photo placed at seeded random places and sizes (probe seeds 5144-5146)."""
+
+from __future__ import annotations
+
+import random
+from importlib import resources
+from pathlib import Path
+
+import pytest
+import pyvips
+
+from stowage.processing import faces, facetasks
+from stowage.processing.base import Task
+
+ASTRONAUT = Path(str(resources.files("skimage") / "data" / "astronaut.png"))
+#: The orientation whose turn undoes each one's (libvips' autorot of the stored pixels).
+UNDONE = {2: 2, 3: 3, 4: 4, 5: 5, 6: 8, 7: 7, 8: 6}
+
+
+def tagged(image: pyvips.Image, orientation: int) -> pyvips.Image:
+    out = image.copy()
+    out.set_type(pyvips.GValue.gint_type, "orientation", orientation)
+    return out
+
+
+def upright_photo(seed: int) -> pyvips.Image:
+    """Astronaut faces at random places and sizes on a plain background, apart."""
+    rng = random.Random(seed)
+    photo = pyvips.Image.new_from_file(str(ASTRONAUT))
+    face = faces.detect(photo)[0].grown(60, photo.width, photo.height)
+    tile = photo.extract_area(face.x, face.y, face.width, face.height)
+    canvas = pyvips.Image.black(1000, 700, bands=3) + [rng.randint(60, 200)] * 3
+    placed: list[tuple[int, int, int, int]] = []
+    while len(placed) < 3:
+        cell = tile.resize(rng.uniform(0.7, 1.5))
+        x, y = rng.randint(0, 1000 - cell.width), rng.randint(0, 700 - cell.height)
+        if all(x > a + w or a > x + cell.width or y > b + h or b > y + cell.height
+               for a, b, w, h in placed):  # fmt: skip
+            canvas = canvas.insert(cell, x, y)
+            placed.append((x, y, cell.width, cell.height))
+    return canvas.cast("uchar").copy(interpretation="srgb")
+
+
+def shown_boxes(boxes: list[faces.Box], width: int, height: int, orientation: int) -> list:
+    """Each stored box as it is shown: drawn on a mask of the stored frame, turned."""
+    shown = []
+    for box in boxes:
+        mask = pyvips.Image.black(width, height).draw_rect(255, *box.as_json().values(), fill=True)
+        turned = tagged(mask, orientation).autorot()
+        left, top, w, h = turned.find_trim(threshold=10, background=[0])
+        shown.append((left, top, w, h))
+    return shown
+
+
+@pytest.mark.parametrize("seed", [5144, 5145, 5146])
+def test_faces_are_found_as_the_photo_is_shown(seed: int) -> None:
+    upright = upright_photo(seed)
+    expected = [(b.x, b.y, b.width, b.height) for b in faces.detect(upright)]
+    assert len(expected) >= 2
+    for orientation in range(2, 9):
+        stored = tagged(upright, UNDONE[orientation]).autorot()  # the pixels as stored
+        found = faces.detect(tagged(stored, orientation))
+        seen = shown_boxes(found, stored.width, stored.height, orientation)
+        assert len(seen) == len(expected), orientation
+        for got, want in zip(seen, expected, strict=True):  # the same faces, in that order
+            assert all(abs(a - b) <= 3 for a, b in zip(got, want, strict=True)), orientation
+
+
+def test_crop_faces_cuts_the_face_of_a_photo_stored_sideways() -> None:
+    upright = upright_photo(5144)
+    first = faces.detect(upright)[0]
+    stored = tagged(tagged(upright, 8).autorot(), 6)  # a portrait photo: turned, tag 6
+    cut = facetasks.crop_faces(stored, Task("crop_faces", (("mode", "crop"),)))
+    assert sorted((cut.width, cut.height)) == sorted((first.width, first.height))
+    assert cut.get("orientation") == 6  # shown turned, as the source
