@@ -73,9 +73,12 @@ def dimensions(head: bytes) -> tuple[int, int] | None:
 
 
 def read_here(head: bytes) -> tuple[int, int] | None:
-    """The same for the formats users upload most, from this module's own parsers (PNG,
-    GIF, JPEG, WebP): None for any other."""
+    """The size claimed by the header of the formats users upload most, from this
+    module's own parsers (PNG, GIF, JPEG, WebP): None for any other. A GIF's claim is its
+    logical screen (the limits hold it to that), not the canvas ``dimensions`` tells."""
     parser = _parser(head)
+    if parser is _gif_canvas:
+        return _read(_gif, head)
     return None if parser in (_pillow, _heif) else _read(parser, head)
 
 
@@ -109,7 +112,7 @@ def _parser(head: bytes) -> Callable[[bytes], tuple[int, int] | None]:
     if head.startswith(b"\x89PNG\r\n\x1a\n"):
         return _png
     if head[:6] in (b"GIF87a", b"GIF89a"):
-        return _gif
+        return _gif_canvas
     if head.startswith(b"\xff\xd8"):
         return _jpeg
     if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
@@ -127,6 +130,44 @@ def _png(head: bytes) -> tuple[int, int] | None:
 
 def _gif(head: bytes) -> tuple[int, int]:
     return _le(head, 6, 2), _le(head, 8, 2)
+
+
+#: Logical screens libnsgif (libvips' GIF loader) takes for an encoder's screen size, not
+#: the picture's: with a zero side or one past 2048, the canvas is the first frame's.
+_SCREENS_IGNORED = {(640, 480), (640, 512), (800, 600), (1024, 768), (1280, 1024), (1600, 1200)}
+
+
+def _gif_canvas(head: bytes) -> tuple[int, int]:
+    """The canvas libvips draws a GIF on: its logical screen (but for the ones libnsgif
+    ignores, then 1x1), grown to hold the first frame where it lies. A 10x10 screen with
+    a 40x30 first frame was 10x10 to the metadata and 40x30 to ``imagesize``."""
+    width, height = _gif(head)
+    if (width, height) in _SCREENS_IGNORED or 0 in (width, height) or max(width, height) > 2048:
+        width, height = 1, 1
+    frame = _first_frame(head)
+    if frame is None:  # past the bytes read: the screen, as the header claims it
+        return _gif(head)
+    left, top, frame_w, frame_h = frame
+    return max(width, left + frame_w), max(height, top + frame_h)
+
+
+def _first_frame(head: bytes) -> tuple[int, int, int, int] | None:
+    """The first image descriptor's left, top, width and height; None when it is not
+    within ``head`` (extensions' blocks skipped)."""
+    flags = _le(head, 10, 1)
+    at = 13 + (3 << ((flags & 7) + 1) if flags & 0x80 else 0)  # after the global palette
+    while at < len(head):
+        kind = head[at]
+        if kind == 0x2C and at + 9 <= len(head):  # the image descriptor
+            left, top, width, height = (_le(head, at + i, 2) for i in (1, 3, 5, 7))
+            return left, top, width, height
+        if kind != 0x21:  # the trailer, or damage: no frame
+            return None
+        at += 2  # introducer and label, then the data sub-blocks up to an empty one
+        while at < len(head) and head[at]:
+            at += head[at] + 1
+        at += 1
+    return None
 
 
 def _jpeg(head: bytes) -> tuple[int, int] | None:
