@@ -58,3 +58,24 @@ async def test_metadata_alone_is_read_from_the_header_and_not_priced(harness: Ha
         assert json.loads(body) == {"height": height}
         _, body = await get(harness, f"/resize=w:2/metadata/{handle}", status=422)
         assert json.loads(body)["error"]["code"] == "PROCESSING_TOO_COSTLY"
+
+
+async def test_an_svgs_metadata_size_is_the_one_it_is_drawn_at(harness: Harness) -> None:
+    """An SVG's metadata had no width or height while ``imagesize`` told them: its root's
+    ``width``, ``height`` (any unit librsvg takes) and ``viewBox`` say them."""
+    rng = random.Random(5144)
+    for _ in range(6):
+        width, height = rng.randint(1, 900), rng.randint(1, 900)
+        root = rng.choice(
+            [f'width="{width}" height="{height}px"', f'viewBox="0 0 {width} {height}"',
+             f'width="{width}pt" height="100%" viewBox="0,0,{width},{height}"',
+             f'width="{width / 72:.4f}in" height="{height / 12}em"']
+        )  # fmt: skip
+        svg = f'<svg xmlns="http://www.w3.org/2000/svg" {root}><circle r="5"/></svg>'
+        handle = await stored(harness, svg.encode(), name="drawing.svg")
+        _, body = await get(harness, f"/imagesize/{handle}")
+        assert json.loads(body) == {"width": width, "height": height}, root
+        resp = await harness.api.get(
+            f"/api/file/{handle}/metadata", params={"width": "true", "height": "true"}
+        )
+        assert await resp.json() == {"width": width, "height": height}, root

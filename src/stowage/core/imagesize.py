@@ -2,7 +2,8 @@
 ``width`` and ``height`` metadata fields.
 
 PNG, GIF, JPEG and WebP (what users upload most) are read by the small parsers here,
-HEIF (HEIC, AVIF) by its boxes (``heifsize``); other formats by Pillow's header parsers
+HEIF (HEIC, AVIF) by its boxes (``heifsize``), SVG by its root element (``svgsize``:
+librsvg's rules, nothing drawn); other formats by Pillow's header parsers
 (``Image.open`` reads no pixels). The sizes are the ones the transformation engine reads:
 the coded size, an Exif orientation not applied (as the engine's renders keep it), but a
 HEIF's ``irot`` turn applied, as libheif applies it on load (a turned AVIF was 160x100
@@ -21,7 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
-from stowage.core import filetypes, heifsize, reading
+from stowage.core import filetypes, heifsize, reading, svgsize
 from stowage.registry.base import FileRecord
 from stowage.storage.base import LocalFiles, Provider
 
@@ -79,7 +80,7 @@ def read_here(head: bytes) -> tuple[int, int] | None:
     parser = _parser(head)
     if parser is _gif_canvas:
         return _read(_gif, head)
-    return None if parser in (_pillow, _heif) else _read(parser, head)
+    return None if parser in (_pillow, _heif, svgsize.drawn_size) else _read(parser, head)
 
 
 def _read(parser: Callable[[bytes], tuple[int, int] | None], head: bytes) -> tuple[int, int] | None:
@@ -119,6 +120,8 @@ def _parser(head: bytes) -> Callable[[bytes], tuple[int, int] | None]:
         return _webp
     if filetypes.is_heif(head):
         return _heif
+    if head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"<":  # markup: an SVG's root tells
+        return svgsize.drawn_size
     return _pillow
 
 
