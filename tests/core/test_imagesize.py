@@ -173,3 +173,21 @@ def test_a_gifs_size_is_the_canvas_libvips_draws() -> None:
         assert imagesize.dimensions(data) == (drawn.width, drawn.height), (screen, frames)
         claimed = imagesize.read_here(data)
         assert claimed == (screen if 0 not in screen else None)
+
+
+def test_a_jpegs_walk_past_the_head_is_bounded(tmp_path: Path) -> None:
+    """Megabytes of fill bytes or of empty segments before any frame header: the walk
+    past the first MiB reads segment headers a bounded number of times and tells nothing
+    (each step advances a few bytes: unbounded, millions of reads)."""
+    for filler in (b"\xff" * (16 << 20), b"\xff\xe1\x00\x02" * (4 << 20)):
+        data = b"\xff\xd8" + b"\xff\xe1\xff\xff" + bytes(65533) + filler + b"\xff\xd9"
+        (tmp_path / "filler.jpg").write_bytes(data)
+        assert imagesize.dimensions_in(tmp_path / "filler.jpg") is None
+        walk, reads = imagesize._jpeg_further(data[: imagesize.HEADER_BYTES]), 0
+        with pytest.raises(StopIteration) as done:
+            at = next(walk)
+            while True:
+                reads += 1
+                at = walk.send(data[at : at + 16])
+        assert done.value.value is None
+        assert reads < 4096

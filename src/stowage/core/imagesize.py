@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import io
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
@@ -29,6 +29,12 @@ from stowage.storage.base import LocalFiles, Provider
 #: The leading bytes read: enough for a JPEG's frame header after its EXIF, ICC and
 #: thumbnail segments (64 KiB each at most) in practice.
 HEADER_BYTES = 1 << 20
+#: How far into a JPEG its frame header is looked for, segment by segment past the first
+#: MiB (Exif, ICC and XMP segments before it, 64 KiB each at most); and the bytes of one
+#: segment's header read on the local disk (a marker, its length; a frame's sizes).
+JPEG_WALK_BYTES = 64 << 20
+_MARKER_BYTES = 16
+_WALK_STEPS = 2048  # reads: twice the 64 KiB segments that fill JPEG_WALK_BYTES
 #: JPEG start-of-frame markers (baseline, progressive, lossless, arithmetic): their
 #: segment holds the size. Not C4 (Huffman tables), C8 (reserved), CC (arithmetic).
 _SOF = {0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF}
@@ -55,8 +61,7 @@ async def fields(
         path = provider.local_path(record.container, record.key)
         found = await asyncio.to_thread(dimensions_in, path)
     else:
-        chunks = reading.whole(provider, record.container, record.key, _head)
-        found = dimensions(b"".join([chunk async for chunk in chunks])[:HEADER_BYTES])
+        found = await _stored_dimensions(provider, record, size)
     if found is None:
         return {}
     sides = {"width": found[0], "height": found[1]}
@@ -65,6 +70,33 @@ async def fields(
 
 def _head(size: int) -> tuple[int, int] | None:
     return (0, min(size, HEADER_BYTES) - 1) if size else None
+
+
+async def _stored_dimensions(
+    provider: Provider, record: FileRecord, size: int
+) -> tuple[int, int] | None:
+    """``dimensions`` of a file in a remote store: its first MiB, and for a JPEG whose
+    frame header lies further, windows of a MiB where the segments' walk goes on."""
+
+    async def read(at: int, count: int) -> bytes:
+        if at >= size:  # past the end: nothing to read (a span of None is the whole file)
+            return b""
+
+        def span(now: int) -> tuple[int, int]:  # the size now: the file may be replaced
+            return (at, min(now, at + count) - 1) if at < now else (0, 0)
+
+        chunks = reading.whole(provider, record.container, record.key, span)
+        return b"".join([chunk async for chunk in chunks])[:count]
+
+    head = await read(0, HEADER_BYTES)
+    found = dimensions(head)
+    walk = _jpeg_further(head)
+    try:
+        at = next(walk)
+        while True:
+            at = walk.send(await read(at, HEADER_BYTES))
+    except StopIteration as done:
+        return found or done.value
 
 
 def dimensions(head: bytes) -> tuple[int, int] | None:
@@ -104,9 +136,16 @@ def dimensions_in(path: Path) -> tuple[int, int] | None:
             if found is None and head[:4] in _TIFF:
                 file.seek(0)
                 found = _pillow(file)
+            walk = _jpeg_further(head if found is None else b"")
+            try:  # each segment's header read, never its body
+                at = next(walk)
+                while True:
+                    file.seek(at)
+                    at = walk.send(file.read(_MARKER_BYTES))
+            except StopIteration as done:
+                return found or done.value
     except OSError:  # removed or replaced meanwhile: no size to tell
         return None
-    return found
 
 
 def _parser(head: bytes) -> Callable[[bytes], tuple[int, int] | None]:
@@ -174,19 +213,50 @@ def _first_frame(head: bytes) -> tuple[int, int, int, int] | None:
 
 
 def _jpeg(head: bytes) -> tuple[int, int] | None:
-    at = 2
-    while at + 4 <= len(head):
-        if head[at] != 0xFF:
-            return None  # not at a marker: a damaged file
-        marker = head[at + 1]
+    return _jpeg_walk(head, 0, 2)[0]
+
+
+def _jpeg_walk(data: bytes, base: int, at: int) -> tuple[tuple[int, int] | None, int | None]:
+    """Walks a JPEG's markers in ``data`` (its bytes from offset ``base``) from offset
+    ``at``: (the frame's size, None) when its frame header is found; (None, None) when
+    none will come (damage, the scan, the end); (None, offset) when the walk goes on
+    past ``data``, from that offset of the file."""
+    i = at - base
+    while i + 4 <= len(data):
+        if data[i] != 0xFF:
+            return None, None  # not at a marker: a damaged file
+        marker = data[i + 1]
         if marker == 0xFF:  # fill byte before a marker
-            at += 1
+            i += 1
             continue
         if marker in _SOF:
-            return _be(head, at + 7, 2), _be(head, at + 5, 2)
+            if i + 9 > len(data):
+                break
+            return (_be(data, i + 7, 2), _be(data, i + 5, 2)), None
         if marker in (0xD9, 0xDA):  # end of image, or the scan: no frame header came
+            return None, None
+        i += 2 if marker in _NO_LENGTH else 2 + _be(data, i + 2, 2)
+    return None, base + i
+
+
+def _jpeg_further(head: bytes) -> Generator[int, bytes, tuple[int, int] | None]:
+    """For a JPEG whose frame header is past ``head`` (a Google Camera portrait's
+    extended XMP holds its depth map, megabytes, before it; a large ICC profile): yields
+    each offset whose bytes it needs, is sent them, and returns the frame's size, within
+    ``JPEG_WALK_BYTES``. None at once for any other file."""
+    found, at = _jpeg_walk(head, 0, 2) if head.startswith(b"\xff\xd8") else (None, None)
+    if found is not None:
+        return None  # dimensions() read it from the head already
+    for _ in range(_WALK_STEPS):  # a file of fill bytes or empty segments: bounded
+        if at is None or at >= JPEG_WALK_BYTES:
             return None
-        at += 2 if marker in _NO_LENGTH else 2 + _be(head, at + 2, 2)
+        data = yield at
+        found, further = _jpeg_walk(data, at, at)
+        if found is not None:
+            return found if min(found) > 0 else None
+        if further is None or further <= at or len(data) < 4:  # no frame, or no progress
+            return None
+        at = further
     return None
 
 
