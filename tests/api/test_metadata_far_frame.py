@@ -1,9 +1,10 @@
 """A JPEG whose frame header lies past the first MiB (a Google Camera portrait's extended
-XMP holds its depth map, megabytes, before the frame; a large ICC profile) has its metadata
-width and height, on the local disk and in every remote store, as ``imagesize`` has
-them: the File API read only the first MiB and answered none. The segments are walked by
-their headers (a MiB window at a time from a remote store), never decoded. Sizes and
-segment bytes from seeded random draws (probe seed 5149)."""
+XMP holds its depth map, megabytes, before the frame; a large ICC profile), and a TIFF
+whose directory does (libtiff writes it after the pixels), have their metadata width and
+height, on the local disk and in every remote store, as ``imagesize`` has them: the File
+API read only the first MiB and answered none (for a TIFF, but on the local disk). The
+segments are walked by their headers, the directory read where it lies; nothing decoded.
+Sizes and segment bytes from seeded random draws (probe seed 5149)."""
 
 from __future__ import annotations
 
@@ -43,3 +44,17 @@ async def test_a_frame_header_past_the_first_mib_is_read(harness: Harness) -> No
         assert await resp.json() == {"width": width, "height": height}, before
         _, body = await get(harness, f"/imagesize/{handle}")
         assert json.loads(body) == {"width": width, "height": height}
+
+
+async def test_a_tiffs_directory_past_the_first_mib_is_read(harness: Harness) -> None:
+    rng = random.Random(5150 - 1)
+    for options in ({}, {"bigtiff": True}, {"tile": True}, {"bigtiff": True, "tile": True}):
+        width, height = rng.randint(600, 900), rng.randint(600, 900)
+        plain = pyvips.Image.black(width, height, bands=3) + [rng.randint(0, 255)] * 3
+        data: bytes = plain.cast("uchar").tiffsave_buffer(**options)
+        assert int.from_bytes(data[4:8], "little") > 1 << 20 or options.get("bigtiff")
+        handle = await stored(harness, data, name="scan.tif")
+        resp = await harness.api.get(
+            f"/api/file/{handle}/metadata", params={"width": "true", "height": "true"}
+        )
+        assert await resp.json() == {"width": width, "height": height}, options

@@ -13,7 +13,7 @@ import pyvips
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stowage.core import imagesize
+from stowage.core import headwalk, imagesize
 
 #: libvips saver suffix and options: each of the parsers, and Pillow's for the rest.
 FORMATS = {
@@ -183,11 +183,11 @@ def test_a_jpegs_walk_past_the_head_is_bounded(tmp_path: Path) -> None:
         data = b"\xff\xd8" + b"\xff\xe1\xff\xff" + bytes(65533) + filler + b"\xff\xd9"
         (tmp_path / "filler.jpg").write_bytes(data)
         assert imagesize.dimensions_in(tmp_path / "filler.jpg") is None
-        walk, reads = imagesize._jpeg_further(data[: imagesize.HEADER_BYTES]), 0
+        walk, reads = headwalk.further(data[: imagesize.HEADER_BYTES]), 0
         with pytest.raises(StopIteration) as done:
-            at = next(walk)
+            at, least, _ = next(walk)
             while True:
                 reads += 1
-                at = walk.send(data[at : at + 16])
+                at, least, _ = walk.send(data[at : at + least])
         assert done.value.value is None
         assert reads < 4096

@@ -18,27 +18,17 @@ from __future__ import annotations
 import asyncio
 import io
 import warnings
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
-from stowage.core import filetypes, heifsize, reading, svgsize
+from stowage.core import filetypes, headwalk, heifsize, reading, svgsize
 from stowage.registry.base import FileRecord
 from stowage.storage.base import LocalFiles, Provider
 
 #: The leading bytes read: enough for a JPEG's frame header after its EXIF, ICC and
 #: thumbnail segments (64 KiB each at most) in practice.
 HEADER_BYTES = 1 << 20
-#: How far into a JPEG its frame header is looked for, segment by segment past the first
-#: MiB (Exif, ICC and XMP segments before it, 64 KiB each at most); and the bytes of one
-#: segment's header read on the local disk (a marker, its length; a frame's sizes).
-JPEG_WALK_BYTES = 64 << 20
-_MARKER_BYTES = 16
-_WALK_STEPS = 2048  # reads: twice the 64 KiB segments that fill JPEG_WALK_BYTES
-#: JPEG start-of-frame markers (baseline, progressive, lossless, arithmetic): their
-#: segment holds the size. Not C4 (Huffman tables), C8 (reserved), CC (arithmetic).
-_SOF = {0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF}
-_NO_LENGTH = {0x01, *range(0xD0, 0xD8)}  # standalone markers: no length follows
 _TIFF = (b"II*\0", b"MM\0*")
 #: An AVIF's ``irot`` and ``imir`` boxes turn and mirror the picture it shows: libheif
 #: applies them when it decodes (the image engine's sizes are the turned ones); Pillow
@@ -75,8 +65,8 @@ def _head(size: int) -> tuple[int, int] | None:
 async def _stored_dimensions(
     provider: Provider, record: FileRecord, size: int
 ) -> tuple[int, int] | None:
-    """``dimensions`` of a file in a remote store: its first MiB, and for a JPEG whose
-    frame header lies further, windows of a MiB where the segments' walk goes on."""
+    """``dimensions`` of a file in a remote store: its first MiB, then what lies further
+    (a JPEG's frame header, a TIFF's directory: ``headwalk``) read where it lies."""
 
     async def read(at: int, count: int) -> bytes:
         if at >= size:  # past the end: nothing to read (a span of None is the whole file)
@@ -90,13 +80,15 @@ async def _stored_dimensions(
 
     head = await read(0, HEADER_BYTES)
     found = dimensions(head)
-    walk = _jpeg_further(head)
+    walk = headwalk.further(head if found is None else b"")
     try:
-        at = next(walk)
+        at, _, most = next(walk)
         while True:
-            at = walk.send(await read(at, HEADER_BYTES))
+            at, _, most = walk.send(await read(at, most))
     except StopIteration as done:
         return found or done.value
+    except (IndexError, ValueError):  # a damaged directory or segment: unknown
+        return found
 
 
 def dimensions(head: bytes) -> tuple[int, int] | None:
@@ -128,7 +120,8 @@ def _read(parser: Callable[[bytes], tuple[int, int] | None], head: bytes) -> tup
 def dimensions_in(path: Path) -> tuple[int, int] | None:
     """The same, for a file on this machine: its first bytes, and for a TIFF whose
     directory lies past them (libtiff writes it after the pixels) Pillow's parser, which
-    seeks to the directory and reads no pixel."""
+    seeks to the directory and reads no pixel; then what ``headwalk`` reads where it lies
+    (a JPEG's frame header past the head, a BigTIFF's directory)."""
     try:
         with path.open("rb") as file:
             head = file.read(HEADER_BYTES)
@@ -136,14 +129,16 @@ def dimensions_in(path: Path) -> tuple[int, int] | None:
             if found is None and head[:4] in _TIFF:
                 file.seek(0)
                 found = _pillow(file)
-            walk = _jpeg_further(head if found is None else b"")
-            try:  # each segment's header read, never its body
-                at = next(walk)
+            walk = headwalk.further(head if found is None else b"")
+            try:  # a JPEG's segment headers, never their bodies; a TIFF's directory
+                at, least, _ = next(walk)
                 while True:
                     file.seek(at)
-                    at = walk.send(file.read(_MARKER_BYTES))
+                    at, least, _ = walk.send(file.read(least))
             except StopIteration as done:
                 return found or done.value
+            except (IndexError, ValueError):  # a damaged directory or segment: unknown
+                return found
     except OSError:  # removed or replaced meanwhile: no size to tell
         return None
 
@@ -213,51 +208,7 @@ def _first_frame(head: bytes) -> tuple[int, int, int, int] | None:
 
 
 def _jpeg(head: bytes) -> tuple[int, int] | None:
-    return _jpeg_walk(head, 0, 2)[0]
-
-
-def _jpeg_walk(data: bytes, base: int, at: int) -> tuple[tuple[int, int] | None, int | None]:
-    """Walks a JPEG's markers in ``data`` (its bytes from offset ``base``) from offset
-    ``at``: (the frame's size, None) when its frame header is found; (None, None) when
-    none will come (damage, the scan, the end); (None, offset) when the walk goes on
-    past ``data``, from that offset of the file."""
-    i = at - base
-    while i + 4 <= len(data):
-        if data[i] != 0xFF:
-            return None, None  # not at a marker: a damaged file
-        marker = data[i + 1]
-        if marker == 0xFF:  # fill byte before a marker
-            i += 1
-            continue
-        if marker in _SOF:
-            if i + 9 > len(data):
-                break
-            return (_be(data, i + 7, 2), _be(data, i + 5, 2)), None
-        if marker in (0xD9, 0xDA):  # end of image, or the scan: no frame header came
-            return None, None
-        i += 2 if marker in _NO_LENGTH else 2 + _be(data, i + 2, 2)
-    return None, base + i
-
-
-def _jpeg_further(head: bytes) -> Generator[int, bytes, tuple[int, int] | None]:
-    """For a JPEG whose frame header is past ``head`` (a Google Camera portrait's
-    extended XMP holds its depth map, megabytes, before it; a large ICC profile): yields
-    each offset whose bytes it needs, is sent them, and returns the frame's size, within
-    ``JPEG_WALK_BYTES``. None at once for any other file."""
-    found, at = _jpeg_walk(head, 0, 2) if head.startswith(b"\xff\xd8") else (None, None)
-    if found is not None:
-        return None  # dimensions() read it from the head already
-    for _ in range(_WALK_STEPS):  # a file of fill bytes or empty segments: bounded
-        if at is None or at >= JPEG_WALK_BYTES:
-            return None
-        data = yield at
-        found, further = _jpeg_walk(data, at, at)
-        if found is not None:
-            return found if min(found) > 0 else None
-        if further is None or further <= at or len(data) < 4:  # no frame, or no progress
-            return None
-        at = further
-    return None
+    return headwalk.jpeg_walk(head, 0, 2)[0]
 
 
 def _webp(head: bytes) -> tuple[int, int] | None:
