@@ -77,3 +77,15 @@ def test_crop_faces_cuts_the_face_of_a_photo_stored_sideways() -> None:
     cut = facetasks.crop_faces(stored, Task("crop_faces", (("mode", "crop"),)))
     assert sorted((cut.width, cut.height)) == sorted((first.width, first.height))
     assert cut.get("orientation") == 6  # shown turned, as the source
+
+
+@pytest.mark.parametrize("orientation", range(2, 9))
+def test_red_eyes_are_looked_for_in_the_upper_face_as_shown(orientation: int) -> None:
+    """``redeye`` looks for eyes in a face's upper part: the upper part as shown (the
+    stored pixels' upper part of a photo tagged 6 is the face's side)."""
+    photo = pyvips.Image.new_from_file(str(ASTRONAUT))
+    expected = [tuple(e.as_json().values()) for e in faces.eyes(photo, faces.detect(photo)[0])]
+    assert len(expected) == 2
+    stored = tagged(tagged(photo, UNDONE[orientation]).autorot(), orientation)
+    eyes = faces.eyes(stored, faces.detect(stored)[0])
+    assert shown_boxes(eyes, stored.width, stored.height, orientation) == expected
