@@ -13,10 +13,12 @@ from pathlib import Path
 import pytest
 import pyvips
 
-from stowage.processing import faces, facetasks
-from stowage.processing.base import Task
+from stowage.processing import chain, faces, facetasks
+from stowage.processing.base import Limits, Task
+from stowage.processing.vips import VipsEngine
 
 ASTRONAUT = Path(str(resources.files("skimage") / "data" / "astronaut.png"))
+LIMITS = Limits(10**8, 10**9, 10_000, 60, max_cost=8.0)
 #: The orientation whose turn undoes each one's (libvips' autorot of the stored pixels).
 UNDONE = {2: 2, 3: 3, 4: 4, 5: 5, 6: 8, 7: 7, 8: 6}
 
@@ -89,3 +91,34 @@ def test_red_eyes_are_looked_for_in_the_upper_face_as_shown(orientation: int) ->
     stored = tagged(tagged(photo, UNDONE[orientation]).autorot(), orientation)
     eyes = faces.eyes(stored, faces.detect(stored)[0])
     assert shown_boxes(eyes, stored.width, stored.height, orientation) == expected
+
+
+@pytest.mark.parametrize(
+    "task",
+    [
+        "crop_faces=width:60,height:60",
+        "smart_crop=width:60,height:60,mode:face",
+        "resize=width:60,height:60,fit:crop,align:faces",
+        "pixelate_faces",
+    ],
+)
+def test_a_photo_stored_turned_is_cut_on_its_face_its_pixels_as_stored(
+    task: str, tmp_path: Path
+) -> None:
+    """A photo stored on its side (tag 6) is cut where its upright twin is, the result's
+    pixels as stored and its tag kept: shown, it is the twin's result."""
+    upright = upright_photo(5145)
+    results = []
+    for name, photo in (("upright", upright), ("stored", tagged(tagged(upright, 8).autorot(), 6))):
+        source = tmp_path / f"{name}.jpg"
+        photo.jpegsave(str(source), Q=95)
+        parsed = chain.parse([task, "output=format:png"])
+        output = chain.output_for(parsed, "image/jpeg")
+        dest = tmp_path / f"{name}-out.png"
+        VipsEngine(threads_per_job=1).render(source, parsed, output, dest, LIMITS)
+        results.append(pyvips.Image.new_from_file(str(dest)))
+    plain, turned = results
+    assert turned.get("orientation") == 6
+    shown = turned.autorot()
+    assert (shown.width, shown.height) == (plain.width, plain.height)
+    assert (shown.cast("float") - plain).abs().avg() < 4, task
