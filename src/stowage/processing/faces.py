@@ -115,14 +115,17 @@ def _found(
     stored rows and columns of ``grey``, sorted left to right as shown."""
     import numpy as np
 
-    turn = _SHOWN.get(orientation, lambda a: a)
-    rows, columns = (turn(a) for a in np.indices(grey.shape, dtype=np.int32))
-    shown = turn(grey)
+    turn = _SHOWN.get(orientation)
+    shown = grey if turn is None else turn(grey)
     top = max(1, int(shown.shape[0] * upper))
     shown = np.ascontiguousarray(shown[:top])
     found = _cascade(name).detectMultiScale(shown, SCALE_STEP, neighbours, minSize=(least, least))
+    boxes = sorted((tuple(int(v) for v in box) for box in found), key=lambda b: b[:2])
+    if turn is None:
+        return boxes
+    rows, columns = (turn(a) for a in np.indices(grey.shape, dtype=np.int32))
     stored: list[tuple[int, ...]] = []
-    for x, y, w, h in sorted((tuple(int(v) for v in box) for box in found), key=lambda b: b[:2]):
+    for x, y, w, h in boxes:  # two opposite corners, back in the stored rows and columns
         ys = sorted((int(rows[y, x]), int(rows[y + h - 1, x + w - 1])))
         xs = sorted((int(columns[y, x]), int(columns[y + h - 1, x + w - 1])))
         stored.append((xs[0], ys[0], xs[1] - xs[0] + 1, ys[1] - ys[0] + 1))
