@@ -44,13 +44,21 @@ def generated(
 
 @pytest.mark.settings(processing_max_job_cost=0.0001)
 async def test_metadata_alone_is_read_from_the_header_and_not_priced(harness: Harness) -> None:
-    """A 100 MP WebP's ``metadata`` was priced as its decode (14 s) and refused, while its
+    """A 100 MP WebP's ``metadata`` (and ``output=format:png/imagesize``: tasks that only
+    say how to save change no size) was priced as its decode (14 s) and refused, while its
     ``imagesize`` was answered from the header: here with a cost limit no decode fits."""
     rng = random.Random(5143)
     for suffix, options in SAVERS:
         data, width, height = generated(rng, suffix, options)
         handle = await stored(harness, data, name=f"s{suffix}")
-        for chain in ("metadata", "metadata=p:[width,height]", "imagesize"):
+        for chain in (
+            "metadata",
+            "metadata=p:[width,height]",
+            "imagesize",
+            "output=format:png/imagesize",
+            "no_metadata/quality=value:50/metadata=p:[width,height]",
+            "output=page:1/imagesize",
+        ):
             _, body = await get(harness, f"/{chain}/{handle}")
             answer = json.loads(body)  # metadata alone adds the file's own fields
             assert (answer["width"], answer["height"]) == (width, height), (suffix, chain)

@@ -41,6 +41,7 @@ from stowage.processing import chain as chains
 from stowage.processing.base import Chain, Limits, Output, Rendered, Task
 from stowage.processing.geometry import Scaler
 from stowage.processing.pngsave import level as png_level
+from stowage.processing.table import Kind
 
 pyvips.cache_set_max(0)  # libvips' operation cache would keep decoded images between jobs
 GIF_EFFORT = 4
@@ -126,10 +127,8 @@ class VipsEngine:
         if random or opened.frames > 1:  # an animation's frames each read the extra sources
             composite.read_out_of_order()
         header = opened.image
-        if len(chain.tasks) == 1 and (chain.wants_size or chain.tasks[0].name == "metadata"):
-            # the header's size: nothing decoded, nothing priced (a 100 MP WebP's
-            # ``metadata`` was priced as its decode, 14 s, and refused)
-            return _write_size(dest, output, header.width, opened.frame_height, chain.tasks[0])
+        if _size_of_the_source(chain):  # nothing decoded, nothing priced
+            return _write_size(dest, output, header.width, opened.frame_height, chain.tasks[-1])
         placed = montage.placed(opened, chain, output)
         lossless = webpheader.kept_lossless(chain, output, source, opened.loader)
         saver = cost.LOSSLESS_WEBP if lossless else output.format
@@ -354,6 +353,17 @@ def _stop_at(image: pyvips.Image, deadline: float) -> None:
             target.set_kill(True)
 
     image.signal_connect("eval", on_eval)
+
+
+def _size_of_the_source(chain: Chain) -> bool:
+    """Whether ``chain`` asks only for the source's size: ``imagesize`` or ``metadata``
+    after tasks that only say how to save (``output``, its page included, which the
+    source was opened at; ``quality``, ...). Answered from the header: a 100 MP WebP's
+    ``metadata`` (and ``output=format:png/imagesize``) was priced as its decode, 14 s,
+    and refused, where ``imagesize`` alone answered at once."""
+    if not chain.tasks or not (chain.wants_size or chain.tasks[-1].name == "metadata"):
+        return False
+    return all(catalogue.TABLE[task.name].kind == Kind.SAVE for task in chain.tasks[:-1])
 
 
 def _write_size(
