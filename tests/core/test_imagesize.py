@@ -3,6 +3,7 @@ make is read back exactly, without decoding; anything else is None, never an err
 
 from __future__ import annotations
 
+import random
 import struct
 import zlib
 from pathlib import Path
@@ -12,7 +13,7 @@ import pyvips
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stowage.core import imagesize
+from stowage.core import headwalk, imagesize
 
 #: libvips saver suffix and options: each of the parsers, and Pillow's for the rest.
 FORMATS = {
@@ -135,3 +136,58 @@ def test_the_file_api_and_the_engine_agree_on_an_oriented_files_size(
                 sizes.append((header.width, header.height))
                 sizes.append((made.width, made.height))
         assert len(set(sizes)) == 1, (suffix, orientation, sizes)
+
+
+def gif(
+    screen: tuple[int, int], frames: list[tuple[int, int, int, int]], rng: random.Random
+) -> bytes:
+    """A GIF of one-colour frames, with or without a global palette and extensions."""
+    palette = rng.choice([True, False])
+    out = b"GIF89a" + struct.pack("<HHBBB", *screen, 0x80 if palette else 0, 0, 0)
+    out += b"\0\0\0\xff\xff\xff" if palette else b""
+    if rng.choice([True, False]):  # a loop count and a comment before the first frame
+        out += b"!\xff\x0bNETSCAPE2.0\x03\x01\0\0\0" + b"!\xfe\x05hello\0"
+    for left, top, width, height in frames:
+        out += b"!\xf9\x04\0\x0a\0\0\0," + struct.pack("<HHHH", left, top, width, height)
+        out += b"\0\x02\x02\x44\x01\0"
+    return out + b";"
+
+
+def test_a_gifs_size_is_the_canvas_libvips_draws() -> None:
+    """libnsgif (libvips' GIF loader) grows the canvas to hold the first frame and ignores
+    the screens encoders wrote by habit (640x480, ..., a zero side, one past 2048): the
+    metadata read the logical screen, 10x10 where ``imagesize`` and every render read
+    40x30. The claim the limits hold a GIF to stays the screen. Probe seeds 5140-5141."""
+    rng = random.Random(5140)
+    for _ in range(60):
+        screen = rng.choice(
+            [(rng.randint(1, 300), rng.randint(1, 300)), (640, 480), (800, 600), (1024, 768),
+             (0, rng.randint(1, 50)), (rng.randint(2049, 5000), rng.randint(1, 50))]
+        )  # fmt: skip
+        frames = [
+            (rng.randint(0, 60), rng.randint(0, 60), rng.randint(1, 400), rng.randint(1, 400))
+            for _ in range(rng.randint(1, 3))
+        ]
+        data = gif(screen, frames, rng)
+        drawn = pyvips.Image.new_from_buffer(data, "")
+        assert imagesize.dimensions(data) == (drawn.width, drawn.height), (screen, frames)
+        claimed = imagesize.read_here(data)
+        assert claimed == (screen if 0 not in screen else None)
+
+
+def test_a_jpegs_walk_past_the_head_is_bounded(tmp_path: Path) -> None:
+    """Megabytes of fill bytes or of empty segments before any frame header: the walk
+    past the first MiB reads segment headers a bounded number of times and tells nothing
+    (each step advances a few bytes: unbounded, millions of reads)."""
+    for filler in (b"\xff" * (16 << 20), b"\xff\xe1\x00\x02" * (4 << 20)):
+        data = b"\xff\xd8" + b"\xff\xe1\xff\xff" + bytes(65533) + filler + b"\xff\xd9"
+        (tmp_path / "filler.jpg").write_bytes(data)
+        assert imagesize.dimensions_in(tmp_path / "filler.jpg") is None
+        walk, reads = headwalk.further(data[: imagesize.HEADER_BYTES]), 0
+        with pytest.raises(StopIteration) as done:
+            at, least, _ = next(walk)
+            while True:
+                reads += 1
+                at, least, _ = walk.send(data[at : at + least])
+        assert done.value.value is None
+        assert reads < 4096

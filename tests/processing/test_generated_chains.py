@@ -133,8 +133,39 @@ def test_a_generated_chain_on_a_png_with_other_files(
 def turned(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """One wide photo with a face, saved twice: untagged, and tagged EXIF orientation 6
     (turn right). A turn shows in the size, and the face makes the face tasks cut."""
-    folder = tmp_path_factory.mktemp("turned")
     photo = pyvips.Image.new_from_file(str(ASTRONAUT)).extract_area(0, 0, 512, 300)
+    return _tagged_twice(tmp_path_factory.mktemp("turned"), photo)
+
+
+@pytest.fixture(scope="module")
+def faceless(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The same, of a picture without a face (noise): for the chains that look for faces."""
+    grey = pyvips.Image.gaussnoise(512, 300, sigma=40, mean=128, seed=4).cast("uchar")
+    photo = grey.bandjoin([grey.flip("horizontal"), grey.flip("vertical")])
+    return _tagged_twice(tmp_path_factory.mktemp("faceless"), photo)
+
+
+#: Tasks that look for faces. Faces are looked for in the picture as its tag shows it
+#: (a photo stored on its side, tag 6, had none found): the photo above tagged 6 shows
+#: its face on its side, where the same pixels untagged show it upright, so its faces are
+#: not the untagged one's. These chains are compared on a picture without a face;
+#: tests/processing/test_faces_turned.py checks their cuts on photos stored turned.
+FINDS_FACES = {"detect_faces", "crop_faces", "pixelate_faces", "blur_faces", "redeye"}
+
+
+def _pair(
+    chosen: list[str], turned: tuple[Path, Path], faceless: tuple[Path, Path]
+) -> tuple[Path, Path]:
+    finds = any(
+        segment.split("=")[0] in FINDS_FACES
+        or segment.startswith("smart_crop")
+        or "align:faces" in segment
+        for segment in chosen
+    )
+    return faceless if finds else turned
+
+
+def _tagged_twice(folder: Path, photo: pyvips.Image) -> tuple[Path, Path]:
     found = []
     for orientation in (1, 6):
         tagged = photo.copy()
@@ -177,7 +208,7 @@ def _same_pixels(tagged: pyvips.Image | None, upright: pyvips.Image | None, chos
 )
 @given(chosen=segments())
 def test_no_task_turns_the_image_by_its_exif_orientation_unless_asked(
-    turned: tuple[Path, Path], tmp_path: Path, chosen: list[str]
+    turned: tuple[Path, Path], faceless: tuple[Path, Path], tmp_path: Path, chosen: list[str]
 ) -> None:
     """The pixels are never turned upright (the orientation is kept for viewers) except by
     ``rotate=deg:exif``: a source tagged orientation 6 gives the same pixels as the same
@@ -186,8 +217,9 @@ def test_no_task_turns_the_image_by_its_exif_orientation_unless_asked(
     # An AVIF keeps the orientation as its irot, which libheif applies when it reads the
     # file back: read so, the tagged source's result is turned as a viewer shows it.
     assume(_avif_not_asked(chosen))
-    upright = _made(turned[0], chosen, tmp_path / "upright")
-    _same_pixels(_made(turned[1], chosen, tmp_path / "tagged"), upright, chosen)
+    plain, tagged = _pair(chosen, turned, faceless)
+    upright = _made(plain, chosen, tmp_path / "upright")
+    _same_pixels(_made(tagged, chosen, tmp_path / "tagged"), upright, chosen)
 
 
 def _avif_not_asked(chosen: list[str]) -> bool:
@@ -218,12 +250,17 @@ SCALING = [
 @pytest.mark.parametrize("after", [None, "flip"])
 @pytest.mark.parametrize("task", SCALING)
 def test_a_scaling_task_keeps_the_pixels_as_stored(
-    turned: tuple[Path, Path], tmp_path: Path, task: str, after: str | None
+    turned: tuple[Path, Path],
+    faceless: tuple[Path, Path],
+    tmp_path: Path,
+    task: str,
+    after: str | None,
 ) -> None:
     chosen = [*([after] if after else []), task.replace("[X]", f"[{EXTRA}]")]
-    upright = _made(turned[0], chosen, tmp_path / "upright")
+    plain, tagged = _pair(chosen, turned, faceless)
+    upright = _made(plain, chosen, tmp_path / "upright")
     assert upright is not None, chosen
-    _same_pixels(_made(turned[1], chosen, tmp_path / "tagged"), upright, chosen)
+    _same_pixels(_made(tagged, chosen, tmp_path / "tagged"), upright, chosen)
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,8 @@
 ``width`` and ``height`` metadata fields.
 
 PNG, GIF, JPEG and WebP (what users upload most) are read by the small parsers here,
-HEIF (HEIC, AVIF) by its boxes (``heifsize``); other formats by Pillow's header parsers
+HEIF (HEIC, AVIF) by its boxes (``heifsize``), SVG by its root element (``svgsize``:
+librsvg's rules, nothing drawn); other formats by Pillow's header parsers
 (``Image.open`` reads no pixels). The sizes are the ones the transformation engine reads:
 the coded size, an Exif orientation not applied (as the engine's renders keep it), but a
 HEIF's ``irot`` turn applied, as libheif applies it on load (a turned AVIF was 160x100
@@ -21,17 +22,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
-from stowage.core import filetypes, heifsize, reading
+from stowage.core import filetypes, headwalk, heifsize, reading, svgsize
 from stowage.registry.base import FileRecord
 from stowage.storage.base import LocalFiles, Provider
 
 #: The leading bytes read: enough for a JPEG's frame header after its EXIF, ICC and
 #: thumbnail segments (64 KiB each at most) in practice.
 HEADER_BYTES = 1 << 20
-#: JPEG start-of-frame markers (baseline, progressive, lossless, arithmetic): their
-#: segment holds the size. Not C4 (Huffman tables), C8 (reserved), CC (arithmetic).
-_SOF = {0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF}
-_NO_LENGTH = {0x01, *range(0xD0, 0xD8)}  # standalone markers: no length follows
 _TIFF = (b"II*\0", b"MM\0*")
 #: An AVIF's ``irot`` and ``imir`` boxes turn and mirror the picture it shows: libheif
 #: applies them when it decodes (the image engine's sizes are the turned ones); Pillow
@@ -54,8 +51,7 @@ async def fields(
         path = provider.local_path(record.container, record.key)
         found = await asyncio.to_thread(dimensions_in, path)
     else:
-        chunks = reading.whole(provider, record.container, record.key, _head)
-        found = dimensions(b"".join([chunk async for chunk in chunks])[:HEADER_BYTES])
+        found = await _stored_dimensions(provider, record, size)
     if found is None:
         return {}
     sides = {"width": found[0], "height": found[1]}
@@ -66,6 +62,35 @@ def _head(size: int) -> tuple[int, int] | None:
     return (0, min(size, HEADER_BYTES) - 1) if size else None
 
 
+async def _stored_dimensions(
+    provider: Provider, record: FileRecord, size: int
+) -> tuple[int, int] | None:
+    """``dimensions`` of a file in a remote store: its first MiB, then what lies further
+    (a JPEG's frame header, a TIFF's directory: ``headwalk``) read where it lies."""
+
+    async def read(at: int, count: int) -> bytes:
+        if at >= size:  # past the end: nothing to read (a span of None is the whole file)
+            return b""
+
+        def span(now: int) -> tuple[int, int]:  # the size now: the file may be replaced
+            return (at, min(now, at + count) - 1) if at < now else (0, 0)
+
+        chunks = reading.whole(provider, record.container, record.key, span)
+        return b"".join([chunk async for chunk in chunks])[:count]
+
+    head = await read(0, HEADER_BYTES)
+    found = dimensions(head)
+    walk = headwalk.further(head if found is None else b"")
+    try:
+        at, _, most = next(walk)
+        while True:
+            at, _, most = walk.send(await read(at, most))
+    except StopIteration as done:
+        return found or done.value
+    except (IndexError, ValueError):  # a damaged directory or segment: unknown
+        return found
+
+
 def dimensions(head: bytes) -> tuple[int, int] | None:
     """(width, height) of the image whose file starts with ``head``, or None when it is
     no image this can read."""
@@ -73,10 +98,13 @@ def dimensions(head: bytes) -> tuple[int, int] | None:
 
 
 def read_here(head: bytes) -> tuple[int, int] | None:
-    """The same for the formats users upload most, from this module's own parsers (PNG,
-    GIF, JPEG, WebP): None for any other."""
+    """The size claimed by the header of the formats users upload most, from this
+    module's own parsers (PNG, GIF, JPEG, WebP): None for any other. A GIF's claim is its
+    logical screen (the limits hold it to that), not the canvas ``dimensions`` tells."""
     parser = _parser(head)
-    return None if parser in (_pillow, _heif) else _read(parser, head)
+    if parser is _gif_canvas:
+        return _read(_gif, head)
+    return None if parser in (_pillow, _heif, svgsize.drawn_size) else _read(parser, head)
 
 
 def _read(parser: Callable[[bytes], tuple[int, int] | None], head: bytes) -> tuple[int, int] | None:
@@ -92,7 +120,8 @@ def _read(parser: Callable[[bytes], tuple[int, int] | None], head: bytes) -> tup
 def dimensions_in(path: Path) -> tuple[int, int] | None:
     """The same, for a file on this machine: its first bytes, and for a TIFF whose
     directory lies past them (libtiff writes it after the pixels) Pillow's parser, which
-    seeks to the directory and reads no pixel."""
+    seeks to the directory and reads no pixel; then what ``headwalk`` reads where it lies
+    (a JPEG's frame header past the head, a BigTIFF's directory)."""
     try:
         with path.open("rb") as file:
             head = file.read(HEADER_BYTES)
@@ -100,22 +129,33 @@ def dimensions_in(path: Path) -> tuple[int, int] | None:
             if found is None and head[:4] in _TIFF:
                 file.seek(0)
                 found = _pillow(file)
+            walk = headwalk.further(head if found is None else b"")
+            try:  # a JPEG's segment headers, never their bodies; a TIFF's directory
+                at, least, _ = next(walk)
+                while True:
+                    file.seek(at)
+                    at, least, _ = walk.send(file.read(least))
+            except StopIteration as done:
+                return found or done.value
+            except (IndexError, ValueError):  # a damaged directory or segment: unknown
+                return found
     except OSError:  # removed or replaced meanwhile: no size to tell
         return None
-    return found
 
 
 def _parser(head: bytes) -> Callable[[bytes], tuple[int, int] | None]:
     if head.startswith(b"\x89PNG\r\n\x1a\n"):
         return _png
     if head[:6] in (b"GIF87a", b"GIF89a"):
-        return _gif
+        return _gif_canvas
     if head.startswith(b"\xff\xd8"):
         return _jpeg
     if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
         return _webp
     if filetypes.is_heif(head):
         return _heif
+    if head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"<":  # markup: an SVG's root tells
+        return svgsize.drawn_size
     return _pillow
 
 
@@ -129,21 +169,46 @@ def _gif(head: bytes) -> tuple[int, int]:
     return _le(head, 6, 2), _le(head, 8, 2)
 
 
-def _jpeg(head: bytes) -> tuple[int, int] | None:
-    at = 2
-    while at + 4 <= len(head):
-        if head[at] != 0xFF:
-            return None  # not at a marker: a damaged file
-        marker = head[at + 1]
-        if marker == 0xFF:  # fill byte before a marker
-            at += 1
-            continue
-        if marker in _SOF:
-            return _be(head, at + 7, 2), _be(head, at + 5, 2)
-        if marker in (0xD9, 0xDA):  # end of image, or the scan: no frame header came
+#: Logical screens libnsgif (libvips' GIF loader) takes for an encoder's screen size, not
+#: the picture's: with a zero side or one past 2048, the canvas is the first frame's.
+_SCREENS_IGNORED = {(640, 480), (640, 512), (800, 600), (1024, 768), (1280, 1024), (1600, 1200)}
+
+
+def _gif_canvas(head: bytes) -> tuple[int, int]:
+    """The canvas libvips draws a GIF on: its logical screen (but for the ones libnsgif
+    ignores, then 1x1), grown to hold the first frame where it lies. A 10x10 screen with
+    a 40x30 first frame was 10x10 to the metadata and 40x30 to ``imagesize``."""
+    width, height = _gif(head)
+    if (width, height) in _SCREENS_IGNORED or 0 in (width, height) or max(width, height) > 2048:
+        width, height = 1, 1
+    frame = _first_frame(head)
+    if frame is None:  # past the bytes read: the screen, as the header claims it
+        return _gif(head)
+    left, top, frame_w, frame_h = frame
+    return max(width, left + frame_w), max(height, top + frame_h)
+
+
+def _first_frame(head: bytes) -> tuple[int, int, int, int] | None:
+    """The first image descriptor's left, top, width and height; None when it is not
+    within ``head`` (extensions' blocks skipped)."""
+    flags = _le(head, 10, 1)
+    at = 13 + (3 << ((flags & 7) + 1) if flags & 0x80 else 0)  # after the global palette
+    while at < len(head):
+        kind = head[at]
+        if kind == 0x2C and at + 9 <= len(head):  # the image descriptor
+            left, top, width, height = (_le(head, at + i, 2) for i in (1, 3, 5, 7))
+            return left, top, width, height
+        if kind != 0x21:  # the trailer, or damage: no frame
             return None
-        at += 2 if marker in _NO_LENGTH else 2 + _be(head, at + 2, 2)
+        at += 2  # introducer and label, then the data sub-blocks up to an empty one
+        while at < len(head) and head[at]:
+            at += head[at] + 1
+        at += 1
     return None
+
+
+def _jpeg(head: bytes) -> tuple[int, int] | None:
+    return headwalk.jpeg_walk(head, 0, 2)[0]
 
 
 def _webp(head: bytes) -> tuple[int, int] | None:

@@ -75,7 +75,9 @@ PREFIX = ".stowage-derivatives"
 #: 9: every size the engine derives is rounded half up, not to even (a polaroid frame
 #: of 6% of a 75-px side is 5 px, partial_pixelate=amount:2.5 blocks of 3, animate's
 #: derived side as resize's, ascii's rows, pixelate_faces' blocks, face boxes).
-RENDERING = 9
+#: 10: faces (and red eyes) are looked for in a photo as its Exif orientation shows it
+#: (a portrait photo stored sideways, tag 6, had none found).
+RENDERING = 10
 CHUNK = 256 * 1024
 log = logging.getLogger("stowage.processing")
 T = TypeVar("T")

@@ -71,24 +71,65 @@ def union(boxes: list[Box]) -> Box:
 
 
 def detect(image: pyvips.Image) -> list[Box]:
-    """Faces in ``image``, in its coordinates, left to right (then top to bottom): the
-    order ``faces:N`` counts in."""
+    """Faces in ``image``, in its coordinates, left to right (then top to bottom) as it is
+    shown: the order ``faces:N`` counts in. An image tagged with an Exif orientation (a
+    phone's portrait photo: its pixels lie sideways, tag 6) is searched as it is shown, the
+    cascade finding upright faces only; the boxes are in its stored pixels, where the
+    tasks draw and cut (the result keeps the tag, and is shown turned as the source)."""
     grey, scale = _small_grey(image)
-    found = _cascade("haarcascade_frontalface_alt2.xml").detectMultiScale(
-        grey, SCALE_STEP, NEIGHBOURS, minSize=(MIN_FACE, MIN_FACE)
-    )
-    boxes = [_scaled(tuple(int(v) for v in box), scale, image) for box in found]
-    return sorted(boxes, key=lambda b: (b.x, b.y))
+    found = _found("haarcascade_frontalface_alt2.xml", grey, _orientation(image), NEIGHBOURS)
+    return [_scaled(box, scale, image) for box in found]
 
 
 def eyes(image: pyvips.Image, face: Box) -> list[Box]:
-    """Eyes inside ``face`` (image coordinates), looked for in its upper half."""
-    upper = image.extract_area(face.x, face.y, face.width, max(1, face.height * 6 // 10))
-    grey, scale = _small_grey(upper, side=256)
-    found = _cascade("haarcascade_eye.xml").detectMultiScale(grey, SCALE_STEP, 3, minSize=(8, 8))
-    return [
-        _shifted(_scaled(tuple(int(v) for v in box), scale, upper), face.x, face.y) for box in found
-    ]
+    """Eyes inside ``face`` (image coordinates), looked for in its upper part as shown."""
+    area = image.extract_area(face.x, face.y, face.width, face.height)
+    grey, scale = _small_grey(area, side=256)
+    found = _found("haarcascade_eye.xml", grey, _orientation(image), 3, least=8, upper=0.6)
+    return [_shifted(_scaled(box, scale, area), face.x, face.y) for box in found]
+
+
+#: How a picture tagged with an Exif orientation is turned to be shown, as libvips'
+#: ``autorot`` turns it (numpy's views of the stored rows and columns).
+_SHOWN: dict[int, Any] = {
+    2: lambda a: a[:, ::-1],
+    3: lambda a: a[::-1, ::-1],
+    4: lambda a: a[::-1, :],
+    5: lambda a: a.T,
+    6: lambda a: a.T[:, ::-1],
+    7: lambda a: a[::-1, ::-1].T,
+    8: lambda a: a.T[::-1, :],
+}
+
+
+def _orientation(image: pyvips.Image) -> int:
+    if not image.get_typeof("orientation"):
+        return 1
+    return int(image.get("orientation"))
+
+
+def _found(
+    name: str, grey: Any, orientation: int, neighbours: int, least: int = MIN_FACE, upper: float = 1
+) -> list[tuple[int, ...]]:
+    """What cascade ``name`` finds in ``grey`` (its ``upper`` part) as it is shown, in the
+    stored rows and columns of ``grey``, sorted left to right as shown."""
+    import numpy as np
+
+    turn = _SHOWN.get(orientation)
+    shown = grey if turn is None else turn(grey)
+    top = max(1, int(shown.shape[0] * upper))
+    shown = np.ascontiguousarray(shown[:top])
+    found = _cascade(name).detectMultiScale(shown, SCALE_STEP, neighbours, minSize=(least, least))
+    boxes = sorted((tuple(int(v) for v in box) for box in found), key=lambda b: b[:2])
+    if turn is None:
+        return boxes
+    rows, columns = (turn(a) for a in np.indices(grey.shape, dtype=np.int32))
+    stored: list[tuple[int, ...]] = []
+    for x, y, w, h in boxes:  # two opposite corners, back in the stored rows and columns
+        ys = sorted((int(rows[y, x]), int(rows[y + h - 1, x + w - 1])))
+        xs = sorted((int(columns[y, x]), int(columns[y + h - 1, x + w - 1])))
+        stored.append((xs[0], ys[0], xs[1] - xs[0] + 1, ys[1] - ys[0] + 1))
+    return stored
 
 
 def filtered(boxes: list[Box], minsize: float, maxsize: float) -> list[Box]:

@@ -132,8 +132,12 @@ def metadata_answer(image: pyvips.Image, task: Task) -> dict[str, int]:
     with ``params``, when it names any). The file's own fields (filename, size, hashes,
     ...) are the service's to add: it has the file's record, a job process does not.
     Of a strip of frames (an animation), one frame's size."""
+    return metadata_sizes(*frames.frame_size(image), task)
+
+
+def metadata_sizes(width: int, height: int, task: Task) -> dict[str, int]:
+    """``width`` and ``height`` as ``task`` (a ``metadata`` task) asks for them."""
     asked = task.get("params")
-    width, height = frames.frame_size(image)
     out = {"width": width, "height": height}
     if isinstance(asked, tuple):
         return {name: value for name, value in out.items() if name in asked}

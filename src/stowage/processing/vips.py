@@ -34,6 +34,7 @@ from stowage.processing import (
     pillowjpeg,
     saverates,
     saving,
+    subjects,
     svg,
     webpheader,
 )
@@ -41,6 +42,7 @@ from stowage.processing import chain as chains
 from stowage.processing.base import Chain, Limits, Output, Rendered, Task
 from stowage.processing.geometry import Scaler
 from stowage.processing.pngsave import level as png_level
+from stowage.processing.table import Kind
 
 pyvips.cache_set_max(0)  # libvips' operation cache would keep decoded images between jobs
 GIF_EFFORT = 4
@@ -126,8 +128,8 @@ class VipsEngine:
         if random or opened.frames > 1:  # an animation's frames each read the extra sources
             composite.read_out_of_order()
         header = opened.image
-        if chain.wants_size and len(chain.tasks) == 1:
-            return _write_size(dest, output, header.width, opened.frame_height)
+        if _size_of_the_source(chain):  # nothing decoded, nothing priced
+            return _write_size(dest, output, header.width, opened.frame_height, chain.tasks[-1])
         placed = montage.placed(opened, chain, output)
         lossless = webpheader.kept_lossless(chain, output, source, opened.loader)
         saver = saverates.LOSSLESS_WEBP if lossless else output.format
@@ -352,8 +354,25 @@ def _stop_at(image: pyvips.Image, deadline: float) -> None:
     image.signal_connect("eval", on_eval)
 
 
-def _write_size(dest: Path, output: Output, width: int, height: int) -> Rendered:
-    dest.write_text(json.dumps({"width": width, "height": height}))
+def _size_of_the_source(chain: Chain) -> bool:
+    """Whether ``chain`` asks only for the source's size: ``imagesize`` or ``metadata``
+    after tasks that only say how to save (``output``, its page included, which the
+    source was opened at; ``quality``, ...). Answered from the header: a 100 MP WebP's
+    ``metadata`` (and ``output=format:png/imagesize``) was priced as its decode, 14 s,
+    and refused, where ``imagesize`` alone answered at once."""
+    if not chain.tasks or not (chain.wants_size or chain.tasks[-1].name == "metadata"):
+        return False
+    return all(catalogue.TABLE[task.name].kind == Kind.SAVE for task in chain.tasks[:-1])
+
+
+def _write_size(
+    dest: Path, output: Output, width: int, height: int, task: Task | None = None
+) -> Rendered:
+    """``imagesize``'s answer, or ``metadata``'s (its ``params`` chosen) for ``task``."""
+    sides = {"width": width, "height": height}
+    if task is not None and task.name == "metadata":
+        sides = subjects.metadata_sizes(width, height, task)
+    dest.write_text(json.dumps(sides))
     return Rendered(output, width, height)
 
 
