@@ -224,3 +224,32 @@ async def test_an_iphones_heic_photo_is_an_image_with_its_shown_size(harness: Ha
         f"/api/file/{result['handle']}/metadata", params={"width": "true", "height": "true"}
     )
     assert await resp.json() == {"width": 3024, "height": 4032}
+
+
+@pytest.mark.parametrize(
+    "spelled",
+    [
+        "metadata=p:[exif]",
+        "metadata=params:[width,exif]",
+        "output=format:png/metadata=p:[exif,size]",
+    ],
+)
+async def test_the_metadata_task_asking_exif_needs_the_policy_the_api_needs(
+    harness: Harness, spelled: str
+) -> None:
+    """``/metadata=p:[exif]/<H>`` answered EXIF on an open app without any policy, where
+    ``/api/file/<H>/metadata?exif=true`` needs one naming ``exif`` (spec 4.5); a cached
+    answer made under a policy is refused without one too."""
+    handle = (await harness.store(jpeg_with_exif(), filename="photo.jpg"))["handle"]
+    ok = harness.policy(harness.open_app, call=["convert", "exif"])
+    resp = await harness.cdn.get(f"/{spelled}/{handle}", params=ok)
+    assert resp.status == 200, await resp.text()
+    assert (await resp.json())["exif"]["Make"] == "StowageCam"
+    no_policy = await harness.cdn.get(f"/{spelled}/{handle}")
+    assert no_policy.status == 401, await no_policy.text()
+    no_call = harness.policy(harness.open_app)  # no call: everything but exif
+    refused = await harness.cdn.get(f"/{spelled}/{handle}", params=no_call)
+    assert refused.status == 403, await refused.text()
+    # without exif, the task needs nothing on an open app
+    plain = await harness.cdn.get(f"/metadata=p:[width,size]/{handle}")
+    assert plain.status == 200, await plain.text()

@@ -22,6 +22,14 @@ from stowage.storage.base import Provider
 IMAGE_FIELDS = frozenset({"width", "height"})
 
 
+def asks_exif(chain: Chain) -> bool:
+    """The chain ends in ``metadata`` naming ``exif``: a read the File API grants only
+    under a policy (``exif=true`` needs one, spec 4.5), whatever the app's security."""
+    last = chain.tasks[-1] if chain.tasks else None
+    asked = last.get("params") if last is not None and last.name == "metadata" else None
+    return isinstance(asked, tuple) and "exif" in asked
+
+
 async def complete(
     dest: Path, chain: Chain, settings: Settings, provider: Provider, record: FileRecord
 ) -> bool:

@@ -197,6 +197,8 @@ class Processor:
         """Every source authorised (the main one's app charged) and within the limits,
         then the derivative, kept or made."""
         record, app = await self._authorized(ask.first, ask.creds, ask.api_key)
+        if recordfields.asks_exif(chain):  # as /api/file/<H>/metadata?exif=true, cached or not
+            self._authorize(app, ask.creds, file_target(record), "exif", required=True)
         if ask.before is not None:
             await ask.before(app)
         others = await self._others(chain, ask.listed, record, ask.creds, ask.api_key)
@@ -219,12 +221,17 @@ class Processor:
         return record, app
 
     def _authorize(
-        self, app: App, creds: Credentials, target: Target, call: str = "convert"
+        self,
+        app: App,
+        creds: Credentials,
+        target: Target,
+        call: str = "convert",
+        required: bool | None = None,
     ) -> None:
+        """``required``: a policy is needed whatever the app's security (None: as it says)."""
         skew = self.core.settings.policy_clock_skew
-        authorize(
-            app.secret, creds, call, target, required=app.security, now=time.time(), skew=skew
-        )
+        needed = app.security if required is None else required
+        authorize(app.secret, creds, call, target, required=needed, now=time.time(), skew=skew)
 
     async def _others(
         self,
