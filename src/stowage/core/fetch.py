@@ -211,6 +211,9 @@ class Fetched:
     etag: str | None = None
     last_modified: str | None = None
     not_modified: bool = False  # a conditional fetch answered 304: no body
+    #: The origin's ``Cache-Control`` and ``Vary`` (each line joined): may a copy be kept.
+    cache_control: str | None = None
+    vary: str | None = None
 
 
 #: Asked about each address a redirect leads to; raises a StowageError to refuse it.
@@ -303,6 +306,8 @@ class Fetcher:
             etag=response.headers.get("ETag"),
             last_modified=response.headers.get("Last-Modified"),
             not_modified=response.status == 304,
+            cache_control=_joined(response, "Cache-Control"),
+            vary=_joined(response, "Vary"),
         )
 
     async def _follow(
@@ -425,6 +430,12 @@ def _coding(response: aiohttp.ClientResponse) -> str:
     if response.status == 304:
         return "identity"
     return codings.coding_of(response.headers.get("Content-Encoding"))
+
+
+def _joined(response: aiohttp.ClientResponse, name: str) -> str | None:
+    """Every line of a list header, as one (``Cache-Control: public`` then ``no-store``)."""
+    values = response.headers.getall(name, [])
+    return ", ".join(values) if values else None
 
 
 def _filename(response: aiohttp.ClientResponse) -> str | None:

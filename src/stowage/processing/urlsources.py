@@ -1,7 +1,9 @@
 """External sources (``/<APIKEY>/<tasks>/<URL>``), kept by URL with the validators the
 origin sent (``ETag``, ``Last-Modified``) and revalidated on every use: a conditional
 fetch through the URL guard answers 304 and the copy is used, or 200 and the copy is
-replaced. An origin that sends no validator is fetched whole every time and not kept.
+replaced. An origin that sends no validator, ``Cache-Control: no-store`` or ``Vary: *`` is
+fetched whole every time and not kept; one that declares a length past the limit is
+refused before its body is read.
 
 Every request still passes the app's security (the policy's ``url`` rule) before this
 runs: a copy is shared between apps, a permission never. Copies are whole files renamed
@@ -22,7 +24,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from stowage.core.fetch import Allowed, Fetcher
+from stowage import errors
+from stowage.core.fetch import Allowed, Fetched, Fetcher
+from stowage.processing import metrics
 
 MAX_ENTRIES = 512
 Saver = Callable[[AsyncIterator[bytes], Path, int], Awaitable[None]]
@@ -71,9 +75,17 @@ class UrlSources:
                 yield Held(mine, kept.get("content_type", ""), reused=True)
                 return
             mine.unlink(missing_ok=True)  # the pinned copy is stale: never written into
+            if fetched.length is not None and fetched.length > self.max_bytes:
+                # refused on its declared length, not after as many bytes as a slow
+                # origin cares to send (it held a fetch slot until the read timeout)
+                await _close(fetched.chunks)
+                metrics.REFUSALS.inc(code=errors.PayloadTooLarge.code)
+                raise errors.PayloadTooLarge(max_bytes=self.max_bytes)
             await self.save(fetched.chunks, mine, self.max_bytes)
             content_type = (fetched.content_type or "").lower()
-            if fetched.etag or fetched.last_modified:
+            if not _keepable(fetched):
+                _forget(body, meta)  # an origin that now says no-store leaves no copy here
+            else:
                 _keep(mine, body)
                 record = {"url": url, "etag": fetched.etag, "last_modified": fetched.last_modified}
                 # After the copy: a reader pairing the old validators with the new copy
@@ -90,6 +102,24 @@ class UrlSources:
             with contextlib.suppress(OSError):
                 old.unlink()
                 old.with_suffix(".json").unlink()
+
+
+def _keepable(fetched: Fetched) -> bool:
+    """A copy may be kept for revalidation: the origin sent a validator, no
+    ``Cache-Control: no-store`` (RFC 9111 5.2.2.5: no cache stores any part of the
+    answer) and no ``Vary: *`` (no later request is known to match it)."""
+    directives = {part.split("=", 1)[0].strip().lower() for part in _items(fetched.cache_control)}
+    validated = bool(fetched.etag or fetched.last_modified)
+    return validated and "no-store" not in directives and "*" not in _items(fetched.vary)
+
+
+def _items(header: str | None) -> list[str]:
+    return [item.strip() for item in (header or "").split(",")]
+
+
+def _forget(body: Path, meta: Path) -> None:
+    for path in (body, meta):
+        path.unlink(missing_ok=True)
 
 
 def _sweep(folder: Path) -> None:

@@ -1,0 +1,160 @@
+"""What an origin's answer does to a URL source's answer and kept copy (generated inputs,
+seeds 5176-5178): a long last path part of the URL gives a bounded file name (it made a
+``Content-Disposition`` past 8 KB that no client reads); a length declared past the
+input limit is refused before the body is read (a slow origin held a fetch slot until
+the read timeout); ``Cache-Control: no-store`` and ``Vary: *`` leave no kept copy."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from email.message import Message
+from urllib.parse import quote
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from tests.api.harness import Harness
+from tests.api.test_transform import decoded, picture
+
+PICTURE = picture(40, 30, ".png")
+LIMIT = 20_000  # processing_max_input_bytes of the tests that need it
+
+
+@dataclass
+class Site:
+    root: str = ""
+    headers: dict[str, str] = field(default_factory=dict)  # sent with the picture
+    asked: list[str | None] = field(default_factory=list)  # If-None-Match of each GET
+
+
+@pytest.fixture
+async def site() -> AsyncIterator[Site]:
+    found = Site()
+
+    async def answer(request: web.Request) -> web.StreamResponse:
+        found.asked.append(request.headers.get("If-None-Match"))
+        if request.path.startswith("/declared/"):  # a length past the limit, sent slowly
+            declared = int(request.path.rsplit("/", 1)[1])
+            response = web.StreamResponse(headers={"Content-Length": str(declared)})
+            response.content_type = "image/png"
+            await response.prepare(request)
+            await response.write(PICTURE[:100])
+            await asyncio.sleep(20)
+            return response
+        etag = found.headers.get("ETag")
+        if etag is not None and request.headers.get("If-None-Match") == etag:
+            return web.Response(status=304, headers=found.headers)
+        return web.Response(body=PICTURE, content_type="image/png", headers=found.headers)
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", answer)
+    server = TestServer(app, host="127.0.0.1")
+    await server.start_server()
+    found.root = str(server.make_url("")).rstrip("/")
+    try:
+        yield found
+    finally:
+        await server.close()
+
+
+def long_name(rnd: random.Random) -> str:
+    """A last path part of 300 to 6000 characters, some of them encoded, with or
+    without an extension."""
+    letters = "abcxyz-_~.é漢😀 %"
+    stem = "".join(rnd.choice(letters) for _ in range(rnd.randint(300, 6000 // 3)))
+    return quote(stem, safe="-_~.") + rnd.choice([".png", ".jpg", "", ".PNG"])
+
+
+def filename_of(disposition: str) -> str:
+    message = Message()
+    message["content-disposition"] = disposition
+    return str(message.get_filename())
+
+
+async def test_a_long_last_part_of_a_url_gives_a_bounded_file_name(
+    harness: Harness, site: Site
+) -> None:
+    rnd = random.Random(5176)
+    key = harness.open_app.api_key
+    for _ in range(6):
+        name = long_name(rnd)
+        url = f"{site.root}/dir/{name}"
+        for path, extension in (
+            (f"/{key}/{url}", None),
+            (f"/{key}/resize=width:20/{url}", ".png"),
+            (f"/{key}/output=format:webp/{url}?dl=true", ".webp"),
+        ):
+            resp = await harness.cdn.get(path)
+            body = await resp.read()
+            assert resp.status == 200, body[:300]
+            shown = resp.headers["Content-Disposition"]
+            assert len(shown) < 1024, len(shown)
+            got = filename_of(shown)
+            assert 0 < len(got.encode()) <= 200
+            if extension:
+                assert got.endswith(extension)
+            elif name.endswith((".png", ".jpg")):
+                assert got.endswith(name[-4:])
+        resp = await harness.api.get(f"/process/{key}/resize=width:20/store/{url}")
+        stored = await resp.json()
+        assert resp.status == 200, stored
+        assert len(stored["filename"].encode()) <= 200 and stored["filename"].endswith(".png")
+
+
+@pytest.mark.settings(processing_max_input_bytes=LIMIT)
+async def test_a_length_declared_past_the_limit_is_refused_before_the_body(
+    harness: Harness, site: Site
+) -> None:
+    rnd = random.Random(5177)
+    key = harness.open_app.api_key
+    for declared in sorted({LIMIT + 1, *(rnd.randint(LIMIT + 2, 10**9) for _ in range(3))}):
+        url = f"{site.root}/declared/{declared}"
+        for path in (f"/{key}/resize=width:20/{url}", f"/{key}/{url}", f"/{key}/zip/[{url}]"):
+            started = time.monotonic()
+            resp = await harness.cdn.get(path)
+            assert resp.status == 413, (path, await resp.text())
+            assert (await resp.json())["error"]["code"] == "PAYLOAD_TOO_LARGE"
+            assert time.monotonic() - started < 5, path  # the origin sends nothing for 20 s
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Cache-Control": "no-store"},
+        {"Cache-Control": "public, No-Store, max-age=0"},
+        {"Cache-Control": "private,no-store"},
+        {"Vary": "*"},
+        {"Vary": "Accept, *"},
+    ],
+)
+async def test_an_answer_the_origin_forbids_caching_leaves_no_kept_copy(
+    harness: Harness, site: Site, headers: dict[str, str]
+) -> None:
+    key = harness.open_app.api_key
+    rnd = random.Random(5178)
+    site.headers = {"ETag": f'"v{rnd.randrange(10**6)}"', **headers}
+    url = f"{site.root}/pic.png"
+    for width in (20, 10, 20):
+        resp = await harness.cdn.get(f"/{key}/resize=width:{width}/{url}")
+        assert resp.status == 200 and decoded(await resp.read()).width == width
+    assert site.asked == [None, None, None]  # nothing kept: never a conditional fetch
+    kept = harness.settings.data_dir / "url-sources"
+    assert not list(kept.glob("*.src")) and not list(kept.glob("*.json"))
+
+
+async def test_a_copy_kept_then_forbidden_is_removed(harness: Harness, site: Site) -> None:
+    key = harness.open_app.api_key
+    site.headers = {"ETag": '"one"'}
+    url = f"{site.root}/pic.png"
+    await harness.cdn.get(f"/{key}/flip/{url}")
+    kept = harness.settings.data_dir / "url-sources"
+    assert len(list(kept.glob("*.src"))) == 1
+    site.headers = {"ETag": '"two"', "Cache-Control": "no-store"}  # the origin changes its mind
+    resp = await harness.cdn.get(f"/{key}/flip/{url}")
+    assert resp.status == 200
+    assert not list(kept.glob("*.src")) and site.asked == [None, '"one"']
