@@ -2,7 +2,8 @@
 seeds 5176-5178): a long last path part of the URL gives a bounded file name (it made a
 ``Content-Disposition`` past 8 KB that no client reads); a length declared past the
 input limit is refused before the body is read (a slow origin held a fetch slot until
-the read timeout); ``Cache-Control: no-store`` and ``Vary: *`` leave no kept copy."""
+the read timeout); ``Cache-Control: no-store`` and ``Vary: *`` leave no kept copy; the
+kept copies hold at most ``processing_url_sources_bytes`` together (seed 5179)."""
 
 from __future__ import annotations
 
@@ -46,6 +47,13 @@ async def site() -> AsyncIterator[Site]:
             await response.write(PICTURE[:100])
             await asyncio.sleep(20)
             return response
+        if request.path.startswith("/sized/"):  # /sized/<width>/<n>.png, its own ETag
+            width = int(request.path.split("/")[2])
+            tag = f'"{request.path}"'
+            if request.headers.get("If-None-Match") == tag:
+                return web.Response(status=304, headers={"ETag": tag})
+            body = picture(width, 20, ".png", compression=0)
+            return web.Response(body=body, content_type="image/png", headers={"ETag": tag})
         etag = found.headers.get("ETag")
         if etag is not None and request.headers.get("If-None-Match") == etag:
             return web.Response(status=304, headers=found.headers)
@@ -158,3 +166,35 @@ async def test_a_copy_kept_then_forbidden_is_removed(harness: Harness, site: Sit
     resp = await harness.cdn.get(f"/{key}/flip/{url}")
     assert resp.status == 200
     assert not list(kept.glob("*.src")) and site.asked == [None, '"one"']
+
+
+BUDGET = 60_000  # processing_url_sources_bytes of the next test
+
+
+@pytest.mark.settings(processing_url_sources_bytes=BUDGET)
+async def test_the_kept_copies_hold_at_most_their_bytes(harness: Harness, site: Site) -> None:
+    """512 copies of URLs of up to ``processing_max_input_bytes`` each (100 GB at 200 MB)
+    were the only bound: the least recently used go once the copies pass the bytes."""
+    rnd = random.Random(5179)
+    key = harness.open_app.api_key
+    kept = harness.settings.data_dir / "url-sources"
+    urls = [f"{site.root}/sized/{rnd.randint(100, 700)}/{n}.png" for n in range(12)]
+    for url in urls:
+        resp = await harness.cdn.get(f"/{key}/resize=width:10/{url}")
+        assert resp.status == 200, await resp.text()
+        sizes = [path.stat().st_size for path in kept.glob("*.src")]
+        assert sum(sizes) <= BUDGET, sizes
+    assert len(list(kept.glob("*.src"))) == len(list(kept.glob("*.json")))
+    site.asked.clear()
+    await harness.cdn.get(f"/{key}/resize=width:10/{urls[-1]}")  # the last is still kept
+    assert site.asked == [f'"{urls[-1].split(site.root, 1)[1]}"']
+
+
+@pytest.mark.settings(processing_url_sources_bytes=0)
+async def test_no_copy_is_kept_with_no_bytes_for_them(harness: Harness, site: Site) -> None:
+    key = harness.open_app.api_key
+    site.headers = {"ETag": '"v1"'}
+    for _ in range(2):
+        resp = await harness.cdn.get(f"/{key}/flip/{site.root}/pic.png")
+        assert resp.status == 200
+    assert site.asked == [None, None]

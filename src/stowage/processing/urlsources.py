@@ -42,11 +42,14 @@ class Held:
 
 
 class UrlSources:
-    def __init__(self, folder: Path, fetcher: Fetcher, save: Saver, max_bytes: int) -> None:
+    def __init__(
+        self, folder: Path, fetcher: Fetcher, save: Saver, max_bytes: int, kept_bytes: int
+    ) -> None:
         self.folder = folder
         self.fetcher = fetcher
         self.save = save  # streams to a file, refusing more than max_bytes
         self.max_bytes = max_bytes
+        self.kept_bytes = kept_bytes  # the copies' bytes together
         _sweep(folder)
 
     @contextlib.asynccontextmanager
@@ -97,11 +100,21 @@ class UrlSources:
             mine.unlink(missing_ok=True)
 
     def _evict(self) -> None:
-        bodies = sorted(self.folder.glob("*.src"), key=_mtime)
-        for old in bodies[: max(0, len(bodies) - MAX_ENTRIES)]:
+        """The least recently used copies past ``MAX_ENTRIES`` or ``kept_bytes`` (without
+        the bound, 512 copies of 200 MB URLs an open app's key asked for held 100 GB)."""
+        sizes: dict[Path, tuple[float, int]] = {}  # each copy's time of last use and size
+        for body in self.folder.glob("*.src"):
             with contextlib.suppress(OSError):
-                old.unlink()
-                old.with_suffix(".json").unlink()
+                found = body.stat()
+                sizes[body] = (found.st_mtime, found.st_size)
+        newest_first = sorted(sizes, key=lambda body: sizes[body][0], reverse=True)
+        total = 0
+        for count, body in enumerate(newest_first, start=1):
+            total += sizes[body][1]
+            if count > MAX_ENTRIES or total > self.kept_bytes:
+                with contextlib.suppress(OSError):
+                    body.unlink()
+                    body.with_suffix(".json").unlink()
 
 
 def _keepable(fetched: Fetched) -> bool:
@@ -169,13 +182,6 @@ def _write_meta(meta: Path, values: dict[str, str | None]) -> None:
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         json.dump(values, handle)
     os.replace(name, meta)
-
-
-def _mtime(path: Path) -> float:
-    try:
-        return path.stat().st_mtime
-    except OSError:
-        return 0.0
 
 
 async def _close(chunks: AsyncIterator[bytes]) -> None:
