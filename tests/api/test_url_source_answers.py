@@ -3,7 +3,8 @@ seeds 5176-5178): a long last path part of the URL gives a bounded file name (it
 ``Content-Disposition`` past 8 KB that no client reads); a length declared past the
 input limit is refused before the body is read (a slow origin held a fetch slot until
 the read timeout); ``Cache-Control: no-store`` and ``Vary: *`` leave no kept copy; the
-kept copies hold at most ``processing_url_sources_bytes`` together (seed 5179)."""
+kept copies hold at most ``processing_url_sources_bytes`` together (seed 5179); a URL
+with port 0 is the client's mistake (400), not an origin that failed (502)."""
 
 from __future__ import annotations
 
@@ -47,6 +48,8 @@ async def site() -> AsyncIterator[Site]:
             await response.write(PICTURE[:100])
             await asyncio.sleep(20)
             return response
+        if request.path == "/go":  # a redirect to ?to=
+            return web.Response(status=302, headers={"Location": request.query["to"]})
         if request.path.startswith("/sized/"):  # /sized/<width>/<n>.png, its own ETag
             width = int(request.path.split("/")[2])
             tag = f'"{request.path}"'
@@ -198,3 +201,26 @@ async def test_no_copy_is_kept_with_no_bytes_for_them(harness: Harness, site: Si
         resp = await harness.cdn.get(f"/{key}/flip/{site.root}/pic.png")
         assert resp.status == 200
     assert site.asked == [None, None]
+
+
+async def test_port_zero_is_an_invalid_url_not_an_upstream_error(
+    harness: Harness, site: Site
+) -> None:
+    """``http://host:0/x`` answered ``502 UPSTREAM_ERROR`` (the connect failed): no origin
+    listens there, the URL is wrong. An origin redirecting there is the origin's fault."""
+    rnd = random.Random(5179)
+    key = harness.open_app.api_key
+    for _ in range(4):
+        zeros = "0" * rnd.randint(1, 4)
+        host = rnd.choice(["127.0.0.1", "localhost", "[::1]", "example.com"])
+        url = f"{rnd.choice(['http', 'https'])}://{host}:{zeros}/{rnd.randrange(999)}.png"
+        for client, path in (
+            (harness.cdn, f"/{key}/resize=width:20/{url}"),
+            (harness.cdn, f"/{key}/{url}"),
+            (harness.api, f"/process/{key}/store/{url}"),
+        ):
+            resp = await client.get(path)
+            assert resp.status == 400, (path, await resp.text())
+            assert (await resp.json())["error"]["code"] == "INVALID_URL"
+        resp = await harness.cdn.get(f"/{key}/flip/{site.root}/go?to={quote(url, safe='')}")
+        assert resp.status == 502 and (await resp.json())["error"]["code"] == "UPSTREAM_ERROR"

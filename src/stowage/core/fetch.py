@@ -126,8 +126,8 @@ def check_url(url: str, allow_private: bool) -> URL:
         parsed = URL(url)
     except (ValueError, TypeError) as exc:
         raise errors.InvalidUrl("the url is malformed") from exc
-    if parsed.scheme not in ("http", "https") or not parsed.host:
-        raise errors.InvalidUrl("only http and https urls with a host can be fetched")
+    if parsed.scheme not in ("http", "https") or not parsed.host or parsed.port == 0:
+        raise errors.InvalidUrl("only http and https urls with a host and a port can be fetched")
     if parsed.user is not None or parsed.password is not None:
         raise errors.InvalidUrl("urls with credentials are not fetched")
     if "\\" in url:
