@@ -4,11 +4,14 @@ seeds 5176-5178): a long last path part of the URL gives a bounded file name (it
 input limit is refused before the body is read (a slow origin held a fetch slot until
 the read timeout); ``Cache-Control: no-store`` and ``Vary: *`` leave no kept copy; the
 kept copies hold at most ``processing_url_sources_bytes`` together (seed 5179); a URL
-with port 0 is the client's mistake (400), not an origin that failed (502)."""
+with port 0 is the client's mistake (400), not an origin that failed (502); a validator
+that cannot be sent back (a control character, bytes that are no UTF-8) is neither kept
+nor sent (it made every later use of the URL a 500; seed 5175)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import time
 from collections.abc import AsyncIterator
@@ -224,3 +227,51 @@ async def test_port_zero_is_an_invalid_url_not_an_upstream_error(
             assert (await resp.json())["error"]["code"] == "INVALID_URL"
         resp = await harness.cdn.get(f"/{key}/flip/{site.root}/go?to={quote(url, safe='')}")
         assert resp.status == 502 and (await resp.json())["error"]["code"] == "UPSTREAM_ERROR"
+
+
+@contextlib.asynccontextmanager
+async def raw_site(extra: bytes) -> AsyncIterator[tuple[str, list[bytes]]]:
+    """An origin answering the picture with ``extra`` header bytes, as no HTTP library
+    would write them; yields its URL and the head of each request."""
+    heads: list[bytes] = []
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
+            heads.append(await reader.readuntil(b"\r\n\r\n"))
+            head = f"HTTP/1.1 200 OK\r\nContent-Type: image/png\r\nContent-Length: {len(PICTURE)}"
+            writer.write(head.encode() + b"\r\nConnection: close\r\n" + extra + b"\r\n" + PICTURE)
+            await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    try:
+        yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/pic.png", heads
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+def validator_line(rnd: random.Random) -> tuple[bytes, bytes]:
+    """A header naming a validator that holds a byte no header line may carry back: a
+    control character (not tab) or DEL, or bytes that are no UTF-8. The header's name
+    and its value."""
+    bad = rnd.choice([bytes([rnd.choice([*range(0, 9), *range(11, 32), 127])]), b"\xff\xfe"])
+    if rnd.random() < 0.5:
+        value = b'"' + bad.join([b"v", b"1"][: rnd.randint(1, 2)]) + bad + b'"'
+        return b"ETag", value
+    return b"Last-Modified", b"Wed, 01 Jan 2025 00:00:00 GMT" + bad
+
+
+async def test_a_validator_that_cannot_be_sent_back_is_not_kept(harness: Harness) -> None:
+    rnd = random.Random(5175)
+    key = harness.open_app.api_key
+    for _ in range(8):
+        name, value = validator_line(rnd)
+        if b"\r" in value or b"\n" in value:  # would end the header line: another test
+            continue
+        async with raw_site(name + b": " + value + b"\r\n") as (url, heads):
+            for path in (f"/{key}/resize=width:20/{url}", f"/{key}/{url}", f"/{key}/flip/{url}"):
+                resp = await harness.cdn.get(path)
+                assert resp.status == 200, (value, await resp.text())
+            asked = [line for head in heads for line in head.lower().split(b"\r\n")]
+            assert not [line for line in asked if line.startswith(b"if-")], (value, asked)

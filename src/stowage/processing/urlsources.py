@@ -17,6 +17,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import secrets
 import tempfile
 import time
@@ -122,8 +123,19 @@ def _keepable(fetched: Fetched) -> bool:
     ``Cache-Control: no-store`` (RFC 9111 5.2.2.5: no cache stores any part of the
     answer) and no ``Vary: *`` (no later request is known to match it)."""
     directives = {part.split("=", 1)[0].strip().lower() for part in _items(fetched.cache_control)}
-    validated = bool(fetched.etag or fetched.last_modified)
+    validated = _sendable(fetched.etag) or _sendable(fetched.last_modified)
     return validated and "no-store" not in directives and "*" not in _items(fetched.vary)
+
+
+#: What no header line may carry (C0 controls but tab, DEL) and what a byte that was no
+#: UTF-8 was decoded to (lone surrogates): a validator holding one cannot be sent back.
+_UNSENDABLE = re.compile("[\x00-\x08\x0a-\x1f\x7f\ud800-\udfff]")
+
+
+def _sendable(validator: str | None) -> bool:
+    """An ETag ``"a<DEL>b"`` was kept, then sent back as If-None-Match: aiohttp refused
+    the header (ValueError) and every later use of the URL answered 500."""
+    return bool(validator and validator.strip()) and not _UNSENDABLE.search(validator or "")
 
 
 def _items(header: str | None) -> list[str]:
@@ -166,7 +178,7 @@ def _validators(kept: dict[str, str] | None) -> dict[str, str]:
     if kept is None:
         return {}
     found = {"If-None-Match": kept.get("etag"), "If-Modified-Since": kept.get("last_modified")}
-    return {k: v for k, v in found.items() if v}
+    return {k: v for k, v in found.items() if v is not None and _sendable(v)}
 
 
 def _read_meta(meta: Path, url: str) -> dict[str, str] | None:
