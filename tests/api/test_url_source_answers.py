@@ -6,7 +6,8 @@ the read timeout); ``Cache-Control: no-store`` and ``Vary: *`` leave no kept cop
 kept copies hold at most ``processing_url_sources_bytes`` together (seed 5179); a URL
 with port 0 is the client's mistake (400), not an origin that failed (502); a validator
 that cannot be sent back (a control character, bytes that are no UTF-8) is neither kept
-nor sent (it made every later use of the URL a 500; seed 5175)."""
+nor sent (it made every later use of the URL a 500; seed 5175); a source URL of a
+scheme that is not fetched is ``INVALID_URL``, not an unknown task (seed 5171)."""
 
 from __future__ import annotations
 
@@ -275,3 +276,21 @@ async def test_a_validator_that_cannot_be_sent_back_is_not_kept(harness: Harness
                 assert resp.status == 200, (value, await resp.text())
             asked = [line for head in heads for line in head.lower().split(b"\r\n")]
             assert not [line for line in asked if line.startswith(b"if-")], (value, asked)
+
+
+SCHEMES = ["ftp", "file", "gopher", "ws", "wss", "s3", "gs", "sftp", "ldap", "dict", "tftp"]
+
+
+async def test_a_source_url_of_another_scheme_is_an_invalid_url(harness: Harness) -> None:
+    """``/<KEY>/resize=width:20/ftp://host/a.png`` answered ``400 UNSUPPORTED_TASK``,
+    "task 'ftp:' is not supported": the URL is what is wrong, as for ``src://``."""
+    rnd = random.Random(5171)
+    key = harness.open_app.api_key
+    for _ in range(16):
+        scheme = "".join(c.upper() if rnd.random() < 0.3 else c for c in rnd.choice(SCHEMES))
+        url = f"{scheme}://{rnd.choice(['h', '127.0.0.1', 'example.com'])}/{rnd.randrange(99)}.png"
+        url = rnd.choice([url, quote(url, safe=""), f"data:image/png;base64,{rnd.randrange(99)}"])
+        tasks = rnd.choice(["", "resize=width:20/", "flip/output=format:webp/"])
+        resp = await harness.cdn.get(f"/{key}/{tasks}{url}")
+        body = await resp.json()
+        assert resp.status == 400 and body["error"]["code"] == "INVALID_URL", (url, body)
