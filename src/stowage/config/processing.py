@@ -117,6 +117,13 @@ class ProcessingSettings:
         "is read, a file listed twice counted twice (413 PAYLOAD_TOO_LARGE beyond).",
         form=coerce.size(1),
     )
+    processing_url_sources_bytes: int = _setting(
+        2 * GiB,
+        "Most bytes the kept copies of URL sources (``data_dir/url-sources``, revalidated "
+        "with their validators) hold together on a node; the least recently used are "
+        "removed past it, as past 512 copies. 0: none kept (every use fetches the whole file).",
+        form=coerce.size(0),
+    )
     processing_queue: int = _setting(
         16,
         "Transformations that may wait for a free job slot, in each lane (small jobs, big "

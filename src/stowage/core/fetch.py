@@ -126,8 +126,8 @@ def check_url(url: str, allow_private: bool) -> URL:
         parsed = URL(url)
     except (ValueError, TypeError) as exc:
         raise errors.InvalidUrl("the url is malformed") from exc
-    if parsed.scheme not in ("http", "https") or not parsed.host:
-        raise errors.InvalidUrl("only http and https urls with a host can be fetched")
+    if parsed.scheme not in ("http", "https") or not parsed.host or parsed.port == 0:
+        raise errors.InvalidUrl("only http and https urls with a host and a port can be fetched")
     if parsed.user is not None or parsed.password is not None:
         raise errors.InvalidUrl("urls with credentials are not fetched")
     if "\\" in url:
@@ -211,6 +211,9 @@ class Fetched:
     etag: str | None = None
     last_modified: str | None = None
     not_modified: bool = False  # a conditional fetch answered 304: no body
+    #: The origin's ``Cache-Control`` and ``Vary`` (each line joined): may a copy be kept.
+    cache_control: str | None = None
+    vary: str | None = None
 
 
 #: Asked about each address a redirect leads to; raises a StowageError to refuse it.
@@ -303,6 +306,8 @@ class Fetcher:
             etag=response.headers.get("ETag"),
             last_modified=response.headers.get("Last-Modified"),
             not_modified=response.status == 304,
+            cache_control=_joined(response, "Cache-Control"),
+            vary=_joined(response, "Vary"),
         )
 
     async def _follow(
@@ -425,6 +430,12 @@ def _coding(response: aiohttp.ClientResponse) -> str:
     if response.status == 304:
         return "identity"
     return codings.coding_of(response.headers.get("Content-Encoding"))
+
+
+def _joined(response: aiohttp.ClientResponse, name: str) -> str | None:
+    """Every line of a list header, as one (``Cache-Control: public`` then ``no-store``)."""
+    values = response.headers.getall(name, [])
+    return ", ".join(values) if values else None
 
 
 def _filename(response: aiohttp.ClientResponse) -> str | None:

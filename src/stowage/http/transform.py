@@ -18,8 +18,8 @@ import functools
 import math
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path, PurePosixPath
-from urllib.parse import unquote, urlsplit
+from pathlib import Path
+from urllib.parse import unquote
 
 from aiohttp import web
 from yarl import URL
@@ -40,7 +40,7 @@ from stowage.http.responses import SANDBOX_CSP, disposition, file_headers, send_
 from stowage.processing import archive, docpages, grammar, metrics, videojobs
 from stowage.processing.autoimage import negotiated
 from stowage.processing.cache import fresh
-from stowage.processing.external import Charge, UrlAsk
+from stowage.processing.external import Charge, UrlAsk, url_filename
 from stowage.processing.results import Derivative, Spooled
 from stowage.processing.service import FilesAsk, Processor
 from stowage.registry.base import App
@@ -261,8 +261,8 @@ async def _external(
 
 def _name(ask: UrlAsk, result: Spooled) -> str:
     """The result's name: its URL's last part, with the result's extension."""
-    stem = PurePosixPath(urlsplit(ask.url).path).name.rsplit(".", 1)[0]
-    return f"{unquote(stem) or 'file'}.{result.output.extension}"
+    stem = url_filename(ask.url).rsplit(".", 1)[0]
+    return f"{stem or 'file'}.{result.output.extension}"
 
 
 async def _as_is(

@@ -23,7 +23,7 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlsplit
 
 from stowage import errors
-from stowage.core import filetypes
+from stowage.core import filetypes, names
 from stowage.core.security import Credentials, Target, url_target
 from stowage.core.service import StoreParams
 from stowage.core.sources import Source
@@ -132,7 +132,7 @@ class External:
             return await stored(self.store, ask.api_key, task, source, None, ask.creds)
         made = await self.transformed(ask)
         try:
-            stem = _url_filename(ask.url).rsplit(".", 1)[0] or "file"
+            stem = url_filename(ask.url).rsplit(".", 1)[0] or "file"
             name = _text(task.get("filename")) or f"{stem}.{made.output.extension}"
             mimetype = made.output.mimetype
             source = Source(chunks=file_chunks(made.path), filename=name, content_type=mimetype)
@@ -157,7 +157,7 @@ class External:
         async with self.url_sources.opened(ask.url, allowed, app.api_key) as held:
             with held.path.open("rb") as handle:
                 head = handle.read(filetypes.SNIFF_BYTES)
-            name = _url_filename(ask.url) or "file"
+            name = url_filename(ask.url) or "file"
             mimetype = filetypes.choose(None, held.content_type, head, name, _OCTETS)
             yield AsIs(held.path, mimetype, name, private=app.security)
 
@@ -174,7 +174,7 @@ class External:
         async with contextlib.AsyncExitStack() as stack:
             _, listed = await self._sources(stack, ask, chain, app)
             fallbacks = [f"file-{index}" for index in range(1, len(listed) + 1)]
-            named = archive.names([_url_filename(url) for url, _ in listed], fallbacks)
+            named = archive.names([url_filename(url) for url, _ in listed], fallbacks)
             openers = [functools.partial(file_chunks, path) for _, path in listed]
             yield archive.stream(list(zip(named, openers, strict=True)))
 
@@ -302,8 +302,13 @@ def _source_type(held: Held) -> str:
     return sniffed if sniffed is not None and sniffed.startswith("image/") else held.content_type
 
 
-def _url_filename(url: str) -> str:
-    return unquote(PurePosixPath(urlsplit(url).path).name)
+def url_filename(url: str) -> str:
+    """The URL's last path part, percent-decoded, as a file's name ('' when it has none),
+    bounded and cleaned as a stored file's name is (``names.clean_filename``: 200 bytes,
+    the extension kept): it is sent in ``Content-Disposition``, and a URL's last part of
+    several KB made a header no client or proxy reads (aiohttp and nginx stop at 8 KB)."""
+    name = unquote(PurePosixPath(urlsplit(url).path).name)
+    return names.clean_filename(name, fallback="") if name else ""
 
 
 def _text(value: object) -> str | None:

@@ -87,6 +87,8 @@ def parse_path(raw_path: str) -> CdnPath:
         hostedlinks.not_a_storage_alias(url.url)
         hosted = hostedlinks.read(url.url)  # the hosted CDN's link of a file: that file
         raw = tuple(hostedlinks.spliced(list(raw[: url.at]), hosted)) if hosted else raw[: url.at]
+    else:
+        hostedlinks.no_other_scheme(raw)
     raw_last = next((s for s in reversed(raw) if s), "")
     segments = [unquote(s) for s in raw if s]
     source = None if hosted else url

@@ -12,6 +12,7 @@ URL's source); its API key is the hosted app's, not this request's, and is dropp
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import NamedTuple
 from urllib.parse import quote, unquote
 
@@ -70,3 +71,23 @@ def not_a_storage_alias(url: str) -> None:
             "in with `stowage import` (keeping their handles) or make handles for them "
             "with POST /api/store/<PROVIDER>?path=<key>&link=true"
         )
+
+
+#: ``ftp:`` then an empty segment: ``ftp://host/a.png`` split on ``/`` (a URI scheme,
+#: RFC 3986 3.1), or one segment ``ftp://host/a.png`` (sent percent-encoded); no task,
+#: key or handle has either shape. ``data:`` starts a data URL.
+_SCHEME = re.compile(r"([a-z][a-z0-9+.-]*:)(//.*)?", re.IGNORECASE | re.ASCII | re.DOTALL)
+
+
+def no_other_scheme(raw: Sequence[str]) -> None:
+    """A source URL of a scheme that is not fetched (``ftp://``, ``file://``, ``s3://``,
+    ``data:``) is the client's URL refused (``INVALID_URL``), not a task: it was
+    ``400 UNSUPPORTED_TASK`` "task 'ftp:' is not supported"."""
+    for at, segment in enumerate(raw):
+        text = unquote(segment)
+        after = raw[at + 1] if at + 1 < len(raw) else None
+        found = _SCHEME.fullmatch(text)
+        if found is not None and (found.group(2) or after == ""):
+            raise errors.InvalidUrl(f"only http and https urls are fetched, not {found[1]}")
+        if text[:5].lower() == "data:":
+            raise errors.InvalidUrl("only http and https urls are fetched, not data:")

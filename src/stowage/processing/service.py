@@ -97,6 +97,7 @@ class Processor:
             core.fetcher,
             readable.save,
             self.limits.max_input_bytes,
+            settings.processing_url_sources_bytes,
         )
         self.screenshots = screenshots.Screenshots(settings, self.spool.new)
         self.kept_shots = KeptScreenshots(self.cache, settings.screenshot_cache_seconds)

@@ -1,7 +1,9 @@
 """External sources (``/<APIKEY>/<tasks>/<URL>``), kept by URL with the validators the
 origin sent (``ETag``, ``Last-Modified``) and revalidated on every use: a conditional
 fetch through the URL guard answers 304 and the copy is used, or 200 and the copy is
-replaced. An origin that sends no validator is fetched whole every time and not kept.
+replaced. An origin that sends no validator, ``Cache-Control: no-store`` or ``Vary: *`` is
+fetched whole every time and not kept; one that declares a length past the limit is
+refused before its body is read.
 
 Every request still passes the app's security (the policy's ``url`` rule) before this
 runs: a copy is shared between apps, a permission never. Copies are whole files renamed
@@ -15,6 +17,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import secrets
 import tempfile
 import time
@@ -22,7 +25,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from stowage.core.fetch import Allowed, Fetcher
+from stowage import errors
+from stowage.core.fetch import Allowed, Fetched, Fetcher
+from stowage.processing import metrics
 
 MAX_ENTRIES = 512
 Saver = Callable[[AsyncIterator[bytes], Path, int], Awaitable[None]]
@@ -38,11 +43,14 @@ class Held:
 
 
 class UrlSources:
-    def __init__(self, folder: Path, fetcher: Fetcher, save: Saver, max_bytes: int) -> None:
+    def __init__(
+        self, folder: Path, fetcher: Fetcher, save: Saver, max_bytes: int, kept_bytes: int
+    ) -> None:
         self.folder = folder
         self.fetcher = fetcher
         self.save = save  # streams to a file, refusing more than max_bytes
         self.max_bytes = max_bytes
+        self.kept_bytes = kept_bytes  # the copies' bytes together
         _sweep(folder)
 
     @contextlib.asynccontextmanager
@@ -71,9 +79,17 @@ class UrlSources:
                 yield Held(mine, kept.get("content_type", ""), reused=True)
                 return
             mine.unlink(missing_ok=True)  # the pinned copy is stale: never written into
+            if fetched.length is not None and fetched.length > self.max_bytes:
+                # refused on its declared length, not after as many bytes as a slow
+                # origin cares to send (it held a fetch slot until the read timeout)
+                await _close(fetched.chunks)
+                metrics.REFUSALS.inc(code=errors.PayloadTooLarge.code)
+                raise errors.PayloadTooLarge(max_bytes=self.max_bytes)
             await self.save(fetched.chunks, mine, self.max_bytes)
             content_type = (fetched.content_type or "").lower()
-            if fetched.etag or fetched.last_modified:
+            if not _keepable(fetched):
+                _forget(body, meta)  # an origin that now says no-store leaves no copy here
+            else:
                 _keep(mine, body)
                 record = {"url": url, "etag": fetched.etag, "last_modified": fetched.last_modified}
                 # After the copy: a reader pairing the old validators with the new copy
@@ -85,11 +101,50 @@ class UrlSources:
             mine.unlink(missing_ok=True)
 
     def _evict(self) -> None:
-        bodies = sorted(self.folder.glob("*.src"), key=_mtime)
-        for old in bodies[: max(0, len(bodies) - MAX_ENTRIES)]:
+        """The least recently used copies past ``MAX_ENTRIES`` or ``kept_bytes`` (without
+        the bound, 512 copies of 200 MB URLs an open app's key asked for held 100 GB)."""
+        sizes: dict[Path, tuple[float, int]] = {}  # each copy's time of last use and size
+        for body in self.folder.glob("*.src"):
             with contextlib.suppress(OSError):
-                old.unlink()
-                old.with_suffix(".json").unlink()
+                found = body.stat()
+                sizes[body] = (found.st_mtime, found.st_size)
+        newest_first = sorted(sizes, key=lambda body: sizes[body][0], reverse=True)
+        total = 0
+        for count, body in enumerate(newest_first, start=1):
+            total += sizes[body][1]
+            if count > MAX_ENTRIES or total > self.kept_bytes:
+                with contextlib.suppress(OSError):
+                    body.unlink()
+                    body.with_suffix(".json").unlink()
+
+
+def _keepable(fetched: Fetched) -> bool:
+    """A copy may be kept for revalidation: the origin sent a validator, no
+    ``Cache-Control: no-store`` (RFC 9111 5.2.2.5: no cache stores any part of the
+    answer) and no ``Vary: *`` (no later request is known to match it)."""
+    directives = {part.split("=", 1)[0].strip().lower() for part in _items(fetched.cache_control)}
+    validated = _sendable(fetched.etag) or _sendable(fetched.last_modified)
+    return validated and "no-store" not in directives and "*" not in _items(fetched.vary)
+
+
+#: What no header line may carry (C0 controls but tab, DEL) and what a byte that was no
+#: UTF-8 was decoded to (lone surrogates): a validator holding one cannot be sent back.
+_UNSENDABLE = re.compile("[\x00-\x08\x0a-\x1f\x7f\ud800-\udfff]")
+
+
+def _sendable(validator: str | None) -> bool:
+    """An ETag ``"a<DEL>b"`` was kept, then sent back as If-None-Match: aiohttp refused
+    the header (ValueError) and every later use of the URL answered 500."""
+    return bool(validator and validator.strip()) and not _UNSENDABLE.search(validator or "")
+
+
+def _items(header: str | None) -> list[str]:
+    return [item.strip() for item in (header or "").split(",")]
+
+
+def _forget(body: Path, meta: Path) -> None:
+    for path in (body, meta):
+        path.unlink(missing_ok=True)
 
 
 def _sweep(folder: Path) -> None:
@@ -123,7 +178,7 @@ def _validators(kept: dict[str, str] | None) -> dict[str, str]:
     if kept is None:
         return {}
     found = {"If-None-Match": kept.get("etag"), "If-Modified-Since": kept.get("last_modified")}
-    return {k: v for k, v in found.items() if v}
+    return {k: v for k, v in found.items() if v is not None and _sendable(v)}
 
 
 def _read_meta(meta: Path, url: str) -> dict[str, str] | None:
@@ -139,13 +194,6 @@ def _write_meta(meta: Path, values: dict[str, str | None]) -> None:
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         json.dump(values, handle)
     os.replace(name, meta)
-
-
-def _mtime(path: Path) -> float:
-    try:
-        return path.stat().st_mtime
-    except OSError:
-        return 0.0
 
 
 async def _close(chunks: AsyncIterator[bytes]) -> None:
