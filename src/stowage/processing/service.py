@@ -26,6 +26,7 @@ from stowage.core.sources import Source
 from stowage.core.uploads import Store
 from stowage.processing import (
     archive,
+    joblimits,
     metrics,
     office,
     officejobs,
@@ -34,7 +35,7 @@ from stowage.processing import (
     screenshots,
 )
 from stowage.processing import chain as chains
-from stowage.processing.base import Chain, Job, Limits, Output, Task
+from stowage.processing.base import Chain, Job, Output, Task
 from stowage.processing.cache import DerivativeCache, version_of
 from stowage.processing.external import Charge, External, stored
 from stowage.processing.officeformats import Kind, kind_of
@@ -87,7 +88,7 @@ class Processor:
     def __init__(self, core: Core) -> None:
         settings = core.settings
         self.core = core
-        self.limits = limits_of(settings)
+        self.limits = joblimits.limits_of(settings)
         self.pool = pool_of(settings)
         self.office = office.converters_for(settings)  # Office documents' (officejobs.py)
         self.cache = DerivativeCache(_cache_store(core))
@@ -198,8 +199,7 @@ class Processor:
         """Every source authorised (the main one's app charged) and within the limits,
         then the derivative, kept or made."""
         record, app = await self._authorized(ask.first, ask.creds, ask.api_key)
-        if recordfields.asks_exif(chain):  # as /api/file/<H>/metadata?exif=true, cached or not
-            self._authorize(app, ask.creds, file_target(record), "exif", required=True)
+        _exif_allowed(self.core.settings, chain, app, ask.creds, record)  # cached or not
         if ask.before is not None:
             await ask.before(app)
         others = await self._others(chain, ask.listed, record, ask.creds, ask.api_key)
@@ -222,17 +222,12 @@ class Processor:
         return record, app
 
     def _authorize(
-        self,
-        app: App,
-        creds: Credentials,
-        target: Target,
-        call: str = "convert",
-        required: bool | None = None,
+        self, app: App, creds: Credentials, target: Target, call: str = "convert"
     ) -> None:
-        """``required``: a policy is needed whatever the app's security (None: as it says)."""
         skew = self.core.settings.policy_clock_skew
-        needed = app.security if required is None else required
-        authorize(app.secret, creds, call, target, required=needed, now=time.time(), skew=skew)
+        authorize(
+            app.secret, creds, call, target, required=app.security, now=time.time(), skew=skew
+        )
 
     async def _others(
         self,
@@ -251,13 +246,15 @@ class Processor:
         (``outside``: their number and bytes) count instead."""
         wanted = [*listed, *chains.named_handles(chain)]
         main = 0 if listed or record is None else 1
-        _count_within(self.core.settings, len(wanted) + main + outside[0])
+        joblimits.count_within(self.core.settings, len(wanted) + main + outside[0])
         # Without a key, the main file's app is the request's: another app's file is
         # none of its files (as under a key), whatever its own security says.
         owner = api_key or (record.api_key if record is not None else None)
         found = {h: await self._authorized(h, creds, owner) for h in dict.fromkeys(wanted)}
         main_bytes = record.size if record is not None and main else outside[1]
-        _bytes_within(self.core.settings, main_bytes + sum(found[h][0].size for h in wanted))
+        joblimits.bytes_within(
+            self.core.settings, main_bytes + sum(found[h][0].size for h in wanted)
+        )
         return tuple((h, *found[h]) for h in wanted)
 
     async def _derivative(
@@ -350,8 +347,8 @@ class Processor:
 
     def _within(self, count: int, total: int) -> None:
         """Sources of a job: their number and their bytes."""
-        _count_within(self.core.settings, count)
-        _bytes_within(self.core.settings, total)
+        joblimits.count_within(self.core.settings, count)
+        joblimits.bytes_within(self.core.settings, total)
 
     def _within_input_bytes(self, row: FileRecord) -> None:
         if row.size > self.limits.max_input_bytes:
@@ -389,19 +386,16 @@ class Processor:
         return synced
 
 
-def limits_of(settings: Settings) -> Limits:
-    """The processing limits of the settings, as every job takes them."""
-    return Limits(
-        max_input_pixels=settings.processing_max_input_pixels,
-        max_input_bytes=settings.processing_max_input_bytes,
-        max_output_dimension=settings.processing_max_output_dimension,
-        seconds=settings.processing_job_seconds,
-        max_frames=settings.processing_max_frames,
-        max_total_pixels=settings.processing_max_total_pixels,
-        max_cost=settings.processing_max_job_cost,
-        big_cost=settings.processing_big_job_cost,
-        max_output_bytes=settings.processing_max_output_bytes,
-    )
+def _exif_allowed(
+    settings: Settings, chain: Chain, app: App, creds: Credentials, record: FileRecord
+) -> None:
+    """A chain asking EXIF (``metadata=p:[exif]``) needs a policy naming ``exif`` whatever
+    the app's security, as ``/api/file/<H>/metadata?exif=true`` does (spec 4.5)."""
+    if not recordfields.asks_exif(chain):
+        return
+    skew = settings.policy_clock_skew
+    target = file_target(record)
+    authorize(app.secret, creds, "exif", target, required=True, now=time.time(), skew=skew)
 
 
 def _cache_store(core: Core) -> Provider:
@@ -413,24 +407,6 @@ def _cache_store(core: Core) -> Provider:
 
 
 Other = tuple[str, FileRecord, App]  # another source: its handle, row and app
-
-
-def _count_within(settings: Settings, count: int) -> None:
-    most = settings.processing_max_sources
-    if count > most:
-        raise errors.InvalidParameter(
-            f"at most {most} sources in one transformation (a repeat counts); {count} asked",
-            parameter="sources",
-        )
-
-
-def _bytes_within(settings: Settings, total: int) -> None:
-    most = settings.processing_max_sources_bytes
-    if total > most:
-        metrics.REFUSALS.inc(code=errors.PayloadTooLarge.code)
-        raise errors.PayloadTooLarge(
-            f"the sources hold {total} bytes; at most {most}", max_bytes=most
-        )
 
 
 def _opener(providers: Providers, app: App, record: FileRecord) -> archive.Opener:
