@@ -32,7 +32,8 @@ class ProcessingSettings:
     processing_max_output_bytes: int = _setting(
         100 * MiB,
         "Largest result a transformation may produce, in bytes (422 IMAGE_TOO_LARGE beyond: "
-        "the save stops there, so an oversized result never fills the disk).",
+        "the save stops there, so an oversized result never fills the disk; a text answer, a PDF "
+        "or a file answered as it is is refused once made, before it is cached).",
         form=coerce.size(1),
     )
     processing_job_seconds: float = _setting(

@@ -32,7 +32,7 @@ def save(
         return
     if output.format == "tiff":
         tiffexif.saved(image, dest, options)  # and the Exif libvips' saver leaves out
-        _capped(dest, cap)
+        capped(dest, cap)
         return
     if output.format == "webp":
         image = webp_loop(image)
@@ -68,7 +68,7 @@ def save(
         webpanim.kept_frames(dest, image)  # frames libwebp joined, apart again
     elif output.format == "gif":  # a frame restored to the background: clear, not opaque
         gifblocks.mend(dest)
-    _capped(dest, cap)  # what was mended after the save: a few bytes more
+    capped(dest, cap)  # what was mended after the save: a few bytes more
 
 
 #: WebP's loop count is 16 bits, 0 playing forever. libvips reads a GIF's as the times it
@@ -107,8 +107,13 @@ def gif_delays(image: pyvips.Image) -> pyvips.Image:
     return copied
 
 
-def _capped(dest: Path, cap: int) -> None:
-    if dest.stat().st_size > cap:
+def capped(dest: Path, cap: int) -> None:
+    """Refused (and removed) when the file ``dest`` is over ``cap`` bytes; none is fine."""
+    try:
+        size = dest.stat().st_size
+    except FileNotFoundError:
+        return
+    if size > cap:
         dest.unlink(missing_ok=True)
         raise _too_many_bytes(cap)
 

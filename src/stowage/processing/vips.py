@@ -138,7 +138,10 @@ class VipsEngine:
         holds, embedded = limits.max_total_pixels, svg.embedded_pixels()
         drawn = svg.drawing(source)  # filters, <use> fan-out, elements: what it draws
         least = cost.estimate(*args, hold_pixels=holds, embedded=embedded, drawing=drawn)
-        if least > limits.max_cost:  # at a photo's save rate: refused before measuring
+        # At a photo's save rate: refused, or a big job, before measuring the detail (a
+        # decode of the whole source): a job found big gives its small slot back at once
+        # and is measured in a big job's slot.
+        if least > min(limits.max_cost, limits.big_cost):
             cost.check(least, limits)
         measured = functools.partial(detail.measured, opened)
         cost.check(cost.estimate(*args, measured, holds, embedded, drawn), limits)

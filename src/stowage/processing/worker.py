@@ -26,7 +26,7 @@ import sys
 from typing import IO, Any
 
 from stowage import errors
-from stowage.processing import composite, jobfiles, minify, pdfcreate
+from stowage.processing import composite, jobfiles, minify, pdfcreate, saving
 from stowage.processing.base import BigJob, Job
 from stowage.processing.vips import VipsEngine
 
@@ -64,16 +64,25 @@ def serve(engine: VipsEngine, jobs: IO[bytes], replies: IO[bytes], channel: sock
 
 def _reply(engine: VipsEngine, job: Job) -> tuple[str, object]:
     try:
-        if minify.applies(job.chain):  # text, not an image: libvips never sees it
-            return ("ok", minify.render(job))
-        if pdfcreate.applies(job.chain):  # several sources into one PDF
-            return ("ok", pdfcreate.render(job))
-        with composite.using(job.sources, job.limits, job.listed, job.dest):
-            return ("ok", job.render_with(engine))
+        made = _made(engine, job)
+        # Every result within the output byte limit, not only an image saved by libvips:
+        # a text answer (ascii, minify_css), a PDF of several files, a source answered as
+        # it is (quality on a PNG) were cached whatever their size.
+        saving.capped(job.dest, job.limits.max_output_bytes)
+        return ("ok", made)
     except (errors.StowageError, BigJob) as exc:
         return ("error", exc)
     except MemoryError:
         return ("error", errors.ImageTooLarge("the transformation needs too much memory"))
+
+
+def _made(engine: VipsEngine, job: Job) -> object:
+    if minify.applies(job.chain):  # text, not an image: libvips never sees it
+        return minify.render(job)
+    if pdfcreate.applies(job.chain):  # several sources into one PDF
+        return pdfcreate.render(job)
+    with composite.using(job.sources, job.limits, job.listed, job.dest):
+        return job.render_with(engine)
 
 
 def _die_with_parent() -> None:
