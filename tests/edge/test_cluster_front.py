@@ -67,9 +67,11 @@ def front(edge: Edge) -> Iterator[Block]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _head(rng: random.Random, count: int, extra: str = "") -> bytes:
+SHAPES = ["a{i}:", "a:", "X-Pad-{i}: v", "x-{i}:  {r}  "]
+
+
+def _head(rng: random.Random, count: int, extra: str = "", shapes: list[str] = SHAPES) -> bytes:
     """A GET with ``count`` header lines, Host included, of a name no file has."""
-    shapes = ["a{i}:", "a:", "X-Pad-{i}: v", "x-{i}:  {r}  ", "Accept: */*"]
     shape = rng.choice(shapes)
     lines = [f"GET /NoSuchHandle{uuid.uuid4().hex} HTTP/1.1", "Host: cdn.stowage.test"]
     lines += [shape.format(i=i, r=rng.randint(0, 9**6)) for i in range(count - 1)]
@@ -88,6 +90,20 @@ def test_more_header_lines_than_varnish_takes_get_json(front: Block) -> None:
         assert json.loads(got.body)["error"]["code"] == "HEADERS_TOO_LARGE", count
         # Up to nginx's limit the origin answered, through Varnish (its Age); beyond, nginx.
         assert ("age" in got.headers) == (count <= most), (count, got.headers)
+
+
+def test_many_accept_lines_are_one_list_at_the_edge(front: Block) -> None:
+    """Accept lines are joined into one by the VCL (``std.collect``, RFC 9110 5.3), as
+    the origin reads them: past the origin's 128 header lines but within nginx's and
+    Varnish's, they are one Accept there, answered as such (a 404 for a name no file has),
+    not the 431 that as many other lines get."""
+    rng = random.Random(5168)
+    most = _nginx_max()
+    for count in [129, 200, *rng.sample(range(130, most - 2), 3)]:
+        got = ask(front, _head(rng, count, shapes=["Accept: */*", "Accept: image/webp"]))
+        assert got is not None, count
+        assert got.status == 404 and got.kind.startswith("application/json"), (count, got)
+        assert json.loads(got.body)["error"]["code"] == "HANDLE_NOT_FOUND", count
 
 
 def test_a_control_byte_in_a_value_is_varnish_s_bare_refusal(front: Block) -> None:
