@@ -11,6 +11,8 @@ for ``*/*`` and 400 for a browser.
 
 from __future__ import annotations
 
+import functools
+
 from stowage import errors
 from stowage.processing import accepts, catalogue, grammar
 from stowage.processing.base import Task
@@ -22,10 +24,16 @@ def negotiated(tasks: list[str], accept: str | None) -> tuple[list[str], bool]:
     takes (``output=format:avif`` or ``webp``), or removed (the input's format). The
     format so becomes part of the chain, hence of the derivative's cache key. Also says
     whether the answer varies with ``Accept`` (never where the chain answers no image)."""
+    found, varies = _negotiated(tuple(tasks), accept)
+    return list(found), varies
+
+
+@functools.lru_cache(maxsize=256)  # a cached auto_image answer asks again per request
+def _negotiated(tasks: tuple[str, ...], accept: str | None) -> tuple[tuple[str, ...], bool]:
     if not any(_is_auto(t) for t in tasks):
         return tasks, False
     if _answers_no_image(tasks):
-        return [t for t in tasks if not _is_auto(t)], False
+        return tuple(t for t in tasks if not _is_auto(t)), False
     wanted = accepts.accepted_format(accept)
     # AVIF stays auto_image's own choice: an animated source is then answered as WebP,
     # which every client that takes AVIF takes (chain.made_output), and so is an AVIF
@@ -38,7 +46,7 @@ def negotiated(tasks: list[str], accept: str | None) -> tuple[list[str], bool]:
     found: list[str] = []
     for task in tasks:
         found.extend(replaced if _is_auto(task) else [task])
-    return found, True
+    return tuple(found), True
 
 
 def answers(task: Task) -> bool:
@@ -53,7 +61,7 @@ def answers(task: Task) -> bool:
     return spec.answer is not None and spec.answer.when(task)
 
 
-def _answers_no_image(tasks: list[str]) -> bool:
+def _answers_no_image(tasks: tuple[str, ...]) -> bool:
     for segment in tasks:
         spec = catalogue.spec(segment.partition("=")[0])
         if spec is not None and spec.kind in (Kind.ANSWER, Kind.TEXT):
