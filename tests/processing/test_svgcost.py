@@ -220,7 +220,9 @@ def test_the_probes_worst_svgs_are_refused_at_once(tmp_path: Path, name: str) ->
     limits = dataclasses.replace(LIMITS, max_cost=8.0, big_cost=0.0)
     started = _cpu()  # CPU, not wall time: the machine is shared
     assert _estimate(source, steps, limits, tmp_path / "out.png") is None
-    assert _cpu() - started < 1.0
+    # Reading the 8000x8000 polygons' document takes about 0.5 s of CPU; a clean-clone CI
+    # on a loaded 2-core machine measured 1.66 s. Drawing them took 9 s to 30 s.
+    assert _cpu() - started < 2.0
 
 
 def _ordinary(rng: random.Random) -> list[str]:
