@@ -217,7 +217,7 @@ def estimate(
     if fmt == "png" and chain.compresses:
         return total + png_compressed(w * h) * w * h * frames / 1e6  # by its zlib level
     asked = None if detail is None else _Counted(detail, decode / 1e6)
-    rate = save_rate(fmt, w * h * frames / 1e6, asked, frames) * quality_factor(fmt, chain)
+    rate = save_rate(fmt, w * h * frames / 1e6, asked, frames, quality_factor(fmt, chain))
     saved = (rate + HIDDEN_FILL.get(fmt, 0.0)) * w * h / 1e6 + SAVE_FRAME.get(fmt, 0.0)
     return total + saved * frames + (asked.spent if asked is not None else 0.0)
 
