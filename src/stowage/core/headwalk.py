@@ -16,10 +16,11 @@ size or None.
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Awaitable, Callable, Generator
 from typing import Literal
 
 Walk = Generator[tuple[int, int, int], bytes, tuple[int, int] | None]
+Size = tuple[int, int] | None
 
 #: How far into a JPEG its frame header is looked for, and in how many reads at most (a
 #: file of fill bytes or of empty segments advances a few bytes a read): twice the
@@ -48,6 +49,33 @@ def further(head: bytes) -> Walk:
     if head[:2] in _ORDER:
         return _tiff_directory(head)
     return _nothing()
+
+
+def walked(walk: Walk, read: Callable[[int, int, int], bytes]) -> Size:
+    """The size ``walk`` finds, given what it asks by ``read(offset, least, most)``;
+    None when a directory or segment on the way is damaged."""
+    try:
+        step = next(walk)
+        while True:
+            step = walk.send(read(*step))
+    except StopIteration as done:
+        found: Size = done.value
+        return found
+    except (IndexError, ValueError):
+        return None
+
+
+async def walked_remote(walk: Walk, read: Callable[[int, int, int], Awaitable[bytes]]) -> Size:
+    """``walked`` with a read that waits (a ranged read of a remote store)."""
+    try:
+        step = next(walk)
+        while True:
+            step = walk.send(await read(*step))
+    except StopIteration as done:
+        found: Size = done.value
+        return found
+    except (IndexError, ValueError):
+        return None
 
 
 def jpeg_walk(data: bytes, base: int, at: int) -> tuple[tuple[int, int] | None, int | None]:

@@ -78,17 +78,14 @@ async def _stored_dimensions(
         chunks = reading.whole(provider, record.container, record.key, span)
         return b"".join([chunk async for chunk in chunks])[:count]
 
+    async def read_most(at: int, _least: int, most: int) -> bytes:
+        return await read(at, most)  # a remote read costs a round trip: as much as useful
+
     head = await read(0, HEADER_BYTES)
     found = dimensions(head)
-    walk = headwalk.further(head if found is None else b"")
-    try:
-        at, _, most = next(walk)
-        while True:
-            at, _, most = walk.send(await read(at, most))
-    except StopIteration as done:
-        return found or done.value
-    except (IndexError, ValueError):  # a damaged directory or segment: unknown
+    if found is not None:
         return found
+    return await headwalk.walked_remote(headwalk.further(head), read_most)
 
 
 def dimensions(head: bytes) -> tuple[int, int] | None:
@@ -129,16 +126,14 @@ def dimensions_in(path: Path) -> tuple[int, int] | None:
             if found is None and head[:4] in _TIFF:
                 file.seek(0)
                 found = _pillow(file)
-            walk = headwalk.further(head if found is None else b"")
-            try:  # a JPEG's segment headers, never their bodies; a TIFF's directory
-                at, least, _ = next(walk)
-                while True:
-                    file.seek(at)
-                    at, least, _ = walk.send(file.read(least))
-            except StopIteration as done:
-                return found or done.value
-            except (IndexError, ValueError):  # a damaged directory or segment: unknown
+            if found is not None:
                 return found
+
+            def read_least(at: int, least: int, _most: int) -> bytes:
+                file.seek(at)  # a JPEG's segment headers, never their bodies
+                return file.read(least)
+
+            return headwalk.walked(headwalk.further(head), read_least)
     except OSError:  # removed or replaced meanwhile: no size to tell
         return None
 
