@@ -81,14 +81,14 @@ class CdnPath:
 
 
 def parse_path(raw_path: str) -> CdnPath:
-    raw, url = _read(raw_path)
+    raw, url, refused = _read(raw_path)
     hosted = None
     if url is not None:
         hostedlinks.not_a_storage_alias(url.url)
         hosted = hostedlinks.read(url.url)  # the hosted CDN's link of a file: that file
         raw = tuple(hostedlinks.spliced(list(raw[: url.at]), hosted)) if hosted else raw[: url.at]
-    else:
-        hostedlinks.no_other_scheme(raw)
+    elif refused is not None:
+        raise errors.InvalidUrl(refused)
     raw_last = next((s for s in reversed(raw) if s), "")
     segments = [unquote(s) for s in raw if s]
     source = None if hosted else url
@@ -133,7 +133,7 @@ def debug_asked(raw_path: str) -> DebugAsk | None:
     """``debug`` anywhere before the source: first (the hosted documentation, Java,
     Ruby, which puts the API key after it), after the API key (PHP), or among the tasks.
     None when the path does not ask for it."""
-    raw, url = _read(raw_path)
+    raw, url, _ = _read(raw_path)
     filled = [i for i, segment in enumerate(raw) if segment]
     before = [i for i in filled if i < url.at] if url else filled[:-1]
     at = next((i for i in before if words.word(unquote(raw[i])) == "debug"), None)
@@ -146,12 +146,14 @@ def debug_asked(raw_path: str) -> DebugAsk | None:
 
 
 @functools.lru_cache(maxsize=256)
-def _read(raw_path: str) -> tuple[tuple[str, ...], UrlSource | None]:
-    """The path's raw segments and its URL source, read once for ``debug_asked`` and
-    ``parse_path`` of one request, and for the same URL asked again (a cached
-    derivative's request spent a tenth of its time here)."""
+def _read(raw_path: str) -> tuple[tuple[str, ...], UrlSource | None, str | None]:
+    """The path's raw segments, its URL source and why a source of another scheme is
+    refused, read once for ``debug_asked`` and ``parse_path`` of one request, and for
+    the same URL asked again (a cached derivative's request spent a tenth of its time
+    here)."""
     raw = tuple(_segments(raw_path))
-    return raw, _url_source(raw)
+    url = _url_source(raw)
+    return raw, url, None if url is not None else hostedlinks.other_scheme(raw)
 
 
 def _reads_list(segment: str) -> bool:

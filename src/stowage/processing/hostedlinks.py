@@ -79,15 +79,17 @@ def not_a_storage_alias(url: str) -> None:
 _SCHEME = re.compile(r"([a-z][a-z0-9+.-]*:)(//.*)?", re.IGNORECASE | re.ASCII | re.DOTALL)
 
 
-def no_other_scheme(raw: Sequence[str]) -> None:
-    """A source URL of a scheme that is not fetched (``ftp://``, ``file://``, ``s3://``,
-    ``data:``) is the client's URL refused (``INVALID_URL``), not a task: it was
-    ``400 UNSUPPORTED_TASK`` "task 'ftp:' is not supported"."""
+def other_scheme(raw: Sequence[str]) -> str | None:
+    """Why a path without an http(s) source is refused when it holds a source URL of a
+    scheme that is not fetched (``ftp://``, ``file://``, ``s3://``, ``data:``): the
+    client's URL (``INVALID_URL``), not a task; it was ``400 UNSUPPORTED_TASK`` "task
+    'ftp:' is not supported". None for a path without one."""
     for at, segment in enumerate(raw):
         text = unquote(segment)
         after = raw[at + 1] if at + 1 < len(raw) else None
         found = _SCHEME.fullmatch(text)
         if found is not None and (found.group(2) or after == ""):
-            raise errors.InvalidUrl(f"only http and https urls are fetched, not {found[1]}")
+            return f"only http and https urls are fetched, not {found[1]}"
         if text[:5].lower() == "data:":
-            raise errors.InvalidUrl("only http and https urls are fetched, not data:")
+            return "only http and https urls are fetched, not data:"
+    return None
