@@ -1,0 +1,78 @@
+"""A fetched file's name, from the origin's ``Content-Disposition`` or its URL.
+
+The first of these that gives a usable name wins: ``filename*`` (RFC 8187: its charset
+UTF-8 or ISO-8859-1, its escapes whole, its bytes valid in that charset), then
+``filename``, then the URL's last path part (decoded when its escapes are UTF-8), and
+None when none does (the store's default name). A name is usable when, cleaned as every
+stored file's name is (``names.clean_filename``: its last path part, no control
+characters, 200 bytes), it has more than an extension: ``filename*=UTF-8''%FF%FE.png``
+(no UTF-8) was decoded to two U+FFFD, dropped by the cleaning, and the file was named
+``.png``.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import unquote_to_bytes
+
+from stowage.core import names
+
+#: ``; name = value``, the value a token or a quoted string (RFC 6266 section 4.1).
+_PARAM = re.compile(
+    r';\s*([!#$%&\'*+.^_`|~0-9A-Za-z-]+)\s*=\s*("(?:[^"\\]|\\.)*"?|[^;]*)', re.DOTALL
+)
+_QUOTED_PAIR = re.compile(r"\\(.)", re.DOTALL)
+#: ``charset'language'value``: the value's escapes are whole (``%`` and two hex digits).
+_EXTENDED = re.compile(r"([^']*)'[^']*'((?:[^%]|%[0-9A-Fa-f]{2})*)", re.DOTALL)
+_CHARSETS = {"utf-8": "utf-8", "iso-8859-1": "latin-1"}
+
+
+def filename(disposition: str | None, raw_path: str) -> str | None:
+    """The file's name by the header (``None``: none sent) and the raw path of the URL
+    its bytes came from (after redirects), or None."""
+    params = _params(disposition or "")
+    candidates = (_extended(params.get("filename*")), params.get("filename"), _last(raw_path))
+    for candidate in candidates:
+        usable = _usable(candidate)
+        if usable is not None:
+            return usable
+    return None
+
+
+def _params(disposition: str) -> dict[str, str]:
+    """Each parameter's first value, its name lower case, a quoted one unquoted."""
+    found: dict[str, str] = {}
+    for name, value in _PARAM.findall(disposition):
+        value = value.strip()
+        if value.startswith('"'):
+            value = _QUOTED_PAIR.sub(r"\1", value[1:].removesuffix('"'))
+        found.setdefault(name.lower(), value)
+    return found
+
+
+def _extended(value: str | None) -> str | None:
+    """``filename*``'s text, or None when its charset is not one of RFC 8187's two, an
+    escape is broken or its bytes are not of the charset."""
+    read = _EXTENDED.fullmatch(value or "")
+    charset = _CHARSETS.get(read[1].strip().lower()) if read else None
+    if read is None or charset is None:
+        return None
+    try:
+        return unquote_to_bytes(read[2]).decode(charset)
+    except UnicodeDecodeError:
+        return None
+
+
+def _last(raw_path: str) -> str | None:
+    """The URL's last path part, decoded when its escapes make UTF-8 (else as sent)."""
+    last = raw_path.rsplit("/", 1)[-1]
+    try:
+        return unquote_to_bytes(last).decode("utf-8")
+    except UnicodeDecodeError:
+        return last
+
+
+def _usable(name: str | None) -> str | None:
+    cleaned = names.clean_filename(name, fallback="")
+    stem = cleaned.rpartition(".")[0] if "." in cleaned else cleaned
+    return cleaned if stem.strip(". ") else None
