@@ -83,3 +83,39 @@ async def origin_site() -> AsyncIterator[Origin]:
         yield found
     finally:
         await server.close()
+
+
+@dataclass
+class RawOrigin:
+    """An origin that sends ``head`` byte for byte (what aiohttp's server refuses to:
+    control characters, bytes that are no UTF-8) before ``body``, then closes."""
+
+    root: str = ""
+    head: bytes = b""
+    body: bytes = b""
+    asked: list[bytes] = field(default_factory=list)  # each request's head
+
+
+@pytest.fixture
+async def raw_origin() -> AsyncIterator[RawOrigin]:
+    found = RawOrigin(body=picture(40, 30, ".png"))
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            found.asked.append(await reader.readuntil(b"\r\n\r\n"))
+            length = b"Content-Length: %d\r\n" % len(found.body)
+            writer.write(b"HTTP/1.1 200 OK\r\nConnection: close\r\n" + length + found.head)
+            writer.write(b"\r\n" + found.body)
+            await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    found.root = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    try:
+        yield found
+    finally:
+        server.close()
+        await server.wait_closed()

@@ -2,7 +2,7 @@
 
 The first of these that gives a usable name wins: ``filename*`` (RFC 8187: its charset
 UTF-8 or ISO-8859-1, its escapes whole, its bytes valid in that charset), then
-``filename``, then the URL's last path part (decoded when its escapes are UTF-8), and
+``filename``, then the URL's last path part (decoded, its escapes UTF-8), and
 None when none does (the store's default name). A name is usable when, cleaned as every
 stored file's name is (``names.clean_filename``: its last path part, no control
 characters, 200 bytes), it has more than an extension: ``filename*=UTF-8''%FF%FE.png``
@@ -64,12 +64,11 @@ def _extended(value: str | None) -> str | None:
 
 
 def _last(raw_path: str) -> str | None:
-    """The URL's last path part, decoded when its escapes make UTF-8 (else as sent)."""
-    last = raw_path.rsplit("/", 1)[-1]
+    """The URL's last path part, decoded; None when its escapes are no UTF-8."""
     try:
-        return unquote_to_bytes(last).decode("utf-8")
+        return unquote_to_bytes(raw_path.rsplit("/", 1)[-1]).decode("utf-8")
     except UnicodeDecodeError:
-        return last
+        return None
 
 
 def _usable(name: str | None) -> str | None:
