@@ -75,7 +75,7 @@ async def origin_site() -> AsyncIterator[Origin]:
             found.running -= 1
 
     app = web.Application()
-    app.router.add_get("/{tail:.*}", answer)
+    app.router.add_get(r"/{tail:[\s\S]*}", answer)  # a decoded line break too
     server = TestServer(app, host="127.0.0.1")
     await server.start_server()
     found.root = str(server.make_url("")).rstrip("/")

@@ -103,9 +103,20 @@ def canonical_url(url: str) -> str:
     policy's ``url`` pattern is matched against this, never the text as sent, so that
     ``/allowed/../other`` (sent percent-encoded) cannot reach ``/other``."""
     try:
-        return str(URL(url))
+        return str(URL(with_blanks_escaped(url)))
     except (ValueError, TypeError):
         return url  # malformed: the fetch refuses it (INVALID_URL)
+
+
+_STRIPPED = re.compile("[\t\n\r]")
+
+
+def with_blanks_escaped(url: str) -> str:
+    """Tabs and line breaks percent-encoded, as every other control character is: the URL
+    parser drops them (WHATWG's rule), and ``/a<TAB>b.png`` was fetched as ``/ab.png``,
+    ``h<TAB>.com`` as ``h.com``: another file than the one named (in a host, the escape is
+    refused as no host name)."""
+    return _STRIPPED.sub(lambda found: f"%{ord(found[0]):02X}", url)
 
 
 _NAME = re.compile(r"[a-z0-9_-]+(?:\.[a-z0-9_-]+)*\.?", re.I | re.ASCII)  # IDNA: ASCII
@@ -123,7 +134,7 @@ def check_url(url: str, allow_private: bool) -> URL:
     Names are checked where they resolve (``GuardedResolver``).
     """
     try:
-        parsed = URL(url)
+        parsed = URL(with_blanks_escaped(url))
     except (ValueError, TypeError) as exc:
         raise errors.InvalidUrl("the url is malformed") from exc
     if parsed.scheme not in ("http", "https") or not parsed.host or parsed.port == 0:
