@@ -5,7 +5,8 @@ or hostile (escapes cut short, bytes that are no UTF-8, a charset RFC 8187 does 
 path parts, control characters, an empty name or only an extension, a very long one,
 ``filename`` and ``filename*`` both), names the file by the first usable of
 ``filename*``, ``filename``, the URL's last part, else the default ``file``: a
-``filename*`` of ``%FF%FE.png`` named it ``.png``."""
+``filename*`` of ``%FF%FE.png`` named it ``.png``. A ``filename`` in ISO-8859-1 bytes is
+read as such (seed 5195)."""
 
 from __future__ import annotations
 
@@ -112,6 +113,20 @@ async def test_a_stored_url_is_named_by_the_first_usable_name(
             assert len(name.encode()) <= 200
         else:
             assert name == case.expected, case
+
+
+async def test_a_latin1_filename_is_read_as_latin1(harness: Harness, raw_origin: RawOrigin) -> None:
+    """A ``filename`` sent in ISO-8859-1 bytes, as older servers send it (no UTF-8), is
+    read in that charset (seed 5195): ``caf<E9>.png`` was stored as ``caf.png``."""
+    rnd = random.Random(5195)
+    key = harness.open_app.api_key
+    for _ in range(12):
+        name = "".join(rnd.choice("abcéüßñÀÿ ") for _ in range(rnd.randint(1, 10))) + "x.png"
+        head = b'Content-Type: image/png\r\nContent-Disposition: attachment; filename="'
+        raw_origin.head = head + name.encode("latin-1") + b'"\r\n'
+        form = {"url": raw_origin.root + "/dir/other.png"}
+        resp = await harness.api.post("/api/store/S3", params={"key": key}, data=form)
+        assert (await resp.json())["filename"] == name.strip(), name
 
 
 async def test_every_fetch_sends_the_product_token(harness: Harness, origin_site: Origin) -> None:

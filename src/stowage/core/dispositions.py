@@ -2,12 +2,12 @@
 
 The first of these that gives a usable name wins: ``filename*`` (RFC 8187: its charset
 UTF-8 or ISO-8859-1, its escapes whole, its bytes valid in that charset), then
-``filename``, then the URL's last path part (decoded, its escapes UTF-8), and
-None when none does (the store's default name). A name is usable when, cleaned as every
-stored file's name is (``names.clean_filename``: its last path part, no control
-characters, 200 bytes), it has more than an extension: ``filename*=UTF-8''%FF%FE.png``
-(no UTF-8) was decoded to two U+FFFD, dropped by the cleaning, and the file was named
-``.png``.
+``filename`` (bytes that are no UTF-8 read as ISO-8859-1), then the URL's last path
+part (decoded, its escapes UTF-8), and None when none does (the store's default name).
+A name is usable when, cleaned as every stored file's name is (``names.clean_filename``:
+its last path part, no control characters, 200 bytes), it has more than an extension:
+``filename*=UTF-8''%FF%FE.png`` (no UTF-8) was decoded to two U+FFFD, dropped by the
+cleaning, and the file was named ``.png``.
 """
 
 from __future__ import annotations
@@ -25,13 +25,15 @@ _QUOTED_PAIR = re.compile(r"\\(.)", re.DOTALL)
 #: ``charset'language'value``: the value's escapes are whole (``%`` and two hex digits).
 _EXTENDED = re.compile(r"([^']*)'[^']*'((?:[^%]|%[0-9A-Fa-f]{2})*)", re.DOTALL)
 _CHARSETS = {"utf-8": "utf-8", "iso-8859-1": "latin-1"}
+_SURROGATES = re.compile("[\udc80-\udcff]")
 
 
 def filename(disposition: str | None, raw_path: str) -> str | None:
     """The file's name by the header (``None``: none sent) and the raw path of the URL
     its bytes came from (after redirects), or None."""
     params = _params(disposition or "")
-    candidates = (_extended(params.get("filename*")), params.get("filename"), _last(raw_path))
+    plain = _latin1(params.get("filename"))
+    candidates = (_extended(params.get("filename*")), plain, _last(raw_path))
     for candidate in candidates:
         usable = _usable(candidate)
         if usable is not None:
@@ -61,6 +63,15 @@ def _extended(value: str | None) -> str | None:
         return unquote_to_bytes(read[2]).decode(charset)
     except UnicodeDecodeError:
         return None
+
+
+def _latin1(value: str | None) -> str | None:
+    """``filename``'s bytes that are no UTF-8 (which aiohttp keeps as lone surrogates, and
+    the cleaning then dropped: ``caf<E9>.png`` was ``caf.png``) read as ISO-8859-1, a
+    header's historical charset (RFC 9110 5.5), as browsers read them."""
+    if value is None or not _SURROGATES.search(value):
+        return value
+    return value.encode("utf-8", "surrogateescape").decode("latin-1")
 
 
 def _last(raw_path: str) -> str | None:
