@@ -70,3 +70,30 @@ async def test_a_list_is_read_at_once_in_order_and_fails_as_read_in_order(
         assert not list(tmp.glob("read-*")), list(tmp.iterdir())
         spooled = harness.parts.processor.spool.folder.rglob("*")
         assert not [path for path in spooled if path.is_file()]
+
+
+@pytest.mark.settings(processing_max_sources_bytes=200)
+async def test_the_byte_limit_is_crossed_where_the_list_in_order_crosses_it(
+    harness: Harness, origin_site: Origin
+) -> None:
+    """The first URLs answer last: the 413 still names the bytes of the list's first URLs
+    up to the one that crosses the limit, as reading them in order did (seed 5196)."""
+    rnd = random.Random(5196)
+    key = harness.open_app.api_key
+    for _ in range(6):
+        count = rnd.randint(4, 8)
+        urls = [
+            f"{origin_site.root}/wait/{400 - 40 * i}/200/{'n' * rnd.randint(1, 40)}{i}"
+            for i in range(count)
+        ]
+        sizes = [len(origin_site.body_of("/" + url.split("/", 3)[3])) for url in urls]
+        totals = [sum(sizes[: i + 1]) for i in range(count)]
+        resp = await harness.cdn.get(f"/{key}/zip/[{','.join(urls)}]")
+        body = await resp.read()
+        if totals[-1] <= 200:
+            assert resp.status == 200, body[:300]
+            continue
+        crossed = next(total for total in totals if total > 200)
+        assert resp.status == 413, body[:300]
+        assert f"the sources hold {crossed} bytes" in body.decode(), (body, totals)
+        assert not list(harness.parts.processor.url_sources.folder.glob("read-*"))
