@@ -6,13 +6,17 @@ path parts, control characters, an empty name or only an extension, a very long 
 ``filename`` and ``filename*`` both), names the file by the first usable of
 ``filename*``, ``filename``, the URL's last part, else the default ``file``: a
 ``filename*`` of ``%FF%FE.png`` named it ``.png``. A ``filename`` in ISO-8859-1 bytes is
-read as such (seed 5195)."""
+read as such (seed 5195). A download of a URL as it is, and a transformation's result,
+are named by the URL's last part, or ``file`` when it names nothing but an extension
+(seed 5197)."""
 
 from __future__ import annotations
 
 import random
+import re
+import unicodedata
 from dataclasses import dataclass
-from urllib.parse import quote
+from urllib.parse import quote, unquote, unquote_to_bytes
 
 import pytest
 
@@ -127,6 +131,49 @@ async def test_a_latin1_filename_is_read_as_latin1(harness: Harness, raw_origin:
         form = {"url": raw_origin.root + "/dir/other.png"}
         resp = await harness.api.post("/api/store/S3", params={"key": key}, data=form)
         assert (await resp.json())["filename"] == name.strip(), name
+
+
+PIECES = ["%FF", "%FE", "%C3", "%E2%80%AE", "%00", "a", "b7", "%C3%A9", "%20", "-"]
+
+
+def url_name(part: str) -> str:
+    """What a URL's last part names: decoded, bytes that are no UTF-8, format and
+    control characters dropped, nothing but an extension none ("file")."""
+    text = unquote_to_bytes(part).decode("utf-8", "replace")
+    text = "".join(c for c in text if c != "\ufffd" and unicodedata.category(c)[0] != "C")
+    text = text.strip()
+    return text if text.rpartition(".")[0].strip(". ") else "file"
+
+
+def shown_name(disposition: str) -> str:
+    """The name a ``Content-Disposition`` gives in full (its ``filename*``)."""
+    found = re.search(r"filename\*=UTF-8''([^;]*)", disposition)
+    assert found, disposition
+    return unquote(found[1])
+
+
+async def test_a_url_source_is_named_by_its_last_part_or_file(
+    harness: Harness, origin_site: Origin
+) -> None:
+    """A download of a URL as it is and a transformation's result are named after the
+    URL's last part; one whose decoded text holds nothing but an extension (bytes that
+    are no UTF-8, format characters) gives ``file``: ``/%FF%FE.png`` named a download
+    ``.png`` (seed 5197)."""
+    rnd = random.Random(5197)
+    key = harness.open_app.api_key
+    for _ in range(30):
+        part = "".join(rnd.choice(PIECES) for _ in range(rnd.randint(0, 4))) + ".png"
+        if "%00" in part:
+            part = part.replace("%00", "")  # a CDN path refuses a NUL before any URL
+        expected = url_name(part)
+        url = f"{origin_site.root}/dir/{part}"
+        resp = await harness.cdn.get(f"/{key}/{url}")
+        assert resp.status == 200, await resp.text()
+        assert shown_name(resp.headers["Content-Disposition"]) == expected, part
+        resp = await harness.cdn.get(f"/{key}/output=format:webp/{url}")
+        assert resp.status == 200, await resp.text()
+        stem = expected.rsplit(".", 1)[0] if expected != "file" else "file"
+        assert shown_name(resp.headers["Content-Disposition"]) == stem + ".webp", part
 
 
 async def test_every_fetch_sends_the_product_token(harness: Harness, origin_site: Origin) -> None:

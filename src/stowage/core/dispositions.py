@@ -3,7 +3,7 @@
 The first of these that gives a usable name wins: ``filename*`` (RFC 8187: its charset
 UTF-8 or ISO-8859-1, its escapes whole, its bytes valid in that charset), then
 ``filename`` (bytes that are no UTF-8 read as ISO-8859-1), then the URL's last path
-part (decoded, its escapes UTF-8), and None when none does (the store's default name).
+part (decoded, bytes that are no UTF-8 dropped), and None when none does (the store's default name).
 A name is usable when, cleaned as every stored file's name is (``names.clean_filename``:
 its last path part, no control characters, 200 bytes), it has more than an extension:
 ``filename*=UTF-8''%FF%FE.png`` (no UTF-8) was decoded to two U+FFFD, dropped by the
@@ -75,11 +75,14 @@ def _latin1(value: str | None) -> str | None:
 
 
 def _last(raw_path: str) -> str | None:
-    """The URL's last path part, decoded; None when its escapes are no UTF-8."""
-    try:
-        return unquote_to_bytes(raw_path.rsplit("/", 1)[-1]).decode("utf-8")
-    except UnicodeDecodeError:
-        return None
+    return url_part(raw_path.rsplit("/", 1)[-1])
+
+
+def url_part(part: str) -> str | None:
+    """A URL path part as a file's name (a source's, a transformation's result's, an
+    archive entry's), or None: decoded, bytes that are no UTF-8 dropped, usable as above
+    (``/%FF%FE.png`` named a download ``.png``)."""
+    return _usable(unquote_to_bytes(part).decode("utf-8", "replace"))
 
 
 def _usable(name: str | None) -> str | None:

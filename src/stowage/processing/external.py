@@ -20,10 +20,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 
 from stowage import errors
-from stowage.core import filetypes, names
+from stowage.core import dispositions, filetypes
 from stowage.core.security import Credentials, Target, url_target
 from stowage.core.service import StoreParams
 from stowage.core.sources import Source
@@ -299,12 +299,12 @@ def _source_type(held: Held) -> str:
 
 
 def url_filename(url: str) -> str:
-    """The URL's last path part, percent-decoded, as a file's name ('' when it has none),
-    bounded and cleaned as a stored file's name is (``names.clean_filename``: 200 bytes,
-    the extension kept): it is sent in ``Content-Disposition``, and a URL's last part of
-    several KB made a header no client or proxy reads (aiohttp and nginx stop at 8 KB)."""
-    name = unquote(PurePosixPath(urlsplit(url).path).name)
-    return names.clean_filename(name, fallback="") if name else ""
+    """The URL's last path part, percent-decoded, as a file's name ('' when it has none
+    or only an extension: ``dispositions.url_part``), bounded and cleaned as a stored
+    file's name is (``names.clean_filename``: 200 bytes, the extension kept): it is sent
+    in ``Content-Disposition``, and a URL's last part of several KB made a header no
+    client or proxy reads (aiohttp and nginx stop at 8 KB)."""
+    return dispositions.url_part(PurePosixPath(urlsplit(url).path).name) or ""
 
 
 def _text(value: object) -> str | None:
