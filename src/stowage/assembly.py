@@ -165,6 +165,7 @@ def build_fetcher(
         slot_wait=settings.fetch_slot_wait if own else math.inf,
         min_rate=settings.fetch_min_rate,
         background_slot_wait=settings.fetch_background_slot_wait if own else math.inf,
+        user_agent=settings.fetch_user_agent,
     )
 
 

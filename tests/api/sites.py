@@ -1,10 +1,12 @@
-"""Origins on loopback for URL sources: ``serving`` one file, and ``image_site``, a
-300x150 PNG."""
+"""Origins on loopback for URL sources: ``serving`` one file, ``image_site``, a
+300x150 PNG, and ``origin_site``, one told what to answer that records what it is asked."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 
 import pytest
 from aiohttp import web
@@ -34,3 +36,86 @@ async def serving(path: str, body: bytes, content_type: str) -> AsyncIterator[st
 async def image_site() -> AsyncIterator[str]:
     async with serving("/pic.png", picture(300, 150, ".png"), "image/png") as url:
         yield url
+
+
+@dataclass
+class Origin:
+    """A loopback origin that answers as each test tells it and records what it was
+    asked: ``/wait/<ms>/<status>/<name>`` waits, then answers ``status`` with a body
+    naming its path (``body_of``); any other path answers ``picture`` with ``headers``."""
+
+    root: str = ""
+    headers: dict[str, str] = field(default_factory=dict)
+    picture: bytes = b""
+    #: each request's raw path (as sent, escapes kept) and headers
+    asked: list[tuple[str, dict[str, str]]] = field(default_factory=list)
+    running: int = 0
+    most_running: int = 0  # the most requests in flight at once
+
+    def body_of(self, path: str) -> bytes:
+        return b"file at " + path.encode()
+
+
+@pytest.fixture
+async def origin_site() -> AsyncIterator[Origin]:
+    found = Origin(picture=picture(40, 30, ".png"))
+
+    async def answer(request: web.Request) -> web.StreamResponse:
+        found.asked.append((request.raw_path, dict(request.headers)))
+        found.running += 1
+        found.most_running = max(found.most_running, found.running)
+        try:
+            parts = request.path.split("/")
+            if len(parts) == 5 and parts[1] == "wait":
+                await asyncio.sleep(int(parts[2]) / 1000)
+                status = int(parts[3])
+                return web.Response(status=status, body=found.body_of(request.path))
+            return web.Response(body=found.picture, content_type="image/png", headers=found.headers)
+        finally:
+            found.running -= 1
+
+    app = web.Application()
+    app.router.add_get(r"/{tail:[\s\S]*}", answer)  # a decoded line break too
+    server = TestServer(app, host="127.0.0.1")
+    await server.start_server()
+    found.root = str(server.make_url("")).rstrip("/")
+    try:
+        yield found
+    finally:
+        await server.close()
+
+
+@dataclass
+class RawOrigin:
+    """An origin that sends ``head`` byte for byte (what aiohttp's server refuses to:
+    control characters, bytes that are no UTF-8) before ``body``, then closes."""
+
+    root: str = ""
+    head: bytes = b""
+    body: bytes = b""
+    asked: list[bytes] = field(default_factory=list)  # each request's head
+
+
+@pytest.fixture
+async def raw_origin() -> AsyncIterator[RawOrigin]:
+    found = RawOrigin(body=picture(40, 30, ".png"))
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            found.asked.append(await reader.readuntil(b"\r\n\r\n"))
+            length = b"Content-Length: %d\r\n" % len(found.body)
+            writer.write(b"HTTP/1.1 200 OK\r\nConnection: close\r\n" + length + found.head)
+            writer.write(b"\r\n" + found.body)
+            await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    found.root = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    try:
+        yield found
+    finally:
+        server.close()
+        await server.wait_closed()

@@ -129,6 +129,37 @@ async def test_one_app_holds_its_share_and_a_wait_past_the_bound_is_503(
         await asyncio.gather(*holding, return_exceptions=True)
 
 
+@pytest.mark.settings(
+    fetch_max_concurrent=4, fetch_app_max_concurrent=2, fetch_slot_wait=0.5, fetch_min_rate=0
+)
+async def test_a_list_of_urls_waits_for_its_apps_slots_as_one_url_does(
+    harness: Harness, origin: Origin
+) -> None:
+    """The app's two slots held by two dripping fetches: a list's fetches (read several at
+    once elsewhere) wait ``fetch_slot_wait`` for one, then 503 ``FETCH_BUSY``, as one
+    URL's fetch does, and the origin never sees them; another app's list is read."""
+    await harness.parts.registry.create_app(OTHER_APP)
+    drip = f"{origin.url}/drip?n=40&every=0.2"
+    first = harness.open_app
+    holding = [asyncio.create_task(store_url(harness, first, f"{drip}&a={i}")) for i in range(2)]
+    try:
+        await until(lambda: origin.dripping == 2)
+        listed = ",".join(f"{origin.url}/f?list={i}" for i in range(3))
+        started = time.monotonic()
+        resp = await harness.cdn.get(f"/{first.api_key}/zip/[{listed}]")
+        await expect_error(resp, 503, "FETCH_BUSY")
+        assert resp.headers["Retry-After"] == "1"
+        assert 0.4 < time.monotonic() - started < 2.5
+        assert not [hit for hit in origin.hits if "list=" in hit]
+        resp = await harness.cdn.get(f"/{OTHER_APP.api_key}/zip/[{listed}]")
+        assert resp.status == 200, await resp.text()
+        assert len([hit for hit in origin.hits if "list=" in hit]) == 3
+    finally:
+        for task in holding:
+            task.cancel()
+        await asyncio.gather(*holding, return_exceptions=True)
+
+
 @pytest.mark.settings(fetch_read_timeout=1.0, fetch_min_rate=64)
 async def test_a_dripping_body_is_cut_by_the_minimum_rate(harness: Harness, origin: Origin) -> None:
     """A byte every 0.2 s never trips the idle bound (1 s); under 64 bytes a second over

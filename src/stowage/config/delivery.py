@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from stowage import __version__
 from stowage.config.base import GiB, MiB
 from stowage.config.base import setting as _setting
 from stowage.values import coerce
@@ -67,6 +68,13 @@ class DeliverySettings:
         "seconds (30 s if that is 0); a slower one, such as a byte every few seconds, is "
         "cut (504) instead of holding a fetch slot for ``fetch_total_timeout``. 0: none.",
         form=coerce.size(0),
+    )
+    fetch_user_agent: str = _setting(
+        f"Stowage/{__version__} (+url-fetch)",
+        "The ``User-Agent`` of every url fetch (sources, stores from a url, imports): "
+        "some origins refuse a client library's default. Sent to any origin a url names: "
+        "it must hold no secret.",
+        form=coerce.header(256),
     )
     fetch_allow_private: bool = _setting(
         False,

@@ -15,16 +15,14 @@ import re
 import socket
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass
-from email.message import Message
-from types import SimpleNamespace
-from typing import Any
 
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 from yarl import URL
 
-from stowage import errors
-from stowage.core import codings
+from stowage import __version__, errors
+from stowage.core import codings, dispositions
+from stowage.core.fetchphases import Phases
 from stowage.core.fetchslots import FetchSlots, Owner, paced
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -95,6 +93,8 @@ class GuardedResolver(AbstractResolver):
         await self._inner.close()
 
 
+#: Some origins refuse aiohttp's own (``fetch_user_agent``).
+DEFAULT_AGENT = f"Stowage/{__version__} (+url-fetch)"
 _FILE_STATUSES = (200, 203)  # 203: a proxy's copy of the 200
 
 
@@ -103,9 +103,20 @@ def canonical_url(url: str) -> str:
     policy's ``url`` pattern is matched against this, never the text as sent, so that
     ``/allowed/../other`` (sent percent-encoded) cannot reach ``/other``."""
     try:
-        return str(URL(url))
+        return str(URL(with_blanks_escaped(url)))
     except (ValueError, TypeError):
         return url  # malformed: the fetch refuses it (INVALID_URL)
+
+
+_STRIPPED = re.compile("[\t\n\r]")
+
+
+def with_blanks_escaped(url: str) -> str:
+    """Tabs and line breaks percent-encoded, as every other control character is: the URL
+    parser drops them (WHATWG's rule), and ``/a<TAB>b.png`` was fetched as ``/ab.png``,
+    ``h<TAB>.com`` as ``h.com``: another file than the one named (in a host, the escape is
+    refused as no host name)."""
+    return _STRIPPED.sub(lambda found: f"%{ord(found[0]):02X}", url)
 
 
 _NAME = re.compile(r"[a-z0-9_-]+(?:\.[a-z0-9_-]+)*\.?", re.I | re.ASCII)  # IDNA: ASCII
@@ -123,7 +134,7 @@ def check_url(url: str, allow_private: bool) -> URL:
     Names are checked where they resolve (``GuardedResolver``).
     """
     try:
-        parsed = URL(url)
+        parsed = URL(with_blanks_escaped(url))
     except (ValueError, TypeError) as exc:
         raise errors.InvalidUrl("the url is malformed") from exc
     if parsed.scheme not in ("http", "https") or not parsed.host or parsed.port == 0:
@@ -168,39 +179,6 @@ def guarded_session(
     )
 
 
-class _Phases:
-    """One request's deadline, moved as it passes from phase to phase: ``connect`` seconds
-    to resolve, connect and send the request, then ``read`` seconds for the answer's status
-    line and headers, interim (1xx) answers included. aiohttp's ``sock_read`` alone bounds
-    neither: it restarts on every byte (headers trickled a byte at a time never end) and
-    stops after a 1xx (``100 Continue`` then silence waited for ``total``). The body's reads
-    keep ``sock_read``. A bound of 0 is none, as aiohttp takes it."""
-
-    def __init__(self, bound: asyncio.Timeout, connect: float, read: float) -> None:
-        self._bound = bound
-        self._connect = connect
-        self._read = read
-
-    def _after(self, seconds: float) -> None:
-        when = asyncio.get_running_loop().time() + seconds if seconds > 0 else None
-        self._bound.reschedule(when)
-
-    @staticmethod
-    def tracing() -> aiohttp.TraceConfig:
-        """The session's hooks: each request carries its ``_Phases`` as its trace context."""
-
-        async def connecting(_: object, ctx: SimpleNamespace, __: object) -> None:
-            ctx.trace_request_ctx._after(ctx.trace_request_ctx._connect)
-
-        async def sent(_: object, ctx: SimpleNamespace, __: object) -> None:
-            ctx.trace_request_ctx._after(ctx.trace_request_ctx._read)
-
-        trace = aiohttp.TraceConfig()
-        trace.on_request_start.append(connecting)
-        trace.on_request_headers_sent.append(sent)
-        return trace
-
-
 @dataclass
 class Fetched:
     chunks: AsyncIterator[bytes]
@@ -235,6 +213,7 @@ class Fetcher:
         slot_wait: float = math.inf,
         min_rate: float = 0.0,
         background_slot_wait: float = math.inf,
+        user_agent: str = DEFAULT_AGENT,
     ) -> None:
         self.allow_private = allow_private
         self.max_redirects = max_redirects
@@ -249,12 +228,13 @@ class Fetcher:
         # a body's bytes a second, averaged over read_timeout: a drip is no progress
         self._pace = (min_rate, read_timeout if read_timeout > 0 else 30.0)
         self._session: aiohttp.ClientSession | None = None
+        self._agent = user_agent
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None:
             # auto_decompress off: a gzip bomb stays the size it was sent at
             self._session = guarded_session(
-                self.allow_private, self._timeout, decompress=False, traces=[_Phases.tracing()]
+                self.allow_private, self._timeout, decompress=False, traces=[Phases.tracing()]
             )
         return self._session
 
@@ -264,6 +244,12 @@ class Fetcher:
 
     def check_url(self, url: str) -> URL:
         return check_url(url, self.allow_private)
+
+    @property
+    def per_request(self) -> int:
+        """The fetches one request's list of URLs runs at once: half its app's slots, so
+        that a list leaves the app's other requests some (``listfetch``)."""
+        return max(1, self._slots.per_owner // 2)
 
     @property
     def waiting(self) -> int:
@@ -301,7 +287,9 @@ class Fetcher:
         return Fetched(
             chunks=_Body(self._body(response, release, coding), release),
             content_type=response.headers.get("Content-Type"),
-            filename=_filename(response),
+            filename=dispositions.filename(
+                response.headers.get("Content-Disposition"), response.url.raw_path
+            ),
             length=response.content_length if coding == "identity" else None,
             etag=response.headers.get("ETag"),
             last_modified=response.headers.get("Last-Modified"),
@@ -336,10 +324,10 @@ class Fetcher:
         raise errors.UpstreamError("too many redirects")
 
     async def _request(self, url: URL, validators: dict[str, str]) -> aiohttp.ClientResponse:
-        headers = {**validators, "Accept-Encoding": "identity"}
+        headers = {**validators, "Accept-Encoding": "identity", "User-Agent": self._agent}
         try:
             async with asyncio.timeout(None) as bound:
-                phases = _Phases(bound, *self._phases)
+                phases = Phases(bound, *self._phases)
                 return await self._client().get(
                     url, allow_redirects=False, headers=headers, trace_request_ctx=phases
                 )
@@ -436,15 +424,3 @@ def _joined(response: aiohttp.ClientResponse, name: str) -> str | None:
     """Every line of a list header, as one (``Cache-Control: public`` then ``no-store``)."""
     values = response.headers.getall(name, [])
     return ", ".join(values) if values else None
-
-
-def _filename(response: aiohttp.ClientResponse) -> str | None:
-    disposition = response.headers.get("Content-Disposition")
-    if disposition:
-        msg = Message()
-        msg["content-disposition"] = disposition
-        name: Any = msg.get_filename()
-        if name:
-            return str(name)
-    last = response.url.path.rsplit("/", 1)[-1]
-    return last or None

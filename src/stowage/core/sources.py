@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from stowage import errors
 from stowage.core import filetypes, streams
-from stowage.core.fetch import Allowed, Fetcher
+from stowage.core.fetch import Allowed, Fetcher, canonical_url
 
 
 @dataclass
@@ -54,6 +54,9 @@ async def prepare(
         declared = None
     chunks = streams.limited(chunks, max_bytes, "the file is larger than allowed")
     head, chunks = await streams.peek(chunks, filetypes.SNIFF_BYTES)
-    prepared = Prepared(chunks, head, declared, filename, source.url)
+    # the URL as fetched (escaped): a NUL sent in a store's url was kept as it came, and
+    # PostgreSQL refuses a NUL in text (500 on every node of a PostgreSQL registry)
+    fetched_url = None if source.url is None else canonical_url(source.url)
+    prepared = Prepared(chunks, head, declared, filename, fetched_url)
     prepared.chunks = prepared.digest.tap(chunks)
     return prepared

@@ -20,15 +20,15 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 
 from stowage import errors
-from stowage.core import filetypes, names
+from stowage.core import dispositions, filetypes
 from stowage.core.security import Credentials, Target, url_target
 from stowage.core.service import StoreParams
 from stowage.core.sources import Source
 from stowage.core.uploads import Store, provider_for_location
-from stowage.processing import archive, screenshots, shotspec
+from stowage.processing import archive, listfetch, screenshots, shotspec
 from stowage.processing import chain as chains
 from stowage.processing.base import Chain, Output, Task
 from stowage.processing.cache import file_chunks
@@ -231,8 +231,9 @@ class External:
         self, stack: contextlib.AsyncExitStack, ask: UrlAsk, chain: Chain, app: App
     ) -> tuple[Held, Paths]:
         """The URL (or the page a screenshot draws), or every URL of a list (each read
-        once, in the list's order with its repeats, their bytes within the limit). The
-        policy's ``url`` rule is held to every address a redirect leads to as well."""
+        once, several at once, in the list's order with its repeats, their bytes within
+        the limit: ``listfetch``). The policy's ``url`` rule is held to every address a
+        redirect leads to as well."""
 
         def allowed(url: str) -> None:
             self.authorize(app, ask.creds, url_target(url), "convert")
@@ -243,15 +244,10 @@ class External:
                 return await stack.enter_async_context(self.shots.opened(ask.url, shot)), ()
             opened = self.url_sources.opened(ask.url, allowed, app.api_key)
             return await stack.enter_async_context(opened), ()
-        held: dict[str, Held] = {}
-        total = 0
-        for url in ask.listed:  # a URL listed twice counts twice, as a handle does
-            if url not in held:
-                opened = self.url_sources.opened(url, allowed, app.api_key)
-                held[url] = await stack.enter_async_context(opened)
-            total += held[url].path.stat().st_size
-            self.within(len(ask.listed), total)
-        return held[ask.listed[0]], tuple((url, held[url].path) for url in ask.listed)
+        opener = functools.partial(self.url_sources.opened, allowed=allowed, owner=app.api_key)
+        parallel = self.url_sources.fetcher.per_request
+        held = await listfetch.read_listed(stack, ask.listed, opener, self.within, parallel)
+        return held[0], tuple((url, got.path) for url, got in zip(ask.listed, held, strict=True))
 
 
 async def stored(
@@ -303,12 +299,12 @@ def _source_type(held: Held) -> str:
 
 
 def url_filename(url: str) -> str:
-    """The URL's last path part, percent-decoded, as a file's name ('' when it has none),
-    bounded and cleaned as a stored file's name is (``names.clean_filename``: 200 bytes,
-    the extension kept): it is sent in ``Content-Disposition``, and a URL's last part of
-    several KB made a header no client or proxy reads (aiohttp and nginx stop at 8 KB)."""
-    name = unquote(PurePosixPath(urlsplit(url).path).name)
-    return names.clean_filename(name, fallback="") if name else ""
+    """The URL's last path part, percent-decoded, as a file's name ('' when it has none
+    or only an extension: ``dispositions.url_part``), bounded and cleaned as a stored
+    file's name is (``names.clean_filename``: 200 bytes, the extension kept): it is sent
+    in ``Content-Disposition``, and a URL's last part of several KB made a header no
+    client or proxy reads (aiohttp and nginx stop at 8 KB)."""
+    return dispositions.url_part(PurePosixPath(urlsplit(url).path).name) or ""
 
 
 def _text(value: object) -> str | None:

@@ -57,7 +57,8 @@ class Invalid(ValueError):
 
 @dataclass(frozen=True)
 class Form:
-    kind: str  # bool, int, float, size, duration, str, url, urls, choice, list, table, path
+    kind: str  # bool, int, float, size, duration, str, url, urls, choice, list, table, path,
+    # header (a header's value)
     low: float | None = None
     high: float | None = None
     choices: tuple[str, ...] = ()
@@ -83,12 +84,15 @@ class Form:
             "table": "a table (a TOML table, or JSON)",
             "path": "a path",
             "networks": "comma-separated addresses or networks (127.0.0.1, 10.0.0.0/8, ::1)",
+            "header": "a header value (printable ASCII, not blank)",
         }[self.kind]
         if self.kind == "url" and self.empty:
             what += " or empty"
         return what + self._range()
 
     def _range(self) -> str:
+        if self.kind == "header" and self.high is not None:
+            return f" of at most {_num(self.high)} characters"
         if self.low is not None and self.high is not None:
             return f" from {_num(self.low)} to {_num(self.high)}"
         if self.low is not None:
@@ -107,6 +111,8 @@ class Form:
         return result
 
     def _in_range(self, value: Any) -> bool:
+        if self.kind == "header":
+            return self.high is None or len(value) <= self.high
         if self.kind not in ("int", "float", "size", "duration"):
             return True
         return (self.low is None or value >= self.low) and (self.high is None or value <= self.high)
@@ -189,6 +195,14 @@ def _networks(form: Form, value: Any) -> str | None:
     return value
 
 
+def _header(form: Form, value: Any) -> str | None:
+    """Sent as it is in a request's header: no line break, control or non-ASCII
+    character can split or corrupt the request."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    return value if all(" " <= c <= "~" for c in value) else None
+
+
 def _url(form: Form, value: Any) -> str | None:
     if not isinstance(value, str):
         return None
@@ -247,6 +261,7 @@ _READERS: dict[str, Any] = {
     "table": _table,
     "path": _path,
     "networks": _networks,
+    "header": _header,
 }
 
 #: The form of a type when a setting declares none.
@@ -287,6 +302,10 @@ def urls(*schemes: str) -> Form:
 
 def networks() -> Form:
     return Form("networks")
+
+
+def header(longest: int) -> Form:
+    return Form("header", high=longest)
 
 
 def choice(*choices: str) -> Form:
