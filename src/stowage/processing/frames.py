@@ -97,12 +97,9 @@ def open_source(
         image = _spec_delays(image, Path(source))
     height = _frame_height(image, frames)
     decoded = (page or 1) if loader in SEQUENTIAL_FRAMES else 1
-    saved = output.format, drops_profile
-    read = samples.needs_reading(image, Path(source), saved)
-    if read:
-        image = samples.read(image, Path(source), saved)
+    read = samples.read(image, Path(source), (output.format, drops_profile))
     name = _with_options(source, options)
-    opened = Opened(image, name, frames, height, max(decoded, frames), read)
+    opened = Opened(read, name, frames, height, max(decoded, frames), read is not image)
     _check(opened, limits)
     return opened
 

@@ -14,7 +14,7 @@ samples before any task, resize included, sees it.
 - A palette PNG whose entries are all grey is grey (``palettes``), not sRGB.
 
 libvips' ``thumbnail`` opens the file itself and clips as its cast does: a source that
-``needs_reading`` is shrunk from this reading instead (PNG and TIFF have no shrink on
+``read`` changes is shrunk from this reading instead (PNG and TIFF have no shrink on
 load to lose).
 """
 
@@ -38,17 +38,9 @@ _FULL = 65535.0
 Saved = tuple[str, bool]
 
 
-def needs_reading(image: pyvips.Image, source: Path | None, saved: Saved | None) -> bool:
-    """Whether ``read`` changes ``image`` (libvips' own reading would not do)."""
-    if image.format not in _KEPT:
-        return True
-    if _applies_profile(image, saved):
-        return True
-    return source is not None and palettes.grey_palette(image, source)
-
-
 def read(image: pyvips.Image, source: Path | None, saved: Saved | None = None) -> pyvips.Image:
-    """``image`` with 8 or 16-bit unsigned samples that show what its file shows.
+    """``image`` with 8 or 16-bit unsigned samples that show what its file shows: the
+    same object when libvips' own reading does (``frames.Opened.read``).
     ``saved``: how the result is saved; when it will not carry the source's profile, a
     16-bit source's is applied here, in 16 bits (made 8-bit first, then applied, a grey
     16-bit scan's levels came out 2-3 off)."""
