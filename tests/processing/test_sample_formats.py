@@ -6,11 +6,11 @@ Each case draws a smooth picture ``truth`` (0..1 a band, alpha last), writes it 
 source of some container, sample format, bands and profile, and compares the chain's
 result with the same chain's result on the picture's ideal version: 8-bit, no profile,
 computed here in full precision (an integer format: ``value / max``; a float without a
-profile: linear light; a profile: applied in 16 bits). Both must have the same bands
-and show the same pixels within a few levels. Before, a uint32 or int32 source came
-out nearly white (clipped), a grey float one black, a palette PNG or GIF of greys as
-colour, a grey source with a profile stripped or saved as WebP as colour or 15 levels
-off, and a profile applied to 8 bits 10 levels off in the dark.
+profile: linear light; a profile: its curve and primaries computed in floats). Both
+must have the same bands and show the same pixels within a few levels. Before, a
+uint32 or int32 source came out nearly white (clipped), a grey float one black, a
+palette PNG or GIF of greys as colour, and a grey source with a profile stripped as
+colour, or saved as WebP 15 levels off.
 """
 
 from __future__ import annotations
@@ -172,25 +172,39 @@ def write(image: pyvips.Image, path: Path, container: str, profile: bytes | None
         image.write_to_file(str(path))
 
 
-def ideal(values: np.ndarray, profile: bytes | None, kept: bool = False) -> pyvips.Image:
-    """What the source shows, 8-bit, without a profile (the profile applied in 16 bits),
-    or, ``kept``, its 8-bit levels in the profile's space, the profile with them."""
-    bands = values.shape[2]
-    if profile is None or kept:
-        image = pyvips.Image.new_from_array(np.rint(values * 255).astype(np.uint8))
-        image = image.copy(interpretation=space(bands, False))
-        if profile is not None:
-            image.set_type(pyvips.GValue.blob_type, "icc-profile-data", profile)
-        return image
-    deep = pyvips.Image.new_from_array(np.rint(values * 65535).astype(np.uint16))
-    deep = deep.copy(interpretation=space(bands, True))
-    deep.set_type(pyvips.GValue.blob_type, "icc-profile-data", profile)
-    shown = deep.icc_transform("srgb", embedded=True, depth=16)
-    if bands < 3:
-        shown = shown[1].bandjoin(shown[3]) if shown.bands == 4 else shown[1]
-    shown = (shown / 257).rint().cast("uchar").copy(interpretation=space(bands, False))
-    shown.remove("icc-profile-data")
-    return shown
+#: Display P3 to sRGB, linear (both D65): the profile's colours computed, not looked up.
+P3_TO_SRGB = np.array([[1.2249, -0.2247, 0.0], [-0.0420, 1.0419, 0.0], [-0.0197, -0.0786, 1.0979]])
+
+
+def srgb_encoded(linear: np.ndarray) -> np.ndarray:
+    linear = np.clip(linear, 0, 1)
+    return np.where(linear <= 0.0031308, linear * 12.92, 1.055 * linear ** (1 / 2.4) - 0.055)
+
+
+def ideal(levels: np.ndarray, profile: bytes | None, kept: bool = False) -> pyvips.Image:
+    """What a source of ``levels`` (0..1, as stored) shows, 8-bit, without a profile:
+    its profile's curve (gamma 1.8 grey, or Display P3) computed in floats; or, ``kept``,
+    its 8-bit levels in the profile's space, the profile with them."""
+    bands = levels.shape[2]
+    colours = 1 if bands < 3 else 3
+    shown = levels.copy()
+    if profile is not None and not kept:
+        picture = levels[..., :colours]
+        linear = picture**1.8 if bands < 3 else to_linear(picture) @ P3_TO_SRGB.T
+        shown[..., :colours] = srgb_encoded(linear)
+    image = pyvips.Image.new_from_array(np.rint(shown * 255).astype(np.uint8))
+    image = image.copy(interpretation=space(bands, False))
+    if profile is not None and kept:
+        image.set_type(pyvips.GValue.blob_type, "icc-profile-data", profile)
+    return image
+
+
+def levels(stored: pyvips.Image, sample: str, values: np.ndarray) -> np.ndarray:
+    """The source's levels from 0 to 1 as stored (the picture's, rounded to the
+    format); a float without a profile, the picture's own (it stores linear light)."""
+    if sample == "float32":
+        return values
+    return pixels(stored, float) / np.iinfo(np.dtype(sample)).max
 
 
 def decoded(path: Path, bands: int) -> pyvips.Image:
@@ -230,7 +244,8 @@ def test_a_picture_gives_one_result_whatever_its_sample_format(
     if item.profiled:
         profile = grey_profile(1.8) if item.bands < 3 else p3_profile()
     source = tmp_path / f"source.{item.container.removeprefix('palette.')}"
-    write(encoded(values, item.sample, item.profiled), source, item.container, profile)
+    stored = encoded(values, item.sample, item.profiled)
+    write(stored, source, item.container, profile)
     mark = pyvips.Image.new_from_array(np.full((10, 10, 3), 90, np.uint8))
     mark.copy(interpretation="srgb").pngsave(str(tmp_path / "mark.png"))
     got = render(source, item.tasks, tmp_path, "got")
@@ -239,7 +254,7 @@ def test_a_picture_gives_one_result_whatever_its_sample_format(
     if item.container in ("palette.png", "gif"):
         decoded(source, item.bands).pngsave(str(perfect))
     else:
-        ideal(values, profile, kept).pngsave(str(perfect))
+        ideal(levels(stored, item.sample, values), profile, kept).pngsave(str(perfect))
     want = render(perfect, item.tasks, tmp_path, "want")
     where = (seed, n, item)
     assert (got.bands, got.interpretation) == (want.bands, want.interpretation), where
@@ -286,3 +301,27 @@ def test_grey_tables_ignore_transparent_entries(tmp_path: Path) -> None:
     assert any(len(set(entry)) > 1 for entry in hidden)  # a colour, never seen
     got = render(source, "flip", tmp_path, "got")
     assert (got.bands, got.interpretation) == (2, "b-w")
+
+
+@pytest.mark.parametrize("seed", SEEDS[:4])
+def test_a_16_bit_grey_profile_applies_in_16_bits(tmp_path: Path, seed: int) -> None:
+    """A 16-bit grey scan with a gamma 1.8 profile, stripped: its 8-bit levels are the
+    profile's curve of its 16-bit levels, computed in floats, within 2 levels and 0.2 on
+    average. Made 8-bit before the profile applied, they were 0.31 off on average."""
+    rng = np.random.default_rng(seed)
+    stored = rng.integers(0, 65536, (HEIGHT, WIDTH, 1)).astype(np.uint16)
+    source = tmp_path / rng.choice(["source.png", "source.tif"])
+    image = pyvips.Image.new_from_array(stored).copy(interpretation="grey16")
+    write(image, source, source.suffix[1:], grey_profile(1.8))
+    tasks = str(rng.choice(["no_metadata", "flip/no_metadata", "output=strip:true"]))
+    got = pixels(render(source, tasks, tmp_path, "got"), float)
+    want = np.rint(srgb_encoded((stored / 65535) ** 1.8) * 255)
+    if "flip" in tasks:  # upside down
+        want = want[::-1]
+    difference = np.abs(got - want)
+    assert got.shape == want.shape, (tasks, got.shape)
+    assert difference.max() <= 2 and difference.mean() <= 0.25, (
+        tasks,
+        float(difference.mean()),
+        float(difference.max()),
+    )
