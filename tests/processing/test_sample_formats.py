@@ -325,3 +325,34 @@ def test_a_16_bit_grey_profile_applies_in_16_bits(tmp_path: Path, seed: int) -> 
         float(difference.mean()),
         float(difference.max()),
     )
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_file_placed_in_any_sample_format_is_placed_as_its_8_bit_version(
+    tmp_path: Path, seed: int
+) -> None:
+    """The files a ``watermark`` or ``collage`` places are read as the main source is."""
+    rng = random.Random(seed)
+    sample = rng.choice(CONTAINERS["tif"][0])
+    bands = rng.choice((1, 2, 3, 4))
+    values = truth(np.random.default_rng(seed), bands)
+    base = pyvips.Image.new_from_array(np.full((40, 60, 3), 200, np.uint8))
+    base.copy(interpretation="srgb").pngsave(str(tmp_path / "base.png"))
+    stored = encoded(values, sample, False)
+    write(stored, tmp_path / "placed.tif", "tif", None)
+    ideal(levels(stored, sample, values), None).pngsave(str(tmp_path / "placed.png"))
+    segment = rng.choice([f"watermark=file:{MARK},size:50", f"collage=files:[{MARK}],margin:2"])
+    made = []
+    for name in ("placed.tif", "placed.png"):
+        parsed = chain.parse([segment, "output=format:png"])
+        output = chain.made_output(parsed, "image/png")
+        dest = tmp_path / f"{name}.out.png"
+        with composite.using(((MARK, tmp_path / name),), LIMITS, 0, dest):
+            VipsEngine(threads_per_job=1).render(
+                tmp_path / "base.png", parsed, output, dest, LIMITS
+            )
+        made.append(shown(pyvips.Image.new_from_file(str(dest))))
+    got, want = made
+    assert got.shape == want.shape, (sample, bands, segment)
+    difference = np.abs(got - want)
+    assert difference.max() <= 6 and difference.mean() <= 1.0, (sample, bands, segment)
