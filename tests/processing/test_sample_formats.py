@@ -356,3 +356,17 @@ def test_a_file_placed_in_any_sample_format_is_placed_as_its_8_bit_version(
     assert got.shape == want.shape, (sample, bands, segment)
     difference = np.abs(got - want)
     assert difference.max() <= 6 and difference.mean() <= 1.0, (sample, bands, segment)
+
+
+@pytest.mark.parametrize("space", ["lab", "labs"])
+def test_a_cielab_tiff_is_read_in_libvips_own_terms(tmp_path: Path, space: str) -> None:
+    """A CIELAB TIFF (floats, or 16 bits, which libvips reads as its signed LabS) is no
+    light levels to scale: read as integers from 0 to their maximum, 16-bit CIELAB came
+    out 68 levels off on average."""
+    values = truth(np.random.default_rng(5185), 3) * [100, 60, 60] - [0, 30, 30]
+    lab = pyvips.Image.new_from_array(values.astype(np.float32)).copy(interpretation="lab")
+    source = tmp_path / "source.tif"
+    lab.colourspace(space).tiffsave(str(source))
+    got = pixels(render(source, "output=format:png", tmp_path, "got"))
+    difference = np.abs(got - pixels(lab.colourspace("srgb")))
+    assert difference.max() <= 1, float(difference.mean())

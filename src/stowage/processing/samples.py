@@ -31,6 +31,9 @@ _SIGNED_TOP = {"char": 127, "short": 32767, "int": 2**31 - 1}
 _UNSIGNED_TOP = {"uint": 2**32 - 1}
 _FLOATS = ("float", "double")
 _KEPT = ("uchar", "ushort")
+#: Spaces whose samples libvips defines itself (a 16-bit CIELAB TIFF is read as LabS:
+#: signed shorts that are no light levels); ``ops.srgb`` converts them.
+_LIBVIPS_SPACES = frozenset({"lab", "labs", "labq", "lch", "cmc", "xyz", "yxy", "hsv"})
 _FULL = 65535.0
 
 
@@ -46,7 +49,9 @@ def read(image: pyvips.Image, source: Path | None, saved: Saved | None = None) -
     16-bit scan's levels came out 2-3 off)."""
     if image.format in ("complex", "dpcomplex"):
         raise errors.InvalidImage("the image holds complex numbers, not light")
-    if image.format in _FLOATS:
+    if image.interpretation in _LIBVIPS_SPACES:
+        pass  # CIELAB (float, or libvips' own 16-bit LabS), XYZ: converted as they are
+    elif image.format in _FLOATS:
         image = _from_float(image)
     elif image.format not in _KEPT:
         image = _from_integer(image)
@@ -85,4 +90,4 @@ def _from_float(image: pyvips.Image) -> pyvips.Image:
         rest = [image[1]] if image.bands == 2 else []
         linear = grey.bandjoin([grey, grey, *rest]).copy(interpretation="scrgb")
         return linear.colourspace("grey16")
-    return image  # Lab, XYZ, ...: libvips' own spaces, converted as they are
+    return image  # more bands than colour and alpha: refused when made sRGB
