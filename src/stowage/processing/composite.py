@@ -26,7 +26,7 @@ from typing import Any
 import pyvips
 
 from stowage import errors
-from stowage.processing import admission, frames, jpeg2000, ops, svg
+from stowage.processing import admission, frames, jpeg2000, ops, samples, svg
 from stowage.processing.base import Limits, Task, Value
 from stowage.processing.composite_bands import ink, met, placed_over, rgb, together
 from stowage.processing.geometry import proportional
@@ -165,7 +165,7 @@ def opened(path: Path, limits: Limits, *, sequential: bool = True) -> pyvips.Ima
     frames.check_raster(path, rewritten=svg.is_rewritten(path))
     admission.check_claimed(path, limits, "a source")  # a GIF's screen, as the main one's
     access = "sequential" if sequential else "random"
-    image = frames.load(str(path), {"access": access, "fail_on": "error"})
+    image = samples.read(frames.load(str(path), {"access": access, "fail_on": "error"}), path)
     if image.width * image.height > limits.max_input_pixels:
         raise errors.ImageTooLarge(
             f"a source has {image.width * image.height} pixels; at most {limits.max_input_pixels}",

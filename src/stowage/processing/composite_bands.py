@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pyvips
 
-from stowage.processing import ops
+from stowage.processing import ops, profiles
 from stowage.processing.params import rgba
 
 _GREY = ("b-w", "grey16")
@@ -23,8 +23,8 @@ def rgb(image: pyvips.Image, profiled: bool = True) -> pyvips.Image:
     """8-bit sRGB, the colour space files placed together meet in (a Display P3 logo
     placed as it was on an sRGB photo showed other colours); ``profiled`` False leaves
     the pixels in the space of their profile."""
-    if profiled and image.get_typeof("icc-profile-data"):
-        image = image.icc_transform("srgb", embedded=True)
+    if profiled:
+        image = profiles.applied(image)  # grey stays grey, made three bands below
     image = ops.srgb(image)
     if image.bands < 3:  # grey, with or without alpha
         grey = image[0]

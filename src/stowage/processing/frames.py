@@ -31,7 +31,7 @@ import pyvips
 
 from stowage import errors
 from stowage.core import filetypes
-from stowage.processing import admission, decisions, gifblocks
+from stowage.processing import admission, decisions, gifblocks, samples
 from stowage.processing.base import Chain, Limits, Output, Rendered
 
 ANIMATED_LOADERS = {"gifload", "webpload"}
@@ -51,6 +51,7 @@ class Opened:
     frames: int  # frames in ``image``: 1 unless an animation is kept
     frame_height: int
     decoded_frames: int  # frames the decoder goes through to give ``image``
+    read: bool = False  # ``image`` read by ``samples``: libvips' thumbnail would not do
 
     @property
     def frame_pixels(self) -> int:
@@ -63,8 +64,17 @@ class Opened:
         return str(self.image.get("vips-loader")).removesuffix("_source") if found else ""
 
 
-def open_source(source: str, chain: Chain, output: Output, limits: Limits, access: str) -> Opened:
-    """The header of the page or frames the chain decodes, checked against ``limits``."""
+def open_source(
+    source: str,
+    chain: Chain,
+    output: Output,
+    limits: Limits,
+    access: str,
+    drops_profile: bool = False,
+) -> Opened:
+    """The header of the page or frames the chain decodes, checked against ``limits``,
+    its samples read as light (``samples``; ``drops_profile``: the result's file will
+    not carry the source's profile, whatever its format)."""
     base: dict[str, Any] = {"access": access, "fail_on": "error"}
     admission.check_claimed(Path(source), limits, "the image")  # as every source is
     first = load(source, base)
@@ -87,7 +97,9 @@ def open_source(source: str, chain: Chain, output: Output, limits: Limits, acces
         image = _spec_delays(image, Path(source))
     height = _frame_height(image, frames)
     decoded = (page or 1) if loader in SEQUENTIAL_FRAMES else 1
-    opened = Opened(image, _with_options(source, options), frames, height, max(decoded, frames))
+    read = samples.read(image, Path(source), (output.format, drops_profile))
+    name = _with_options(source, options)
+    opened = Opened(read, name, frames, height, max(decoded, frames), read is not image)
     _check(opened, limits)
     return opened
 

@@ -154,3 +154,31 @@ def _cleared(data: Data) -> bytes | None:
 
 def _opaque_restored(packed: int) -> bool:
     return (packed >> 2) & 7 == _RESTORE_BACKGROUND and not packed & 1
+
+
+def grey_tables(path: Path) -> bool:
+    """Whether every colour of the GIF at ``path`` is a grey: each entry of its colour
+    tables, the transparent ones aside (never seen). False for no well-formed GIF."""
+    with path.open("rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        blocks = read(data)
+        if blocks is None or not blocks.frames:
+            return False
+        clear: dict[int, set[int]] = {}  # table offset -> transparent indexes
+        for frame in blocks.frames:
+            table = frame.table if frame.table is not None else blocks.screen_table
+            if table is None:
+                return False  # no table: the decoder's default colours
+            hidden = clear.setdefault(table, set())
+            if frame.control is not None and data[frame.control] & 1:
+                hidden.add(data[frame.control + 3])
+        return all(_grey_table(data, blocks, table, hidden) for table, hidden in clear.items())
+
+
+def _grey_table(data: Data, blocks: Blocks, table: int, hidden: set[int]) -> bool:
+    packed = data[10] if table == blocks.screen_table else data[table - 1]
+    entries = data[table : table + _table_bytes(packed)]
+    return all(
+        entries[i] == entries[i + 1] == entries[i + 2]
+        for i in range(0, len(entries) - 2, 3)
+        if i // 3 not in hidden
+    )

@@ -32,6 +32,7 @@ from stowage.processing import (
     ops,
     pdf,
     pillowjpeg,
+    profiles,
     saverates,
     saving,
     subjects,
@@ -121,7 +122,8 @@ class VipsEngine:
         frames.check_raster(source, rewritten=svg.is_rewritten(source))
         random = _out_of_order(chain.tasks)
         access = "random" if random else "sequential"
-        opened = frames.open_source(str(source), chain, output, limits, access)
+        drops = _drops_profile(chain, output)
+        opened = frames.open_source(str(source), chain, output, limits, access, drops)
         inside = svg.embedded(source)
         if inside is not None:  # its data: images are decoded whole, besides the canvas
             inside.check_canvas(opened.frame_pixels * opened.decoded_frames)
@@ -159,7 +161,7 @@ class VipsEngine:
 
         image = montage.composed(opened, chain, output, run)
         image = image or montage.animated(opened, chain, limits, run)
-        image = image or _pipeline(Path(opened.name), header, chain, limit)
+        image = image or _pipeline(opened, chain, limit)
         width, height = frames.frame_size(image)
         if chain.wants_size:
             return _write_size(dest, output, width, height)
@@ -178,14 +180,14 @@ class VipsEngine:
         return Rendered(output, width, height)
 
 
-def _pipeline(source: Path, header: pyvips.Image, chain: Chain, limit: int) -> pyvips.Image:
+def _pipeline(opened: frames.Opened, chain: Chain, limit: int) -> pyvips.Image:
     """The image tasks' operations, from the table, as one lazy pipeline. The first one
     shrinks on load when it can (its ``load_op``)."""
-    image = header
+    image = header = opened.image
     todo = montage.image_tasks(chain.tasks)
     load_op = catalogue.TABLE[todo[0].name].load_op if todo else None
     if load_op is not None:
-        scale = _from_file(source, header)
+        scale = _from_read(header) if opened.read else _from_file(Path(opened.name), header)
         first = todo.pop(0)
         image = _grown(header, load_op(scale, first, header.width, header.height), limit)
         if _out_of_order(todo):
@@ -227,6 +229,16 @@ def _grown(before: pyvips.Image, after: pyvips.Image, limit: int) -> pyvips.Imag
             f"a task would make the image {after.width}x{after.height}; at most {limit} a side"
         )
     return after
+
+
+def _from_read(image: pyvips.Image) -> Scaler:
+    """Scaled from the source as ``samples`` read it: libvips' thumbnail, which opens the
+    file itself, clips what it does not read as 8 or 16 bits (``Opened.read``)."""
+
+    def scale(width: int, height: int, size: str) -> pyvips.Image:
+        return ops.scaled(image, width, height, size)
+
+    return scale
 
 
 def _from_file(source: Path, header: pyvips.Image) -> Scaler:
@@ -286,10 +298,10 @@ def _prepared(image: pyvips.Image, chain: Chain, output: Output, cmyk_source: bo
         "tiff",
     ):  # the formats that hold CMYK; "input" keeps a CMYK source's, RGB stays RGB
         return image.icc_transform("cmyk", embedded=False)
-    if _drops_profile(chain, output) and image.get_typeof("icc-profile-data"):
+    if not profiles.carried(image, output.format, _drops_profile(chain, output)):
         # A file without a profile is shown as sRGB: its pixels must be sRGB's first (a
         # Display P3 photo stripped as it was came out dull, 22 dB from what it shows).
-        image = image.icc_transform("srgb", embedded=True)
+        image = profiles.applied(image)
     return ops.srgb(image) if image.interpretation != "b-w" else image
 
 

@@ -1,0 +1,93 @@
+"""How a source's samples read as light, whatever their format (docs/decisions.md,
+"Sample formats and colour kinds"): every source is read into 8 or 16-bit unsigned
+samples before any task, resize included, sees it.
+
+- Unsigned integers: ``value / max of the format`` (uint32 as 16 bits: ``value * 65535 /
+  (2**32 - 1)``); 8 and 16 bits are read as they are.
+- Signed integers: the non-negative half, ``value / max of the format``; a negative
+  value is black. libvips cast them to 8 bits by clipping: a uint32 or int32 image whose
+  values spanned their range came out nearly all white, an int16 colour one too.
+- Floats: linear light from 0 to 1 (scRGB, as libvips reads a colour float TIFF and as
+  image editors write 32-bit files), a grey one too (libvips reads it as 0-255 grey: it
+  came out black); outside 0..1 clipped. A float image with an ICC profile is the
+  profile's values from 0 to 1: the profile, not a linear curve, says what they show.
+- A palette PNG whose entries are all grey is grey (``palettes``), not sRGB.
+
+libvips' ``thumbnail`` opens the file itself and clips as its cast does: a source that
+``read`` changes is shrunk from this reading instead (PNG and TIFF have no shrink on
+load to lose).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyvips
+
+from stowage import errors
+from stowage.processing import palettes, profiles
+
+_SIGNED_TOP = {"char": 127, "short": 32767, "int": 2**31 - 1}
+_UNSIGNED_TOP = {"uint": 2**32 - 1}
+_FLOATS = ("float", "double")
+_KEPT = ("uchar", "ushort")
+#: Spaces whose samples libvips defines itself (a 16-bit CIELAB TIFF is read as LabS:
+#: signed shorts that are no light levels); ``ops.srgb`` converts them.
+_LIBVIPS_SPACES = frozenset({"lab", "labs", "labq", "lch", "cmc", "xyz", "yxy", "hsv"})
+_FULL = 65535.0
+
+
+#: What the result will be saved as: its format, and whether its profile is dropped.
+Saved = tuple[str, bool]
+
+
+def read(image: pyvips.Image, source: Path | None, saved: Saved | None = None) -> pyvips.Image:
+    """``image`` with 8 or 16-bit unsigned samples that show what its file shows: the
+    same object when libvips' own reading does (``frames.Opened.read``).
+    ``saved``: how the result is saved; when it will not carry the source's profile, a
+    16-bit source's is applied here, in 16 bits (made 8-bit first, then applied, a grey
+    16-bit scan's levels came out 2-3 off)."""
+    if image.format in ("complex", "dpcomplex"):
+        raise errors.InvalidImage("the image holds complex numbers, not light")
+    if image.interpretation in _LIBVIPS_SPACES:
+        pass  # CIELAB (float, or libvips' own 16-bit LabS), XYZ: converted as they are
+    elif image.format in _FLOATS:
+        image = _from_float(image)
+    elif image.format not in _KEPT:
+        image = _from_integer(image)
+    if _applies_profile(image, saved):
+        image = profiles.applied(image)
+    if source is not None and palettes.grey_palette(image, source):
+        image = palettes.as_grey(image)
+    return image
+
+
+def _applies_profile(image: pyvips.Image, saved: Saved | None) -> bool:
+    if saved is None or image.format != "ushort":
+        return False
+    return not profiles.carried(image, *saved)
+
+
+def _space(image: pyvips.Image) -> str:
+    if image.interpretation == "cmyk" and image.bands >= 4:
+        return "cmyk"
+    return "grey16" if image.bands < 3 else "rgb16"
+
+
+def _from_integer(image: pyvips.Image) -> pyvips.Image:
+    top = _SIGNED_TOP.get(image.format) or _UNSIGNED_TOP.get(image.format, 1)
+    # cast clips (a negative value is 0) and truncates: the half level rounds it
+    return image.linear(_FULL / top, 0.5).cast("ushort").copy(interpretation=_space(image))
+
+
+def _from_float(image: pyvips.Image) -> pyvips.Image:
+    if profiles.profile(image) is not None:  # the profile's own values, 0 to 1
+        return image.linear(_FULL, 0.5).cast("ushort").copy(interpretation=_space(image))
+    if image.interpretation == "scrgb" and image.bands >= 3:
+        return image.colourspace("rgb16")
+    if image.bands <= 2:  # linear grey: as scRGB's three equal bands
+        grey = image[0]
+        rest = [image[1]] if image.bands == 2 else []
+        linear = grey.bandjoin([grey, grey, *rest]).copy(interpretation="scrgb")
+        return linear.colourspace("grey16")
+    return image  # more bands than colour and alpha: refused when made sRGB
