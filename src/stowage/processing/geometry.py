@@ -86,6 +86,16 @@ def _cover_and_view(
     photo was 20 px in the 300x100 cover of a 100x100 cut): the cover is then made from
     that view."""
     side = max(width, height)
+    if cover_w * cover_h > width * height and max(cover_w, cover_h) > faces.DETECT_SIDE:
+        # An enlargement: the picture is held at its own size, searched at the finder's
+        # size of the cover, and the cover left lazy for the cut to compute its rows
+        # only (a 54x135 photo's 10000x25000 cover, 750 MB, was made in memory for a
+        # 10000x171 cut: 10-13 s, 0.06 s without align:faces).
+        held = scale(width, height, "force").copy_memory()
+        shrink = faces.search_scale(cover_w, cover_h)
+        view_w, view_h = max(1, half_up(cover_w / shrink)), max(1, half_up(cover_h / shrink))
+        view = ops.scaled(held, view_w, view_h, "force").copy_memory()
+        return ops.scaled(held, cover_w, cover_h, "force"), view
     if max(cover_w, cover_h) >= min(side, faces.DETECT_SIDE):
         cover = scale(cover_w, cover_h, "force").copy_memory()
         return cover, cover
