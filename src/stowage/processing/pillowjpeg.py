@@ -36,7 +36,7 @@ from PIL import JpegImagePlugin
 from stowage import errors
 from stowage.processing import cost
 from stowage.processing.base import Chain, Limits, Output, Rendered, Task
-from stowage.processing.geometry import UNBOUNDED, kept_side, resize_box
+from stowage.processing.geometry import UNBOUNDED, binds_by_width, kept_side, resize_box
 
 SAVERS = {"jpeg": "JPEG", "webp": "WEBP"}
 #: The chain keeps the image's size: no resize, only how to save it.
@@ -143,11 +143,11 @@ def size(task: Task, width: int, height: int) -> tuple[int, int] | None:
     # 302x226, where 3000 * 302 / 4000 is 226.5).
     made_w = int(loaded_w / (1.0 / (1.0 / across)) + 0.5)
     made_h = int(loaded_h / (1.0 / (1.0 / down)) + 0.5)
-    if one_side and by_width:
-        made_h = kept_side(made_w, width, height, True)
-    elif one_side:
-        made_w = kept_side(made_h, width, height, False)
-    return made_w, made_h
+    if force:
+        return made_w, made_h
+    if binds_by_width(width, height, box_w, box_h):  # the other side as libvips' path has it
+        return made_w, kept_side(made_w, width, height, True)
+    return kept_side(made_h, width, height, False), made_h
 
 
 def _shrinks(width: int, height: int, box_w: int, box_h: int, force: bool) -> tuple[float, float]:
