@@ -195,6 +195,8 @@ def estimate(
     w0, h0 = w, h
     steps: list[costholds.Step] = []
     calls = 0.0  # the tasks' own costs, once a frame
+    source = getattr(opened, "image", None)  # a Still (no libvips header) has no alpha
+    alpha = bool(source is not None and source.hasalpha())
     for task in tasks:
         if catalogue.TABLE[task.name].kind not in (Kind.IMAGE, Kind.FILES):
             continue  # save options, answers, request tasks: no pixels of their own
@@ -213,7 +215,8 @@ def estimate(
             made += SHRINK * before[0] * before[1]
             made += (UPSCALE - RATES["resize"]) * w * h if w * h > before[0] * before[1] else 0
         made += _face_search(task, before, worked)
-        steps.append(_step(task, made / 1e6, before, (w, h)))
+        steps.append(_step(task, made / 1e6, before, (w, h), alpha))
+        alpha = _bands_after(task, 3, alpha)[1]
         calls += _call(task) * frames
     sites = costholds.sites(steps, still=opened.frames == 1 and frames == 1)
     budget = holding.HoldBudget(10**30 if hold_pixels is None else hold_pixels, limit)
@@ -243,12 +246,13 @@ def estimate(
 
 
 def _step(
-    task: Task, seconds: float, before: tuple[int, int], made: tuple[int, int]
+    task: Task, seconds: float, before: tuple[int, int], made: tuple[int, int], alpha: bool
 ) -> costholds.Step:
     degrees = _turned_by(task)
     turn = 1.0 if degrees is None else holding.strip_reads(before, made, degrees)
     site = holding.Site(before, made, _measures(task), _held(task))
-    return costholds.Step(task, seconds, _amplification(task), turn, site)
+    strips = costholds.strips(_margin(task)) if alpha and task.name == "sharpen" else 1.0
+    return costholds.Step(task, seconds, _amplification(task), turn, site, strips)
 
 
 def _detail_only(detail: Callable[[], float]) -> Callable[[str], flatness.Content]:
@@ -432,9 +436,13 @@ def _amplification(task: Task) -> float:
     margin of three times its radius around each tile. (A rotation by other than a right
     angle read, for each strip of its result, the whole bounding box of it; it is now
     computed once into memory, ``ops.held``, and costs its pixels like any step.)"""
-    if task.name in ("blur", "sharpen"):
-        amount = task.get("amount", 2)
-        radius = float(amount) if isinstance(amount, int | float) else 2.0
-        margin = 3 * (radius if task.name == "blur" else radius / 2)
-        return (1 + 2 * margin / TILE) ** 2
-    return 1.0
+    return (1 + 2 * _margin(task) / TILE) ** 2
+
+
+def _margin(task: Task) -> float:
+    """Pixels a blur or a sharpen reads around each of its tiles (0 for other tasks)."""
+    if task.name not in ("blur", "sharpen"):
+        return 0.0
+    amount = task.get("amount", 2)
+    radius = float(amount) if isinstance(amount, int | float) else 2.0
+    return 3 * (radius if task.name == "blur" else radius / 2)
