@@ -43,6 +43,7 @@ from stowage.processing import (
 from stowage.processing.base import BigJob, Chain, Limits, Task
 from stowage.processing.pngsave import rate as png_compressed
 from stowage.processing.saverates import (
+    FLAT_MEASURE,
     HIDDEN_FILL,
     SAVE_FRAME,
     quality_factor,
@@ -237,7 +238,8 @@ def estimate(
     if content is None and detail is not None:
         content = _detail_only(detail)
     asked = None if content is None else _Counted(content, decode / 1e6, opened.frame_pixels)
-    flat = flatness.kept([t for t in tasks if catalogue.TABLE[t.name].kind in PIXELS])
+    pixels = [t for t in tasks if catalogue.TABLE[t.name].kind in PIXELS]
+    flat = flatness.kept(pixels, FLAT_MEASURE.get(fmt, flatness.DETAIL))
     flat = flat and not placed and drawing is None and not embedded
     factor = quality_factor(fmt, chain)
     rate = save_rate(fmt, w * h * frames / 1e6, asked, frames, factor, flat)

@@ -48,6 +48,10 @@ OUTSIDE_WEIGHT = 2.0
 #: that is not flat.
 KEEPING = frozenset({"flip", "flop", "border", "negative", "monochrome"})
 KEEPING |= {"blackwhite", "sepia", "modulate"}
+#: For ``BLOCKS``, besides: an upscale (twice each side, lanczos3, then a 3x3 sharpen)
+#: keeps the inside of each flat area flat and spreads its edges over about as many of
+#: the larger image's blocks (its new colours along them are ``COLOURS``' concern).
+KEEPING_BLOCKS = KEEPING | {"upscale"}
 _RIGHT = [[-1, 1]]
 _BELOW = [[-1], [1]]
 
@@ -66,9 +70,11 @@ def least(kind: str) -> Content:
     return Content(0.0, 1.0)
 
 
-def kept(tasks: Sequence[Task]) -> bool:
-    """Whether a flat source's result of ``tasks`` (the image tasks) is as flat."""
-    return all(task.name in KEEPING or _right_angle(task) for task in tasks)
+def kept(tasks: Sequence[Task], kind: str) -> bool:
+    """Whether a flat source's result of ``tasks`` (the image tasks) is as flat, as the
+    measure ``kind`` finds it."""
+    keeping = KEEPING_BLOCKS if kind == BLOCKS else KEEPING
+    return all(task.name in keeping or _right_angle(task) for task in tasks)
 
 
 def _right_angle(task: Task) -> bool:
