@@ -109,7 +109,7 @@ KINDS: list[Callable[[int, int, Rng], pyvips.Image]] = [blocks, text, screenshot
 KINDS += [photo, noise, grained, scattered, mixed, mixed]
 #: Tasks that keep a flat source as flat (``flatness.KEEPING``), and some that do not.
 TASKS = ["flip", "rotate=deg:90", "negative", "border=width:10", "sepia", "resize=width:900"]
-TASKS += ["blur=amount:2", "crop=dim:[0,0,500,400]", "upscale"]
+TASKS += ["blur=amount:2", "crop=dim:[0,0,500,400]", "upscale", "enhance=preset:vivid"]
 
 
 def estimated_and_spent(source: Path, segments: list[str], dest: Path) -> tuple[float, float]:
@@ -165,7 +165,7 @@ def test_a_twelve_megapixel_flat_image_to_gif_or_avif_is_admitted(tmp_path: Path
     # and so is blocks upscaled to 16 MP as AVIF (enhance/upscale: 1.7 s of work; it was
     # estimated 10.1 s, found by probing)
     blocks(2000, 2000, rng).pngsave(str(tmp_path / "b.png"), compression=1)
-    upscaled = ["upscale", "output=format:avif"]
+    upscaled = ["enhance", "upscale", "output=format:avif"]
     for name, segments in ((source, ["output=format:avif"]), (tmp_path / "b.png", upscaled)):
         avif = chain.parse(segments)
         opened = frames.open_source(str(name), avif, output, LIMITS, "random")

@@ -32,6 +32,7 @@ import pyvips
 
 from stowage.processing import detail, frames
 from stowage.processing.base import Task
+from stowage.processing.effects_restore import PRESETS
 
 DETAIL, COLOURS, BLOCKS = "detail", "colours", "blocks"
 #: Seconds a megapixel of the source the flat measures cost besides its decode.
@@ -74,7 +75,14 @@ def kept(tasks: Sequence[Task], kind: str) -> bool:
     """Whether a flat source's result of ``tasks`` (the image tasks) is as flat, as the
     measure ``kind`` finds it."""
     keeping = KEEPING_BLOCKS if kind == BLOCKS else KEEPING
-    return all(task.name in keeping or _right_angle(task) for task in tasks)
+    return all(task.name in keeping or _right_angle(task) or _curves(task) for task in tasks)
+
+
+def _curves(task: Task) -> bool:
+    """``enhance`` by curves, gamma and saturation (each pixel by itself; a median for
+    ``fix_noise``, which keeps flat areas flat), without a preset's soft blur."""
+    preset = PRESETS.get(str(task.get("preset", "auto")))
+    return task.name == "enhance" and preset is not None and preset.smooth == 0
 
 
 def _right_angle(task: Task) -> bool:
