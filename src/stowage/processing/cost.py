@@ -239,8 +239,8 @@ def estimate(
         content = _detail_only(detail)
     asked = None if content is None else _Counted(content, decode / 1e6, opened.frame_pixels)
     pixels = [t for t in tasks if catalogue.TABLE[t.name].kind in PIXELS]
-    flat = flatness.kept(pixels, FLAT_MEASURE.get(fmt, flatness.DETAIL))
-    flat = flat and not placed and drawing is None and not embedded
+    flat = flatness.kept(pixels, FLAT_MEASURE.get(fmt, flatness.DETAIL), (w0, h0))
+    flat = flat if not placed and drawing is None and not embedded else 0.0
     factor = quality_factor(fmt, chain)
     rate = save_rate(fmt, w * h * frames / 1e6, asked, frames, factor, flat)
     saved = (rate + HIDDEN_FILL.get(fmt, 0.0)) * w * h / 1e6 + SAVE_FRAME.get(fmt, 0.0)

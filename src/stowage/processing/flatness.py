@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyvips
 
-from stowage.processing import detail, frames
+from stowage.processing import catalogue, detail, frames
 from stowage.processing.base import Task
 from stowage.processing.effects_restore import PRESETS
 
@@ -53,6 +53,8 @@ KEEPING |= {"blackwhite", "sepia", "modulate"}
 #: keeps the inside of each flat area flat and spreads its edges over about as many of
 #: the larger image's blocks (its new colours along them are ``COLOURS``' concern).
 KEEPING_BLOCKS = KEEPING | {"upscale"}
+#: Tasks that change their boxes (``objects``) only.
+PARTIAL = frozenset({"partial_pixelate", "partial_blur"})
 _RIGHT = [[-1, 1]]
 _BELOW = [[-1], [1]]
 
@@ -71,11 +73,36 @@ def least(kind: str) -> Content:
     return Content(0.0, 1.0)
 
 
-def kept(tasks: Sequence[Task], kind: str) -> bool:
-    """Whether a flat source's result of ``tasks`` (the image tasks) is as flat, as the
-    measure ``kind`` finds it."""
+def kept(tasks: Sequence[Task], kind: str, size: tuple[int, int]) -> float:
+    """How much of a flat source's share the result of ``tasks`` (the image tasks, from
+    an image of ``size``) keeps, as the measure ``kind`` finds it: 1 all, 0 none (a task
+    that is not ``KEEPING``); less twice the share of a partial task's boxes (with their
+    softened edges and a block around them), which may be anything after it."""
     keeping = KEEPING_BLOCKS if kind == BLOCKS else KEEPING
-    return all(task.name in keeping or _right_angle(task) or _curves(task) for task in tasks)
+    share, (width, height) = 1.0, size
+    for task in tasks:
+        if task.name in PARTIAL:
+            share -= 2 * _boxed(task, width, height)
+        elif not (task.name in keeping or _right_angle(task) or _curves(task)):
+            return 0.0
+        declared = catalogue.TABLE[task.name].size
+        width, height = declared(task, width, height) if declared else (width, height)
+    return max(0.0, share)
+
+
+def _boxed(task: Task, width: int, height: int) -> float:
+    """The share of a ``width`` x ``height`` image a partial task's boxes may change."""
+    blur = task.get("blur", 4)
+    grown = 3 * (float(blur) if isinstance(blur, int | float) else 20.0) + BLOCK
+    boxes = task.get("objects", ())
+    area = 0.0
+    for box in boxes if isinstance(boxes, tuple) else ():
+        values = box if isinstance(box, tuple) else ()
+        sides = [float(v) for v in values if isinstance(v, int | float)]
+        if len(sides) != 4:
+            return 1.0  # a box not read: anything may change
+        area += min(width, sides[2] + 2 * grown) * min(height, sides[3] + 2 * grown)
+    return min(1.0, area / max(1, width * height))
 
 
 def _curves(task: Task) -> bool:

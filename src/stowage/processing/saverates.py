@@ -61,19 +61,20 @@ def save_rate(
     content: Callable[[str], Content] | None = None,
     frames: int = 1,
     factor: float = 1.0,
-    flat: bool = False,
+    flat: float = 0.0,
 ) -> float:
     """Seconds a megapixel to save ``megapixels`` as ``fmt``: a photo's rate, or nearer
     noise's as ``content``'s detail says, for an encoder whose time depends on it (asked
     only when the save at a photo's rate would take over ``MEASURE_ABOVE``); nearer
-    ``FLAT`` as much as it finds flat, when ``flat`` (a still whose chain keeps the
-    source's flat areas, ``flatness.kept``). ``factor`` (``quality_factor``) multiplies
+    ``FLAT`` as much as it finds flat, less the share ``flat`` says the chain may
+    have changed (a still whose chain keeps the source's flat areas, but in the boxes
+    of a partial task: ``flatness.kept``; 0: none kept). ``factor`` (``quality_factor``) multiplies
     the photo's and the flat rate, not noise's: noise's time grew less at quality 100
     (1.73x) than photos' (2.1-2.6x), and its rate is already high."""
     rate, noise = SAVE.get(fmt, OTHER) * factor, SAVE_NOISE.get(fmt)
     noise = SAVE_NOISE_FRAMES.get(fmt, noise) if frames > 1 else noise
     noise = None if noise is None else max(noise, rate)
-    lowest = FLAT[fmt] * factor if flat and frames == 1 and fmt in FLAT else None
+    lowest = FLAT[fmt] * factor if flat > 0 and frames == 1 and fmt in FLAT else None
     if content is None or rate * megapixels <= MEASURE_ABOVE:
         return rate
     if noise is None and lowest is None:
@@ -82,7 +83,7 @@ def save_rate(
     if noise is not None:
         rate += (noise - rate) * min(1.0, max(0.0, found.detail))
     if lowest is not None:
-        rate -= (rate - lowest) * min(1.0, max(0.0, found.flat))
+        rate -= (rate - lowest) * min(1.0, max(0.0, found.flat - (1.0 - flat)))
     return rate
 
 
