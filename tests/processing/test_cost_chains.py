@@ -17,7 +17,7 @@ import pyvips
 from PIL import Image
 
 from stowage import errors
-from stowage.processing import chain, cost, detail, frames
+from stowage.processing import chain, cost, detail, flatness, frames
 from stowage.processing.effects_restore import PRESETS
 from stowage.processing.vips import VipsEngine
 from tests.processing.test_cost import LIMITS
@@ -87,6 +87,7 @@ def test_a_chain_too_costly_at_a_photos_rate_is_refused_before_its_detail_is_mea
     WebP): a chain over the limit at a photo's save rate is refused without it."""
     rng = random.Random(4122)
     monkeypatch.setattr(detail, "measured", lambda opened: pytest.fail("measured"))
+    monkeypatch.setattr(flatness, "content", lambda *args: pytest.fail("measured"))
     for case in range(3):
         side, count = rng.randint(150, 250), rng.randint(40, 60)
         pixels = np.random.default_rng(case).integers(0, 256, (side * count, side, 3))

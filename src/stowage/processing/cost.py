@@ -30,10 +30,20 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from stowage import errors
-from stowage.processing import catalogue, costholds, faces, geometry, holding, params, shapes
+from stowage.processing import (
+    catalogue,
+    costholds,
+    faces,
+    flatness,
+    geometry,
+    holding,
+    params,
+    shapes,
+)
 from stowage.processing.base import BigJob, Chain, Limits, Task
 from stowage.processing.pngsave import rate as png_compressed
 from stowage.processing.saverates import (
+    FLAT_MEASURE,
     HIDDEN_FILL,
     SAVE_FRAME,
     quality_factor,
@@ -124,6 +134,9 @@ CALL_TURNED = 0.009  # rotate by other than a right angle
 CALL_OTHER = 0.001
 
 
+PIXELS = (Kind.IMAGE, Kind.FILES)  # the tasks that make pixels
+
+
 class Header(Protocol):
     """What the estimate reads of an opened source (``frames.Opened``)."""
 
@@ -162,6 +175,7 @@ def estimate(
     hold_pixels: int | None = None,
     embedded: Mapping[str, int] | None = None,
     drawing: Drawing | None = None,
+    content: Callable[[str], flatness.Content] | None = None,
 ) -> float:
     """Seconds of one core the chain is expected to take on this source, saved as
     ``fmt`` (libvips' saver name: jpeg, png, webp, gif, ...). ``placed``: the sizes of
@@ -175,11 +189,15 @@ def estimate(
     job's hold budget (``Limits.max_total_pixels``, as the engine's ``ops.held``; None:
     no end to it). ``embedded``: the pixels of the rasters inside an SVG source
     (``svg.embedded_pixels``), by their loader. ``drawing``: what an SVG source's drawing
-    costs besides its canvas (``svg.drawing``), at the size it is drawn."""
+    costs besides its canvas (``svg.drawing``), at the size it is drawn. ``content``: the
+    source's detail and flat share (``flatness.content``; ``flatness.FLATTEST`` for the
+    least the chain may cost), in place of ``detail``."""
     tasks, frames, (w, h) = _start(opened, chain, width, placed)
     w0, h0 = w, h
     steps: list[costholds.Step] = []
     calls = 0.0  # the tasks' own costs, once a frame
+    source = getattr(opened, "image", None)  # a Still (no libvips header) has no alpha
+    alpha = bool(source is not None and source.hasalpha())
     for task in tasks:
         if catalogue.TABLE[task.name].kind not in (Kind.IMAGE, Kind.FILES):
             continue  # save options, answers, request tasks: no pixels of their own
@@ -198,7 +216,8 @@ def estimate(
             made += SHRINK * before[0] * before[1]
             made += (UPSCALE - RATES["resize"]) * w * h if w * h > before[0] * before[1] else 0
         made += _face_search(task, before, worked)
-        steps.append(_step(task, made / 1e6, before, (w, h)))
+        steps.append(_step(task, made / 1e6, before, (w, h), alpha))
+        alpha = _bands_after(task, 3, alpha)[1]
         calls += _call(task) * frames
     sites = costholds.sites(steps, still=opened.frames == 1 and frames == 1)
     budget = holding.HoldBudget(10**30 if hold_pixels is None else hold_pixels, limit)
@@ -216,31 +235,46 @@ def estimate(
     total += (DECODE + SHRINK) * sum(pw * ph for pw, ph in placed) / 1e6
     if fmt == "png" and chain.compresses:
         return total + png_compressed(w * h) * w * h * frames / 1e6  # by its zlib level
-    asked = None if detail is None else _Counted(detail, decode / 1e6)
-    rate = save_rate(fmt, w * h * frames / 1e6, asked, frames, quality_factor(fmt, chain))
+    if content is None and detail is not None:
+        content = _detail_only(detail)
+    asked = None if content is None else _Counted(content, decode / 1e6, opened.frame_pixels)
+    pixels = [t for t in tasks if catalogue.TABLE[t.name].kind in PIXELS]
+    flat = flatness.kept(pixels, FLAT_MEASURE.get(fmt, flatness.DETAIL), (w0, h0))
+    flat = flat if not placed and drawing is None and not embedded else 0.0
+    factor = quality_factor(fmt, chain)
+    rate = save_rate(fmt, w * h * frames / 1e6, asked, frames, factor, flat)
     saved = (rate + HIDDEN_FILL.get(fmt, 0.0)) * w * h / 1e6 + SAVE_FRAME.get(fmt, 0.0)
     return total + saved * frames + (asked.spent if asked is not None else 0.0)
 
 
 def _step(
-    task: Task, seconds: float, before: tuple[int, int], made: tuple[int, int]
+    task: Task, seconds: float, before: tuple[int, int], made: tuple[int, int], alpha: bool
 ) -> costholds.Step:
     degrees = _turned_by(task)
     turn = 1.0 if degrees is None else holding.strip_reads(before, made, degrees)
     site = holding.Site(before, made, _measures(task), _held(task))
-    return costholds.Step(task, seconds, _amplification(task), turn, site)
+    strips = costholds.strips(_margin(task)) if alpha and task.name == "sharpen" else 1.0
+    return costholds.Step(task, seconds, _amplification(task), turn, site, strips)
+
+
+def _detail_only(detail: Callable[[], float]) -> Callable[[str], flatness.Content]:
+    return lambda kind: flatness.Content(detail())
 
 
 class _Counted:
-    """``detail``, and what asking it cost: the measure decodes the whole source once
-    more (60 frames of a 600x600 WebP: 2 s of a 5.8 s job)."""
+    """``content``, and what asking it cost: the measure decodes the whole source once
+    more (60 frames of a 600x600 WebP: 2 s of a 5.8 s job), the flat measures work on
+    each of its pixels besides (``flatness.MEASURE``)."""
 
-    def __init__(self, detail: Callable[[], float], seconds: float) -> None:
-        self.detail, self.seconds, self.spent = detail, seconds, 0.0
+    def __init__(
+        self, content: Callable[[str], flatness.Content], seconds: float, pixels: int
+    ) -> None:
+        self.content, self.seconds, self.pixels, self.spent = content, seconds, pixels, 0.0
 
-    def __call__(self) -> float:
-        self.spent = self.seconds
-        return self.detail()
+    def __call__(self, kind: str) -> flatness.Content:
+        extra = 0.0 if kind == flatness.DETAIL else flatness.MEASURE * self.pixels / 1e6
+        self.spent = self.seconds + extra
+        return self.content(kind)
 
 
 def made_size(
@@ -404,9 +438,13 @@ def _amplification(task: Task) -> float:
     margin of three times its radius around each tile. (A rotation by other than a right
     angle read, for each strip of its result, the whole bounding box of it; it is now
     computed once into memory, ``ops.held``, and costs its pixels like any step.)"""
-    if task.name in ("blur", "sharpen"):
-        amount = task.get("amount", 2)
-        radius = float(amount) if isinstance(amount, int | float) else 2.0
-        margin = 3 * (radius if task.name == "blur" else radius / 2)
-        return (1 + 2 * margin / TILE) ** 2
-    return 1.0
+    return (1 + 2 * _margin(task) / TILE) ** 2
+
+
+def _margin(task: Task) -> float:
+    """Pixels a blur or a sharpen reads around each of its tiles (0 for other tasks)."""
+    if task.name not in ("blur", "sharpen"):
+        return 0.0
+    amount = task.get("amount", 2)
+    radius = float(amount) if isinstance(amount, int | float) else 2.0
+    return 3 * (radius if task.name == "blur" else radius / 2)

@@ -36,6 +36,11 @@ def measured(opened: frames.Opened) -> float:
         difference = float(wide.conv(mask, precision="integer").abs().avg())
     except pyvips.Error:
         return 0.0  # a source that does not decode: the job's own decode says why
-    if image.format in ("ushort", "short"):
+    return scored(difference, image.format)
+
+
+def scored(difference: float, band_format: str) -> float:
+    """0 to 1 for a mean ``difference`` of neighbours in an image of ``band_format``."""
+    if band_format in ("ushort", "short"):
         difference /= 256
     return min(1.0, max(0.0, (difference - PHOTO) / (NOISE - PHOTO)))

@@ -23,7 +23,7 @@ from stowage.processing import (
     catalogue,
     composite,
     cost,
-    detail,
+    flatness,
     frames,
     jp2header,
     jpeg2000,
@@ -139,14 +139,14 @@ class VipsEngine:
         # ops.held's budget (the estimate follows it) and the SVGs' data: images
         holds, embedded = limits.max_total_pixels, svg.embedded_pixels()
         drawn = svg.drawing(source)  # filters, <use> fan-out, elements: what it draws
-        least = cost.estimate(*args, hold_pixels=holds, embedded=embedded, drawing=drawn)
-        # At a photo's save rate: refused, or a big job, before measuring the detail (a
-        # decode of the whole source): a job found big gives its small slot back at once
-        # and is measured in a big job's slot.
+        least = cost.estimate(*args, None, holds, embedded, drawn, flatness.least)
+        # At a photo's save rate (a flat one's where it could be flat): refused, or a big
+        # job, before measuring the detail (a decode of the whole source): a job found big
+        # gives its small slot back at once and is measured in a big job's slot.
         if least > min(limits.max_cost, limits.big_cost):
             cost.check(least, limits)
-        measured = functools.partial(detail.measured, opened)
-        cost.check(cost.estimate(*args, measured, holds, embedded, drawn), limits)
+        measured = functools.partial(flatness.content, opened)
+        cost.check(cost.estimate(*args, None, holds, embedded, drawn, measured), limits)
         if output.format == "tiff" and "compression" not in save_options(chain, output):
             size = cost.made_size(opened, chain, header.width, placed)
             source_bands = header.bands, header.hasalpha(), header.interpretation == "cmyk"
