@@ -60,10 +60,10 @@ def test_as_a_png_it_is_refused_at_once(tmp_path: Path) -> None:
     _, seconds = opened_for(source, HUGE, "image/png")
     assert seconds > DEFAULTS.processing_max_job_cost
     assert abs(seconds - stated_png) <= 1
-    started = time.monotonic()
+    started = time.process_time()  # CPU, not wall time: the machine is shared
     with pytest.raises(errors.ProcessingTooCostly):
         _render(source, HUGE, "image/png", LIMITED)
-    assert time.monotonic() - started < 2  # before the faces are searched or anything made
+    assert time.process_time() - started < 2  # before the faces are searched or anything made
 
 
 def test_as_a_jpeg_it_is_a_big_job_made_at_its_size(tmp_path: Path) -> None:
@@ -85,7 +85,7 @@ def test_a_side_past_the_limit_is_refused_before_the_search(tmp_path: Path, seed
         limited = dataclasses.replace(LIMITED, max_output_dimension=side)
         wide = rnd.randint(side + 1, 10_000)
         segments = [rnd.choice([f"crop_faces=width:{wide}", f"crop_faces=height:{wide}"])]
-        started = time.monotonic()
+        started = time.process_time()  # CPU: wall time took 1.36 s beside two CPU hogs
         with pytest.raises(errors.ImageTooLarge):
             _render(source, segments, "image/jpeg", limited)
-        assert time.monotonic() - started < 1, segments
+        assert time.process_time() - started < 1, segments  # 0.09 s measured

@@ -30,7 +30,10 @@ from tests.api.test_transform_jobs import DRAWN_SLOWLY, SLOW
 
 QUEUE = 2
 JOBS = 2  # one kept for small jobs, one for big ones
-SMALL_WITHIN = 3.0  # seconds a small resize may take on a busy 2-core machine
+# Seconds a small resize may take on a busy 2-core machine: 2.6-3.6 s measured with two
+# CPU hogs and other tests beside (load 9), past the 3 s this was. A resize behind a big
+# job waits the lanes' wait_seconds (6), then is refused; behind a drawing, small_seconds.
+SMALL_WITHIN = 6.0
 
 
 def limits(big_cost: float = 1.0, seconds: float = 20) -> Limits:
