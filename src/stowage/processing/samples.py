@@ -35,6 +35,14 @@ _KEPT = ("uchar", "ushort")
 #: signed shorts that are no light levels); ``ops.srgb`` converts them.
 _LIBVIPS_SPACES = frozenset({"lab", "labs", "labq", "lch", "cmc", "xyz", "yxy", "hsv"})
 _FULL = 65535.0
+#: The bands a kind of picture uses: its colour and one alpha. A TIFF may hold more
+#: (extra samples: masks, spot channels), which no task reads and no web format keeps:
+#: with them, ``sepia`` was 422 while ``monochrome`` answered colour and ``resize`` four
+#: bands; a picture is read as its colour and its first extra band, the alpha.
+_USED_BANDS = {"b-w": 2, "grey16": 2, "cmyk": 5}
+_COLOUR_USED = 4
+#: What a ``multiband`` picture's first three bands are, by their format.
+_MULTIBAND_AS = {"uchar": "srgb", "ushort": "rgb16", "float": "scrgb", "double": "scrgb"}
 
 
 #: What the result will be saved as: its format, and whether its profile is dropped.
@@ -49,6 +57,7 @@ def read(image: pyvips.Image, source: Path | None, saved: Saved | None = None) -
     16-bit scan's levels came out 2-3 off)."""
     if image.format in ("complex", "dpcomplex"):
         raise errors.InvalidImage("the image holds complex numbers, not light")
+    image = _used_bands(image)
     if image.interpretation in _LIBVIPS_SPACES:
         pass  # CIELAB (float, or libvips' own 16-bit LabS), XYZ: converted as they are
     elif image.format in _FLOATS:
@@ -60,6 +69,16 @@ def read(image: pyvips.Image, source: Path | None, saved: Saved | None = None) -
     if source is not None and palettes.grey_palette(image, source):
         image = palettes.as_grey(image)
     return image
+
+
+def _used_bands(image: pyvips.Image) -> pyvips.Image:
+    most = _USED_BANDS.get(image.interpretation, _COLOUR_USED)
+    if image.bands <= most:
+        return image
+    kept = image.extract_band(0, n=most)
+    if image.interpretation == "multiband" and image.format in _MULTIBAND_AS:
+        kept = kept.copy(interpretation=_MULTIBAND_AS[image.format])
+    return kept
 
 
 def _applies_profile(image: pyvips.Image, saved: Saved | None) -> bool:
@@ -90,4 +109,4 @@ def _from_float(image: pyvips.Image) -> pyvips.Image:
         rest = [image[1]] if image.bands == 2 else []
         linear = grey.bandjoin([grey, grey, *rest]).copy(interpretation="scrgb")
         return linear.colourspace("grey16")
-    return image  # more bands than colour and alpha: refused when made sRGB
+    return image
