@@ -15,6 +15,7 @@ import pytest
 from PIL import Image
 
 from tests.api.harness import Harness
+from tests.api.test_pdfcreate import pages_of
 from tests.api.test_transform import decoded, get, picture, stored
 from tests.processing import bmpfiles
 
@@ -64,6 +65,8 @@ async def test_bmp_files_in_watermark_collage_animate_and_zip(harness: Harness, 
     assert decoded(body).width == 200
     _, body = await get(harness, f"/animate=width:40,height:40,fit:scale/[{mark},{icon}]")
     assert decoded(body).get("n-pages") == 2
+    _, body = await get(harness, f"/pdfcreate/[{mark},{icon}]")
+    assert [size for size, _ in pages_of(body)] == [(20, 20), (32, 32)]
     _, body = await get(harness, f"/zip/[{mark},{icon}]")
     with zipfile.ZipFile(io.BytesIO(body)) as archive:
         assert mark_data in [archive.read(name) for name in archive.namelist()]
