@@ -123,16 +123,20 @@ def _opened(source: Path, kind: str) -> PIL.Image.Image:
         return PIL.Image.open(source, formats=("JPEG2000",))
     if kind == "image/bmp":
         return PIL.Image.open(source, formats=("BMP",))
-    data = source.read_bytes()  # an ICO: a few KB, its entries anywhere in it
-    entry = _ico_entry(data)
-    if entry is None:
-        raise errors.InvalidImage("the ICO image's directory cannot be read")
-    payload = data[entry.offset : entry.offset + entry.length]
-    if bmpsize.is_png(payload):
-        return PIL.Image.open(io.BytesIO(payload), formats=("PNG",))
-    icon = PIL.IcoImagePlugin.IcoFile(io.BytesIO(data))  # its directory only
-    index = next(i for i, e in enumerate(icon.entry) if e.offset == entry.offset)
-    return icon.frame(index)  # the DIB and its mask (read here: these are small)
+    with source.open("rb") as file:  # an ICO: its chosen entry read, no other
+        entry = _ico_entry(file.read(_MOST_DIRECTORY))
+        if entry is None:
+            raise errors.InvalidImage("the ICO image's directory cannot be read")
+        file.seek(entry.offset)
+        if bmpsize.is_png(file.read(8)):
+            file.seek(entry.offset)
+            return PIL.Image.open(io.BytesIO(file.read(entry.length)), formats=("PNG",))
+        file.seek(0)
+        icon = PIL.IcoImagePlugin.IcoFile(file)  # its directory only
+        found = (i for i, e in enumerate(icon.entry) if e.offset == entry.offset)
+        image = icon.frame(next(found))  # the DIB, its AND mask as alpha
+        image.load()  # while the file is open
+        return image
 
 
 def _mode_for(image: PIL.Image.Image) -> str:
