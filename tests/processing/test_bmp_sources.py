@@ -16,7 +16,7 @@ from PIL import BmpImagePlugin, IcoImagePlugin, Image
 
 from stowage import errors
 from stowage.processing import chain, composite
-from stowage.processing.base import Limits
+from stowage.processing.base import BigJob, Limits
 from stowage.processing.vips import VipsEngine
 from tests.processing import bmpfiles
 
@@ -182,3 +182,28 @@ def test_a_damaged_file_is_invalid_image(tmp_path: Path, seed: int) -> None:
         except (errors.InvalidImage, errors.ImageTooLarge, errors.NotAnImage):
             answered["invalid"] += 1
     assert answered["invalid"] > 5, answered
+
+
+@pytest.mark.parametrize("seed", [5249])
+def test_the_cost_estimate_counts_the_decode(tmp_path: Path, seed: int) -> None:
+    """The same chain on the same size costs more from a BMP than from a PNG (Pillow's
+    decode and the TIFF it writes), more from an RLE one (Pillow's RLE decoder is
+    Python), more with more pixels; priced before any decode."""
+    rng = random.Random(seed)
+    big = Limits(10**8, 10**9, 10_000, 60, big_cost=0)  # every estimate raised as BigJob
+    estimates: dict[tuple[str, int], float] = {}
+    for width in (300, 900):
+        for kind in ("png", "rgb24", "rle8"):
+            source = tmp_path / f"{kind}{width}"
+            if kind == "png":
+                pyvips.Image.black(width, 200).write_to_file(str(source) + ".png")
+                source = source.with_name(source.name + ".png")
+            else:
+                source.write_bytes(bmpfiles.bmp(kind, width, 200, rng))
+            with pytest.raises(BigJob) as raised:
+                _render(source, ["flip", "output=format:png"], big)
+            estimates[kind, width] = float(raised.value.args[0])
+    for width in (300, 900):
+        assert estimates["png", width] < estimates["rgb24", width] < estimates["rle8", width]
+    extra = [estimates["rle8", w] - estimates["png", w] for w in (300, 900)]
+    assert extra[1] > 2 * extra[0]  # three times the pixels
