@@ -53,17 +53,6 @@ DECODES = {"webpload": 0.09, "heifload": 0.13}
 #: (jpeg2000.py), besides ``DECODE``: 0.08 s a megapixel lossy, 0.06-0.18 lossless,
 #: 0.5 for lossless noise (docs/decisions.md, "Task rates").
 JPEG2000 = 0.2
-#: Files Pillow decodes into the TIFF the engine reads (``pillowformats``), by
-#: ``pillowformats.priced_as``, besides ``DECODE``; measured on one thread, 1000x1000 to
-#: 2000x2000: BMP 0.005 (8-bit) to 0.023 (16-bit) s a megapixel; RLE4/RLE8 BMP 0.30-0.39
-#: with runs of 3 pixels (Pillow's RLE decoder is Python, a step a run), less with longer
-#: runs; an ICO's entries are BMP's DIBs or PNGs, at most 256 a side in practice.
-PILLOW_DECODES = {
-    "image/jp2": JPEG2000,
-    "image/bmp": 0.025,
-    "image/bmp-rle": 0.45,
-    "image/x-icon": 0.025,
-}
 #: A PNG or JPEG inside an SVG (``data:``, ``svgimages.py``), decoded whole by librsvg
 #: and drawn into the canvas: 0.010-0.0125 s a megapixel measured (one thread, flat
 #: images of 2000x2000 to 8000x8000; a noisy one costs more a megapixel, but the SVG's

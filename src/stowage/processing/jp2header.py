@@ -4,7 +4,7 @@ HEIC's size, from its boxes.
 ``imagesize`` or ``metadata`` alone is answered from it (a 10000x10000 tiled JP2 of
 221 KB was decoded whole, 21 s and 457 MB, for its size); every other chain is held
 there to the pixel limits, its image result to the side limit, and its estimate, the
-decode counted (``cost.PILLOW_DECODES``), to the cost limits, before ``pillowformats.decoded``
+decode counted (``pillowformats.decode_rate``), to the cost limits, before ``pillowformats.decoded``
 decodes a pixel (a header of 1x100000000 was decoded, 1.3 GB, to be refused after).
 """
 
@@ -76,7 +76,8 @@ def _priced(
     side = limits.max_output_dimension
     holds = limits.max_total_pixels  # ops.held's budget
     seconds = cost.estimate(header, chain, width, output.format, (), side, None, holds)
-    rate = cost.PILLOW_DECODES[pillowformats.priced_as(source, kind)]
+    jp2 = kind == "image/jp2"
+    rate = cost.JPEG2000 if jp2 else pillowformats.decode_rate(source, kind)
     cost.check(seconds + rate * width * height / 1e6, limits)
     if chain.wants_size or chains.answer_of(chain) is not None:
         return  # an answer, not an image: no side limit on it
