@@ -1,11 +1,12 @@
-"""A JPEG 2000, BMP or ICO source's chain, from its header alone (Pillow's parser: no pixel); and a
+"""A JPEG 2000, BMP or ICO source's chain, from its header alone (no pixel); and a
 HEIC's size, from its boxes.
 
 ``imagesize`` or ``metadata`` alone is answered from it (a 10000x10000 tiled JP2 of
 221 KB was decoded whole, 21 s and 457 MB, for its size); every other chain is held
 there to the pixel limits, its image result to the side limit, and its estimate, the
-decode counted (``pillowformats.decode_rate``), to the cost limits, before ``pillowformats.decoded``
-decodes a pixel (a header of 1x100000000 was decoded, 1.3 GB, to be refused after).
+decode counted (``cost.JPEG2000``, ``pillowformats.decode_seconds``), to the cost
+limits, before ``pillowformats.decoded`` decodes a pixel (a header of 1x100000000 was
+decoded, 1.3 GB, to be refused after).
 """
 
 from __future__ import annotations
@@ -76,9 +77,12 @@ def _priced(
     side = limits.max_output_dimension
     holds = limits.max_total_pixels  # ops.held's budget
     seconds = cost.estimate(header, chain, width, output.format, (), side, None, holds)
-    jp2 = kind == "image/jp2"
-    rate = cost.JPEG2000 if jp2 else pillowformats.decode_rate(source, kind)
-    cost.check(seconds + rate * width * height / 1e6, limits)
+    pixels = width * height
+    if kind == "image/jp2":
+        seconds += cost.JPEG2000 * pixels / 1e6
+    else:
+        seconds += pillowformats.decode_seconds(source, kind, pixels)
+    cost.check(seconds, limits)
     if chain.wants_size or chains.answer_of(chain) is not None:
         return  # an answer, not an image: no side limit on it
     if any(t.name in frames.ONE_FRAME for t in chain.tasks):
