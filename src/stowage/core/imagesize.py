@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
-from stowage.core import filetypes, headwalk, heifsize, reading, svgsize
+from stowage.core import bmpsize, filetypes, headwalk, heifsize, reading, svgsize
 from stowage.registry.base import FileRecord
 from stowage.storage.base import LocalFiles, Provider
 
@@ -101,6 +101,8 @@ def read_here(head: bytes) -> tuple[int, int] | None:
     parser = _parser(head)
     if parser is _gif_canvas:
         return _read(_gif, head)
+    if parser in (bmpsize.bmp_size, _ico):  # these are pillowformats' claims
+        return None
     return None if parser in (_pillow, _heif, svgsize.drawn_size) else _read(parser, head)
 
 
@@ -149,9 +151,22 @@ def _parser(head: bytes) -> Callable[[bytes], tuple[int, int] | None]:
         return _webp
     if filetypes.is_heif(head):
         return _heif
+    if bmpsize.is_bmp(head):
+        return bmpsize.bmp_size
+    if bmpsize.is_ico(head):  # Pillow's opener decodes the icon: no decode here
+        return _ico
     if head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"<":  # markup: an SVG's root tells
         return svgsize.drawn_size
     return _pillow
+
+
+def _ico(head: bytes) -> tuple[int, int] | None:
+    """The size of the entry the engine shows (``bmpsize.chosen``), from its PNG or DIB
+    header when within ``head`` (an icon's entries are a few KB)."""
+    entry = bmpsize.chosen(head)
+    if entry is None:
+        return None
+    return bmpsize.entry_size(head[entry.offset : entry.offset + 24])
 
 
 def _png(head: bytes) -> tuple[int, int] | None:

@@ -26,7 +26,7 @@ from typing import Any
 import pyvips
 
 from stowage import errors
-from stowage.processing import admission, frames, jpeg2000, ops, samples, svg
+from stowage.processing import admission, frames, ops, pillowformats, samples, svg
 from stowage.processing.base import Limits, Task, Value
 from stowage.processing.composite_bands import ink, met, placed_over, rgb, together
 from stowage.processing.geometry import proportional
@@ -110,12 +110,12 @@ class Sources:
 
     def _drawable(self, path: Path) -> Path:
         """``path``, or for an SVG (a logo as a watermark) the checked copy of it, for a
-        JPEG 2000 file its decoded copy."""
+        JPEG 2000, BMP or ICO file its decoded copy."""
         if self.dest is None:
             return path
         beside = self.dest.with_name(f"{self.dest.name}.source{len(self._opened)}")
-        if jpeg2000.is_jpeg2000(path):
-            return self.kept.enter_context(jpeg2000.decoded(path, beside, self.limits))
+        if pillowformats.kind_of(path) is not None:
+            return self.kept.enter_context(pillowformats.decoded(path, beside, self.limits))
         if not svg.is_svg(path):
             return path
         return self.kept.enter_context(svg.rewritten(path, beside, self.limits))

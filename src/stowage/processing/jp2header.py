@@ -1,11 +1,12 @@
-"""A JPEG 2000 source's chain, from its header alone (Pillow's parser: no pixel); and a
+"""A JPEG 2000, BMP or ICO source's chain, from its header alone (no pixel); and a
 HEIC's size, from its boxes.
 
 ``imagesize`` or ``metadata`` alone is answered from it (a 10000x10000 tiled JP2 of
 221 KB was decoded whole, 21 s and 457 MB, for its size); every other chain is held
 there to the pixel limits, its image result to the side limit, and its estimate, the
-decode counted (``cost.JPEG2000``), to the cost limits, before ``jpeg2000.decoded``
-decodes a pixel (a header of 1x100000000 was decoded, 1.3 GB, to be refused after).
+decode counted (``cost.JPEG2000``, ``pillowformats.decode_seconds``), to the cost
+limits, before ``pillowformats.decoded`` decodes a pixel (a header of 1x100000000 was
+decoded, 1.3 GB, to be refused after).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import pyvips
 from stowage import errors
 from stowage.core import filetypes, heifsize
 from stowage.processing import chain as chains
-from stowage.processing import cost, frames, jpeg2000
+from stowage.processing import cost, frames, pillowformats
 from stowage.processing.base import Chain, Limits, Output, Rendered
 
 #: A HEIF file's boxes are read from its first MiB, as the File API reads them
@@ -31,16 +32,17 @@ _FROM_HEADER = {"imagesize", "metadata"}
 def answered(
     source: Path, chain: Chain, output: Output, dest: Path, limits: Limits
 ) -> Rendered | None:
-    """For a JPEG 2000 file: ``imagesize`` or ``metadata`` alone answered in ``dest``;
-    any other chain held to the limits (refused with their error), then None. The same
-    two answers for a HEIC, from its boxes (no HEVC decoder here: anything else is
-    ``frames.check_raster``'s 415). None for any other file."""
+    """For a file Pillow decodes (JPEG 2000, BMP, ICO: ``pillowformats``): ``imagesize``
+    or ``metadata`` alone answered in ``dest``; any other chain held to the limits
+    (refused with their error), then None. The same two answers for a HEIC, from its
+    boxes (no HEVC decoder here: anything else is ``frames.check_raster``'s 415). None
+    for any other file."""
     alone = len(chain.tasks) == 1 and chain.tasks[0].name in _FROM_HEADER
-    if jpeg2000.is_jpeg2000(source):
-        with jpeg2000.header(source, limits) as image:
-            width, height = image.size
+    kind = pillowformats.kind_of(source)
+    if kind is not None:  # JPEG 2000, BMP, ICO: decoded by Pillow, once this holds
+        width, height = pillowformats.size_of(source, kind, limits)
         if not alone:
-            _priced(width, height, chain, output, limits)
+            _priced(source, kind, (width, height), chain, output, limits)
             return None
     elif not alone or (shown := _heic_size(source)) is None:
         return None
@@ -65,14 +67,22 @@ def _heic_size(source: Path) -> tuple[int, int] | None:
         return None
 
 
-def _priced(width: int, height: int, chain: Chain, output: Output, limits: Limits) -> None:
+def _priced(
+    source: Path, kind: str, size: tuple[int, int], chain: Chain, output: Output, limits: Limits
+) -> None:
     """The chain's estimate with the decode, and the side of an image result (which the
     engine holds to the same limit once it is made)."""
+    width, height = size
     header = cost.Still(height, width * height)
     side = limits.max_output_dimension
     holds = limits.max_total_pixels  # ops.held's budget
     seconds = cost.estimate(header, chain, width, output.format, (), side, None, holds)
-    cost.check(seconds + cost.JPEG2000 * width * height / 1e6, limits)
+    pixels = width * height
+    if kind == "image/jp2":
+        seconds += cost.JPEG2000 * pixels / 1e6
+    else:
+        seconds += pillowformats.decode_seconds(source, kind, pixels)
+    cost.check(seconds, limits)
     if chain.wants_size or chains.answer_of(chain) is not None:
         return  # an answer, not an image: no side limit on it
     if any(t.name in frames.ONE_FRAME for t in chain.tasks):

@@ -1,4 +1,5 @@
-"""JPEG 2000 sources, decoded by Pillow (OpenJPEG) in the job process.
+"""JPEG 2000 sources, decoded by Pillow (OpenJPEG) in the job process
+(``pillowformats.decoded``): their signature, and the metadata Pillow does not read.
 
 The libvips of the ``pyvips-binary`` wheel has no JPEG 2000 loader (nor a JPEG XL one):
 a ``.jp2`` answered ``415 NOT_AN_IMAGE`` to every task while the File API read its size
@@ -7,79 +8,24 @@ size read from its header and held to the pixel limits before a pixel is decoded
 chain's other limits too, and ``imagesize`` alone answered from it: ``jp2header.py``);
 then it is decoded whole and written beside the job's result as an uncompressed TIFF,
 which the engine opens in its place (removed when the job is done), with the file's ICC
-profile and XMP, which Pillow does not read (``_metadata``). JPEG XL has no decoder
+profile and XMP, which Pillow does not read (``metadata``). JPEG XL has no decoder
 here: it stays ``415 NOT_AN_IMAGE``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import struct
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-import PIL.Image
-
-from stowage import errors
 from stowage.core import filetypes
-from stowage.processing.base import Limits
-
-#: Pillow's modes for JPEG 2000, and the ones libvips reads from a TIFF as they are.
-_MODES = {"L", "LA", "RGB", "RGBA", "I;16"}
-_DECODE_ERRORS = (OSError, ValueError, SyntaxError, EOFError)
 
 
 def is_jpeg2000(source: Path) -> bool:
     with source.open("rb") as file:
         head = file.read(12)
     return filetypes.sniff(head) == "image/jp2"  # a JP2 box, or a bare codestream
-
-
-@contextlib.contextmanager
-def decoded(source: Path, dest: Path, limits: Limits) -> Iterator[Path]:
-    """The engine's hook where a source is opened (the main one, a watermark's): a JPEG
-    2000 file is decoded into a TIFF beside ``dest``; any other goes on as it is. The
-    main one's chain was held to the limits from the header first (``jp2header``)."""
-    if not is_jpeg2000(source):
-        yield source
-        return
-    made = dest.with_name(dest.name + ".jp2.tif")
-    try:
-        _decode(source, made, limits)
-        yield made
-    finally:
-        made.unlink(missing_ok=True)
-
-
-@contextlib.contextmanager
-def header(source: Path, limits: Limits) -> Iterator[Any]:
-    """The file opened by Pillow (its header read, no pixel), held to the pixel limits."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # Pillow's bomb warning: the limit below decides
-        try:
-            with PIL.Image.open(source, formats=("JPEG2000",)) as image:
-                pixels = image.width * image.height
-                most = min(limits.max_input_pixels, limits.max_total_pixels)
-                if pixels > most:
-                    raise errors.ImageTooLarge(
-                        f"the image has {pixels} pixels; at most {most}", max_pixels=most
-                    )
-                yield image
-        except PIL.Image.DecompressionBombError as exc:
-            raise errors.ImageTooLarge(
-                "the image is too large", max_pixels=limits.max_input_pixels
-            ) from exc
-        except _DECODE_ERRORS as exc:
-            raise errors.InvalidImage(f"the JPEG 2000 image cannot be read: {exc}") from exc
-
-
-def _decode(source: Path, made: Path, limits: Limits) -> None:
-    with header(source, limits) as image:
-        image.load()
-        picture = image if image.mode in _MODES else image.convert("RGBA")
-        picture.save(made, "TIFF", **_metadata(source))
 
 
 #: Boxes read whole at most: a header box (``jp2h``, with ``ihdr`` and ``colr``), an
@@ -90,7 +36,7 @@ _XMP_TAG = 700  # TIFF's XMLPacket
 _XMP_UUID = bytes.fromhex("be7acfcb97a942e89c71999491e3afac")
 
 
-def _metadata(source: Path) -> dict[str, Any]:
+def metadata(source: Path) -> dict[str, Any]:
     """The JP2 file's ICC profile (``colr`` method 2 or 3: Pillow does not read it) and
     XMP, as Pillow's TIFF saver takes them: libvips then reads them from the TIFF as from
     any source (its colour handling, what a result keeps). A bare codestream has none; an

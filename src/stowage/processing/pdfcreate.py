@@ -21,7 +21,7 @@ import pypdfium2.raw as pdfium_c
 import pyvips
 
 from stowage import errors
-from stowage.processing import frames, jpeg2000, pdf, svg
+from stowage.processing import frames, pdf, pillowformats, svg
 from stowage.processing.base import Chain, Job, Rendered
 from stowage.processing.pageimages import MAX_CREATED_PAGES as MAX_PAGES
 from stowage.processing.pageimages import PDFCREATE as NAME
@@ -45,10 +45,10 @@ def render(job: Job) -> Rendered:
                 _import(made, path)
                 continue
             # An SVG is checked and rewritten first, as every SVG source is (svg.py); a
-            # JPEG 2000 file decoded first (jpeg2000.py).
+            # JPEG 2000, BMP or ICO file decoded first (pillowformats.py).
             beside = job.dest.with_name(f"{job.dest.name}.page{index}")
             with (
-                jpeg2000.decoded(path, beside, job.limits) as raster,
+                pillowformats.decoded(path, beside, job.limits) as raster,
                 svg.rewritten(raster, beside, job.limits) as drawable,
             ):
                 _image_page(made, drawable, job)

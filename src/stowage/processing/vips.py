@@ -26,11 +26,11 @@ from stowage.processing import (
     flatness,
     frames,
     jp2header,
-    jpeg2000,
     jpegquality,
     montage,
     ops,
     pdf,
+    pillowformats,
     pillowjpeg,
     profiles,
     saverates,
@@ -86,7 +86,7 @@ class VipsEngine:
         self, source: Path, chain: Chain, output: Output, dest: Path, limits: Limits
     ) -> Rendered:
         args = (source, chain, output, dest, limits)
-        done = jp2header.answered(*args)  # a JPEG 2000's limits; imagesize: its header
+        done = jp2header.answered(*args)  # JPEG 2000, BMP, ICO: limits; imagesize: header
         if done is None and self.pillow_jpeg:  # a JPEG resized to WebP or JPEG, when plain
             done = pillowjpeg.render(*args, save_options(chain, output))
         if done is not None:
@@ -96,7 +96,7 @@ class VipsEngine:
             with (
                 ops.engine_limits(limits.max_output_dimension, limits.max_total_pixels),
                 svg.rewritten(source, dest, limits) as source,  # SVGs: checked, rewritten
-                jpeg2000.decoded(source, dest, limits) as source,  # no libvips loader
+                pillowformats.decoded(source, dest, limits) as source,  # no libvips loader
                 pdf.opened(source, chain, output, dest, limits) as opened,  # PDF sources
             ):
                 if isinstance(opened, Rendered):
