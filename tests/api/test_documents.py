@@ -84,6 +84,19 @@ async def test_imagesize_of_a_page_reads_its_box_without_drawing_it(harness: Har
     assert _big_jobs(await harness.metrics()) == before  # none ran past a small job's time
 
 
+@pytest.mark.settings(processing_small_drawing_seconds=0.2)
+async def test_a_job_process_start_is_not_counted_in_its_first_job(harness: Harness) -> None:
+    """A new job process's start (Python, the engines' imports: 0.4 s here, 1-3 s on a
+    loaded machine) counted in its first job's time: a PDF's ``imagesize`` on a fresh
+    pool overran a drawn source's time in a small slot and ran again as a big job."""
+    handles = [await pdf_handle(harness, pdfs.slow_to_draw(curves=10 + i)) for i in range(3)]
+    before = _big_jobs(await harness.metrics())
+    answers = await asyncio.gather(*(harness.cdn.get(f"/imagesize/{h}") for h in handles))
+    for resp in answers:
+        assert resp.status == 200, await resp.text()
+    assert _big_jobs(await harness.metrics()) == before
+
+
 def _big_jobs(metrics: str) -> float:
     found = re.search(r"^stowage_processing_big_jobs_total (\S+)$", metrics, re.MULTILINE)
     return float(found.group(1)) if found else 0.0

@@ -47,6 +47,7 @@ import tempfile
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 from stowage import errors
 from stowage.config import Settings
@@ -55,8 +56,9 @@ from stowage.core import filetypes
 from stowage.processing import admission, jobfiles, metrics, sandbox
 from stowage.processing.base import BigJob, Job, Rendered
 from stowage.processing.lanes import Lane, Lanes
-from stowage.processing.worker import LENGTH, frame
+from stowage.processing.worker import LENGTH, READY, frame
 
+START_SECONDS = 60.0  # a job process's start, its imports (1-3 s on a loaded machine)
 _REAP_SECONDS = 10.0  # after SIGKILL, for the process's exit to be reported
 OVERRAN_KEPT = 1024  # sources remembered as big (overran, or estimated so), per pool
 NO_LANES = Lanes()  # no time limit of a lane's own
@@ -358,7 +360,23 @@ class _Process:
         finally:
             theirs.close()
         ours.setblocking(False)  # a job's few bytes never fill it
-        return cls(proc, folder, ours)
+        process = cls(proc, folder, ours)
+        await process._started()
+        return process
+
+    async def _started(self) -> None:
+        """Waits for the process's first frame: Python's start and the engines' imports
+        took 1-3 s of a loaded machine, which counted in its first job's time, and a PDF
+        or SVG job (1 s in a small slot) ran again as a big one for it."""
+        try:
+            async with asyncio.timeout(START_SECONDS):
+                said = await self._frame()
+        except (asyncio.IncompleteReadError, ConnectionError, TimeoutError) as exc:
+            await self.kill()
+            raise _Ended("the image cannot be processed: its job process did not start") from exc
+        if said != READY:
+            await self.kill()
+            raise _Ended(f"the job process said {said!r} before any job")
 
     def has_folder(self) -> bool:
         return self._folder.is_dir()
@@ -370,8 +388,7 @@ class _Process:
             jobfiles.send(self._channel, fds)
             self._proc.stdin.write(frame(here))
             await self._proc.stdin.drain()
-            head = await self._proc.stdout.readexactly(LENGTH)
-            reply = pickle.loads(await self._proc.stdout.readexactly(int.from_bytes(head, "big")))
+            reply = await self._frame()
         except (asyncio.IncompleteReadError, ConnectionError) as exc:
             code = await self._proc.wait()
             raise _Ended(f"the image cannot be processed: its job ended ({code})") from exc
@@ -385,6 +402,11 @@ class _Process:
             raise value
         finally:
             jobfiles.empty(self._folder)
+
+    async def _frame(self) -> Any:  # what the process pickled
+        assert self._proc.stdout is not None
+        head = await self._proc.stdout.readexactly(LENGTH)
+        return pickle.loads(await self._proc.stdout.readexactly(int.from_bytes(head, "big")))
 
     async def kill(self) -> None:
         self._channel.close()

@@ -42,6 +42,10 @@ def read_frame(stream: IO[bytes]) -> Any | None:
     return pickle.loads(stream.read(int.from_bytes(head, "big")))
 
 
+#: The first frame a job process writes, once it can take a job.
+READY = "ready"
+
+
 def frame(value: object) -> bytes:
     data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
     return len(data).to_bytes(LENGTH, "big") + data
@@ -107,6 +111,8 @@ def main() -> None:
     engine = VipsEngine(threads_per_job=threads, pillow_jpeg=pillow_jpeg)
     if memory > 0:
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    replies.write(frame(READY))  # its imports done: a job's time is the job's alone
+    replies.flush()
     serve(engine, sys.stdin.buffer, replies, channel)
 
 
