@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
@@ -28,6 +28,23 @@ async def serving(path: str, body: bytes, content_type: str) -> AsyncIterator[st
     await server.start_server()
     try:
         yield str(server.make_url(path))
+    finally:
+        await server.close()
+
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@asynccontextmanager
+async def served(answer: Handler, route: str) -> AsyncIterator[str]:
+    """``answer`` to the GETs of ``route`` on a loopback server of its own: its root URL
+    (no trailing slash), for the block."""
+    app = web.Application()
+    app.router.add_get(route, answer)
+    server = TestServer(app, host="127.0.0.1")
+    await server.start_server()
+    try:
+        yield str(server.make_url("")).rstrip("/")
     finally:
         await server.close()
 
@@ -74,15 +91,9 @@ async def origin_site() -> AsyncIterator[Origin]:
         finally:
             found.running -= 1
 
-    app = web.Application()
-    app.router.add_get(r"/{tail:[\s\S]*}", answer)  # a decoded line break too
-    server = TestServer(app, host="127.0.0.1")
-    await server.start_server()
-    found.root = str(server.make_url("")).rstrip("/")
-    try:
+    async with served(answer, r"/{tail:[\s\S]*}") as root:  # a decoded line break too
+        found.root = root
         yield found
-    finally:
-        await server.close()
 
 
 @dataclass

@@ -22,9 +22,9 @@ from urllib.parse import quote
 
 import pytest
 from aiohttp import web
-from aiohttp.test_utils import TestServer
 
 from tests.api.harness import Harness
+from tests.api.sites import served
 from tests.api.test_transform import decoded, picture
 
 PICTURE = picture(40, 30, ".png")
@@ -66,15 +66,9 @@ async def site() -> AsyncIterator[Site]:
             return web.Response(status=304, headers=found.headers)
         return web.Response(body=PICTURE, content_type="image/png", headers=found.headers)
 
-    app = web.Application()
-    app.router.add_get("/{tail:.*}", answer)
-    server = TestServer(app, host="127.0.0.1")
-    await server.start_server()
-    found.root = str(server.make_url("")).rstrip("/")
-    try:
+    async with served(answer, "/{tail:.*}") as root:
+        found.root = root
         yield found
-    finally:
-        await server.close()
 
 
 def long_name(rnd: random.Random) -> str:
