@@ -255,10 +255,15 @@ class JobPool:
             await asyncio.to_thread(_warn_if_open)
             self._checked = True
         process = await _Process.start(self._argv, self._work)
+        self._all.add(process)  # killed by close() while it starts
+        try:
+            await process.started()
+        except BaseException:
+            self._all.discard(process)
+            raise
         if self._closed:
-            await process.kill()
+            await self._stop(process)
             raise errors.ShuttingDown()
-        self._all.add(process)
         return process
 
     async def _stop(self, process: _Process) -> None:
@@ -360,11 +365,9 @@ class _Process:
         finally:
             theirs.close()
         ours.setblocking(False)  # a job's few bytes never fill it
-        process = cls(proc, folder, ours)
-        await process._started()
-        return process
+        return cls(proc, folder, ours)
 
-    async def _started(self) -> None:
+    async def started(self) -> None:
         """Waits for the process's first frame: Python's start and the engines' imports
         took 1-3 s of a loaded machine, which counted in its first job's time, and a PDF
         or SVG job (1 s in a small slot) ran again as a big one for it."""
@@ -372,8 +375,9 @@ class _Process:
             async with asyncio.timeout(START_SECONDS):
                 said = await self._frame()
         except (asyncio.IncompleteReadError, ConnectionError, TimeoutError) as exc:
-            await self.kill()
-            raise _Ended("the image cannot be processed: its job process did not start") from exc
+            await self.kill()  # ended (or killed: a crash, the pool closed) before its job
+            code = self._proc.returncode
+            raise _Ended(f"the image cannot be processed: its job ended ({code})") from exc
         if said != READY:
             await self.kill()
             raise _Ended(f"the job process said {said!r} before any job")
