@@ -100,8 +100,10 @@ def image_checks(chain: Chain, source: Source, ctype: str, body: bytes) -> list[
     if source.frames > 1 and many and not paged and not set(names) & sweepgen.ANSWERS:
         pages = image.get("n-pages") if image.get_typeof("n-pages") else 1
         delays = [d if d > 10 or ctype != "image/webp" else 100 for d in source.delays]
-        if pages != source.frames:
-            found.append(f"{pages} frames of {source.frames}")
+        # Only an animation's frames are kept; a multi-page TIFF gives its first page.
+        frames = source.frames if source.mimetype in ("image/gif", "image/webp") else 1
+        if pages != frames:
+            found.append(f"{pages} frames of {frames}")
         elif source.delays and list(image.get("delay")) != delays:
             found.append(f"delays {list(image.get('delay'))}, source {source.delays}")
     return found

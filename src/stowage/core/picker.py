@@ -31,6 +31,8 @@ async def prefetch(providers: Providers, body: Any) -> dict[str, Any]:
     api_key = body.get("apikey")
     if api_key is not None and not isinstance(api_key, str):
         raise errors.InvalidParameter("apikey must be a string", parameter="apikey")
+    if not api_key:  # the SDK sends it in the body, not as ``key``
+        raise errors.Unauthenticated("the body's apikey (the API key) is required")
     await providers.app(api_key)
     return {
         "blocked": False,

@@ -129,6 +129,20 @@ def _cdn_paths(cdn: list[Doc]) -> Doc:
     }
 
 
+#: What any request can answer, whatever its operation: a malformed request line, path,
+#: query or header is ``400`` in the error shape before any operation runs.
+EVERY_OPERATION = ("400",)
+
+
+def _with_every_operations_answers(paths: Doc) -> Doc:
+    for path in paths.values():
+        for method, operation in path.items():
+            if method != "servers":
+                for status in EVERY_OPERATION:
+                    operation["responses"].setdefault(status, error_refs(int(status))[status])
+    return paths
+
+
 def document(settings: Settings) -> Doc:
     cdn = [{"url": settings.cdn_url(), "description": "CDN origin (read-only)"}]
     api_root = settings.api_url().removesuffix("/api")
@@ -147,14 +161,16 @@ def document(settings: Settings) -> Doc:
             {"name": "cdn", "description": "The read-only CDN origin."},
             {"name": "service", "description": "Health, metrics, documentation, console."},
         ],
-        "paths": {
-            **file_paths(),
-            **upload_paths(),
-            **picker_paths(),
-            **_service_paths(),
-            **_cdn_paths(cdn),
-            **processing_paths(cdn),
-        },
+        "paths": _with_every_operations_answers(
+            {
+                **file_paths(),
+                **upload_paths(),
+                **picker_paths(),
+                **_service_paths(),
+                **_cdn_paths(cdn),
+                **processing_paths(cdn),
+            }
+        ),
         "components": {
             "schemas": schemas(),
             "responses": {"Error": json_body(ref("Error"), "An error (docs/errors.md).")},

@@ -40,7 +40,10 @@ def _prefetch() -> Doc:
             "uploads",
             description="No `updated_config`: the page's own picker options stand.",
             requestBody={"required": True, "content": {JSON: {"schema": body}}},
-            responses={"200": json_body(answer, "What this server allows."), **error_refs(400)},
+            responses={
+                "200": json_body(answer, "What this server allows."),
+                **error_refs(400, 401),
+            },
         )
     }
 
