@@ -158,3 +158,18 @@ def test_faces_place_the_window_as_they_place_align_faces(tmp_path: Path) -> Non
     assert (smart.width, smart.height) == (400, 10_000)
     assert (smart - made("resize=w:400,h:10000,fit:crop,align:faces")).abs().max() == 0
     assert (smart - made("resize=w:400,h:10000,fit:crop")).abs().avg() > 10
+
+
+def test_every_cover_cut_by_resize_is_its_box_too(tmp_path: Path) -> None:
+    """The other task that cuts a cover, ``resize=fit:crop``, whatever its ``align``
+    (faces included: its cover is left lazy too), on the same kind of sizes."""
+    rng = random.Random(5280)
+    aligns = ["center", "top", "bottom", "left", "right", "[top,left]", "[bottom,right]", "faces"]
+    for source, box, _ in cases(5280, 10):
+        box = (box[0] or rng.randrange(1, 300), box[1] or rng.randrange(1, 300))
+        path = tmp_path / "s.png"
+        picture(*source, rng).pngsave(str(path))
+        segment = f"resize=width:{box[0]},height:{box[1]},fit:crop,align:{rng.choice(aligns)}"
+        made = render(tmp_path, path, segment, "output=format:png", limits=LIMITS_HERE)
+        image = pyvips.Image.new_from_file(str(made))
+        assert (image.width, image.height) == box, (source, segment)
