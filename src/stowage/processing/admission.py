@@ -2,9 +2,9 @@
 (``processing_max_input_pixels``): one check for every position a source is read in.
 
 Refused before a job: the main source's header, read here by the File API's own parsers
-(``core.imagesize``: PNG, GIF, JPEG, WebP, BMP, ICO; no decoder, no Pillow), so that the answer is
-the same under any load (while the slots were busy, such a request waited and was
-answered ``503 PROCESSING_BUSY`` instead of ``422 IMAGE_TOO_LARGE``).
+(``core.imagesize``: PNG, GIF, JPEG, WebP, BMP, ICO; no decoder, no Pillow), so that the
+answer is the same under any load (while the slots were busy, such a request waited and
+was answered ``503 PROCESSING_BUSY`` instead of ``422 IMAGE_TOO_LARGE``).
 
 In the job, every source is held to the same claim (``check_claimed``) besides the size
 libvips reads: the main one (``frames.open_source``) and those a task reads
