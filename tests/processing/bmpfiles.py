@@ -153,3 +153,30 @@ def _rle(rows: list[list[int]], bits: int) -> bytes:
             x += run
         out += b"\x00\x00"
     return bytes(out + b"\x00\x01")
+
+
+def far_ico(
+    rng: random.Random, claimed: tuple[int, int], entries: int, pad: int, png: bool
+) -> bytes:
+    """An ICO of ``entries`` directory entries whose shown one (256x256 in the directory,
+    the others 16x16, at a random place in it) has a PNG IHDR or DIB header claiming
+    ``claimed`` and lies ``pad`` bytes past the others' one small DIB: past the first page,
+    128 KiB or a MiB as ``entries`` and ``pad`` make it. Headers only: nothing to decode."""
+    width, height = claimed
+    small = struct.pack("<IiiHHIIiiII", 40, 16, 32, 1, 32, 0, 0, 0, 0, 0, 0) + bytes(1088)
+    if png:
+        ihdr = b"IHDR" + struct.pack(">IIBBBBB", width, height, 8, 6, 0, 0, 0)
+        shown = b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + ihdr + bytes(4)
+    else:
+        shown = struct.pack("<IiiHHIIiiII", 40, width, 2 * height, 1, 32, 0, 0, 0, 0, 0, 0)
+    start = 6 + 16 * entries
+    far = start + len(small) + pad
+    at = rng.randrange(entries)
+    directory = b"".join(
+        struct.pack("<BBBBHHII", 0, 0, 0, 0, 1, 32, len(shown), far)
+        if i == at
+        else struct.pack("<BBBBHHII", 16, 16, 0, 0, 1, 32, len(small), start)
+        for i in range(entries)
+    )
+    filler = rng.randbytes(pad)
+    return struct.pack("<HHH", 0, 1, entries) + directory + small + filler + shown

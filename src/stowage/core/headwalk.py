@@ -8,6 +8,8 @@ seek and a small read) and in a remote store (a ranged read).
 - A TIFF's first directory (its width and length tags) is where the header's offset says:
   libtiff writes it after the pixels, so past the first MiB of any TIFF larger than that.
   Classic TIFF and BigTIFF.
+- An ICO's size is the header (PNG IHDR or DIB) of the entry it shows, wherever its
+  directory says that entry lies: past the first MiB when the entries before it fill it.
 
 Each walk is a generator: it yields ``(offset, least, most)``, the bytes it needs next
 (at least ``least`` of them, at most ``most`` of use), is sent them, and returns the
@@ -19,8 +21,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Generator
 from typing import Literal
 
+from stowage.core import bmpsize
+
 Walk = Generator[tuple[int, int, int], bytes, tuple[int, int] | None]
 Size = tuple[int, int] | None
+Reader = Callable[[int, int, int], bytes]  # (offset, least, most) -> the bytes there
 
 #: How far into a JPEG its frame header is looked for, and in how many reads at most (a
 #: file of fill bytes or of empty segments advances a few bytes a read): twice the
@@ -32,6 +37,10 @@ MARKER_BYTES = 16
 WINDOW = 1 << 20  # what a remote read brings at most
 #: A TIFF directory read at once: its count and 5,000 entries of 12 bytes (20 in BigTIFF).
 DIRECTORY_BYTES = 64 * 1024
+#: How far into an ICO the header of the entry it shows is followed (its directory, at
+#: most 65535 entries, 1 MiB, is read whole first): as far as a JPEG's frame header.
+ICO_WALK_BYTES = JPEG_WALK_BYTES
+ICO_ENTRY_BYTES = 24  # a PNG's signature and IHDR, or a DIB header's sides
 #: JPEG start-of-frame markers (baseline, progressive, lossless, arithmetic): their
 #: segment holds the size. Not C4 (Huffman tables), C8 (reserved), CC (arithmetic).
 SOF = {0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF}
@@ -43,15 +52,17 @@ _WHOLE = {3: 2, 4: 4, 16: 8}  # SHORT, LONG, LONG8 (BigTIFF)
 
 def further(head: bytes) -> Walk:
     """The walk for the file that starts with ``head`` (of which nothing told the size):
-    a JPEG's or a TIFF's; for any other file, none (it returns None at once)."""
+    a JPEG's, a TIFF's or an ICO's; for any other file, none (it returns None at once)."""
     if head.startswith(b"\xff\xd8"):
         return _jpeg_further(head)
     if head[:2] in _ORDER:
         return _tiff_directory(head)
+    if bmpsize.is_ico(head):
+        return _ico_entry(head)
     return _nothing()
 
 
-def walked(walk: Walk, read: Callable[[int, int, int], bytes]) -> Size:
+def walked(walk: Walk, read: Reader) -> Size:
     """The size ``walk`` finds, given what it asks by ``read(offset, least, most)``;
     None when a directory or segment on the way is damaged."""
     try:
@@ -146,6 +157,21 @@ def _tiff_directory(head: bytes) -> Walk:
             sides[tag] = _int(data, entry + entry_size // 2 + 2, _WHOLE[kind], order)
     width, height = sides.get(256, 0), sides.get(257, 0)
     return (width, height) if width > 0 and height > 0 else None
+
+
+def _ico_entry(head: bytes) -> Walk:
+    """The size in the header of the entry an ICO shows (``bmpsize.chosen``): its
+    directory from the head or read whole, then the entry's first bytes where it lies."""
+    length = bmpsize.directory_length(head)
+    directory = head if len(head) >= length else (yield 0, length, length)
+    entry = bmpsize.chosen(directory)
+    if entry is None or entry.offset + ICO_ENTRY_BYTES > ICO_WALK_BYTES:
+        return None
+    end = entry.offset + ICO_ENTRY_BYTES
+    if end <= len(head):
+        return bmpsize.entry_size(head[entry.offset : end])
+    payload = yield entry.offset, ICO_ENTRY_BYTES, ICO_ENTRY_BYTES
+    return bmpsize.entry_size(payload)
 
 
 def _nothing() -> Walk:

@@ -95,14 +95,13 @@ def dimensions(head: bytes) -> tuple[int, int] | None:
 
 
 def read_here(head: bytes) -> tuple[int, int] | None:
-    """The size claimed by the header of the formats users upload most, from this
-    module's own parsers (PNG, GIF, JPEG, WebP): None for any other. A GIF's claim is its
-    logical screen (the limits hold it to that), not the canvas ``dimensions`` tells."""
+    """The size claimed by the header of the formats users upload most, and of BMP and
+    ICO, from this module's own parsers (PNG, GIF, JPEG, WebP, BMP, ICO): None for any
+    other. A GIF's claim is its logical screen (the limits hold it to that), not the
+    canvas ``dimensions`` tells; an ICO's is its shown entry's, when within ``head``."""
     parser = _parser(head)
     if parser is _gif_canvas:
         return _read(_gif, head)
-    if parser in (bmpsize.bmp_size, _ico):  # these are pillowformats' claims
-        return None
     return None if parser in (_pillow, _heif, svgsize.drawn_size) else _read(parser, head)
 
 

@@ -182,7 +182,7 @@ def estimate(
     the images a collage or an animation places (``composite.placed``: a collage's
     cells; an animation's frames, the first of which sets the frame's size). ``limit``:
     the output side limit, whose square the pixels of the image a task works on
-    (smart_crop's cover, made and held before the task returns) are held to here,
+    (``works_on``: what smart_crop holds before it cuts, never a lazy cover) are held to,
     before any work. ``detail``: how
     close to noise the source's detail is (0 a photo's, 1 noise's; ``detail.measured``),
     asked only when the save would take long at a photo's rate. ``hold_pixels``: the

@@ -254,12 +254,23 @@ def check_raster(source: Path, *, rewritten: bool = False) -> None:
         raise errors.NotAnImage()
 
 
+#: libvips' TIFF loader's reason for samples wider than 32 bits (64-bit floats and
+#: integers, complex doubles), said as such: "the image cannot be read: unable to call
+#: VipsForeignLoadTiffFile" told the client nothing it could act on (docs/decisions.md).
+_WIDE_SAMPLES = "samples out of range"
+
+
 def load(source: str, options: dict[str, Any]) -> pyvips.Image:
     try:
         return pyvips.Image.new_from_file(source, **options)
     except pyvips.Error as exc:
         if "not a known" in str(exc) or "unsupported" in str(exc).lower():
             raise errors.NotAnImage() from exc
+        if _WIDE_SAMPLES in str(exc):
+            raise errors.InvalidImage(
+                "the image's samples are 64 bits wide (64-bit floats or integers), which "
+                "are not read: save it with 32-bit float, 16-bit or 8-bit samples"
+            ) from exc
         raise errors.InvalidImage(f"the image cannot be read: {_reason(exc)}") from exc
 
 

@@ -86,16 +86,11 @@ def _cover_and_view(
     photo was 20 px in the 300x100 cover of a 100x100 cut): the cover is then made from
     that view."""
     side = max(width, height)
-    if cover_w * cover_h > width * height and max(cover_w, cover_h) > faces.DETECT_SIDE:
-        # An enlargement: the picture is held at its own size, searched at the finder's
-        # size of the cover, and the cover left lazy for the cut to compute its rows
-        # only (a 54x135 photo's 10000x25000 cover, 750 MB, was made in memory for a
-        # 10000x171 cut: 10-13 s, 0.06 s without align:faces).
-        held = scale(width, height, "force").copy_memory()
-        shrink = faces.search_scale(cover_w, cover_h)
-        view_w, view_h = max(1, half_up(cover_w / shrink)), max(1, half_up(cover_h / shrink))
-        view = ops.scaled(held, view_w, view_h, "force").copy_memory()
-        return ops.scaled(held, cover_w, cover_h, "force"), view
+    if lazy_cover(width, height, cover_w, cover_h):
+        # An enlargement: the cover left lazy for the cut to compute its rows only (a
+        # 54x135 photo's 10000x25000 cover, 750 MB, was made in memory for a 10000x171
+        # cut: 10-13 s, 0.06 s without align:faces).
+        return held_cover(scale, width, height, cover_w, cover_h)
     if max(cover_w, cover_h) >= min(side, faces.DETECT_SIDE):
         cover = scale(cover_w, cover_h, "force").copy_memory()
         return cover, cover
@@ -103,6 +98,30 @@ def _cover_and_view(
     view_w, view_h = max(1, half_up(width * factor)), max(1, half_up(height * factor))
     view = scale(view_w, view_h, "force").copy_memory()
     return ops.scaled(view, cover_w, cover_h, "force").copy_memory(), view
+
+
+def lazy_cover(width: int, height: int, cover_w: int, cover_h: int) -> bool:
+    """Whether a cover of ``cover_w`` x ``cover_h`` enlarges a ``width`` x ``height``
+    picture past the finder's size: it is then never made whole (``held_cover``), and
+    what the limits and the estimate see is the result, the picture and the view."""
+    return cover_w * cover_h > width * height and max(cover_w, cover_h) > faces.DETECT_SIDE
+
+
+def view_size(cover_w: int, cover_h: int) -> tuple[int, int]:
+    """The cover at the face finder's size (its longest side ``faces.DETECT_SIDE``)."""
+    shrink = faces.search_scale(cover_w, cover_h)
+    return max(1, half_up(cover_w / shrink)), max(1, half_up(cover_h / shrink))
+
+
+def held_cover(
+    scale: Scaler, width: int, height: int, cover_w: int, cover_h: int
+) -> tuple[pyvips.Image, pyvips.Image]:
+    """A lazy ``lazy_cover`` and its view at the finder's size, in memory, to search:
+    the picture is held at its own size and both are scaled from it, so a cut of the
+    cover computes its own rows only."""
+    held = scale(width, height, "force").copy_memory()
+    view = ops.scaled(held, *view_size(cover_w, cover_h), "force").copy_memory()
+    return ops.scaled(held, cover_w, cover_h, "force"), view
 
 
 def _kept_aspect(image: pyvips.Image, width: int, height: int, by_width: bool) -> pyvips.Image:

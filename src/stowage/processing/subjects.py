@@ -17,7 +17,13 @@ import pyvips
 from stowage.processing import decisions, faces, frames, ops
 from stowage.processing.base import Task, Value
 from stowage.processing.facetasks import JSON
-from stowage.processing.geometry import Scaler, proportional
+from stowage.processing.geometry import (
+    Scaler,
+    held_cover,
+    lazy_cover,
+    proportional,
+    view_size,
+)
 from stowage.processing.params import boolean, choice, color, half_up, text, whole
 from stowage.processing.table import Answer, Kind, Param, TaskSpec
 
@@ -48,30 +54,54 @@ def smart_crop_with(scale: Scaler, task: Task, width: int, height: int) -> pyvip
     on load when the task is first: a 2-megapixel JPEG to a 300-px crop decoded at 1/4."""
     want_w, want_h = _target(task, width, height)
     cover_w, cover_h = cover_size(task, width, height)
-    cover = scale(cover_w, cover_h, "force")
     if (want_w, want_h) == (width, height):
-        return cover
-    cover = cover.copy_memory()  # read twice: by the finders, then by the cut
-    left, top = decisions.decided(lambda: _window(cover, task, want_w, want_h))
+        return scale(cover_w, cover_h, "force")
+    if lazy_cover(width, height, cover_w, cover_h):
+        # Only the window is made: the limits and the estimate see the result, not a
+        # cover cut away (a 54x135 photo to 10000x171 was refused for its 10000x25000
+        # cover, 750 MB in memory, where resize=fit:crop made it).
+        cover, view = held_cover(scale, width, height, cover_w, cover_h)
+    else:
+        cover = view = scale(cover_w, cover_h, "force").copy_memory()  # read twice
+    left, top = decisions.decided(lambda: _window(cover, view, task, want_w, want_h))
     return cover.extract_area(left, top, want_w, want_h)
 
 
-def _window(cover: pyvips.Image, task: Task, want_w: int, want_h: int) -> tuple[int, int]:
-    """Where the window starts: on the faces, else on the most interesting part."""
+def _window(
+    cover: pyvips.Image, view: pyvips.Image, task: Task, want_w: int, want_h: int
+) -> tuple[int, int]:
+    """Where the window starts in ``cover``: on the faces, else on the most interesting
+    part, both looked for in ``view`` (the cover, or the cover at the finder's size)."""
     if task.get("mode", "auto") != "object":
-        offset = faces.faces_offset(cover, want_w, want_h)
+        offset = faces.faces_offset(cover, want_w, want_h, view)
         if offset is not None:
             return offset
-    cut = cover.smartcrop(want_w, want_h, interesting="attention")
-    return -int(cut.xoffset), -int(cut.yoffset)  # extract_area's offsets: minus the start
+    seen_w = min(view.width, max(1, half_up(want_w * view.width / cover.width)))
+    seen_h = min(view.height, max(1, half_up(want_h * view.height / cover.height)))
+    cut = view.smartcrop(seen_w, seen_h, interesting="attention")
+    # extract_area's offsets are minus the start; scaled from the view to the cover
+    left = half_up(-int(cut.xoffset) * cover.width / view.width)
+    top = half_up(-int(cut.yoffset) * cover.height / view.height)
+    return min(left, cover.width - want_w), min(top, cover.height - want_h)
 
 
 def cover_size(task: Task, width: int, height: int) -> tuple[int, int]:
-    """The image scaled to cover the target (the faces and the attention measure are
-    looked for in it, held in memory)."""
+    """The image scaled to cover the target: the faces and the attention measure are
+    looked for in it, held in memory, unless it enlarges the picture past the finder's
+    size (``geometry.lazy_cover``: then in a view of it, and only the window is made)."""
     want_w, want_h = _target(task, width, height)
     factor = max(want_w / width, want_h / height)
     return max(want_w, half_up(width * factor)), max(want_h, half_up(height * factor))
+
+
+def worked_size(task: Task, width: int, height: int) -> tuple[int, int]:
+    """The largest image smart_crop makes on the way (``works_on``): its cover, or for a
+    lazy one the picture it holds or the view it searches, the larger."""
+    cover_w, cover_h = cover_size(task, width, height)
+    if not lazy_cover(width, height, cover_w, cover_h):
+        return cover_w, cover_h
+    view_w, view_h = view_size(cover_w, cover_h)
+    return (width, height) if width * height >= view_w * view_h else (view_w, view_h)
 
 
 def _target(task: Task, width: int, height: int) -> tuple[int, int]:
@@ -167,7 +197,7 @@ TASKS: tuple[TaskSpec, ...] = (
         op=smart_crop,
         load_op=smart_crop_with,
         size=_target,
-        works_on=cover_size,
+        works_on=worked_size,
         # neither side: the image's own size (filestack-js's schema lets {} through)
         random_access=True,
         doc="crops to exactly width x height around the faces or the most interesting part",
