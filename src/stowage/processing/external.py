@@ -143,9 +143,10 @@ class External:
     @contextlib.asynccontextmanager
     async def as_is(self, ask: UrlAsk) -> AsyncIterator[AsIs]:
         """``/<APIKEY>/<URL>`` with no processing task: the URL's file as it is, read
-        through the guard, the input limit and the kept copies, and typed as a store of
-        it would be. A download, as of a stored file: the policy needs ``read`` (and its
-        ``url`` rule, held to every address a redirect leads to)."""
+        through the guard, the input limit and the kept copies, and typed and named as a
+        store of it would be (``dispositions.filename``). A download, as of a stored
+        file: the policy needs ``read`` (and its ``url`` rule, held to every address a
+        redirect leads to)."""
         app = await self.app_of(ask.api_key)
 
         def allowed(url: str) -> None:
@@ -157,7 +158,7 @@ class External:
         async with self.url_sources.opened(ask.url, allowed, app.api_key) as held:
             with held.path.open("rb") as handle:
                 head = handle.read(filetypes.SNIFF_BYTES)
-            name = url_filename(ask.url) or "file"
+            name = held.filename or "file"  # as a store of it is named
             mimetype = filetypes.choose(None, held.content_type, head, name, _OCTETS)
             yield AsIs(held.path, mimetype, name, private=app.security)
 

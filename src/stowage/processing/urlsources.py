@@ -35,11 +35,14 @@ Saver = Callable[[AsyncIterator[bytes], Path, int], Awaitable[None]]
 
 @dataclass(frozen=True)
 class Held:
-    """A source read from a URL: the file and the type the origin gave it."""
+    """A source read from a URL: the file, the type the origin gave it and its name
+    (``dispositions.filename``: the origin's ``Content-Disposition``, else the last part
+    of the URL it came from; None: nothing usable)."""
 
     path: Path
     content_type: str
     reused: bool  # the origin answered 304: the kept copy was used
+    filename: str | None = None
 
 
 class UrlSources:
@@ -76,7 +79,9 @@ class UrlSources:
                 await _close(fetched.chunks)
                 with contextlib.suppress(OSError):
                     os.utime(mine)  # the same inode as the kept copy: recently used
-                yield Held(mine, kept.get("content_type", ""), reused=True)
+                # a copy kept before names were kept: the 304's own headers and URL name it
+                kept_name: str | None = kept.get("filename", fetched.filename)
+                yield Held(mine, kept.get("content_type", ""), reused=True, filename=kept_name)
                 return
             mine.unlink(missing_ok=True)  # the pinned copy is stale: never written into
             if fetched.length is not None and fetched.length > self.max_bytes:
@@ -94,9 +99,10 @@ class UrlSources:
                 record = {"url": url, "etag": fetched.etag, "last_modified": fetched.last_modified}
                 # After the copy: a reader pairing the old validators with the new copy
                 # only fetches again; the other way round would keep a stale copy.
-                _write_meta(meta, {**record, "content_type": content_type})
+                named = {"content_type": content_type, "filename": fetched.filename}
+                _write_meta(meta, {**record, **named})
                 self._evict()
-            yield Held(mine, content_type, reused=False)
+            yield Held(mine, content_type, reused=False, filename=fetched.filename)
         finally:
             mine.unlink(missing_ok=True)
 
