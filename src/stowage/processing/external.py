@@ -245,9 +245,13 @@ class External:
                 return await stack.enter_async_context(self.shots.opened(ask.url, shot)), ()
             opened = self.url_sources.opened(ask.url, allowed, app.api_key)
             return await stack.enter_async_context(opened), ()
-        opener = functools.partial(self.url_sources.opened, allowed=allowed, owner=app.api_key)
-        parallel = self.url_sources.fetcher.per_request
-        held = await listfetch.read_listed(stack, ask.listed, opener, self.within, parallel)
+
+        def opener(url: str, wait: float) -> AbstractAsyncContextManager[Held]:
+            return self.url_sources.opened(url, allowed, app.api_key, slot_wait=wait)
+
+        fetcher = self.url_sources.fetcher
+        reading = (opener, self.within, fetcher.per_request, fetcher.slot_wait)
+        held = await listfetch.read_listed(stack, ask.listed, *reading)
         return held[0], tuple((url, got.path) for url, got in zip(ask.listed, held, strict=True))
 
 

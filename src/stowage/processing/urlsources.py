@@ -58,10 +58,15 @@ class UrlSources:
 
     @contextlib.asynccontextmanager
     async def opened(
-        self, url: str, allowed: Allowed | None = None, owner: str | None = None
+        self,
+        url: str,
+        allowed: Allowed | None = None,
+        owner: str | None = None,
+        slot_wait: float | None = None,
     ) -> AsyncIterator[Held]:
         """``url``'s file; ``allowed`` is asked about each address a redirect leads to;
-        ``owner``: the app whose fetch it is (its share of the fetch slots)."""
+        ``owner``: the app whose fetch it is (its share of the fetch slots);
+        ``slot_wait``: the most seconds to wait for a slot (None: the fetcher's own)."""
         self.folder.mkdir(parents=True, exist_ok=True)
         name = hashlib.sha256(url.encode()).hexdigest()
         body, meta = self.folder / f"{name}.src", self.folder / f"{name}.json"
@@ -74,7 +79,8 @@ class UrlSources:
             # pair read with a newer copy only costs a whole fetch, never a stale copy.
             kept = _read_meta(meta, url)
             kept = kept if _pinned(body, mine) else None
-            fetched = await self.fetcher.open(url, _validators(kept), allowed, owner)
+            validators = _validators(kept)
+            fetched = await self.fetcher.open(url, validators, allowed, owner, slot_wait=slot_wait)
             if fetched.not_modified and kept is not None:
                 await _close(fetched.chunks)
                 with contextlib.suppress(OSError):
