@@ -2,10 +2,12 @@
 URL is (``core/dispositions.py``): the first usable of the origin's ``filename*``,
 ``filename``, the last part of the URL the bytes came from, else ``file``. It was named
 by the URL's last part alone, whatever the origin's ``Content-Disposition`` said (53 of
-60 generated answers, seed 5300, named otherwise than their store). Generated origin
-headers (seeds 5300-5301): UTF-8 and ISO-8859-1 names, broken escapes, quotes, path
-parts, control characters, very long names; the answer's header stays safe (an ASCII
-``filename``, the whole name in ``filename*``, no line break)."""
+60 generated answers, seed 5300, named otherwise than their store). A transformation's
+result of the URL, and its store, take that name's stem with the result's extension
+(they took the URL's last part's). Generated origin headers (seeds 5300-5301): UTF-8
+and ISO-8859-1 names, broken escapes, quotes, path parts, control characters, very long
+names; the answer's header stays safe (an ASCII ``filename``, the whole name in
+``filename*``, no line break)."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
+from stowage.core.names import clean_filename
 from tests.api.harness import Harness
 from tests.api.sites import RawOrigin
 from tests.api.test_transform import picture
@@ -76,6 +79,14 @@ async def test_a_download_as_is_is_named_as_its_store(
             assert len(shown.encode()) <= 200
         else:
             assert shown == expected, (line, url)
+        stem = shown.rsplit(".", 1)[0] if "." in shown else shown
+        made = await harness.cdn.get(f"/{key}/output=format:webp/{url}")
+        assert made.status == 200, await made.text()
+        assert _shown(made.headers["Content-Disposition"]) == f"{stem}.webp", (line, url)
+        kept = await harness.api.get(f"/process/{key}/output=format:webp/store/{url}")
+        assert kept.status == 200, await kept.text()
+        stored_name = clean_filename(f"{stem}.webp")  # 200 bytes, as every stored name
+        assert (await kept.json())["filename"] == stored_name, (line, url)
 
 
 @pytest.fixture

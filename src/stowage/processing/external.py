@@ -132,7 +132,7 @@ class External:
             return await stored(self.store, ask.api_key, task, source, None, ask.creds)
         made = await self.transformed(ask)
         try:
-            stem = url_filename(ask.url).rsplit(".", 1)[0] or "file"
+            stem = result_stem(made)
             name = _text(task.get("filename")) or f"{stem}.{made.output.extension}"
             mimetype = made.output.mimetype
             source = Source(chunks=file_chunks(made.path), filename=name, content_type=mimetype)
@@ -205,7 +205,9 @@ class External:
             mimetype = _source_type(held)
             made = functools.partial(self._run_into_spool, ask, held.path, mimetype, listed, others)
             dest, output = await chains.avif_or_lighter(shotspec.without(chain), mimetype, made)
-        return Spooled(dest, output, private=app.security)
+        # a drawn page has no name of its own: its URL's last part names it
+        source_name = url_filename(ask.url) if shotspec.task_of(chain) else held.filename
+        return Spooled(dest, output, private=app.security, source_name=source_name)
 
     async def _run_into_spool(
         self,
@@ -310,6 +312,12 @@ def url_filename(url: str) -> str:
     in ``Content-Disposition``, and a URL's last part of several KB made a header no
     client or proxy reads (aiohttp and nginx stop at 8 KB)."""
     return dispositions.url_part(PurePosixPath(urlsplit(url).path).name) or ""
+
+
+def result_stem(made: Spooled) -> str:
+    """A URL source's result's name without its extension: its source's, as a store of
+    that is named (``dispositions.filename``), else ``file``."""
+    return (made.source_name or "").rsplit(".", 1)[0] or "file"
 
 
 def _text(value: object) -> str | None:
