@@ -4,7 +4,7 @@ URL is (``core/dispositions.py``): the first usable of the origin's ``filename*`
 by the URL's last part alone, whatever the origin's ``Content-Disposition`` said (53 of
 60 generated answers, seed 5300, named otherwise than their store). A transformation's
 result of the URL, and its store, take that name's stem with the result's extension
-(they took the URL's last part's). Generated origin headers (seeds 5300-5301): UTF-8
+(they took the URL's last part's). Generated origin headers (seed 5300): UTF-8
 and ISO-8859-1 names, broken escapes, quotes, path parts, control characters, very long
 names; the answer's header stays safe (an ASCII ``filename``, the whole name in
 ``filename*``, no line break)."""
