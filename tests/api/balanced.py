@@ -29,6 +29,7 @@ from yarl import URL
 from stowage.assembly import Assembly, assemble
 from stowage.config import Settings
 from stowage.http.app import api_app, cdn_app
+from stowage.http.protocol import JsonAppRunner
 from stowage.registry import upgrade_registry
 from tests.multinode.cluster import Nginx, nginx_folder
 from tests.servers.fx_postgres import PostgresServer
@@ -88,11 +89,20 @@ class _Node:
 Nodes = tuple[Assembly, TestClient[Any, Any], TestClient[Any, Any], Settings, TestClient[Any, Any]]
 
 
+class _Served(TestServer):
+    """A listener that answers what aiohttp's parser refuses as a served node does (JSON,
+    ``protocol.JsonAppRunner``), not in aiohttp's plain text: a raw control byte in a
+    request line is the same ``MALFORMED_REQUEST`` here as through nginx."""
+
+    async def _make_runner(self, **kwargs: Any) -> web.BaseRunner:
+        return JsonAppRunner(self.app, **kwargs)
+
+
 async def start_node(settings: Settings) -> _Node:
     """One node in this process: its assembly, and its API and CDN listeners."""
     parts = assemble(settings)
     await parts.start()
-    api, cdn = TestServer(api_app(parts)), TestServer(cdn_app(parts))
+    api, cdn = _Served(api_app(parts)), _Served(cdn_app(parts))
     await api.start_server()
     await cdn.start_server()
     return _Node(parts, api, cdn)

@@ -7,8 +7,8 @@ path parts, control characters, an empty name or only an extension, a very long 
 ``filename*``, ``filename``, the URL's last part, else the default ``file``: a
 ``filename*`` of ``%FF%FE.png`` named it ``.png``. A ``filename`` in ISO-8859-1 bytes is
 read as such (seed 5195). A download of a URL as it is, and a transformation's result,
-are named by the URL's last part, or ``file`` when it names nothing but an extension
-(seed 5197)."""
+whose origin names nothing, are named by the URL's last part, or ``file`` when it names
+nothing but an extension (seed 5197; a named one: ``test_url_as_is_names.py``)."""
 
 from __future__ import annotations
 

@@ -252,6 +252,11 @@ class Fetcher:
         return max(1, self._slots.per_owner // 2)
 
     @property
+    def slot_wait(self) -> float:
+        """The seconds a fetch waits for a slot, then FETCH_BUSY (``fetch_slot_wait``)."""
+        return self._slots.wait
+
+    @property
     def waiting(self) -> int:
         """Fetches waiting for a slot now."""
         return self._slots.waiting
@@ -263,6 +268,7 @@ class Fetcher:
         allowed: Allowed | None = None,
         owner: Owner = None,
         background: bool = False,
+        slot_wait: float | None = None,
     ) -> Fetched:
         """Start the fetch; the caller must consume ``chunks`` to the end or close it.
         ``validators``: ``If-None-Match`` / ``If-Modified-Since`` of a copy already held;
@@ -270,8 +276,10 @@ class Fetcher:
         address a redirect leads to (a policy's ``url`` rule) and raises to refuse it.
         ``owner``: the app fetching, held to its share of the slots (``FetchSlots``).
         ``background``: a job no client waits on (a video conversion) fetches: it waits
-        ``background_slot_wait`` for a slot, not ``slot_wait``."""
-        free = await self._slots.acquire(owner, self._background_wait if background else None)
+        ``background_slot_wait`` for a slot, not ``slot_wait``; ``slot_wait``: another
+        bound for this fetch's wait (a list's reader: ``listfetch``)."""
+        wait = self._background_wait if background else slot_wait
+        free = await self._slots.acquire(owner, wait)
         try:
             # every hop has its own bounds: the redirects together have total_timeout
             async with asyncio.timeout(self._total):

@@ -69,7 +69,8 @@ class FetchSlots:
             slots=self.total,
             per_app=self.per_owner,
         )
-        wait = self.wait if wait is None else wait
+        # a shorter wait of its own (what was left of a list's) still asks for the whole
+        wait = self.wait if wait is None or math.isinf(self.wait) else max(wait, self.wait)
         refused.headers["Retry-After"] = str(max(1, math.ceil(wait)))
         return refused
 

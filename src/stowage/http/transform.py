@@ -40,7 +40,7 @@ from stowage.http.responses import SANDBOX_CSP, disposition, file_headers, send_
 from stowage.processing import archive, docpages, grammar, metrics, videojobs
 from stowage.processing.autoimage import negotiated
 from stowage.processing.cache import fresh
-from stowage.processing.external import Charge, UrlAsk, url_filename
+from stowage.processing.external import Charge, UrlAsk, result_stem
 from stowage.processing.results import Derivative, Spooled
 from stowage.processing.service import FilesAsk, Processor
 from stowage.registry.base import App
@@ -260,9 +260,9 @@ async def _external(
 
 
 def _name(ask: UrlAsk, result: Spooled) -> str:
-    """The result's name: its URL's last part, with the result's extension."""
-    stem = url_filename(ask.url).rsplit(".", 1)[0]
-    return f"{stem or 'file'}.{result.output.extension}"
+    """The result's name: its source's (``external.result_stem``), with the result's
+    extension."""
+    return f"{result_stem(result)}.{result.output.extension}"
 
 
 async def _as_is(

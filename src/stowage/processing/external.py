@@ -132,7 +132,7 @@ class External:
             return await stored(self.store, ask.api_key, task, source, None, ask.creds)
         made = await self.transformed(ask)
         try:
-            stem = url_filename(ask.url).rsplit(".", 1)[0] or "file"
+            stem = result_stem(made)
             name = _text(task.get("filename")) or f"{stem}.{made.output.extension}"
             mimetype = made.output.mimetype
             source = Source(chunks=file_chunks(made.path), filename=name, content_type=mimetype)
@@ -143,9 +143,10 @@ class External:
     @contextlib.asynccontextmanager
     async def as_is(self, ask: UrlAsk) -> AsyncIterator[AsIs]:
         """``/<APIKEY>/<URL>`` with no processing task: the URL's file as it is, read
-        through the guard, the input limit and the kept copies, and typed as a store of
-        it would be. A download, as of a stored file: the policy needs ``read`` (and its
-        ``url`` rule, held to every address a redirect leads to)."""
+        through the guard, the input limit and the kept copies, and typed and named as a
+        store of it would be (``dispositions.filename``). A download, as of a stored
+        file: the policy needs ``read`` (and its ``url`` rule, held to every address a
+        redirect leads to)."""
         app = await self.app_of(ask.api_key)
 
         def allowed(url: str) -> None:
@@ -157,7 +158,7 @@ class External:
         async with self.url_sources.opened(ask.url, allowed, app.api_key) as held:
             with held.path.open("rb") as handle:
                 head = handle.read(filetypes.SNIFF_BYTES)
-            name = url_filename(ask.url) or "file"
+            name = held.filename or "file"  # as a store of it is named
             mimetype = filetypes.choose(None, held.content_type, head, name, _OCTETS)
             yield AsIs(held.path, mimetype, name, private=app.security)
 
@@ -204,7 +205,9 @@ class External:
             mimetype = _source_type(held)
             made = functools.partial(self._run_into_spool, ask, held.path, mimetype, listed, others)
             dest, output = await chains.avif_or_lighter(shotspec.without(chain), mimetype, made)
-        return Spooled(dest, output, private=app.security)
+        # a drawn page has no name of its own: its URL's last part names it
+        source_name = url_filename(ask.url) if shotspec.task_of(chain) else held.filename
+        return Spooled(dest, output, private=app.security, source_name=source_name)
 
     async def _run_into_spool(
         self,
@@ -244,9 +247,13 @@ class External:
                 return await stack.enter_async_context(self.shots.opened(ask.url, shot)), ()
             opened = self.url_sources.opened(ask.url, allowed, app.api_key)
             return await stack.enter_async_context(opened), ()
-        opener = functools.partial(self.url_sources.opened, allowed=allowed, owner=app.api_key)
-        parallel = self.url_sources.fetcher.per_request
-        held = await listfetch.read_listed(stack, ask.listed, opener, self.within, parallel)
+
+        def opener(url: str, wait: float) -> AbstractAsyncContextManager[Held]:
+            return self.url_sources.opened(url, allowed, app.api_key, slot_wait=wait)
+
+        fetcher = self.url_sources.fetcher
+        reading = (opener, self.within, fetcher.per_request, fetcher.slot_wait)
+        held = await listfetch.read_listed(stack, ask.listed, *reading)
         return held[0], tuple((url, got.path) for url, got in zip(ask.listed, held, strict=True))
 
 
@@ -305,6 +312,12 @@ def url_filename(url: str) -> str:
     in ``Content-Disposition``, and a URL's last part of several KB made a header no
     client or proxy reads (aiohttp and nginx stop at 8 KB)."""
     return dispositions.url_part(PurePosixPath(urlsplit(url).path).name) or ""
+
+
+def result_stem(made: Spooled) -> str:
+    """A URL source's result's name without its extension: its source's, as a store of
+    that is named (``dispositions.filename``), else ``file``."""
+    return (made.source_name or "").rsplit(".", 1)[0] or "file"
 
 
 def _text(value: object) -> str | None:

@@ -33,3 +33,6 @@ class Spooled:
     path: Path
     output: Output
     private: bool  # the app has security on: caches must not share it
+    #: The source's name, as a store of it is named (``dispositions.filename``); None:
+    #: none usable (a drawn page's, or nothing the origin or URL gave)
+    source_name: str | None = None

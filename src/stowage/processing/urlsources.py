@@ -35,11 +35,14 @@ Saver = Callable[[AsyncIterator[bytes], Path, int], Awaitable[None]]
 
 @dataclass(frozen=True)
 class Held:
-    """A source read from a URL: the file and the type the origin gave it."""
+    """A source read from a URL: the file, the type the origin gave it and its name
+    (``dispositions.filename``: the origin's ``Content-Disposition``, else the last part
+    of the URL it came from; None: nothing usable)."""
 
     path: Path
     content_type: str
     reused: bool  # the origin answered 304: the kept copy was used
+    filename: str | None = None
 
 
 class UrlSources:
@@ -55,10 +58,15 @@ class UrlSources:
 
     @contextlib.asynccontextmanager
     async def opened(
-        self, url: str, allowed: Allowed | None = None, owner: str | None = None
+        self,
+        url: str,
+        allowed: Allowed | None = None,
+        owner: str | None = None,
+        slot_wait: float | None = None,
     ) -> AsyncIterator[Held]:
         """``url``'s file; ``allowed`` is asked about each address a redirect leads to;
-        ``owner``: the app whose fetch it is (its share of the fetch slots)."""
+        ``owner``: the app whose fetch it is (its share of the fetch slots);
+        ``slot_wait``: the most seconds to wait for a slot (None: the fetcher's own)."""
         self.folder.mkdir(parents=True, exist_ok=True)
         name = hashlib.sha256(url.encode()).hexdigest()
         body, meta = self.folder / f"{name}.src", self.folder / f"{name}.json"
@@ -71,12 +79,15 @@ class UrlSources:
             # pair read with a newer copy only costs a whole fetch, never a stale copy.
             kept = _read_meta(meta, url)
             kept = kept if _pinned(body, mine) else None
-            fetched = await self.fetcher.open(url, _validators(kept), allowed, owner)
+            validators = _validators(kept)
+            fetched = await self.fetcher.open(url, validators, allowed, owner, slot_wait=slot_wait)
             if fetched.not_modified and kept is not None:
                 await _close(fetched.chunks)
                 with contextlib.suppress(OSError):
                     os.utime(mine)  # the same inode as the kept copy: recently used
-                yield Held(mine, kept.get("content_type", ""), reused=True)
+                # a copy kept before names were kept: the 304's own headers and URL name it
+                kept_name: str | None = kept.get("filename", fetched.filename)
+                yield Held(mine, kept.get("content_type", ""), reused=True, filename=kept_name)
                 return
             mine.unlink(missing_ok=True)  # the pinned copy is stale: never written into
             if fetched.length is not None and fetched.length > self.max_bytes:
@@ -94,9 +105,10 @@ class UrlSources:
                 record = {"url": url, "etag": fetched.etag, "last_modified": fetched.last_modified}
                 # After the copy: a reader pairing the old validators with the new copy
                 # only fetches again; the other way round would keep a stale copy.
-                _write_meta(meta, {**record, "content_type": content_type})
+                named = {"content_type": content_type, "filename": fetched.filename}
+                _write_meta(meta, {**record, **named})
                 self._evict()
-            yield Held(mine, content_type, reused=False)
+            yield Held(mine, content_type, reused=False, filename=fetched.filename)
         finally:
             mine.unlink(missing_ok=True)
 
