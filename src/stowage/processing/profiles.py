@@ -53,3 +53,12 @@ def applied(image: pyvips.Image) -> pyvips.Image:
     turned = turned.copy(interpretation=space)
     turned.remove(_FIELD)
     return turned
+
+
+def for_tasks(image: pyvips.Image, output_format: str, dropped: bool) -> pyvips.Image:
+    """``image`` in the colour space the tasks work in: that of the file they make. A
+    profile the file will not carry is applied before the tasks mix or map colours (the
+    result is sRGB: worked in the profile's space and turned at the save, a saturated
+    edge came out up to 50 levels from the same chain on the sRGB source); a kept one
+    keeps its space, and its colours outside sRGB (docs/decisions.md)."""
+    return image if carried(image, output_format, dropped) else applied(image)
