@@ -214,6 +214,8 @@ def _out_of_order(tasks: Sequence[Task]) -> bool:
 
 def _steps(image: pyvips.Image, todo: list[Task], limit: int) -> pyvips.Image:
     for task in todo:
+        if catalogue.TABLE[task.name].maps_colours:  # the colours as shown, whatever kept
+            image = ops.srgb(profiles.applied(image))
         if catalogue.TABLE[task.name].measures:
             image = ops.held(image)  # measured, then read again: computed once
         image = _grown(image, _op(task)(image, task), limit)
