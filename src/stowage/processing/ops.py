@@ -13,6 +13,7 @@ from typing import Any
 
 import pyvips
 
+from stowage.processing import profiles
 from stowage.processing.base import Task
 from stowage.processing.holding import HoldBudget
 from stowage.processing.params import rgba
@@ -192,7 +193,9 @@ def mixed(weight: pyvips.Image, front: pyvips.Image, back: pyvips.Image) -> pyvi
 
 
 def bands(image: pyvips.Image, colour: str) -> list[float]:
+    """``colour`` as ``image``'s band values (in its kept profile's space, if any)."""
     r, g, b, a = rgba(colour)
+    r, g, b = profiles.ink(image, (r, g, b))
     grey = r if r == g == b else 0.2126 * r + 0.7152 * g + 0.0722 * b
     base: list[float] = [r, g, b] if image.bands >= 3 else [grey]
     return [*base, a] if image.hasalpha() else base
