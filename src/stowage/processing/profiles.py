@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import tempfile
 from pathlib import Path
 
@@ -96,6 +97,8 @@ def _ink(data: bytes, rgb: tuple[int, int, int]) -> tuple[int, int, int]:
 def _profile_file(data: bytes) -> Path:
     """``data`` in a file: libvips reads an output profile from a file only."""
     path = Path(tempfile.gettempdir()) / f"stowage-{hashlib.sha256(data).hexdigest()[:16]}.icc"
-    if not path.exists():
-        path.write_bytes(data)
+    if not path.exists():  # written whole, then named: another process may read it
+        with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as file:
+            file.write(data)
+        os.replace(file.name, path)
     return path
