@@ -22,6 +22,7 @@ from stowage.processing.base import Limits, Task, Value
 from stowage.processing.faces import Box
 from stowage.processing.params import NotGiven
 from stowage.processing.vips import VipsEngine
+from tests.processing.rgbprofiles import rgb_profile
 
 PHOTOS = Path(str(resources.files("skimage") / "data"))
 ASTRONAUT = PHOTOS / "astronaut.png"
@@ -188,6 +189,17 @@ def test_detect_faces_draws_the_box_outline_in_its_colour() -> None:
     assert drawn(box.x, box.centre[1]) == [255.0, 0.0, 0.0]  # on the left edge
     assert drawn(*box.centre) == image(*box.centre)  # inside: untouched
     assert drawn(5, 5) == image(5, 5)
+
+
+def test_detect_faces_outlines_in_the_colour_asked_on_a_kept_profile() -> None:
+    """On a photo that keeps an Adobe RGB profile, 2080C0 is drawn as that profile's
+    values, which show it (as they were, (32, 128, 192) showed as (0, 129, 196))."""
+    image = astronaut().copy()
+    image.set_type(pyvips.GValue.blob_type, "icc-profile-data", rgb_profile("adobe"))
+    box = faces.detect(image)[0]
+    drawn = facetasks.detect_faces(image, task("detect_faces", color="2080c0"))
+    shown = drawn.icc_transform("srgb", embedded=True, depth=16)(box.x, box.centre[1])
+    assert all(abs(v / 257 - w) <= 2 for v, w in zip(shown, (32, 128, 192), strict=True))
 
 
 def test_crop_mode_is_the_face_box_itself() -> None:

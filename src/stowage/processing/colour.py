@@ -54,15 +54,22 @@ def modulate(image: pyvips.Image, task: Task) -> pyvips.Image:
 
 
 TASKS: tuple[TaskSpec, ...] = (
-    TaskSpec("monochrome", op=monochrome, doc="greyscale"),
+    TaskSpec("monochrome", op=monochrome, maps_colours=True, doc="greyscale"),
     TaskSpec(
         "blackwhite",
         (Param("threshold", integer(0, 100), ("t",), 50),),
         op=blackwhite,
+        maps_colours=True,
         doc="pure black and white",
     ),
-    TaskSpec("sepia", (Param("tone", integer(0, 100), ("t",), 80),), op=sepia, doc="sepia"),
-    TaskSpec("negative", op=negative, doc="inverted colors (alpha kept)"),
+    TaskSpec(
+        "sepia",
+        (Param("tone", integer(0, 100), ("t",), 80),),
+        op=sepia,
+        maps_colours=True,
+        doc="sepia",
+    ),
+    TaskSpec("negative", op=negative, maps_colours=True, doc="inverted colors (alpha kept)"),
     TaskSpec(
         "modulate",
         (
@@ -71,6 +78,7 @@ TASKS: tuple[TaskSpec, ...] = (
             Param("saturation", integer(0, 10_000), ("s",), 100),
         ),
         op=modulate,
+        maps_colours=True,
         doc="brightness, saturation, hue in LCh",
     ),
 )

@@ -19,7 +19,7 @@ from fractions import Fraction
 import pyvips
 
 from stowage import words
-from stowage.processing import decisions, faces, filters, ops
+from stowage.processing import decisions, faces, filters, ops, profiles
 from stowage.processing.base import Output, Task, Value
 from stowage.processing.faces import Box
 from stowage.processing.geometry import proportional
@@ -89,6 +89,7 @@ def detect_faces(image: pyvips.Image, task: Task) -> pyvips.Image:
     r, g, b, a = rgba(str(task.get("color", "000000ff")))
     if image.bands < 3:
         image = image.colourspace("srgb")
+    r, g, b = profiles.ink(image, (r, g, b))  # shown as asked on a kept profile
     stroke = max(2, half_up(Fraction(max(image.width, image.height), 250)))
     outlines = [_outline(box, stroke, [r, g, b], a) for box in boxes]
     drawn = image.composite(

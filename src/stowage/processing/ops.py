@@ -13,6 +13,7 @@ from typing import Any
 
 import pyvips
 
+from stowage.processing import profiles
 from stowage.processing.base import Task
 from stowage.processing.holding import HoldBudget
 from stowage.processing.params import rgba
@@ -58,14 +59,22 @@ def scaled(image: pyvips.Image, width: int, height: int, size: str = "both") -> 
     its EXIF orientation: libvips' ``thumbnail_image`` turns an image upright by default,
     and the service keeps the pixels as stored (``rotate=deg:exif`` turns them). A
     ``smart_crop`` after a ``flip`` turned a photo tagged orientation 6 and squeezed it
-    into the untagged size. Every scaling goes through here (``test_structure``)."""
-    return image.thumbnail_image(width, height=height, size=size, no_rotate=True)
+    into the untagged size. Every scaling goes through here (``test_structure``). 16
+    bits are made 8 first, rounded (``eight_bits``): libvips' scaling shifts them."""
+    return eight_bits(image).thumbnail_image(width, height=height, size=size, no_rotate=True)
+
+
+#: 16-bit spaces and their 8-bit ones (the levels the same, the samples scaled).
+_EIGHT_BITS = {"rgb16": "srgb", "grey16": "b-w"}
 
 
 def srgb(image: pyvips.Image) -> pyvips.Image:
     """Every task works on 8-bit sRGB (or grey), with or without alpha: a 16-bit grey
     source is 8-bit grey, as libvips' thumbnail (a first ``resize``) makes it, whatever
-    the chain (a flip made it sRGB, a resize kept it grey)."""
+    the chain (a flip made it sRGB, a resize kept it grey). 16 bits become 8 rounded,
+    ``round(v / 257)``: libvips' own conversion shifts (``v >> 8``), a truncation,
+    0.4 levels low on average in the darks and 0.4 high in the lights."""
+    image = eight_bits(image)
     if image.interpretation == "grey16":
         image = image.colourspace("b-w")
     elif image.interpretation not in ("srgb", "b-w"):
@@ -73,6 +82,14 @@ def srgb(image: pyvips.Image) -> pyvips.Image:
     if image.format != "uchar":
         image = image.cast("uchar")
     return image
+
+
+def eight_bits(image: pyvips.Image) -> pyvips.Image:
+    """A 16-bit sRGB or grey ``image`` as 8 bits, ``round(v / 257)``; any other as it is."""
+    if image.format != "ushort" or image.interpretation not in _EIGHT_BITS:
+        return image
+    eight = _EIGHT_BITS[image.interpretation]
+    return image.linear(1 / 257, 0.5).cast("uchar").copy(interpretation=eight)
 
 
 def flatten(image: pyvips.Image, colour: str) -> pyvips.Image:
@@ -176,7 +193,9 @@ def mixed(weight: pyvips.Image, front: pyvips.Image, back: pyvips.Image) -> pyvi
 
 
 def bands(image: pyvips.Image, colour: str) -> list[float]:
+    """``colour`` as ``image``'s band values (in its kept profile's space, if any)."""
     r, g, b, a = rgba(colour)
+    r, g, b = profiles.ink(image, (r, g, b))
     grey = r if r == g == b else 0.2126 * r + 0.7152 * g + 0.0722 * b
     base: list[float] = [r, g, b] if image.bands >= 3 else [grey]
     return [*base, a] if image.hasalpha() else base

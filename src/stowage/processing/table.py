@@ -88,6 +88,9 @@ class TaskSpec:
     #: engine holds that input (``ops.held``), else every such task computed the chain
     #: before it again, and n of them cost n squared.
     measures: bool = False
+    #: Whether its operation reads colours as sRGB's (sepia's matrix, modulate's LCh, the
+    #: luminance of monochrome): a profile the result would keep is applied first.
+    maps_colours: bool = False
     bare: str | None = None  # the parameter a value without a name sets: cache=false
     reads_list: bool = False  # a ``[h1,h2]`` source is its input (animate, zip, pdfcreate)
     #: Why a task of the hosted service is not run here (tags, sfw): its use is refused

@@ -157,11 +157,11 @@ class VipsEngine:
         limit = limits.max_output_dimension
 
         def run(image: pyvips.Image, todo: list[Task]) -> pyvips.Image:
-            return _steps(ops.srgb(image), todo, limit)
+            return _steps(ops.srgb(profiles.for_tasks(image, output.format, drops)), todo, limit)
 
         image = montage.composed(opened, chain, output, run)
         image = image or montage.animated(opened, chain, limits, run)
-        image = image or _pipeline(opened, chain, limit)
+        image = image or _pipeline(opened, chain, limit, (output.format, drops))
         width, height = frames.frame_size(image)
         if chain.wants_size:
             return _write_size(dest, output, width, height)
@@ -180,14 +180,21 @@ class VipsEngine:
         return Rendered(output, width, height)
 
 
-def _pipeline(opened: frames.Opened, chain: Chain, limit: int) -> pyvips.Image:
+def _pipeline(
+    opened: frames.Opened, chain: Chain, limit: int, saved: tuple[str, bool]
+) -> pyvips.Image:
     """The image tasks' operations, from the table, as one lazy pipeline. The first one
-    shrinks on load when it can (its ``load_op``)."""
+    shrinks on load when it can (its ``load_op``). ``saved``: the result's format and
+    whether it drops the profile (``profiles.for_tasks``)."""
     image = header = opened.image
     todo = montage.image_tasks(chain.tasks)
     load_op = catalogue.TABLE[todo[0].name].load_op if todo else None
     if load_op is not None:
-        scale = _from_read(header) if opened.read else _from_file(Path(opened.name), header)
+        applies = not profiles.carried(header, *saved)
+        if opened.read or header.format == "ushort":
+            scale = _from_read(profiles.for_tasks(header, *saved))
+        else:
+            scale = _from_file(Path(opened.name), header, applies)
         first = todo.pop(0)
         image = _grown(header, load_op(scale, first, header.width, header.height), limit)
         if _out_of_order(todo):
@@ -197,7 +204,7 @@ def _pipeline(opened: frames.Opened, chain: Chain, limit: int) -> pyvips.Image:
             shrunk, image = image, ops.held(image)
             if image is shrunk:
                 image = _grown(header, _op(first)(header, first), limit)
-    return _steps(ops.srgb(image), todo, limit)
+    return _steps(ops.srgb(profiles.for_tasks(image, *saved)), todo, limit)
 
 
 def _out_of_order(tasks: Sequence[Task]) -> bool:
@@ -207,6 +214,8 @@ def _out_of_order(tasks: Sequence[Task]) -> bool:
 
 def _steps(image: pyvips.Image, todo: list[Task], limit: int) -> pyvips.Image:
     for task in todo:
+        if catalogue.TABLE[task.name].maps_colours:  # the colours as shown, whatever kept
+            image = ops.srgb(profiles.applied(image))
         if catalogue.TABLE[task.name].measures:
             image = ops.held(image)  # measured, then read again: computed once
         image = _grown(image, _op(task)(image, task), limit)
@@ -233,7 +242,8 @@ def _grown(before: pyvips.Image, after: pyvips.Image, limit: int) -> pyvips.Imag
 
 def _from_read(image: pyvips.Image) -> Scaler:
     """Scaled from the source as ``samples`` read it: libvips' thumbnail, which opens the
-    file itself, clips what it does not read as 8 or 16 bits (``Opened.read``)."""
+    file itself, clips what it does not read as 8 or 16 bits (``Opened.read``), and makes
+    16 bits 8 by its truncating shift (``ops.srgb`` rounds them, before the scaling)."""
 
     def scale(width: int, height: int, size: str) -> pyvips.Image:
         return ops.scaled(image, width, height, size)
@@ -241,10 +251,14 @@ def _from_read(image: pyvips.Image) -> Scaler:
     return scale
 
 
-def _from_file(source: Path, header: pyvips.Image) -> Scaler:
+def _from_file(source: Path, header: pyvips.Image, applies: bool = False) -> Scaler:
+    """``applies``: the source's profile is applied before the tasks (its file drops it);
+    before the scaling too, where that costs no shrink on load (all but WebP and HEIF:
+    a JPEG's is its own shrunk load)."""
     # ``source`` holds the header's load options in its name (``frames.Opened.name``):
     # thumbnail and the shrunk load read the page whose header was checked.
     named = str(source)
+    applied_first = applies and header.get("vips-loader") not in _SCALED_LOADS
 
     def scale(width: int, height: int, size: str) -> pyvips.Image:
         # Lazy: this reads headers only, and gives the size libvips' thumbnail would make.
@@ -252,14 +266,23 @@ def _from_file(source: Path, header: pyvips.Image) -> Scaler:
             named, width, height=height, size=size, no_rotate=True, fail_on="error"
         )
         shrink = _jpeg_shrink(header, full.width, full.height)
-        if shrink == 1:
+        if shrink == 1 and not applied_first:
             return full
+        if shrink == 1:  # the profile applied, then the scaling thumbnail would make
+            whole = pyvips.Image.new_from_file(named, access="sequential", fail_on="error")
+            return ops.scaled(profiles.applied(whole), width, height, size)
         small = pyvips.Image.new_from_file(
             named, shrink=shrink, access="sequential", fail_on="error"
         )
+        if applied_first:
+            small = profiles.applied(small)
         return ops.scaled(small, full.width, full.height, "force")
 
     return scale
+
+
+#: Loaders libvips' thumbnail asks for a smaller image (a scaled decode, an embedded one).
+_SCALED_LOADS = frozenset({"webpload", "heifload"})
 
 
 def _jpeg_shrink(header: pyvips.Image, width: int, height: int) -> int:
