@@ -150,6 +150,8 @@ class Header(Protocol):
     def frame_pixels(self) -> int: ...
     @property
     def loader(self) -> str: ...
+    @property
+    def alpha(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -162,6 +164,7 @@ class Still:
     frames: int = 1
     decoded_frames: int = 1
     loader: str = "jpegload"
+    alpha: bool = False
 
 
 def estimate(
@@ -196,8 +199,7 @@ def estimate(
     w0, h0 = w, h
     steps: list[costholds.Step] = []
     calls = 0.0  # the tasks' own costs, once a frame
-    source = getattr(opened, "image", None)  # a Still (no libvips header) has no alpha
-    alpha = bool(source is not None and source.hasalpha())
+    alpha = opened.alpha
     for task in tasks:
         if catalogue.TABLE[task.name].kind not in (Kind.IMAGE, Kind.FILES):
             continue  # save options, answers, request tasks: no pixels of their own
