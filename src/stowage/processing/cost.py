@@ -38,6 +38,7 @@ from stowage.processing import (
     geometry,
     holding,
     params,
+    resultshare,
     shapes,
 )
 from stowage.processing.base import BigJob, Chain, Limits, Task
@@ -224,7 +225,7 @@ def estimate(
     sites = costholds.sites(steps, still=opened.frames == 1 and frames == 1)
     budget = holding.HoldBudget(10**30 if hold_pixels is None else hold_pixels, limit)
     patterns = holding.plan(sites, frames, budget)
-    total = calls + sum(n * costholds.computed(steps, p) for p, n in patterns.items())
+    total = work = calls + sum(n * costholds.computed(steps, p) for p, n in patterns.items())
     # The decoded source is read once: sequentially, or kept whole for random access;
     # so is each image placed, and scaled to its cell or frame.
     decode = DECODES.get(opened.loader, DECODE) * opened.frame_pixels * opened.decoded_frames
@@ -239,9 +240,14 @@ def estimate(
         return total + png_compressed(w * h) * w * h * frames / 1e6  # by its zlib level
     if content is None and detail is not None:
         content = _detail_only(detail)
-    asked = None if content is None else _Counted(content, decode / 1e6, opened.frame_pixels)
     pixels = [t for t in tasks if catalogue.TABLE[t.name].kind in PIXELS]
-    flat = flatness.kept(pixels, FLAT_MEASURE.get(fmt, flatness.DETAIL), (w0, h0))
+    result = resultshare.reads_result(pixels, opened.frames == 1 and frames == 1)
+    measured = resultshare.Counted(content, decode / 1e6, opened.frame_pixels) if content else None
+    sampled = work * resultshare.sampled(pixels)
+    asked = measured if measured is None or not result else measured.of_result(sampled)
+    flat = (
+        1.0 if result else flatness.kept(pixels, FLAT_MEASURE.get(fmt, flatness.DETAIL), (w0, h0))
+    )
     flat = flat if not placed and drawing is None and not embedded else 0.0
     factor = quality_factor(fmt, chain)
     rate = save_rate(fmt, w * h * frames / 1e6, asked, frames, factor, flat)
@@ -261,22 +267,6 @@ def _step(
 
 def _detail_only(detail: Callable[[], float]) -> Callable[[str], flatness.Content]:
     return lambda kind: flatness.Content(detail())
-
-
-class _Counted:
-    """``content``, and what asking it cost: the measure decodes the whole source once
-    more (60 frames of a 600x600 WebP: 2 s of a 5.8 s job), the flat measures work on
-    each of its pixels besides (``flatness.MEASURE``)."""
-
-    def __init__(
-        self, content: Callable[[str], flatness.Content], seconds: float, pixels: int
-    ) -> None:
-        self.content, self.seconds, self.pixels, self.spent = content, seconds, pixels, 0.0
-
-    def __call__(self, kind: str) -> flatness.Content:
-        extra = 0.0 if kind == flatness.DETAIL else flatness.MEASURE * self.pixels / 1e6
-        self.spent = self.seconds + extra
-        return self.content(kind)
 
 
 def made_size(

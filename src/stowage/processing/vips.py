@@ -33,6 +33,7 @@ from stowage.processing import (
     pillowformats,
     pillowjpeg,
     profiles,
+    resultshare,
     saverates,
     saving,
     subjects,
@@ -145,7 +146,7 @@ class VipsEngine:
         # gives its small slot back at once and is measured in a big job's slot.
         if least > min(limits.max_cost, limits.big_cost):
             cost.check(least, limits)
-        measured = functools.partial(flatness.content, opened)
+        measured = content_measure(opened, chain, limits.max_output_dimension)
         cost.check(cost.estimate(*args, None, holds, embedded, drawn, measured), limits)
         if output.format == "tiff" and "compression" not in save_options(chain, output):
             size = cost.made_size(opened, chain, header.width, placed)
@@ -178,6 +179,13 @@ class VipsEngine:
         options = save_options(chain, output, width * height, lossless)
         saving.save(image, output, dest, options, limits.max_output_bytes)
         return Rendered(output, width, height)
+
+
+def content_measure(opened: frames.Opened, chain: Chain, limit: int) -> resultshare.Measure:
+    """The detail and flat share the estimate asks for: of the chain's result where it
+    streams (``resultshare``), else of the source."""
+    pixels = [t for t in chain.tasks if catalogue.TABLE[t.name].kind in cost.PIXELS]
+    return resultshare.measure(opened, pixels, functools.partial(_steps, limit=limit))
 
 
 def _pipeline(opened: frames.Opened, chain: Chain, limit: int) -> pyvips.Image:
