@@ -39,6 +39,7 @@ from stowage.processing import (
     holding,
     params,
     resultshare,
+    samples,
     shapes,
 )
 from stowage.processing.base import BigJob, Chain, Limits, Task
@@ -153,6 +154,8 @@ class Header(Protocol):
     def loader(self) -> str: ...
     @property
     def alpha(self) -> bool: ...
+    @property
+    def read(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -166,6 +169,7 @@ class Still:
     decoded_frames: int = 1
     loader: str = "jpegload"
     alpha: bool = False
+    read: bool = False
 
 
 def estimate(
@@ -222,6 +226,8 @@ def estimate(
         steps.append(_step(task, made / 1e6, before, (w, h), alpha))
         alpha = _bands_after(task, 3, alpha)[1]
         calls += _call(task) * frames
+    read = samples.RATE * opened.frame_pixels * opened.decoded_frames if opened.read else 0
+    steps, read = costholds.reading(steps, read / 1e6)  # computed again with the first step
     sites = costholds.sites(steps, still=opened.frames == 1 and frames == 1)
     budget = holding.HoldBudget(10**30 if hold_pixels is None else hold_pixels, limit)
     patterns = holding.plan(sites, frames, budget)
@@ -230,7 +236,7 @@ def estimate(
     # so is each image placed, and scaled to its cell or frame.
     decode = DECODES.get(opened.loader, DECODE) * opened.frame_pixels * opened.decoded_frames
     decode += sum(DECODES.get(k, EMBEDDED) * pixels for k, pixels in (embedded or {}).items())
-    total += decode / 1e6
+    total += decode / 1e6 + read
     if drawing is not None:  # at a first resize's size: librsvg draws the vector at it
         first = chain.tasks[0] if chain.tasks and chain.tasks[0].name == "resize" else None
         drawn = size_after(first, width, opened.frame_height) if first else (w0, h0)
