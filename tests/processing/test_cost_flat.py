@@ -8,7 +8,6 @@ photo's save rate was the floor), to AVIF 6.96 s (a big job) for 0.7 s."""
 from __future__ import annotations
 
 import dataclasses
-import functools
 import random
 import time
 from collections.abc import Callable
@@ -19,8 +18,8 @@ import pyvips
 
 from bench import images
 from stowage.config import Settings
-from stowage.processing import chain, cost, flatness, frames
-from stowage.processing.vips import VipsEngine
+from stowage.processing import chain, cost, frames
+from stowage.processing.vips import VipsEngine, content_measure
 from tests.processing.test_cost import LIMITS
 
 SLACK = 0.3  # seconds: a job's fixed costs
@@ -119,7 +118,7 @@ def estimated_and_spent(source: Path, segments: list[str], dest: Path) -> tuple[
     parsed = chain.parse(segments)
     output = chain.output_for(parsed, "image/png")
     opened = frames.open_source(str(source), parsed, output, LIMITS, "sequential")
-    measure = functools.partial(flatness.content, opened)
+    measure = content_measure(opened, parsed, LIMITS.max_output_dimension)
     seconds = cost.estimate(opened, parsed, opened.image.width, output.format, content=measure)
     spent = []
     for _ in range(2):  # again when it ran long: the machine is shared
@@ -172,7 +171,7 @@ def test_a_twelve_megapixel_flat_image_to_gif_or_avif_is_admitted(tmp_path: Path
     for name, segments in tried:
         avif = chain.parse(segments)
         opened = frames.open_source(str(name), avif, output, LIMITS, "random")
-        measure = functools.partial(flatness.content, opened)
+        measure = content_measure(opened, avif, LIMITS.max_output_dimension)
         fmt = chain.output_for(avif, "image/png").format
         seconds = cost.estimate(opened, avif, opened.image.width, fmt, content=measure)
         assert seconds <= MOST, (name.name, segments, seconds)

@@ -147,6 +147,12 @@ def read_out_of_order() -> None:
         found.out_of_order = True
 
 
+def source_paths() -> tuple[Path, ...]:
+    """The files of the job's other sources, each listing (none outside a job)."""
+    found = _CURRENT.get()
+    return tuple(path for _, path in found.paths) if found is not None else ()
+
+
 def job_limits() -> Limits | None:
     """The limits of the job being rendered in this process (its deadline: ``ocr``)."""
     found = _CURRENT.get()

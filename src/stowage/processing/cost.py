@@ -38,6 +38,8 @@ from stowage.processing import (
     geometry,
     holding,
     params,
+    resultshare,
+    samples,
     shapes,
 )
 from stowage.processing.base import BigJob, Chain, Limits, Task
@@ -150,6 +152,10 @@ class Header(Protocol):
     def frame_pixels(self) -> int: ...
     @property
     def loader(self) -> str: ...
+    @property
+    def alpha(self) -> bool: ...
+    @property
+    def read(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -162,6 +168,8 @@ class Still:
     frames: int = 1
     decoded_frames: int = 1
     loader: str = "jpegload"
+    alpha: bool = False
+    read: bool = False
 
 
 def estimate(
@@ -196,8 +204,7 @@ def estimate(
     w0, h0 = w, h
     steps: list[costholds.Step] = []
     calls = 0.0  # the tasks' own costs, once a frame
-    source = getattr(opened, "image", None)  # a Still (no libvips header) has no alpha
-    alpha = bool(source is not None and source.hasalpha())
+    alpha = opened.alpha
     for task in tasks:
         if catalogue.TABLE[task.name].kind not in (Kind.IMAGE, Kind.FILES):
             continue  # save options, answers, request tasks: no pixels of their own
@@ -219,15 +226,17 @@ def estimate(
         steps.append(_step(task, made / 1e6, before, (w, h), alpha))
         alpha = _bands_after(task, 3, alpha)[1]
         calls += _call(task) * frames
+    read = samples.RATE * opened.frame_pixels * opened.decoded_frames if opened.read else 0
+    steps, read = costholds.reading(steps, read / 1e6)  # computed again with the first step
     sites = costholds.sites(steps, still=opened.frames == 1 and frames == 1)
     budget = holding.HoldBudget(10**30 if hold_pixels is None else hold_pixels, limit)
     patterns = holding.plan(sites, frames, budget)
-    total = calls + sum(n * costholds.computed(steps, p) for p, n in patterns.items())
+    total = work = calls + sum(n * costholds.computed(steps, p) for p, n in patterns.items())
     # The decoded source is read once: sequentially, or kept whole for random access;
     # so is each image placed, and scaled to its cell or frame.
     decode = DECODES.get(opened.loader, DECODE) * opened.frame_pixels * opened.decoded_frames
     decode += sum(DECODES.get(k, EMBEDDED) * pixels for k, pixels in (embedded or {}).items())
-    total += decode / 1e6
+    total += decode / 1e6 + read
     if drawing is not None:  # at a first resize's size: librsvg draws the vector at it
         first = chain.tasks[0] if chain.tasks and chain.tasks[0].name == "resize" else None
         drawn = size_after(first, width, opened.frame_height) if first else (w0, h0)
@@ -237,9 +246,14 @@ def estimate(
         return total + png_compressed(w * h) * w * h * frames / 1e6  # by its zlib level
     if content is None and detail is not None:
         content = _detail_only(detail)
-    asked = None if content is None else _Counted(content, decode / 1e6, opened.frame_pixels)
     pixels = [t for t in tasks if catalogue.TABLE[t.name].kind in PIXELS]
-    flat = flatness.kept(pixels, FLAT_MEASURE.get(fmt, flatness.DETAIL), (w0, h0))
+    result = resultshare.reads_result(pixels, opened.frames == 1 and frames == 1)
+    measured = resultshare.Counted(content, decode / 1e6, opened.frame_pixels) if content else None
+    sampled = work * resultshare.sampled(pixels)
+    asked = measured if measured is None or not result else measured.of_result(sampled)
+    flat = (
+        1.0 if result else flatness.kept(pixels, FLAT_MEASURE.get(fmt, flatness.DETAIL), (w0, h0))
+    )
     flat = flat if not placed and drawing is None and not embedded else 0.0
     factor = quality_factor(fmt, chain)
     rate = save_rate(fmt, w * h * frames / 1e6, asked, frames, factor, flat)
@@ -259,22 +273,6 @@ def _step(
 
 def _detail_only(detail: Callable[[], float]) -> Callable[[str], flatness.Content]:
     return lambda kind: flatness.Content(detail())
-
-
-class _Counted:
-    """``content``, and what asking it cost: the measure decodes the whole source once
-    more (60 frames of a 600x600 WebP: 2 s of a 5.8 s job), the flat measures work on
-    each of its pixels besides (``flatness.MEASURE``)."""
-
-    def __init__(
-        self, content: Callable[[str], flatness.Content], seconds: float, pixels: int
-    ) -> None:
-        self.content, self.seconds, self.pixels, self.spent = content, seconds, pixels, 0.0
-
-    def __call__(self, kind: str) -> flatness.Content:
-        extra = 0.0 if kind == flatness.DETAIL else flatness.MEASURE * self.pixels / 1e6
-        self.spent = self.seconds + extra
-        return self.content(kind)
 
 
 def made_size(

@@ -39,6 +39,16 @@ class Step:
     strips: float = 1.0  # the same with it, under a shrinking resize (``STRIPS_MARGIN``)
 
 
+def reading(steps: Sequence[Step], seconds: float) -> tuple[list[Step], float]:
+    """``steps`` with ``seconds`` of reading the source (``samples``: a lazy conversion
+    of its samples) in the first one, computed again whenever it is; the seconds left
+    when there is no step."""
+    if not steps:
+        return [], seconds
+    first = dataclasses.replace(steps[0], seconds=steps[0].seconds + seconds)
+    return [first, *steps[1:]], 0.0
+
+
 def strips(margin: float) -> float:
     """``Step.strips`` of a sharpen of ``margin`` pixels on an image with alpha."""
     return 1.0 + min(STRIPS_MOST - 1.0, margin / STRIPS_MARGIN)

@@ -58,6 +58,10 @@ class Opened:
         return int(self.image.width) * self.frame_height
 
     @property
+    def alpha(self) -> bool:
+        return bool(self.image.hasalpha())
+
+    @property
     def loader(self) -> str:
         """libvips' loader of the source (``webpload``, ...): its decode rate differs."""
         found = self.image.get_typeof("vips-loader")

@@ -73,7 +73,8 @@ def _priced(
     """The chain's estimate with the decode, and the side of an image result (which the
     engine holds to the same limit once it is made)."""
     width, height = size
-    header = cost.Still(height, width * height)
+    alpha = pillowformats.has_alpha(source, kind)
+    header = cost.Still(height, width * height, alpha=alpha)
     side = limits.max_output_dimension
     holds = limits.max_total_pixels  # ops.held's budget
     seconds = cost.estimate(header, chain, width, output.format, (), side, None, holds)

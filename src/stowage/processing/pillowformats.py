@@ -31,6 +31,7 @@ from stowage.processing.base import Limits
 
 #: Pillow's modes that libvips reads from a TIFF as they are.
 _MODES = {"L", "LA", "RGB", "RGBA", "I;16"}
+_ALPHA_MODES = {"LA", "RGBA"}
 _DECODE_ERRORS = (OSError, ValueError, SyntaxError, EOFError, IndexError)
 _NAMES = {"image/jp2": "JPEG 2000", "image/bmp": "BMP", "image/x-icon": "ICO"}
 #: An ICO's directory read whole at most (65535 entries of 16 bytes).
@@ -61,6 +62,14 @@ def size_of(source: Path, kind: str, limits: Limits) -> tuple[int, int]:
             f"the image has {pixels} pixels; at most {most}", max_pixels=most
         )
     return found
+
+
+def has_alpha(source: Path, kind: str) -> bool:
+    """Whether the picture ``_decode`` makes of ``source`` has alpha, from Pillow's reading
+    of its header (an ICO's DIB entry, at most 256 a side, is read whole)."""
+    with _pillow_errors(kind, lambda: _opened(source, kind)) as image:
+        mode = image.mode if image.mode in _MODES else _mode_for(image)
+        return mode in _ALPHA_MODES
 
 
 #: Seconds a megapixel of Pillow's decode and the TIFF save, besides ``cost.DECODE``;

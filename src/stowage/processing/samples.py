@@ -27,6 +27,11 @@ import pyvips
 from stowage import errors
 from stowage.processing import palettes, profiles
 
+#: Seconds a megapixel the reading costs the cost estimate, besides the decode, for a
+#: source ``read`` changes: measured on one thread (2500x2000, 2026-12-03) 0.01-0.03
+#: beyond the decode (float scRGB 0.03, uint32 0.02, int32 0.014), and computed again
+#: around a blur's tiles: a 5 MP float TIFF blurred by 20 took 0.42 s, estimated 0.23.
+RATE = 0.03
 _SIGNED_TOP = {"char": 127, "short": 32767, "int": 2**31 - 1}
 _UNSIGNED_TOP = {"uint": 2**32 - 1}
 _FLOATS = ("float", "double")

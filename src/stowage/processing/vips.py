@@ -32,7 +32,9 @@ from stowage.processing import (
     pdf,
     pillowformats,
     pillowjpeg,
+    placedcost,
     profiles,
+    resultshare,
     saverates,
     saving,
     subjects,
@@ -132,6 +134,9 @@ class VipsEngine:
         header = opened.image
         if _size_of_the_source(chain):  # nothing decoded, nothing priced
             return _write_size(dest, output, header.width, opened.frame_height, chain.tasks[-1])
+        pillow = placedcost.seconds(limits)  # before a collage's cells are decoded
+        if pillow > min(limits.max_cost, limits.big_cost):
+            cost.check(pillow, limits)
         placed = montage.placed(opened, chain, output)
         lossless = webpheader.kept_lossless(chain, output, source, opened.loader)
         saver = saverates.LOSSLESS_WEBP if lossless else output.format
@@ -139,14 +144,15 @@ class VipsEngine:
         # ops.held's budget (the estimate follows it) and the SVGs' data: images
         holds, embedded = limits.max_total_pixels, svg.embedded_pixels()
         drawn = svg.drawing(source)  # filters, <use> fan-out, elements: what it draws
-        least = cost.estimate(*args, None, holds, embedded, drawn, flatness.least)
+        least = pillow + cost.estimate(*args, None, holds, embedded, drawn, flatness.least)
         # At a photo's save rate (a flat one's where it could be flat): refused, or a big
         # job, before measuring the detail (a decode of the whole source): a job found big
         # gives its small slot back at once and is measured in a big job's slot.
         if least > min(limits.max_cost, limits.big_cost):
             cost.check(least, limits)
-        measured = functools.partial(flatness.content, opened)
-        cost.check(cost.estimate(*args, None, holds, embedded, drawn, measured), limits)
+        measured = content_measure(opened, chain, limits.max_output_dimension)
+        seconds = pillow + cost.estimate(*args, None, holds, embedded, drawn, measured)
+        cost.check(seconds, limits)
         if output.format == "tiff" and "compression" not in save_options(chain, output):
             size = cost.made_size(opened, chain, header.width, placed)
             source_bands = header.bands, header.hasalpha(), header.interpretation == "cmyk"
@@ -178,6 +184,13 @@ class VipsEngine:
         options = save_options(chain, output, width * height, lossless)
         saving.save(image, output, dest, options, limits.max_output_bytes)
         return Rendered(output, width, height)
+
+
+def content_measure(opened: frames.Opened, chain: Chain, limit: int) -> resultshare.Measure:
+    """The detail and flat share the estimate asks for: of the chain's result where it
+    streams (``resultshare``), else of the source."""
+    pixels = [t for t in chain.tasks if catalogue.TABLE[t.name].kind in cost.PIXELS]
+    return resultshare.measure(opened, pixels, functools.partial(_steps, limit=limit))
 
 
 def _pipeline(
