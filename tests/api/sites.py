@@ -39,8 +39,16 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 async def served(answer: Handler, route: str) -> AsyncIterator[str]:
     """``answer`` to the GETs of ``route`` on a loopback server of its own: its root URL
     (no trailing slash), for the block."""
+    async with served_routes({route: answer}) as root:
+        yield root
+
+
+@asynccontextmanager
+async def served_routes(answers: dict[str, Handler]) -> AsyncIterator[str]:
+    """``served`` with a handler for each of several routes."""
     app = web.Application()
-    app.router.add_get(route, answer)
+    for route, answer in answers.items():
+        app.router.add_get(route, answer)
     server = TestServer(app, host="127.0.0.1")
     await server.start_server()
     try:

@@ -22,6 +22,7 @@ from aiohttp import web
 
 from tests.api.balanced import through_nginx
 from tests.api.harness import Harness
+from tests.api.sites import served_routes
 from tests.reliability.checks import expect_error
 from tests.reliability.test_fetch_slots import store_url, until
 
@@ -69,19 +70,12 @@ async def origin() -> AsyncIterator[Origin]:
         await asyncio.sleep(int(request.match_info["ms"]) / 1000)
         return web.Response(body=found.body(request.match_info["n"]))
 
-    app = web.Application()
-    app.router.add_get("/hold/{n}", hold)
-    app.router.add_get("/wait/{ms}/{n}", wait)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    found.url = f"http://127.0.0.1:{runner.addresses[0][1]}"
-    try:
-        yield found
-    finally:
-        for event in found.let_go.values():
-            event.set()
-        await runner.cleanup()
+    async with served_routes({"/hold/{n}": hold, "/wait/{ms}/{n}": wait}) as found.url:
+        try:
+            yield found
+        finally:  # the held answers end before their server closes
+            for event in found.let_go.values():
+                event.set()
 
 
 def generated(rnd: random.Random, case: int) -> tuple[list[int], list[float]]:
