@@ -30,6 +30,13 @@ pytestmark = pytest.mark.skipif(through_nginx(), reason="the slots are one node'
 
 SLOTS = 4  # the app's: a list reads 2 at once
 WAIT = 0.8  # fetch_slot_wait
+SLOTS_HELD = pytest.mark.settings(
+    fetch_max_concurrent=16,
+    fetch_app_max_concurrent=SLOTS,
+    fetch_slot_wait=WAIT,
+    fetch_min_rate=0,
+    rate_limit_app=0,
+)
 
 
 @dataclass
@@ -104,13 +111,7 @@ async def _let_go(origin: Origin, tag: str, freed: list[float]) -> None:
         origin.let_go[f"{tag}-{i}"].set()
 
 
-@pytest.mark.settings(
-    fetch_max_concurrent=16,
-    fetch_app_max_concurrent=SLOTS,
-    fetch_slot_wait=WAIT,
-    fetch_min_rate=0,
-    rate_limit_app=0,
-)
+@SLOTS_HELD
 async def test_a_list_is_read_through_slots_freed_within_the_wait(
     harness: Harness, origin: Origin
 ) -> None:
@@ -138,13 +139,7 @@ async def test_a_list_is_read_through_slots_freed_within_the_wait(
             await asyncio.gather(*holding, return_exceptions=True)
 
 
-@pytest.mark.settings(
-    fetch_max_concurrent=16,
-    fetch_app_max_concurrent=SLOTS,
-    fetch_slot_wait=WAIT,
-    fetch_min_rate=0,
-    rate_limit_app=0,
-)
+@SLOTS_HELD
 async def test_a_list_with_no_slot_freed_is_busy_after_the_wait(
     harness: Harness, origin: Origin
 ) -> None:
