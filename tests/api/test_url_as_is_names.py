@@ -18,11 +18,10 @@ from urllib.parse import quote, unquote
 
 import pytest
 from aiohttp import web
-from aiohttp.test_utils import TestServer
 
 from stowage.core.names import clean_filename
 from tests.api.harness import Harness
-from tests.api.sites import RawOrigin
+from tests.api.sites import RawOrigin, served
 from tests.api.test_transform import picture
 from tests.api.test_url_fetch_names import generated
 
@@ -105,14 +104,8 @@ async def revalidated() -> AsyncIterator[tuple[str, list[str]]]:
             headers={"Content-Type": "image/png", "ETag": '"v1"', **named},
         )
 
-    app = web.Application()
-    app.router.add_get("/{tail:.*}", answer)
-    server = TestServer(app)
-    await server.start_server()
-    try:
-        yield str(server.make_url("/files/x.png")), asked
-    finally:
-        await server.close()
+    async with served(answer, "/{tail:.*}") as root:
+        yield f"{root}/files/x.png", asked
 
 
 async def test_a_kept_copy_keeps_its_name(
