@@ -15,6 +15,10 @@ the 30 s deadline on every request. Here, without drawing anything:
   (its own and its children's, a ``use``'s target's) is computed once, memoised, so a
   nest of ``use`` 10 wide and 6 deep is 10^6 instances counted in microseconds;
 - a translucent group (``opacity``, ``mask``, ``clip-path``): a layer.
+- what an element draws again for each element referring to it (``_referred``): a
+  clip path's or a mask's content for each element clipped or masked, a pattern's for
+  each shape it fills or strokes (inherited from groups), a marker's at each vertex
+  (200 rects clipped by 200 polygons took 17.8 s, priced 0.19 s when counted once).
 
 The result is ``Cost``: seconds besides the canvas, and seconds a megapixel of it (a
 filter region's fraction of the canvas times its rate). The rates were measured with
@@ -101,6 +105,10 @@ _TRANSFORM = re.compile(r"(scale|matrix)\s*\(([^)]*)\)")
 _FONT_SIZE = re.compile(r"font-size\s*:\s*([^;]+)")
 _STYLED_FILTER = re.compile(r"filter\s*:\s*url\(\s*['\"]?#([^'\")\s]+)", re.I)
 _URL_ID = re.compile(r"url\(\s*['\"]?#([^'\")\s]+)")
+_STYLED = re.compile(r"([a-z-]+)\s*:\s*([^;]+)", re.I)
+#: Inherited properties whose ``url(#id)`` draws that element (a pattern, a marker) for
+#: each shape that has them; ``clip-path`` and ``mask`` draw theirs for the element.
+INHERITED = ("fill", "stroke", "marker-start", "marker-mid", "marker-end")
 
 
 class Cost(NamedTuple):
@@ -120,6 +128,10 @@ class Cost(NamedTuple):
         """Drawn with a transform that multiplies areas by ``area``."""
         return Cost(self.fixed, min(self.per_megapixel * area, self.ceiling), self.ceiling)
 
+    def times(self, count: float) -> Cost:
+        """Drawn ``count`` times."""
+        return Cost(*(value * count for value in self))
+
     def seconds(self, width: int, height: int) -> float:
         """At ``width`` x ``height``: a long canvas's filters cost more a megapixel
         (measured: feTurbulence and feGaussianBlur over 1000x4000 or 4000x1000 0.6 s a
@@ -134,6 +146,8 @@ class _Node:
     own: Cost
     children: list[int] = field(default_factory=list)
     target: str | None = None  # a <use>'s reference
+    #: what it draws besides (a clip path, a mask, a pattern, a marker) and how often
+    drawn: list[tuple[str, float]] = field(default_factory=list)
     filter: str | None = None
     region: float = 1.0  # the filtered region's fraction of the canvas
     area: float = 1.0  # what its transform multiplies areas by
@@ -161,6 +175,7 @@ class Drawing:
         self._filter: _Filter | None = None  # the <filter> being read
         self._filter_depth = -1  # and its depth
         self._sizes: list[float] = []  # the font size of each open element
+        self._painted: list[dict[str, str]] = []  # and its ``_painted`` properties
         self._canvas = (0.0, 0.0)  # in user units
 
     def start(self, local: str, attributes: Mapping[str, str]) -> None:
@@ -177,6 +192,8 @@ class Drawing:
             node.region = self._box(local, attributes)
         if "transform" in attributes:
             node.area = _area(attributes["transform"])
+        painted = _painted(attributes, self._painted[-1] if self._painted else {})
+        node.drawn = _referred(local, attributes, painted)
         if local == "filter":
             self._filter = _filter_region(attributes)
             self._filter_depth = len(self._open)
@@ -185,6 +202,7 @@ class Drawing:
         elif self._filter is not None and local.startswith("fe"):
             self._filter.per_megapixel += _primitive(local, attributes)
         index = len(self._nodes)
+        self._painted.append(painted)
         self._sizes.append(_font_size(attributes, self._sizes[-1] if self._sizes else FONT_SIZE))
         self._nodes.append(node)
         if self._open:
@@ -196,6 +214,7 @@ class Drawing:
     def end(self) -> None:
         self._open.pop()
         self._sizes.pop()
+        self._painted.pop()
         if len(self._open) == self._filter_depth:  # the <filter> ends
             self._filter = None
 
@@ -261,6 +280,8 @@ class Drawing:
             target = self._ids.get(node.target) if node.target is not None else None
             if target is not None:
                 refs.append(target)
+            drawn = [(self._ids[i], n) for i, n in node.drawn if i in self._ids]
+            refs.extend(index for index, _ in drawn)
             if not done:
                 if index in visiting:  # a reference cycle: librsvg draws nothing of it
                     memo[index] = Cost()
@@ -276,6 +297,8 @@ class Drawing:
                     total = total + memo.get(child, Cost())
             if target is not None:  # a <use> draws its target, even one in <defs>
                 total = total + memo.get(target, Cost())
+            for referred, times in drawn:  # drawn again for each element referring to it
+                total = total + memo.get(referred, Cost()).times(times)
             memo[index] = total.scaled(node.area) if node.area != 1.0 else total
         return memo[0]
 
@@ -288,6 +311,55 @@ class Drawing:
             region = 1.0
         ceiling = FILTER_LAYER + found.per_megapixel
         return Cost(0.0, FILTER_LAYER + found.per_megapixel * region, ceiling)
+
+
+def _painted(attributes: Mapping[str, str], inherited: Mapping[str, str]) -> dict[str, str]:
+    """The inherited properties that draw another element (``INHERITED``), as this one
+    sets them (an attribute, or its ``style``; ``marker`` sets the three markers)."""
+    styled = dict((k.strip().lower(), v) for k, v in _STYLED.findall(attributes.get("style", "")))
+    painted = dict(inherited)
+    for name in ("marker", *INHERITED):
+        given = styled.get(name) or attributes.get(name)
+        if given is None:
+            continue
+        for each in ("marker-start", "marker-mid", "marker-end") if name == "marker" else (name,):
+            painted[each] = given
+    return painted
+
+
+def _referred(
+    local: str, attributes: Mapping[str, str], painted: Mapping[str, str]
+) -> list[tuple[str, float]]:
+    """The elements ``url(#id)`` draws for this one, and how many times: its clip path
+    and mask once; for a shape (or a ``use``), the pattern it is filled or stroked with
+    (inherited, as librsvg inherits it) once, a marker at each vertex it is set for."""
+    styled = dict((k.strip().lower(), v) for k, v in _STYLED.findall(attributes.get("style", "")))
+    found: list[tuple[str, float]] = []
+    for name in ("clip-path", "mask"):
+        match = _URL_ID.search(styled.get(name) or attributes.get(name, ""))
+        if match is not None:
+            found.append((match.group(1), 1.0))
+    if local not in SHAPES and local != "use":
+        return found
+    vertices = _vertices(local, attributes)
+    times = {"fill": 1.0, "stroke": 1.0, "marker-start": min(1.0, vertices)}
+    times |= {"marker-end": min(1.0, vertices), "marker-mid": max(0.0, vertices - 2)}
+    for name in INHERITED:
+        match = _URL_ID.search(painted.get(name, ""))
+        if match is not None and times[name] > 0:
+            found.append((match.group(1), times[name]))
+    return found
+
+
+def _vertices(local: str, attributes: Mapping[str, str]) -> float:
+    """The vertices a marker may be drawn at (a path's: a command or a pair of numbers
+    each, so a curve's control points are counted too: high, not low)."""
+    if local == "path":
+        data = attributes.get("d", "")
+        return len(_PATH_COMMAND.findall(data)) + len(_NUMBER.findall(data)) / 2
+    if local in ("polygon", "polyline"):
+        return len(_NUMBER.findall(attributes.get("points", ""))) / 2
+    return 2.0 if local == "line" else 0.0
 
 
 def _canvas(attributes: Mapping[str, str]) -> tuple[float, float]:

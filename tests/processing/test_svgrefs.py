@@ -1,0 +1,114 @@
+"""What an SVG element draws again for each element that refers to it is priced as many
+times (``processing/svgdraw.py``, ``_referred``): a clip path's and a mask's content for
+each element clipped or masked, a pattern's for each shape it fills or strokes (also
+when the fill is inherited from a group), a marker's at each vertex of the line it
+marks.
+
+A red-team probe (2026-12-03) found them priced once, or not at all: a 55 KB SVG of
+200 rects clipped by 200 polygons was estimated at 0.19 s and took 17.8 s of CPU; one
+of 200 rects masked by a blurred canvas ran to the deadline (estimated 0.17 s); a
+polyline of 400 vertices marked by a blurred circle took 3.6 s (estimated 0.12 s).
+
+Generated (seeded) SVGs of each kind: refused at once, or drawn within a factor of the
+estimate (as ``test_svgcost.py`` holds the other kinds)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+from pathlib import Path
+
+import pytest
+
+from stowage.processing import chain
+from stowage.processing.vips import VipsEngine
+from tests.processing import cpuspeed
+from tests.processing.test_svgcost import (
+    LIMITS,
+    MAX_COST,
+    PNG,
+    _canvas,
+    _cpu,
+    _estimate,
+)
+
+SEEDS = range(5315, 5320)
+KINDS = ["clip", "mask", "marker", "pattern"]
+
+
+def _polygons(rng: random.Random, count: int, w: int, h: int) -> str:
+    return "".join(
+        '<polygon points="'
+        + " ".join(f"{rng.randint(0, w)},{rng.randint(0, h)}" for _ in range(20))
+        + '"/>'
+        for _ in range(count)
+    )
+
+
+def generated(kind: str, rng: random.Random) -> str:
+    """One SVG of ``kind``: content defined once, drawn for each element referring to it."""
+    w, h = rng.choice([300, 500, 800]), rng.choice([300, 500, 800])
+    if kind == "clip":
+        clip = f'<defs><clipPath id="c">{_polygons(rng, rng.randint(10, 80), w, h)}</clipPath>'
+        rects = "".join(
+            f'<rect width="{w}" height="{h}" fill="green" clip-path="url(#c)"/>'
+            for _ in range(rng.randint(10, 120))
+        )
+        return _canvas(w, h, clip + "</defs>" + rects)
+    if kind == "mask":
+        sd = rng.choice([3, 10, 30])
+        mask = (
+            f'<defs><filter id="f"><feGaussianBlur stdDeviation="{sd}"/></filter>'
+            f'<mask id="m" maskUnits="userSpaceOnUse" x="0" y="0" width="{w}" height="{h}">'
+            f'<rect width="{w}" height="{h}" fill="white" filter="url(#f)"/></mask></defs>'
+        )
+        rects = "".join(
+            f'<rect x="{rng.randint(0, w // 2)}" y="{rng.randint(0, h // 2)}" width="{w // 2}" '
+            f'height="{h // 2}" fill="blue" style="mask: url(#m)"/>'
+            for _ in range(rng.randint(5, 60))
+        )
+        return _canvas(w, h, mask + rects)
+    if kind == "marker":
+        marker = (
+            '<defs><marker id="m" markerWidth="40" markerHeight="40" markerUnits="userSpaceOnUse">'
+            f"{_polygons(rng, rng.randint(1, 8), 40, 40)}</marker></defs>"
+        )
+        points = " ".join(
+            f"{rng.randint(0, w)},{rng.randint(0, h)}" for _ in range(rng.randint(100, 3000))
+        )
+        return _canvas(w, h, marker + f'<polyline points="{points}" marker="url(#m)"/>')
+    assert kind == "pattern"  # inherited from the group by each rect
+    pattern = (
+        f'<defs><pattern id="p" patternUnits="userSpaceOnUse" width="{w}" height="{h}">'
+        f"{_polygons(rng, rng.randint(10, 80), w, h)}</pattern></defs>"
+    )
+    rects = "".join(
+        f'<rect width="{w}" height="{h}" opacity="0.9"/>' for _ in range(rng.randint(10, 120))
+    )
+    return _canvas(w, h, pattern + f'<g fill="url(#p)">{rects}</g>')
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("kind", KINDS)
+def test_referred_content_is_priced_each_time_it_is_drawn(
+    tmp_path: Path, kind: str, seed: int
+) -> None:
+    rng = random.Random(f"{kind}-{seed}")
+    source, out = tmp_path / "s.svg", tmp_path / "out.png"
+    source.write_text(generated(kind, rng))
+    steps = rng.choice(["resize=width:300", "output=format:png"])
+    limits = dataclasses.replace(LIMITS, max_cost=MAX_COST, big_cost=0.0)
+    started = _cpu()
+    estimated = _estimate(source, steps, limits, out)
+    if estimated is None:  # refused from the document, without drawing
+        assert _cpu() - started < 1.0
+        return
+    runs = dataclasses.replace(limits, big_cost=math.inf)
+    parsed = chain.parse(steps.split("/"))
+    engine = VipsEngine(threads_per_job=1)
+    used = cpuspeed.least(lambda: engine.render(source, parsed, PNG, out, runs))
+    used /= cpuspeed.speed()
+    print(f"{kind} {seed} {steps}: estimated {estimated:.2f} s, took {used:.2f} s")
+    assert used <= 3 * estimated + 0.1, (kind, seed, steps, used, estimated)
+    assert estimated <= 4 * used + 0.4, (kind, seed, steps, used, estimated)
