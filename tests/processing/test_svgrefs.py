@@ -9,6 +9,9 @@ A red-team probe (2026-12-03) found them priced once, or not at all: a 55 KB SVG
 of 200 rects masked by a blurred canvas ran to the deadline (estimated 0.17 s); a
 polyline of 400 vertices marked by a blurred circle took 3.6 s (estimated 0.12 s).
 
+The same drawn through ``<style>`` rules (``processing/svgcss.py``): 200 rects clipped
+through ``rect { clip-path: url(#c) }`` were estimated at 0.15 s and took 16.7 s.
+
 Generated (seeded) SVGs of each kind: refused at once, or drawn within a factor of the
 estimate (as ``test_svgcost.py`` holds the other kinds)."""
 
@@ -34,7 +37,7 @@ from tests.processing.test_svgcost import (
 )
 
 SEEDS = range(5315, 5320)
-KINDS = ["clip", "mask", "marker", "pattern"]
+KINDS = ["clip", "mask", "marker", "pattern", "css_clip", "css_filter", "css_pattern"]
 
 
 def _polygons(rng: random.Random, count: int, w: int, h: int) -> str:
@@ -78,6 +81,33 @@ def generated(kind: str, rng: random.Random) -> str:
             f"{rng.randint(0, w)},{rng.randint(0, h)}" for _ in range(rng.randint(100, 3000))
         )
         return _canvas(w, h, marker + f'<polyline points="{points}" marker="url(#m)"/>')
+    if kind == "css_clip":  # chosen by a rule of the last compound of its selector
+        clip = f'<defs><clipPath id="c">{_polygons(rng, rng.randint(10, 80), w, h)}</clipPath>'
+        rects = "".join(
+            f'<rect class="x{i % 3}" width="{w}" height="{h}"/>'
+            for i in range(rng.randint(10, 120))
+        )
+        rule = rng.choice(["rect", ".x0, .x1, .x2", "svg > rect[width]", "*:first-child, rect"])
+        return _canvas(w, h, f"<style>{rule} {{ clip-path: url(#c) }}</style>{clip}</defs>{rects}")
+    if kind == "css_filter":
+        sd = rng.choice([3, 10, 30])
+        blur = f'<defs><filter id="f"><feGaussianBlur stdDeviation="{sd}"/></filter></defs>'
+        circles = "".join(
+            f'<circle class="a" cx="{rng.randint(0, w)}" cy="{rng.randint(0, h)}" '
+            f'r="{rng.randint(5, w // 2)}"/>'
+            for _ in range(rng.randint(5, 150))
+        )
+        # (librsvg 2.6x skips a rule in @media, or with !important: matched too, high)
+        style = "<style>/* .b { filter: none } */ .a { fill: red; filter: url(#f) }</style>"
+        return _canvas(w, h, style + blur + circles)
+    if kind == "css_pattern":  # the group's rule, inherited by each rect
+        pattern = (
+            f'<defs><pattern id="p" patternUnits="userSpaceOnUse" width="{w}" height="{h}">'
+            f"{_polygons(rng, rng.randint(10, 80), w, h)}</pattern></defs>"
+        )
+        rects = "".join(f'<rect width="{w}" height="{h}"/>' for _ in range(rng.randint(10, 120)))
+        style = '<style>g#g { stroke: none; fill: url("#p") }</style>'
+        return _canvas(w, h, style + pattern + f'<g id="g">{rects}</g>')
     assert kind == "pattern"  # inherited from the group by each rect
     pattern = (
         f'<defs><pattern id="p" patternUnits="userSpaceOnUse" width="{w}" height="{h}">'
@@ -112,3 +142,34 @@ def test_referred_content_is_priced_each_time_it_is_drawn(
     print(f"{kind} {seed} {steps}: estimated {estimated:.2f} s, took {used:.2f} s")
     assert used <= 3 * estimated + 0.1, (kind, seed, steps, used, estimated)
     assert estimated <= 4 * used + 0.4, (kind, seed, steps, used, estimated)
+
+
+def test_a_styled_drawing_of_gradients_and_a_shadow_stays_a_small_job(tmp_path: Path) -> None:
+    """An exported drawing: classes filling hundreds of paths with gradients, one
+    shadow chosen by a rule, is not made a big job by what its rules draw."""
+    rng = random.Random(5320)
+    style = (
+        "<style>.cls-1{fill:url(#g1);}.cls-2{fill:url(#g2);stroke:#000}"
+        ".cls-3{filter:url(#s);fill:#fff}</style>"
+    )
+    defs = (
+        '<defs><linearGradient id="g1"><stop offset="0" stop-color="red"/>'
+        '<stop offset="1" stop-color="blue"/></linearGradient>'
+        '<radialGradient id="g2"><stop offset="0" stop-color="#ff0"/>'
+        '<stop offset="1" stop-color="#0f0"/></radialGradient>'
+        '<filter id="s"><feGaussianBlur in="SourceAlpha" stdDeviation="3"/>'
+        '<feOffset dx="2" dy="2"/><feMerge><feMergeNode/><feMergeNode in="SourceGraphic"/>'
+        "</feMerge></filter></defs>"
+    )
+    paths = "".join(
+        f'<path class="cls-{1 + i % 2}" d="M{rng.randint(0, 800)} {rng.randint(0, 600)} '
+        + " ".join(f"L{rng.randint(0, 800)} {rng.randint(0, 600)}" for _ in range(8))
+        + ' Z"/>'
+        for i in range(300)
+    )
+    card = '<rect class="cls-3" x="300" y="200" width="200" height="100"/>'
+    source, out = tmp_path / "s.svg", tmp_path / "out.png"
+    source.write_text(_canvas(800, 600, style + defs + paths + card))
+    limits = dataclasses.replace(LIMITS, max_cost=8.0, big_cost=1.0)
+    VipsEngine().render(source, chain.parse(["resize=width:400"]), PNG, out, limits)
+    assert out.stat().st_size > 0

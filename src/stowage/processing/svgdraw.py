@@ -63,6 +63,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from stowage.processing import svgcss, svgrefs
+from stowage.processing.svgrefs import NUMBER, PATH_COMMAND, URL_ID
+
 #: Seconds a megapixel of filter region, per primitive (local names, lower case);
 #: primitives not named cost ``OTHER_PRIMITIVE``.
 PRIMITIVES = {
@@ -99,16 +102,9 @@ UNDRAWN = frozenset(
 )
 SHAPES = frozenset({"rect", "circle", "ellipse", "line", "path", "polygon", "polyline"})
 SHAPES |= {"image", "text", "tspan", "textpath"}
-_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
-_PATH_COMMAND = re.compile(r"[MLHVCSQTAZmlhvcsqtaz]")
 _TRANSFORM = re.compile(r"(scale|matrix)\s*\(([^)]*)\)")
 _FONT_SIZE = re.compile(r"font-size\s*:\s*([^;]+)")
 _STYLED_FILTER = re.compile(r"filter\s*:\s*url\(\s*['\"]?#([^'\")\s]+)", re.I)
-_URL_ID = re.compile(r"url\(\s*['\"]?#([^'\")\s]+)")
-_STYLED = re.compile(r"([a-z-]+)\s*:\s*([^;]+)", re.I)
-#: Inherited properties whose ``url(#id)`` draws that element (a pattern, a marker) for
-#: each shape that has them; ``clip-path`` and ``mask`` draw theirs for the element.
-INHERITED = ("fill", "stroke", "marker-start", "marker-mid", "marker-end")
 
 
 class Cost(NamedTuple):
@@ -152,6 +148,9 @@ class _Node:
     region: float = 1.0  # the filtered region's fraction of the canvas
     area: float = 1.0  # what its transform multiplies areas by
     undrawn: bool = False
+    local: str = ""  # and what ``<style>`` rules match it by, for ``_restyle``
+    names: dict[str, str] = field(default_factory=dict)
+    vertices: float = 0.0
 
 
 @dataclass
@@ -175,25 +174,33 @@ class Drawing:
         self._filter: _Filter | None = None  # the <filter> being read
         self._filter_depth = -1  # and its depth
         self._sizes: list[float] = []  # the font size of each open element
-        self._painted: list[dict[str, str]] = []  # and its ``_painted`` properties
+        self._painted: list[dict[str, str]] = []  # and its ``svgrefs.painted`` properties
         self._canvas = (0.0, 0.0)  # in user units
+        self._css = svgcss.Rules()
+
+    def style(self, css: str) -> None:
+        """The text of a ``<style>`` element: its rules' filters, clips, masks, patterns
+        and markers are drawn as named in attributes (``svgcss``)."""
+        self._css.add(css)
 
     def start(self, local: str, attributes: Mapping[str, str]) -> None:
         if not self._nodes:
             self._canvas = _canvas(attributes)
-        node = _Node(self._own(local, attributes), undrawn=local in UNDRAWN)
+        node = _Node(self._own(local, attributes), undrawn=local in UNDRAWN, local=local)
+        node.names = {k: attributes[k] for k in ("class", "id") if k in attributes}
+        node.vertices = svgrefs.vertices(local, attributes)
         if local == "use":
             href = attributes.get("href", "")
             node.target = href[1:] if href.startswith("#") else None
         styled = _STYLED_FILTER.search(attributes.get("style", ""))
-        match = styled or _URL_ID.match(attributes.get("filter", "").strip())
+        match = styled or URL_ID.match(attributes.get("filter", "").strip())
+        node.region = self._box(local, attributes)
         if match:
             node.filter = match.group(1)
-            node.region = self._box(local, attributes)
         if "transform" in attributes:
             node.area = _area(attributes["transform"])
-        painted = _painted(attributes, self._painted[-1] if self._painted else {})
-        node.drawn = _referred(local, attributes, painted)
+        painted = svgrefs.painted(attributes, self._painted[-1] if self._painted else {})
+        node.drawn = svgrefs.referred(local, attributes, painted, node.vertices)
         if local == "filter":
             self._filter = _filter_region(attributes)
             self._filter_depth = len(self._open)
@@ -224,7 +231,7 @@ class Drawing:
             seconds += USE
         if local == "path":  # a command, and a point for each pair of numbers
             data = attributes.get("d", "")
-            seconds += POINT * (len(_PATH_COMMAND.findall(data)) + len(_NUMBER.findall(data)) / 2)
+            seconds += POINT * (len(PATH_COMMAND.findall(data)) + len(NUMBER.findall(data)) / 2)
         elif local in ("polygon", "polyline"):  # "x,y x,y" or "x y x y": numbers counted
             data = attributes.get("points", "")
             seconds += POINT * (len(data.split()) + data.count(",")) / 2
@@ -268,6 +275,8 @@ class Drawing:
         used."""
         if not self._nodes:
             return Cost()
+        if self._css:
+            self._restyle()
         memo: dict[int, Cost] = {}
         visiting: set[int] = set()
         stack: list[tuple[int, bool]] = [(0, False)]
@@ -302,6 +311,20 @@ class Drawing:
             memo[index] = total.scaled(node.area) if node.area != 1.0 else total
         return memo[0]
 
+    def _restyle(self) -> None:
+        """Adds what the ``<style>`` rules draw to each element, inherited as in
+        ``start`` (elements come in document order: a parent before its children)."""
+        parents = {child: i for i, node in enumerate(self._nodes) for child in node.children}
+        painted: list[dict[str, str]] = []
+        for index, node in enumerate(self._nodes):
+            declared = self._css.declared(node.local, node.names)
+            inherited = painted[parents[index]] if index in parents else {}
+            painted.append(svgrefs.painted(declared, inherited))
+            node.drawn += svgrefs.referred(node.local, declared, painted[-1], node.vertices)
+            match = URL_ID.search(declared.get("filter", ""))
+            if node.filter is None and match is not None:
+                node.filter = match.group(1)
+
     def _filtered(self, node: _Node) -> Cost:
         found = self._filters.get(node.filter) if node.filter is not None else None
         if found is None:
@@ -313,57 +336,8 @@ class Drawing:
         return Cost(0.0, FILTER_LAYER + found.per_megapixel * region, ceiling)
 
 
-def _painted(attributes: Mapping[str, str], inherited: Mapping[str, str]) -> dict[str, str]:
-    """The inherited properties that draw another element (``INHERITED``), as this one
-    sets them (an attribute, or its ``style``; ``marker`` sets the three markers)."""
-    styled = dict((k.strip().lower(), v) for k, v in _STYLED.findall(attributes.get("style", "")))
-    painted = dict(inherited)
-    for name in ("marker", *INHERITED):
-        given = styled.get(name) or attributes.get(name)
-        if given is None:
-            continue
-        for each in ("marker-start", "marker-mid", "marker-end") if name == "marker" else (name,):
-            painted[each] = given
-    return painted
-
-
-def _referred(
-    local: str, attributes: Mapping[str, str], painted: Mapping[str, str]
-) -> list[tuple[str, float]]:
-    """The elements ``url(#id)`` draws for this one, and how many times: its clip path
-    and mask once; for a shape (or a ``use``), the pattern it is filled or stroked with
-    (inherited, as librsvg inherits it) once, a marker at each vertex it is set for."""
-    styled = dict((k.strip().lower(), v) for k, v in _STYLED.findall(attributes.get("style", "")))
-    found: list[tuple[str, float]] = []
-    for name in ("clip-path", "mask"):
-        match = _URL_ID.search(styled.get(name) or attributes.get(name, ""))
-        if match is not None:
-            found.append((match.group(1), 1.0))
-    if local not in SHAPES and local != "use":
-        return found
-    vertices = _vertices(local, attributes)
-    times = {"fill": 1.0, "stroke": 1.0, "marker-start": min(1.0, vertices)}
-    times |= {"marker-end": min(1.0, vertices), "marker-mid": max(0.0, vertices - 2)}
-    for name in INHERITED:
-        match = _URL_ID.search(painted.get(name, ""))
-        if match is not None and times[name] > 0:
-            found.append((match.group(1), times[name]))
-    return found
-
-
-def _vertices(local: str, attributes: Mapping[str, str]) -> float:
-    """The vertices a marker may be drawn at (a path's: a command or a pair of numbers
-    each, so a curve's control points are counted too: high, not low)."""
-    if local == "path":
-        data = attributes.get("d", "")
-        return len(_PATH_COMMAND.findall(data)) + len(_NUMBER.findall(data)) / 2
-    if local in ("polygon", "polyline"):
-        return len(_NUMBER.findall(attributes.get("points", ""))) / 2
-    return 2.0 if local == "line" else 0.0
-
-
 def _canvas(attributes: Mapping[str, str]) -> tuple[float, float]:
-    box = _NUMBER.findall(attributes.get("viewBox", ""))
+    box = NUMBER.findall(attributes.get("viewBox", ""))
     if len(box) == 4:
         return float(box[2]), float(box[3])
     return _number(attributes.get("width"), 0.0), _number(attributes.get("height"), 0.0)
@@ -375,7 +349,7 @@ def _area(transform: str) -> float:
     1)."""
     area = 1.0
     for kind, args in _TRANSFORM.findall(transform):
-        values = [float(n) for n in _NUMBER.findall(args)]
+        values = [float(n) for n in NUMBER.findall(args)]
         if kind == "scale" and values:
             area *= abs(values[0] * (values[1] if len(values) > 1 else values[0]))
         elif kind == "matrix" and len(values) == 6:
@@ -399,12 +373,12 @@ def _primitive(local: str, attributes: Mapping[str, str]) -> float:
         octaves = min(TURBULENCE_OCTAVES, max(1.0, _number(attributes.get("numOctaves"), 1.0)))
         return TURBULENCE[0] + TURBULENCE[1] * octaves
     if local == "femorphology":
-        radii = [float(n) for n in _NUMBER.findall(attributes.get("radius", "0"))] or [0.0]
+        radii = [float(n) for n in NUMBER.findall(attributes.get("radius", "0"))] or [0.0]
         rx, ry = radii[0], radii[-1]
         cells = (2 * _capped(rx, MORPHOLOGY_RADIUS) + 1) * (2 * _capped(ry, MORPHOLOGY_RADIUS) + 1)
         return MORPHOLOGY_CELL * cells
     if local == "feconvolvematrix":
-        orders = [float(n) for n in _NUMBER.findall(attributes.get("order", "3"))] or [3.0]
+        orders = [float(n) for n in NUMBER.findall(attributes.get("order", "3"))] or [3.0]
         cells = _capped(orders[0], CONVOLVE_ORDER) * _capped(orders[-1], CONVOLVE_ORDER)
         return CONVOLVE[0] + CONVOLVE[1] * cells
     if local in ("fefuncr", "fefuncg", "fefuncb", "fefunca", "femergenode"):
@@ -429,7 +403,7 @@ def _number(text: str | None, default: float) -> float:
     if text is None:
         return default
     text = text.strip()
-    match = _NUMBER.fullmatch(text.removesuffix("px").strip())
+    match = NUMBER.fullmatch(text.removesuffix("px").strip())
     return float(match.group(0)) if match else default
 
 
