@@ -7,7 +7,8 @@ marks.
 A red-team probe (2026-12-03) found them priced once, or not at all: a 55 KB SVG of
 200 rects clipped by 200 polygons was estimated at 0.19 s and took 17.8 s of CPU; one
 of 200 rects masked by a blurred canvas ran to the deadline (estimated 0.17 s); a
-polyline of 400 vertices marked by a blurred circle took 3.6 s (estimated 0.12 s).
+polyline of 400 vertices marked by a blurred circle took 3.6 s (estimated 0.12 s); 100
+rects filtered by an ``feImage`` of 200 polygons took 4.7 s (estimated 0.6 s).
 
 The same drawn through ``<style>`` rules (``processing/svgcss.py``): 200 rects clipped
 through ``rect { clip-path: url(#c) }`` were estimated at 0.15 s and took 16.7 s.
@@ -37,7 +38,7 @@ from tests.processing.test_svgcost import (
 )
 
 SEEDS = range(5315, 5320)
-KINDS = ["clip", "mask", "marker", "pattern", "css_clip", "css_filter", "css_pattern"]
+KINDS = ["clip", "mask", "marker", "pattern", "css_clip", "css_filter", "css_pattern", "feimage"]
 
 
 def _polygons(rng: random.Random, count: int, w: int, h: int) -> str:
@@ -108,6 +109,13 @@ def generated(kind: str, rng: random.Random) -> str:
         rects = "".join(f'<rect width="{w}" height="{h}"/>' for _ in range(rng.randint(10, 120)))
         style = '<style>g#g { stroke: none; fill: url("#p") }</style>'
         return _canvas(w, h, style + pattern + f'<g id="g">{rects}</g>')
+    if kind == "feimage":  # a filter drawing an element, for each element filtered
+        heavy = f'<g id="h">{_polygons(rng, rng.randint(10, 80), w, h)}</g>'
+        rects = "".join(
+            f'<rect width="{w}" height="{h}" filter="url(#f)"/>' for _ in range(rng.randint(5, 60))
+        )
+        image = '<filter id="f"><feImage xlink:href="#h"/></filter>'
+        return _canvas(w, h, f"<defs>{heavy}{image}</defs>{rects}")
     assert kind == "pattern"  # inherited from the group by each rect
     pattern = (
         f'<defs><pattern id="p" patternUnits="userSpaceOnUse" width="{w}" height="{h}">'

@@ -18,7 +18,8 @@ the 30 s deadline on every request. Here, without drawing anything:
 - what an element draws again for each element referring to it (``_referred``): a
   clip path's or a mask's content for each element clipped or masked, a pattern's for
   each shape it fills or strokes (inherited from groups), a marker's at each vertex
-  (200 rects clipped by 200 polygons took 17.8 s, priced 0.19 s when counted once).
+  (200 rects clipped by 200 polygons took 17.8 s, priced 0.19 s when counted once),
+  an element an ``feImage`` names for each element its filter is on.
 
 The result is ``Cost``: seconds besides the canvas, and seconds a megapixel of it (a
 filter region's fraction of the canvas times its rate). The rates were measured with
@@ -161,6 +162,7 @@ class _Filter:
     width: float = 1.2
     height: float = 1.2
     per_megapixel: float = 0.0  # its primitives', a megapixel of region
+    images: list[str] = field(default_factory=list)  # elements its feImage draws
 
 
 class Drawing:
@@ -208,6 +210,8 @@ class Drawing:
                 self._filters[attributes["id"]] = self._filter
         elif self._filter is not None and local.startswith("fe"):
             self._filter.per_megapixel += _primitive(local, attributes)
+            if local == "feimage" and attributes.get("href", "").startswith("#"):
+                self._filter.images.append(attributes["href"][1:])  # drawn per element
         index = len(self._nodes)
         self._painted.append(painted)
         self._sizes.append(_font_size(attributes, self._sizes[-1] if self._sizes else FONT_SIZE))
@@ -289,7 +293,9 @@ class Drawing:
             target = self._ids.get(node.target) if node.target is not None else None
             if target is not None:
                 refs.append(target)
-            drawn = [(self._ids[i], n) for i, n in node.drawn if i in self._ids]
+            found = self._filters.get(node.filter) if node.filter is not None else None
+            named = node.drawn + [(i, 1.0) for i in (found.images if found else ())]
+            drawn = [(self._ids[i], n) for i, n in named if i in self._ids]
             refs.extend(index for index, _ in drawn)
             if not done:
                 if index in visiting:  # a reference cycle: librsvg draws nothing of it
