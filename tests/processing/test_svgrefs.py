@@ -8,7 +8,8 @@ A red-team probe (2026-12-03) found them priced once, or not at all: a 55 KB SVG
 200 rects clipped by 200 polygons was estimated at 0.19 s and took 17.8 s of CPU; one
 of 200 rects masked by a blurred canvas ran to the deadline (estimated 0.17 s); a
 polyline of 400 vertices marked by a blurred circle took 3.6 s (estimated 0.12 s); 100
-rects filtered by an ``feImage`` of 200 polygons took 4.7 s (estimated 0.6 s).
+rects filtered by an ``feImage`` of 200 polygons took 4.7 s (estimated 0.6 s); 10 paths
+of 500 segments dashed ``0.1 0.1`` ran to the deadline (estimated 0.32 s).
 
 The same drawn through ``<style>`` rules (``processing/svgcss.py``): 200 rects clipped
 through ``rect { clip-path: url(#c) }`` were estimated at 0.15 s and took 16.7 s.
@@ -38,7 +39,17 @@ from tests.processing.test_svgcost import (
 )
 
 SEEDS = range(5315, 5320)
-KINDS = ["clip", "mask", "marker", "pattern", "css_clip", "css_filter", "css_pattern", "feimage"]
+KINDS = [
+    "clip",
+    "mask",
+    "marker",
+    "pattern",
+    "css_clip",
+    "css_filter",
+    "css_pattern",
+    "feimage",
+    "dash",
+]
 
 
 def _polygons(rng: random.Random, count: int, w: int, h: int) -> str:
@@ -116,6 +127,26 @@ def generated(kind: str, rng: random.Random) -> str:
         )
         image = '<filter id="f"><feImage xlink:href="#h"/></filter>'
         return _canvas(w, h, f"<defs>{heavy}{image}</defs>{rects}")
+    if kind == "dash":  # each dash a shape of its own; dashed how is drawn from rng
+        period, width = rng.choice([0.2, 0.5, 2, 8]), rng.choice([1, 4, 20])
+        dashed = f"stroke-dasharray:{period / 2} {period / 2};stroke-width:{width}"
+        paths = "".join(
+            f'<path d="M{rng.randint(0, w)} {rng.randint(0, h)} '
+            + " ".join(
+                f"{rng.choice('Ll')}{rng.randint(0, w // 2)} {rng.randint(0, h // 2)}"
+                for _ in range(rng.randint(10, 300))
+            )
+            + '"/>'
+            for _ in range(rng.randint(1, 8))
+        )
+        how = rng.choice(["style", "group", "css"])
+        if how == "style":
+            paths = paths.replace("<path ", f'<path style="{dashed}" ')
+        elif how == "group":
+            paths = f'<g stroke-dasharray="{period / 2}" stroke-width="{width}">{paths}</g>'
+        else:
+            paths = f"<style>path {{ {dashed} }}</style>{paths}"
+        return _canvas(w, h, f'<g fill="none" stroke="black">{paths}</g>')
     assert kind == "pattern"  # inherited from the group by each rect
     pattern = (
         f'<defs><pattern id="p" patternUnits="userSpaceOnUse" width="{w}" height="{h}">'

@@ -1,6 +1,6 @@
 """The drawing properties an SVG's ``<style>`` rules give its elements, for the cost
 estimate (``svgdraw``): a filter, a clip path, a mask, a pattern or a marker chosen by
-a CSS rule draws as one named in an attribute does.
+a CSS rule draws as one named in an attribute does; so does a dashed stroke.
 
 Not a CSS engine: a selector is matched by its last compound only (``g .a > rect.b``
 by ``rect.b``), without pseudo-classes or attribute conditions, and every matching
@@ -17,9 +17,11 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from stowage.processing.svgdash import DASHING
+
 #: The properties whose ``url(#id)`` draws another element (``svgdraw``).
 PROPERTIES = frozenset({"filter", "clip-path", "mask", "fill", "stroke", "marker"})
-PROPERTIES |= {"marker-start", "marker-mid", "marker-end"}
+PROPERTIES |= {"marker-start", "marker-mid", "marker-end", *DASHING}
 _COMMENT = re.compile(r"/\*.*?(?:\*/|$)", re.S)
 _RULE = re.compile(r"([^{}]*)\{([^{}]*)\}")  # innermost blocks: @media's rules too
 _DECLARATION = re.compile(r"([A-Za-z-]+)\s*:\s*([^;]+)")
@@ -55,7 +57,8 @@ class Rules:
             declared = tuple(
                 (name.strip().lower(), value.replace("!important", "").strip())
                 for name, value in _DECLARATION.findall(body)
-                if name.strip().lower() in PROPERTIES and "url(" in value
+                if name.strip().lower() in PROPERTIES
+                and ("url(" in value or name.strip().lower() in DASHING)
             )
             if not declared:
                 continue

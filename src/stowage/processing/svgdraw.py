@@ -64,7 +64,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from stowage.processing import svgcss, svgrefs
+from stowage.processing import svgcss, svgdash, svgrefs
 from stowage.processing.svgrefs import NUMBER, PATH_COMMAND, URL_ID
 
 #: Seconds a megapixel of filter region, per primitive (local names, lower case);
@@ -151,7 +151,7 @@ class _Node:
     undrawn: bool = False
     local: str = ""  # and what ``<style>`` rules match it by, for ``_restyle``
     names: dict[str, str] = field(default_factory=dict)
-    vertices: float = 0.0
+    shape: Mapping[str, str] | None = None  # a shape's attributes: vertices, length
 
 
 @dataclass
@@ -176,7 +176,7 @@ class Drawing:
         self._filter: _Filter | None = None  # the <filter> being read
         self._filter_depth = -1  # and its depth
         self._sizes: list[float] = []  # the font size of each open element
-        self._painted: list[dict[str, str]] = []  # and its ``svgrefs.painted`` properties
+        self._painted: list[Mapping[str, str]] = []  # and its ``svgrefs.painted`` properties
         self._canvas = (0.0, 0.0)  # in user units
         self._css = svgcss.Rules()
 
@@ -190,7 +190,7 @@ class Drawing:
             self._canvas = _canvas(attributes)
         node = _Node(self._own(local, attributes), undrawn=local in UNDRAWN, local=local)
         node.names = {k: attributes[k] for k in ("class", "id") if k in attributes}
-        node.vertices = svgrefs.vertices(local, attributes)
+        node.shape = attributes if local in svgrefs.SHAPES else None
         if local == "use":
             href = attributes.get("href", "")
             node.target = href[1:] if href.startswith("#") else None
@@ -202,7 +202,8 @@ class Drawing:
         if "transform" in attributes:
             node.area = _area(attributes["transform"])
         painted = svgrefs.painted(attributes, self._painted[-1] if self._painted else {})
-        node.drawn = svgrefs.referred(local, attributes, painted, node.vertices)
+        node.drawn = svgrefs.referred(local, attributes, painted, node.shape)
+        node.own = node.own + self._dashed(node, painted)
         if local == "filter":
             self._filter = _filter_region(attributes)
             self._filter_depth = len(self._open)
@@ -321,15 +322,22 @@ class Drawing:
         """Adds what the ``<style>`` rules draw to each element, inherited as in
         ``start`` (elements come in document order: a parent before its children)."""
         parents = {child: i for i, node in enumerate(self._nodes) for child in node.children}
-        painted: list[dict[str, str]] = []
+        painted: list[Mapping[str, str]] = []
         for index, node in enumerate(self._nodes):
             declared = self._css.declared(node.local, node.names)
             inherited = painted[parents[index]] if index in parents else {}
             painted.append(svgrefs.painted(declared, inherited))
-            node.drawn += svgrefs.referred(node.local, declared, painted[-1], node.vertices)
+            node.drawn += svgrefs.referred(node.local, declared, painted[-1], node.shape)
+            node.own = node.own + self._dashed(node, painted[-1])
             match = URL_ID.search(declared.get("filter", ""))
             if node.filter is None and match is not None:
                 node.filter = match.group(1)
+
+    @staticmethod
+    def _dashed(node: _Node, painted: Mapping[str, str]) -> Cost:
+        if "stroke-dasharray" not in painted or node.shape is None:
+            return Cost()
+        return Cost(svgdash.seconds(svgdash.length(node.local, node.shape), painted))
 
     def _filtered(self, node: _Node) -> Cost:
         found = self._filters.get(node.filter) if node.filter is not None else None

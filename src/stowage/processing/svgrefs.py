@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from stowage.processing.svgdash import DASHING
+
 NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 PATH_COMMAND = re.compile(r"[MLHVCSQTAZmlhvcsqtaz]")
 URL_ID = re.compile(r"url\(\s*['\"]?#([^'\")\s]+)")
@@ -22,36 +24,45 @@ SHAPES = frozenset({"rect", "circle", "ellipse", "line", "path", "polygon", "pol
 SHAPES |= {"image", "text", "tspan", "textpath", "use"}
 
 
-def painted(attributes: Mapping[str, str], inherited: Mapping[str, str]) -> dict[str, str]:
-    """The inherited properties that draw another element (``INHERITED``), as this one
+def painted(attributes: Mapping[str, str], inherited: Mapping[str, str]) -> Mapping[str, str]:
+    """The inherited properties that draw another element (``INHERITED``) or dash its
+    stroke (``svgdash.DASHING``), as this one
     sets them (an attribute, or its ``style``; ``marker`` sets the three markers)."""
-    styled = dict((k.strip().lower(), v) for k, v in STYLED.findall(attributes.get("style", "")))
+    style = attributes.get("style", "")
+    styled = dict((k.strip().lower(), v) for k, v in STYLED.findall(style)) if style else {}
+    given_here = [n for n in ("marker", *INHERITED, *DASHING) if n in styled or n in attributes]
+    if not given_here:
+        return inherited  # shared, never changed: each change is made on a copy
     painted = dict(inherited)
-    for name in ("marker", *INHERITED):
-        given = styled.get(name) or attributes.get(name)
-        if given is None:
-            continue
+    for name in given_here:
+        given = styled.get(name) or attributes[name]
         for each in ("marker-start", "marker-mid", "marker-end") if name == "marker" else (name,):
             painted[each] = given
     return painted
 
 
 def referred(
-    local: str, attributes: Mapping[str, str], painted: Mapping[str, str], vertices: float
+    local: str,
+    attributes: Mapping[str, str],
+    painted: Mapping[str, str],
+    shape: Mapping[str, str] | None,
 ) -> list[tuple[str, float]]:
     """The elements ``url(#id)`` draws for this one, and how many times: its clip path
     and mask once; for a shape (or a ``use``), the pattern it is filled or stroked with
     (inherited, as librsvg inherits it) once, a marker at each vertex it is set for."""
-    styled = dict((k.strip().lower(), v) for k, v in STYLED.findall(attributes.get("style", "")))
+    style = attributes.get("style", "")
+    styled = dict((k.strip().lower(), v) for k, v in STYLED.findall(style)) if style else {}
     found: list[tuple[str, float]] = []
     for name in ("clip-path", "mask"):
         match = URL_ID.search(styled.get(name) or attributes.get(name, ""))
         if match is not None:
             found.append((match.group(1), 1.0))
-    if local not in SHAPES:
+    if shape is None or not painted:
         return found
-    times = {"fill": 1.0, "stroke": 1.0, "marker-start": min(1.0, vertices)}
-    times |= {"marker-end": min(1.0, vertices), "marker-mid": max(0.0, vertices - 2)}
+    marked = any(name.startswith("marker") for name in painted)
+    count = vertices(local, shape) if marked else 0.0
+    times = {"fill": 1.0, "stroke": 1.0, "marker-start": min(1.0, count)}
+    times |= {"marker-end": min(1.0, count), "marker-mid": max(0.0, count - 2)}
     for name in INHERITED:
         match = URL_ID.search(painted.get(name, ""))
         if match is not None and times[name] > 0:
