@@ -93,9 +93,10 @@ def _ink(data: bytes, rgb: tuple[int, int, int]) -> tuple[int, int, int]:
     return r, g, b
 
 
-@functools.lru_cache(maxsize=8)
 def _profile_file(data: bytes) -> Path:
-    """``data`` in a file: libvips reads an output profile from a file only."""
+    """``data`` in a file: libvips reads an output profile from a file only. Looked for
+    on every call, not remembered: a job process's folder (its TMPDIR) is emptied after
+    each of its jobs."""
     path = Path(tempfile.gettempdir()) / f"stowage-{hashlib.sha256(data).hexdigest()[:16]}.icc"
     if not path.exists():  # written whole, then named: another process may read it
         with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as file:
