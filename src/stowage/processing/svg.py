@@ -272,6 +272,7 @@ class _Writer:
         if self._style is not None:  # the text may come in many pieces: checked whole
             css, self._style = "".join(self._style), None
             check_css(css, "a <style> element", self._images)
+            self.drawing.style(css)
             self._out.write(self._escape(css))
         self._out.write(f"</{name}>")
         self.drawing.end()
