@@ -217,11 +217,12 @@ async def test_a_small_job_does_not_wait_behind_big_ones(harness: Harness) -> No
         await asyncio.gather(*bigs, return_exceptions=True)
 
 
-# An SVG whose drawing the estimate cannot see: a few hundred bytes, a filter that takes
-# tens of seconds to draw at 3000 px (found by probing: two of them held both job slots
-# for their whole deadline, and a small resize waited 30 s behind them).
-# The filter is chosen by a <style> rule, which the drawing's price does not read (it
-# matches no CSS selectors: docs/transformations.md, SVG).
+# An SVG drawn for tens of seconds at 3000 px: a few hundred bytes, a turbulence of a
+# thousand octaves blurred, chosen by a <style> rule (found by probing: two of them held
+# both job slots for their whole deadline, and a small resize waited 30 s behind them).
+# The estimate now prices it (14.5 s at 3000 px, SLOW 277 s): the tests of a job that
+# overruns its estimate lift the big-job threshold above it (SMALL_BELOW), so that it is
+# estimated small whatever the estimate's precision, and run long all the same.
 DRAWN_SLOWLY = (
     b'<svg xmlns="http://www.w3.org/2000/svg" width="9000" height="9000">'
     b'<style>rect { filter: url(#f) }</style><filter id="f">'
@@ -229,6 +230,8 @@ DRAWN_SLOWLY = (
     b'<feGaussianBlur stdDeviation="500"/></filter>'
     b'<rect width="9000" height="9000"/></svg>'
 )
+#: Above the drawn SVGs' estimates, below SLOW's: they take a small slot, SLOW a big one.
+SMALL_BELOW = 100.0
 
 
 @pytest.mark.settings(
@@ -237,6 +240,8 @@ DRAWN_SLOWLY = (
     processing_small_job_seconds=3,  # the small resize below must not overrun it on a busy CI
     processing_wait_seconds=6,
     processing_job_seconds=20,
+    processing_max_job_cost=UNLIMITED,
+    processing_big_job_cost=SMALL_BELOW,
 )
 async def test_a_job_estimated_small_that_runs_long_leaves_the_small_slots(
     harness: Harness,
@@ -272,8 +277,8 @@ async def test_a_job_estimated_small_that_runs_long_leaves_the_small_slots(
         await asyncio.gather(*slow, return_exceptions=True)
 
 
-#: Estimated a small job; drawn in tens of seconds: twenty thousand translucent circles,
-#: each over the whole picture, inside a mask (a mask's contents are not priced).
+#: Drawn in tens of seconds: twenty thousand translucent circles, each over the whole
+#: picture, inside a mask (estimated 91 s: below SMALL_BELOW).
 PAINTED_SLOWLY = (
     b'<svg xmlns="http://www.w3.org/2000/svg" width="1500" height="1500"><mask id="m">'
     + b'<circle cx="750" cy="750" r="1100" fill="white" fill-opacity="0.01"/>' * 20_000
@@ -281,7 +286,12 @@ PAINTED_SLOWLY = (
 )
 
 
-@pytest.mark.settings(processing_small_job_seconds=3, processing_job_seconds=6)
+@pytest.mark.settings(
+    processing_small_job_seconds=3,
+    processing_job_seconds=6,
+    processing_max_job_cost=UNLIMITED,
+    processing_big_job_cost=SMALL_BELOW,
+)
 async def test_a_job_run_again_as_a_big_one_keeps_the_requests_deadline(
     harness: Harness,
 ) -> None:
@@ -374,7 +384,7 @@ async def test_a_job_process_whose_folder_was_removed_is_replaced(harness: Harne
     processing_wait_seconds=6,
     processing_job_seconds=20,
     processing_max_job_cost=UNLIMITED,
-    processing_big_job_cost=5,  # SLOW is a big job; the drawn SVG is estimated small
+    processing_big_job_cost=SMALL_BELOW,  # SLOW is a big job; the drawn SVG a small one
 )
 async def test_the_wait_holds_across_a_rerun_and_a_slow_source_goes_to_the_big_slots(
     harness: Harness,

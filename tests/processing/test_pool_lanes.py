@@ -26,7 +26,7 @@ from stowage.processing.base import Job, Limits
 from stowage.processing.lanes import RETRY_AFTER_MOST, Lane, Lanes
 from stowage.processing.pool import JobPool, drawn
 from tests.api.test_transform import picture
-from tests.api.test_transform_jobs import DRAWN_SLOWLY, SLOW
+from tests.api.test_transform_jobs import DRAWN_SLOWLY, SLOW, SMALL_BELOW
 
 QUEUE = 2
 JOBS = 2  # one kept for small jobs, one for big ones
@@ -169,8 +169,8 @@ async def test_drawn_sources_estimated_small_do_not_hold_the_kept_slot(tmp_path:
     async with running(jobs) as tasks:
         await small_resize(jobs, files, 10)
         for n in range(3):  # more than the slots: each a new origin
-            chain = f"resize=width:{3000 + n}"  # estimated under 5 s: a small job
-            job = files.job("slow.svg", chain, origin=f"drawn-{n}", big_cost=5)
+            chain = f"resize=width:{3000 + n}"  # estimated under SMALL_BELOW: a small job
+            job = files.job("slow.svg", chain, origin=f"drawn-{n}", big_cost=SMALL_BELOW)
             tasks.append(asyncio.ensure_future(jobs.run(job)))
         await asyncio.sleep(0.2)
         took = [await small_resize(jobs, files, 40 + n) for n in range(4)]
