@@ -249,7 +249,7 @@ def estimate(
     pixels = [t for t in tasks if catalogue.TABLE[t.name].kind in PIXELS]
     result = resultshare.reads_result(pixels, opened.frames == 1 and frames == 1)
     measured = resultshare.Counted(content, decode / 1e6, opened.frame_pixels) if content else None
-    sampled = work * resultshare.sampled(pixels)
+    sampled = work * resultshare.sampled(pixels, opened.frame_pixels)
     asked = measured if measured is None or not result else measured.of_result(sampled)
     flat = (
         1.0 if result else flatness.kept(pixels, FLAT_MEASURE.get(fmt, flatness.DETAIL), (w0, h0))

@@ -8,12 +8,18 @@ refused for 1.8 s of CPU (``polaroid`` 11.1 s for 1.0, ``circle`` 8.7 for 1.0, `
 7.9 for 1.5): their result is as flat as the source but for a ring, a frame or the
 edges, and a point operation such as ``blackwhite`` makes a photo flatter still.
 
-For a still whose image tasks stream (``reads_result``), the same tasks run on a fresh
-decode of the source and the measure reads ``SHARE`` of the result's rows, in strips of
-``STRIP`` spread over its height (the tasks compute only what those strips need). The
-estimate charges that work (``Counted``) and prices the save from the result's share.
-Other chains (a rotation held in memory, a face search, a frame of an animation) keep
-the source's measure and ``flatness.kept``.
+For a still whose image tasks read in order (``run_on_strips``), the same tasks run on
+a fresh sequential decode of the source and the measure reads ``SHARE`` of the result's
+rows, in strips of ``STRIP`` spread over its height (the tasks compute only what those
+strips need). Tasks that read out of order (a flip, a turn held in memory, smart_crop's
+cover, a shadow) run on a copy of the source bounded in pixels (``resultcopy``), not on
+a second decode for random access, whole: memory stays flat whatever the source's size.
+A turn by 45 degrees of a 9.4 MP screenshot to GIF, priced from the source's share
+before (a turn keeps none), was estimated 16.1 s and refused for 2.7 s of CPU; now 3.5
+for 2.0. The face tasks that change only the faces' boxes are left out of the run.
+The estimate charges that work (``Counted``) and prices the save from the result's
+share. Other chains (``crop_faces``, ``align:faces``, a frame of an animation, whose
+flat rate ``saverates`` does not give) keep the source's measure and ``flatness.kept``.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from collections.abc import Callable, Sequence
 import pyvips
 
 from stowage import errors
-from stowage.processing import catalogue, flatness, frames, ops
+from stowage.processing import catalogue, flatness, frames, ops, resultcopy
 from stowage.processing.base import Task
 from stowage.processing.table import Kind
 
@@ -34,9 +40,12 @@ from stowage.processing.table import Kind
 #: screenshots, text and blocks through vignette, blur, circle and polaroid.
 SHARE = 1 / 8
 STRIP = 64
-#: Tasks whose own work is not their pixels' (the face finder's search): their result is
-#: not measured.
-SEARCHING = frozenset({"detect_faces", "crop_faces", "pixelate_faces", "blur_faces", "redeye"})
+#: Tasks that change only the faces' boxes (or nothing: ``detect_faces``' answer): the
+#: measure leaves them out, as their search costs more than the share it would find (a
+#: face blurred or pixelated is no less flat than it was).
+FACE_BOXES = frozenset({"detect_faces", "pixelate_faces", "blur_faces", "redeye"})
+#: Tasks whose result is where the faces are: measured on the source.
+TO_FACES = frozenset({"crop_faces"})
 #: Tasks that read their whole input before they change it (enhance's percentiles): the
 #: measure computes the tasks before them whole. (``pixelate`` and ``shadow`` hold their
 #: input in the job to read it twice; the measure reads twice only its strips.)
@@ -48,33 +57,57 @@ Run = Callable[[pyvips.Image, list[Task]], pyvips.Image]
 
 def reads_result(tasks: Sequence[Task], still: bool) -> bool:
     """Whether the flat share of ``tasks``' result (the image tasks of a still, in the
-    order they run) is measured on it: each streams (holds no turn, makes no larger image
-    on the way, searches no faces)."""
-    return still and bool(tasks) and all(_streams(task) for task in tasks)
+    order they run) is measured on it: each is an image task whose result is not where
+    the faces are."""
+    return still and bool(tasks) and all(_measured(task) for task in tasks)
 
 
-def _streams(task: Task) -> bool:
+def _measured(task: Task) -> bool:
+    spec = catalogue.TABLE[task.name]
+    plain = spec.kind is Kind.IMAGE and task.name not in TO_FACES
+    return plain and task.get("align") != "faces"
+
+
+def run_on_strips(tasks: Sequence[Task]) -> bool:
+    """Whether ``tasks`` (``measured_tasks``) compute the result's strips from one
+    sequential decode: each reads in order (no random access, no turn held, no larger
+    image on the way). The others run on a bounded copy (``resultcopy``)."""
+    return all(_in_order(task) for task in tasks)
+
+
+def _in_order(task: Task) -> bool:
     spec = catalogue.TABLE[task.name]
     held = spec.holds is not None and spec.holds(task)
-    searching = task.name in SEARCHING or task.get("align") == "faces"
-    plain = spec.kind is Kind.IMAGE and spec.works_on is None
-    return plain and not (held or searching)
+    return not (spec.random_access or held or spec.works_on is not None)
 
 
-def sampled(tasks: Sequence[Task]) -> float:
-    """The share of the tasks' work the measure of their result computes: twice ``SHARE``
-    (a strip's margins, a task's fixed costs), or all of it when a task reads its whole
-    input before it changes it (``WHOLE``)."""
-    return 1.0 if any(t.name in WHOLE for t in tasks) else 2 * SHARE
+def measured_tasks(tasks: Sequence[Task]) -> list[Task]:
+    """The tasks the measure runs: all but those that change only the faces' boxes."""
+    return [task for task in tasks if task.name not in FACE_BOXES]
+
+
+def sampled(tasks: Sequence[Task], pixels: int) -> float:
+    """The share of the tasks' work the measure of their result computes on a source of
+    ``pixels``: on one decode's strips, twice ``SHARE`` (a strip's margins, a task's
+    fixed costs), or all of it when a task reads its whole input before it changes it
+    (``WHOLE``); on a copy, each task wholly on the copy's share of the pixels; none
+    when only face tasks run (the source's own measure)."""
+    todo = measured_tasks(tasks)
+    if not todo:
+        return 0.0
+    if not run_on_strips(todo):
+        return resultcopy.share(pixels)
+    return 1.0 if any(t.name in WHOLE for t in todo) else 2 * SHARE
 
 
 def measure(opened: frames.Opened, tasks: Sequence[Task], run: Run) -> Measure:
     """The engine's measure: of the result of ``tasks`` (``run`` applies them) when
     ``reads_result``, else of the source."""
     source = functools.partial(flatness.content, opened)
-    if not reads_result(tasks, opened.frames == 1):
+    todo = measured_tasks(tasks)
+    if not reads_result(tasks, opened.frames == 1) or not todo:
         return source
-    return functools.partial(_of_result, opened, list(tasks), run, source)
+    return functools.partial(_of_result, opened, todo, run, source)
 
 
 def _of_result(
@@ -82,11 +115,14 @@ def _of_result(
 ) -> flatness.Content:
     if kind == flatness.DETAIL:
         return source(kind)
-    random = any(catalogue.TABLE[t.name].random_access for t in tasks)
-    options = {"access": "random" if random else "sequential", "fail_on": "error"}
+    on_strips = run_on_strips(tasks)
     token = ops.HOLD_BUDGET.set(None)  # the job's holds are the job's
     try:
-        image = frames.load(opened.name, options)
+        if on_strips:
+            image = frames.load(opened.name, {"access": "sequential", "fail_on": "error"})
+        else:  # bounded, held: the copy's own holds drawn from a budget of its own
+            image = resultcopy.copied(opened.name, opened.frame_pixels)
+            ops.HOLD_BUDGET.set(resultcopy.budget(image))
         if image.format not in ("uchar", "ushort"):
             return source(kind)  # read by ``samples`` first: measured as the source
         found = flatness.of_strips(strips(run(ops.srgb(image), tasks)), kind)
