@@ -26,23 +26,27 @@ has, so that small jobs never wait behind big ones (``pool.py``).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Protocol
 
 from stowage import errors
 from stowage.processing import (
     catalogue,
     costholds,
+    decodecost,
     faces,
     flatness,
     geometry,
     holding,
     params,
     resultshare,
-    samples,
     shapes,
 )
 from stowage.processing.base import BigJob, Chain, Limits, Task
+from stowage.processing.decodecost import DECODE as DECODE
+from stowage.processing.decodecost import DECODES as DECODES
+from stowage.processing.decodecost import EMBEDDED as EMBEDDED
+from stowage.processing.decodecost import JPEG2000 as JPEG2000
+from stowage.processing.decodecost import Header as Header
+from stowage.processing.decodecost import Still as Still
 from stowage.processing.pngsave import rate as png_compressed
 from stowage.processing.saverates import (
     FLAT_MEASURE,
@@ -55,21 +59,6 @@ from stowage.processing.svgdraw import Cost as Drawing
 from stowage.processing.table import Kind
 
 TILE = 128  # libvips' tile side for most operations
-DECODE = 0.015  # seconds a megapixel decoded
-#: Loaders slower than ``DECODE``, measured on one thread on 1500x1500 noise (a photo's
-#: in brackets): WebP lossy 0.083 (0.035), lossless 0.037 (0.042); AVIF 0.13 (0.048);
-#: JPEG 0.012, PNG and GIF 0.016, TIFF 0.005. 60 frames of a 600x600 WebP of noise
-#: resized to 300 px took 5.8 s, estimated at 2.1 with every decode at JPEG's rate.
-DECODES = {"webpload": 0.09, "heifload": 0.13}
-#: A JPEG 2000 file decoded by Pillow's OpenJPEG and saved as the TIFF the engine reads
-#: (jpeg2000.py), besides ``DECODE``: 0.08 s a megapixel lossy, 0.06-0.18 lossless,
-#: 0.5 for lossless noise (docs/decisions.md, "Task rates").
-JPEG2000 = 0.2
-#: A PNG or JPEG inside an SVG (``data:``, ``svgimages.py``), decoded whole by librsvg
-#: and drawn into the canvas: 0.010-0.0125 s a megapixel measured (one thread, flat
-#: images of 2000x2000 to 8000x8000; a noisy one costs more a megapixel, but the SVG's
-#: 10 MiB hold only a few megapixels of noise). Other formats at ``DECODES``' rates.
-EMBEDDED = 0.015
 #: Seconds a megapixel made, per task; tasks not named here cost ``OTHER``.
 RATES = {
     "resize": 0.026,  # and SHRINK for what it reads; UPSCALE when it enlarges
@@ -139,39 +128,6 @@ CALL_OTHER = 0.001
 PIXELS = (Kind.IMAGE, Kind.FILES)  # the tasks that make pixels
 
 
-class Header(Protocol):
-    """What the estimate reads of an opened source (``frames.Opened``)."""
-
-    @property
-    def frames(self) -> int: ...
-    @property
-    def decoded_frames(self) -> int: ...
-    @property
-    def frame_height(self) -> int: ...
-    @property
-    def frame_pixels(self) -> int: ...
-    @property
-    def loader(self) -> str: ...
-    @property
-    def alpha(self) -> bool: ...
-    @property
-    def read(self) -> bool: ...
-
-
-@dataclass(frozen=True)
-class Still:
-    """A ``Header`` of one frame read from a file's own header, before libvips opens it
-    (the Pillow path of a JPEG, a JPEG 2000 file)."""
-
-    frame_height: int
-    frame_pixels: int
-    frames: int = 1
-    decoded_frames: int = 1
-    loader: str = "jpegload"
-    alpha: bool = False
-    read: bool = False
-
-
 def estimate(
     opened: Header,
     chain: Chain,
@@ -226,17 +182,19 @@ def estimate(
         steps.append(_step(task, made / 1e6, before, (w, h), alpha))
         alpha = _bands_after(task, 3, alpha)[1]
         calls += _call(task) * frames
-    read = samples.RATE * opened.frame_pixels * opened.decoded_frames if opened.read else 0
-    steps, read = costholds.reading(steps, read / 1e6)  # computed again with the first step
+    # samples' conversion, a dropped profile's transform: computed again with the first step
+    steps, read = costholds.reading(
+        steps, decodecost.reading(opened, tasks, width, catalogue.TABLE)
+    )
     sites = costholds.sites(steps, still=opened.frames == 1 and frames == 1)
     budget = holding.HoldBudget(10**30 if hold_pixels is None else hold_pixels, limit)
     patterns = holding.plan(sites, frames, budget)
     total = work = calls + sum(n * costholds.computed(steps, p) for p, n in patterns.items())
     # The decoded source is read once: sequentially, or kept whole for random access;
     # so is each image placed, and scaled to its cell or frame.
-    decode = DECODES.get(opened.loader, DECODE) * opened.frame_pixels * opened.decoded_frames
-    decode += sum(DECODES.get(k, EMBEDDED) * pixels for k, pixels in (embedded or {}).items())
-    total += decode / 1e6 + read
+    inside = sum(DECODES.get(k, EMBEDDED) * pixels for k, pixels in (embedded or {}).items())
+    decode = decodecost.decoded(opened) + inside / 1e6
+    total += decode + read
     if drawing is not None:  # at a first resize's size: librsvg draws the vector at it
         first = chain.tasks[0] if chain.tasks and chain.tasks[0].name == "resize" else None
         drawn = size_after(first, width, opened.frame_height) if first else (w0, h0)
@@ -248,7 +206,7 @@ def estimate(
         content = _detail_only(detail)
     pixels = [t for t in tasks if catalogue.TABLE[t.name].kind in PIXELS]
     result = resultshare.reads_result(pixels, opened.frames == 1 and frames == 1)
-    measured = resultshare.Counted(content, decode / 1e6, opened.frame_pixels) if content else None
+    measured = resultshare.Counted(content, decode, opened.frame_pixels) if content else None
     sampled = work * resultshare.sampled(pixels, opened.frame_pixels)
     asked = measured if measured is None or not result else measured.of_result(sampled)
     flat = (

@@ -31,7 +31,7 @@ import pyvips
 
 from stowage import errors
 from stowage.core import filetypes
-from stowage.processing import admission, decisions, gifblocks, samples
+from stowage.processing import admission, decisions, decodecost, gifblocks, samples
 from stowage.processing.base import Chain, Limits, Output, Rendered
 
 ANIMATED_LOADERS = {"gifload", "webpload"}
@@ -52,6 +52,7 @@ class Opened:
     frame_height: int
     decoded_frames: int  # frames the decoder goes through to give ``image``
     read: bool = False  # ``image`` read by ``samples``: libvips' thumbnail would not do
+    decoding: decodecost.Decoding = decodecost.Decoding()  # what the estimate adds
 
     @property
     def frame_pixels(self) -> int:
@@ -101,9 +102,11 @@ def open_source(
         image = _spec_delays(image, Path(source))
     height = _frame_height(image, frames)
     decoded = (page or 1) if loader in SEQUENTIAL_FRAMES else 1
-    read = samples.read(image, Path(source), (output.format, drops_profile))
+    saved = (output.format, drops_profile)
+    read = samples.read(image, Path(source), saved)
     name = _with_options(source, options)
-    opened = Opened(read, name, frames, height, max(decoded, frames), read is not image)
+    decoding = decodecost.decoding(read, Path(source).stat().st_size, saved)
+    opened = Opened(read, name, frames, height, max(decoded, frames), read is not image, decoding)
     _check(opened, limits)
     return opened
 

@@ -34,7 +34,7 @@ import PIL.Image
 from PIL import JpegImagePlugin
 
 from stowage import errors
-from stowage.processing import cost
+from stowage.processing import cost, decodecost
 from stowage.processing.base import Chain, Limits, Output, Rendered, Task
 from stowage.processing.geometry import UNBOUNDED, binds_by_width, kept_side, resize_box
 
@@ -75,9 +75,8 @@ def render(
         box = (width, height) if task is SAME_SIZE else size(task, width, height)
         if box is None or max(box) > limits.max_output_dimension:
             return None
-        cost.check(
-            cost.estimate(cost.Still(height, width * height), chain, width, output.format), limits
-        )
+        header = cost.Still(height, width * height, decoding=_decoding(image, source))
+        cost.check(cost.estimate(header, chain, width, output.format), limits)
         data = _encoded(
             image, box, output, int(options.get("Q", DEFAULT_QUALITY)), deadline, limits
         )
@@ -199,6 +198,13 @@ def _encoded(
     else:
         resized.save(out, "WEBP", quality=quality, method=4, **metadata)
     return out.getvalue()
+
+
+def _decoding(image: JpegImagePlugin.JpegImageFile, source: Path) -> decodecost.Decoding:
+    """A progressive JPEG (SOF2 and the other multi-scan kinds, Pillow's ``progressive``)
+    is priced by its bytes: libjpeg's DCT scaling (draft mode) still reads every scan."""
+    progressive = bool(image.info.get("progressive"))
+    return decodecost.Decoding(source.stat().st_size if progressive else 0)
 
 
 def _has_iptc(image: JpegImagePlugin.JpegImageFile) -> bool:
