@@ -76,7 +76,7 @@ class Walk:
     ) -> None:
         self._nodes, self._ids, self._filters = nodes, ids, filters
         self._canvas, self._scale = canvas, scale
-        self._keys: dict[tuple[int, int], tuple[Ctx, tuple[object, ...]]] = {}
+        self._keys: dict[int, tuple[Mapping[str, str], _Key]] = {}
         self._infos: dict[_State, _Info] = {}
         self._most = 4 * len(nodes) + MAX_STATES
         self._defined: list[Ctx] = []  # what each element inherits where it is defined
@@ -174,11 +174,14 @@ class Walk:
 
     def _key(self, ctx: Ctx) -> _Key:
         """What of ``ctx`` changes a price: url()s, dashes, a stroke painted or not."""
-        known = self._keys.get((id(ctx[0]), id(ctx[1])))
+        return (self._relevant(ctx[0]), self._relevant(ctx[1]))
+
+    def _relevant(self, painted: Mapping[str, str]) -> _Key:
+        known = self._keys.get(id(painted))
         if known is not None:
             return known[1]
-        key = tuple(_relevant(painted) for painted in ctx)
-        self._keys[(id(ctx[0]), id(ctx[1]))] = (ctx, key)  # the ctx kept: its ids stay
+        key = _relevant(painted) if painted else ()
+        self._keys[id(painted)] = (painted, key)  # the mapping kept: its id stays its own
         return key
 
 
