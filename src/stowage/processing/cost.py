@@ -55,7 +55,7 @@ from stowage.processing.saverates import (
     quality_factor,
     save_rate,
 )
-from stowage.processing.svgdraw import Cost as Drawing
+from stowage.processing.svgdraw import Drawing
 from stowage.processing.table import Kind
 
 TILE = 128  # libvips' tile side for most operations

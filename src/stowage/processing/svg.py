@@ -64,7 +64,7 @@ class _Rewritten:
     its drawing costs (``svgdraw``; None until the rewrite is over)."""
 
     images: Embedded
-    drawing: svgdraw.Cost | None = None
+    drawing: svgdraw.Drawing | None = None
 
 
 #: The job's rewritten SVGs, by the file each was rewritten into.
@@ -89,7 +89,7 @@ def embedded(source: Path) -> Embedded | None:
     return None if found is None else found.images
 
 
-def drawing(source: Path) -> svgdraw.Cost | None:
+def drawing(source: Path) -> svgdraw.Drawing | None:
     """What librsvg's drawing of the SVG rewritten into ``source`` costs besides its
     canvas (None: no such file)."""
     found = _SAFE.get().get(source)
@@ -131,11 +131,11 @@ def rewritten(source: Path, dest: Path, limits: Limits) -> Iterator[Path]:
         safe.unlink(missing_ok=True)
 
 
-def rewrite(read: IO[bytes], write: IO[str], images: Embedded | None = None) -> svgdraw.Cost:
+def rewrite(read: IO[bytes], write: IO[str], images: Embedded | None = None) -> svgdraw.Drawing:
     """Reads the SVG from ``read`` and writes the checked document to ``write``, its
     ``data:`` images read into ``images`` (held to no pixel limit when None);
     ``Refused`` with the reason otherwise, ``errors.ImageTooLarge`` past a limit. Answers
-    what librsvg's drawing of it will cost (``svgdraw``)."""
+    what librsvg's drawing of it will cost (``svgdraw``: priced at the size drawn)."""
     writer = _Writer(write, Embedded() if images is None else images)
     parser = xml.parsers.expat.ParserCreate()
     parser.SetParamEntityParsing(xml.parsers.expat.XML_PARAM_ENTITY_PARSING_NEVER)
@@ -161,7 +161,8 @@ def rewrite(read: IO[bytes], write: IO[str], images: Embedded | None = None) -> 
         raise Refused(f"not well-formed XML ({reason})") from None
     if not writer.saw_root:
         raise Refused("no <svg> element")
-    return writer.drawing.cost()
+    writer.drawing.cost()  # at the document's size: a drawing's reading ends here
+    return writer.drawing
 
 
 def _doctype(name: str, system: str | None, public: str | None, internal: int) -> None:

@@ -17,11 +17,11 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from stowage.processing.svgdash import DASHING
+from stowage.processing.svgdash import STROKING
 
 #: The properties whose ``url(#id)`` draws another element (``svgdraw``).
 PROPERTIES = frozenset({"filter", "clip-path", "mask", "fill", "stroke", "marker"})
-PROPERTIES |= {"marker-start", "marker-mid", "marker-end", *DASHING}
+PROPERTIES |= {"marker-start", "marker-mid", "marker-end", *STROKING}
 _COMMENT = re.compile(r"/\*.*?(?:\*/|$)", re.S)
 _RULE = re.compile(r"([^{}]*)\{([^{}]*)\}")  # innermost blocks: @media's rules too
 _DECLARATION = re.compile(r"([A-Za-z-]+)\s*:\s*([^;]+)")
@@ -58,7 +58,7 @@ class Rules:
                 (name.strip().lower(), value.replace("!important", "").strip())
                 for name, value in _DECLARATION.findall(body)
                 if name.strip().lower() in PROPERTIES
-                and ("url(" in value or name.strip().lower() in DASHING)
+                and ("url(" in value or name.strip().lower() in STROKING)
             )
             if not declared:
                 continue

@@ -20,6 +20,8 @@ from collections.abc import Mapping
 DASH = (2e-6, 0.4e-6)  # seconds a dash, and for each unit of the stroke's width
 #: Inherited properties a dashed stroke reads (``svgrefs.painted`` keeps them).
 DASHING = ("stroke-dasharray", "stroke-width")
+#: And what a stroke reads (``svgstroke``): whether it is painted, and its width.
+STROKING = ("stroke", *DASHING)
 _TOKEN = re.compile(r"([MLHVCSQTAZmlhvcsqtaz])|([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)")
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 _ARITY = {"m": 2, "l": 2, "t": 2, "h": 1, "v": 1, "c": 6, "s": 4, "q": 4, "a": 7, "z": 0}
@@ -32,8 +34,12 @@ def seconds(stroked: float, painted: Mapping[str, str]) -> float:
     period = sum(values) * (2 if len(values) % 2 else 1)
     if period <= 0:
         return 0.0
-    width = _first(painted.get("stroke-width", "1"), 1.0)
-    return stroked / period * (DASH[0] + DASH[1] * min(width, 1e4))
+    return stroked / period * (DASH[0] + DASH[1] * min(width(painted), 1e4))
+
+
+def width(painted: Mapping[str, str]) -> float:
+    """The stroke's width (user units)."""
+    return _first(painted.get("stroke-width", "1"), 1.0)
 
 
 def length(local: str, attributes: Mapping[str, str]) -> float:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from stowage.processing.svgdash import DASHING
+from stowage.processing.svgdash import STROKING
 
 NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 PATH_COMMAND = re.compile(r"[MLHVCSQTAZmlhvcsqtaz]")
@@ -26,11 +26,11 @@ SHAPES |= {"image", "text", "tspan", "textpath", "use"}
 
 def painted(attributes: Mapping[str, str], inherited: Mapping[str, str]) -> Mapping[str, str]:
     """The inherited properties that draw another element (``INHERITED``) or dash its
-    stroke (``svgdash.DASHING``), as this one
+    stroke (``svgdash.STROKING``), as this one
     sets them (an attribute, or its ``style``; ``marker`` sets the three markers)."""
     style = attributes.get("style", "")
     styled = dict((k.strip().lower(), v) for k, v in STYLED.findall(style)) if style else {}
-    given_here = [n for n in ("marker", *INHERITED, *DASHING) if n in styled or n in attributes]
+    given_here = [n for n in ("marker", *INHERITED, *STROKING) if n in styled or n in attributes]
     if not given_here:
         return inherited  # shared, never changed: each change is made on a copy
     painted = dict(inherited)
