@@ -211,6 +211,12 @@ def chain(rng: random.Random) -> Chain:
     return Chain(tasks, "/".join(texts), out_of_range)
 
 
+def _kind(name: str) -> Kind:
+    spec = catalogue.spec(name)
+    assert spec is not None
+    return spec.kind
+
+
 def _int(value: str) -> int:
     return math.floor(float(value.strip('"')) + 0.5)
 
@@ -282,7 +288,10 @@ def expected_size(chain: Chain, source: Source) -> tuple[int, int] | None:
 
 def expected_type(chain: Chain, source: Source) -> str | None:
     """The Content-Type the chain asks for, None where the request's Accept decides."""
-    last, options = chain.tasks[-1]
+    # The last task that makes the answer: request tasks after it (cache, ...) do not
+    # (``detect_faces=e:true/cache=cache:true`` answers the faces' JSON).
+    making = [t for t in chain.tasks if _kind(t[0]) is not Kind.REQUEST]
+    last, options = making[-1] if making else ("", {})
     exported = last == "detect_faces" and options.get("export", "").lower() == "true"
     if last in ("imagesize", "metadata") or exported:
         return "application/json"
