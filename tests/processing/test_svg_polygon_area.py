@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from stowage.processing import chain
+from stowage.processing import chain, svgarea
+from stowage.processing.svgrefs import NUMBER
 from stowage.processing.vips import VipsEngine
 from tests.processing import cpuspeed
 from tests.processing.test_svgcost import LIMITS, PNG, _canvas, _estimate
@@ -58,3 +59,21 @@ def test_large_polygons_are_priced_by_their_area(tmp_path: Path, seed: int) -> N
         print(f"case {case}: estimated {estimated:.2f} s, took {used:.2f}")
         assert used <= 3 * estimated + 0.1, (used, estimated)
         assert estimated <= 3 * used + 0.4, (used, estimated)
+
+
+def _point_list(rng: random.Random) -> str:
+    """Points as SVG writes them, and as it may: signs, exponents, numbers run together."""
+    pieces = ["1", "-2.5", ".5", "3.", "+4", "1e3", "2E-2", "1.2.3", "1-2", "7e", "e", ""]
+    pieces += [str(rng.uniform(-1e4, 1e4)) for _ in range(4)]
+    seps = [" ", ",", ", ", "\n", "\t", "  ,", ""]
+    return "".join(rng.choice(pieces) + rng.choice(seps) for _ in range(rng.randint(0, 12)))
+
+
+@pytest.mark.parametrize("seed", [5376, 5377])
+def test_points_are_read_as_the_pattern_reads_them(seed: int) -> None:
+    """``numbers_in``'s split (for speed) reads what ``NUMBER`` does, numbers run together
+    and malformed ones included."""
+    rng = random.Random(seed)
+    for _ in range(3000):
+        text = _point_list(rng)
+        assert svgarea.numbers_in(text) == [float(n) for n in NUMBER.findall(text)], text

@@ -228,9 +228,12 @@ def test_the_probes_worst_svgs_are_refused_at_once(tmp_path: Path, name: str) ->
         assert _estimate(source, steps, limits, tmp_path / "out.png") is None
 
     # CPU, not wall time (the machine is shared), the least of two, in the rates' state.
-    # Reading the 8000x8000 polygons' document takes 0.6-0.7 s of CPU; a clean-clone CI
-    # on a loaded 2-core machine measured 1.66 s. Drawing them took 9 s to 30 s.
-    assert cpuspeed.least(refuse) / cpuspeed.speed() < 2.0
+    # Reading the 8000x8000 polygons' document (4.6 MB, 20,000 elements, read in Python)
+    # takes 1.7-1.8 s of CPU on a quiet machine (1.8-1.9 in the rates' state); a
+    # clean-clone CI on the loaded machine measured 1.78 s at a speed of 0.69 (2.6: the
+    # blur the speed is measured by ran fast, the Python reading did not). Drawing them
+    # took 9 s to 30 s: a refusal that draws fails the bound whatever the machine's state.
+    assert cpuspeed.least(refuse) / cpuspeed.speed() < 3.5
 
 
 def _ordinary(rng: random.Random) -> list[str]:

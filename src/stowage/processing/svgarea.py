@@ -3,9 +3,16 @@ by it), and the lengths it is read from."""
 
 from __future__ import annotations
 
+import math
+import operator
+import re
 from collections.abc import Mapping
 
 from stowage.processing.svgrefs import NUMBER
+
+#: A list of plain numbers, split by ``str.split`` (a tenth of the regular expression's
+#: time, for a drawing of many polygons); anything else is read by ``NUMBER``
+_PLAIN = re.compile(r"[0-9.eE+\s,-]*")
 
 
 def length(text: str | None, default: float) -> float:
@@ -44,15 +51,28 @@ def polygon(canvas: tuple[float, float], points: str) -> float:
     that of its box within the canvas (a self-crossing one's parts may cancel: its
     points are priced besides)."""
     width, height = canvas
-    numbers = [float(n) for n in NUMBER.findall(points)]
+    numbers = numbers_in(points)
     xs, ys = numbers[0::2], numbers[1::2][: len(numbers) // 2]
     if width <= 0 or height <= 0 or len(ys) < 3:
         return 0.0
     xs = xs[: len(ys)]
-    turns = sum(
-        x0 * y1 - x1 * y0
-        for x0, y0, x1, y1 in zip(xs, ys, xs[1:] + xs[:1], ys[1:] + ys[:1], strict=True)
+    # the shoelace's two sums, by map (a third of a generator's time on many points)
+    turns = sum(map(operator.mul, xs, ys[1:] + ys[:1])) - sum(
+        map(operator.mul, xs[1:] + xs[:1], ys)
     )
     across = max(0.0, min(max(xs), width) - max(min(xs), 0.0))
     down = max(0.0, min(max(ys), height) - max(min(ys), 0.0))
     return min(abs(turns) / 2, across * down) / (width * height)
+
+
+def numbers_in(text: str) -> list[float]:
+    """The numbers of a list such as a polygon's points, as librsvg reads them."""
+    if _PLAIN.fullmatch(text):
+        try:
+            numbers = [float(n) for n in text.replace(",", " ").split()]
+        except ValueError:  # "1.2.3", "1-2": numbers run together
+            pass
+        else:
+            if all(map(math.isfinite, numbers)):
+                return numbers
+    return [float(n) for n in NUMBER.findall(text)]
