@@ -57,9 +57,8 @@ def polygon(canvas: tuple[float, float], points: str) -> float:
         return 0.0
     xs = xs[: len(ys)]
     # the shoelace's two sums, by map (a third of a generator's time on many points)
-    turns = sum(map(operator.mul, xs, ys[1:] + ys[:1])) - sum(
-        map(operator.mul, xs[1:] + xs[:1], ys)
-    )
+    turns: float = sum(map(operator.mul, xs, ys[1:] + ys[:1]))
+    turns -= sum(map(operator.mul, xs[1:] + xs[:1], ys))
     across = max(0.0, min(max(xs), width) - max(min(xs), 0.0))
     down = max(0.0, min(max(ys), height) - max(min(ys), 0.0))
     return min(abs(turns) / 2, across * down) / (width * height)
