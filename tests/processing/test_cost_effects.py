@@ -9,6 +9,7 @@ save as a photo's."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from pathlib import Path
 
@@ -49,6 +50,33 @@ def estimated_and_spent(
     return estimates[-1], spent / cpuspeed.speed()
 
 
+@dataclasses.dataclass
+class Case:
+    source: Path
+    segments: list[str]
+    label: str  # what the picture is, for the failure's message
+
+
+def judge(
+    case: Case,
+    quick: float,
+    refused: list[str],
+    under: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Adds ``case`` to ``refused`` if it was refused (over ``MOST``) though it took under
+    ``quick``, to ``under`` if it took over three times its estimate; removes its file."""
+    dest = case.source.with_name("o")
+    seconds, spent = estimated_and_spent(case.source, case.segments, dest, monkeypatch)
+    found = f"{case.label}: {seconds:.2f} s, took {spent:.2f}"
+    print(found, flush=True)
+    if seconds > MOST and spent < quick:
+        refused.append(found)
+    if seconds < spent / 3:
+        under.append(found)
+    case.source.unlink()
+
+
 def generated(
     seed: int, count: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> tuple[list[str], list[str]]:
@@ -66,14 +94,8 @@ def generated(
         kind(width, height, rng).pngsave(str(source), compression=1)
         tasks = pick.sample(EFFECTS, pick.choice([1, 1, 2]))
         segments = [*tasks, f"output=format:{pick.choice(FORMATS)}"]
-        seconds, spent = estimated_and_spent(source, segments, tmp_path / "o", monkeypatch)
-        found = f"{kind.__name__} {width}x{height} {segments}: {seconds:.2f} s, took {spent:.2f}"
-        print(found, flush=True)
-        if seconds > MOST and spent < MOST / 2:
-            refused.append(found)
-        if seconds < spent / 3:
-            under.append(found)
-        source.unlink()
+        label = f"{kind.__name__} {width}x{height} {segments}"
+        judge(Case(source, segments, label), MOST / 2, refused, under, monkeypatch)
     return refused, under
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.processing.test_cost_effects import PICTURES, estimated_and_spent
+from tests.processing.test_cost_effects import PICTURES, Case, judge
 from tests.processing.test_cost_flat import MOST, photo
 
 FORMATS = ["gif", "gif", "gif", "avif", "webp", "png"]
@@ -55,14 +55,8 @@ def generated(
         source = tmp_path / f"s{case}.png"
         kind(width, height, rng).pngsave(str(source), compression=1)
         segments = _chain(pick, width, height)
-        seconds, spent = estimated_and_spent(source, segments, tmp_path / "o", monkeypatch)
-        found = f"{kind.__name__} {width}x{height} {segments}: {seconds:.2f} s, took {spent:.2f}"
-        print(found, flush=True)
-        if seconds > MOST and spent < MOST:
-            refused.append(found)
-        if seconds < spent / 3:
-            under.append(found)
-        source.unlink()
+        label = f"{kind.__name__} {width}x{height} {segments}"
+        judge(Case(source, segments, label), MOST, refused, under, monkeypatch)
     return refused, under
 
 

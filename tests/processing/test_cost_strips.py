@@ -13,14 +13,42 @@ import random
 import time
 from pathlib import Path
 
+import pyvips
+
 from stowage.processing import chain, cost, frames
 from stowage.processing.vips import VipsEngine
+from tests.processing import cpuspeed
 from tests.processing.test_cost import LIMITS
 from tests.processing.test_cost_saves import photo
 
 SLACK = 0.3  # seconds: a job's fixed costs
-#: How far above its estimate such a chain may run: 1.5-1.7 times before, 0.6-0.8 now
+#: How far above its estimate such a chain may run: 1.5-1.7 times before; 0.6-0.8 with
+#: circle, 1.3-1.8 with rounded_corners (2026-12-03, normalised: a sharpen's 4 bands were
+#: priced as 3, ``cost.PREMULTIPLIED``), 1.0-1.1 since
 NEAR = 1.25
+#: The same under a mild shrink: the saver's strips spread it (costholds.REDUCED_MARGIN),
+#: 1.2-1.4 measured; 2.5 before
+MILD_NEAR = 1.6
+
+
+def assert_near(source: Path, segments: list[str], near: float, dest: Path) -> None:
+    """The chain's CPU time, the least of two runs if the first ran long (the machine is
+    shared), in the state the rates describe (a clean-clone CI measured 1.7-1.8 times the
+    estimate raw where a quiet machine measured 0.6-0.8; cpuspeed.py), under ``near``
+    times its estimate."""
+    parsed = chain.parse(segments)
+    output = chain.output_for(parsed, "image/jpeg")
+    opened = frames.open_source(str(source), parsed, output, LIMITS, "sequential")
+    seconds = cost.estimate(opened, parsed, opened.image.width, output.format)
+    spent = []
+    for _ in range(2):
+        started = time.process_time()
+        VipsEngine(threads_per_job=1).render(source, parsed, output, dest, LIMITS)
+        spent.append((time.process_time() - started) / cpuspeed.speed())
+        if spent[-1] < near * seconds:
+            break
+    print(f"{source.name} {segments}: estimated {seconds:.2f} s, took {min(spent):.2f}")
+    assert min(spent) < near * seconds + SLACK, (source.name, segments, seconds, spent)
 
 
 def test_a_sharpen_with_alpha_before_a_large_shrink_costs_what_it_is_estimated(
@@ -33,16 +61,22 @@ def test_a_sharpen_with_alpha_before_a_large_shrink_costs_what_it_is_estimated(
         alpha = rng.choice(["circle", "rounded_corners=radius:max", "circle=background:none"])
         side = width // rng.randint(5, 20)
         segments = [alpha, f"sharpen=amount:{rng.randint(14, 20)}", f"resize=width:{side}"]
-        parsed = chain.parse(segments)
-        output = chain.output_for(parsed, "image/jpeg")
-        opened = frames.open_source(str(source), parsed, output, LIMITS, "sequential")
-        seconds = cost.estimate(opened, parsed, opened.image.width, output.format)
-        spent = []
-        for _ in range(2):  # again when it ran long: the machine is shared
-            started = time.process_time()
-            VipsEngine(threads_per_job=1).render(source, parsed, output, tmp_path / "o", LIMITS)
-            spent.append(time.process_time() - started)
-            if spent[-1] < NEAR * seconds:
-                break
-        print(f"{width}x{height} {segments}: estimated {seconds:.2f} s, took {min(spent):.2f}")
-        assert min(spent) < NEAR * seconds + SLACK, (width, height, segments, seconds, spent)
+        assert_near(source, segments, NEAR, tmp_path / "o")
+
+
+def test_a_sharpen_before_a_mild_shrink_costs_what_it_is_estimated(tmp_path: Path) -> None:
+    """The same class under a resize that shrinks less than ``costholds.SHRUNK``, with
+    alpha or not: libvips' reduce reads overlapping lines, and the sharpen's margins are
+    computed again (``costholds.REDUCED_MARGIN``). Before: with alpha, amount 14, 1811 px
+    to 1500 took 2.0 s for the sharpen alone, estimated 0.60 s with the whole chain
+    under 1.0."""
+    rng = random.Random(5378)
+    for case in range(4):
+        width, height = rng.randint(1500, 2100), rng.randint(1200, 1600)
+        source = tmp_path / f"s{case}.png"
+        image = pyvips.Image.new_from_file(str(photo(tmp_path / f"p{case}.jpg", width, height)))
+        (image.bandjoin(200) if case % 2 else image).write_to_file(str(source), compression=1)
+        side = int(width / rng.uniform(1.1, 3.5))
+        segments = [f"sharpen=amount:{rng.randint(6, 20)}", f"resize=width:{side}"]
+        segments.append(f"output=format:{rng.choice(['jpg', 'png'])}")
+        assert_near(source, segments, MILD_NEAR, tmp_path / "o")

@@ -29,22 +29,19 @@ from pathlib import Path
 
 import pytest
 
-from stowage.processing import chain
-from stowage.processing.vips import VipsEngine
-from tests.processing import cpuspeed
-from tests.processing.test_svgcost import LIMITS, MAX_COST, PNG, _canvas, _cpu, _estimate
+from tests.processing.test_svgcost import (
+    LIMITS,
+    MAX_COST,
+    _canvas,
+    _drawn,
+    _estimate,
+    assert_priced_within,
+    estimated_and_drawn,
+)
+from tests.processing.test_svgrefs import _polygons
 
 SEEDS = range(5345, 5348)
 KINDS = ["nested", "text", "use", "stroke", "path"]
-
-
-def _polygons(rng: random.Random, count: int, w: int, h: int) -> str:
-    return "".join(
-        '<polygon points="'
-        + " ".join(f"{rng.randint(0, w)},{rng.randint(0, h)}" for _ in range(20))
-        + '"/>'
-        for _ in range(count)
-    )
 
 
 def _scribble(rng: random.Random, w: int, h: int, count: int) -> str:
@@ -142,41 +139,19 @@ def generated(kind: str, rng: random.Random) -> tuple[str, str]:
     return _canvas(w, h, body), f"resize=width:{rng.choice([250, 300])}"
 
 
-@pytest.fixture(scope="module")
-def speed() -> float:
-    """The machine's speed (``cpuspeed``), measured once for the module's few seconds."""
-    return cpuspeed.speed()
-
-
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("kind", KINDS)
-def test_what_is_drawn_is_priced_at_its_scale(
-    tmp_path: Path, kind: str, seed: int, speed: float
-) -> None:
+def test_what_is_drawn_is_priced_at_its_scale(tmp_path: Path, kind: str, seed: int) -> None:
     rng = random.Random(f"{kind}-{seed}")
     source, out = tmp_path / "s.svg", tmp_path / "out.png"
     document, steps = generated(kind, rng)
     source.write_text(document)
     limits = dataclasses.replace(LIMITS, max_cost=MAX_COST, big_cost=0.0)
-    started = _cpu()
-    estimated = _estimate(source, steps, limits, out)
-    if estimated is None:  # refused from the document, without drawing
-        assert _cpu() - started < 1.0
-        return
-    runs = dataclasses.replace(limits, big_cost=math.inf)
-    parsed = chain.parse(steps.split("/"))
-    engine = VipsEngine(threads_per_job=1)
-    used = cpuspeed.least(lambda: engine.render(source, parsed, PNG, out, runs))
-    used /= speed
-    print(f"{kind} {seed} {steps}: estimated {estimated:.2f} s, took {used:.2f} s")
-    assert used <= 3 * estimated + 0.1, (kind, seed, steps, used, estimated)
-    assert estimated <= 4 * used + 0.4, (kind, seed, steps, used, estimated)
+    estimated_and_drawn(source, steps, limits, out)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_a_morphology_drawn_smaller_is_priced_at_the_size_drawn(
-    tmp_path: Path, seed: int, speed: float
-) -> None:
+def test_a_morphology_drawn_smaller_is_priced_at_the_size_drawn(tmp_path: Path, seed: int) -> None:
     """With the service's limits (8 s at most): dilated at its document's size, each
     would take 4 s or more and be refused; drawn at a sixth of it, it takes well under a
     second, and is drawn."""
@@ -187,11 +162,4 @@ def test_a_morphology_drawn_smaller_is_priced_at_the_size_drawn(
     limits = dataclasses.replace(LIMITS, max_cost=8.0, big_cost=0.0)
     estimated = _estimate(source, steps, limits, out)
     assert estimated is not None, (seed, steps)  # not refused
-    runs = dataclasses.replace(limits, big_cost=math.inf)
-    parsed = chain.parse(steps.split("/"))
-    engine = VipsEngine(threads_per_job=1)
-    used = cpuspeed.least(lambda: engine.render(source, parsed, PNG, out, runs))
-    used /= speed
-    print(f"morphology {seed} {steps}: estimated {estimated:.2f} s, took {used:.2f} s")
-    assert used <= 3 * estimated + 0.1, (seed, steps, used, estimated)
-    assert estimated <= 4 * used + 0.4, (seed, steps, used, estimated)
+    assert_priced_within(estimated, _drawn(source, steps, limits, out), seed, steps)

@@ -22,7 +22,6 @@ estimate (as ``test_svgcost.py`` holds the other kinds)."""
 from __future__ import annotations
 
 import dataclasses
-import math
 import random
 from pathlib import Path
 
@@ -30,15 +29,7 @@ import pytest
 
 from stowage.processing import chain
 from stowage.processing.vips import VipsEngine
-from tests.processing import cpuspeed
-from tests.processing.test_svgcost import (
-    LIMITS,
-    MAX_COST,
-    PNG,
-    _canvas,
-    _cpu,
-    _estimate,
-)
+from tests.processing.test_svgcost import LIMITS, MAX_COST, PNG, _canvas, estimated_and_drawn
 
 SEEDS = range(5315, 5320)
 KINDS = [
@@ -183,19 +174,7 @@ def test_referred_content_is_priced_each_time_it_is_drawn(
     source.write_text(generated(kind, rng))
     steps = rng.choice(["resize=width:300", "output=format:png"])
     limits = dataclasses.replace(LIMITS, max_cost=MAX_COST, big_cost=0.0)
-    started = _cpu()
-    estimated = _estimate(source, steps, limits, out)
-    if estimated is None:  # refused from the document, without drawing
-        assert _cpu() - started < 1.0
-        return
-    runs = dataclasses.replace(limits, big_cost=math.inf)
-    parsed = chain.parse(steps.split("/"))
-    engine = VipsEngine(threads_per_job=1)
-    used = cpuspeed.least(lambda: engine.render(source, parsed, PNG, out, runs))
-    used /= cpuspeed.speed()
-    print(f"{kind} {seed} {steps}: estimated {estimated:.2f} s, took {used:.2f} s")
-    assert used <= 3 * estimated + 0.1, (kind, seed, steps, used, estimated)
-    assert estimated <= 4 * used + 0.4, (kind, seed, steps, used, estimated)
+    estimated_and_drawn(source, steps, limits, out)
 
 
 def test_a_styled_drawing_of_gradients_and_a_shadow_stays_a_small_job(tmp_path: Path) -> None:

@@ -22,9 +22,22 @@ from stowage.processing.table import Kind
 #: rounded_corners/sharpen=amount:20/resize=width:240 6.8 s (estimated 4.1). Without
 #: alpha the sharpen's rate already covers it (amount 20: 1.6 s, 2.6 s resized to 240,
 #: estimated 3.5); a blur's tile margins do (circle/blur=amount:20/resize 5.0 s,
-#: estimated 5.05).
+#: estimated 5.05). Again 2026-12-03 on a 2.7 MP photo with alpha resized to 181 px,
+#: against the sharpen alone (its 4 bands now priced apart, ``cost.PREMULTIPLIED``):
+#: 1.14, 1.13, 1.66 times at amount 2, 8, 14 (priced 1.15, 1.6, 2.05).
 STRIPS_MARGIN, STRIPS_MOST = 20.0, 2.5
 SHRUNK = 4  # a resize that divides the height by this or more asks for strips
+#: A sharpen before a resize that shrinks less (reduce's kernel alone: its input lines
+#: overlap from one output line to the next), alpha or not: its margins are computed
+#: again, ``1 + min(REDUCED_MOST - 1, margin / REDUCED_MARGIN)`` times. Measured
+#: 2026-12-03 (one thread, a 2.7 MP photo, 1811 px resized to 1500, CPU normalised):
+#: amount 2, 8, 14 took 1.36, 1.9, 2.3 times the sharpen alone in RGB, 1.44, 2.1, 2.4
+#: with alpha, saved as JPEG; unpriced before, the last was estimated at 0.60 s for 2.0.
+#: The saver's strips change it: amount 7 on 3 MP resized by 1.14, 1.6-2.3 times in RGB
+#: (PNG least), 1.7 with alpha to JPEG, 2.2-2.3 to WebP and TIFF, 2.8 to PNG.
+REDUCED_MARGIN, REDUCED_MOST = 7.0, 3.0
+#: with alpha, the worst of them (PNG) priced
+ALPHA_REDUCED_MARGIN, ALPHA_REDUCED_MOST = 5.0, 3.5
 
 
 @dataclass(frozen=True)
@@ -37,6 +50,7 @@ class Step:
     turn: float  # the same, a turn left lazy (``holding.strip_reads``); else 1
     site: holding.Site
     strips: float = 1.0  # the same with it, under a shrinking resize (``STRIPS_MARGIN``)
+    reduced: float = 1.0  # the same, under a resize that shrinks less (``REDUCED_MARGIN``)
 
 
 def reading(steps: Sequence[Step], seconds: float) -> tuple[list[Step], float]:
@@ -52,6 +66,13 @@ def reading(steps: Sequence[Step], seconds: float) -> tuple[list[Step], float]:
 def strips(margin: float) -> float:
     """``Step.strips`` of a sharpen of ``margin`` pixels on an image with alpha."""
     return 1.0 + min(STRIPS_MOST - 1.0, margin / STRIPS_MARGIN)
+
+
+def reduced(margin: float, alpha: bool) -> float:
+    """``Step.reduced`` of a sharpen of ``margin`` pixels, on an image with alpha or not."""
+    if alpha:
+        return 1.0 + min(ALPHA_REDUCED_MOST - 1.0, margin / ALPHA_REDUCED_MARGIN)
+    return 1.0 + min(REDUCED_MOST - 1.0, margin / REDUCED_MARGIN)
 
 
 def sites(steps: Sequence[Step], *, still: bool) -> list[holding.Site]:
@@ -73,16 +94,15 @@ def computed(steps: Sequence[Step], pattern: holding.Pattern) -> float:
     task that measures it, held. Not held, that input is computed once more for the
     measure (n such tasks: n squared); a lazy turn computes what comes before it once a
     strip of it (not again for a lazy turn before it, which it asks for whole)."""
-    total, amplified, whole, shrunk = 0.0, 1.0, False, False
+    total, amplified, whole, shrunk = 0.0, 1.0, False, 0
     for step, (held_input, held_result) in zip(reversed(steps), reversed(pattern), strict=True):
         if held_result:
-            amplified, whole, shrunk = 1.0, False, False
-        if shrunk:
-            amplified *= step.strips
+            amplified, whole, shrunk = 1.0, False, 0
+        amplified *= (1.0, step.reduced, step.strips)[shrunk]
         total += step.seconds * amplified
-        shrunk = shrunk or _shrinks(step)
+        shrunk = max(shrunk, _shrinks(step))
         if held_input:
-            amplified, whole, shrunk = 1.0, False, False
+            amplified, whole, shrunk = 1.0, False, 0
         elif step.turn > 1.0 and not held_result:
             amplified *= 1.0 if whole else step.turn
             whole = True
@@ -91,5 +111,8 @@ def computed(steps: Sequence[Step], pattern: holding.Pattern) -> float:
     return total
 
 
-def _shrinks(step: Step) -> bool:
-    return step.task.name == "resize" and step.site.made[1] * SHRUNK <= step.site.before[1]
+def _shrinks(step: Step) -> int:
+    """2: a resize that asks for strips (``SHRUNK``), 1: one that shrinks less, else 0."""
+    if step.task.name != "resize" or step.site.made[1] >= step.site.before[1]:
+        return 0
+    return 2 if step.site.made[1] * SHRUNK <= step.site.before[1] else 1

@@ -117,10 +117,6 @@ def subpaths(data: str) -> list[list[Point]]:
     return parts
 
 
-def _pairs(args: list[float]) -> list[Point]:
-    return list(zip(args[::2], args[1::2], strict=False))
-
-
 def _shoelace(points: list[Point]) -> float:
     if len(points) < 3:
         return 0.0
