@@ -108,31 +108,53 @@ async def start_node(settings: Settings) -> _Node:
     return _Node(parts, api, cdn)
 
 
-#: The registry database of this process's tests, per PostgreSQL server: migrated once.
-_REGISTRIES: dict[int, str] = {}
+#: The registry database of this process's tests, per PostgreSQL server (migrated once),
+#: and the statements that empty it.
+_REGISTRIES: dict[int, tuple[str, str]] = {}
 
 
 async def _empty_registry(settings: Settings, postgres: PostgresServer) -> str:
     """A registry with the current schema and no rows. One database emptied before each
     test, not a new one each: CREATE DATABASE and the migrations took half a second a
-    test (288 tests); TRUNCATE ... RESTART IDENTITY leaves what a new one would have."""
-    dsn = _REGISTRIES.get(postgres.port)
-    if dsn is None:
+    test (288 tests). DELETE, not TRUNCATE: on tables of a few rows it took 4 ms where
+    TRUNCATE took 17 (a new file per table); the sequences restart as RESTART IDENTITY
+    would, and the foreign keys' triggers are off while the rows go (the superuser's
+    ``session_replication_role``), so the order of the tables does not matter."""
+    known = _REGISTRIES.get(postgres.port)
+    if known is None:
         dsn = postgres.new_database()
         await upgrade_registry(dataclasses.replace(settings, registry_url=dsn))
-        _REGISTRIES[postgres.port] = dsn
+        _REGISTRIES[postgres.port] = (dsn, await _emptying(dsn))
         return dsn
+    dsn, emptying = known
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute(emptying)
+    finally:
+        await conn.close()
+    return dsn
+
+
+async def _emptying(dsn: str) -> str:
     conn = await asyncpg.connect(dsn)
     try:
         tables = await conn.fetch(
             "SELECT quote_ident(tablename) AS name FROM pg_tables"
             " WHERE schemaname = 'public' AND tablename <> 'stowage_schema'"
         )
-        names = ", ".join(row["name"] for row in tables)
-        await conn.execute(f"TRUNCATE {names} RESTART IDENTITY CASCADE")
+        sequences = await conn.fetch(
+            "SELECT quote_ident(sequencename) AS name FROM pg_sequences WHERE schemaname = 'public'"
+        )
     finally:
         await conn.close()
-    return dsn
+    return "; ".join(
+        [
+            "SET session_replication_role = replica",
+            *(f"DELETE FROM {row['name']}" for row in tables),
+            *(f"ALTER SEQUENCE {row['name']} RESTART" for row in sequences),
+            "SET session_replication_role = DEFAULT",
+        ]
+    )
 
 
 @asynccontextmanager

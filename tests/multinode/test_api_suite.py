@@ -5,7 +5,11 @@ OCR, screenshots, preview, video) do not (``ONE_NODE_ONLY``): a rendering is one
 computed by whichever node gets it, and what processing shares between nodes has tests
 of its own, on several nodes (``test_transform_shared.py``: derivatives in a shared
 store; ``test_video_nodes.py`` and ``tests/multinode``: jobs on any node). Running them
-three nodes deep doubled their time for no request that could depend on the node.
+three nodes deep doubled their time for no request that could depend on the node. Nor do
+the metadata tests of images whose size lies past the first MiB (``test_metadata_far_*``,
+37 s of the lane's 256 on a quiet machine, three times that in CI): each is one request's
+reading of one file's headers on every provider; the metadata of a file stored through
+another node stays in the lane (``test_metadata.py``, ``test_metadata_sizes.py``).
 
 It runs in its own pytest process with ``STOWAGE_TEST_THROUGH_NGINX=1``, which makes the
 suite's ``harness`` start three nodes behind nginx for every test (tests/api/balanced.py).
@@ -37,6 +41,7 @@ ONE_NODE_ONLY = (
     "tests/api/test_svg.py",
     "tests/api/test_screenshot*.py",
     "tests/api/test_video*.py",
+    "tests/api/test_metadata_far_*.py",
 )
 PYTEST = [
     *(sys.executable, "-m", "pytest", "tests/api", "-p", "no:cacheprovider"),

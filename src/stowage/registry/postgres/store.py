@@ -28,15 +28,17 @@ class PostgresStore:
         self._pool = await self._create_pool(self.pool_size)
         try:
             migrate.check_current(await self._version())
-            self._lock_pool = await self._create_pool(self.lock_pool_size)
+            # Its connections are opened on first use: only writes to an existing handle
+            # and exclusive jobs lock, and a node's start need not wait for one.
+            self._lock_pool = await self._create_pool(self.lock_pool_size, at_least=0)
         except BaseException:
             await self.close()
             raise
 
-    async def _create_pool(self, size: int) -> asyncpg.Pool:
+    async def _create_pool(self, size: int, at_least: int = 1) -> asyncpg.Pool:
         try:
             pool = await asyncpg.create_pool(
-                self.dsn, min_size=1, max_size=size, command_timeout=60, timeout=10
+                self.dsn, min_size=at_least, max_size=size, command_timeout=60, timeout=10
             )
         except _CONNECT_ERRORS as exc:
             raise errors.RegistryUnavailable(f"cannot reach PostgreSQL: {_why(exc)}") from exc
