@@ -204,7 +204,8 @@ def test_every_module_imports_alone() -> None:
     alone, without reading and unmarshalling their bytecode again (a quarter of a child's
     time: 0.10 s of 0.43 for ``stowage.assembly``)."""
     found = _run_python(_LISTING, json.dumps(IMPORTABLE))
-    failed = json.loads(_run_python(_FORKED_IMPORTS, json.dumps(IMPORTABLE), found))
+    files = json.dumps({name: str(path) for name, path in MODULES.items()})
+    failed = json.loads(_run_python(_FORKED_IMPORTS, json.dumps(IMPORTABLE), found, files))
     assert failed == {}
 
 
@@ -218,23 +219,21 @@ tops = {name.split(".")[0] for name in sys.modules}
 print(json.dumps(sorted(tops - {"stowage", "__main__"})))
 """
 
-#: Imports the packages of argv[2], then each module of argv[1] in a forked child; prints
-#: {module: last line of its traceback} for those that failed.
+#: Imports the packages of argv[2] and compiles the modules of argv[3] ({name: file}),
+#: then imports each module of argv[1] in a forked child; prints {module: last line of its
+#: traceback} for those that failed.
 _FORKED_IMPORTS = """
-import importlib, importlib.machinery, importlib.util, json, os, pathlib, sys, traceback
+import importlib, importlib.machinery, importlib.util, json, os, sys, traceback
 for name in json.loads(sys.argv[2]):
     try:
         importlib.import_module(name)
     except ImportError:
         pass  # a name only its own package imports (a private C module)
 assert not [m for m in sys.modules if m.split(".")[0] == "stowage"], "stowage imported"
-SRC = pathlib.Path(sys.path[1] if sys.path[0] == "" else sys.path[0])
 CODE = {}
-for file in (SRC / "stowage").rglob("*.py"):
-    parts = file.relative_to(SRC).with_suffix("").parts
-    name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-    loader = importlib.machinery.SourceFileLoader(name, str(file))
-    CODE[name] = (str(file), parts[-1] == "__init__", loader.get_code(name))
+for name, file in json.loads(sys.argv[3]).items():
+    loader = importlib.machinery.SourceFileLoader(name, file)
+    CODE[name] = (file, file.endswith("__init__.py"), loader.get_code(name))
 
 class Compiled(importlib.machinery.SourceFileLoader):
     def get_code(self, fullname):

@@ -65,14 +65,20 @@ def reading(steps: Sequence[Step], seconds: float) -> tuple[list[Step], float]:
 
 def strips(margin: float) -> float:
     """``Step.strips`` of a sharpen of ``margin`` pixels on an image with alpha."""
-    return 1.0 + min(STRIPS_MOST - 1.0, margin / STRIPS_MARGIN)
+    return _again(margin, STRIPS_MARGIN, STRIPS_MOST)
 
 
 def reduced(margin: float, alpha: bool) -> float:
     """``Step.reduced`` of a sharpen of ``margin`` pixels, on an image with alpha or not."""
     if alpha:
-        return 1.0 + min(ALPHA_REDUCED_MOST - 1.0, margin / ALPHA_REDUCED_MARGIN)
-    return 1.0 + min(REDUCED_MOST - 1.0, margin / REDUCED_MARGIN)
+        return _again(margin, ALPHA_REDUCED_MARGIN, ALPHA_REDUCED_MOST)
+    return _again(margin, REDUCED_MARGIN, REDUCED_MOST)
+
+
+def _again(margin: float, per: float, most: float) -> float:
+    """How many times a sharpen's work is done: once, and once more for each ``per``
+    pixels of its margin, ``most`` times at most."""
+    return 1.0 + min(most - 1.0, margin / per)
 
 
 def sites(steps: Sequence[Step], *, still: bool) -> list[holding.Site]:
