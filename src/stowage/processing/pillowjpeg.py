@@ -75,10 +75,13 @@ def render(
         box = (width, height) if task is SAME_SIZE else size(task, width, height)
         if box is None or max(box) > limits.max_output_dimension:
             return None
+        metadata = _metadata(image, box)
+        if metadata is None:
+            return None  # an Exif block Pillow cannot write again: libvips keeps it
         header = cost.Still(height, width * height, decoding=_decoding(image, source))
         cost.check(cost.estimate(header, chain, width, output.format), limits)
         data = _encoded(
-            image, box, output, int(options.get("Q", DEFAULT_QUALITY)), deadline, limits
+            image, box, output, int(options.get("Q", DEFAULT_QUALITY)), metadata, deadline, limits
         )
     if len(data) > limits.max_output_bytes:
         raise errors.ImageTooLarge(
@@ -177,10 +180,10 @@ def _encoded(
     box: tuple[int, int],
     output: Output,
     quality: int,
+    metadata: dict[str, Any],
     deadline: float,
     limits: Limits,
 ) -> bytes:
-    metadata = _metadata(image, box)
     try:
         if box != image.size:
             image.draft("RGB", box)  # libjpeg's DCT scaling: the smallest one covering ``box``
@@ -212,16 +215,22 @@ def _has_iptc(image: JpegImagePlugin.JpegImageFile) -> bool:
     return any(m == "APP13" and d.startswith(b"Photoshop 3.0") for m, d in image.applist)
 
 
-def _metadata(image: JpegImagePlugin.JpegImageFile, box: tuple[int, int]) -> dict[str, Any]:
+def _metadata(image: JpegImagePlugin.JpegImageFile, box: tuple[int, int]) -> dict[str, Any] | None:
     """What libvips keeps: the source's EXIF (its pixel size set to the result's), ICC
     profile and XMP, each when the source has one. JPEG comments are not kept, as libvips
-    does not."""
+    does not. None when Pillow cannot write the EXIF again: a value of another type than
+    its tag's (an ASCII orientation, a float where a short is due, a short past 65535),
+    which cameras write and libvips keeps; Pillow raised there, which ended the job
+    process, and the photo was refused (``422 INVALID_IMAGE``) though libvips renders it."""
     kept: dict[str, Any] = {}
     if image.info.get("exif"):
-        exif = image.getexif()
-        sub = exif.get_ifd(_EXIF_IFD)
-        sub[_PIXEL_X], sub[_PIXEL_Y] = box
-        kept["exif"] = exif.tobytes()
+        try:
+            exif = image.getexif()
+            sub = exif.get_ifd(_EXIF_IFD)
+            sub[_PIXEL_X], sub[_PIXEL_Y] = box
+            kept["exif"] = exif.tobytes()
+        except Exception:  # untrusted tags: any of Pillow's packers may refuse one
+            return None
     for name in ("icc_profile", "xmp"):
         if image.info.get(name):
             kept[name] = image.info[name]
