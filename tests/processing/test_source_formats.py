@@ -384,3 +384,34 @@ def test_a_jpeg2000_shows_its_profile_and_keeps_its_xmp(tmp_path: Path, seed: in
         means = [made[m][band].avg() for m in made]
         assert abs(means[0] - means[1]) <= 2, (segments, band, means)
     assert held == (with_xmp and not strip and result != "gif"), (segments, with_xmp)
+
+
+@pytest.mark.parametrize("orientation", [3, 6, 8])
+def test_a_tiffs_orientation_tag_is_kept_in_every_format(tmp_path: Path, orientation: int) -> None:
+    """A TIFF's orientation is a tag of its own, not Exif: its JPEG, PNG and WebP results
+    had none (``keep`` left Exif out, the source having no Exif block), so they showed
+    on their side, while its AVIF (an ``irot`` box) and TIFF results kept it (seed 9510
+    of the source probes). Stripped, no result holds it."""
+    image = _source("grey", 60, 40, orientation)
+    image = image.bandjoin([image.flip("vertical"), image]).copy(interpretation="srgb")
+    image.set_type(pyvips.GValue.gint_type, "orientation", orientation)
+    source = tmp_path / "source.tif"
+    image.tiffsave(str(source))
+    assert not pyvips.Image.new_from_file(str(source)).get_typeof("exif-data")
+    turned = orientation in (5, 6, 7, 8)
+    for result in ("jpg", "png", "webp", "tiff", "avif"):
+        for tasks in ([], ["resize=width:30"]):
+            made = render(source, [*tasks, f"output=format:{result}"], "image/tiff", tmp_path)
+            header = pyvips.Image.new_from_file(str(made))
+            width = 30 if tasks else 60
+            if result == "avif":  # libheif turns it by its irot box as it decodes
+                shown = (width * 2 // 3, width) if turned else (width, width * 2 // 3)
+                assert (header.width, header.height) == shown, (result, tasks)
+                continue
+            assert (header.width, header.height) == (width, width * 2 // 3), (result, tasks)
+            assert header.get("orientation") == orientation, (result, tasks)
+            stripped = render(
+                source, [*tasks, f"output=format:{result},strip:true"], "image/tiff", tmp_path
+            )
+            header = pyvips.Image.new_from_file(str(stripped))
+            assert header.get_typeof("orientation") == 0 or header.get("orientation") == 1

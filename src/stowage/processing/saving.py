@@ -5,6 +5,7 @@ wrapped (an SVG result: a PNG inside an SVG of its size)."""
 
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ def save(
     flipped: 300 MB) never fills the disk. TIFF needs a seekable file (to a target libvips
     would hold it whole in memory): it is saved to its file and measured after."""
     if "keep" not in options:
+        image = oriented(image, output)
         options = {**options, "keep": kept(image)}
     if output.format == "svg":
         _save_svg(image, dest, options, cap)
@@ -133,6 +135,29 @@ def kept(image: pyvips.Image) -> str:
     with a 180-byte ``eXIf`` chunk, a WebP or AVIF with an Exif block)."""
     held = [kind for kind, field in _METADATA if image.get_typeof(field)]
     return ",".join([*held, "other"])
+
+
+#: The formats whose only place for an orientation is an Exif block.
+_EXIF_ORIENTED = frozenset({"jpeg", "png", "webp"})
+
+
+def oriented(image: pyvips.Image, output: Output) -> pyvips.Image:
+    """``image`` with an Exif block holding its orientation when it has an orientation
+    (2 to 8) but no Exif, for a format that holds one in Exif only: a TIFF's orientation
+    tag (a scanner's, a camera's TIFF) came out of ``output=format:jpg``, ``png`` or
+    ``webp`` without it, shown on its side, while its AVIF and TIFF results kept it
+    (their savers write it from this field whatever ``keep`` says)."""
+    if output.format not in _EXIF_ORIENTED or image.get_typeof("exif-data"):
+        return image
+    if not image.get_typeof("orientation"):
+        return image
+    orientation = int(image.get("orientation"))
+    if not 2 <= orientation <= 8:
+        return image
+    ifd = struct.pack("<HHHIHH", 1, 0x0112, 3, 1, orientation, 0) + struct.pack("<I", 0)
+    copied = image.copy()
+    copied.set_type(pyvips.GValue.blob_type, "exif-data", b"Exif\0\0II*\0\x08\0\0\0" + ifd)
+    return copied
 
 
 def _save_svg(image: pyvips.Image, dest: Path, options: dict[str, Any], cap: int) -> None:
