@@ -235,3 +235,30 @@ def test_a_flat_rle_file_is_priced_by_its_runs(tmp_path: Path) -> None:
             _render(path, ["flip", "output=format:png"], big)
         estimates.append(float(raised.value.args[0]))
     assert 0 < estimates[0] - estimates[1] < 0.05 * 36  # at most 0.05 s a megapixel more
+
+
+@pytest.mark.parametrize("kind", ["1-bit", "16 greys", "ico 1-bit", "ico 16 greys"])
+def test_a_grey_bmp_or_ico_gives_grey_results(tmp_path: Path, kind: str) -> None:
+    """A BMP or ICO whose colours are all greys is a grey source, as a palette PNG or GIF
+    of greys is: one band through the chains (a 1-bit or 16-grey BMP came out RGB, the
+    same picture as a PNG grey; seed 9515 of the source probes)."""
+    rng = np.random.default_rng(9515)
+    levels = rng.integers(0, 256, (23, 37)).astype(np.uint8)
+    picture = Image.fromarray(levels, "L")
+    picture = picture.convert("1") if "1-bit" in kind else picture.quantize(16)
+    source = tmp_path / "grey"
+    if kind.startswith("ico"):
+        picture.resize((32, 32)).save(source, "ICO", sizes=[(32, 32)])
+    else:
+        picture.save(source, "BMP")
+    with Image.open(source) as opened:
+        want = np.asarray(opened.convert("RGBA").convert("L"))
+        shown = np.asarray(opened.convert("RGBA"))[..., 3] > 0
+    for segments in (["output=format:png"], ["flip", "output=format:tiff"], ["output=format:jpg"]):
+        made = pyvips.Image.new_from_file(str(_render(source, segments)))
+        assert made.interpretation == "b-w" and made.bands in (1, 2), (kind, segments)
+        if segments == ["output=format:png"]:
+            got = np.ndarray(
+                buffer=made[0].write_to_memory(), dtype=np.uint8, shape=[made.height, made.width]
+            )
+            assert (got[shown] == want[shown]).all(), kind

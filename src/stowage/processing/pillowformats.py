@@ -133,7 +133,7 @@ def decoded(source: Path, dest: Path, limits: Limits) -> Iterator[Path]:
 def _decode(source: Path, kind: str, made: Path) -> None:
     with _pillow_errors(kind, lambda: _opened(source, kind)) as image:
         image.load()
-        picture = image if image.mode in _MODES else image.convert(_mode_for(image))
+        picture = image if image.mode in _MODES else _converted(image)
         saved = jpeg2000.metadata(source) if kind == "image/jp2" else _icc(image)
         picture.save(made, "TIFF", **saved)
 
@@ -161,10 +161,31 @@ def _opened(source: Path, kind: str) -> PIL.Image.Image:
 
 
 def _mode_for(image: PIL.Image.Image) -> str:
-    """A palette or 1-bit image as RGB (RGBA with a transparent index), others RGBA."""
-    if image.mode in {"P", "1"} and "transparency" not in image.info:
+    """A palette or 1-bit image as RGB (RGBA with a transparent index), others RGBA; one
+    whose colours are all greys (a 1-bit image, a palette of greys) as L (LA with a
+    transparent index), as libvips reads a palette PNG or GIF of greys: a grey source
+    gives grey results (docs/transformations.md), where a 1-bit or 16-grey BMP or ICO
+    came out RGB and the same picture as a PNG or GIF grey."""
+    alpha = "transparency" in image.info
+    if image.mode == "1" or (image.mode == "P" and _all_greys(image)):
+        return "LA" if alpha else "L"
+    if image.mode in {"P", "1"} and not alpha:
         return "RGB"
     return "RGBA"
+
+
+def _all_greys(image: PIL.Image.Image) -> bool:
+    palette = image.getpalette("RGB") or []
+    return all(palette[i] == palette[i + 1] == palette[i + 2] for i in range(0, len(palette), 3))
+
+
+def _converted(image: PIL.Image.Image) -> PIL.Image.Image:
+    """``image`` in the mode ``_mode_for`` gives it; a palette's transparent index through
+    RGBA, which Pillow applies whatever form the index takes."""
+    mode = _mode_for(image)
+    if image.mode == "P" and mode == "LA":
+        return image.convert("RGBA").convert("LA")
+    return image.convert(mode)
 
 
 def _icc(image: PIL.Image.Image) -> dict[str, Any]:
