@@ -192,6 +192,8 @@ class Fetched:
     #: The origin's ``Cache-Control`` and ``Vary`` (each line joined): may a copy be kept.
     cache_control: str | None = None
     vary: str | None = None
+    #: The address that answered (after any redirects): the one the validators are of.
+    url: str | None = None
 
 
 #: Asked about each address a redirect leads to; raises a StowageError to refuse it.
@@ -269,6 +271,7 @@ class Fetcher:
         owner: Owner = None,
         background: bool = False,
         slot_wait: float | None = None,
+        validated: str | None = None,
     ) -> Fetched:
         """Start the fetch; the caller must consume ``chunks`` to the end or close it.
         ``validators``: ``If-None-Match`` / ``If-Modified-Since`` of a copy already held;
@@ -277,13 +280,17 @@ class Fetcher:
         ``owner``: the app fetching, held to its share of the slots (``FetchSlots``).
         ``background``: a job no client waits on (a video conversion) fetches: it waits
         ``background_slot_wait`` for a slot, not ``slot_wait``; ``slot_wait``: another
-        bound for this fetch's wait (a list's reader: ``listfetch``)."""
+        bound for this fetch's wait (a list's reader: ``listfetch``). ``validated``: the
+        address that sent ``validators`` (``Fetched.url`` of the copy held; None: ``url``
+        itself); they are sent to that address only, never to another one a redirect now
+        leads to, whose older ``Last-Modified`` answered 304 for the other file's copy."""
         wait = self._background_wait if background else slot_wait
         free = await self._slots.acquire(owner, wait)
         try:
             # every hop has its own bounds: the redirects together have total_timeout
             async with asyncio.timeout(self._total):
-                response = await self._follow(self.check_url(url), validators or {}, allowed)
+                held = (validators or {}, validated if validated is not None else url)
+                response = await self._follow(self.check_url(url), held, allowed)
         except TimeoutError as exc:
             free()
             raise errors.UpstreamTimeout("the url source took longer than allowed") from exc
@@ -304,15 +311,20 @@ class Fetcher:
             not_modified=response.status == 304,
             cache_control=_joined(response, "Cache-Control"),
             vary=_joined(response, "Vary"),
+            url=str(response.url),
         )
 
     async def _follow(
-        self, url: URL, validators: dict[str, str], allowed: Allowed | None
+        self, url: URL, held: tuple[dict[str, str], str], allowed: Allowed | None
     ) -> aiohttp.ClientResponse:
+        """``held``: the validators of a copy held, and the address they are of."""
+        validators, validated = held
         for _ in range(self.max_redirects + 1):
-            response = await self._request(url, validators)
+            # Only the address that gave them: another one judges them against its file.
+            sent = validators if validators and _same_address(url, validated) else {}
+            response = await self._request(url, sent)
             if response.status not in (301, 302, 303, 307, 308):
-                return self._accept(response, conditional=bool(validators))
+                return self._accept(response, conditional=bool(sent))
             location = response.headers.get("Location", "").strip()
             response.release()
             if not location:
@@ -384,6 +396,14 @@ class Fetcher:
             raise errors.UpstreamError("the url source broke off") from exc
         finally:
             release()
+
+
+def _same_address(url: URL, other: str) -> bool:
+    """Whether ``other`` (as a fetch was asked for, or as it answered) names ``url``."""
+    try:
+        return url == URL(with_blanks_escaped(other))
+    except (ValueError, TypeError):
+        return False
 
 
 def _releaser(response: aiohttp.ClientResponse, free: Callable[[], None]) -> Callable[[], None]:

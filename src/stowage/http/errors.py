@@ -34,12 +34,14 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
     try:
         return await handler(request)
     except errors.StowageError as exc:
+        if _begun(request, exc):
+            raise
         if exc.status >= 500:
             path = loggable(request.raw_path)
             log.warning("%s %s failed: %s %s", request.method, path, exc.code, exc.message)
         return error_response(exc)
     except web.HTTPException as exc:
-        if exc.status < 400:
+        if exc.status < 400 or _begun(request, exc):
             raise
         cls = _HTTP_CODES.get(exc.status, errors.BadRequest)
         error = cls(exc.reason)
@@ -50,9 +52,24 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         return response
     except (ConnectionResetError, BrokenPipeError):
         raise
-    except Exception:
+    except Exception as exc:
+        if _begun(request, exc):
+            raise
         log.exception("unhandled error on %s %s", request.method, loggable(request.raw_path))
         return error_response(errors.StowageError())
+
+
+def _begun(request: web.Request, exc: BaseException) -> bool:
+    """Whether the answer had begun (its status line and headers out) when ``exc`` came:
+    no error answer can follow then, only a cut connection, which aiohttp makes of the
+    exception raised again (a streamed ``zip/[h1,h2]`` whose second file was removed as
+    the first was sent had a whole 404 written into its 200's chunked body, the body
+    then ended as if whole and the connection kept)."""
+    if request.writer.output_size == 0:
+        return False
+    path = loggable(request.raw_path)
+    log.warning("%s %s failed after its answer began: %r", request.method, path, exc)
+    return True
 
 
 async def expect_handler(request: web.Request) -> web.StreamResponse | None:

@@ -114,10 +114,10 @@ class JsonRequestHandler(RequestHandler):
         message: str | None = None,
     ) -> web.StreamResponse:
         error = error_for(status, exc)
+        if request.writer.output_size > 0:  # a handler failed after its answer began
+            raise ConnectionError("response already started; cannot send the error")
         # Never the exception's text: it quotes the raw line, query string included.
         log.info("refused a request the parser could not read: %s", type(exc).__name__)
-        if request.writer.output_size > 0:
-            raise ConnectionError("response already started; cannot send the error")
         body = json.dumps(error.body()).encode()
         head = self._failed_head(request)
         response = web.Response(

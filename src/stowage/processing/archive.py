@@ -48,16 +48,21 @@ async def stream(entries: list[tuple[str, Opener]]) -> AsyncIterator[bytes]:
     sink = _Sink()
     stamp = time.gmtime()[:6]
     archive = zipfile.ZipFile(sink, "w", compression=zipfile.ZIP_STORED, allowZip64=True)
-    for name, opener in entries:
-        info = zipfile.ZipInfo(name, date_time=stamp)
-        with archive.open(info, "w", force_zip64=True) as entry:
-            async for chunk in opener():
-                entry.write(chunk)
-                if data := sink.take():
-                    yield data
+    try:
+        for name, opener in entries:
+            info = zipfile.ZipInfo(name, date_time=stamp)
+            with archive.open(info, "w", force_zip64=True) as entry:
+                async for chunk in opener():
+                    entry.write(chunk)
+                    if data := sink.take():
+                        yield data
+            yield sink.take()
+        archive.close()
         yield sink.take()
-    archive.close()
-    yield sink.take()
+    finally:
+        # Cut short (a file gone as it was read, the client gone): no end record is due,
+        # and none may be written later, when the sink is gone (ZipFile.__del__ raised).
+        archive.fp = None
 
 
 def names(filenames: list[str], fallbacks: list[str]) -> list[str]:

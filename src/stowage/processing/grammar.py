@@ -220,6 +220,8 @@ def _quoted_url(segment: str, index: int) -> UrlSource:
     inner = segment[1:-1] if closed else segment[1:]
     plain = "://" in inner or _ONE_SLASH.match(inner) is not None
     url = _ONE_SLASH.sub(r"\1://", inner if plain else unquote(inner), count=1)
+    # an IPv6 host's brackets as clients encode them, as for a URL sent unquoted
+    url = listsources.bracketed_host(url) if plain else url
     return UrlSource(url, index, as_sent=not closed, quote_open=not closed)
 
 

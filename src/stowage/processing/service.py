@@ -9,6 +9,7 @@ the store operation itself); a URL source must match the policy's ``url`` patter
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import time
 from collections.abc import AsyncIterator
@@ -21,6 +22,7 @@ from stowage.core import events, reading
 from stowage.core.events import Change
 from stowage.core.fetch import Fetcher
 from stowage.core.providers import Providers
+from stowage.core.reading import VersionRows
 from stowage.core.security import Credentials, Target, authorize, file_target, record_for
 from stowage.core.sources import Source
 from stowage.core.uploads import Store
@@ -44,7 +46,7 @@ from stowage.processing.results import Derivative
 from stowage.processing.shotcache import KeptScreenshots
 from stowage.processing.spool import Spool
 from stowage.processing.urlsources import UrlSources
-from stowage.registry.base import App, FileRecord, FileRows
+from stowage.registry.base import App, FileRecord
 from stowage.storage import build_provider
 from stowage.storage.base import ObjectInfo, Provider
 
@@ -78,7 +80,7 @@ class Core:
     """What the engine takes from the core: never the whole service."""
 
     settings: Settings
-    files: FileRows
+    files: VersionRows  # the rows, and whether an overwrite is under way (readable.py)
     providers: Providers
     fetcher: Fetcher
     store: Store  # the core's store operation, for the `store` task
@@ -196,8 +198,20 @@ class Processor:
 
     # -- steps -----------------------------------------------------------------
     async def _made(self, ask: FilesAsk, chain: Chain) -> tuple[Derivative, FileRecord, App]:
-        """Every source authorised (the main one's app charged) and within the limits,
-        then the derivative, kept or made."""
+        """Every source authorised (the main one's app charged, once) and within the
+        limits, then the derivative, kept or made. A source overwritten between its row
+        and its read (``readable``: ``StorageVersionChanged``) is read again from its new
+        row, as a download is (``reading.MAX_ATTEMPTS``)."""
+        for attempt in range(reading.MAX_ATTEMPTS):
+            try:
+                return await self._made_once(ask if attempt == 0 else _uncharged(ask), chain)
+            except errors.StorageVersionChanged:
+                if attempt + 1 == reading.MAX_ATTEMPTS:
+                    raise
+                await reading.back_off(attempt)
+        raise errors.StorageVersionChanged()
+
+    async def _made_once(self, ask: FilesAsk, chain: Chain) -> tuple[Derivative, FileRecord, App]:
         record, app = await self._authorized(ask.first, ask.creds, ask.api_key)
         _exif_allowed(self.core.settings, chain, app, ask.creds, record)  # cached or not
         if ask.before is not None:
@@ -358,7 +372,8 @@ class Processor:
     def _readable(
         self, provider: Provider, record: FileRecord
     ) -> contextlib.AbstractAsyncContextManager[Path]:
-        return readable.readable(provider, record, self.spool, self.limits.max_input_bytes)
+        limit, rows = self.limits.max_input_bytes, self.core.files
+        return readable.readable(provider, record, self.spool, limit, rows)
 
     async def _run(
         self,
@@ -412,6 +427,11 @@ Other = tuple[str, FileRecord, App]  # another source: its handle, row and app
 def _opener(providers: Providers, app: App, record: FileRecord) -> archive.Opener:
     provider = providers.provider_for(app, record.provider)
     return lambda: provider.open(record.container, record.key)
+
+
+def _uncharged(ask: FilesAsk) -> FilesAsk:
+    """``ask`` read again: its rate charge was made by the first reading."""
+    return dataclasses.replace(ask, before=None)
 
 
 def _first(handles: tuple[str, ...]) -> str:

@@ -80,7 +80,10 @@ class UrlSources:
             kept = _read_meta(meta, url)
             kept = kept if _pinned(body, mine) else None
             validators = _validators(kept)
-            fetched = await self.fetcher.open(url, validators, allowed, owner, slot_wait=slot_wait)
+            validated = kept.get("source") or url if kept is not None else None
+            fetched = await self.fetcher.open(
+                url, validators, allowed, owner, slot_wait=slot_wait, validated=validated
+            )
             if fetched.not_modified and kept is not None:
                 await _close(fetched.chunks)
                 with contextlib.suppress(OSError):
@@ -103,6 +106,7 @@ class UrlSources:
             else:
                 _keep(mine, body)
                 record = {"url": url, "etag": fetched.etag, "last_modified": fetched.last_modified}
+                record["source"] = fetched.url  # the address they are of (after redirects)
                 # After the copy: a reader pairing the old validators with the new copy
                 # only fetches again; the other way round would keep a stale copy.
                 named = {"content_type": content_type, "filename": fetched.filename}
