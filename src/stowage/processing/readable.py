@@ -4,9 +4,11 @@ with the input byte limit."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 from stowage import errors
 from stowage.core import reading
@@ -43,12 +45,19 @@ async def readable(
         return
     with spool.held(".src") as path:
         chunks = provider.open(record.container, record.key)
-        await save(chunks, path, max_bytes)
+        pinned = rows is not None and bool(record.sha256) and not record.cloud
+        digest = hashlib.sha256() if pinned else None
+        await save(chunks, path, max_bytes, digest)
+        if rows is not None and digest is not None and digest.hexdigest() != record.sha256:
+            await _changed_or_damaged(rows, record)
         yield path
 
 
-async def save(chunks: AsyncIterator[bytes], path: Path, max_bytes: int) -> None:
-    """``chunks`` into ``path``, refusing more than ``max_bytes``."""
+async def save(
+    chunks: AsyncIterator[bytes], path: Path, max_bytes: int, digest: Any = None
+) -> None:
+    """``chunks`` into ``path``, refusing more than ``max_bytes``; ``digest`` (a hashlib
+    object) is given every chunk."""
     written = 0
     try:
         with path.open("wb") as handle:
@@ -58,25 +67,37 @@ async def save(chunks: AsyncIterator[bytes], path: Path, max_bytes: int) -> None
                     metrics.REFUSALS.inc(code=errors.PayloadTooLarge.code)
                     raise errors.PayloadTooLarge(max_bytes=max_bytes)
                 handle.write(chunk)
+                if digest is not None:
+                    digest.update(chunk)
     finally:
         close = getattr(chunks, "aclose", None)
         if close is not None:
             await close()
 
 
+async def _changed_or_damaged(rows: VersionRows, record: FileRecord) -> None:
+    """A store's object read whole is not the bytes of ``record``'s version: a newer one
+    (an overwrite since the row was read, or one between its object's commit and its row:
+    ``StorageVersionChanged``, read again from the new row) or, with the row and no
+    overwrite under way, damaged bytes (``IntegrityError``, as a verified download)."""
+    fresh = await reading.row_of(rows, record)
+    if fresh.version == record.version and await rows.pending_overwrite(record.handle) is None:
+        raise errors.IntegrityError(handle=record.handle)
+    raise errors.StorageVersionChanged()
+
+
 async def _of_version(rows: VersionRows, record: FileRecord, fd: int) -> None:
     """The file open at ``fd`` is ``record``'s version, or ``StorageVersionChanged``. A
     derivative is kept under the version of the row read before its source was opened:
     an overwrite between the two rendered the new bytes under the old version's key and
-    ETag (with ``cache=false``, one tag was answered with both versions' pictures)."""
+    ETag (with ``cache=false``, one tag was answered with both versions' pictures). As
+    for a download (``http/pinned.py``), a file modified seconds ago or more is the row's
+    without asking the registry: the cold path reads no row again."""
     found = os.fstat(fd)
     if found.st_nlink == 0:  # replaced since it was opened: its times no longer tell
-        raise errors.StorageVersionChanged()
-    fresh = await reading.row_of(rows, record)
-    if fresh.version != record.version:  # the file opened may be the newer one
         raise errors.StorageVersionChanged()
     modified = max(found.st_mtime, found.st_ctime)  # a rename sets ctime (http/pinned.py)
     clock = reading.LOCAL_CLOCK
     named, _ = await reading.named_by(rows, record, found.st_size, modified, clock)
-    if named is None or named.version != record.version:  # an overwrite mid-commit
+    if named is None or named.version != record.version:  # newer, or mid-commit
         raise errors.StorageVersionChanged()
