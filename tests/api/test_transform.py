@@ -4,6 +4,7 @@ answer is decoded with pyvips and its geometry and format checked."""
 from __future__ import annotations
 
 import asyncio
+import random
 from typing import Any
 
 import pytest
@@ -221,6 +222,25 @@ async def test_truncated_images_are_refused_with_422(harness: Harness) -> None:
     resp = await harness.cdn.get(f"/blur/{handle}")
     assert resp.status == 422
     assert (await resp.json())["error"]["code"] == "INVALID_IMAGE"
+
+
+@pytest.mark.parametrize("suffix", [".tif", ".png", ".webp"])
+async def test_a_damaged_image_is_422_to_every_task(harness: Harness, suffix: str) -> None:
+    """Cut at seeded points (seed 5379), or its signature alone: a TIFF cut before its
+    directory (libtiff writes it after the pixels) was 415 NOT_AN_IMAGE, a file of no
+    image format, while a JPEG cut short is 422."""
+    rng = random.Random(5379)
+    data = bytes(pyvips.Image.xyz(120, 90)[0].cast("uchar").write_to_buffer(suffix))
+    cuts = [data[: rng.randrange(len(data) // 10, len(data) * 9 // 10)] for _ in range(2)]
+    for cut in [*cuts, data[:12]]:
+        handle = await stored(harness, cut, "cut" + suffix)
+        for task in ("flip", "imagesize", "resize=width:10"):
+            resp = await harness.cdn.get(f"/{task}/{handle}")
+            body = await resp.json()
+            if task == "imagesize" and resp.status == 200:  # a PNG's or WebP's header whole
+                assert suffix != ".tif" and body == {"width": 120, "height": 90}, body
+                continue
+            assert (resp.status, body["error"]["code"]) == (422, "INVALID_IMAGE"), (task, body)
 
 
 async def test_unknown_handle_is_404(harness: Harness) -> None:

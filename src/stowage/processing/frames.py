@@ -218,6 +218,12 @@ def _check(opened: Opened, limits: Limits) -> None:
 RASTER_LOADERS = {"jpeg", "png", "webp", "gif", "nsgif", "tiff", "heif"}
 #: Formats known but not decoded: the bundled libheif reads AV1 (AVIF), not HEVC (HEIC).
 _NO_DECODER = {"image/jxl": "JPEG XL", "image/heic": "HEIC (HEVC)"}
+#: Formats libvips reads, by their signature: one whose loader does not take the file (a
+#: TIFF cut before its directory, which libtiff writes after the pixels) is a damaged
+#: image (422), as a JPEG cut short is, not a file of no image format (415).
+_READ_BY_LIBVIPS = frozenset(
+    {"image/jpeg", "image/png", "image/gif", "image/webp", "image/tiff", "image/avif", "image/heif"}
+)
 
 
 #: A loader's format, by the name an ``Output`` gives it, where the two differ. HEIF is
@@ -257,6 +263,10 @@ def check_raster(source: Path, *, rewritten: bool = False) -> None:
         kind = filetypes.sniff(file.read(filetypes.SNIFF_BYTES))
     if kind in _NO_DECODER:
         raise errors.NotAnImage(f"{_NO_DECODER[kind]} images are not read here: no decoder")
+    if loader not in RASTER_LOADERS and kind in _READ_BY_LIBVIPS:
+        raise errors.InvalidImage(
+            f"the image cannot be read: the {kind} file is damaged or cut short"
+        )
     if loader not in RASTER_LOADERS:
         raise errors.NotAnImage()
 
