@@ -13,12 +13,14 @@ import random
 import socket
 from collections.abc import AsyncIterator
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from aiohttp import web
 from aiohttp.abc import ResolveResult
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from yarl import URL
 
 from stowage import errors
 from stowage.core import fetch
@@ -396,6 +398,27 @@ def test_a_host_that_no_resolver_can_answer_is_a_malformed_url(host: str) -> Non
         return
     raw = parsed.raw_host or ""
     assert all(c.isalnum() or c in "-_.:" for c in raw) and ".." not in raw, raw
+
+
+@given(st.text(st.sampled_from([*"abcxyz", "ü", "é", "ß", "ж", "中"]), min_size=1, max_size=12))
+@settings(max_examples=100, deadline=None)
+def test_a_percent_encoded_international_host_is_its_idna_name(label: str) -> None:
+    """A client sends ``http://müller.example/`` inside a request's path percent-encoded
+    (``m%C3%BCller.example``): it was 400 INVALID_URL, where browsers read the name."""
+    host = f"{label}.example"
+    encoded = quote(host, safe=".")
+    parsed = make_fetcher().check_url(f"http://{encoded}/a.png")
+    assert parsed.raw_host == URL(f"http://{host}/").raw_host
+    assert parsed.raw_host is not None and parsed.raw_host.isascii()
+
+
+ENCODED_INTERNAL = ["127%2e0%2e0%2e1", "%31%32%37.0.0.1", "local%68ost", "10%2e0.0.1"]
+
+
+@pytest.mark.parametrize("host", ENCODED_INTERNAL)
+def test_a_percent_encoded_internal_host_is_still_forbidden(host: str) -> None:
+    with pytest.raises(errors.UrlForbidden):
+        make_fetcher().check_url(f"http://{host}/x")
 
 
 # --- GuardedResolver ----------------------------------------------------------------------

@@ -15,6 +15,7 @@ import re
 import socket
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass
+from urllib.parse import unquote
 
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
@@ -128,14 +129,24 @@ def _is_host(raw_host: str) -> bool:
     return bool(_NAME.fullmatch(raw_host) or (":" in raw_host and _IPV6.fullmatch(raw_host)))
 
 
+def _host_decoded(parsed: URL) -> URL:
+    """``parsed`` with its host percent-decoded, then IDNA-encoded, as browsers read one
+    (WHATWG URL): a client sends ``http://müller.example/`` inside a request's path as
+    ``m%C3%BCller.example``, which was no host name (400 INVALID_URL)."""
+    raw = parsed.raw_host or ""
+    if "%" not in raw or raw.startswith("["):
+        return parsed
+    return parsed.with_host(unquote(raw, errors="strict"))
+
+
 def check_url(url: str, allow_private: bool) -> URL:
     """The checks that need no DNS: scheme, credentials, literal internal addresses.
 
     Names are checked where they resolve (``GuardedResolver``).
     """
     try:
-        parsed = URL(with_blanks_escaped(url))
-    except (ValueError, TypeError) as exc:
+        parsed = _host_decoded(URL(with_blanks_escaped(url)))
+    except (ValueError, TypeError, UnicodeError) as exc:
         raise errors.InvalidUrl("the url is malformed") from exc
     if parsed.scheme not in ("http", "https") or not parsed.host or parsed.port == 0:
         raise errors.InvalidUrl("only http and https urls with a host and a port can be fetched")
