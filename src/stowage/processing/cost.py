@@ -326,7 +326,8 @@ def _start(
 def check(seconds: float, limits: Limits) -> None:
     if seconds > limits.max_cost:
         raise errors.ProcessingTooCostly(
-            f"the transformation would take about {seconds:.0f} s of work; "
+            # one decimal: 8.4 s against a limit of 8 read "about 8 s; at most 8 s"
+            f"the transformation would take about {seconds:.1f} s of work; "
             f"at most {limits.max_cost:g} s is allowed",
             estimated_seconds=round(seconds, 1),
             max_seconds=limits.max_cost,
