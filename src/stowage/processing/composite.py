@@ -344,13 +344,19 @@ def _framed(
     fit = task.get("fit", "clip")
     if fit == "scale":
         return ops.scaled(image, width, height, "force")
-    small = ops.with_alpha(fitted(image, width, height, fit == "crop"))
-    x, y = _placed(task.get("align", "center"), width - small.width, height - small.height)
+    align = task.get("align", "center")
+    small = ops.with_alpha(fitted(image, width, height, fit == "crop", align))
+    x, y = _placed(align, width - small.width, height - small.height)
     return small.embed(x, y, width, height, extend="background", background=background)
 
 
-def fitted(image: pyvips.Image, width: int, height: int, crop: bool) -> pyvips.Image:
-    """``image`` within ``width`` x ``height``, or covering it and cut to it (``crop``).
+def fitted(
+    image: pyvips.Image, width: int, height: int, crop: bool, align: object = "center"
+) -> pyvips.Image:
+    """``image`` within ``width`` x ``height``, or covering it and cut to it (``crop``),
+    the cut where ``align`` says (``left`` keeps the left of a wide image, ``top`` the top
+    of a tall one; the centre otherwise), as ``resize=fit:crop`` cuts: animate's ``align``
+    was dropped with ``fit:crop``, every frame cut in its middle.
     The cut is made first, on the source: covering a tall cell with a wide image
     (1800x300 into 297x8817) made libvips scale it to 52900x8817 before cutting, and the
     job ran to its deadline."""
@@ -358,10 +364,12 @@ def fitted(image: pyvips.Image, width: int, height: int, crop: bool) -> pyvips.I
         return ops.scaled(image, width, height)
     if image.width * height > width * image.height:  # wider than the cell: cut the sides
         keep = max(1, half_up(Fraction(image.height * width, height)))
-        image = image.extract_area((image.width - keep) // 2, 0, keep, image.height)
+        left, _ = _placed(align, image.width - keep, 0)
+        image = image.extract_area(left, 0, keep, image.height)
     else:
         keep = max(1, half_up(Fraction(image.width * height, width)))
-        image = image.extract_area(0, (image.height - keep) // 2, image.width, keep)
+        _, top = _placed(align, 0, image.height - keep)
+        image = image.extract_area(0, top, image.width, keep)
     return ops.scaled(image, width, height, "force")
 
 
