@@ -301,3 +301,36 @@ def test_tasks_after_an_animate_are_held_to_the_total_pixel_limit(
         return
     with pytest.raises(errors.ImageTooLarge):
         render(tmp_path, listed, ["animate", task], limits, "image/gif")
+
+
+@pytest.mark.parametrize(
+    ("size", "align", "kept"),
+    [
+        ((300, 100), "left", RED),
+        ((300, 100), "right", BLUE),
+        ((300, 100), "[top,left]", RED),
+        ((300, 100), "[bottom,right]", BLUE),
+        ((300, 100), "center", GREEN),
+        ((100, 300), "top", RED),
+        ((100, 300), "bottom", BLUE),
+        ((100, 300), "[top,right]", RED),
+        ((100, 300), "middle", GREEN),
+    ],
+)
+def test_a_frame_cut_to_fill_keeps_the_part_align_names(
+    tmp_path: Path, size: tuple[int, int], align: str, kept: tuple[int, int, int]
+) -> None:
+    """``animate=fit:crop,align:left`` cut every frame in its middle, as ``align`` were not
+    given: with ``fit:crop`` it says which part is kept, as ``resize=fit:crop`` reads it."""
+    width, height = size
+    third = [width // 3, height] if width > height else [width, height // 3]
+    strips = [
+        pyvips.Image.black(*third).new_from_image(list(c)).cast("uchar") for c in (RED, GREEN, BLUE)
+    ]
+    across = 3 if width > height else 1
+    source = tmp_path / "three.png"
+    pyvips.Image.arrayjoin(strips, across=across).write_to_file(str(source))
+    dest, _ = render(tmp_path, [source], [f"animate=width:50,height:50,fit:crop,align:{align}"])
+    made = frames_of(dest)
+    assert (made.width, made.height) == (50, 50)
+    assert colour(made, 25, 25) == kept

@@ -154,3 +154,36 @@ def test_a_task_out_of_order_after_a_first_resize(
         VipsEngine(threads_per_job=1).render(source, parsed, output, tmp_path / "o", LIMITS)
     except errors.StowageError as exc:
         assert exc.status != 422 or exc.code != "INVALID_IMAGE", (spec.name, options, str(exc))
+
+
+# --- a watermark's mark, read by the savers in tiles -----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def photo_and_marks(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    """A 640x480 photo, and a 300x200 PNG and JPEG to put on it."""
+    folder = tmp_path_factory.mktemp("marks")
+    grey = pyvips.Image.gaussnoise(160, 120, sigma=50, mean=128).resize(4).cast("uchar")
+    grey.bandjoin([grey.flip("horizontal"), grey.flip("vertical")]).jpegsave(
+        str(folder / "photo.jpg")
+    )
+    mark = grey.crop(0, 0, 300, 200)
+    mark.bandjoin([mark, mark, mark.flip("vertical")]).pngsave(str(folder / "mark.png"))
+    mark.jpegsave(str(folder / "mark.jpg"))
+    return folder / "photo.jpg", folder / "mark.png", folder / "mark.jpg"
+
+
+@pytest.mark.parametrize("saved", ["webp", "png", "gif"])
+@pytest.mark.parametrize("before", ["resize=width:1600", "border=width:900"])
+@pytest.mark.parametrize("mark", [1, 2], ids=["png", "jpeg"])
+def test_a_watermark_on_a_large_result_is_read_in_any_order(
+    saved: str, before: str, mark: int, photo_and_marks: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    """``resize=w:1600/watermark=file:H/output=format:webp`` was a 422 INVALID_IMAGE
+    ("vipspng: out of order read at line 144"): the mark was opened for one pass from its
+    top and the WebP, PNG and GIF savers asked for its rows in another order."""
+    parsed = chain.parse([before, f"watermark=file:{EXTRA}", f"output=format:{saved}"])
+    output = chain.output_for(parsed, "image/jpeg")
+    with composite.using(((EXTRA, photo_and_marks[mark]),), LIMITS):
+        made = VipsEngine().render(photo_and_marks[0], parsed, output, tmp_path / "o", LIMITS)
+    assert made.width >= 1600

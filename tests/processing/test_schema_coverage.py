@@ -184,3 +184,15 @@ def test_a_task_the_schema_lets_through_empty_is_accepted_bare(task: str) -> Non
     requires no option is taken with none."""
     assert len(BARE_TASKS) >= 30
     assert grammar.parse_task(task).name == task
+
+
+def test_a_screenshots_device_of_no_name_is_the_schemas_default() -> None:
+    """filestack-js's schema types ``urlscreenshot``'s ``device`` as any text, defaulting to
+    ``""``; the SDK builds ``device:`` for it, which was ``400`` (not one of the names)."""
+    alternatives = compiled_schema()["properties"]["urlscreenshot"]["oneOf"]
+    device = next(alt for alt in alternatives if "properties" in alt)["properties"]["device"]
+    assert device == {"type": "string", "default": ""}
+    for spelled in ("device:", 'device:""', "width:300,device:"):
+        assert "device" not in dict(grammar.parse_task(f"urlscreenshot={spelled}").options)
+    with pytest.raises(errors.InvalidParameter):
+        grammar.parse_task("urlscreenshot=device:nokia")

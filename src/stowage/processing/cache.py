@@ -77,7 +77,8 @@ PREFIX = ".stowage-derivatives"
 #: derived side as resize's, ascii's rows, pixelate_faces' blocks, face boxes).
 #: 10: faces (and red eyes) are looked for in a photo as its Exif orientation shows it
 #: (a portrait photo stored sideways, tag 6, had none found).
-RENDERING = 10
+#: 11: animate=fit:crop keeps the part its align names (every frame was cut in its middle).
+RENDERING = 11
 CHUNK = 256 * 1024
 log = logging.getLogger("stowage.processing")
 T = TypeVar("T")

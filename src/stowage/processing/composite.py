@@ -65,19 +65,22 @@ class Sources:
                 return path
         raise errors.InvalidParameter(f"source {handle[:64]!r} was not read", parameter="file")
 
-    def image(self, path: Path) -> pyvips.Image:
+    def image(self, path: Path, *, whole: bool = False) -> pyvips.Image:
         """An extra source, opened once for the job (a watermark on each frame of an
-        animation too); the pixels of all of them are held to the total-pixel limit."""
+        animation too); the pixels of all of them are held to the total-pixel limit.
+        ``whole``: decoded whole (random access), for a task that reads it in no order
+        of its own (a watermark's mark, composited into whatever tiles the saver asks)."""
         # A file listed twice is read twice (two cells, two frames): each asking gets a
         # read of its own, from the first line. A chain that reads out of order needs it
         # decoded whole, once. Uses are counted by handle: a job gets a descriptor per
         # listing, but ``path`` names the first for every listing of a handle, so
         # collage=files:[P,P] read one sequential decoder twice ("out of order read").
+        whole = whole or self.out_of_order
         uses = sum(self.path(handle) == path for handle, _ in self.paths)
-        once = uses < 2 or self.out_of_order
+        once = uses < 2 or whole
         key: Path | tuple[Path, int] = path if once else (path, len(self._opened))
         if key not in self._opened:
-            sequential = not self.out_of_order
+            sequential = not whole
             self._opened[key] = opened(self._drawable(path), self.limits, sequential=sequential)
             total = sum(int(i.width) * int(i.height) for i in self._opened.values())
             if total > self.limits.max_total_pixels:
@@ -183,7 +186,10 @@ def opened(path: Path, limits: Limits, *, sequential: bool = True) -> pyvips.Ima
 # -- watermark ----------------------------------------------------------------------------
 def watermark(image: pyvips.Image, task: Task) -> pyvips.Image:
     sources = _sources()
-    mark = sources.image(sources.path(str(task.get("file"))))
+    # Decoded whole: the savers that compute the result in tiles across threads (WebP,
+    # PNG, GIF) asked a sequential mark for rows behind those it had read ("out of order
+    # read"): resize=w:1600/watermark=file:H/output=format:webp was a 422 INVALID_IMAGE.
+    mark = sources.image(sources.path(str(task.get("file"))), whole=True)
     size = int(task.get("size", 100))  # type: ignore[arg-type]
     if size != 100:
         mark = _sized(mark, size)
@@ -338,13 +344,19 @@ def _framed(
     fit = task.get("fit", "clip")
     if fit == "scale":
         return ops.scaled(image, width, height, "force")
-    small = ops.with_alpha(fitted(image, width, height, fit == "crop"))
-    x, y = _placed(task.get("align", "center"), width - small.width, height - small.height)
+    align = task.get("align", "center")
+    small = ops.with_alpha(fitted(image, width, height, fit == "crop", align))
+    x, y = _placed(align, width - small.width, height - small.height)
     return small.embed(x, y, width, height, extend="background", background=background)
 
 
-def fitted(image: pyvips.Image, width: int, height: int, crop: bool) -> pyvips.Image:
-    """``image`` within ``width`` x ``height``, or covering it and cut to it (``crop``).
+def fitted(
+    image: pyvips.Image, width: int, height: int, crop: bool, align: object = "center"
+) -> pyvips.Image:
+    """``image`` within ``width`` x ``height``, or covering it and cut to it (``crop``),
+    the cut where ``align`` says (``left`` keeps the left of a wide image, ``top`` the top
+    of a tall one; the centre otherwise), as ``resize=fit:crop`` cuts: animate's ``align``
+    was dropped with ``fit:crop``, every frame cut in its middle.
     The cut is made first, on the source: covering a tall cell with a wide image
     (1800x300 into 297x8817) made libvips scale it to 52900x8817 before cutting, and the
     job ran to its deadline."""
@@ -352,10 +364,12 @@ def fitted(image: pyvips.Image, width: int, height: int, crop: bool) -> pyvips.I
         return ops.scaled(image, width, height)
     if image.width * height > width * image.height:  # wider than the cell: cut the sides
         keep = max(1, half_up(Fraction(image.height * width, height)))
-        image = image.extract_area((image.width - keep) // 2, 0, keep, image.height)
+        left, _ = _placed(align, image.width - keep, 0)
+        image = image.extract_area(left, 0, keep, image.height)
     else:
         keep = max(1, half_up(Fraction(image.width * height, width)))
-        image = image.extract_area(0, (image.height - keep) // 2, image.width, keep)
+        _, top = _placed(align, 0, image.height - keep)
+        image = image.extract_area(0, top, image.width, keep)
     return ops.scaled(image, width, height, "force")
 
 

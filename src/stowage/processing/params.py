@@ -129,6 +129,18 @@ class Choice:
 
 
 @dataclass(frozen=True)
+class ChoiceOrNone(Choice):
+    """One of ``names``, or empty text, which means not given: an option whose SDK schema
+    types it as any text with the default ``""`` (``urlscreenshot``'s ``device``), so that
+    filestack-js builds ``device:`` for it, which must not be refused."""
+
+    def __call__(self, value: Value) -> Value:
+        if value == "":
+            raise NotGiven
+        return super().__call__(value)
+
+
+@dataclass(frozen=True)
 class Either:
     """What ``first`` accepts, else what ``second`` does."""
 

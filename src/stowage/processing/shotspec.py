@@ -44,7 +44,8 @@ TASKS: tuple[TaskSpec, ...] = (
             Param("mode", params.choice("all", "window"), short=("m",), default="all"),
             Param("delay", params.integer(0, 20000), short=("d",), default=1000),
             Param("orientation", params.choice("portrait", "landscape"), default="portrait"),
-            Param("device", params.choice(*DEVICES)),
+            # The schema's default is "" (no device): `device:` is not given, not a 400.
+            Param("device", params.ChoiceOrNone(tuple(DEVICES))),
         ),
         op=_not_here,
         doc="a PNG of a web page drawn by headless Chromium, every request through the URL guard",
