@@ -127,7 +127,7 @@ def _storage_option(value: str | None) -> dict[str, Any] | None:
 
 def _webhook_urls(urls: tuple[str, ...]) -> list[str]:
     """Syntax only: whether the address may be reached is checked at each delivery."""
-    from stowage.core.fetch import check_url
+    from stowage.core.urlguard import check_url
 
     for url in urls:
         try:

@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-from stowage.core.fetch import canonical_url
+from stowage.core.urlguard import canonical_url
 from tests.api.harness import Harness
 from tests.api.test_transform_url_bytes import Origin, asked_for, origin
 

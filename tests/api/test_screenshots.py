@@ -16,7 +16,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from stowage.core import fetch
+from stowage.core import urlguard
 from tests.api.harness import Harness
 from tests.api.test_transform import decoded, get
 from tests.api.test_transform_rules import code_of
@@ -88,8 +88,8 @@ async def site(listener: tuple[int, list[str]]) -> AsyncIterator[str]:
 def site_is_public(monkeypatch: pytest.MonkeyPatch) -> None:
     """The guard on, with 127.0.0.2 taken as a public address (the test site's), and the
     name ``inside.test`` resolving to 127.0.0.1 (a name that hides an internal address)."""
-    public = fetch.is_public
-    monkeypatch.setattr(fetch, "is_public", lambda ip: str(ip) == SITE or public(ip))
+    public = urlguard.is_public
+    monkeypatch.setattr(urlguard, "is_public", lambda ip: str(ip) == SITE or public(ip))
     resolve = aiohttp.ThreadedResolver.resolve
 
     async def resolving(self: Any, host: str, port: int = 0, family: Any = 0) -> Any:
@@ -98,7 +98,7 @@ def site_is_public(monkeypatch: pytest.MonkeyPatch) -> None:
         return await resolve(self, host, port, family)
 
     monkeypatch.setattr(aiohttp.ThreadedResolver, "resolve", resolving)
-    assert not fetch.is_public(ipaddress.ip_address("127.0.0.1"))
+    assert not urlguard.is_public(ipaddress.ip_address("127.0.0.1"))
 
 
 def colour_at(body: bytes, x: int, y: int) -> list[int]:

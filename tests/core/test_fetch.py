@@ -24,7 +24,8 @@ from yarl import URL
 
 from stowage import errors
 from stowage.core import fetch
-from stowage.core.fetch import Fetcher, GuardedResolver, is_public, parse_ip_literal
+from stowage.core.fetch import Fetcher
+from stowage.core.urlguard import GuardedResolver, is_public, parse_ip_literal
 
 
 def make_fetcher(*, allow_private: bool = False, **overrides: Any) -> Fetcher:

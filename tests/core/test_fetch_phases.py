@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from stowage import errors
-from stowage.core import fetch
+from stowage.core import fetch, urlguard
 from tests.core.rawhttp import raw_origin
 from tests.core.test_fetch import make_fetcher
 
@@ -130,7 +130,7 @@ async def test_a_name_that_never_resolves_hits_the_connect_timeout(
     async def never(*_: Any, **__: Any) -> Any:
         await asyncio.sleep(3600)
 
-    monkeypatch.setattr(fetch.GuardedResolver, "resolve", never)
+    monkeypatch.setattr(urlguard.GuardedResolver, "resolve", never)
     fetcher = make_fetcher(allow_private=True, connect_timeout=READ, total_timeout=TOTAL)
     try:
         outcome, took = await timed_open(fetcher, "http://slow-dns.example:8080/file")

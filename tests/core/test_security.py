@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from stowage import errors
 from stowage.core import security
-from stowage.core.fetch import check_url
 from stowage.core.security import CALLS, Credentials, Policy, Target
+from stowage.core.urlguard import check_url
 
 # Signature vectors from the official Filestack SDKs' own tests and docs (a copy of
 # ../shared/compat/vectors.json, kept in the repo so a plain clone can run the tests).

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from stowage.config import Settings
-from stowage.core.fetch import is_public
+from stowage.core.urlguard import is_public
 from tests.webhooks.receiver import Harness, Receiver, wait_log
 
 

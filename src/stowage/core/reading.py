@@ -31,7 +31,7 @@ import contextlib
 import dataclasses
 import random
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar, cast
@@ -73,6 +73,7 @@ class Download:
 
 
 D = TypeVar("D", bound=Download)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -141,10 +142,18 @@ async def open_current(
     """The current version of an object, opened (whole, or the ``span`` of it): for
     internal readers (hashes, copies, verification), which have no row version to keep to.
     ``size``, the size a caller believes it has, lets a range be read in one request."""
+    return await again_on_change(lambda _: _open(provider, container, key, None, span, body, size))
+
+
+async def again_on_change(read: Callable[[int], Awaitable[T]]) -> T:
+    """``read(attempt)``, begun again while an overwrite wins (``StorageVersionChanged``),
+    at most ``MAX_ATTEMPTS`` times, after a jittered pause."""
     for attempt in range(MAX_ATTEMPTS):
         try:
-            return await _open(provider, container, key, None, span, body, size)
+            return await read(attempt)
         except errors.StorageVersionChanged:
+            if attempt + 1 == MAX_ATTEMPTS:
+                raise
             await back_off(attempt)
     raise errors.StorageVersionChanged()
 

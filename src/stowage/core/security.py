@@ -20,7 +20,7 @@ from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from stowage import errors, jsonkeys
 from stowage.core import names, patterns
-from stowage.core.fetch import canonical_url
+from stowage.core.urlguard import canonical_url
 from stowage.registry.base import AppRows, FileRecord, FileRows
 
 CALLS = frozenset(

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 from stowage import errors
 from stowage.core import filetypes, streams
-from stowage.core.fetch import Allowed, Fetcher, canonical_url
+from stowage.core.fetch import Allowed, Fetcher
+from stowage.core.urlguard import canonical_url
 
 
 @dataclass

@@ -7,6 +7,7 @@ from stowage import errors
 from stowage.config import Settings
 from stowage.processing import metrics
 from stowage.processing.base import Limits
+from stowage.registry.base import FileRecord
 
 
 def limits_of(settings: Settings) -> Limits:
@@ -40,3 +41,16 @@ def bytes_within(settings: Settings, total: int) -> None:
         raise errors.PayloadTooLarge(
             f"the sources hold {total} bytes; at most {most}", max_bytes=most
         )
+
+
+def within(settings: Settings, count: int, total: int) -> None:
+    """Sources of a job: their number and their bytes."""
+    count_within(settings, count)
+    bytes_within(settings, total)
+
+
+def input_bytes_within(limits: Limits, row: FileRecord) -> None:
+    """One source's bytes, from its row, before it is read."""
+    if row.size > limits.max_input_bytes:
+        metrics.REFUSALS.inc(code=errors.PayloadTooLarge.code)
+        raise errors.PayloadTooLarge(max_bytes=limits.max_input_bytes)

@@ -30,7 +30,7 @@ from typing import Any
 
 from stowage import errors
 from stowage.config import Settings
-from stowage.core.fetch import GuardedResolver, check_url
+from stowage.core.urlguard import GuardedResolver, check_url
 from stowage.processing import browser
 from stowage.processing.base import Task
 from stowage.processing.shotspec import DEVICES, MAX_HEIGHT, NAME

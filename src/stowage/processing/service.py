@@ -111,7 +111,7 @@ class Processor:
             self._authorize,
             self.named_sources,
             self.named_checked,
-            self._within,
+            functools.partial(joblimits.within, settings),
             self._run,
             self.spool,
             self.url_sources,
@@ -202,14 +202,9 @@ class Processor:
         limits, then the derivative, kept or made. A source overwritten between its row
         and its read (``readable``: ``StorageVersionChanged``) is read again from its new
         row, as a download is (``reading.MAX_ATTEMPTS``)."""
-        for attempt in range(reading.MAX_ATTEMPTS):
-            try:
-                return await self._made_once(ask if attempt == 0 else _uncharged(ask), chain)
-            except errors.StorageVersionChanged:
-                if attempt + 1 == reading.MAX_ATTEMPTS:
-                    raise
-                await reading.back_off(attempt)
-        raise errors.StorageVersionChanged()
+        return await reading.again_on_change(
+            lambda attempt: self._made_once(ask if attempt == 0 else _uncharged(ask), chain)
+        )
 
     async def _made_once(self, ask: FilesAsk, chain: Chain) -> tuple[Derivative, FileRecord, App]:
         record, app = await self._authorized(ask.first, ask.creds, ask.api_key)
@@ -310,7 +305,7 @@ class Processor:
         others: tuple[Other, ...] = (),
         listed: int = 0,
     ) -> ObjectInfo:
-        self._within_input_bytes(record)
+        joblimits.input_bytes_within(self.limits, record)
         provider = self.core.providers.provider_for(app, record.provider)
         with self.spool.held("." + output.extension) as dest:
             async with contextlib.AsyncExitStack() as stack:
@@ -351,23 +346,13 @@ class Processor:
         """Each other source as a file for the job, held until ``stack`` closes; a handle
         listed twice is read once. Every size is checked before the first is read."""
         for _, row, _ in others:
-            self._within_input_bytes(row)
+            joblimits.input_bytes_within(self.limits, row)
         paths: dict[str, Path] = {}
         for handle, row, owner in others:
             if handle not in paths:
                 read = self.core.providers.provider_for(owner, row.provider)
                 paths[handle] = await stack.enter_async_context(self._readable(read, row))
         return tuple((handle, paths[handle]) for handle, _, _ in others)
-
-    def _within(self, count: int, total: int) -> None:
-        """Sources of a job: their number and their bytes."""
-        joblimits.count_within(self.core.settings, count)
-        joblimits.bytes_within(self.core.settings, total)
-
-    def _within_input_bytes(self, row: FileRecord) -> None:
-        if row.size > self.limits.max_input_bytes:
-            metrics.REFUSALS.inc(code=errors.PayloadTooLarge.code)
-            raise errors.PayloadTooLarge(max_bytes=self.limits.max_input_bytes)
 
     def _readable(
         self, provider: Provider, record: FileRecord

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from yarl import URL
 
 from stowage import errors
-from stowage.core.fetch import GuardedResolver, check_url
+from stowage.core.urlguard import GuardedResolver, check_url
 
 BLOCKED_HEADER = "X-Stowage-Blocked"
 _HEAD_LIMIT = 64 * 1024

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 import aiohttp
 
 from stowage import errors
-from stowage.core.fetch import check_url, guarded_session
+from stowage.core.fetch import guarded_session
+from stowage.core.urlguard import check_url
 from stowage.core.webhooks import payload
 
 
