@@ -206,6 +206,7 @@ TASKS: tuple[TaskSpec, ...] = (
         op=partial_pixelate,
         needs_one_of=("objects",),
         random_access=True,  # boxes are cut from the image in their own order
+        measures=True,  # each box reads its input again: held, computed once
         doc="pixelates the boxes in objects (blocks of amount pixels, then blurred by blur)",
     ),
     TaskSpec(
@@ -219,6 +220,7 @@ TASKS: tuple[TaskSpec, ...] = (
         op=partial_blur,
         needs_one_of=("objects",),
         random_access=True,  # boxes are cut from the image in their own order
+        measures=True,  # each box reads its input again: held, computed once
         doc="blurs the boxes in objects (sigma amount, edges softened over blur pixels)",
     ),
 )
