@@ -183,8 +183,6 @@ def estimate(
                 f"at most {limit}x{limit} pixels"
             )
         w, h = size_after(task, w, h)
-        if limit is not None:
-            _grown_within(before, (w, h), limit)
         made = _rate(task, *before) * max(w * h, worked[0] * worked[1])
         if task.name == "resize":
             made += SHRINK * before[0] * before[1]
@@ -244,23 +242,6 @@ def _step(
         seconds += PREMULTIPLIED * before[0] * before[1] / 1e6
     reduced = costholds.reduced(margin, alpha)
     return costholds.Step(task, seconds, _amplification(task), turn, site, strips, reduced)
-
-
-#: Pixels a declared side may pass the engine's own (its rounding): within them, the
-#: engine's check of every step decides (``vips._grown``).
-SIDE_SLACK = 2
-
-
-def _grown_within(before: tuple[int, int], after: tuple[int, int], limit: int) -> None:
-    """A step growing the image past ``limit`` a side (or past its side before, when that
-    is larger) is refused before any work, as the engine refuses it: a later task that
-    holds its input (a turn, a shadow) had the engine compute the steps before it first,
-    ``resize=width:8000,height:8000,fit:scale/rotate=deg:45`` an 8000-px upscale (2.2 s
-    of CPU, then 422 for the 11314-px turn)."""
-    if any(side > max(limit, was) + SIDE_SLACK for side, was in zip(after, before, strict=True)):
-        raise errors.ImageTooLarge(
-            f"a task would make the image {after[0]}x{after[1]}; at most {limit} a side"
-        )
 
 
 def _detail_only(detail: Callable[[], float]) -> Callable[[str], flatness.Content]:

@@ -87,6 +87,13 @@ TEXT_RUN = 0.1e-3  # each run of characters, laid out
 FONT_SIZE = 16.0  # when no element says
 USE = 0.29e-3  # each <use> instance
 LAYER = 0.2e-3  # each translucent, masked or clipped element
+#: And a megapixel of the canvas for each: librsvg draws such an element on a surface of
+#: the canvas's size and composites it, however small the element. One thread, 200 small
+#: circles each in a layer: 0.27, 0.4 and 1.6 ms a megapixel a layer on 1, 4 and 9 MP
+#: canvases (a 9-MP surface outgrows the caches); 500 canvas-wide ones on 9 MP 5.8 with
+#: their fill. Unpriced, those 500 were estimated at 3.6 s, took 26 s and timed out
+#: (seeds 9709, 9716, 5449).
+LAYER_AREA = 1.5e-3
 FILL = 0.002  # a megapixel of a shape's box filled (1,000 translucent circles, above)
 #: A megapixel of a shape's box filled with a gradient, for each of its stops past
 #: ``FREE_STOPS`` (a radial one: 0.05 s at 200 stops, 0.96 at 2,000, 9.0 at 20,000 a
@@ -187,11 +194,13 @@ class Drawing:
             data = attributes.get("points", "")
             seconds += POINT * (len(data.split()) + data.count(",")) / 2
         layered = any(n in attributes for n in ("mask", "clip-path"))
-        if layered or svgarea.length(attributes.get("opacity", "1"), 1.0) < 1:
-            seconds += LAYER
+        layer = LAYER_AREA if layered else 0.0
+        if svgarea.length(attributes.get("opacity", "1"), 1.0) < 1:
+            layer = LAYER_AREA
         if local == "polygon":
             filled = svgarea.polygon(self._canvas, attributes.get("points", ""))
-        return Cost(seconds, FILL * filled, FILL if local in FILLED else 0.0)
+        seconds += LAYER if layer else 0.0
+        return Cost(seconds, FILL * filled + layer, (FILL if local in FILLED else 0.0) + layer)
 
     def text(self, data: str) -> None:
         """Characters inside the open element: glyphs when it is text."""
