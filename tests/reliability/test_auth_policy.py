@@ -9,6 +9,7 @@ import base64
 import json
 import time
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -148,13 +149,21 @@ async def test_size_limits_at_the_boundary(harness: Harness) -> None:
         ).status == 200
 
 
-async def test_expiry_edges_follow_the_documented_skew(harness: Harness) -> None:
-    """11: accepted while now <= expiry + policy_clock_skew (0 by default), refused 1 s past."""
+async def test_expiry_edges_follow_the_documented_skew(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """11: accepted while now <= expiry + policy_clock_skew (0 by default), refused 1 s past.
+    The service's clock is held at one second: with the wall clock, a policy expiring at
+    the next whole second was refused when the request took longer (a loaded CI)."""
+    from stowage.core import service
+
     handle = await _secure_file(harness)
     key = {"key": harness.secure_app.api_key}
-    fresh = _signed({"expiry": int(time.time()) + 1, "call": ["read"]})
+    now = int(time.time())
+    monkeypatch.setattr(service, "time", SimpleNamespace(time=lambda: float(now)))
+    fresh = _signed({"expiry": now, "call": ["read"]})  # the edge itself: now == expiry
     assert (await harness.api.get(f"/api/file/{handle}", params={**key, **fresh})).status == 200
-    stale = _signed({"expiry": int(time.time()) - 1, "call": ["read"]})
+    stale = _signed({"expiry": now - 1, "call": ["read"]})
     await expect_error(await harness.api.get(f"/api/file/{handle}", params={**key, **stale}), 403)
     harness.settings.policy_clock_skew = 5
     assert (await harness.api.get(f"/api/file/{handle}", params={**key, **stale})).status == 200
