@@ -91,6 +91,13 @@ async def test_refusals(harness: Harness, path: str, status: int, code: str) -> 
     assert await code_of(resp) == code
 
 
+async def test_an_image_is_refused_in_the_name_of_the_task_asked(harness: Harness) -> None:
+    """doc_to_images reads the document's pdfinfo: the refusal names the task asked."""
+    resp = await harness.cdn.get(f"/doc_to_images/{await stored(harness)}")
+    assert resp.status == 415
+    assert (await resp.json())["error"]["message"] == "doc_to_images takes a document"
+
+
 async def test_a_secured_apps_urls_carry_the_requests_policy(harness: Harness) -> None:
     app = harness.secure_app
     handle = await stored(harness, pdfs.three_pages(), "three.pdf", app=app)

@@ -40,7 +40,10 @@ async def answer(
         raise errors.InvalidParameter(
             f"{pageimages.NAME} takes one stored file", parameter=pageimages.NAME
         )
-    made = await processor.derivative(FilesAsk(handle, ["pdfinfo"], creds, api_key))
+    try:
+        made = await processor.derivative(FilesAsk(handle, ["pdfinfo"], creds, api_key))
+    except errors.NotAPdf as refused:  # the pdfinfo behind it is not what was asked
+        raise errors.NotAPdf(f"{pageimages.NAME} takes a document") from refused
     info = json.loads(b"".join([chunk async for chunk in processor.cache.open(made.key)]))
     query = {
         k: v

@@ -236,6 +236,20 @@ def hidden_filled(image: pyvips.Image) -> pyvips.Image:
     from the visible pixels alone, the result depends on what is shown only."""
     if not image.hasalpha():
         return image
+    # The blocks below read the input once per side, each from the top: a source opened
+    # in sequence refuses the second read once past its buffer ("out of order read", a
+    # 422 on large images). A cache of strips keeps the rows read; two pages' worth, as
+    # one page was too few for an animation of frames of mixed sizes (measured), and an
+    # unbounded cache held the whole image (578 MB peak where this takes 486).
+    page = image.get("page-height") if image.get_typeof("page-height") else image.height
+    strips = 2 * -(-page // FILL_BLOCKS[0]) + 2
+    image = image.tilecache(
+        tile_width=image.width,
+        tile_height=FILL_BLOCKS[0],
+        max_tiles=strips,
+        access="sequential",
+        threaded=True,
+    )
     width, height, n = image.width, image.height, image.bands - 1
     alpha = image[n].cast("float")
     weighted = (image.extract_band(0, n=n).cast("float") * alpha).bandjoin(alpha)
