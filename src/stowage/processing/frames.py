@@ -42,6 +42,10 @@ SEQUENTIAL_FRAMES = {"gifload", "webpload"}
 #: Tasks that take one frame of every file they read, the chain's own included
 #: (``composite.BUILT``, which builds them, is this set).
 ONE_FRAME = frozenset({"collage", "animate"})
+#: Loaders libvips cannot read a part of (not ``VIPS_FOREIGN_PARTIAL``): opened for
+#: random access, they decode the whole image into memory (or a file past libvips' disc
+#: threshold) at the first read, and every later read is of that copy.
+WHOLE_ON_RANDOM = frozenset({"jpegload", "pngload", "webpload", "gifload", "heifload"})
 
 
 @dataclass(frozen=True)
@@ -109,6 +113,13 @@ def open_source(
     opened = Opened(read, name, frames, height, max(decoded, frames), read is not image, decoding)
     _check(opened, limits)
     return opened
+
+
+def decoded(opened: Opened, access: str) -> pyvips.Image | None:
+    """``opened.image`` if libvips holds it decoded whole (``WHOLE_ON_RANDOM``): opened for
+    random access, as its loader read it (not ``samples``' reading of it)."""
+    whole = access == "random" and opened.loader in WHOLE_ON_RANDOM and not opened.read
+    return opened.image if whole else None
 
 
 def check_made(image: pyvips.Image, limits: Limits) -> None:

@@ -27,16 +27,21 @@ OUTPUT_LIMIT: ContextVar[int] = ContextVar("stowage_output_limit", default=10_00
 #: ``Limits.max_total_pixels`` (one budget, which each frame's holds draw from). The cost
 #: estimate asks a budget of its own the same questions (``holding.plan``).
 HOLD_BUDGET: ContextVar[HoldBudget | None] = ContextVar("stowage_hold_budget", default=None)
+#: The job's source as its loader decoded it whole for random access (``frames.decoded``):
+#: already in memory, so ``held`` copies nothing (a copy held a 12-megapixel JPEG twice).
+DECODED: ContextVar[pyvips.Image | None] = ContextVar("stowage_decoded", default=None)
 
 
 @contextlib.contextmanager
 def engine_limits(side: int, hold_pixels: int = 0) -> Iterator[None]:
     tokens = OUTPUT_LIMIT.set(side), HOLD_BUDGET.set(HoldBudget(hold_pixels, side))
+    decoded = DECODED.set(None)
     try:
         yield
     finally:
         OUTPUT_LIMIT.reset(tokens[0])
         HOLD_BUDGET.reset(tokens[1])
+        DECODED.reset(decoded)
 
 
 def held(image: pyvips.Image) -> pyvips.Image:
@@ -47,11 +52,13 @@ def held(image: pyvips.Image) -> pyvips.Image:
     40 s of CPU; sepia then a 30-degree turn estimated at 13 s for 0.15 s of work). Held,
     a rotation costs its pixels once. The job's holds together stay within its total
     pixel limit (an animation's frames each hold theirs); beyond, left lazy, which the
-    cost estimate prices (``holding``)."""
+    cost estimate prices (``holding``). The source its loader decoded whole is held
+    already: its pixels are taken from the budget all the same (they are in memory, and
+    the estimate's plan takes them), never copied."""
     budget = HOLD_BUDGET.get()
     if budget is None or not budget.take(image.width, image.height):
         return image
-    return image.copy_memory()
+    return image if image is DECODED.get() else image.copy_memory()
 
 
 def scaled(image: pyvips.Image, width: int, height: int, size: str = "both") -> pyvips.Image:

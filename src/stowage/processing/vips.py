@@ -126,6 +126,7 @@ class VipsEngine:
         access = "random" if random else "sequential"
         drops = _drops_profile(chain, output)
         opened = frames.open_source(str(source), chain, output, limits, access, drops)
+        ops.DECODED.set(frames.decoded(opened, access))  # reset with the job's limits
         inside = svg.embedded(source)
         if inside is not None:  # its data: images are decoded whole, besides the canvas
             inside.check_canvas(opened.frame_pixels * opened.decoded_frames)
