@@ -4,10 +4,7 @@ parameter ranges (in range: the documented geometry; out of range: ValueError)."
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,10 +21,10 @@ from stowage.processing import (
     effects_restore,
     ops,
     params,
-    pool,
 )
 from stowage.processing.base import Output, Task, Value
 from stowage.processing.table import Kind, TaskSpec
+from tests.processing import jobmemory
 
 MODULES = (effects, effects_regions, effects_restore, effects_ascii)
 SPECS: dict[str, TaskSpec] = {spec.name: spec for m in MODULES for spec in m.TASKS}
@@ -574,20 +571,12 @@ def test_tasks_not_marked_random_access_stream_a_sequential_source(
     op(image, task(name, **options)).write_to_file(str(tmp_path / "out.png"))
 
 
-# Peak RSS from /proc (VmHWM belongs to the process' memory map, new at exec):
-# getrusage's ru_maxrss survives fork and exec, so a child of a large pytest process
-# would start at the parent's peak and hide any growth below it.
+# The render alone, measured as a job process (``jobmemory``).
 _MEASURE = """
 import sys
-from pathlib import Path
 from stowage.processing import chain
 from stowage.processing.base import Limits
 from stowage.processing.vips import VipsEngine
-
-def peak_mib():
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) // 1024
 
 before = peak_mib()
 parsed = chain.parse(sys.argv[2].split("/"))
@@ -620,15 +609,7 @@ def test_memory_stays_bounded_for_a_12_megapixel_jpeg(
     the source and its mask is computed small."""
     source = tmp_path / "big.jpg"
     gradient(4000, 3000).jpegsave(str(source), Q=85)
-    out = subprocess.run(
-        [sys.executable, "-c", _MEASURE, str(source), segments, str(tmp_path / "o.jpg")],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-        env={**os.environ, "GLIBC_TUNABLES": pool.JOB_TUNABLES, "MALLOC_ARENA_MAX": "2"},
-    )
-    grown_mib = int(out.stdout.strip().splitlines()[-1])
+    grown_mib = jobmemory.grown_mib(_MEASURE, str(source), segments, str(tmp_path / "o.jpg"))
     print(f"{segments[:40]}: peak RSS grew {grown_mib} MiB")
     assert grown_mib < budget_mib
     result = pyvips.Image.new_from_file(str(tmp_path / "o.jpg"))

@@ -7,18 +7,16 @@ background saved as WebP."""
 
 from __future__ import annotations
 
-import os
 import random
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import pyvips
 
-from stowage.processing import chain, pool
+from stowage.processing import chain
 from stowage.processing.base import Limits
 from stowage.processing.vips import VipsEngine
+from tests.processing import jobmemory
 from tests.processing.test_animate import render as render_list
 from tests.processing.test_engine import LIMITS
 
@@ -75,18 +73,11 @@ def test_frames_of_several_sizes_on_transparent_save_as_webp(tmp_path: Path, see
     assert made.get("n-pages") == len(listed)
 
 
-# The fill alone, run where a job runs (its heap settings), on a source read in sequence;
-# peak resident memory from /proc, which is the new process' own.
+# The fill alone, on a source read in sequence.
 _MEASURE = """
 import sys
-from pathlib import Path
 import pyvips
 from stowage.processing import ops
-
-def peak_mib():
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) // 1024
 
 pyvips.concurrency_set(1)
 before = peak_mib()
@@ -104,15 +95,7 @@ def test_the_fill_keeps_a_few_strips_not_the_image(tmp_path: Path, seed: int) ->
     rng = random.Random(seed)
     width, height = rng.randint(1500, 2500), rng.randint(7000, 9000)
     source = holed(tmp_path / "tall.png", rng, width, height)
-    out = subprocess.run(
-        [sys.executable, "-c", _MEASURE, str(source), str(tmp_path / "filled.v")],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-        env={**os.environ, "GLIBC_TUNABLES": pool.JOB_TUNABLES, "MALLOC_ARENA_MAX": "2"},
-    )
-    grown_mib = int(out.stdout.strip().splitlines()[-1])
+    grown_mib = jobmemory.grown_mib(_MEASURE, str(source), str(tmp_path / "filled.v"))
     decoded_mib = width * height * 4 / 2**20
     print(f"{width}x{height}: peak RSS grew {grown_mib} MiB, {decoded_mib:.0f} decoded")
     assert grown_mib < 0.6 * decoded_mib

@@ -1,0 +1,36 @@
+"""Peak memory measured as a job process runs: a new Python process (``VmHWM`` from /proc
+belongs to its own memory map, new at exec; ``getrusage``'s peak survives fork and exec,
+so a child of a large pytest process would start at the parent's peak), with the job
+processes' heap settings (``pool.JOB_TUNABLES``, two malloc arenas): without them one
+machine measured 21 MiB more than another for the same work."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from stowage.processing import pool
+
+#: Put before a measured script: ``peak_mib()``, the process' peak resident MiB so far.
+PEAK = """
+from pathlib import Path
+
+def peak_mib():
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) // 1024
+"""
+
+
+def grown_mib(script: str, *args: str) -> int:
+    """What ``PEAK + script`` prints last (a number of MiB), run as a job would be."""
+    out = subprocess.run(
+        [sys.executable, "-c", PEAK + script, *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+        env={**os.environ, "GLIBC_TUNABLES": pool.JOB_TUNABLES, "MALLOC_ARENA_MAX": "2"},
+    )
+    return int(out.stdout.strip().splitlines()[-1])
