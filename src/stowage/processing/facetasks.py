@@ -82,7 +82,7 @@ def found(image: pyvips.Image, task: Task, default_faces: Value) -> list[Box]:
 # -- detect_faces --------------------------------------------------------------
 def detect_faces(image: pyvips.Image, task: Task) -> pyvips.Image:
     """Outlines each face found in ``color``."""
-    image = image.copy_memory()
+    image = ops.in_memory(image)
     boxes = found(image, task, "all")
     if not boxes:
         return image
@@ -129,7 +129,7 @@ def crop_faces(image: pyvips.Image, task: Task) -> pyvips.Image:
     """Crops to the selected faces (with ``buffer`` percent around them unless ``mode``
     is crop) and, with width and height, to exactly that size: ``thumb`` and ``crop``
     widen the box to the wanted shape (every face stays in), ``fill`` narrows it."""
-    image = image.copy_memory()
+    image = ops.in_memory(image)
     boxes = decisions.decided(lambda: found(image, task, 1))  # an animation: frame 1's
     if not boxes:
         return image  # nothing to crop to: the image as it is
@@ -201,7 +201,7 @@ def blur_faces(image: pyvips.Image, task: Task) -> pyvips.Image:
 def _over_faces(
     image: pyvips.Image, task: Task, cover: Callable[[pyvips.Image], pyvips.Image]
 ) -> pyvips.Image:
-    image = image.copy_memory()
+    image = ops.in_memory(image)
     buffer = float(task.get("buffer", 0))  # type: ignore[arg-type]
     for face in found(image, task, "all"):
         box = face.grown(buffer, image.width, image.height)

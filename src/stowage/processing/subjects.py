@@ -118,7 +118,7 @@ def _target(task: Task, width: int, height: int) -> tuple[int, int]:
 def crop_on_faces(image: pyvips.Image, width: int, height: int) -> pyvips.Image:
     """A ``width`` x ``height`` window of ``image`` centred on its faces, or on its centre
     when none is found: what ``resize=fit:crop,align:faces`` crops a cover to."""
-    image = image.copy_memory()  # read twice: by the finder, then by the crop
+    image = ops.in_memory(image)  # read twice: by the finder, then by the crop
     left, top = decisions.decided(lambda: faces.anchor(image, width, height))
     return image.extract_area(left, top, width, height)
 
@@ -130,7 +130,7 @@ def redeye(image: pyvips.Image, task: Task) -> pyvips.Image:
     Every other pixel (skin, a brown iris, lashes, brows) is left as it is."""
     if image.bands < 3:
         return image  # grey: no red to remove
-    image = image.copy_memory()
+    image = ops.in_memory(image)
     for face in faces.detect(image):
         for eye in faces.eyes(image, face):
             patch = image.extract_area(eye.x, eye.y, eye.width, eye.height)
