@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from stowage.processing import pool
 
@@ -34,3 +35,28 @@ def grown_mib(script: str, *args: str) -> int:
         env={**os.environ, "GLIBC_TUNABLES": pool.JOB_TUNABLES, "MALLOC_ARENA_MAX": "2"},
     )
     return int(out.stdout.strip().splitlines()[-1])
+
+
+#: A chain rendered by the engine, its growth printed: ``source chain dest`` (the chain's
+#: segments joined by ``/``), after the modules named in ``preload`` are imported.
+_RENDER = """
+import sys
+from stowage.processing import chain
+from stowage.processing.base import Limits
+from stowage.processing.vips import VipsEngine
+{preload}
+before = peak_mib()
+parsed = chain.parse(sys.argv[2].split("/"))
+output = chain.output_for(parsed, "image/jpeg")
+VipsEngine(threads_per_job=1).render(
+    Path(sys.argv[1]), parsed, output, Path(sys.argv[3]), Limits(10**9, 10**10, 10_000, 120)
+)
+print(peak_mib() - before)
+"""
+
+
+def render_grown_mib(source: Path, segments: str, dest: Path, preload: str = "") -> int:
+    """How much a job grows rendering ``segments`` of ``source`` into ``dest`` (a JPEG
+    unless the chain says otherwise)."""
+    script = _RENDER.format(preload=f"import {preload}" if preload else "")
+    return grown_mib(script, str(source), segments, str(dest))

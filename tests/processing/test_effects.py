@@ -571,21 +571,6 @@ def test_tasks_not_marked_random_access_stream_a_sequential_source(
     op(image, task(name, **options)).write_to_file(str(tmp_path / "out.png"))
 
 
-# The render alone, measured as a job process (``jobmemory``).
-_MEASURE = """
-import sys
-from stowage.processing import chain
-from stowage.processing.base import Limits
-from stowage.processing.vips import VipsEngine
-
-before = peak_mib()
-parsed = chain.parse(sys.argv[2].split("/"))
-output = chain.output_for(parsed, "image/jpeg")
-VipsEngine(threads_per_job=1).render(
-    Path(sys.argv[1]), parsed, output, Path(sys.argv[3]), Limits(10**8, 10**10, 10_000, 60)
-)
-print(peak_mib() - before)
-"""
 FIFTY = ",".join(f"[{i},{i},10000,10000]" for i in range(50))
 
 
@@ -609,7 +594,7 @@ def test_memory_stays_bounded_for_a_12_megapixel_jpeg(
     the source and its mask is computed small."""
     source = tmp_path / "big.jpg"
     gradient(4000, 3000).jpegsave(str(source), Q=85)
-    grown_mib = jobmemory.grown_mib(_MEASURE, str(source), segments, str(tmp_path / "o.jpg"))
+    grown_mib = jobmemory.render_grown_mib(source, segments, tmp_path / "o.jpg")
     print(f"{segments[:40]}: peak RSS grew {grown_mib} MiB")
     assert grown_mib < budget_mib
     result = pyvips.Image.new_from_file(str(tmp_path / "o.jpg"))

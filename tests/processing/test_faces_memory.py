@@ -12,22 +12,6 @@ import pyvips
 
 from tests.processing import jobmemory
 
-_MEASURE = """
-import sys
-import cv2  # the finder's, loaded before: its own size is not the task's
-from stowage.processing import chain
-from stowage.processing.base import Limits
-from stowage.processing.vips import VipsEngine
-
-before = peak_mib()
-parsed = chain.parse(sys.argv[2].split("/"))
-output = chain.output_for(parsed, "image/jpeg")
-VipsEngine(threads_per_job=1).render(
-    Path(sys.argv[1]), parsed, output, Path(sys.argv[3]), Limits(10**9, 10**10, 10_000, 120)
-)
-print(peak_mib() - before)
-"""
-
 
 @pytest.fixture(scope="module")
 def photo(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -40,7 +24,8 @@ def photo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize("task", ["detect_faces", "redeye", "crop_faces=mode:fill"])
 def test_a_face_task_holds_the_decoded_source_once(photo: Path, tmp_path: Path, task: str) -> None:
-    grown = jobmemory.grown_mib(_MEASURE, str(photo), task, str(tmp_path / "o.jpg"))
+    # the finder's OpenCV loaded before: its own size is not the task's
+    grown = jobmemory.render_grown_mib(photo, task, tmp_path / "o.jpg", preload="cv2")
     decoded = 6000 * 4000 * 3 / 2**20
     print(f"{task}: peak RSS grew {grown} MiB, {decoded:.0f} decoded")
     assert grown < 2 * decoded  # with a copy: 2.5 times
