@@ -242,7 +242,7 @@ FILL_CACHE = 4  # strips of the largest block's height kept (``hidden_filled``)
 
 
 def _block_means(image: pyvips.Image) -> list[pyvips.Image]:
-    """For each side of ``FILL_BLOCKS``, fine to coarse, the alpha-weighted mean colour of
+    """For each side of ``FILL_BLOCKS``, in its order, the alpha-weighted mean colour of
     each block at every pixel, then the mean alpha (0: nothing visible in the block). The
     larger blocks are made from the 4x4 ones (whole blocks: a mean of means is the mean),
     so the input is read once, not once a side from the top."""
@@ -256,7 +256,7 @@ def _block_means(image: pyvips.Image) -> list[pyvips.Image]:
         sums, done = sums.shrink(side // done, side // done), side
         mean = (sums.extract_band(0, n=n) / sums[n]).bandjoin(sums[n])  # libvips: x / 0 is 0
         means.append(mean.zoom(side, side).extract_area(0, 0, width, height))
-    return means
+    return means[::-1]  # made fine to coarse, each from the one before
 
 
 def hidden_filled(image: pyvips.Image) -> pyvips.Image:
@@ -285,7 +285,7 @@ def hidden_filled(image: pyvips.Image) -> pyvips.Image:
     image.remove("vips-sequential")
     n = image.bands - 1
     fill = pyvips.Image.black(image.width, image.height, bands=n)
-    for mean in _block_means(image)[::-1]:  # the finer block's colour where it has one
+    for mean in _block_means(image):  # a finer block's colour where it has one
         fill = (mean[n] > 0).ifthenelse(mean.extract_band(0, n=n), fill)
     filled = fill.rint().bandjoin(0).cast(image.format)
     return (image[n] == 0).ifthenelse(filled, image).copy(interpretation=image.interpretation)
