@@ -7,9 +7,9 @@ thread (docs/decisions.md, "Save rates").
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-from stowage.processing.base import Chain
+from stowage.processing.base import Chain, Task
 from stowage.processing.flatness import BLOCKS, COLOURS, DETAIL, Content
 
 #: Seconds a megapixel for a format not named here.
@@ -50,6 +50,16 @@ MEASURE_ABOVE = 0.3
 #: screenshot to GIF was estimated 9.96 s and refused, for 0.6 s of work.
 FLAT = {"gif": 0.11, "avif": 0.11, "webp": 0.07, "png": 0.04}
 FLAT_MEASURE = {"gif": COLOURS, "avif": BLOCKS, "webp": BLOCKS, "png": BLOCKS}
+#: Seconds a megapixel to save a GIF's frames as GIF when the chain moves pixels without
+#: making colours (``keeps_palette``): each frame's palette is found again exactly. One
+#: thread, 10-40 frames of a dithered photo from 320x240 to 480x360: 0.28-0.30; frames of
+#: noise's palettes 0.35; measured with the machine 0.61 times as slow as the state these
+#: rates describe (tests/processing/cpuspeed.py), so 0.46-0.57 in it. At the rates above
+#: (0.8 to noise's 1.5) a 60-frame 480x360 GIF flipped was estimated 9 s and refused, for
+#: 2.7 s of work then (4.4 in the rates' state).
+PALETTE_KEPT = {"gif": 0.6}
+#: The tasks that only move a frame's pixels: an exact turn (``geometry.turned``), a cut.
+_MOVES_PIXELS = {"flip", "flop", "crop"}
 #: Seconds a frame of the result costs to save besides its pixels (GIF: a palette made for
 #: each frame, 4 ms for a 40x30 one of many colours).
 SAVE_FRAME = {"gif": 0.005}
@@ -96,3 +106,16 @@ def quality_factor(fmt: str, chain: Chain) -> float:
         if quality <= q1:
             return f0 + (f1 - f0) * (quality - q0) / (q1 - q0)
     return AVIF_QUALITY[-1][1]
+
+
+def keeps_palette(loader: str, tasks: Sequence[Task]) -> bool:
+    """Whether the result's frames have the GIF source's colours, each its own palette:
+    ``tasks`` (those that make pixels) only flip, cut or turn by right angles."""
+    return loader == "gifload" and all(_moves_only(task) for task in tasks)
+
+
+def _moves_only(task: Task) -> bool:
+    if task.name == "rotate":
+        deg = task.get("deg", 0)
+        return isinstance(deg, int) and deg % 90 == 0 and task.get("exif") is None
+    return task.name in _MOVES_PIXELS
