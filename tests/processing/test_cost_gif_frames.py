@@ -1,9 +1,11 @@
-"""An animated GIF flipped, cut or turned by right angles and saved as GIF again keeps
-each frame's colours, and its save is priced as that (``saverates.PALETTE_KEPT``).
+"""An animated GIF flipped, cut, turned by right angles or framed and saved as GIF again
+keeps each frame's colours (a frame adds one), and its save is priced as that
+(``saverates.palette_kept_rate``).
 
 Before: such a save was priced as a full-colour photo's frames or noise's (0.8-1.5 s a
 megapixel) for 0.46-0.57 s of work (in the rates' state, cpuspeed.py), and a 60-frame
-480x360 GIF flipped was refused (estimated 9 s, at most 8) for 2.7 s of work."""
+480x360 GIF flipped was refused (estimated 9 s, at most 8) for 2.7 s of work. A wide
+frame (``border``) was priced as the picture: estimates 3-6 times the CPU time."""
 
 from __future__ import annotations
 
@@ -55,6 +57,7 @@ def moves(rng: random.Random) -> list[str]:
         "flop",
         f"rotate=deg:{rng.choice([90, 180, 270])}",
         f"crop=dim:[{rng.randint(0, 40)},{rng.randint(0, 40)},300,240]",
+        f"border=width:{rng.randint(5, 200)},color:{rng.randrange(16**6):06x}",
     ]
     return rng.sample(choices, rng.randint(1, 2))
 
@@ -78,7 +81,7 @@ def test_a_gif_whose_frames_only_move_is_priced_near_its_time(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rng = random.Random(SEED)
-    for case in range(3):
+    for case in range(4):
         size = rng.randint(360, 480), rng.randint(270, 360)
         source = animation(tmp_path / f"{case}.gif", rng.randint(20, 30), size, rng)
         segments = moves(rng)
@@ -100,13 +103,17 @@ def test_a_sixty_frame_gif_flipped_is_admitted(
     assert seconds < limits.max_cost
 
 
-def test_only_moves_of_a_gif_keep_its_palettes() -> None:
+def test_only_moves_and_frames_of_a_gif_keep_its_palettes() -> None:
     """A resample, a free angle, a turn by the EXIF tag make colours; a PNG has no
-    palette a frame (its save is priced as before)."""
+    palette a frame (its save is priced as before); a frame is priced flat."""
     kept = chain.parse(["flip", "rotate=deg:270", "crop=dim:[0,0,9,9]"]).tasks
-    assert saverates.keeps_palette("gifload", kept)
-    assert saverates.keeps_palette("gifload", ())
+    assert saverates.palette_kept_rate("gif", "gifload", kept, (9, 9)) == 0.6
+    assert saverates.palette_kept_rate("gif", "gifload", (), (9, 9)) == 0.6
     for made in ("resize=width:99", "rotate=deg:45", "rotate=deg:exif", "blur"):
         tasks = chain.parse([made]).tasks
-        assert not saverates.keeps_palette("gifload", [*kept, *tasks]), made
-    assert not saverates.keeps_palette("pngload", kept)
+        assert saverates.palette_kept_rate("gif", "gifload", [*kept, *tasks], (9, 9)) is None
+    assert saverates.palette_kept_rate("gif", "pngload", kept, (9, 9)) is None
+    assert saverates.palette_kept_rate("webp", "gifload", kept, (9, 9)) is None
+    framed = chain.parse(["border=width:10", "flip"]).tasks  # 100 of 900 pixels inside
+    rate = saverates.palette_kept_rate("gif", "gifload", framed, (10, 10))
+    assert rate == pytest.approx(0.6 / 9 + saverates.FLAT["gif"] * 8 / 9)

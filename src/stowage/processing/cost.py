@@ -51,9 +51,8 @@ from stowage.processing.pngsave import rate as png_compressed
 from stowage.processing.saverates import (
     FLAT_MEASURE,
     HIDDEN_FILL,
-    PALETTE_KEPT,
     SAVE_FRAME,
-    keeps_palette,
+    palette_kept_rate,
     quality_factor,
     save_rate,
 )
@@ -226,8 +225,8 @@ def estimate(
     flat = flat if not placed and drawing is None and not embedded else 0.0
     factor = quality_factor(fmt, chain)
     rate = save_rate(fmt, w * h * frames / 1e6, asked, frames, factor, flat)
-    if fmt in PALETTE_KEPT and keeps_palette(opened.loader, pixels):
-        rate = min(rate, PALETTE_KEPT[fmt])
+    kept = palette_kept_rate(fmt, opened.loader, pixels, (w0, h0))
+    rate = rate if kept is None else min(rate, kept)
     saved = (rate + HIDDEN_FILL.get(fmt, 0.0)) * w * h / 1e6 + SAVE_FRAME.get(fmt, 0.0)
     return total + saved * frames + (asked.spent if asked is not None else 0.0)
 

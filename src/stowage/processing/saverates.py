@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Sequence
 
+from stowage.processing import catalogue
 from stowage.processing.base import Chain, Task
 from stowage.processing.flatness import BLOCKS, COLOURS, DETAIL, Content
 
@@ -51,14 +52,13 @@ MEASURE_ABOVE = 0.3
 FLAT = {"gif": 0.11, "avif": 0.11, "webp": 0.07, "png": 0.04}
 FLAT_MEASURE = {"gif": COLOURS, "avif": BLOCKS, "webp": BLOCKS, "png": BLOCKS}
 #: Seconds a megapixel to save a GIF's frames as GIF when the chain moves pixels without
-#: making colours (``keeps_palette``): each frame's palette is found again exactly. One
+#: making colours (``palette_kept_rate``): each frame's palette is found again exactly. One
 #: thread, 10-40 frames of a dithered photo from 320x240 to 480x360: 0.28-0.30; frames of
 #: noise's palettes 0.35; measured with the machine 0.61 times as slow as the state these
 #: rates describe (tests/processing/cpuspeed.py), so 0.46-0.57 in it. At the rates above
 #: (0.8 to noise's 1.5) a 60-frame 480x360 GIF flipped was estimated 9 s and refused, for
 #: 2.7 s of work then (4.4 in the rates' state).
 PALETTE_KEPT = {"gif": 0.6}
-#: The tasks that only move a frame's pixels: an exact turn (``geometry.turned``), a cut.
 _MOVES_PIXELS = {"flip", "flop", "crop"}
 #: Seconds a frame of the result costs to save besides its pixels (GIF: a palette made for
 #: each frame, 4 ms for a 40x30 one of many colours).
@@ -108,13 +108,31 @@ def quality_factor(fmt: str, chain: Chain) -> float:
     return AVIF_QUALITY[-1][1]
 
 
-def keeps_palette(loader: str, tasks: Sequence[Task]) -> bool:
-    """Whether the result's frames have the GIF source's colours, each its own palette:
-    ``tasks`` (those that make pixels) only flip, cut or turn by right angles."""
-    return loader == "gifload" and all(_moves_only(task) for task in tasks)
+def palette_kept_rate(
+    fmt: str, loader: str, tasks: Sequence[Task], size: tuple[int, int]
+) -> float | None:
+    """Seconds a megapixel to save, as ``fmt``, the result of ``tasks`` (those that make
+    pixels) on a GIF's frames of ``size`` when they only move the frames' pixels or
+    frame them (``border``: one colour): ``PALETTE_KEPT``'s rate over the source's
+    pixels, ``FLAT``'s over the frames'. None for any other chain or source."""
+    if fmt not in PALETTE_KEPT or loader != "gifload":
+        return None
+    inside, (width, height) = 1.0, size  # the share of the result that is the source's
+    for task in tasks:
+        if not (task.name == "border" or _moves_only(task)):
+            return None
+        declared = catalogue.TABLE[task.name].size
+        grown = declared(task, width, height) if declared else (width, height)
+        if task.name == "border":
+            inside *= width * height / max(1, grown[0] * grown[1])
+        elif task.name == "crop":
+            inside = 1.0  # which part it keeps is not followed: all of it priced as the source's
+        width, height = grown
+    return PALETTE_KEPT[fmt] * inside + FLAT[fmt] * (1.0 - inside)
 
 
 def _moves_only(task: Task) -> bool:
+    """An exact turn (``geometry.turned``), a flip or a cut: no colour made."""
     if task.name == "rotate":
         deg = task.get("deg", 0)
         return isinstance(deg, int) and deg % 90 == 0 and task.get("exif") is None
