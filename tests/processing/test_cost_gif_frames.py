@@ -63,7 +63,12 @@ def moves(rng: random.Random) -> list[str]:
 
 
 def estimated_and_spent(
-    source: Path, segments: list[str], dest: Path, limits: Limits, monkeypatch: pytest.MonkeyPatch
+    source: Path,
+    segments: list[str],
+    dest: Path,
+    limits: Limits,
+    monkeypatch: pytest.MonkeyPatch,
+    mimetype: str = "image/gif",
 ) -> tuple[float, float]:
     """The engine's own estimate (the last it holds to the limits), and the render's CPU
     time in the state the rates describe (cpuspeed.py)."""
@@ -71,7 +76,7 @@ def estimated_and_spent(
     check = cost.check
     monkeypatch.setattr(cost, "check", lambda s, lim: (checked.append(s), check(s, lim)))
     parsed = chain.parse(segments)
-    output = chain.output_for(parsed, "image/gif")
+    output = chain.output_for(parsed, mimetype)
     started = time.process_time()
     VipsEngine(threads_per_job=1).render(source, parsed, output, dest, limits)
     return checked[-1], (time.process_time() - started) / cpuspeed.speed()

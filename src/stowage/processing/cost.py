@@ -169,7 +169,7 @@ def estimate(
     tasks, frames, (w, h) = _start(opened, chain, width, placed)
     w0, h0 = w, h
     steps: list[costholds.Step] = []
-    calls = 0.0  # the tasks' own costs, once a frame
+    calls = 0.0  # the tasks' own costs, once a frame, and the searches made once
     alpha = opened.alpha
     for task in tasks:
         if catalogue.TABLE[task.name].kind not in (Kind.IMAGE, Kind.FILES):
@@ -188,7 +188,11 @@ def estimate(
         if task.name == "resize":
             made += SHRINK * before[0] * before[1]
             made += (UPSCALE - RATES["resize"]) * w * h if w * h > before[0] * before[1] else 0
-        made += _face_search(task, before, worked)
+        search = _face_search(task, before, worked)
+        if frames > 1 and _searched_once(task):
+            calls += search / 1e6  # on the first frame only, not a frame's work
+        else:
+            made += search
         steps.append(_step(task, made / 1e6, before, (w, h), alpha))
         alpha = _bands_after(task, 3, alpha)[1]
         calls += _call(task) * frames
@@ -378,6 +382,12 @@ def _face_search(task: Task, before: tuple[int, int], worked: tuple[int, int]) -
     if task.name in FACE_TASKS or geometry.aligns_on_faces(task):
         return FACE_SEARCH * _searched(*before)
     return 0.0
+
+
+def _searched_once(task: Task) -> bool:
+    """Whether an animation's faces or window are found on its first frame and kept for
+    the others (``decisions.decided``); the face tasks that change faces search each."""
+    return task.name in ("crop_faces", "smart_crop") or geometry.aligns_on_faces(task)
 
 
 def _searched(width: int, height: int) -> float:
