@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from stowage.processing import pool
+from stowage.processing import pool, sandbox
 
 #: Put before a measured script: ``peak_mib()``, the process' peak resident MiB so far.
 PEAK = """
@@ -32,7 +32,12 @@ def grown_mib(script: str, *args: str) -> int:
         text=True,
         check=True,
         timeout=120,
-        env={**os.environ, "GLIBC_TUNABLES": pool.JOB_TUNABLES, "MALLOC_ARENA_MAX": "2"},
+        env={
+            **os.environ,
+            **sandbox.ONE_CORE,
+            "GLIBC_TUNABLES": pool.JOB_TUNABLES,
+            "MALLOC_ARENA_MAX": "2",
+        },
     )
     return int(out.stdout.strip().splitlines()[-1])
 

@@ -83,6 +83,25 @@ def test_the_limits_and_the_environment(tmp_path: Path) -> None:
     assert Path(cwd) == tmp_path and int(nice) >= sandbox.NICENESS
 
 
+def test_a_job_process_starts_no_thread_per_core(tmp_path: Path) -> None:
+    """numpy (OpenBLAS) and OpenCV start a pool of a thread per core at import; a job
+    process has one core's share, so its imports start none."""
+    script = "import os, numpy, cv2; print(len(os.listdir('/proc/self/task')))"
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=sandbox.job_environment(tmp_path),
+        cwd=tmp_path,
+    )
+    assert done.stdout.strip() == "1", done
+    # the same imports elsewhere do start threads where there is more than one core
+    if (os.cpu_count() or 1) > 1:
+        free = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+        assert int(free.stdout) > 1, free
+
+
 def test_a_memory_hog_is_refused(tmp_path: Path) -> None:
     caps = sandbox.Caps(memory=512 << 20)
     done = _run(caps, tmp_path, sys.executable, "-c", "b = bytearray(1 << 30)")

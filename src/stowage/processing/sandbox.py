@@ -144,12 +144,18 @@ def confining_works() -> bool:
     return tried.returncode == 0
 
 
+#: A job has one core's share: numpy's OpenBLAS started a thread per core at import (and
+#: OpenCV's pool followed it), idle in every job process of a many-core machine.
+ONE_CORE = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+
+
 def job_environment(folder: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
     """A job process's whole environment: nothing of the server's (its credentials) but
     what Python and libvips read; HOME and TMPDIR in its folder."""
     kept = {k: v for k, v in os.environ.items() if k.startswith(("PYTHON", "VIPS_"))}
     return {
         **kept,
+        **ONE_CORE,
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "LC_ALL": "C.UTF-8",
         "HOME": str(folder / JOB_HOME),
