@@ -1,6 +1,6 @@
 """An animated GIF flipped, cut, turned by right angles or framed and saved as GIF again
 keeps each frame's colours (a frame adds one), and its save is priced as that
-(``saverates.palette_kept_rate``).
+(``saverates.gif_frames_rate``; by content: tests/processing/test_cost_gif_content.py).
 
 Before: such a save was priced as a full-colour photo's frames or noise's (0.8-1.5 s a
 megapixel) for 0.46-0.57 s of work (in the rates' state, cpuspeed.py), and a 60-frame
@@ -108,17 +108,24 @@ def test_a_sixty_frame_gif_flipped_is_admitted(
     assert seconds < limits.max_cost
 
 
-def test_only_moves_and_frames_of_a_gif_keep_its_palettes() -> None:
-    """A resample, a free angle, a turn by the EXIF tag make colours; a PNG has no
-    palette a frame (its save is priced as before); a frame is priced flat."""
-    kept = chain.parse(["flip", "rotate=deg:270", "crop=dim:[0,0,9,9]"]).tasks
-    assert saverates.palette_kept_rate("gif", "gifload", kept, (9, 9)) == 0.6
-    assert saverates.palette_kept_rate("gif", "gifload", (), (9, 9)) == 0.6
-    for made in ("resize=width:99", "rotate=deg:45", "rotate=deg:exif", "blur"):
-        tasks = chain.parse([made]).tasks
-        assert saverates.palette_kept_rate("gif", "gifload", [*kept, *tasks], (9, 9)) is None
-    assert saverates.palette_kept_rate("gif", "pngload", kept, (9, 9)) is None
-    assert saverates.palette_kept_rate("webp", "gifload", kept, (9, 9)) is None
+def test_only_moves_maps_and_frames_of_a_gif_keep_its_palettes() -> None:
+    """A resample, a free angle, a turn by the EXIF tag make colours (priced as made in
+    an animation's frames, as before in a still's); a PNG has no palette a frame (its
+    save is priced as before); a frame is priced flat; the rate grows with how densely
+    the source's frames are coded."""
+    kept = chain.parse(["flip", "rotate=deg:270", "crop=dim:[0,0,9,9]", "sepia"]).tasks
+    densest = saverates.KEPT[0] + saverates.KEPT[1]
+    assert saverates.gif_frames_rate("gif", "gifload", kept, (9, 9), 1.4, 1) == densest
+    assert saverates.gif_frames_rate("gif", "gifload", (), (9, 9), None, 5) == densest
+    flat = saverates.gif_frames_rate("gif", "gifload", kept, (9, 9), 0.02, 5)
+    assert flat is not None and flat < densest / 5
+    for made in ("resize=width:99", "rotate=deg:45", "rotate=deg:exif", "blur", "crop_faces=w:9"):
+        tasks = [*kept, *chain.parse([made]).tasks]
+        assert saverates.gif_frames_rate("gif", "gifload", tasks, (9, 9), 1.4, 1) is None
+        made_rate = saverates.gif_frames_rate("gif", "gifload", tasks, (9, 9), 0.8, 2)
+        assert made_rate == saverates.MADE[0] + saverates.MADE[1]
+    assert saverates.gif_frames_rate("gif", "pngload", kept, (9, 9), 1.4, 5) is None
+    assert saverates.gif_frames_rate("webp", "gifload", kept, (9, 9), 1.4, 5) is None
     framed = chain.parse(["border=width:10", "flip"]).tasks  # 100 of 900 pixels inside
-    rate = saverates.palette_kept_rate("gif", "gifload", framed, (10, 10))
-    assert rate == pytest.approx(0.6 / 9 + saverates.FLAT["gif"] * 8 / 9)
+    rate = saverates.gif_frames_rate("gif", "gifload", framed, (10, 10), 0.8, 5)
+    assert rate == pytest.approx(densest / 9 + saverates.FLAT["gif"] * 8 / 9)

@@ -52,7 +52,7 @@ from stowage.processing.saverates import (
     FLAT_MEASURE,
     HIDDEN_FILL,
     SAVE_FRAME,
-    palette_kept_rate,
+    gif_frames_rate,
     quality_factor,
     save_rate,
 )
@@ -228,9 +228,9 @@ def estimate(
     )
     flat = flat if not placed and drawing is None and not embedded else 0.0
     factor = quality_factor(fmt, chain)
-    rate = save_rate(fmt, w * h * frames / 1e6, asked, frames, factor, flat)
-    kept = palette_kept_rate(fmt, opened.loader, pixels, (w0, h0))
-    rate = rate if kept is None else min(rate, kept)
+    density = opened.decoding.gif_density  # placed: the frames are other files'
+    gif = None if placed else gif_frames_rate(fmt, opened.loader, pixels, (w0, h0), density, frames)
+    rate = save_rate(fmt, w * h * frames / 1e6, asked, frames, factor, flat) if gif is None else gif
     saved = (rate + HIDDEN_FILL.get(fmt, 0.0)) * w * h / 1e6 + SAVE_FRAME.get(fmt, 0.0)
     return total + saved * frames + (asked.spent if asked is not None else 0.0)
 

@@ -66,6 +66,7 @@ class Decoding:
     progressive_bytes: int = 0  # the file's bytes, for a progressive JPEG
     profile: bool = False  # a profile the result drops, applied before the tasks
     deep: bool = False  # samples read as 16 bits, made 8 before the tasks
+    gif_density: float | None = None  # a GIF's (gifblocks.coded_density): its save's rate
 
 
 class Header(Protocol):

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +110,8 @@ def open_source(
     read = samples.read(image, Path(source), saved)
     name = _with_options(source, options)
     decoding = decodecost.decoding(read, Path(source).stat().st_size, saved)
+    if loader.startswith("gifload") and output.format == "gif":  # its save's rate
+        decoding = replace(decoding, gif_density=gifblocks.coded_density(Path(source)))
     opened = Opened(read, name, frames, height, max(decoded, frames), read is not image, decoding)
     _check(opened, limits)
     return opened

@@ -51,15 +51,26 @@ MEASURE_ABOVE = 0.3
 #: screenshot to GIF was estimated 9.96 s and refused, for 0.6 s of work.
 FLAT = {"gif": 0.11, "avif": 0.11, "webp": 0.07, "png": 0.04}
 FLAT_MEASURE = {"gif": COLOURS, "avif": BLOCKS, "webp": BLOCKS, "png": BLOCKS}
-#: Seconds a megapixel to save a GIF's frames as GIF when the chain moves pixels without
-#: making colours (``palette_kept_rate``): each frame's palette is found again exactly. One
-#: thread, 10-40 frames of a dithered photo from 320x240 to 480x360: 0.28-0.30; frames of
-#: noise's palettes 0.35; measured with the machine 0.61 times as slow as the state these
-#: rates describe (tests/processing/cpuspeed.py), so 0.46-0.57 in it. At the rates above
-#: (0.8 to noise's 1.5) a 60-frame 480x360 GIF flipped was estimated 9 s and refused, for
-#: 2.7 s of work then (4.4 in the rates' state).
-PALETTE_KEPT = {"gif": 0.6}
+#: Seconds a megapixel to save a GIF's frames as GIF again, as (least, more at the
+#: densest): more by how densely the source's frames are coded (``gifblocks.coded_density``
+#: over ``DENSE``, at most 1), which follows how irregular their colours are. ``KEPT``:
+#: the chain moves pixels (flip, flop, crop, a turn by a right angle) or maps each colour
+#: to one (negative, monochrome, blackwhite, sepia, modulate), so a frame's colours stay
+#: a palette's. ``MADE``: it makes new colours (a resample, a blur, an edge), in frames.
+#: Measured on one thread (2026-12-05, in the rates' state, tests/processing/cpuspeed.py),
+#: the save alone, frames of 400x300 and 480x270: flat drawings and screen captures
+#: (density 0.02) 0.07-0.10 kept, 0.08-0.29 made; synthetic video (0.1) 0.09-0.13 and
+#: 0.40-0.47; a photo panned or still with a part moving (0.63-0.64) 0.40-0.46 and
+#: 0.63-0.89, a textured one (0.76-0.8) 0.10-0.62 and 1.61-1.69, noise (1.4) 0.14-0.70
+#: and 0.95-1.83. Before, every animation was priced as a photo's frames or
+#: noise's (0.8-1.5; moved only: 0.6): a 60-frame 480x270 GIF of a drawing rotated by
+#: 45 degrees was estimated 12.5 s and refused for 3.3 s of work, and a panned photo
+#: blurred was estimated 5.8 s for 10.8 s.
+KEPT = (0.08, 0.6)
+MADE = (0.2, 1.2)
+DENSE = 0.8
 _MOVES_PIXELS = {"flip", "flop", "crop"}
+_MAPS_COLOURS = {"negative", "monochrome", "blackwhite", "sepia", "modulate"}
 #: Seconds a frame of the result costs to save besides its pixels (GIF: a palette made for
 #: each frame, 4 ms for a 40x30 one of many colours).
 SAVE_FRAME = {"gif": 0.005}
@@ -108,18 +119,36 @@ def quality_factor(fmt: str, chain: Chain) -> float:
     return AVIF_QUALITY[-1][1]
 
 
-def palette_kept_rate(
-    fmt: str, loader: str, tasks: Sequence[Task], size: tuple[int, int]
+def gif_frames_rate(
+    fmt: str,
+    loader: str,
+    tasks: Sequence[Task],
+    size: tuple[int, int],
+    density: float | None,
+    frames: int,
 ) -> float | None:
     """Seconds a megapixel to save, as ``fmt``, the result of ``tasks`` (those that make
-    pixels) on a GIF's frames of ``size`` when they only move the frames' pixels or
-    frame them (``border``: one colour): ``PALETTE_KEPT``'s rate over the source's
-    pixels, ``FLAT``'s over the frames'. None for any other chain or source."""
-    if fmt not in PALETTE_KEPT or loader != "gifload":
+    pixels) on a GIF's frames of ``size`` whose frames are coded with ``density`` bytes
+    a pixel (None: not known, priced as the densest): ``KEPT``'s rate over the source's
+    pixels and ``FLAT``'s over a ``border``'s when the chain keeps each frame's palette,
+    ``MADE``'s for the frames of an animation (``frames`` > 1) whose chain makes colours.
+    None for any other chain, source or result."""
+    if fmt != "gif" or loader != "gifload":
         return None
-    inside, (width, height) = 1.0, size  # the share of the result that is the source's
+    dense = 1.0 if density is None else min(1.0, density / DENSE)
+    inside = _palette_share(tasks, size)
+    if inside is None:
+        return MADE[0] + MADE[1] * dense if frames > 1 else None
+    return (KEPT[0] + KEPT[1] * dense) * inside + FLAT[fmt] * (1.0 - inside)
+
+
+def _palette_share(tasks: Sequence[Task], size: tuple[int, int]) -> float | None:
+    """The share of the result that is the source's frames with their colours kept or
+    mapped one to one (the rest is a ``border``'s one colour); None when a task makes
+    colours."""
+    inside, (width, height) = 1.0, size
     for task in tasks:
-        if not (task.name == "border" or _moves_only(task)):
+        if not (task.name == "border" or task.name in _MAPS_COLOURS or _moves_only(task)):
             return None
         declared = catalogue.TABLE[task.name].size
         grown = declared(task, width, height) if declared else (width, height)
@@ -128,11 +157,14 @@ def palette_kept_rate(
         elif task.name == "crop":
             inside = 1.0  # which part it keeps is not followed: all of it priced as the source's
         width, height = grown
-    return PALETTE_KEPT[fmt] * inside + FLAT[fmt] * (1.0 - inside)
+    return inside
 
 
 def _moves_only(task: Task) -> bool:
-    """An exact turn (``geometry.turned``), a flip or a cut: no colour made."""
+    """An exact turn (``geometry.turned``), a flip or a cut (to faces too, when it does not
+    scale them): no colour made."""
+    if task.name == "crop_faces":
+        return task.get("width") is None and task.get("height") is None
     if task.name == "rotate":
         deg = task.get("deg", 0)
         return isinstance(deg, int) and deg % 90 == 0 and task.get("exif") is None
