@@ -123,7 +123,11 @@ def test_only_moves_maps_and_frames_of_a_gif_keep_its_palettes() -> None:
         tasks = [*kept, *chain.parse([made]).tasks]
         assert saverates.gif_frames_rate("gif", "gifload", tasks, (9, 9), 1.4, 1) is None
         made_rate = saverates.gif_frames_rate("gif", "gifload", tasks, (9, 9), 0.8, 2)
-        assert made_rate == saverates.MADE[0] + saverates.MADE[1]
+        made_most = saverates.MADE[0] + saverates.MADE[1]
+        if made == "rotate=deg:45":  # its corners are the background's one colour
+            assert made_rate is not None and saverates.FLAT["gif"] < made_rate < made_most
+        else:
+            assert made_rate == made_most
     assert saverates.gif_frames_rate("gif", "pngload", kept, (9, 9), 1.4, 5) is None
     assert saverates.gif_frames_rate("webp", "gifload", kept, (9, 9), 1.4, 5) is None
     framed = chain.parse(["border=width:10", "flip"]).tasks  # 100 of 900 pixels inside

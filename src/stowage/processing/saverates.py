@@ -71,6 +71,7 @@ MADE = (0.2, 1.2)
 DENSE = 0.8
 _MOVES_PIXELS = {"flip", "flop", "crop"}
 _MAPS_COLOURS = {"negative", "monochrome", "blackwhite", "sepia", "modulate"}
+_ADDS_AROUND = {"border", "rotate", "polaroid", "shadow"}
 #: Seconds a frame of the result costs to save besides its pixels (GIF: a palette made for
 #: each frame, 4 ms for a 40x30 one of many colours).
 SAVE_FRAME = {"gif": 0.005}
@@ -129,35 +130,35 @@ def gif_frames_rate(
 ) -> float | None:
     """Seconds a megapixel to save, as ``fmt``, the result of ``tasks`` (those that make
     pixels) on a GIF's frames of ``size`` whose frames are coded with ``density`` bytes
-    a pixel (None: not known, priced as the densest): ``KEPT``'s rate over the source's
-    pixels and ``FLAT``'s over a ``border``'s when the chain keeps each frame's palette,
-    ``MADE``'s for the frames of an animation (``frames`` > 1) whose chain makes colours.
-    None for any other chain, source or result."""
+    a pixel (None: not known, priced as the densest): ``KEPT``'s rate when the chain
+    keeps each frame's palette, ``MADE``'s for the frames of an animation (``frames`` >
+    1) whose chain makes colours, over the source's share of the result; ``FLAT``'s over
+    the area a task adds around it. None for any other chain, source or result."""
     if fmt != "gif" or loader != "gifload":
         return None
     dense = 1.0 if density is None else min(1.0, density / DENSE)
-    inside = _palette_share(tasks, size)
-    if inside is None:
-        return MADE[0] + MADE[1] * dense if frames > 1 else None
-    return (KEPT[0] + KEPT[1] * dense) * inside + FLAT[fmt] * (1.0 - inside)
+    kept, inside = _shares(tasks, size)
+    if not kept and frames == 1:
+        return None
+    least, most = KEPT if kept else MADE
+    return (least + most * dense) * inside + FLAT[fmt] * (1.0 - inside)
 
 
-def _palette_share(tasks: Sequence[Task], size: tuple[int, int]) -> float | None:
-    """The share of the result that is the source's frames with their colours kept or
-    mapped one to one (the rest is a ``border``'s one colour); None when a task makes
-    colours."""
-    inside, (width, height) = 1.0, size
+def _shares(tasks: Sequence[Task], size: tuple[int, int]) -> tuple[bool, float]:
+    """Whether each frame's colours are kept or mapped one to one, and the share of the
+    result that is the source's frames: the rest is the area a ``border``, a free turn,
+    a ``polaroid`` or a ``shadow`` adds around them (one colour, or a shadow's few)."""
+    kept, inside, (width, height) = True, 1.0, size
     for task in tasks:
-        if not (task.name == "border" or task.name in _MAPS_COLOURS or _moves_only(task)):
-            return None
+        kept = kept and (task.name in _MAPS_COLOURS or task.name == "border" or _moves_only(task))
         declared = catalogue.TABLE[task.name].size
         grown = declared(task, width, height) if declared else (width, height)
-        if task.name == "border":
-            inside *= width * height / max(1, grown[0] * grown[1])
+        if task.name in _ADDS_AROUND:
+            inside *= min(1.0, width * height / max(1, grown[0] * grown[1]))
         elif task.name == "crop":
             inside = 1.0  # which part it keeps is not followed: all of it priced as the source's
         width, height = grown
-    return inside
+    return kept, inside
 
 
 def _moves_only(task: Task) -> bool:
