@@ -32,12 +32,7 @@ def grown_mib(script: str, *args: str) -> int:
         text=True,
         check=True,
         timeout=120,
-        env={
-            **os.environ,
-            **sandbox.ONE_CORE,
-            "GLIBC_TUNABLES": pool.JOB_TUNABLES,
-            "MALLOC_ARENA_MAX": "2",
-        },
+        env={**os.environ, **sandbox.ONE_CORE, **pool.job_heap()},
     )
     return int(out.stdout.strip().splitlines()[-1])
 

@@ -228,7 +228,8 @@ def estimate(
     )
     flat = flat if not placed and drawing is None and not embedded else 0.0
     factor = quality_factor(fmt, chain)
-    density = opened.decoding.gif_density  # placed: the frames are other files'
+    density = opened.decoding.gif_density
+    # placed (a collage's, an animation's): the frames are other files', priced as before
     gif = None if placed else gif_frames_rate(fmt, opened.loader, pixels, (w0, h0), density, frames)
     rate = save_rate(fmt, w * h * frames / 1e6, asked, frames, factor, flat) if gif is None else gif
     saved = (rate + HIDDEN_FILL.get(fmt, 0.0)) * w * h / 1e6 + SAVE_FRAME.get(fmt, 0.0)

@@ -425,10 +425,15 @@ class _Process:
         shutil.rmtree(self._folder, ignore_errors=True)
 
 
+def job_heap() -> dict[str, str]:
+    """glibc's settings for a job process's heap (``JOB_TUNABLES``, or the operator's)."""
+    tunables = os.environ.get("GLIBC_TUNABLES", JOB_TUNABLES)
+    return {"GLIBC_TUNABLES": tunables, "MALLOC_ARENA_MAX": "2"}
+
+
 def _environment(folder: Path) -> dict[str, str]:
     """The sandbox's job environment, with glibc's settings for a job process's heap."""
-    tunables = os.environ.get("GLIBC_TUNABLES", JOB_TUNABLES)
-    return sandbox.job_environment(folder, {"GLIBC_TUNABLES": tunables, "MALLOC_ARENA_MAX": "2"})
+    return sandbox.job_environment(folder, job_heap())
 
 
 def pool_of(settings: Settings) -> JobPool:
