@@ -102,7 +102,7 @@ async def test_a_job_process_that_dies_is_a_422_and_is_replaced(harness: Harness
 
 @pytest.mark.settings(processing_jobs=1)
 async def test_a_job_process_keeps_its_heap_between_jobs(harness: Harness) -> None:
-    """glibc's thresholds fixed (pool.JOB_TUNABLES): a thumbnail's buffers are reused by the
+    """glibc's thresholds fixed (sandbox.JOB_TUNABLES): a thumbnail's buffers are reused by the
     next job, not unmapped and faulted in again (about 400 faults a job without)."""
     photo = pyvips.Image.gaussnoise(4000, 3000, sigma=40, mean=128, seed=3).cast("uchar")
     handle = await stored(harness, photo.bandjoin([photo, photo]).jpegsave_buffer(Q=85))

@@ -1,7 +1,7 @@
 """Peak memory measured as a job process runs: a new Python process (``VmHWM`` from /proc
 belongs to its own memory map, new at exec; ``getrusage``'s peak survives fork and exec,
 so a child of a large pytest process would start at the parent's peak), with the job
-processes' heap settings (``pool.JOB_TUNABLES``, two malloc arenas): without them one
+processes' heap settings (``sandbox.JOB_TUNABLES``, two malloc arenas): without them one
 machine measured 21 MiB more than another for the same work."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from stowage.processing import pool, sandbox
+from stowage.processing import sandbox
 
 #: Put before a measured script: ``peak_mib()``, the process' peak resident MiB so far.
 PEAK = """
@@ -32,7 +32,7 @@ def grown_mib(script: str, *args: str) -> int:
         text=True,
         check=True,
         timeout=120,
-        env={**os.environ, **sandbox.ONE_CORE, **pool.job_heap()},
+        env={**os.environ, **sandbox.ONE_CORE, **sandbox.job_heap()},
     )
     return int(out.stdout.strip().splitlines()[-1])
 

@@ -284,16 +284,6 @@ class JobPool:
             await self._stop(process)
 
 
-#: glibc's malloc in a job process. Few arenas: each reserves 64 MiB of address space per
-#: libvips thread, which counts against the job's limit without being used. Fixed
-#: thresholds: a job's buffers (a decoded thumbnail, libjpeg's and libwebp's work areas,
-#: a few MiB) stay in the heap between jobs instead of being unmapped after each and
-#: faulted in again, some 400 page faults and 0.8 ms of CPU per 12 MP thumbnail
-#: (docs/decisions.md, "Job processes keep their malloc heap").
-#: An operator's own GLIBC_TUNABLES are kept instead.
-JOB_TUNABLES = "glibc.malloc.mmap_threshold=4194304:glibc.malloc.trim_threshold=8388608"
-
-
 def _warn_if_open() -> None:
     """Job processes decode uploaded images and PDFs: confined (``sandbox.job_jail``), a
     decoder exploited by a crafted file reads and reaches nothing beyond its job."""
@@ -425,15 +415,9 @@ class _Process:
         shutil.rmtree(self._folder, ignore_errors=True)
 
 
-def job_heap() -> dict[str, str]:
-    """glibc's settings for a job process's heap (``JOB_TUNABLES``, or the operator's)."""
-    tunables = os.environ.get("GLIBC_TUNABLES", JOB_TUNABLES)
-    return {"GLIBC_TUNABLES": tunables, "MALLOC_ARENA_MAX": "2"}
-
-
 def _environment(folder: Path) -> dict[str, str]:
     """The sandbox's job environment, with glibc's settings for a job process's heap."""
-    return sandbox.job_environment(folder, job_heap())
+    return sandbox.job_environment(folder, sandbox.job_heap())
 
 
 def pool_of(settings: Settings) -> JobPool:

@@ -149,6 +149,22 @@ def confining_works() -> bool:
 ONE_CORE = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
 
 
+#: glibc's malloc in a job process. Few arenas: each reserves 64 MiB of address space per
+#: libvips thread, which counts against the job's limit without being used. Fixed
+#: thresholds: a job's buffers (a decoded thumbnail, libjpeg's and libwebp's work areas,
+#: a few MiB) stay in the heap between jobs instead of being unmapped after each and
+#: faulted in again, some 400 page faults and 0.8 ms of CPU per 12 MP thumbnail
+#: (docs/decisions.md, "Job processes keep their malloc heap").
+#: An operator's own GLIBC_TUNABLES are kept instead.
+JOB_TUNABLES = "glibc.malloc.mmap_threshold=4194304:glibc.malloc.trim_threshold=8388608"
+
+
+def job_heap() -> dict[str, str]:
+    """glibc's settings for a job process's heap (``JOB_TUNABLES``, or the operator's)."""
+    tunables = os.environ.get("GLIBC_TUNABLES", JOB_TUNABLES)
+    return {"GLIBC_TUNABLES": tunables, "MALLOC_ARENA_MAX": "2"}
+
+
 def job_environment(folder: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
     """A job process's whole environment: nothing of the server's (its credentials) but
     what Python and libvips read; HOME and TMPDIR in its folder."""
