@@ -22,9 +22,10 @@ import pytest
 
 from stowage import errors
 from stowage.processing import chain as chains
+from stowage.processing import pool as pool_module
 from stowage.processing.base import Job, Limits
-from stowage.processing.lanes import RETRY_AFTER_MOST, Lane, Lanes
-from stowage.processing.pool import JobPool, drawn
+from stowage.processing.lanes import RETRY_AFTER_MOST, Lane, Lanes, drawn
+from stowage.processing.pool import JobPool
 from tests.api.test_transform import picture
 from tests.api.test_transform_jobs import DRAWN_SLOWLY, SLOW, SMALL_BELOW
 
@@ -132,25 +133,57 @@ async def test_small_jobs_are_admitted_whatever_the_number_of_big_ones(
         )  # no big job finished: they held their lane
 
 
-async def test_a_source_found_big_takes_no_small_slot_again(tmp_path: Path) -> None:
-    """A job the job process found big (``BigJob``) gives its slot back and runs in the big
-    lane; its source's next jobs go there at once, without a shared slot for an estimate
-    (an SVG's took 1 s of one, on every request)."""
-    rng = random.Random(7)
+async def test_a_raster_found_big_has_that_chain_remembered_not_its_thumbnails(
+    tmp_path: Path,
+) -> None:
+    """A raster the job process found big from its header (``BigJob``, milliseconds of a
+    shared slot): the same chain of it goes to the big lane at once; its other chains are
+    estimated again, and a thumbnail runs in the small lane while a big job of the same
+    file holds the big slot. Found by a load probe: a photo once asked for a big chain had
+    its later thumbnails run in the big lane behind big jobs, up to 6.6 s with the small
+    slot free (503 past the wait)."""
+    rng = random.Random(5490)
+    files = Files(tmp_path)
+    jobs = pool(tmp_path)
+    async with running(jobs) as tasks:
+        for source in ("tiny.png", "small.jpg"):
+            origin = f"{source}@{rng.randint(1, 10**6)}"
+            big, thumb = rng.sample(range(5, 100), 2)
+            before = jobs.small_runs
+            for _ in range(2):
+                found = files.job(source, f"resize=width:{big}", origin, big_cost=0)
+                assert (await jobs.run(found)).width == big
+            assert jobs.small_runs == before + 1, source  # the same chain: big at once
+            assert (await jobs.run(files.job(source, f"resize=width:{thumb}", origin))).width
+            assert jobs.small_runs == before + 2, source  # another chain: estimated again
+        slow = files.job("small.jpg", SLOW, origin)  # estimated big: the big slot
+        tasks.append(asyncio.ensure_future(jobs.run(slow)))
+        await asyncio.sleep(0.5)
+        width = rng.randint(20, 300)
+        started = time.monotonic()
+        made = await jobs.run(files.job("small.jpg", f"resize=width:{width}", origin))
+        assert made.width == width and time.monotonic() - started < SMALL_WITHIN
+        assert not tasks[0].done()  # it did not wait behind the big job
+
+
+async def test_a_source_slow_to_find_big_takes_no_small_slot_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job found big only after holding its shared slot ``ESTIMATE_HELD`` (an SVG's
+    parse took 1 s, on every request): its source's next jobs, whatever their chain, go
+    to the big lane at once. Here every finding counts as slow."""
+    monkeypatch.setattr(pool_module, "ESTIMATE_HELD", 0.0)
+    rng = random.Random(5491)
     files = Files(tmp_path)
     jobs = pool(tmp_path)
     async with running(jobs):
-        for source in ("tiny.png", "small.jpg"):
-            origin = f"{source}@{rng.randint(1, 10**6)}"
-            widths = rng.sample(range(5, 100), 3)
-            first = files.job(source, f"resize=width:{widths[0]}", origin, big_cost=0)
-            before = jobs.small_runs
-            assert (await jobs.run(first)).width == widths[0]  # estimated big, run big
-            assert jobs.small_runs == before + 1
-            for width in widths[1:]:  # any chain of the same source
-                again = files.job(source, f"resize=width:{width}", origin, big_cost=0)
-                assert (await jobs.run(again)).width == width
-            assert jobs.small_runs == before + 1, source  # not one more in the small lane
+        origin = f"small.jpg@{rng.randint(1, 10**6)}"
+        widths = rng.sample(range(5, 100), 3)
+        before = jobs.small_runs
+        for width in widths:  # any chain of the same source
+            found = files.job("small.jpg", f"resize=width:{width}", origin, big_cost=0)
+            assert (await jobs.run(found)).width == width
+        assert jobs.small_runs == before + 1  # not one more in the small lane
         other = files.job("small.jpg", "resize=width:30", "another", big_cost=0)
         await jobs.run(other)
         assert jobs.small_runs == before + 2  # another source is estimated first

@@ -10,8 +10,10 @@ long a PDF page or an SVG takes to draw, an encoder's worst case): a job estimat
 that is still running after ``small_seconds`` is stopped and run again as a big one, so
 that a slot kept for small jobs is never held longer than that, and its source (``Job.origin``)
 is remembered: its next jobs go to the big jobs' slots at once. So is the source of a
-job the job process found big (``BigJob``): for an SVG, finding so took a second of a
-shared slot. A job whose source is drawn (``drawn``: an SVG, a PDF), whose cost its
+job the job process found big (``BigJob``) when finding so held the slot long (an SVG's
+parse took a second); a raster is found big from its header in milliseconds, and only
+that chain of it is remembered: its thumbnails still run in the small lane. A job whose
+source is drawn (``lanes.drawn``: an SVG, a PDF), whose cost its
 header cannot give, holds a small job's slot ``drawn_seconds`` at most, at most as many
 of them as big jobs run at once, and they are admitted in a lane of their own, so that
 the kept slots and their admissions never wait on a guess.
@@ -52,15 +54,17 @@ from typing import Any
 from stowage import errors
 from stowage.config import Settings
 from stowage.config.processing import JOB_GRACE_SECONDS
-from stowage.core import filetypes
 from stowage.processing import admission, jobfiles, metrics, sandbox
 from stowage.processing.base import BigJob, Job, Rendered
-from stowage.processing.lanes import Lane, Lanes
+from stowage.processing.lanes import Lane, Lanes, drawn
 from stowage.processing.worker import LENGTH, READY, frame
 
 START_SECONDS = 60.0  # a job process's start, its imports (1-3 s on a loaded machine)
 _REAP_SECONDS = 10.0  # after SIGKILL, for the process's exit to be reported
-OVERRAN_KEPT = 1024  # sources remembered as big (overran, or estimated so), per pool
+OVERRAN_KEPT = 1024  # sources (or a source's chains) remembered as big, per pool
+#: Seconds a small slot may be held to find a job big before its whole source is taken as
+#: big: a raster's header gives its estimate in milliseconds, an SVG's parse took 1 s.
+ESTIMATE_HELD = 0.25
 NO_LANES = Lanes()  # no time limit of a lane's own
 log = logging.getLogger(__name__)
 
@@ -116,13 +120,13 @@ class JobPool:
             # is refused by its process as fast, without this read.
             await asyncio.to_thread(admission.refuse_early, job)
         spent = 0.0  # running as a small job: the deadline is the request's, not per run
-        if not self._known_slow(job.origin):
+        if not self._known_slow(job):
             lane = self._drawing if drawn(job.source) else self._small
             lane.admit(self.jobs)
             try:
                 return await self._run_small(job, until, lane)
             except _Deferred as deferred:
-                self._remember(job.origin)  # its next jobs take no small slot
+                self._remember(_slow_keys(job)[0 if deferred.whole else 1])
                 spent = deferred.spent
             finally:
                 lane.leave()
@@ -153,11 +157,12 @@ class JobPool:
             try:
                 return await self._timed(lane, job, seconds, small=True)
             except BigJob:
-                # Remembered too: an SVG's estimate alone held the slot about 1 s (parsed
-                # and opened), on every request of a file that had been found big.
-                raise _Deferred(0.0) from None
+                # The whole source is remembered when finding that held the slot long: an
+                # SVG's estimate took about 1 s (parsed and opened), on every request.
+                slow = time.monotonic() - began >= ESTIMATE_HELD or lane is self._drawing
+                raise _Deferred(0.0, slow) from None
             except _Overran:
-                raise _Deferred(time.monotonic() - began) from None
+                raise _Deferred(time.monotonic() - began, True) from None
 
     async def _timed(self, lane: Lane, job: Job, seconds: float, small: bool = False) -> Rendered:
         began = time.monotonic()
@@ -172,10 +177,11 @@ class JobPool:
             return True
         return any(lane.admitted >= lane.slots for lane in (self._small, self._drawing, self._bigs))
 
-    def _known_slow(self, origin: str) -> bool:
-        if origin and origin in self._overran:
-            self._overran.move_to_end(origin)
-            return True
+    def _known_slow(self, job: Job) -> bool:
+        for key in _slow_keys(job):
+            if key and key in self._overran:
+                self._overran.move_to_end(key)
+                return True
         return False
 
     def _remember(self, origin: str) -> None:
@@ -301,24 +307,17 @@ class _Overran(Exception):
 
 class _Deferred(Exception):
     """Not an answer: the job is a big one, found so after ``spent`` seconds of its
-    deadline in a small job's slot (none when it was estimated so)."""
+    deadline in a small job's slot (none when it was estimated so); ``whole``: its
+    source's other chains are taken as big too (it overran, or its estimate was slow)."""
 
-    def __init__(self, spent: float) -> None:
+    def __init__(self, spent: float, whole: bool) -> None:
         super().__init__(spent)
-        self.spent = spent
+        self.spent, self.whole = spent, whole
 
 
-def drawn(source: Path) -> bool:
-    """Whether the source is drawn, not decoded: an SVG, a PDF (a document's too), or what
-    no raster's signature names. Its header gives a raster's cost in milliseconds, not
-    how long a drawing takes: a 286-byte SVG filter was estimated at 0.8 s and drew for
-    minutes, and a 4.9 MB SVG took 1 s of its slot to be parsed and estimated."""
-    try:
-        with source.open("rb") as file:
-            kind = filetypes.sniff(file.read(filetypes.SNIFF_BYTES))
-    except OSError:
-        return False
-    return kind is None or not kind.startswith("image/") or kind == "image/svg+xml"
+def _slow_keys(job: Job) -> tuple[str, str]:
+    """What a job found big is remembered by: its source, or its source and chain."""
+    return (job.origin, f"{job.origin}/{job.chain.key()}" if job.origin else "")
 
 
 class _Ended(errors.InvalidImage):
