@@ -152,6 +152,10 @@ class BigJob(Exception):
     """Not an answer: the job's estimated cost is above ``Limits.big_cost``; the pool runs
     it again in a slot for big jobs (``pool.py``) with that limit lifted."""
 
+    #: Seconds its job process took to find it big (set by the pool; a process's start not
+    #: counted): long for an SVG parsed to be estimated, milliseconds for a raster's header.
+    held: float = 0.0
+
 
 def _text(value: Value) -> str:
     if isinstance(value, bool):

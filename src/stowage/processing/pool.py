@@ -156,10 +156,10 @@ class JobPool:
             began = time.monotonic()
             try:
                 return await self._timed(lane, job, seconds, small=True)
-            except BigJob:
+            except BigJob as found:
                 # The whole source is remembered when finding that held the slot long: an
                 # SVG's estimate took about 1 s (parsed and opened), on every request.
-                slow = time.monotonic() - began >= ESTIMATE_HELD or lane is self._drawing
+                slow = found.held >= ESTIMATE_HELD or lane is self._drawing
                 raise _Deferred(0.0, slow) from None
             except _Overran:
                 raise _Deferred(time.monotonic() - began, True) from None
@@ -222,6 +222,7 @@ class JobPool:
         if not small:  # a process started for it took of what is left (0.3-1.2 s measured)
             seconds = max(0.0, seconds - (time.monotonic() - asked))
         overruns = small and seconds < self._seconds
+        ready = time.monotonic()
         try:
             limit = seconds if overruns else min(seconds, self._seconds) + JOB_GRACE_SECONDS
             async with asyncio.timeout(limit):
@@ -232,8 +233,10 @@ class JobPool:
         except errors.ProcessingTimeout as exc:  # the engine's own deadline, what was left
             self._idle.append(process)
             raise errors.ProcessingTimeout(seconds=self._seconds) from exc
-        except (errors.StowageError, BigJob):
+        except (errors.StowageError, BigJob) as exc:
             self._idle.append(process)  # the job was refused or deferred; its process is fine
+            if isinstance(exc, BigJob):
+                exc.held = time.monotonic() - ready
             raise
         except BaseException as exc:  # past the deadline, or the server stopping
             await self._stop(process)
