@@ -154,7 +154,8 @@ async def test_a_raster_found_big_has_that_chain_remembered_not_its_thumbnails(
                 found = files.job(source, f"resize=width:{big}", origin, big_cost=0)
                 assert (await jobs.run(found)).width == big
             assert jobs.small_runs == before + 1, source  # the same chain: big at once
-            assert (await jobs.run(files.job(source, f"resize=width:{thumb}", origin))).width
+            thumbnail = files.job(source, f"resize=width:{thumb}", origin)
+            assert (await jobs.run(thumbnail)).width == thumb
             assert jobs.small_runs == before + 2, source  # another chain: estimated again
         slow = files.job("small.jpg", SLOW, origin)  # estimated big: the big slot
         tasks.append(asyncio.ensure_future(jobs.run(slow)))

@@ -10,8 +10,8 @@ long a PDF page or an SVG takes to draw, an encoder's worst case): a job estimat
 that is still running after ``small_seconds`` is stopped and run again as a big one, so
 that a slot kept for small jobs is never held longer than that, and its source (``Job.origin``)
 is remembered: its next jobs go to the big jobs' slots at once. So is the source of a
-job the job process found big (``BigJob``) when finding so held the slot long (an SVG's
-parse took a second); a raster is found big from its header in milliseconds, and only
+job the job process found big (``BigJob``) when finding so took it long (an SVG's parse
+took a second); a raster is found big from its header in milliseconds, and only
 that chain of it is remembered: its thumbnails still run in the small lane. A job whose
 source is drawn (``lanes.drawn``: an SVG, a PDF), whose cost its
 header cannot give, holds a small job's slot ``drawn_seconds`` at most, at most as many
@@ -62,8 +62,9 @@ from stowage.processing.worker import LENGTH, READY, frame
 START_SECONDS = 60.0  # a job process's start, its imports (1-3 s on a loaded machine)
 _REAP_SECONDS = 10.0  # after SIGKILL, for the process's exit to be reported
 OVERRAN_KEPT = 1024  # sources (or a source's chains) remembered as big, per pool
-#: Seconds a small slot may be held to find a job big before its whole source is taken as
-#: big: a raster's header gives its estimate in milliseconds, an SVG's parse took 1 s.
+#: Seconds a job process may take to find a job big (``BigJob.held``) before the job's
+#: whole source is taken as big: a raster's header gives it in milliseconds, an SVG's
+#: parse took 1 s.
 ESTIMATE_HELD = 0.25
 NO_LANES = Lanes()  # no time limit of a lane's own
 log = logging.getLogger(__name__)
@@ -126,7 +127,7 @@ class JobPool:
             try:
                 return await self._run_small(job, until, lane)
             except _Deferred as deferred:
-                self._remember(_slow_keys(job)[0 if deferred.whole else 1])
+                self._remember(_slow_key(job, deferred.whole))
                 spent = deferred.spent
             finally:
                 lane.leave()
@@ -160,9 +161,9 @@ class JobPool:
                 # The whole source is remembered when finding that held the slot long: an
                 # SVG's estimate took about 1 s (parsed and opened), on every request.
                 slow = found.held >= ESTIMATE_HELD or lane is self._drawing
-                raise _Deferred(0.0, slow) from None
+                raise _Deferred(0.0, whole=slow) from None
             except _Overran:
-                raise _Deferred(time.monotonic() - began, True) from None
+                raise _Deferred(time.monotonic() - began, whole=True) from None
 
     async def _timed(self, lane: Lane, job: Job, seconds: float, small: bool = False) -> Rendered:
         began = time.monotonic()
@@ -178,16 +179,16 @@ class JobPool:
         return any(lane.admitted >= lane.slots for lane in (self._small, self._drawing, self._bigs))
 
     def _known_slow(self, job: Job) -> bool:
-        for key in _slow_keys(job):
+        for key in (_slow_key(job, True), _slow_key(job, False)):
             if key and key in self._overran:
                 self._overran.move_to_end(key)
                 return True
         return False
 
-    def _remember(self, origin: str) -> None:
-        if origin:
-            self._overran[origin] = None
-            self._overran.move_to_end(origin)
+    def _remember(self, key: str) -> None:
+        if key:
+            self._overran[key] = None
+            self._overran.move_to_end(key)
             while len(self._overran) > OVERRAN_KEPT:
                 self._overran.popitem(last=False)
 
@@ -313,14 +314,17 @@ class _Deferred(Exception):
     deadline in a small job's slot (none when it was estimated so); ``whole``: its
     source's other chains are taken as big too (it overran, or its estimate was slow)."""
 
-    def __init__(self, spent: float, whole: bool) -> None:
+    def __init__(self, spent: float, *, whole: bool) -> None:
         super().__init__(spent)
         self.spent, self.whole = spent, whole
 
 
-def _slow_keys(job: Job) -> tuple[str, str]:
-    """What a job found big is remembered by: its source, or its source and chain."""
-    return (job.origin, f"{job.origin}/{job.chain.key()}" if job.origin else "")
+def _slow_key(job: Job, whole: bool) -> str:
+    """What a job found big is remembered by: its source (``whole``), or its source and
+    chain; nothing ("") for a job without an origin."""
+    if whole or not job.origin:
+        return job.origin
+    return f"{job.origin}/{job.chain.key()}"
 
 
 class _Ended(errors.InvalidImage):
