@@ -29,6 +29,7 @@ MIXING = [
     "partial_pixelate=objects:[[0,0,96,96]]",
     "rotate=deg:33,background:transparent",
     "upscale",
+    "upscale=upscale:false",  # the sharpen alone, which ran on straight colours
     "enhance=preset:vivid",
     "polaroid=rotate:20,background:transparent",
     "resize=width:37",
