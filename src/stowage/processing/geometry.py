@@ -236,30 +236,26 @@ def turned(image: pyvips.Image, deg: int, background: list[float]) -> pyvips.Ima
 
 
 def _resize_size(task: Task, width: int, height: int) -> tuple[int, int]:
-    """The box ``resize`` makes (the cost estimate's: the engine's own)."""
+    """The size ``resize_with`` makes (the cost estimate's): the side that binds met, the
+    other derived as libvips derives it (``kept_side``). Rounded from the scale alone,
+    half a pixel went up where libvips' round trip of the scale takes it down (4000x3000
+    to width 302 is 302x226, not 227; 3x2 to height 75 is 112x75)."""
     want_w, want_h = task.get("width"), task.get("height")
-    fit = task.get("fit", "clip")
-    scales = [
-        int(want) / have
-        for want, have in ((want_w, width), (want_h, height))
-        if isinstance(want, int)
-    ]
-    if not scales:
+    if not isinstance(want_w, int) and not isinstance(want_h, int):
         return width, height
-    if fit in ("scale", "crop") and isinstance(want_w, int) and isinstance(want_h, int):
-        return want_w, want_h
-    scale = min(scales)
-    if fit == "max":
-        scale = min(scale, 1.0)
-    # Half up, not to even: libvips rounds a side at half a pixel up (2x4 to height 5 is
-    # 3x5), and Python's round() took 2.5 down to 2. Exact (3,000 of 3,000 random sizes
-    # and fits), so that the estimate takes the holds the engine takes (``holding``): a
-    # pixel more, as it was, made a task's input look too large to hold.
-    return _up(width * scale), _up(height * scale)
-
-
-def _up(side: float) -> int:
-    return max(1, math.floor(side + 0.5))
+    fit = task.get("fit", "clip")
+    if isinstance(want_w, int) and isinstance(want_h, int):
+        if fit in ("scale", "crop"):
+            return want_w, want_h
+        by_width = binds_by_width(width, height, want_w, want_h)
+    else:
+        by_width = isinstance(want_w, int)
+    given = want_w if by_width else want_h
+    assert isinstance(given, int)
+    if fit == "max" and given >= (width if by_width else height):
+        return width, height  # only ever made smaller
+    other = kept_side(given, width, height, by_width)
+    return (given, other) if by_width else (other, given)
 
 
 def _crop_size(task: Task, width: int, height: int) -> tuple[int, int]:
