@@ -16,6 +16,7 @@ import dataclasses
 import math
 import random
 import resource
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -175,6 +176,17 @@ def estimated_and_drawn(source: Path, steps: str, limits: Limits, out: Path) -> 
         assert _cpu() - started < 1.0
         return
     assert_priced_within(estimated, _drawn(source, steps, limits, out), source.name, steps)
+
+
+def seeded(
+    tmp_path: Path, generate: Callable[[str, random.Random], str], kind: str, seed: int
+) -> tuple[Path, str, Path]:
+    """``generate``'s SVG of ``kind`` for ``seed``, written; a chain drawn from the same
+    generator; and where its output goes."""
+    rng = random.Random(f"{kind}-{seed}")
+    source, out = tmp_path / "s.svg", tmp_path / "out.png"
+    source.write_text(generate(kind, rng))
+    return source, rng.choice(["resize=width:300", "output=format:png"]), out
 
 
 KINDS = ["blur", "turbulence", "morphology", "convolve", "styled_filter", "use", "many_filtered"]

@@ -46,12 +46,11 @@ def box(canvas: tuple[float, float], local: str, attributes: Mapping[str, str]) 
     return min(1.0, max(0.0, w) * max(0.0, h) / (width * height))
 
 
-def polygon(canvas: tuple[float, float], points: str) -> float:
+def polygon(canvas: tuple[float, float], numbers: list[float]) -> float:
     """A polygon's area (the shoelace formula) as a fraction of the canvas, at most
     that of its box within the canvas (a self-crossing one's parts may cancel: its
     points are priced besides)."""
     width, height = canvas
-    numbers = numbers_in(points)
     xs, ys = numbers[0::2], numbers[1::2][: len(numbers) // 2]
     if width <= 0 or height <= 0 or len(ys) < 3:
         return 0.0

@@ -62,9 +62,9 @@ a megapixel):
   1,000 px 0.1-0.23 s: 0.1 ms a run of text laid out (``TEXT_RUN``), 25 us a glyph and
   0.08 us for each unit of the font size (12 and 0.25 had priced small text 2.7 times
   low, 1,000 px text 2.4 times high); stroked and dashed text: ``svgstroke``;
-- ``<use>`` of a translucent 50x50 rect, 10^3 instances 0.30 s, 10^4 2.9 s (0.29 ms an
-  instance; 0.47 ms when each is 500x500); 1,000 translucent circles of radius 100-500
-  0.62 s;
+- ``<use>`` of a translucent 50x50 rect, 10^3 instances 0.30 s, 10^4 2.9 s: the
+  layer of each (``LAYER_AREA``); 500 ``<use>`` of a plain rect took 2 ms (``USE``);
+  1,000 translucent circles of radius 100-500 0.62 s;
 - a pattern of 2x2 tiles over 2000x2000: 0.04 s (the tile is drawn once): priced as a
   fill.
 """
@@ -81,19 +81,20 @@ from stowage.processing.svgrefs import NUMBER, PATH_COMMAND, URL_ID
 from stowage.processing.svgwalk import GRADIENTS, Node
 
 ELEMENT = 16e-6  # seconds, each drawn element
-POINT = 20e-6  # each point of a path, polygon or polyline
+POINT = 3e-6  # each point of a path, polygon or polyline (its edges: ``svgstroke``)
 GLYPH = (25e-6, 0.08e-6)  # each character of text, and for each unit of its font size
 TEXT_RUN = 0.1e-3  # each run of characters, laid out
 FONT_SIZE = 16.0  # when no element says
-USE = 0.29e-3  # each <use> instance
+USE = 10e-6  # each <use> instance (what it draws is priced besides)
 LAYER = 0.2e-3  # each translucent, masked or clipped element
 #: And a megapixel of the canvas for each: librsvg draws such an element on a surface of
-#: the canvas's size and composites it, however small the element. One thread, 200 small
-#: circles each in a layer: 0.27, 0.4 and 1.6 ms a megapixel a layer on 1, 4 and 9 MP
-#: canvases (a 9-MP surface outgrows the caches); 500 canvas-wide ones on 9 MP 5.8 with
-#: their fill. Unpriced, those 500 were estimated at 3.6 s, took 26 s and timed out
-#: (seeds 9709, 9716, 5449).
-LAYER_AREA = 1.5e-3
+#: the canvas's size and composites it, however small the element. One thread, 200
+#: circles each in a layer: 0.22-0.25 ms a megapixel a layer up to 2000x2000 (0.35-0.8
+#: when each is 800 wide), 1.3-2.5 at 3000x3000 (``svgprice.crowded``). Unpriced, 500
+#: canvas-wide ones on 9 MP were estimated at 3.6 s, took 26 s and timed out (seeds
+#: 9709, 9716, 5449); at 1.5 ms a megapixel whatever the canvas, 1,000 translucent
+#: rects drawn through ``<use>`` on 1000x1000 were estimated at 1.33 s and took 0.09.
+LAYER_AREA = 0.35e-3
 FILL = 0.002  # a megapixel of a shape's box filled (1,000 translucent circles, above)
 #: A megapixel of a shape's box filled with a gradient, for each of its stops past
 #: ``FREE_STOPS`` (a radial one: 0.05 s at 200 stops, 0.96 at 2,000, 9.0 at 20,000 a
@@ -108,6 +109,7 @@ UNDRAWN = frozenset(
 SHAPES = frozenset({"rect", "circle", "ellipse", "line", "path", "polygon", "polyline"})
 SHAPES |= {"image", "text", "tspan", "textpath"}
 BOXED = frozenset({"rect", "circle", "ellipse"})  # filled over their box (``FILL``)
+POINTED = frozenset({"polygon", "polyline"})  # given by ``points``
 FILLED = BOXED | {"polygon", "path"}  # over their box or area (``svgarea``, ``svgpath``)
 _TRANSFORM = re.compile(r"(scale|matrix)\s*\(([^)]*)\)")
 _FONT_SIZE = re.compile(r"font-size\s*:\s*([^;]+)")
@@ -139,7 +141,11 @@ class Drawing:
         if not self._nodes:
             self._canvas = _canvas(attributes)
             self._pixels = svgnest.pixels(attributes, self._canvas)
-        node = Node(self._own(local, attributes), local, attributes, undrawn=local in UNDRAWN)
+        numbers = svgarea.numbers_in(attributes.get("points", "")) if local in POINTED else None
+        own = self._own(local, attributes, numbers)
+        node = Node(own, local, attributes, undrawn=local in UNDRAWN)
+        if numbers is not None:  # read once, for the fill and the outline (``svgwalk``)
+            node.outline = svgpath.of_points(numbers, closed=local == "polygon")
         if local == "use" or local in GRADIENTS:
             href = attributes.get("href", "")
             node.target = href[1:] if href.startswith("#") else None
@@ -181,7 +187,7 @@ class Drawing:
         if len(self._open) == self._filter_depth:  # the <filter> ends
             self._filter = None
 
-    def _own(self, local: str, attributes: Mapping[str, str]) -> Cost:
+    def _own(self, local: str, attributes: Mapping[str, str], numbers: list[float] | None) -> Cost:
         seconds = ELEMENT if local in SHAPES else 0.0
         if local == "use":
             seconds += USE
@@ -190,15 +196,14 @@ class Drawing:
             data = attributes.get("d", "")
             seconds += POINT * (len(PATH_COMMAND.findall(data)) + len(NUMBER.findall(data)) / 2)
             filled = svgpath.filled(self._canvas, attributes)
-        elif local in ("polygon", "polyline"):  # "x,y x,y" or "x y x y": numbers counted
-            data = attributes.get("points", "")
-            seconds += POINT * (len(data.split()) + data.count(",")) / 2
+        elif numbers is not None:  # a polygon's or a polyline's
+            seconds += POINT * len(numbers) / 2
         layered = any(n in attributes for n in ("mask", "clip-path"))
         layer = LAYER_AREA if layered else 0.0
         if svgarea.length(attributes.get("opacity", "1"), 1.0) < 1:
             layer = LAYER_AREA
-        if local == "polygon":
-            filled = svgarea.polygon(self._canvas, attributes.get("points", ""))
+        if local == "polygon" and numbers is not None:
+            filled = svgarea.polygon(self._canvas, numbers)
         seconds += LAYER if layer else 0.0
         return Cost(seconds, FILL * filled + layer, (FILL if local in FILLED else 0.0) + layer)
 

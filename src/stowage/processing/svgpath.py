@@ -5,6 +5,8 @@ length, box and vertices its stroke is drawn along (``svgstroke``)."""
 
 from __future__ import annotations
 
+import math
+import operator
 import re
 from collections.abc import Mapping
 from typing import NamedTuple
@@ -12,7 +14,6 @@ from typing import NamedTuple
 from stowage.processing import svgarea, svgdash
 
 _TOKEN = re.compile(r"([MLHVCSQTAZmlhvcsqtaz])|([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)")
-_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 _ARITY = {"m": 2, "l": 2, "t": 2, "h": 1, "v": 1, "c": 6, "s": 4, "q": 4, "a": 7, "z": 0}
 Point = tuple[float, float]
 
@@ -30,13 +31,12 @@ class Outline(NamedTuple):
 def outline(local: str, attributes: Mapping[str, str]) -> Outline:
     """The outline of a shape (an empty one for anything else)."""
     get = attributes.get
+    if local in ("polygon", "polyline"):
+        return of_points(svgarea.numbers_in(get("points", "")), closed=local == "polygon")
     if local == "path":
         parts = subpaths(get("d", ""))
-    elif local in ("polygon", "polyline", "line"):
-        if local == "line":
-            numbers = [svgarea.length(get(n), 0.0) for n in ("x1", "y1", "x2", "y2")]
-        else:
-            numbers = [float(n) for n in _NUMBER.findall(get("points", ""))]
+    elif local == "line":
+        numbers = [svgarea.length(get(n), 0.0) for n in ("x1", "y1", "x2", "y2")]
         parts = [list(zip(numbers[::2], numbers[1::2], strict=False))]
     else:  # rect, circle, ellipse: their box
         r = abs(svgarea.length(get("r"), 0.0))
@@ -53,6 +53,23 @@ def outline(local: str, attributes: Mapping[str, str]) -> Outline:
     area = sum(abs(_shoelace(part)) for part in parts) if local != "line" else 0.0
     length = svgdash.length(local, attributes)
     return Outline(length, float(len(points)), box, min(area, box[0] * box[1]))
+
+
+def of_points(numbers: list[float], *, closed: bool) -> Outline:
+    """A polygon's or a polyline's outline from its numbers (``svgarea.numbers_in``), by
+    ``map`` (a fifth of a generator's time: 20,000 polygons are read in a refused
+    document's estimate)."""
+    xs, ys = numbers[0::2], numbers[1::2]
+    xs = xs[: len(ys)]
+    if not ys:
+        return Outline(0.0, 0.0, (0.0, 0.0), 0.0)
+    points = list(zip(xs, ys, strict=True))
+    ends = points[1:] + points[:1] if closed else points[1:]
+    length = math.fsum(map(math.dist, points, ends))
+    turns = math.fsum(map(operator.mul, xs, ys[1:] + ys[:1]))
+    turns -= math.fsum(map(operator.mul, xs[1:] + xs[:1], ys))
+    box = (max(xs) - min(xs), max(ys) - min(ys))
+    return Outline(length, float(len(points)), box, min(abs(turns) / 2, box[0] * box[1]))
 
 
 def filled(canvas: tuple[float, float], attributes: Mapping[str, str]) -> float:

@@ -12,6 +12,7 @@ from typing import NamedTuple
 #: How far a transform's scale may stretch what grows with the side: a stroke scaled up
 #: past the canvas is clipped to it (as areas are held to ``Cost.ceiling``).
 MOST_STRETCH = 64.0
+CROWDED = (3e6, 6e6, 4.5)  # ``crowded``: from, to, and how much
 
 
 class Cost(NamedTuple):
@@ -41,10 +42,21 @@ class Cost(NamedTuple):
         return Cost(*(value * count for value in self))
 
     def seconds(self, width: int, height: int) -> float:
-        """At ``width`` x ``height``: a long canvas's filters cost more a megapixel
-        (measured: feTurbulence and feGaussianBlur over 1000x4000 or 4000x1000 0.6 s a
-        megapixel, over 1000x8000 1.2, against 0.3 over 1000x1000 or 2000x2000), as if
-        over at least half the square of its longer side."""
-        pixels = max(width * height, max(width, height) ** 2 / 2)
-        side = math.sqrt(width * height)
-        return self.fixed + self.per_megapixel * pixels / 1e6 + self.per_side * side / 1e3
+        """At ``width`` x ``height``: a large canvas costs more a megapixel
+        (``crowded``)."""
+        pixels = width * height
+        side = math.sqrt(pixels)
+        per_megapixel = self.per_megapixel * crowded(pixels)
+        return self.fixed + per_megapixel * pixels / 1e6 + self.per_side * side / 1e3
+
+
+def crowded(pixels: float) -> float:
+    """How much more a megapixel of filter or layer costs on a canvas of ``pixels``:
+    its surfaces outgrow the caches. Measured (one thread, 2026-12-06): feGaussianBlur
+    0.13-0.14 s a megapixel up to 2000x2000, 0.57 at 2500x2500, 0.66 at 3000x3000, 0.84
+    at 4000x4000, 0.29 at 1000x4000, 0.55-0.65 at 1000x8000 and 8000x1000
+    (feColorMatrix 0.065 and 0.25-0.27 the same way); a layer 0.22-0.25 ms a megapixel
+    up to 2000x2000, 0.8-1.3 past 2500x2500. So 1 up to ``CROWDED[0]`` pixels, rising
+    to ``CROWDED[2]`` at ``CROWDED[1]``."""
+    low, high, most = CROWDED
+    return 1.0 + (most - 1.0) * min(1.0, max(0.0, (pixels - low) / (high - low)))

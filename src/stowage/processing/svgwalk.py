@@ -24,6 +24,7 @@ from stowage.processing.svgprice import Cost
 
 GRADIENTS = frozenset({"lineargradient", "radialgradient"})
 STROKED = frozenset({"rect", "circle", "ellipse", "line", "path", "polygon", "polyline"})
+OUTLINED = frozenset({"path", "polygon", "polyline"})  # scanned along their edges
 MAX_STATES = 10_000  # beyond 4 for each element
 _EMPTY: Mapping[str, str] = MappingProxyType({})
 #: What an element inherits: painted by attributes, and by ``<style>`` rules
@@ -154,19 +155,24 @@ class Walk:
             given = out if len(self._infos) < self._most else self._inherited(target)
             refs.append((target, given, self._key(given), None))
         painted = {**out[0], **out[1]} if out[1] else out[0]
-        extra = self._painted(node, painted) if painted else _NONE
+        outlined = painted or node.local in OUTLINED
+        extra = self._painted(node, painted) if outlined else _NONE
         info = _Info(out, self._key(out), extra, refs)
         self._infos[state] = info
         return info
 
     def _painted(self, node: Node, painted: Mapping[str, str]) -> Cost:
-        """Its stroke, dashed or not, and its text's."""
-        if "stroke" not in painted or node.local not in STROKED:
+        """Its stroke, dashed or not, its outline's edges, and its text's."""
+        outlined = node.local in OUTLINED
+        if node.local not in STROKED or not ("stroke" in painted or outlined):
             return svgstroke.text(node.glyphs, node.size, painted)
         if node.outline is None:
             node.outline = svgpath.outline(node.local, node.attributes)
+        cost = svgstroke.fill(node.outline, self._canvas) if outlined else _NONE
+        if "stroke" not in painted:
+            return cost
         dashed = svgdash.seconds(node.outline.length, painted)
-        return Cost(dashed) + svgstroke.shape(node.outline, painted, self._canvas)
+        return cost + Cost(dashed) + svgstroke.shape(node.outline, painted, self._canvas)
 
     def _filtered(self, node: Node) -> Cost:
         found = self._filters.get(node.filter) if node.filter is not None else None
@@ -187,7 +193,7 @@ class Walk:
 
 def _inherit(node: Node, ctx: Ctx) -> Ctx:
     painted = svgrefs.painted(node.attributes, ctx[0])
-    return painted, svgrefs.painted(node.css, ctx[1]) if node.css else ctx[1]
+    return painted, svgrefs.painted(node.css, ctx[1], rules=True) if node.css else ctx[1]
 
 
 def _relevant(painted: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
