@@ -6,7 +6,6 @@ length, box and vertices its stroke is drawn along (``svgstroke``)."""
 from __future__ import annotations
 
 import math
-import operator
 import re
 from collections.abc import Mapping
 from typing import NamedTuple
@@ -65,11 +64,10 @@ def of_points(numbers: list[float], *, closed: bool) -> Outline:
         return Outline(0.0, 0.0, (0.0, 0.0), 0.0)
     points = list(zip(xs, ys, strict=True))
     ends = points[1:] + points[:1] if closed else points[1:]
-    length = math.fsum(map(math.dist, points, ends))
-    turns = math.fsum(map(operator.mul, xs, ys[1:] + ys[:1]))
-    turns -= math.fsum(map(operator.mul, xs[1:] + xs[:1], ys))
+    length = sum(map(math.dist, points, ends))
     box = (max(xs) - min(xs), max(ys) - min(ys))
-    return Outline(length, float(len(points)), box, min(abs(turns) / 2, box[0] * box[1]))
+    area = svgarea.shoelace(xs, ys)
+    return Outline(length, float(len(points)), box, min(area, box[0] * box[1]))
 
 
 def filled(canvas: tuple[float, float], attributes: Mapping[str, str]) -> float:

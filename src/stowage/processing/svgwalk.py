@@ -155,24 +155,24 @@ class Walk:
             given = out if len(self._infos) < self._most else self._inherited(target)
             refs.append((target, given, self._key(given), None))
         painted = {**out[0], **out[1]} if out[1] else out[0]
-        outlined = painted or node.local in OUTLINED
-        extra = self._painted(node, painted) if outlined else _NONE
+        priced = painted or node.local in OUTLINED
+        extra = self._painted(node, painted) if priced else _NONE
         info = _Info(out, self._key(out), extra, refs)
         self._infos[state] = info
         return info
 
     def _painted(self, node: Node, painted: Mapping[str, str]) -> Cost:
         """Its stroke, dashed or not, its outline's edges, and its text's."""
-        outlined = node.local in OUTLINED
-        if node.local not in STROKED or not ("stroke" in painted or outlined):
+        outlined, stroked = node.local in OUTLINED, "stroke" in painted
+        if node.local not in STROKED or not (stroked or outlined):
             return svgstroke.text(node.glyphs, node.size, painted)
         if node.outline is None:
             node.outline = svgpath.outline(node.local, node.attributes)
         cost = svgstroke.fill(node.outline, self._canvas) if outlined else _NONE
-        if "stroke" not in painted:
-            return cost
-        dashed = svgdash.seconds(node.outline.length, painted)
-        return cost + Cost(dashed) + svgstroke.shape(node.outline, painted, self._canvas)
+        if stroked:
+            cost += Cost(svgdash.seconds(node.outline.length, painted))
+            cost += svgstroke.shape(node.outline, painted, self._canvas)
+        return cost
 
     def _filtered(self, node: Node) -> Cost:
         found = self._filters.get(node.filter) if node.filter is not None else None
