@@ -33,7 +33,10 @@ from tests.processing.test_svgcost import (
 )
 
 SEEDS = range(5501, 5505)
-KINDS = ["crossing", "walk", "small", "layers", "used", "crowded"]
+#: (A 9 MP canvas's drawing is not among them: one measured 0.8-1.2 s of CPU alone and
+#: 4.3 s in a clean-clone CI, the memory it streams shared with the other worker;
+#: ``svgprice.crowded`` rests on its docstring's measurements.)
+KINDS = ["crossing", "walk", "small", "layers", "used"]
 #: Drawn, not refused: 1,000-2,000 small translucent circles on at most 1000x1000 (at
 #: 1.5 ms a megapixel of canvas a layer, and 0.29 ms a ``<use>``, they were refused, or
 #: priced 7-14 times their cost)
@@ -86,9 +89,8 @@ def _placed(local: str, rng: random.Random, w: int, h: int) -> str:
 
 
 def _layers(kind: str, rng: random.Random, w: int, h: int) -> str:
-    """Translucent circles (drawn through ``<use>``), on a crowded canvas with a blur."""
-    w, h = (rng.choice([2500, 3000]),) * 2 if kind == "crowded" else (rng.choice([800, 1000]), h)
-    count, r = rng.randint(10, 40) if kind == "crowded" else rng.randint(1000, 2000), 25
+    """Translucent circles, drawn through ``<use>`` or not."""
+    w, count, r = rng.choice([800, 1000]), rng.randint(1000, 2000), 25
     opacity = rng.choice(["0.5", "0.9"])
     if kind == "used":
         shape = f'<circle id="s" r="{r}" fill="teal" opacity="{opacity}"/>'
@@ -98,13 +100,7 @@ def _layers(kind: str, rng: random.Random, w: int, h: int) -> str:
         _placed("circle", rng, w, h) + f' r="{r}" fill="teal" opacity="{opacity}"/>'
         for _ in range(count)
     )
-    if kind == "layers":
-        return _canvas(w, h, shapes)
-    blur = f'<feGaussianBlur stdDeviation="{rng.choice([2, 20])}"/>'
-    side = rng.choice([400, 600, 1000])  # the layer is the canvas's size, however small
-    blurred = f'<defs><filter id="f">{blur}</filter></defs><rect width="{side}" height="{side}"'
-    blurred += ' fill="red" filter="url(#f)"/>'
-    return _canvas(w, h, shapes + blurred)
+    return _canvas(w, h, shapes)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -113,10 +109,7 @@ def test_outlines_and_layers_are_refused_or_within_a_factor(
     tmp_path: Path, kind: str, seed: int
 ) -> None:
     source, steps, out = seeded(tmp_path, generated, kind, seed)
-    most = MAX_COST
-    if kind == "crowded":  # drawn at its size: a thumbnail's canvas is not crowded
-        steps, most = "output=format:jpg", 2 * MAX_COST
-    limits = dataclasses.replace(LIMITS, max_cost=most, big_cost=0.0)
+    limits = dataclasses.replace(LIMITS, max_cost=MAX_COST, big_cost=0.0)
     if kind in DRAWN:
         assert _estimate(source, steps, limits, out) is not None
     estimated_and_drawn(source, steps, limits, out)
