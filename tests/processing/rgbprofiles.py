@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import struct
 
+import numpy as np
 import pyvips
 
 from tests.processing.test_grey_placed import D50
@@ -52,4 +53,43 @@ def rgb_profile(name: str) -> bytes:
     head += bytes(24) + _fixed(*D50) + bytes(48)
     return (
         struct.pack(">I", offset + len(data)) + head + struct.pack(">I", len(tags)) + table + data
+    )
+
+
+def colorants(data: bytes) -> np.ndarray:
+    """A matrix profile's ``rXYZ``, ``gXYZ`` and ``bXYZ`` tags as columns: its linear RGB
+    to the connection space's XYZ (D50, adapted)."""
+    count = struct.unpack(">I", data[128:132])[0]
+    tags = {}
+    for n in range(count):
+        sig, offset, size = struct.unpack(">4sII", data[132 + 12 * n : 144 + 12 * n])
+        tags[sig] = data[offset : offset + size]
+    columns = [struct.unpack(">3i", tags[t][8:20]) for t in (b"rXYZ", b"gXYZ", b"bXYZ")]
+    return np.array(columns, dtype=float).T / 65536
+
+
+def to_srgb(data: bytes) -> np.ndarray:
+    """The profile ``data``'s linear RGB to linear sRGB (libvips' sRGB profile), from both
+    profiles' colorants: what a colour-managed viewer computes, in floats."""
+    black = pyvips.Image.black(1, 1, bands=3).copy(interpretation="srgb")
+    srgb = bytes(black.icc_export(output_profile="srgb").get("icc-profile-data"))
+    return np.linalg.inv(colorants(srgb)) @ colorants(data)
+
+
+def srgb_linear(values: np.ndarray) -> np.ndarray:
+    """sRGB's curve (Display P3's too) from 0..1 levels to linear light."""
+    return np.where(values <= 0.04045, values / 12.92, ((values + 0.055) / 1.055) ** 2.4)
+
+
+def srgb_encoded(linear: np.ndarray) -> np.ndarray:
+    """Linear light to sRGB's 0..1 levels, clipped: sRGB shows nothing outside them."""
+    linear = np.clip(linear, 0, 1)
+    return np.where(linear <= 0.0031308, linear * 12.92, 1.055 * linear ** (1 / 2.4) - 0.055)
+
+
+def linear(name: str, levels: np.ndarray) -> np.ndarray:
+    """``levels`` (0..1) of the profile ``name`` as linear light, by its curve (a gamma
+    as the profile holds it: in 256ths)."""
+    return (
+        srgb_linear(levels) if name == "p3" else levels ** (round(RGB_SPACES[name][0] * 256) / 256)
     )

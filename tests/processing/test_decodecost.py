@@ -108,28 +108,39 @@ def _p3(picture: pyvips.Image, path: Path) -> None:
     _write(picture.icc_export(output_profile="p3"), path)
 
 
-def _deep(picture: pyvips.Image, path: Path) -> None:
-    _write((picture.cast("float") * 257).cast("ushort").copy(interpretation="rgb16"), path)
+def _deep(picture: pyvips.Image, path: Path, profiled: bool = False) -> None:
+    deep = (picture.cast("float") * 257).cast("ushort").copy(interpretation="rgb16")
+    if profiled:  # these levels, read as Display P3's
+        data = picture.icc_export(output_profile="p3").get("icc-profile-data")
+        deep.set_type(pyvips.GValue.blob_type, "icc-profile-data", data)
+    _write(deep, path)
 
 
-@pytest.mark.parametrize(("seed", "kind"), [(5331, "profile"), (5332, "deep")])
+@pytest.mark.parametrize(
+    ("seed", "kind"), [(5331, "profile"), (5332, "deep"), (5510, "deep profile")]
+)
 def test_a_dropped_profile_and_16_bits_are_priced(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int, kind: str
 ) -> None:
     """A Display P3 picture whose profile the result drops (``no_metadata``) against the
-    same picture kept; a 16-bit one against its 8 bits: the estimate grows by at least
-    half the CPU time the work adds."""
+    same picture kept; a 16-bit one against its 8 bits; a 16-bit Display P3 one dropped
+    (applied through floats) against the same 16 bits without a profile: the estimate
+    grows by at least half the CPU time the work adds."""
     rng, speed = random.Random(seed), cpuspeed.speed()
     failed: list[object] = []
     for case, tasks in enumerate(_chains(rng, 2000, 3, small=False)):
         width, height = rng.randrange(2000, 2400), rng.randrange(1500, 1800)
-        fmt = rng.choice(["png", "png", "tif"] if kind == "deep" else ["png", "jpg"])
+        fmt = rng.choice(["png", "png", "tif"] if "deep" in kind else ["png", "jpg"])
         picture = _photo(rng, width, height, rng.uniform(0, 10))
         plain, source = tmp_path / f"p{case}.{fmt}", tmp_path / f"s{case}.{fmt}"
         segments = [*tasks, "output=format:jpg"]  # a PNG's or WebP's save: noise
         if kind == "profile":
             _p3(picture, source)
             plain = source  # the profile kept, carried by the result: not applied
+            segments = ["no_metadata", *segments]
+        elif kind == "deep profile":
+            _deep(picture, plain)
+            _deep(picture, source, profiled=True)
             segments = ["no_metadata", *segments]
         else:
             _write(picture, plain)

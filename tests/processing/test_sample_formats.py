@@ -27,6 +27,7 @@ from stowage import errors
 from stowage.processing import chain, composite
 from stowage.processing.base import Limits
 from stowage.processing.vips import VipsEngine
+from tests.processing.rgbprofiles import rgb_profile, srgb_encoded, srgb_linear, to_srgb
 from tests.processing.test_grey_placed import grey_profile
 
 LIMITS = Limits(10**8, 10**9, 10_000, 60, max_cost=50.0)
@@ -123,10 +124,6 @@ def pixels(image: pyvips.Image, kind: type = np.int32) -> np.ndarray:
     return np.asarray(image.numpy(), dtype=kind).reshape(image.height, image.width, -1)
 
 
-def to_linear(values: np.ndarray) -> np.ndarray:
-    return np.where(values <= 0.04045, values / 12.92, ((values + 0.055) / 1.055) ** 2.4)
-
-
 def space(bands: int, deep: bool) -> str:
     if bands < 3:
         return "grey16" if deep else "b-w"
@@ -144,7 +141,7 @@ def encoded(values: np.ndarray, sample: str, profiled: bool) -> pyvips.Image:
         stored = values.copy()
         if not profiled:  # linear light, alpha as it is
             colours = values.shape[2] - (values.shape[2] in (2, 4))
-            stored[..., :colours] = to_linear(values[..., :colours])
+            stored[..., :colours] = srgb_linear(values[..., :colours])
         return pyvips.Image.new_from_array(stored.astype(np.float32))
     kind = np.dtype(sample)
     image = pyvips.Image.new_from_array(np.rint(values * np.iinfo(kind).max).astype(kind))
@@ -172,13 +169,8 @@ def write(image: pyvips.Image, path: Path, container: str, profile: bytes | None
         image.write_to_file(str(path))
 
 
-#: Display P3 to sRGB, linear (both D65): the profile's colours computed, not looked up.
-P3_TO_SRGB = np.array([[1.2249, -0.2247, 0.0], [-0.0420, 1.0419, 0.0], [-0.0197, -0.0786, 1.0979]])
-
-
-def srgb_encoded(linear: np.ndarray) -> np.ndarray:
-    linear = np.clip(linear, 0, 1)
-    return np.where(linear <= 0.0031308, linear * 12.92, 1.055 * linear ** (1 / 2.4) - 0.055)
+#: Display P3 to sRGB, linear: the profiles' colours computed, not looked up.
+P3_TO_SRGB = to_srgb(rgb_profile("p3"))
 
 
 def ideal(levels: np.ndarray, profile: bytes | None, kept: bool = False) -> pyvips.Image:
@@ -190,7 +182,7 @@ def ideal(levels: np.ndarray, profile: bytes | None, kept: bool = False) -> pyvi
     shown = levels.copy()
     if profile is not None and not kept:
         picture = levels[..., :colours]
-        linear = picture**1.8 if bands < 3 else to_linear(picture) @ P3_TO_SRGB.T
+        linear = picture**1.8 if bands < 3 else srgb_linear(picture) @ P3_TO_SRGB.T
         shown[..., :colours] = srgb_encoded(linear)
     image = pyvips.Image.new_from_array(np.rint(shown * 255).astype(np.uint8))
     image = image.copy(interpretation=space(bands, False))

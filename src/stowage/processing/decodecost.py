@@ -66,6 +66,7 @@ class Decoding:
     progressive_bytes: int = 0  # the file's bytes, for a progressive JPEG
     profile: bool = False  # a profile the result drops, applied before the tasks
     deep: bool = False  # samples read as 16 bits, made 8 before the tasks
+    floats: bool = False  # a 16-bit RGB profile applied through XYZ in floats (``samples``)
     gif_density: float | None = None  # a GIF's (gifblocks.coded_density): its save's rate
 
 
@@ -105,12 +106,15 @@ class Still:
     decoding: Decoding = Decoding()
 
 
-def decoding(image: pyvips.Image, size: int, saved: samples.Saved) -> Decoding:
+def decoding(
+    image: pyvips.Image, size: int, saved: samples.Saved, floats: bool = False
+) -> Decoding:
     """``image`` (as ``samples.read`` made it) of a file of ``size`` bytes, to be saved
-    as ``saved`` (its format, whether its profile is dropped)."""
+    as ``saved`` (its format, whether its profile is dropped); ``floats``: whether the
+    reading applied an RGB profile through floats (``samples.in_floats``)."""
     multiscan = image.get_typeof("jpeg-multiscan") and image.get("jpeg-multiscan") == 1
     dropped = profiles.profile(image) is not None and not profiles.carried(image, *saved)
-    return Decoding(size if multiscan else 0, dropped, image.format == "ushort")
+    return Decoding(size if multiscan else 0, dropped, image.format == "ushort", floats=floats)
 
 
 def decoded(header: Header) -> float:
@@ -135,6 +139,7 @@ def reading(
     pixels = header.frame_pixels * header.decoded_frames
     seconds = samples.RATE * pixels if header.read else 0.0
     seconds += DEEP * pixels if header.decoding.deep else 0.0
+    seconds += samples.FLOATS * pixels if header.decoding.floats else 0.0
     if header.decoding.profile:
         seconds += PROFILE * _profiled(header, tasks, width, table)
     return seconds / 1e6

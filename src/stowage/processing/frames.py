@@ -109,7 +109,8 @@ def open_source(
     saved = (output.format, drops_profile)
     read = samples.read(image, Path(source), saved)
     name = _with_options(source, options)
-    decoding = decodecost.decoding(read, Path(source).stat().st_size, saved)
+    floats = samples.in_floats(image, read)
+    decoding = decodecost.decoding(read, Path(source).stat().st_size, saved, floats)
     if loader.startswith("gifload") and output.format == "gif":  # its save's rate
         decoding = replace(decoding, gif_density=gifblocks.coded_density(Path(source)))
     opened = Opened(read, name, frames, height, max(decoded, frames), read is not image, decoding)

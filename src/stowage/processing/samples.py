@@ -32,6 +32,10 @@ from stowage.processing import palettes, profiles
 #: beyond the decode (float scRGB 0.03, uint32 0.02, int32 0.014), and computed again
 #: around a blur's tiles: a 5 MP float TIFF blurred by 20 took 0.42 s, estimated 0.23.
 RATE = 0.03
+#: Seconds a megapixel a 16-bit RGB profile applied through XYZ in floats costs
+#: (``profiles.applied``), besides ``RATE``: 0.03 measured alone (7.5 MP, one thread,
+#: 2026-12-06), 0.03-0.07 in a chain (``test_decodecost``).
+FLOATS = 0.045
 _SIGNED_TOP = {"char": 127, "short": 32767, "int": 2**31 - 1}
 _UNSIGNED_TOP = {"uint": 2**32 - 1}
 _FLOATS = ("float", "double")
@@ -74,6 +78,14 @@ def read(image: pyvips.Image, source: Path | None, saved: Saved | None = None) -
     if source is not None and palettes.grey_palette(image, source):
         image = palettes.as_grey(image)
     return image
+
+
+def in_floats(image: pyvips.Image, read: pyvips.Image) -> bool:
+    """Whether ``read`` (``image`` as ``read`` made it) had an RGB profile applied
+    through floats (``profiles.applied``): a cost of its own (``FLOATS``)."""
+    data = profiles.profile(image)
+    rgb = data is not None and data[16:20] == b"RGB " and read.bands >= 3
+    return rgb and read.format == "ushort" and profiles.profile(read) is None
 
 
 def _used_bands(image: pyvips.Image) -> pyvips.Image:
