@@ -105,7 +105,7 @@ def _ink(data: bytes, rgb: tuple[int, int, int]) -> tuple[int, int, int]:
     try:  # through XYZ in floats: LittleCMS' 16-bit transform is a table (``_deep_rgb``)
         xyz = dot.copy(interpretation="srgb").colourspace("xyz")
         exact = xyz.icc_export(output_profile=path, pcs="xyz", depth=16)(0, 0)[:3]
-        near = [round(v / 257) for v in exact]
+        near = [int(v / 257 + 0.5) for v in exact]  # the middle of the tries
         tries = [
             tuple(min(255, max(0, n + d)) for n, d in zip(near, step, strict=True))
             for step in itertools.product((-1, 0, 1), repeat=3)
