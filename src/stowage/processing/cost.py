@@ -74,7 +74,7 @@ RATES = {
     "negative": 0.01,
     "sepia": 0.03,
     "modulate": 0.15,  # to LCh in floats and back
-    "pixelate": 0.015,
+    "pixelate": 0.02,  # 0.020 s a MP at 480 and 1001 px, 0.037 at 479 (one thread, 2026-12-06)
     "border": 0.01,
     "polaroid": 0.03,  # a frame and a rotation of 4 bands (0.012 held; lazy, ``holding``)
     "shadow": 0.05,  # of its grown canvas
@@ -125,6 +125,9 @@ GREYING = frozenset({"monochrome", "blackwhite"})
 CALL = {"enhance": 0.032, "torn_edges": 0.02, "partial_blur": 0.012, "vignette": 0.01}
 CALL |= {"polaroid": 0.006, "rounded_corners": 0.005, "shadow": 0.005, "upscale": 0.0045}
 CALL |= {"partial_pixelate": 0.004, "sharpen": 0.002, "modulate": 0.0025, "circle": 0.0025}
+#: pixelate: its parts' pipelines and the hold of its input (three on 479 px noise took
+#: 0.045 s, estimated 0.020: seeds offset by 5555 in test_chains_of_holds)
+CALL |= {"pixelate": 0.003}
 CALL_TURNED = 0.009  # rotate by other than a right angle
 CALL_OTHER = 0.001
 #: Seconds each box of ``objects`` costs, besides the pixels: a box is cut, pixelated or
