@@ -5,6 +5,7 @@ processes from the image at its step of the chain, with the declared content typ
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 
 import pytest
 
@@ -73,7 +74,8 @@ async def test_metadata_task_answers_the_files_own_fields(harness: Harness, seed
             params = {n: "true" for n in own}
             meta = await harness.api.get(f"/api/file/{handle}/metadata", params=params)
             expected = await meta.json()
-        shown = {"width": side, "height": max(1, round(height * side / width))}
+        half_up = int(Fraction(height * side, width) + Fraction(1, 2))  # as every side is
+        shown = {"width": side, "height": max(1, half_up)}
         expected.update({n: shown[n] for n in ("width", "height") if n in names or not names})
         assert answer == expected, (task, prefix)
         assert list(answer) == (names or list(answer)), task  # in the order asked
