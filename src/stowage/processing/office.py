@@ -25,6 +25,7 @@ import itertools
 import json
 import logging
 import os
+import secrets
 import shutil
 import time
 from pathlib import Path
@@ -60,7 +61,11 @@ class Converters:
         self._slots = asyncio.Semaphore(max(1, size))
         self._idle: list[_Converter] = []
         self._all: set[_Converter] = set()
+        # Its own among the pools of one process: a node's API and CDN apps (and nodes
+        # run in one process) share the data folder, and each counted from 1: one pool's
+        # start wiped a folder another's LibreOffice was writing in (FileExistsError).
         self._names = itertools.count(1)
+        self._tag = secrets.token_hex(4)
         # Converting or waiting for a converter; its recent run time is a conversion's.
         self._lane = Lane("office", size, max(1, size) * WAITING_PER_CONVERTER)
         self._warming: asyncio.Task[None] | None = None
@@ -130,7 +135,7 @@ class Converters:
 
     async def _start(self) -> _Converter:
         # Named by this process: the worker processes of a node share the data folder.
-        folder = self.root / f"{os.getpid()}-{next(self._names)}"
+        folder = self.root / f"{os.getpid()}-{self._tag}-{next(self._names)}"
         if self._closed:  # a conversion given its slot after close(): no LibreOffice outlives it
             raise errors.ShuttingDown()
         if not self._all:
