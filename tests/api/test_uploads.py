@@ -257,6 +257,25 @@ async def test_abandoned_upload_is_swept_after_expiry(harness: Harness) -> None:
     assert failed["error"]["code"] == "UPLOAD_NOT_FOUND"
 
 
+async def test_a_swept_session_is_closed_before_its_pieces_go(harness: Harness) -> None:
+    """A client that sees the pieces gone must find the session gone too (404), never an
+    open session with no pieces (400)."""
+    started = await start(harness, os.urandom(2000))
+    uploads = harness.uploads
+    open_while_removing: list[tuple[str, bool]] = []
+    remove = uploads.files.remove
+
+    async def watched(upload_id: str) -> None:
+        session = await harness.service.registry.get_upload(upload_id)
+        open_while_removing.append((upload_id, session is not None))
+        await remove(upload_id)
+
+    uploads.files.remove = watched  # type: ignore[method-assign]
+    harness.settings.upload_expiry_seconds = -1
+    assert await uploads.sweep() == 1
+    assert open_while_removing == [(started["upload_id"], False)]
+
+
 async def test_upload_ids_belong_to_their_app(harness: Harness) -> None:
     started = await start(harness, b"abc")
     policy = encode_policy({"expiry": 2**40, "call": ["store"]})

@@ -116,8 +116,10 @@ class Uploads:
         for session in await self.registry.expired_uploads(cutoff):
             if session.upload_id in self._assembling:
                 continue
-            await self.files.remove(session.upload_id)
+            # The session goes first: a client must never find it open with its pieces
+            # half gone; pieces left by a failed removal are swept as orphans below.
             await self.registry.delete_upload(session.upload_id)
+            await self.files.remove(session.upload_id)
             removed += 1
         for upload_id in await self.files.upload_ids():
             if await self.registry.get_upload(upload_id) is None:
