@@ -53,7 +53,7 @@ def applied(image: pyvips.Image) -> pyvips.Image:
     if data is None:
         return image
     grey, deep = image.bands < 3, image.format == "ushort"
-    if deep and not grey and data[16:20] == b"RGB ":
+    if through_floats(data, image):
         turned = _deep_rgb(image)
     else:
         turned = image.icc_transform("srgb", embedded=True, depth=16 if deep else 8)
@@ -64,6 +64,13 @@ def applied(image: pyvips.Image) -> pyvips.Image:
     turned = turned.copy(interpretation=space)
     turned.remove(_FIELD)
     return turned
+
+
+def through_floats(data: bytes | None, image: pyvips.Image) -> bool:
+    """Whether the profile ``data`` is applied to ``image``'s pixels through floats
+    (``_deep_rgb``): an RGB profile on 16-bit colour, which costs more (``samples``)."""
+    rgb = data is not None and data[16:20] == b"RGB "
+    return rgb and image.bands >= 3 and image.format == "ushort"
 
 
 def _deep_rgb(image: pyvips.Image) -> pyvips.Image:

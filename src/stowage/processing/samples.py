@@ -83,9 +83,8 @@ def read(image: pyvips.Image, source: Path | None, saved: Saved | None = None) -
 def in_floats(image: pyvips.Image, read: pyvips.Image) -> bool:
     """Whether ``read`` (``image`` as ``read`` made it) had an RGB profile applied
     through floats (``profiles.applied``): a cost of its own (``FLOATS``)."""
-    data = profiles.profile(image)
-    rgb = data is not None and data[16:20] == b"RGB " and read.bands >= 3
-    return rgb and read.format == "ushort" and profiles.profile(read) is None
+    applied = profiles.profile(read) is None
+    return applied and profiles.through_floats(profiles.profile(image), read)
 
 
 def _used_bands(image: pyvips.Image) -> pyvips.Image:
