@@ -153,7 +153,7 @@ class Drawing:
         if local == "stop" and gradient is not None and gradient.local in GRADIENTS:
             gradient.stops += 1
             if gradient.stops > FREE_STOPS:
-                gradient.own = gradient.own + Cost(0.0, STOP, STOP)
+                gradient.own = gradient.own + Cost(fill=STOP, fill_ceiling=STOP)
         styled = _STYLED_FILTER.search(attributes.get("style", ""))
         match = styled or URL_ID.match(attributes.get("filter", "").strip())
         node.region = svgarea.box(self._canvas, local, attributes)
@@ -205,7 +205,8 @@ class Drawing:
         if local == "polygon" and numbers is not None:
             filled = svgarea.polygon(self._canvas, numbers)
         seconds += LAYER if layer else 0.0
-        return Cost(seconds, FILL * filled + layer, (FILL if local in FILLED else 0.0) + layer)
+        fill = (FILL * filled, FILL if local in FILLED else 0.0)
+        return Cost(seconds, layer, layer, 0.0, *fill)
 
     def text(self, data: str) -> None:
         """Characters inside the open element: glyphs when it is text."""
