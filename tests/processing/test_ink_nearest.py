@@ -16,10 +16,11 @@ import pytest
 from stowage.processing import profiles
 from tests.processing.rgbprofiles import linear, rgb_profile, srgb_encoded, to_srgb
 
-SEEDS = range(5511, 5514)
+SEEDS = (5511, 5512, 5513, 5534)  # 5534: Adobe RGB 3.7 off by the best of the 26 around
 #: The most a colour may show off, by profile: an 8-bit step of the profile near black
-#: is more than a level of sRGB's (measured on 600 random colours: 2.4, 3.4, 4.2).
-MOST = {"p3": 3.5, "adobe": 4.0, "prophoto": 5.0}
+#: is more than a level of sRGB's (measured on 600 random colours: 3.4, 2.9, 3.3; the
+#: best of the 26 values around the rounded ones: 3.4, 3.3, 4.2, and 5.1 at seed 7835).
+MOST = {"p3": 3.5, "adobe": 3.5, "prophoto": 4.0}
 
 
 def colours(rng: random.Random, count: int) -> list[tuple[int, int, int]]:
