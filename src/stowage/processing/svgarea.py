@@ -26,9 +26,24 @@ def length(text: str | None, default: float) -> float:
 
 def box(canvas: tuple[float, float], local: str, attributes: Mapping[str, str]) -> float:
     """The element's box as a fraction of the canvas (1: unknown, or the canvas)."""
+    size = _size(canvas, local, attributes)
+    if size is None:
+        return 1.0
+    return min(1.0, size[0] * size[1] / (canvas[0] * canvas[1]))
+
+
+def rows(canvas: tuple[float, float], local: str, attributes: Mapping[str, str]) -> float:
+    """How many rows of the canvas (in user units) a rect, circle or ellipse spans."""
+    size = _size(canvas, local, attributes)
+    return canvas[1] if size is None else min(size[1], canvas[1])
+
+
+def _size(
+    canvas: tuple[float, float], local: str, attributes: Mapping[str, str]
+) -> tuple[float, float] | None:
     width, height = canvas
     if width <= 0 or height <= 0:
-        return 1.0
+        return None
     if local == "rect":
         w, h = (
             length(attributes.get("width"), width),
@@ -42,8 +57,8 @@ def box(canvas: tuple[float, float], local: str, attributes: Mapping[str, str]) 
             2 * length(attributes.get("ry"), height),
         )
     else:
-        return 1.0
-    return min(1.0, max(0.0, w) * max(0.0, h) / (width * height))
+        return None
+    return max(0.0, w), max(0.0, h)
 
 
 def polygon(canvas: tuple[float, float], numbers: list[float]) -> float:

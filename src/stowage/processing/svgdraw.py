@@ -52,7 +52,7 @@ a megapixel):
   the estimate, past the test's bound of 4, and the machine's speed varies by about two;
 - 20,000 small circles 0.33 s (16 us each); 1,000 polygons of 20 random points across
   the canvas 1.1 s, of 5 points 0.13 s (priced 20 us a point, within 3x of both); a
-  polygon's fill is priced over its area (``EDGED_FILL``, its edges apart): 2,000
+  polygon's fill is priced over its area (``FILL``, its edges apart): 2,000
   translucent triangles across 2000x2000 took 3.5 s, estimated 0.73 by their points;
 - text: 1,000 lines of 14 glyphs at 12 px 0.17 s (12 us a glyph), at 10-400 px 0.84 s
   (60 us a glyph at 205 px on average); 2,438 lines at 10-400 px drawn at a fifth of
@@ -71,6 +71,7 @@ a megapixel):
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 
@@ -95,14 +96,17 @@ LAYER = 0.2e-3  # each translucent, masked or clipped element
 #: 9709, 9716, 5449); at 1.5 ms a megapixel whatever the canvas, 1,000 translucent
 #: rects drawn through ``<use>`` on 1000x1000 were estimated at 1.33 s and took 0.09.
 LAYER_AREA = 0.35e-3
-FILL = 0.002  # a megapixel of a circle's box filled (1,000 translucent circles, above)
-#: A megapixel of a polygon's, a path's or a rect's area filled: the blend alone, their
-#: edges' rows priced apart (``svgstroke``; a rect's are whole rows). One thread,
-#: 2026-12-06: 100 translucent squares over 2000x2000 0.17 s (0.42 ms a megapixel),
-#: opaque ones next to nothing; 1,000 random 4-point polygons 0.25 s opaque and 0.49
-#: translucent on 1000x1000, 0.7 and 2.0 on 3000x3000: 0.44 ms a megapixel of area
-#: besides their rows. At ``FILL`` they were priced up to 4 times over.
-EDGED_FILL = 0.0006
+#: A megapixel of a shape's area filled: the blend alone. The rows its edges span are
+#: priced apart: a polygon's or a path's by ``svgstroke``, a rect's, circle's or
+#: ellipse's at ``ROW`` each. One thread, 2026-12-06: 100 translucent squares over
+#: 2000x2000 0.17 s (0.42 ms a megapixel), opaque ones next to nothing; 1,000 random
+#: 4-point polygons 0.25 s opaque and 0.49 translucent on 1000x1000, 0.7 and 2.0 on
+#: 3000x3000; 1,000 circles of radius a tenth to half the side 0.21 and 0.41 on
+#: 1000x1000, 0.7 and 2.0 on 3000x3000: 0.33-0.48 us a row and 0.5 ms a megapixel of
+#: area (translucent). At 2 ms a megapixel of their box, circles were priced up to 10
+#: times over on large canvases, rotated rects 3 times under.
+FILL = 0.0006
+ROW = 0.35e-6
 #: A megapixel of a shape's box filled with a gradient, for each of its stops past
 #: ``FREE_STOPS`` (a radial one: 0.05 s at 200 stops, 0.96 at 2,000, 9.0 at 20,000 a
 #: megapixel; a linear one at most 0.2: priced as radial; a gradient's ``href`` gives
@@ -116,7 +120,7 @@ UNDRAWN = frozenset(
 SHAPES = frozenset({"rect", "circle", "ellipse", "line", "path", "polygon", "polyline"})
 SHAPES |= {"image", "text", "tspan", "textpath"}
 BOXED = frozenset({"rect", "circle", "ellipse"})  # filled over their box
-CURVED = frozenset({"circle", "ellipse"})  # at ``FILL``, the others at ``EDGED_FILL``
+CURVED = frozenset({"circle", "ellipse"})  # a quarter of their box is not filled
 POINTED = frozenset({"polygon", "polyline"})  # given by ``points``
 FILLED = BOXED | {"polygon", "path"}  # over their box or area (``svgarea``, ``svgpath``)
 _TRANSFORM = re.compile(r"(scale|matrix)\s*\(([^)]*)\)")
@@ -200,6 +204,7 @@ class Drawing:
         if local == "use":
             seconds += USE
         filled = svgarea.box(self._canvas, local, attributes) if local in BOXED else 0.0
+        filled *= math.pi / 4 if local in CURVED else 1.0
         if local == "path":  # a command, and a point for each pair of numbers
             data = attributes.get("d", "")
             seconds += POINT * (len(PATH_COMMAND.findall(data)) + len(NUMBER.findall(data)) / 2)
@@ -213,9 +218,15 @@ class Drawing:
         if local == "polygon" and numbers is not None:
             filled = svgarea.polygon(self._canvas, numbers)
         seconds += LAYER if layer else 0.0
-        rate = FILL if local in CURVED else EDGED_FILL
-        fill = (rate * filled, rate if local in FILLED else 0.0)
-        return Cost(seconds, layer, layer, 0.0, *fill)
+        fill = (FILL * filled, FILL if local in FILLED else 0.0)
+        return Cost(seconds, layer, layer, self._rows(local, attributes), *fill)
+
+    def _rows(self, local: str, attributes: Mapping[str, str]) -> float:
+        """``per_side`` for the rows a rect, circle or ellipse spans (``ROW``)."""
+        if local not in BOXED:
+            return 0.0
+        side = math.sqrt(max(self._canvas[0] * self._canvas[1], 1.0))
+        return ROW * svgarea.rows(self._canvas, local, attributes) / side * 1e3
 
     def text(self, data: str) -> None:
         """Characters inside the open element: glyphs when it is text."""
