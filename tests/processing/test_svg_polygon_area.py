@@ -127,3 +127,12 @@ def test_points_are_read_as_the_pattern_reads_them(seed: int) -> None:
     for _ in range(3000):
         text = _point_list(rng)
         assert svgarea.numbers_in(text) == [float(n) for n in NUMBER.findall(text)], text
+
+
+def test_rows_are_a_share_of_the_side_and_never_below_nothing() -> None:
+    """A canvas of no size or a negative one (``height="-5"``) is unknown: the whole
+    side, as ``box`` takes the whole canvas; a shape past the canvas spans all its rows."""
+    assert svgarea.rows((400.0, 100.0), "rect", {"height": "50"}) == 0.25
+    assert svgarea.rows((400.0, 100.0), "circle", {"r": "500"}) == 0.5
+    for canvas in [(0.0, 0.0), (100.0, -5.0), (-3.0, 100.0)]:
+        assert svgarea.rows(canvas, "ellipse", {"ry": "10"}) == 1.0

@@ -33,9 +33,12 @@ def box(canvas: tuple[float, float], local: str, attributes: Mapping[str, str]) 
 
 
 def rows(canvas: tuple[float, float], local: str, attributes: Mapping[str, str]) -> float:
-    """How many rows of the canvas (in user units) a rect, circle or ellipse spans."""
+    """The rows a rect, circle or ellipse spans, as a fraction of the canvas' side (the
+    square root of its area; 1: unknown, as ``box``'s whole canvas)."""
     size = _size(canvas, local, attributes)
-    return canvas[1] if size is None else min(size[1], canvas[1])
+    if size is None:
+        return 1.0
+    return min(size[1], canvas[1]) / math.sqrt(canvas[0] * canvas[1])
 
 
 def _size(

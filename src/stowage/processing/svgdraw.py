@@ -225,8 +225,7 @@ class Drawing:
         """``per_side`` for the rows a rect, circle or ellipse spans (``ROW``)."""
         if local not in BOXED:
             return 0.0
-        side = math.sqrt(max(self._canvas[0] * self._canvas[1], 1.0))
-        return ROW * svgarea.rows(self._canvas, local, attributes) / side * 1e3
+        return ROW * svgarea.rows(self._canvas, local, attributes) * 1e3
 
     def text(self, data: str) -> None:
         """Characters inside the open element: glyphs when it is text."""
