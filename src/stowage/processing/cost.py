@@ -49,9 +49,11 @@ from stowage.processing.decodecost import Header as Header
 from stowage.processing.decodecost import Still as Still
 from stowage.processing.pngsave import rate as png_compressed
 from stowage.processing.saverates import (
+    DRAWN_FLAT,
     FLAT_MEASURE,
     HIDDEN_FILL,
     SAVE_FRAME,
+    drawn_rate,
     gif_frames_rate,
     quality_factor,
     save_rate,
@@ -229,12 +231,17 @@ def estimate(
     flat = (
         1.0 if result else flatness.kept(pixels, FLAT_MEASURE.get(fmt, flatness.DETAIL), (w0, h0))
     )
-    flat = flat if not placed and drawing is None and not embedded else 0.0
+    if placed or embedded or drawing is not None:
+        flat = 0.0
+    plain = drawing is not None and drawing.plain() and fmt in DRAWN_FLAT and not placed
+    if plain:  # known flat without drawing it (no image in it: ``plain``), nothing measured
+        asked, flat = None, flatness.kept(pixels, FLAT_MEASURE[fmt], (w0, h0))
     factor = quality_factor(fmt, chain)
     density = opened.decoding.gif_density
     # placed (a collage's, an animation's): the frames are other files', priced as before
     gif = None if placed else gif_frames_rate(fmt, opened.loader, pixels, (w0, h0), density, frames)
     rate = save_rate(fmt, w * h * frames / 1e6, asked, frames, factor, flat) if gif is None else gif
+    rate = drawn_rate(fmt, factor, flat) if plain else rate
     saved = (rate + HIDDEN_FILL.get(fmt, 0.0)) * w * h / 1e6 + SAVE_FRAME.get(fmt, 0.0)
     return total + saved * frames + (asked.spent if asked is not None else 0.0)
 

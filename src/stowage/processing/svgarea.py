@@ -24,12 +24,17 @@ def length(text: str | None, default: float) -> float:
     return float(match.group(0)) if match else default
 
 
-def box(canvas: tuple[float, float], local: str, attributes: Mapping[str, str]) -> float:
-    """The element's box as a fraction of the canvas (1: unknown, or the canvas)."""
+def box(
+    canvas: tuple[float, float], local: str, attributes: Mapping[str, str], share: float = 1.0
+) -> float:
+    """The element's box as a fraction of the canvas (1: unknown, or the canvas), or
+    ``share`` of it (a circle's area): at most as wide and as tall as the canvas, which
+    librsvg clips to (a circle of radius 1,000 on 4000x1000 fills at most half of it)."""
     size = _size(canvas, local, attributes)
     if size is None:
         return 1.0
-    return min(1.0, size[0] * size[1] / (canvas[0] * canvas[1]))
+    (width, height), clipped = canvas, min(size[0], canvas[0]) * min(size[1], canvas[1])
+    return min(share * size[0] * size[1], clipped) / (width * height)
 
 
 def rows(canvas: tuple[float, float], local: str, attributes: Mapping[str, str]) -> float:

@@ -123,6 +123,9 @@ BOXED = frozenset({"rect", "circle", "ellipse"})  # filled over their box
 CURVED = frozenset({"circle", "ellipse"})  # a quarter of their box is not filled
 POINTED = frozenset({"polygon", "polyline"})  # given by ``points``
 FILLED = BOXED | {"polygon", "path"}  # over their box or area (``svgarea``, ``svgpath``)
+#: What makes a drawing other than areas of flat paint (``Drawing.plain``): a filter's
+#: noise or blur, a pattern's tiles resampled, a gradient's colours, an image's pixels.
+UNPLAIN = GRADIENTS | {"filter", "pattern", "image"}
 _TRANSFORM = re.compile(r"(scale|matrix)\s*\(([^)]*)\)")
 _FONT_SIZE = re.compile(r"font-size\s*:\s*([^;]+)")
 _STYLED_FILTER = re.compile(r"filter\s*:\s*url\(\s*['\"]?#([^'\")\s]+)", re.I)
@@ -203,8 +206,8 @@ class Drawing:
         seconds = ELEMENT if local in SHAPES else 0.0
         if local == "use":
             seconds += USE
-        filled = svgarea.box(self._canvas, local, attributes) if local in BOXED else 0.0
-        filled *= math.pi / 4 if local in CURVED else 1.0
+        share = math.pi / 4 if local in CURVED else 1.0
+        filled = svgarea.box(self._canvas, local, attributes, share) if local in BOXED else 0.0
         if local == "path":  # a command, and a point for each pair of numbers
             data = attributes.get("d", "")
             seconds += POINT * (len(PATH_COMMAND.findall(data)) + len(NUMBER.findall(data)) / 2)
@@ -248,6 +251,12 @@ class Drawing:
             walk = svgwalk.Walk(self._nodes, self._ids, self._filters, self._canvas, scale)
             self._costs[scale] = walk.total()
         return self._costs[scale]
+
+    def plain(self) -> bool:
+        """Whether it paints only flat colours (shapes, strokes, text: ``UNPLAIN``), so
+        that its result is flat areas with edges, which a PNG saves at a flat rate
+        (``saverates.DRAWN_FLAT``), however many edges: each is priced in the drawing."""
+        return not any(node.local in UNPLAIN for node in self._nodes)
 
     def seconds(self, width: int, height: int) -> float:
         """What drawing it at ``width`` x ``height`` pixels costs besides the canvas."""
