@@ -48,6 +48,18 @@ def _filtered(w: int, h: int, primitives: str, region: str = "") -> str:
     )
 
 
+def _pass(rng: random.Random) -> str:
+    """A filter primitive that passes over each pixel of its region (and the flood ``a``)."""
+    kind = rng.randrange(3)
+    if kind == 0:
+        nodes = '<feMergeNode in="SourceGraphic"/>' * rng.randint(1, 8)
+        return f"<feMerge>{nodes}</feMerge>"
+    if kind == 1:
+        return f'<feBlend in2="a" mode="{rng.choice(["multiply", "screen", "darken"])}"/>'
+    operator = rng.choice(["over", "in", "arithmetic"])
+    return f'<feComposite in2="a" operator="{operator}" k2="0.5" k3="0.5"/>'
+
+
 def generated(kind: str, rng: random.Random) -> str:
     """One SVG of ``kind`` at a size and parameter drawn from ``rng``."""
     w, h = rng.choice([200, 400, 700, 1000]), rng.choice([200, 400, 700, 1000])
@@ -118,6 +130,11 @@ def generated(kind: str, rng: random.Random) -> str:
             for _ in range(n)
         )
         return _canvas(side, side, circles)
+    if kind == "composited":  # passes over each pixel: each feMergeNode, feBlend, feComposite
+        passes = "".join(_pass(rng) for _ in range(rng.randint(1, 4)))
+        flood = '<feFlood flood-color="red" flood-opacity="0.5" result="a"/>'
+        rects = f'<rect width="{w}" height="{h}" fill="red" filter="url(#f)"/>'
+        return _canvas(w, h, f'<defs><filter id="f">{flood}{passes}</filter></defs>' + rects * 4)
     assert kind == "pattern"
     return _canvas(
         w,
@@ -190,7 +207,7 @@ def seeded(
 
 
 KINDS = ["blur", "turbulence", "morphology", "convolve", "styled_filter", "use", "many_filtered"]
-KINDS += ["polygons", "text", "pattern", "layers"]
+KINDS += ["polygons", "text", "pattern", "layers", "composited"]
 
 
 @pytest.mark.parametrize("seed", range(2))
