@@ -41,22 +41,35 @@ def blocks(image: pyvips.Image, side: int) -> pyvips.Image:
     there and is the mean of the pixels it covers, so an image thinner than ``side`` is
     one block across. Every pixel is in a block: whole blocks only left the last
     columns and rows as they were (``pixelate=amount:2`` on 21x21 kept its last pixel),
-    and a side cut to the image's short side made square blocks of a narrow box."""
+    and a side cut to the image's short side made square blocks of a narrow box. No
+    block is one pixel thin where the image is wider (``_cuts``): a cut corner block of
+    one pixel was that pixel as it was, and a box of ``partial_pixelate`` put back over
+    another showed it there, inside the other box."""
     return ops.premultiplied(image, lambda colours: _blocks(colours, side))
+
+
+def _cuts(length: int, side: int) -> tuple[tuple[int, int], tuple[int, int]]:
+    """(start, length) of the whole blocks along an axis, and of the cut block after them;
+    a cut of one pixel joins the last whole block (``side`` + 1 long)."""
+    whole = length - length % side
+    if length - whole == 1 and whole >= side:
+        whole -= side
+    return (0, whole), (whole, length - whole)
 
 
 def _blocks(image: pyvips.Image, side: int) -> pyvips.Image:
     """The whole blocks, and the cut ones at the right, at the bottom and in the corner,
     each part in blocks of its own size, the parts joined."""
     fine = (image.cast("ushort") << 8) if image.format == "uchar" else image
-    whole_w, whole_h = image.width - image.width % side, image.height - image.height % side
+    across_cuts, down_cuts = _cuts(image.width, side), _cuts(image.height, side)
     rows = []
-    for top, height in ((0, whole_h), (whole_h, image.height - whole_h)):
+    for index, (top, height) in enumerate(down_cuts):
         parts = []
-        for left, width in ((0, whole_w), (whole_w, image.width - whole_w)):
+        for column, (left, width) in enumerate(across_cuts):
             if width and height:
                 part = fine.extract_area(left, top, width, height)
-                across, down = min(side, width), min(side, height)
+                across = width if column else min(side, width)  # the cut part: one block
+                down = height if index else min(side, height)
                 parts.append(_means(part, across, down, image.format).zoom(across, down))
         if parts:
             rows.append(parts[0] if len(parts) == 1 else parts[0].join(parts[1], "horizontal"))
