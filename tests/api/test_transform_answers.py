@@ -47,11 +47,12 @@ async def test_metadata_task_answers_the_size_at_its_step(harness: Harness) -> N
     assert json.loads(await resp.read()) == {"width": 160, "height": 120}
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", [*range(4), 9899])
 async def test_metadata_task_answers_the_files_own_fields(harness: Harness, seed: int) -> None:
     """``metadata=params:[size,md5,filename]`` answered ``{}``: the fields of the file
     came from nowhere. Random field lists (and none) through every URL form, each field
-    as ``/<HANDLE>/metadata`` gives it, the image's own at the task's step."""
+    as ``/<HANDLE>/metadata`` gives it, the image's own at the task's step, in the order
+    asked (9899: ``p:[height,width]`` was answered width first)."""
     import random
 
     from stowage.processing.subjects import METADATA_FIELDS

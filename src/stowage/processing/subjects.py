@@ -166,11 +166,13 @@ def metadata_answer(image: pyvips.Image, task: Task) -> dict[str, int]:
 
 
 def metadata_sizes(width: int, height: int, task: Task) -> dict[str, int]:
-    """``width`` and ``height`` as ``task`` (a ``metadata`` task) asks for them."""
+    """``width`` and ``height`` as ``task`` (a ``metadata`` task) asks for them, in the
+    order asked (``params:[height,width]`` answered width first: the service orders the
+    answer only when it adds the file's own fields, ``recordfields.complete``)."""
     asked = task.get("params")
     out = {"width": width, "height": height}
     if isinstance(asked, tuple):
-        return {name: value for name, value in out.items() if name in asked}
+        return {str(name): out[str(name)] for name in asked if name in out}
     return out
 
 
