@@ -70,23 +70,23 @@ def least(run: Callable[[], object], times: int = 2) -> float:
 
 
 def _draw() -> None:
-    threads = pyvips.concurrency_get()
-    pyvips.concurrency_set(1)  # as a job runs, and as the rate was measured
-    try:
-        # a new document each time: libvips' cache would answer the same one at once
-        unique = b"<!-- %d -->" % next(_DRAWN)
-        pyvips.Image.new_from_buffer(_BLUR + unique, "").avg()
-    finally:
-        pyvips.concurrency_set(threads)
+    # a new document each time: libvips' cache would answer the same one at once
+    unique = b"<!-- %d -->" % next(_DRAWN)
+    pyvips.Image.new_from_buffer(_BLUR + unique, "").avg()
 
 
 def _encode() -> None:
     if not _encoded:
         _encoded.append(_panned().fliphor().copy_memory())
+    _encoded[0].gifsave_buffer(effort=4, interpalette_maxerror=0, keep_duplicate_frames=True)
+
+
+def _one_thread(run: Callable[[], None]) -> None:
+    """``run`` on one libvips thread, as a job runs and as the rates were measured."""
     threads = pyvips.concurrency_get()
     pyvips.concurrency_set(1)
     try:
-        _encoded[0].gifsave_buffer(effort=4, interpalette_maxerror=0, keep_duplicate_frames=True)
+        run()
     finally:
         pyvips.concurrency_set(threads)
 
@@ -118,6 +118,6 @@ def speed(kind: str = "blur") -> float:
     if kind in _measured and now - _measured[kind][0] < STANDS:
         return _measured[kind][1]
     run, priced = _KINDS[kind]
-    factor = min(max(least(run) / priced, 1 / DRIFT), DRIFT)
+    factor = min(max(least(lambda: _one_thread(run)) / priced, 1 / DRIFT), DRIFT)
     _measured[kind] = (now, factor)
     return factor

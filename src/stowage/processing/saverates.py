@@ -57,7 +57,9 @@ FLAT_MEASURE = {"gif": COLOURS, "avif": BLOCKS, "webp": BLOCKS, "png": BLOCKS}
 #: (0.35 us a row of a fill, 0.6 a pixel of stroke, against 0.13 a pixel of noise
 #: saved); text-like strokes are within its flat rate. Not GIF (its time follows the
 #: colours, which translucent shapes multiply), nor AVIF (text costs it a photo's).
-#: Measured (one thread, 2026-12-06, the rates' state): an empty canvas drawn and saved
+#: Measured (one thread, 2026-12-06, divided by cpuspeed's blur factor on a machine
+#: whose flat saves and fills ran 2-3 times faster beside its blur than where the rates
+#: were measured, so up to that much lower than there): an empty canvas drawn and saved
 #: 0.019 s a megapixel, a grey one 0.017, 300-1,400 translucent circles, ellipses and
 #: turned rects 0.02-0.04 besides their drawing; priced at a photo's rate (0.13), their
 #: estimates were 3 to 9 times their CPU time.
