@@ -20,7 +20,7 @@ from tests.processing.test_faces import ASTRONAUT
 SEED = 5472
 #: crop_faces' result is priced at the frame's size (the faces' box is not known before
 #: the search): up to 3 times its CPU time, as on a still. That the search is charged
-#: once is held by the estimates alone besides (``test_the_search_is_priced_as_a_stills``).
+#: once is held by the estimates alone besides (``test_the_search_is_priced_as_on_a_still``).
 BOUNDS = {"crop_faces": 3.5, "smart_crop": 2.0, "resize": 2.0}
 
 
@@ -56,7 +56,7 @@ def test_a_search_kept_for_every_frame_is_priced_once(
 
 
 @pytest.mark.parametrize("fmt", ["gif", "webp"])
-def test_the_search_is_priced_as_a_stills(
+def test_the_search_is_priced_as_on_a_still(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: str
 ) -> None:
     """What crop_faces adds to a crop of the whole frame, on 14-24 frames, is within three

@@ -63,13 +63,13 @@ def _blocks(image: pyvips.Image, side: int) -> pyvips.Image:
     fine = (image.cast("ushort") << 8) if image.format == "uchar" else image
     across_cuts, down_cuts = _cuts(image.width, side), _cuts(image.height, side)
     rows = []
-    for index, (top, height) in enumerate(down_cuts):
+    for row, (top, height) in enumerate(down_cuts):
         parts = []
         for column, (left, width) in enumerate(across_cuts):
             if width and height:
                 part = fine.extract_area(left, top, width, height)
                 across = width if column else min(side, width)  # the cut part: one block
-                down = height if index else min(side, height)
+                down = height if row else min(side, height)
                 parts.append(_means(part, across, down, image.format).zoom(across, down))
         if parts:
             rows.append(parts[0] if len(parts) == 1 else parts[0].join(parts[1], "horizontal"))

@@ -172,7 +172,7 @@ def metadata_sizes(width: int, height: int, task: Task) -> dict[str, int]:
     asked = task.get("params")
     out = {"width": width, "height": height}
     if isinstance(asked, tuple):
-        return {str(name): out[str(name)] for name in asked if name in out}
+        return {name: out[name] for name in map(str, asked) if name in out}
     return out
 
 
