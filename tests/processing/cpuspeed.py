@@ -20,12 +20,20 @@ a still photo to GIF likewise, and WebP's encoder and the face finder 2-3 times 
 beside the blur: divided by the blur's factor, every GIF chain of
 test_cost_gif_frames.py and test_cost_gif_content.py came out 3-4.6 times under its
 estimate. ``speed("encode")`` measures that kind of work (the GIF save, at the engine's
-options), for the tests of chains whose time is mostly an encoder's or the finder's."""
+options), for the tests of chains whose time is mostly an encoder's or the finder's.
+
+Cairo's scan of a filled outline that crosses itself ran at the rates' speed on that
+machine (a polygon of 1,000 random vertices across 1000x1000: 0.20 s, as where the rates
+were measured) while the blur took 1.5 times its price: divided by the blur's factor, a
+polyline of 2,785 random vertices (sweep seed 15420 of test_svgrefs) came out 6 times
+under its estimate. ``speed("scan")`` measures that kind of work, for the share of an
+SVG's estimate that is its outlines' crossings (``svgstroke``)."""
 
 from __future__ import annotations
 
 import io
 import itertools
+import random
 import resource
 import time
 from collections.abc import Callable
@@ -44,6 +52,13 @@ PRICED = 0.22 + 0.006
 #: 8 frames of 400x300 of a photo panned, in one palette, flipped and saved as GIF at the
 #: engine's options: 0.40-0.46 s a megapixel in the rates' state (saverates.KEPT's measure)
 ENCODE_FRAMES, ENCODE_SIZE, ENCODE_PRICED = 8, (400, 300), 0.43 * 8 * 0.12
+#: a polygon of 1,000 random vertices across 1000x1000, filled: 0.20 s in the rates'
+#: state (svgstroke.FILL_CROSSING's measure)
+_SCANNED = random.Random(9903)
+SCAN_POINTS = " ".join(
+    f"{_SCANNED.uniform(0, 1000):.1f},{_SCANNED.uniform(0, 1000):.1f}" for _ in range(1000)
+).encode()
+SCAN_PRICED = 0.20
 DRIFT = 2.0
 _DRAWN = itertools.count()
 #: How long a measured speed stands: the drift is over hours, and a test process asked
@@ -73,6 +88,15 @@ def _draw() -> None:
     # a new document each time: libvips' cache would answer the same one at once
     unique = b"<!-- %d -->" % next(_DRAWN)
     pyvips.Image.new_from_buffer(_BLUR + unique, "").avg()
+
+
+def _scan() -> None:
+    unique = b"<!-- %d -->" % next(_DRAWN)
+    document = (
+        b'<svg xmlns="http://www.w3.org/2000/svg" width="1000" height="1000">'
+        b'<polygon fill="red" points="%s"/></svg>' % SCAN_POINTS
+    )
+    pyvips.Image.new_from_buffer(document + unique, "").avg()
 
 
 def _encode() -> None:
@@ -107,13 +131,17 @@ def _panned() -> pyvips.Image:
     return pyvips.Image.new_from_buffer(saved.getvalue(), "", n=-1)
 
 
-_KINDS = {"blur": (_draw, PRICED), "encode": (_encode, ENCODE_PRICED)}
+_KINDS = {
+    "blur": (_draw, PRICED),
+    "encode": (_encode, ENCODE_PRICED),
+    "scan": (_scan, SCAN_PRICED),
+}
 
 
 def speed(kind: str = "blur") -> float:
     """How many times slower than the rates' state the machine is now (0.5 to 2), at
-    ``kind`` of work: ``blur`` (librsvg's filter, which moves memory) or ``encode`` (an
-    encoder's, which computes)."""
+    ``kind`` of work: ``blur`` (librsvg's filter, which moves memory), ``encode`` (an
+    encoder's, which computes) or ``scan`` (cairo's sweep of crossing edges)."""
     now = time.monotonic()
     if kind in _measured and now - _measured[kind][0] < STANDS:
         return _measured[kind][1]

@@ -21,7 +21,7 @@ from stowage.processing import chain, svgarea
 from stowage.processing.svgrefs import NUMBER
 from stowage.processing.vips import VipsEngine
 from tests.processing import cpuspeed
-from tests.processing.test_svgcost import LIMITS, PNG, _canvas, _estimate
+from tests.processing.test_svgcost import LIMITS, PNG, _canvas, _estimate, speed_for
 
 SQUARES = [(700, 700), (1000, 1000), (1500, 1500), (2000, 2000)]
 #: Where a layer's or a filter's megapixel costs up to 4.5 times more (``crowded``), a
@@ -108,7 +108,7 @@ def _priced_within(
             VipsEngine(threads_per_job=1).render, source, parsed, PNG, out, runs
         )
         used = cpuspeed.least(render, times=1)
-        used /= cpuspeed.speed()
+        used /= speed_for(source, "output=format:png", limits, out, estimated)
         print(f"case {case}: estimated {estimated:.2f} s, took {used:.2f}")
         assert used <= within * estimated + 0.1, (used, estimated)
         assert estimated <= within * used + 0.4, (used, estimated)

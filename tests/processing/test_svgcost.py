@@ -18,12 +18,13 @@ import random
 import resource
 from collections.abc import Callable
 from pathlib import Path
+from unittest import mock
 
 import pytest
 import pyvips
 
 from stowage import errors
-from stowage.processing import chain
+from stowage.processing import chain, svgstroke
 from stowage.processing.base import BigJob, Limits, Output
 from stowage.processing.vips import VipsEngine
 from tests.processing import cpuspeed
@@ -162,7 +163,7 @@ def _cpu() -> float:
     return used.ru_utime + used.ru_stime
 
 
-def _drawn(source: Path, steps: str, limits: Limits, out: Path) -> float:
+def _drawn(source: Path, steps: str, limits: Limits, out: Path, estimated: float) -> float:
     """The CPU time of drawing ``source`` with no cost bound: the least of two drawings
     (one polygons case took 0.10-0.14 s from run to run), in the state the rates describe
     (cpuspeed.py: a clean-clone CI measured many_filtered 4.1-4.6 times under its
@@ -171,9 +172,18 @@ def _drawn(source: Path, steps: str, limits: Limits, out: Path) -> float:
     runs = dataclasses.replace(limits, big_cost=math.inf)
     parsed = chain.parse(steps.split("/"))
     engine = VipsEngine(threads_per_job=1)
-    return cpuspeed.least(lambda: engine.render(source, parsed, output, out, runs)) / (
-        cpuspeed.speed()
-    )
+    used = cpuspeed.least(lambda: engine.render(source, parsed, output, out, runs))
+    return used / speed_for(source, steps, limits, out, estimated)
+
+
+def speed_for(source: Path, steps: str, limits: Limits, out: Path, estimated: float) -> float:
+    """The machine's speed at this drawing's mix of work (cpuspeed.py): the share of its
+    estimate that is its outlines' crossings (``svgstroke``, read by pricing them at
+    nothing) at the scan's speed, the rest at the blur's."""
+    with mock.patch.multiple(svgstroke, CROSSING=0.0, FILL_CROSSING=0.0):
+        uncrossed = _estimate(source, steps, limits, out)
+    crossed = min(max(estimated - (uncrossed or 0.0), 0.0) / max(estimated, 1e-9), 1.0)
+    return crossed * cpuspeed.speed("scan") + (1 - crossed) * cpuspeed.speed()
 
 
 def assert_priced_within(estimated: float, used: float, *case: object) -> None:
@@ -192,7 +202,8 @@ def estimated_and_drawn(source: Path, steps: str, limits: Limits, out: Path) -> 
     if estimated is None:  # refused from the document, without drawing
         assert _cpu() - started < 1.0
         return
-    assert_priced_within(estimated, _drawn(source, steps, limits, out), source.name, steps)
+    used = _drawn(source, steps, limits, out, estimated)
+    assert_priced_within(estimated, used, source.name, steps)
 
 
 def seeded(

@@ -162,4 +162,4 @@ def test_a_morphology_drawn_smaller_is_priced_at_the_size_drawn(tmp_path: Path, 
     limits = dataclasses.replace(LIMITS, max_cost=8.0, big_cost=0.0)
     estimated = _estimate(source, steps, limits, out)
     assert estimated is not None, (seed, steps)  # not refused
-    assert_priced_within(estimated, _drawn(source, steps, limits, out), seed, steps)
+    assert_priced_within(estimated, _drawn(source, steps, limits, out, estimated), seed, steps)
