@@ -32,6 +32,7 @@ from stowage.processing import (
     catalogue,
     costholds,
     decodecost,
+    estimates,
     faces,
     flatness,
     geometry,
@@ -348,6 +349,7 @@ def _start(
 
 
 def check(seconds: float, limits: Limits) -> None:
+    estimates.record(seconds)
     if seconds > limits.max_cost:
         raise errors.ProcessingTooCostly(
             # one decimal: 8.4 s against a limit of 8 read "about 8 s; at most 8 s"

@@ -54,7 +54,7 @@ from typing import Any
 from stowage import errors
 from stowage.config import Settings
 from stowage.config.processing import JOB_GRACE_SECONDS
-from stowage.processing import admission, jobfiles, metrics, sandbox
+from stowage.processing import admission, estimates, jobfiles, metrics, sandbox
 from stowage.processing.base import BigJob, Job, Rendered
 from stowage.processing.lanes import Lane, Lanes, drawn
 from stowage.processing.worker import LENGTH, READY, frame
@@ -396,10 +396,11 @@ class _Process:
             code = await self._proc.wait()
             raise _Ended(f"the image cannot be processed: its job ended ({code})") from exc
         try:
-            kind, value = reply
+            kind, value, *spent = reply
             if kind == "ok":
                 assert isinstance(value, Rendered)
                 jobfiles.deliver(here.dest, job.dest)
+                estimates.observe(spent[0])
                 return value
             assert isinstance(value, errors.StowageError | BigJob)
             raise value

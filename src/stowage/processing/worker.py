@@ -4,7 +4,8 @@ Run as ``python -m stowage.processing.worker THREADS MEMORY_BYTES PILLOW_JPEG CH
 CONFINED`` by the job pool (``pool.py``): PILLOW_JPEG is 1 or 0
 (``processing_pillow_jpeg``), CHANNEL the descriptor of the Unix socket that hands it each
 job's sources (``jobfiles.py``), CONFINED 1 when it runs in bubblewrap's namespaces. Jobs
-and replies are length-prefixed pickles on stdin and on the original stdout; fd 1 then
+and replies are length-prefixed pickles on stdin and on the original stdout (a result
+comes with its estimate and CPU time, ``estimates.Spent``); fd 1 then
 points at stderr, so that nothing a library prints can corrupt a reply.
 
 In a process of its own a job can be stopped at its deadline whatever libvips is doing
@@ -26,7 +27,7 @@ import sys
 from typing import IO, Any
 
 from stowage import errors
-from stowage.processing import composite, jobfiles, minify, pdfcreate, saving
+from stowage.processing import composite, estimates, jobfiles, minify, pdfcreate, saving
 from stowage.processing.base import BigJob, Job
 from stowage.processing.vips import VipsEngine
 
@@ -66,14 +67,15 @@ def serve(engine: VipsEngine, jobs: IO[bytes], replies: IO[bytes], channel: sock
         replies.flush()
 
 
-def _reply(engine: VipsEngine, job: Job) -> tuple[str, object]:
+def _reply(engine: VipsEngine, job: Job) -> tuple[object, ...]:
     try:
-        made = _made(engine, job)
+        with estimates.measured() as spent:
+            made = _made(engine, job)
         # Every result within the output byte limit, not only an image saved by libvips:
         # a text answer (ascii, minify_css), a PDF of several files, a source answered as
         # it is (quality on a PNG) were cached whatever their size.
         saving.capped(job.dest, job.limits.max_output_bytes)
-        return ("ok", made)
+        return ("ok", made, spent[0])
     except (errors.StowageError, BigJob) as exc:
         return ("error", exc)
     except MemoryError:
