@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from stowage import errors
 from stowage.config import Settings
-from stowage.processing import chain, cost, frames, grammar, ops
+from stowage.processing import chain, cost, frames, grammar, ops, resultbands
 from stowage.processing.base import Limits, _text
 from stowage.processing.table import Kind, TaskSpec
 from stowage.processing.vips import VipsEngine, _steps
@@ -152,7 +152,7 @@ def test_no_task_leaves_fewer_bands_than_counted(
     spec: TaskSpec, data: st.DataObject, bands: int
 ) -> None:
     """An uncompressed result is refused from the bands the estimate counts
-    (``least_bands``): a task that leaves fewer than it says would refuse what fits."""
+    (``resultbands.least_bands``): a task that leaves fewer than it says would refuse what fits."""
     options = [
         f"{param.name}:{_text(data.draw(inside(param.check)))}"
         for param in spec.params
@@ -166,7 +166,7 @@ def test_no_task_leaves_fewer_bands_than_counted(
         image = _steps(ops.srgb(start), [task], 10**5)
     except errors.StowageError:
         return
-    colour, counted_alpha = cost._bands_after(task, 1 if bands < 3 else 3, alpha)
+    colour, counted_alpha = resultbands.bands_after(task, 1 if bands < 3 else 3, alpha)
     assert image.bands - image.hasalpha() >= colour, (task, bands, image.bands)
     assert image.hasalpha() or not counted_alpha, (task, bands, image.bands)
 

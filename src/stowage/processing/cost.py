@@ -37,7 +37,7 @@ from stowage.processing import (
     flatness,
     geometry,
     holding,
-    params,
+    resultbands,
     resultshare,
     shapes,
 )
@@ -113,9 +113,6 @@ SHRINK = 0.01  # seconds a megapixel a resize reads
 #: Seconds a megapixel a resize makes when it enlarges: 0.040-0.045 measured (one
 #: thread, 320x240 noise to 3000-7000 a side).
 UPSCALE = 0.045
-#: Tasks that may make a colour image grey (one band): for the size of an uncompressed
-#: result, every other keeps the colour bands (a test generates their options).
-GREYING = frozenset({"monochrome", "blackwhite"})
 #: Seconds a task costs each time it runs besides its pixels: once a frame, as each
 #: frame of an animation gets its own pipeline (``frames.each_frame``). Measured on one
 #: thread over 150 frames of 16x16 noise saved as GIF, less the same saved with no task
@@ -200,7 +197,7 @@ def estimate(
         else:
             made += search
         steps.append(_step(task, made / 1e6, before, (w, h), alpha))
-        alpha = _bands_after(task, 3, alpha)[1]
+        alpha = resultbands.bands_after(task, 3, alpha)[1]
         calls += _call(task) * frames
     # samples' conversion, a dropped profile's transform: computed again with the first step
     steps, read = costholds.reading(
@@ -276,61 +273,6 @@ def made_size(
         if catalogue.TABLE[task.name].kind in (Kind.IMAGE, Kind.FILES):
             w, h = size_after(task, w, h)
     return w, h, frames
-
-
-def check_bytes(
-    size: tuple[int, int, int], source: tuple[int, bool, bool], chain: Chain, cap: int
-) -> None:
-    """An uncompressed result (a TIFF) of ``size`` (``made_size``) takes at least a byte
-    a band of each pixel: refused before any work when that is over ``cap`` bytes (the
-    save would only find it after the work). ``source``: the source's bands, whether one
-    is alpha, whether it is CMYK."""
-    least = size[0] * size[1] * size[2] * least_bands(chain, *source)
-    if least > cap:
-        raise errors.ImageTooLarge(
-            f"the result would be {size[0]}x{size[1]} uncompressed: over {cap} bytes"
-        )
-
-
-def least_bands(chain: Chain, bands: int, alpha: bool, cmyk_source: bool) -> int:
-    """The fewest bands the result of ``chain`` has: colour (1 grey, 3 sRGB, 4 CMYK) and
-    alpha, as each task makes them (``_bands_after``; a test runs every task on every
-    kind of source against it), then the output's colorspace and background."""
-    colour, alpha = (1 if bands - alpha < 3 else 3), alpha
-    for task in chain.tasks:
-        kind = catalogue.TABLE[task.name].kind
-        if kind is Kind.FILES:  # the images it places decide: the fewest
-            colour, alpha = 1, False
-        elif kind is Kind.IMAGE:
-            colour, alpha = _bands_after(task, colour, alpha)
-    output = chain.merged("output")
-    alpha = alpha and _see_through(output, "background", "transparent")
-    space = output.get("colorspace")
-    return (4 if space == "cmyk" or (space == "input" and cmyk_source) else colour) + alpha
-
-
-#: Tasks that make grey sRGB whatever their options (drawn colours only if not grey).
-COLOURING = frozenset({"sepia"})
-#: Tasks that put their image over ``background`` (the default here) after making it
-#: partly transparent: alpha left unless that background is opaque.
-OVER_BACKGROUND = {"vignette": "white", "torn_edges": "white", "shadow": "white"}
-OVER_BACKGROUND |= {"polaroid": "white", "circle": "transparent"}
-OVER_BACKGROUND |= {"rounded_corners": "transparent"}
-
-
-def _bands_after(task: Task, colour: int, alpha: bool) -> tuple[int, bool]:
-    """The fewest colour bands and whether alpha is sure to be left after ``task``."""
-    colour = 1 if task.name in GREYING else 3 if task.name in COLOURING else colour
-    if task.name in OVER_BACKGROUND:
-        return colour, _see_through(dict(task.options), "background", OVER_BACKGROUND[task.name])
-    if task.name == "border":  # over its background (its colour), then framed
-        under = task.get("background", task.get("color", "black"))
-        return colour, alpha and _see_through({"b": under}, "b", "black")
-    return colour, alpha
-
-
-def _see_through(options: Mapping[str, object], name: str, default: str) -> bool:
-    return params.rgba(str(options.get(name, default)))[3] < 255
 
 
 def _start(

@@ -34,6 +34,7 @@ from stowage.processing import (
     pillowjpeg,
     placedcost,
     profiles,
+    resultbands,
     resultshare,
     saverates,
     saving,
@@ -157,7 +158,7 @@ class VipsEngine:
         if output.format == "tiff" and "compression" not in save_options(chain, output):
             size = cost.made_size(opened, chain, header.width, placed)
             source_bands = header.bands, header.hasalpha(), header.interpretation == "cmyk"
-            cost.check_bytes(size, source_bands, chain, limits.max_output_bytes)
+            resultbands.check_bytes(size, source_bands, chain, limits.max_output_bytes)
         answer, last = chains.answer_of(chain), chain.tasks[-1:]
         if answer is not None:  # the steps before the answering task, then its text
             chain = dataclasses.replace(chain, tasks=chain.tasks[:-1])
