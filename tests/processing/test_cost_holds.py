@@ -202,3 +202,27 @@ def test_a_turn_by_a_few_degrees_after_lazy_turns_keeps_their_reads(
         spent = _spent(source, segments, side * side, tmp_path / "o.jpg")
         print(f"{segments}: estimated {seconds:.2f} s, took {spent:.2f} s")
         assert seconds >= spent / 2, (segments, seconds, spent)
+
+
+@pytest.mark.parametrize("seed", [5543, 5544])
+def test_a_lazy_turn_after_a_held_polaroid_reads_it_as_held(tmp_path: Path, seed: int) -> None:
+    """A polaroid held, then a turn the budget leaves lazy (the first print fits in
+    four times the source's pixels, the second does not): the held print is read again
+    for every strip as it is (it was held before it was put over its background, which
+    was then made again each time: 3.6 times the CPU of the chain held whole), and a
+    lazy polaroid's own print is priced for each strip (seed sweep 20016: estimated
+    0.16 s, took 0.67)."""
+    rng = random.Random(seed)
+    for case in range(2):
+        side = rng.randint(500, 600)
+        source = noise_jpeg(tmp_path / f"s{case}.jpg", side, seed + case)
+        later = rng.choice(["rotate=deg:{}", "polaroid=rotate:{}"]).format(rng.randint(20, 160))
+        segments = [f"polaroid=rotate:{rng.randint(30, 60)}", later, "resize=width:10"]
+        budget = side * side * 4
+        seconds = estimated(source, segments, budget)
+        spent = _spent(source, segments, budget, tmp_path / "o.jpg")
+        whole = _spent(source, segments, budget * 1000, tmp_path / "o.jpg")
+        print(f"{segments}: estimated {seconds:.2f} s, took {spent:.2f} s ({whole:.2f} held)")
+        assert seconds >= spent / 2, (segments, seconds, spent)
+        if later.startswith("rotate"):
+            assert spent <= 2 * whole + 0.02, (segments, spent, whole)

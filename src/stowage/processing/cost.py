@@ -32,6 +32,7 @@ from stowage.processing import (
     catalogue,
     costholds,
     decodecost,
+    effects,
     estimates,
     faces,
     flatness,
@@ -129,6 +130,10 @@ CALL |= {"partial_pixelate": 0.004, "sharpen": 0.002, "modulate": 0.0025, "circl
 #: 0.045 s, estimated 0.020: seeds offset by 5555 in test_chains_of_holds)
 CALL |= {"pixelate": 0.003}
 CALL_TURNED = 0.009  # rotate by other than a right angle
+#: Seconds a megapixel of a turned polaroid's print (the photo in its frame), made again
+#: for each strip its turn reads when the turn is left lazy: 0.26-0.36 s more for a
+#: 1.4 MP print read 48 times (seed sweep 20016: estimated 0.16 s, took 0.45-0.67)
+FRAMED = 0.005
 CALL_OTHER = 0.001
 #: Seconds each box of ``objects`` costs, besides the pixels: a box is cut, pixelated or
 #: blurred and inserted by a pipeline of its own. One thread, 10 and 50 boxes on a
@@ -250,6 +255,10 @@ def _step(
     degrees = _turned_by(task)
     turn = 1.0 if degrees is None else holding.strip_reads(before, made, degrees)
     site = holding.Site(before, made, _measures(task), _held(task))
+    if task.name == "polaroid":
+        print_size = effects.polaroid_print(*before)
+        inner = FRAMED * print_size[0] * print_size[1] / 1e6
+        return costholds.Step(task, seconds, _amplification(task), turn, site, inner=inner)
     if task.name != "sharpen":
         return costholds.Step(task, seconds, _amplification(task), turn, site)
     margin = _margin(task)
