@@ -113,3 +113,15 @@ def test_outlines_and_layers_are_refused_or_within_a_factor(
     if kind in DRAWN:
         assert _estimate(source, steps, limits, out) is not None
     estimated_and_drawn(source, steps, limits, out)
+
+
+def test_a_crossing_outline_is_priced_at_the_scale_it_is_drawn(tmp_path: Path) -> None:
+    """Most of a crossing outline's time grows with the scale drawn at
+    (``svgstroke.SCANNED``): priced at its own size, a polygon of about 2,500 vertices on
+    1000x300 drawn 300 px wide was estimated at 1.61 s for 0.26 s of CPU, 6 times (seed
+    17220 of the test above, found by a seed sweep); now 0.67 s. Crossing polygons drawn
+    at 0.3 and 0.1 of their size took 0.43-0.63 and 0.24-0.39 of their time at their own."""
+    source, steps, out = seeded(tmp_path, generated, "crossing", 17220)
+    assert steps == "resize=width:300"
+    limits = dataclasses.replace(LIMITS, max_cost=MAX_COST, big_cost=0.0)
+    estimated_and_drawn(source, steps, limits, out)
