@@ -130,11 +130,13 @@ CALL |= {"partial_pixelate": 0.004, "sharpen": 0.002, "modulate": 0.0025, "circl
 #: 0.045 s, estimated 0.020: seeds offset by 5555 in test_chains_of_holds)
 CALL |= {"pixelate": 0.003}
 CALL_TURNED = 0.009  # rotate by other than a right angle
-#: Seconds a megapixel more of a turn (not by a right angle) of an image with alpha: its
-#: picture and its coverage are turned apart and joined (``geometry.rotate``): one thread,
-#: 1000 x 1000 noise by 47 degrees, 0.058 s a megapixel made, 0.0096 without alpha. Priced
-#: as without, lazy turns of an RGBA PNG took up to 3.65 times their estimate (4.0 s for
-#: 1.1; a seed sweep of test_cost_holds' generator on RGBA sources, seeds 21000-21039)
+#: Seconds a megapixel more of a turn (not by a right angle) of an image with alpha, or on
+#: a partly transparent background (which gives it alpha): its picture and its coverage
+#: are turned apart and joined (``geometry.rotate``): one thread, 1000 x 1000 noise by 47
+#: degrees, 0.058 s a megapixel made, 0.0096 without alpha. Priced as without, lazy turns
+#: of an RGBA PNG took up to 3.65 times their estimate (4.0 s for 1.1; a seed sweep of
+#: test_cost_holds' generator on RGBA sources, seeds 21000-21039), and three turns of a
+#: JPEG, the first on background 00ff0080, 3.1 s for 0.95
 ALPHA_TURNED = 0.05
 #: Seconds a megapixel of a turned polaroid's print (the photo in its frame), made again
 #: for each strip its turn reads when the turn is left lazy: 0.26-0.36 s more for a
@@ -261,7 +263,7 @@ def _step(
     degrees = _turned_by(task)
     turn = 1.0 if degrees is None else holding.strip_reads(before, made, degrees)
     site = holding.Site(before, made, _measures(task), _held(task))
-    if alpha and task.name == "rotate" and degrees is not None:
+    if (alpha or resultbands.adds_alpha(task)) and task.name == "rotate" and degrees is not None:
         seconds += ALPHA_TURNED * made[0] * made[1] / 1e6
     if task.name == "polaroid":
         print_size = effects.polaroid_print(*before)

@@ -64,7 +64,15 @@ def bands_after(task: Task, colour: int, alpha: bool) -> tuple[int, bool]:
     if task.name == "border":  # over its background (its colour), then framed
         under = task.get("background", task.get("color", "black"))
         return colour, alpha and see_through({"b": under}, "b", "black")
-    return colour, alpha
+    return colour, alpha or adds_alpha(task)
+
+
+def adds_alpha(task: Task) -> bool:
+    """A turn by other than a right angle on a partly transparent background: the
+    image gains alpha to be drawn on (``ops.drawable``)."""
+    deg = task.get("deg", 0)
+    free = task.name == "rotate" and isinstance(deg, int) and deg % 90 != 0
+    return free and see_through(dict(task.options), "background", "white")
 
 
 def see_through(options: Mapping[str, object], name: str, default: str) -> bool:
