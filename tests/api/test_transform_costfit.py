@@ -5,21 +5,16 @@ can see how well the cost rates fit the machine (docs/transformations.md)."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
-import pyvips
 
 from tests.api.harness import Harness
 from tests.api.test_transform import get, stored
+from tests.processing.test_cost_saves import noise
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 FIT = "stowage_processing_cost_fit"
-
-
-def noise(side: int) -> bytes:
-    bands = [pyvips.Image.gaussnoise(side, side, mean=128, sigma=60) for _ in range(3)]
-    data: bytes = bands[0].bandjoin(bands[1:]).cast("uchar").write_to_buffer(".png")
-    return data
 
 
 def sample(text: str, suffix: str) -> float:
@@ -33,11 +28,12 @@ async def counts(harness: Harness) -> tuple[float, float]:
 
 
 async def test_a_job_estimated_at_a_tenth_of_a_second_or_more_is_counted(
-    harness: Harness,
+    harness: Harness, tmp_path: Path
 ) -> None:
     """A blur of 1200 x 1200 noise (estimated about 0.25 s) is counted once, at a ratio a
     machine could give; its cached answer and a thumbnail's job (estimated 0.05 s) are not."""
-    handle = await stored(harness, noise(1200), "noise.png")
+    source = noise(tmp_path / "noise.png", 1200, 1200, 5548)
+    handle = await stored(harness, source.read_bytes(), "noise.png")
     count, total = await counts(harness)
     await get(harness, f"/blur=amount:10/{handle}")
     after, summed = await counts(harness)

@@ -7,22 +7,16 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-import pyvips
 
 from stowage.processing import chain, cost, estimates
 from stowage.processing.base import BigJob
 from stowage.processing.vips import VipsEngine
+from tests.processing.test_cost_saves import noise
 from tests.processing.test_svgcost import LIMITS, PNG
 
 
-def _noise(path: Path, side: int) -> Path:
-    bands = [pyvips.Image.gaussnoise(side, side, mean=128, sigma=60) for _ in range(3)]
-    bands[0].bandjoin(bands[1:]).cast("uchar").write_to_file(str(path))
-    return path
-
-
 def test_a_job_keeps_the_estimate_it_was_checked_at_and_its_cpu(tmp_path: Path) -> None:
-    source, out = _noise(tmp_path / "n.png", 800), tmp_path / "out.png"
+    source, out = noise(tmp_path / "n.png", 800, 800, 5547), tmp_path / "out.png"
     parsed = chain.parse(["blur=amount:10", "sharpen=amount:5"])
     with pytest.raises(BigJob) as big:
         VipsEngine().render(source, parsed, PNG, out, dataclasses.replace(LIMITS, big_cost=0))

@@ -263,7 +263,7 @@ def _step(
     degrees = _turned_by(task)
     turn = 1.0 if degrees is None else holding.strip_reads(before, made, degrees)
     site = holding.Site(before, made, _measures(task), _held(task))
-    if (alpha or resultbands.adds_alpha(task)) and task.name == "rotate" and degrees is not None:
+    if task.name == "rotate" and degrees is not None and resultbands.bands_after(task, 3, alpha)[1]:
         seconds += ALPHA_TURNED * made[0] * made[1] / 1e6
     if task.name == "polaroid":
         print_size = effects.polaroid_print(*before)
