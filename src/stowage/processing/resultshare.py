@@ -115,14 +115,14 @@ def _of_result(
 ) -> flatness.Content:
     if kind == flatness.DETAIL:
         return source(kind)
-    on_strips = run_on_strips(tasks)
+    on_strips, job = run_on_strips(tasks), ops.HOLD_BUDGET.get()
     token = ops.HOLD_BUDGET.set(None)  # the job's holds are the job's
     try:
         if on_strips:
             image = frames.load(opened.name, {"access": "sequential", "fail_on": "error"})
         else:  # bounded, held: the copy's own holds drawn from a budget of its own
             image = resultcopy.copied(opened.name, opened.frame_pixels)
-            ops.HOLD_BUDGET.set(resultcopy.budget(image))
+            ops.HOLD_BUDGET.set(resultcopy.budget(image, opened.frame_pixels, job))
         if image.format not in ("uchar", "ushort"):
             return source(kind)  # read by ``samples`` first: measured as the source
         found = flatness.of_strips(strips(run(ops.srgb(image), tasks)), kind)
