@@ -88,7 +88,9 @@ async def test_process_answers_what_the_cdn_answers(harness: Harness, seed: int)
             }
             bodies[sources[label]["photo"]], bodies[sources[label]["text"]] = photo, text
         as_is = metadata = 0
-        for _ in range(36):
+        for drawn in range(120):  # 36 at least, more until both kinds were drawn
+            if drawn >= 36 and as_is >= 5 and metadata >= 1:
+                break
             label = rng.choice(sorted(apps))
             app = apps[label]
             calls = rng.choice([["read", "stat"], ["read", "stat", "convert"]])
