@@ -8,6 +8,7 @@ on one profile; what they show is the profile's curve and primaries computed in 
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import numpy as np
@@ -17,10 +18,18 @@ from stowage.processing import profiles
 from tests.processing.rgbprofiles import linear, rgb_profile, srgb_encoded, to_srgb
 
 SEEDS = (5511, 5512, 5513, 5534)  # 5534: Adobe RGB 3.7 off by the best of the 26 around
-#: The most a colour may show off, by profile: an 8-bit step of the profile near black
-#: is more than a level of sRGB's (measured on 600 random colours: 3.4, 2.9, 3.3; the
-#: best of the 26 values around the rounded ones: 3.4, 3.3, 4.2, and 5.1 at seed 7835).
-MOST = {"p3": 3.5, "adobe": 3.5, "prophoto": 4.0}
+#: How much nearer a value around the one drawn may show, in this test's arithmetic, than
+#: the one drawn: the engine measures what each shows through LittleCMS, whose matrices
+#: differ from the colorants' own in floats by about 0.1 percent, up to 1.8 levels for a
+#: dark channel beside a bright one (P3's (5, 235, 4): 3.7 off here, 2.9 by LittleCMS,
+#: whose best neighbour shows 3.1; sweep seed 18140; the most of 2,400 colours a
+#: profile, 1.4 to 1.8). Rounded one by one, the values of 60 colours showed up to 2.7
+#: (P3), 5.1 (Adobe RGB) and 7.5 levels (ProPhoto) further than their best neighbour, by
+#: the median of 40 such draws, and 0.04 to 1.2 on average against at most 0.10 now.
+CMM_SPREAD = 2.0
+#: The values 3 steps each way around those drawn; the drawn ones at ``CENTRE``.
+AROUND = np.array(list(itertools.product(range(-3, 4), repeat=3)))
+CENTRE = len(AROUND) // 2
 
 
 def colours(rng: random.Random, count: int) -> list[tuple[int, int, int]]:
@@ -33,13 +42,27 @@ def colours(rng: random.Random, count: int) -> list[tuple[int, int, int]]:
     return drawn
 
 
+def shown(name: str, data: bytes, values: np.ndarray) -> np.ndarray:
+    """The sRGB levels ``values`` of the profile show as, computed in floats."""
+    return srgb_encoded(linear(name, values / 255) @ to_srgb(data).T) * 255
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("name", ["p3", "adobe", "prophoto"])
 def test_a_colour_is_drawn_as_the_values_that_show_nearest(seed: int, name: str) -> None:
+    """Each colour drawn shows within ``CMM_SPREAD`` of the nearest its neighbours (3
+    steps each way) show; on average within 1.2 levels of the colour, and within 0.13 of
+    the nearest. (How near the nearest is depends on the colour: 5.1 levels off for one
+    on ProPhoto, seed 7835.)"""
     data = rgb_profile(name)
     asked = colours(random.Random(seed), 60)
-    drawn = np.array([profiles._ink(data, rgb) for rgb in asked], dtype=float)
-    shown = srgb_encoded(linear(name, drawn / 255) @ to_srgb(data).T) * 255
-    error = np.abs(shown - np.array(asked)).max(axis=1)
-    worst = asked[int(error.argmax())]
-    assert error.max() <= MOST[name] and error.mean() <= 1.2, (worst, error.max(), error.mean())
+    drawn = [profiles._ink(data, rgb) for rgb in asked]
+    error, lost = [], []
+    for rgb, values in zip(asked, drawn, strict=True):
+        around = np.clip(np.array(values) + AROUND, 0, 255).astype(float)
+        misses = np.abs(shown(name, data, around) - np.array(rgb)).max(axis=1)
+        error.append(misses[CENTRE])
+        lost.append(misses[CENTRE] - misses.min())
+    worst = asked[int(np.argmax(lost))]
+    assert max(lost) <= CMM_SPREAD and np.mean(lost) <= 0.13, (worst, max(lost), np.mean(lost))
+    assert np.mean(error) <= 1.2, np.mean(error)
