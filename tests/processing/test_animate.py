@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import random
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -75,20 +74,18 @@ def estimate(
 
 def proportional(asked: str, width: int, height: int) -> tuple[int, int]:
     """The documented frame: the sides asked for, one alone keeping the first image's
-    proportion (rounded half up, as every side is: a 366x25 image at ``width:183`` is
-    12.5 rows, 13; Python's ``round`` made it 12), else the first image's size."""
+    proportion as ``resize`` keeps it, which is as libvips sizes it (half up in its
+    arithmetic: a 366x25 image at ``width:183`` is 12.5 rows, 13; Python's ``round`` made
+    it 12; 40x310 at ``width:98``, 759.5 rows exactly, is 759), else the first image's
+    size."""
     sides = dict(option.split(":") for option in asked.split(",") if option)
     if "width" in sides and "height" in sides:
         return int(sides["width"]), int(sides["height"])
-    if "width" in sides:
-        return int(sides["width"]), _half_up(height * int(sides["width"]), width)
-    if "height" in sides:
-        return _half_up(width * int(sides["height"]), height), int(sides["height"])
+    if "width" in sides or "height" in sides:
+        want_w, want_h = int(sides.get("width", 10**6)), int(sides.get("height", 10**6))
+        made = pyvips.Image.black(width, height).thumbnail_image(want_w, height=want_h)
+        return made.width, made.height
     return width, height
-
-
-def _half_up(numerator: int, denominator: int) -> int:
-    return max(1, int(Fraction(numerator, denominator) + Fraction(1, 2)))
 
 
 # -- the estimate and the limits follow the result's frames ---------------------------------
@@ -182,6 +179,8 @@ def test_a_list_too_costly_is_refused_before_it_renders(tmp_path: Path) -> None:
     by=st.sampled_from(["width", "height"]),
 )
 @example(size=(366, 25), side=183, by="width")  # 12.5 rows: half up, 13
+@example(size=(48, 372), side=98, by="width")  # 759.5 rows: 760 as libvips multiplies
+@example(size=(40, 310), side=98, by="width")  # 759.5 rows: 759 in its arithmetic
 def test_one_side_asked_keeps_the_other_in_proportion(
     tmp_path: Path, size: tuple[int, int], side: int, by: str
 ) -> None:

@@ -59,11 +59,16 @@ def test_a_box_gives_every_format_the_size_of_its_binding_side_alone(
 def halves(count: int) -> list[tuple[int, int, str]]:
     """Sources and resizes whose derived side is exactly k+0.5 pixels, from a fixed seed:
     one side given or a box that it binds, every fit, enlarged or made smaller. Sized
-    from the scale alone (half up), 3x2 to height 75 was declared 113x75 where libvips
-    makes 112x75 (its scale's round trip leaves 112.4999...), and 4000x3000 to width 302
-    302x227 where it makes 302x226 (found by test_half_up with another seed)."""
+    from the scale alone (half up), 4000x3000 to width 302 was declared 302x227 where
+    libvips makes 302x226 (shrunk, its scale's round trip leaves 226.4999...; found by
+    test_half_up with another seed). Enlarged, libvips multiplies by the scale instead:
+    through the round trip, 48x372 to width 98 was declared 98x759 and 3x2 to height 75
+    112x75 where libvips makes 98x760 and 113x75, and 36x279 to width 98 98x760 where
+    it makes 98x759 (25 of 383 enlarged ties; each path was then scaled a second time to
+    the declared size; found by test_animate with another seed)."""
     rng = random.Random(5500)
     found = [(3, 2, "resize=height:75"), (400, 300, "resize=width:302")]
+    found += [(48, 372, "resize=width:98"), (279, 36, "resize=height:98")]
     while len(found) < count:
         have, other = 2 * rng.randint(1, 150), rng.randint(1, 300)
         given = [
@@ -100,3 +105,8 @@ def test_a_side_derived_at_half_a_pixel_is_declared_as_made(
             made = pyvips.Image.new_from_file(str(render(tmp_path, source, segment, pillow=pillow)))
             sizes[(suffix, pillow)] = (made.width, made.height)
     assert set(sizes.values()) == {declared}, sizes
+    task = chain.parse([segment]).tasks[0]
+    if task.get("fit", "clip") == "clip":  # and as libvips sizes it alone, no second pass
+        box_w, box_h = task.get("width") or 10**6, task.get("height") or 10**6
+        alone = image.thumbnail_image(box_w, height=box_h, no_rotate=True)
+        assert (alone.width, alone.height) == declared, (alone.width, alone.height)

@@ -78,7 +78,9 @@ PREFIX = ".stowage-derivatives"
 #: 10: faces (and red eyes) are looked for in a photo as its Exif orientation shows it
 #: (a portrait photo stored sideways, tag 6, had none found).
 #: 11: animate=fit:crop keeps the part its align names (every frame was cut in its middle).
-RENDERING = 11
+#: 12: a side derived from an enlarging scale at exactly half a pixel rounds up, as
+#: libvips' resize makes it (animate's frames, the Pillow path's resize were a pixel short).
+RENDERING = 12
 CHUNK = 256 * 1024
 log = logging.getLogger("stowage.processing")
 T = TypeVar("T")

@@ -146,9 +146,16 @@ def binds_by_width(width: int, height: int, box_w: int, box_h: int) -> bool:
 
 def proportional(other: int, have: int, want: int) -> int:
     """``other`` scaled as a side of ``have`` pixels goes to ``want``, rounded as libvips'
-    resize rounds it (half a pixel up, through its scale's round trip): a task given one
-    side derives the other as ``resize`` does (96x40 to width 30 is 30x13 in both)."""
-    return max(1, int(other / (1.0 / (1.0 / (have / want))) + 0.5))
+    resize rounds it (half a pixel up, in its arithmetic): a task given one side derives
+    the other as ``resize`` does (96x40 to width 30 is 30x13 in both). Shrunk, through
+    the scale's round trip (reduce divides by the shrink); enlarged, the side times the
+    scale (affine multiplies): 28x217 to width 98 is 759.5 rows, 760 as libvips makes
+    it, where the round trip gave 759 (25 of 383 enlarged ties; this rule, 0 of 23,000
+    generated sizes, 1,919 of them ties; found by a seed sweep of ``animate``)."""
+    shrink = have / want
+    if shrink < 1.0:
+        return max(1, int(other * (1.0 / shrink) + 0.5))
+    return max(1, int(other / (1.0 / (1.0 / shrink)) + 0.5))
 
 
 def kept_side(given: int, width: int, height: int, by_width: bool) -> int:
@@ -239,7 +246,7 @@ def _resize_size(task: Task, width: int, height: int) -> tuple[int, int]:
     """The size ``resize_with`` makes (the cost estimate's): the side that binds met, the
     other derived as libvips derives it (``kept_side``). Rounded from the scale alone,
     half a pixel went up where libvips' round trip of the scale takes it down (4000x3000
-    to width 302 is 302x226, not 227; 3x2 to height 75 is 112x75)."""
+    to width 302 is 302x226, not 227; enlarged, 40x310 to width 98 is 98x759)."""
     want_w, want_h = task.get("width"), task.get("height")
     if not isinstance(want_w, int) and not isinstance(want_h, int):
         return width, height
