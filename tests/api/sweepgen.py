@@ -19,6 +19,7 @@ from PIL import Image
 
 from stowage.processing import catalogue, params
 from stowage.processing.effects import Pair
+from stowage.processing.geometry import UNBOUNDED
 from stowage.processing.params import Choice, Either, Integer, Number, Whole
 from stowage.processing.table import Kind
 
@@ -233,9 +234,13 @@ def _resized(options: dict[str, str], w: int, h: int) -> tuple[int, int] | None:
         return tw, th
     if not (tw or th):
         return None
-    scale = min(t / s for t, s in ((tw, w), (th, h)) if t)
-    scale = min(scale, 1.0) if fit == "max" else scale
-    return max(1, math.floor(w * scale + 0.5)), max(1, math.floor(h * scale + 0.5))
+    # The binding side is met and libvips derives the other in its own arithmetic: a
+    # 180x135 image to width 186 is 139.5 rows exactly, 139 in libvips' doubles (seed
+    # 18747), as the engine declares it ("How the engine rounds a size").
+    made = pyvips.Image.black(w, h).thumbnail_image(
+        tw or UNBOUNDED, height=th or UNBOUNDED, size="down" if fit == "max" else "both"
+    )
+    return made.width, made.height
 
 
 def _framed(name: str, options: dict[str, str], w: int, h: int) -> tuple[int, int] | None:
