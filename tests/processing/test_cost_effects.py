@@ -18,6 +18,7 @@ import pytest
 
 from stowage.config import Settings
 from stowage.processing import chain, cost
+from stowage.processing.base import Limits
 from stowage.processing.vips import VipsEngine
 from tests.processing import cpuspeed
 from tests.processing.test_cost import LIMITS
@@ -35,15 +36,19 @@ FORMATS = ["gif", "gif", "gif", "avif", "webp", "png"]
 
 
 def estimated_and_spent(
-    source: Path, segments: list[str], dest: Path, monkeypatch: pytest.MonkeyPatch
+    source: Path,
+    segments: list[str],
+    dest: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    limits: Limits = LIMITS,
 ) -> tuple[float, float]:
     """The engine's last estimate (the measured one) and the job's CPU time in the state
-    the rates describe (``cpuspeed``), the measures included."""
+    the rates describe (``cpuspeed``), the measures included, under ``limits``."""
     estimates: list[float] = []
     monkeypatch.setattr(cost, "check", lambda seconds, limits: estimates.append(seconds))
     parsed = chain.parse(segments)
     output = chain.output_for(parsed, "image/png")
-    run = lambda: VipsEngine(threads_per_job=1).render(source, parsed, output, dest, LIMITS)  # noqa: E731
+    run = lambda: VipsEngine(threads_per_job=1).render(source, parsed, output, dest, limits)  # noqa: E731
     spent = cpuspeed.least(run, times=1)
     if spent > 2.0:  # again when it ran long: the machine is shared
         spent = min(spent, cpuspeed.least(run, times=1))
