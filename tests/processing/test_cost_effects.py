@@ -45,7 +45,7 @@ def estimated_and_spent(
     """The engine's last estimate (the measured one) and the job's CPU time in the state
     the rates describe (``cpuspeed``), the measures included, under ``limits``."""
     estimates: list[float] = []
-    monkeypatch.setattr(cost, "check", lambda seconds, limits: estimates.append(seconds))
+    monkeypatch.setattr(cost, "check", lambda seconds, _limits: estimates.append(seconds))
     parsed = chain.parse(segments)
     output = chain.output_for(parsed, "image/png")
     run = lambda: VipsEngine(threads_per_job=1).render(source, parsed, output, dest, limits)  # noqa: E731
