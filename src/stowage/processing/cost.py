@@ -57,6 +57,7 @@ from stowage.processing.saverates import (
     SAVE_FRAME,
     drawn_rate,
     gif_frames_rate,
+    noise_factor,
     quality_factor,
     save_rate,
 )
@@ -248,10 +249,12 @@ def estimate(
     if plain:  # known flat without drawing it (no image in it: ``plain``), nothing measured
         asked, flat = None, flatness.kept(pixels, FLAT_MEASURE[fmt], (w0, h0))
     factor = quality_factor(fmt, chain)
-    density = opened.decoding.gif_density
+    size, density = (w0, h0), opened.decoding.gif_density
     # placed (a collage's, an animation's): the frames are other files', priced as before
-    gif = None if placed else gif_frames_rate(fmt, opened.loader, pixels, (w0, h0), density, frames)
-    rate = save_rate(fmt, w * h * frames / 1e6, asked, frames, factor, flat) if gif is None else gif
+    rate = None if placed else gif_frames_rate(fmt, opened.loader, pixels, size, density, frames)
+    if rate is None:
+        noisy = noise_factor(fmt, chain)
+        rate = save_rate(fmt, w * h * frames / 1e6, asked, frames, factor, flat, noisy)
     rate = drawn_rate(fmt, factor, flat) if plain else rate
     saved = (rate + HIDDEN_FILL.get(fmt, 0.0)) * w * h / 1e6 + SAVE_FRAME.get(fmt, 0.0)
     return total + saved * frames + (asked.spent if asked is not None else 0.0)

@@ -29,13 +29,31 @@ HIDDEN_FILL = {"webp": 0.05, "avif": 0.05, LOSSLESS_WEBP: 0.05}
 #: Seconds a megapixel of random noise costs to save, for the encoders whose time grows
 #: with the detail they are given; between a photo's and this by ``detail`` (detail.py).
 #: PNG's rate is already a textured photo's, which noise matches.
-SAVE_NOISE = {"avif": 1.2, "webp": 0.25, "gif": 1.0}
+SAVE_NOISE = {"avif": 1.2, "webp": 0.25, "gif": 1.0, "jpeg": 0.01}
 #: AVIF's save time by the quality asked, against its default (50), by which its rates
 #: are: libaom at effort 2, one thread, 1600x1200 (2026-12-02; a textured photo, a smooth
 #: one, noise): 70 1.12/1.06/1.17, 80 1.21/1.34/1.20, 90 1.38/1.57/2.39, 95 1.64/1.40/2.66,
 #: 100 2.10/2.63/1.73; a 12 MP photo 5.4 s at 50, 10.3 s at 100. Straight lines between.
 #: Below 50 it is faster (0.77-0.9 at 30), still priced at 1.
 AVIF_QUALITY = ((50, 1.0), (70, 1.15), (80, 1.25), (90, 1.6), (95, 1.9), (100, 2.2))
+#: JPEG's save time by how it is coded, against the baseline's rate (``SAVE``, which holds
+#: for a baseline JPEG at any quality), as (a photo's, noise's) below quality 90, from 90
+#: to 99 and at 100. A progressive JPEG (``pjpg``: ``interlace``) codes every
+#: coefficient in several scans with tables made for them; optimised tables
+#: (``compress``: ``optimize_coding``) cost a second pass; from quality 90 libvips keeps
+#: the chroma whole (4:4:4), twice the coefficients, and at 100 a photo's are nearly all
+#: non-zero. Measured (2026-12-07, one thread, 2000x1500, normalised by cpuspeed), seconds
+#: a megapixel at quality 50-85 / 90-95 / 100: baseline noise 0.0035-0.0044 / 0.009 /
+#: 0.011, a photo 0.0024 / 0.004 / 0.007; optimised noise 0.010-0.014 / 0.028-0.029 /
+#: 0.033, a photo 0.005-0.006 / 0.012-0.013 / 0.023; progressive (with optimised tables
+#: the same) noise 0.020-0.032 / 0.068 / 0.062, a photo 0.010-0.012 / 0.021-0.023 /
+#: 0.043-0.045. ``pjpg=quality:100`` of 12 MP of noise took 0.97 s, estimated 0.3.
+JPEG_CODING = {
+    "progressive": ((1.2, 3.5), (2.3, 7.0), (4.5, 7.0)),
+    "optimized": ((1.0, 1.5), (1.3, 3.5), (2.3, 3.5)),
+}
+WHOLE_CHROMA_FROM = 90  # libvips' jpegsave: 4:4:4 from this quality up, 4:2:0 below
+JPEG_DEFAULT_QUALITY = 75
 #: The same for the frames of an animation: GIF's frames each quantised to a palette of
 #: their own cost more than a still's pixels: noise 1.38-1.47 s a megapixel in frames of
 #: 400x300 to 1000x1000, 1.93 in frames of 100x75, against 0.65-0.75 for a still of
@@ -97,6 +115,7 @@ def save_rate(
     frames: int = 1,
     factor: float = 1.0,
     flat: float = 0.0,
+    noise_factor: float = 1.0,
 ) -> float:
     """Seconds a megapixel to save ``megapixels`` as ``fmt``: a photo's rate, or nearer
     noise's as ``content``'s detail says, for an encoder whose time depends on it (asked
@@ -104,11 +123,13 @@ def save_rate(
     ``FLAT`` as much as it finds flat, less the share ``flat`` says the chain may
     have changed (a still whose chain keeps the source's flat areas, but in the boxes
     of a partial task: ``flatness.kept``; 0: none kept). ``factor`` (``quality_factor``) multiplies
-    the photo's and the flat rate, not noise's: noise's time grew less at quality 100
-    (1.73x) than photos' (2.1-2.6x), and its rate is already high."""
+    the photo's and the flat rate, not noise's: AVIF's noise grew less at quality 100
+    (1.73x) than photos' (2.1-2.6x), and its rate is already high; ``noise_factor``
+    (``jpeg_factors``' second) multiplies noise's. Nothing is measured where noise's rate
+    is no higher than the photo's."""
     rate, noise = SAVE.get(fmt, OTHER) * factor, SAVE_NOISE.get(fmt)
     noise = SAVE_NOISE_FRAMES.get(fmt, noise) if frames > 1 else noise
-    noise = None if noise is None else max(noise, rate)
+    noise = None if noise is None or noise * noise_factor <= rate else noise * noise_factor
     lowest = FLAT[fmt] * factor if flat > 0 and frames == 1 and fmt in FLAT else None
     if content is None or rate * megapixels <= MEASURE_ABOVE:
         return rate
@@ -131,7 +152,10 @@ def drawn_rate(fmt: str, factor: float, flat: float) -> float:
 
 
 def quality_factor(fmt: str, chain: Chain) -> float:
-    """How many times its rate a save at the chain's quality takes (AVIF's grows with it)."""
+    """How many times its rate a save at the chain's quality takes (AVIF's grows with it,
+    a progressive or optimised JPEG's with its coding and quality: ``jpeg_factors``)."""
+    if fmt == "jpeg":
+        return jpeg_factors(chain)[0]
     quality = chain.quality
     if fmt != "avif" or not isinstance(quality, int) or quality <= AVIF_QUALITY[0][0]:
         return 1.0
@@ -139,6 +163,25 @@ def quality_factor(fmt: str, chain: Chain) -> float:
         if quality <= q1:
             return f0 + (f1 - f0) * (quality - q0) / (q1 - q0)
     return AVIF_QUALITY[-1][1]
+
+
+def noise_factor(fmt: str, chain: Chain) -> float:
+    """How many times noise's rate (``SAVE_NOISE``) the chain's save takes: a JPEG's by
+    its coding (``jpeg_factors``), 1 for the other formats."""
+    return jpeg_factors(chain)[1] if fmt == "jpeg" else 1.0
+
+
+def jpeg_factors(chain: Chain) -> tuple[float, float]:
+    """``JPEG_CODING``'s (photo, noise) factors for the chain's save, (1, 1) for a
+    baseline JPEG; a quality not yet known (``input``, read from the source when the job
+    runs) as libvips' default."""
+    coding = "progressive" if chain.output_format == "pjpg" else None
+    coding = coding or ("optimized" if chain.compresses else None)
+    if coding is None:
+        return 1.0, 1.0
+    quality = chain.quality if isinstance(chain.quality, int) else JPEG_DEFAULT_QUALITY
+    band = 0 if quality < WHOLE_CHROMA_FROM else 1 if quality < 100 else 2
+    return JPEG_CODING[coding][band]
 
 
 def gif_frames_rate(

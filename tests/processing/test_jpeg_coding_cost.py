@@ -1,0 +1,79 @@
+"""A progressive JPEG (``pjpg``) or one with optimised tables (``compress``) costs more
+to save than a baseline one, and more again from quality 90 (4:4:4): the estimate
+follows it (``saverates.JPEG_CODING``).
+
+Before: every JPEG save was priced at the baseline's rate, whatever its coding and
+quality; ``pjpg=quality:100`` of 12 MP of noise took 0.97 s of one core, estimated
+at 0.3 (found by a direct sweep of generated chains, 2026-12-07)."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from pathlib import Path
+
+import pytest
+
+from stowage.processing import chain, saverates
+from tests.processing.test_cost_effects import estimated_and_spent
+from tests.processing.test_cost_saves import noise, photo
+
+CODINGS = {
+    "baseline": "output=format:jpg,quality:{q}",
+    "pjpg": "pjpg=quality:{q}",
+    "compress": "output=format:jpg,quality:{q},compress:true",
+    "both": "pjpg=quality:{q}/compress",
+}
+SLACK = 0.03  # seconds: the job's fixed costs, small beside these saves
+
+
+def test_the_rates_of_each_coding_follow_the_save_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each coding, content and quality band, at generated sizes and qualities, with the
+    content measured whatever the save's size (as it is from ``MEASURE_ABOVE``'s, 0.3 s
+    at a photo's rate: 6 to 30 MP for these codings): the job takes under 1.6 times its
+    estimate (noise to a progressive JPEG at quality 90-100 took three times it before)
+    and is estimated under three times what it takes."""
+    monkeypatch.setattr(saverates, "MEASURE_ABOVE", 0.0)
+    rng = random.Random(5551)
+    kinds = itertools.product(CODINGS, ("noise", "photo"), ((40, 89), (90, 99), (100, 100)))
+    for case, (coding, kind, band) in enumerate(kinds):
+        width, height = rng.randint(1200, 1700), rng.randint(900, 1200)
+        quality = rng.randint(*band)
+        segments = CODINGS[coding].format(q=quality).split("/")
+        if kind == "noise":
+            source = noise(tmp_path / f"{case}.png", width, height, 5551 + case)
+        else:
+            source = photo(tmp_path / f"{case}.jpg", width, height)
+        seconds, spent = estimated_and_spent(source, segments, tmp_path / "o", monkeypatch)
+        print(f"{kind} {width}x{height} {segments}: estimated {seconds:.3f}, took {spent:.3f}")
+        assert spent < 1.6 * seconds + SLACK, (kind, width, height, segments, seconds, spent)
+        assert seconds < 3 * spent + SLACK, (kind, width, height, segments, seconds, spent)
+        source.unlink()
+
+
+def test_a_baseline_jpeg_keeps_its_rates_and_the_codings_grow_with_the_quality() -> None:
+    def factors(*segments: str) -> tuple[float, float]:
+        parsed = chain.parse(list(segments))
+        return saverates.quality_factor("jpeg", parsed), saverates.noise_factor("jpeg", parsed)
+
+    progressive, optimized = (
+        saverates.JPEG_CODING["progressive"],
+        saverates.JPEG_CODING["optimized"],
+    )
+    for quality in (1, 50, 89, 90, 100):
+        assert factors(f"output=format:jpg,quality:{quality}") == (1.0, 1.0)
+    assert factors("pjpg") == factors("pjpg=quality:89") == progressive[0]
+    assert factors("pjpg=quality:90") == factors("pjpg=quality:99") == progressive[1]
+    assert factors("pjpg=quality:100") == progressive[2]
+    assert factors("compress") == optimized[0]
+    assert factors("output=quality:95", "compress") == optimized[1]
+    assert factors("output=format:pjpg,quality:95", "compress") == factors("pjpg=quality:95")
+    assert factors("pjpg", "output=quality:input") == factors("pjpg")  # the default's until read
+    assert factors("pjpg", "output=format:jpg") == (1.0, 1.0)  # the last output's format
+    for coding in (progressive, optimized):  # each band's dearer than the one below
+        assert all(a[0] <= b[0] and a[1] <= b[1] for a, b in itertools.pairwise(coding))
+    parsed = chain.parse(["pjpg=quality:100"])
+    for fmt in ("webp", "png", "avif", "gif"):
+        assert saverates.noise_factor(fmt, parsed) == 1.0
