@@ -89,6 +89,13 @@ class Chain:
         value = self.merged("pjpg").get("quality", value)
         return self.merged("output").get("quality", value)
 
+    def makes_cmyk(self, fmt: str, cmyk_source: bool) -> bool:
+        """Whether the result is saved in CMYK: ``output=colorspace:cmyk``, or ``input``
+        for a CMYK source, and a format that holds it (JPEG, TIFF); RGB stays RGB."""
+        space = self.merged("output").get("colorspace")
+        asked = space == "cmyk" or (space == "input" and cmyk_source)
+        return asked and fmt in ("jpeg", "tiff")
+
     @property
     def compresses(self) -> bool:
         """``compress``, or ``output=compress:true``: the savers' most compact settings."""

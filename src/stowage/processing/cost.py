@@ -51,6 +51,7 @@ from stowage.processing.decodecost import Header as Header
 from stowage.processing.decodecost import Still as Still
 from stowage.processing.pngsave import rate as png_compressed
 from stowage.processing.saverates import (
+    CMYK_EXPORT,
     DRAWN_FLAT,
     FLAT_MEASURE,
     HIDDEN_FILL,
@@ -248,15 +249,17 @@ def estimate(
     plain = drawing is not None and drawing.plain() and fmt in DRAWN_FLAT and not placed
     if plain:  # known flat without drawing it (no image in it: ``plain``), nothing measured
         asked, flat = None, flatness.kept(pixels, FLAT_MEASURE[fmt], (w0, h0))
-    factor = quality_factor(fmt, chain)
+    cmyk = chain.makes_cmyk(fmt, opened.decoding.cmyk)
+    factor = quality_factor(fmt, chain, cmyk)
     size, density = (w0, h0), opened.decoding.gif_density
     # placed (a collage's, an animation's): the frames are other files', priced as before
     rate = None if placed else gif_frames_rate(fmt, opened.loader, pixels, size, density, frames)
     if rate is None:
-        noisy = noise_factor(fmt, chain)
+        noisy = noise_factor(fmt, chain, cmyk)
         rate = save_rate(fmt, w * h * frames / 1e6, asked, frames, factor, flat, noisy)
     rate = drawn_rate(fmt, factor, flat) if plain else rate
-    saved = (rate + HIDDEN_FILL.get(fmt, 0.0)) * w * h / 1e6 + SAVE_FRAME.get(fmt, 0.0)
+    rate += HIDDEN_FILL.get(fmt, 0.0) + (CMYK_EXPORT if cmyk else 0.0)
+    saved = rate * w * h / 1e6 + SAVE_FRAME.get(fmt, 0.0)
     return total + saved * frames + (asked.spent if asked is not None else 0.0)
 
 

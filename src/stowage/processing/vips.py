@@ -330,11 +330,7 @@ def _prepared(image: pyvips.Image, chain: Chain, output: Output, cmyk_source: bo
         # hold bled into the visible edge (AVIF 12 levels, WebP 79). They take the colour
         # of the visible pixels near them, which depends on what is shown only.
         image = ops.hidden_filled(image)
-    space = settings.get("colorspace")
-    if (space == "cmyk" or (space == "input" and cmyk_source)) and output.format in (
-        "jpeg",
-        "tiff",
-    ):  # the formats that hold CMYK; "input" keeps a CMYK source's, RGB stays RGB
+    if chain.makes_cmyk(output.format, cmyk_source):
         return image.icc_transform("cmyk", embedded=False)
     if not profiles.carried(image, output.format, _drops_profile(chain, output)):
         # A file without a profile is shown as sRGB: its pixels must be sRGB's first (a
