@@ -37,12 +37,11 @@ from stowage import errors
 from stowage.processing import cost, decodecost
 from stowage.processing.base import Chain, Limits, Output, Rendered, Task
 from stowage.processing.geometry import UNBOUNDED, binds_by_width, kept_side, resize_box
+from stowage.processing.saverates import DEFAULT_QUALITY, WHOLE_CHROMA_FROM
 
 SAVERS = {"jpeg": "JPEG", "webp": "WEBP"}
 #: The chain keeps the image's size: no resize, only how to save it.
 SAME_SIZE = Task("resize")
-DEFAULT_QUALITY = 75  # libvips' jpegsave and webpsave default
-SUBSAMPLE_FROM = 90  # libvips saves JPEG 4:4:4 from this quality up, 4:2:0 below
 _RESIZE_OPTIONS = {"width", "height", "fit"}
 _FITS = {"clip", "max", "scale"}
 _EXIF_IFD, _PIXEL_X, _PIXEL_Y = 0x8769, 0xA002, 0xA003
@@ -196,7 +195,7 @@ def _encoded(
     _stop_at(deadline, limits)
     out = io.BytesIO()
     if output.format == "jpeg":
-        subsampling = "4:4:4" if quality >= SUBSAMPLE_FROM else "4:2:0"
+        subsampling = "4:4:4" if quality >= WHOLE_CHROMA_FROM else "4:2:0"
         resized.save(out, "JPEG", quality=quality, subsampling=subsampling, **metadata)
     else:
         resized.save(out, "WEBP", quality=quality, method=4, **metadata)

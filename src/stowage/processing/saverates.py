@@ -53,6 +53,7 @@ JPEG_CODING = {
     "optimized": ((1.0, 1.5), (1.3, 3.5), (2.3, 3.5)),
 }
 WHOLE_CHROMA_FROM = 90  # libvips' jpegsave: 4:4:4 from this quality up, 4:2:0 below
+DEFAULT_QUALITY = 75  # libvips' jpegsave and webpsave default
 #: The same for a CMYK JPEG (``output=colorspace:cmyk``, or ``input`` of a CMYK source),
 #: whose four bands are all kept whole, the baseline's included: measured the same way,
 #: noise 0.010-0.013 / 0.012-0.014 / 0.018 baseline, 0.036-0.041 / 0.043-0.044 / 0.045
@@ -73,7 +74,6 @@ CMYK_EXPORT = 0.022
 #: alpha, 0.002 for flat areas (one thread, 2000x1500 and 4000x3000, normalised); 0.0014-0.0026
 #: uncompressed. Priced at 0.01 it was under its time two to five times.
 DEFLATED_TIFF = 4.0
-JPEG_DEFAULT_QUALITY = 75
 #: The same for the frames of an animation: GIF's frames each quantised to a palette of
 #: their own cost more than a still's pixels: noise 1.38-1.47 s a megapixel in frames of
 #: 400x300 to 1000x1000, 1.93 in frames of 100x75, against 0.65-0.75 for a still of
@@ -202,7 +202,7 @@ def jpeg_factors(chain: Chain, cmyk: bool = False) -> tuple[float, float]:
     coding = coding or ("optimized" if chain.compresses else None)
     if coding is None and not cmyk:
         return 1.0, 1.0
-    quality = chain.quality if isinstance(chain.quality, int) else JPEG_DEFAULT_QUALITY
+    quality = chain.quality if isinstance(chain.quality, int) else DEFAULT_QUALITY
     band = 0 if quality < WHOLE_CHROMA_FROM else 1 if quality < 100 else 2
     table = JPEG_CMYK_CODING if cmyk else JPEG_CODING
     return table[coding or "baseline"][band]
