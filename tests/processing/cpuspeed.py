@@ -27,7 +27,15 @@ machine (a polygon of 1,000 random vertices across 1000x1000: 0.20 s, as where t
 were measured) while the blur took 1.5 times its price: divided by the blur's factor, a
 polyline of 2,785 random vertices (sweep seed 15420 of test_svgrefs) came out 6 times
 under its estimate. ``speed("scan")`` measures that kind of work, for the share of an
-SVG's estimate that is its outlines' crossings (``svgstroke``)."""
+SVG's estimate that is its outlines' crossings (``svgstroke``).
+
+On another (2026-12-07, a 2-core AMD EPYC) the blur took 0.4 times its price, but
+libjpeg-turbo ran at the rates' speed: a progressive JPEG of noise at quality 100 took
+0.064 s a megapixel, the 0.062-0.068 it was priced from, and every save of
+test_save_coding_cost.py at the rates' own times; divided by the blur's factor (clamped
+to half), a baseline JPEG of noise came out 1.7 times its estimate, a CMYK one twice.
+``speed("jpeg")`` measures that save, for the tests of chains whose time is mostly
+libjpeg-turbo's."""
 
 from __future__ import annotations
 
@@ -59,6 +67,9 @@ SCAN_POINTS = " ".join(
     f"{_SCANNED.uniform(0, 1000):.1f},{_SCANNED.uniform(0, 1000):.1f}" for _ in range(1000)
 ).encode()
 SCAN_PRICED = 0.20
+#: 1000x750 of noise saved as a progressive JPEG at quality 100 (4:4:4): 0.062-0.068 s a
+#: megapixel in the rates' state (saverates.JPEG_CODING's measure)
+JPEG_SIZE, JPEG_PRICED = (1000, 750), 0.065 * 0.75
 DRIFT = 2.0
 _DRAWN = itertools.count()
 #: How long a measured speed stands: the drift is over hours, and a test process asked
@@ -66,6 +77,7 @@ _DRAWN = itertools.count()
 STANDS = 10.0
 _measured: dict[str, tuple[float, float]] = {}  # by kind: (when, factor), the last measure
 _encoded: list[pyvips.Image] = []  # the frames ``_encode`` saves, made once
+_noise: list[pyvips.Image] = []  # the picture ``_jpeg`` saves, made once
 
 
 def cpu() -> float:
@@ -105,6 +117,14 @@ def _encode() -> None:
     _encoded[0].gifsave_buffer(effort=4, interpalette_maxerror=0, keep_duplicate_frames=True)
 
 
+def _jpeg() -> None:
+    if not _noise:
+        width, height = JPEG_SIZE
+        pixels = random.Random(9904).randbytes(width * height * 3)
+        _noise.append(pyvips.Image.new_from_memory(pixels, width, height, 3, "uchar").copy_memory())
+    _noise[0].jpegsave_buffer(Q=100, interlace=True)
+
+
 def _one_thread(run: Callable[[], None]) -> None:
     """``run`` on one libvips thread, as a job runs and as the rates were measured."""
     threads = pyvips.concurrency_get()
@@ -135,13 +155,15 @@ _KINDS = {
     "blur": (_draw, PRICED),
     "encode": (_encode, ENCODE_PRICED),
     "scan": (_scan, SCAN_PRICED),
+    "jpeg": (_jpeg, JPEG_PRICED),
 }
 
 
 def speed(kind: str = "blur") -> float:
     """How many times slower than the rates' state the machine is now (0.5 to 2), at
     ``kind`` of work: ``blur`` (librsvg's filter, which moves memory), ``encode`` (an
-    encoder's, which computes) or ``scan`` (cairo's sweep of crossing edges)."""
+    encoder's, which computes), ``scan`` (cairo's sweep of crossing edges) or ``jpeg``
+    (libjpeg-turbo's save)."""
     now = time.monotonic()
     if kind in _measured and now - _measured[kind][0] < STANDS:
         return _measured[kind][1]

@@ -41,9 +41,11 @@ def estimated_and_spent(
     dest: Path,
     monkeypatch: pytest.MonkeyPatch,
     limits: Limits = LIMITS,
+    kind: str = "blur",
 ) -> tuple[float, float]:
     """The engine's last estimate (the measured one) and the job's CPU time in the state
-    the rates describe (``cpuspeed``), the measures included, under ``limits``."""
+    the rates describe (``cpuspeed.speed(kind)``), the measures included, under
+    ``limits``."""
     estimates: list[float] = []
     monkeypatch.setattr(cost, "check", lambda seconds, _limits: estimates.append(seconds))
     parsed = chain.parse(segments)
@@ -52,7 +54,7 @@ def estimated_and_spent(
     spent = cpuspeed.least(run, times=1)
     if spent > 2.0:  # again when it ran long: the machine is shared
         spent = min(spent, cpuspeed.least(run, times=1))
-    return estimates[-1], spent / cpuspeed.speed()
+    return estimates[-1], spent / cpuspeed.speed(kind)
 
 
 @dataclasses.dataclass

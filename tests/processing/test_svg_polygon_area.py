@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from stowage.processing import chain, svgarea
+from stowage.processing.base import Limits
 from stowage.processing.svgrefs import NUMBER
 from stowage.processing.vips import VipsEngine
 from tests.processing import cpuspeed
@@ -107,11 +108,21 @@ def _priced_within(
         render = functools.partial(
             VipsEngine(threads_per_job=1).render, source, parsed, PNG, out, runs
         )
-        used = cpuspeed.least(render, times=1)
-        used /= speed_for(source, "output=format:png", limits, out, estimated)
+        used = _normalised(render, source, limits, out, estimated)
+        if used > within * estimated + 0.1:  # again: a busy machine only adds to one run
+            used = min(used, _normalised(render, source, limits, out, estimated))
         print(f"case {case}: estimated {estimated:.2f} s, took {used:.2f}")
         assert used <= within * estimated + 0.1, (used, estimated)
         assert estimated <= within * used + 0.4, (used, estimated)
+
+
+def _normalised(
+    render: Callable[[], object], source: Path, limits: Limits, out: Path, estimated: float
+) -> float:
+    """One run's CPU time at the rates' speed. (Once in a clean-clone CI, on a 2-core
+    AMD EPYC, seed 5265's second drawing took 2.66 s where it takes 0.56-0.60.)"""
+    used = cpuspeed.least(render, times=1)
+    return used / speed_for(source, "output=format:png", limits, out, estimated)
 
 
 def _point_list(rng: random.Random) -> str:
