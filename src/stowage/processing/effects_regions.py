@@ -71,7 +71,8 @@ def _shape(width: int, height: int, oval: bool, soft: float) -> Any:
     import cv2
 
     scale = min(1.0, MASK_SIDE / max(width, height))
-    w, h = max(1, round(width * scale)), max(1, round(height * scale))
+    across, down = (scale, scale) if soft > 0 else _each_way(width, height)
+    w, h = max(1, round(width * across)), max(1, round(height * down))
     xy = pyvips.Image.xyz(w, h) + 0.5
     x, y = xy[0], xy[1]
     if oval:
@@ -80,9 +81,9 @@ def _shape(width: int, height: int, oval: bool, soft: float) -> Any:
         inside = (1 - (nx * nx + ny * ny) ** 0.5) * (min(w, h) / 2)
     else:
         inside = x.minpair(w - x).minpair(y.minpair(h - y))
-    if soft * scale <= 0 and scale == 1:
+    if soft <= 0 and (w, h) == (width, height):
         weight = (inside > 0).ifthenelse(255, 0)
-    elif soft * scale <= 0:
+    elif soft <= 0:
         # A hard edge enlarged: the distance to it, not a 0/255 step, is what the linear
         # enlargement keeps (a step became a staircase of the copy's pixels, up to 1/scale
         # across); 128 is the edge, within a pixel at any size.
@@ -96,6 +97,13 @@ def _shape(width: int, height: int, oval: bool, soft: float) -> Any:
         return small
     cv2.setNumThreads(1)  # a job process has one core's share; libvips has its own threads
     return cv2.resize(small, (width, height), interpolation=cv2.INTER_LINEAR).reshape(height, width)
+
+
+def _each_way(width: int, height: int) -> tuple[float, float]:
+    """A hard edge's copy shrinks each side on its own: it keeps the distance to the edge,
+    whatever the copy's shape (an oval eight times taller than wide, shrunk as a whole,
+    kept its width at a tenth, and its long sides up to a pixel off)."""
+    return min(1.0, MASK_SIDE / width), min(1.0, MASK_SIDE / height)
 
 
 def _area(boxes: list[Box]) -> Box:
