@@ -67,29 +67,24 @@ def _shape(width: int, height: int, oval: bool, soft: float) -> Any:
     Computed on a copy of at most ``MASK_SIDE`` a side (64 kB) and enlarged by OpenCV
     (in the wheel for the face finder): a pipeline of float operations per box, at the
     box's size, held ~300 MB for fifty boxes over a 3-megapixel image, and libvips'
-    linear enlargement took 0.25 s a 12-megapixel box (OpenCV: 7 ms)."""
+    linear enlargement took 0.25 s a 12-megapixel box (OpenCV: 7 ms). Each side of the
+    copy is shrunk on its own: shrunk as a whole, a long thin box kept its short side at
+    a tenth (an oval of 312 x 2467 had half its perimeter's pixels on the wrong side of
+    its ellipse, and a box 8 pixels tall and 2,600 wide one row, its feathering lost)."""
     import cv2
 
-    scale = min(1.0, MASK_SIDE / max(width, height))
-    across, down = (scale, scale) if soft > 0 else _each_way(width, height)
-    w, h = max(1, round(width * across)), max(1, round(height * down))
+    w, h = min(width, MASK_SIDE), min(height, MASK_SIDE)
     xy = pyvips.Image.xyz(w, h) + 0.5
-    x, y = xy[0], xy[1]
-    if oval:
-        nx, ny = (x - w / 2) / (w / 2), (y - h / 2) / (h / 2)
-        # distance to the ellipse's edge, roughly in pixels of the shorter half-axis
-        inside = (1 - (nx * nx + ny * ny) ** 0.5) * (min(w, h) / 2)
+    if soft > 0:  # the distance in the box's pixels, feathered over ``soft`` of them
+        inside = _inside(xy[0] * (width / w), xy[1] * (height / h), width, height, oval)
+        weight = (inside / soft).minpair(1).maxpair(0) * 255
+    elif (w, h) == (width, height):
+        weight = (_inside(xy[0], xy[1], w, h, oval) > 0).ifthenelse(255, 0)
     else:
-        inside = x.minpair(w - x).minpair(y.minpair(h - y))
-    if soft <= 0 and (w, h) == (width, height):
-        weight = (inside > 0).ifthenelse(255, 0)
-    elif soft <= 0:
-        # A hard edge enlarged: the distance to it, not a 0/255 step, is what the linear
-        # enlargement keeps (a step became a staircase of the copy's pixels, up to 1/scale
-        # across); 128 is the edge, within a pixel at any size.
-        weight = (inside * EDGE_SLOPE + 128).minpair(255).maxpair(0)
-    else:
-        weight = (inside / (soft * scale)).minpair(1).maxpair(0) * 255
+        # A hard edge enlarged: the distance to it in the copy's pixels, not a 0/255
+        # step, is what the linear enlargement keeps (a step became a staircase of the
+        # copy's pixels); 128 is the edge, within a pixel at any size.
+        weight = (_inside(xy[0], xy[1], w, h, oval) * EDGE_SLOPE + 128).minpair(255).maxpair(0)
     # always rows x columns: pyvips gives a 1x1 one-band image as a 0-d array, which
     # crashed the job for a 1-pixel box (or one clipped to an image's corner)
     small = weight.cast("uchar").numpy().reshape(h, w)
@@ -99,11 +94,14 @@ def _shape(width: int, height: int, oval: bool, soft: float) -> Any:
     return cv2.resize(small, (width, height), interpolation=cv2.INTER_LINEAR).reshape(height, width)
 
 
-def _each_way(width: int, height: int) -> tuple[float, float]:
-    """A hard edge's copy shrinks each side on its own: it keeps the distance to the edge,
-    whatever the copy's shape (an oval eight times taller than wide, shrunk as a whole,
-    kept its width at a tenth, and its long sides up to a pixel off)."""
-    return min(1.0, MASK_SIDE / width), min(1.0, MASK_SIDE / height)
+def _inside(x: pyvips.Image, y: pyvips.Image, w: float, h: float, oval: bool) -> pyvips.Image:
+    """How far each point (``x``, ``y``) lies inside the box ``w`` x ``h`` (or its
+    ellipse), negative outside."""
+    if oval:
+        nx, ny = (x - w / 2) / (w / 2), (y - h / 2) / (h / 2)
+        # distance to the ellipse's edge, roughly in pixels of the shorter half-axis
+        return (1 - (nx * nx + ny * ny) ** 0.5) * (min(w, h) / 2)
+    return x.minpair(w - x).minpair(y.minpair(h - y))
 
 
 def _area(boxes: list[Box]) -> Box:
