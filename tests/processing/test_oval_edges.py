@@ -16,11 +16,18 @@ import pyvips
 from stowage.processing import chain, effects_regions
 
 
-def exact(width: int, height: int) -> np.ndarray:
+def inside(width: int, height: int, oval: bool = True) -> np.ndarray:
+    """How far each pixel's centre lies inside the box (or its ellipse, in pixels of the
+    shorter half-axis, as ``_shape`` reckons it), computed at the box's size in floats."""
     y, x = np.mgrid[0:height, 0:width] + 0.5
-    nx, ny = (x - width / 2) / (width / 2), (y - height / 2) / (height / 2)
-    inside: np.ndarray = nx * nx + ny * ny < 1
-    return inside
+    if oval:
+        nx, ny = (x - width / 2) / (width / 2), (y - height / 2) / (height / 2)
+        return np.asarray((1 - np.sqrt(nx * nx + ny * ny)) * (min(width, height) / 2))
+    return np.asarray(np.minimum(np.minimum(x, width - x), np.minimum(y, height - y)))
+
+
+def exact(width: int, height: int) -> np.ndarray:
+    return inside(width, height) > 0
 
 
 def perimeter(width: int, height: int) -> float:
@@ -54,13 +61,7 @@ def test_a_long_thin_oval_follows_its_ellipse_as_closely() -> None:
 
 def feathered(width: int, height: int, oval: bool, soft: float) -> np.ndarray:
     """``_shape``'s feathered mask computed at the box's size, in floats."""
-    y, x = np.mgrid[0:height, 0:width] + 0.5
-    if oval:
-        nx, ny = (x - width / 2) / (width / 2), (y - height / 2) / (height / 2)
-        inside = (1 - np.sqrt(nx * nx + ny * ny)) * (min(width, height) / 2)
-    else:
-        inside = np.minimum(np.minimum(x, width - x), np.minimum(y, height - y))
-    return np.asarray(np.clip(inside / soft, 0, 1) * 255)
+    return np.asarray(np.clip(inside(width, height, oval) / soft, 0, 1) * 255)
 
 
 def test_a_thin_box_keeps_its_feathered_edges() -> None:
