@@ -126,7 +126,7 @@ def test_overlapping_faces_are_all_hidden(
     rng = random.Random(seed)
     image, boxes = noise(seed), random_boxes(rng)
     found = [Box(x, y, w, h) for x, y, w, h in boxes]
-    monkeypatch.setattr(faces, "detect", lambda image: found)
+    monkeypatch.setattr(faces, "detect_shown", lambda image: found)
     monkeypatch.setattr(faces, "filtered", lambda boxes, low, high: boxes)
     shape = rng.choice(["rect", "oval"])
     inside = depth(boxes, shape == "oval")
@@ -204,7 +204,7 @@ def test_pixelate_faces_lays_blocks_over_each_whole_face(
     image = noise(seed)
     box = rng.choice([*thin_boxes(rng), *random_boxes(rng)])
     face = Box(box[0], box[1], min(box[2], WIDTH - box[0]), min(box[3], HEIGHT - box[1]))
-    monkeypatch.setattr(faces, "detect", lambda image: [face])
+    monkeypatch.setattr(faces, "detect_shown", lambda image: [face])
     monkeypatch.setattr(faces, "filtered", lambda boxes, low, high: boxes)
     amount = rng.randint(2, 100)
     out = facetasks.pixelate_faces(image, face_task("pixelate_faces", amount=amount, blur=0))

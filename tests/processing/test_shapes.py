@@ -78,8 +78,9 @@ def test_pixels_outside_the_corners_are_the_source() -> None:
 def test_smart_crop_first_in_a_chain_shrinks_on_load_and_finds_the_same_face(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """First in a chain the cover is decoded shrunk (a JPEG at 1/4 here); the window is
-    the one the full decode gives, on the face (the astronaut's is left of centre)."""
+    """First in a chain the picture is decoded shrunk (a JPEG at 1/2 here: to the face
+    finder's size, where its faces are looked for); the window is the one the full
+    decode gives, on the face (the astronaut's is left of centre)."""
     source = tmp_path / "astronaut.jpg"
     pyvips.Image.new_from_file(str(ASTRONAUT)).resize(4).jpegsave(str(source), Q=92)
     shrinks: list[int] = []
@@ -91,7 +92,7 @@ def test_smart_crop_first_in_a_chain_shrinks_on_load_and_finds_the_same_face(
 
     monkeypatch.setattr(vips, "_jpeg_shrink", spying)
     shrunk = pyvips.Image.new_from_file(str(render(tmp_path, source, "smart_crop=w:300,h:300")))
-    assert shrinks == [4]  # the 2048-px JPEG decoded at 512 px for a 300x300 cover
+    assert shrinks == [2]  # the 2048-px JPEG decoded at 1024 px, the finder's size
     whole = pyvips.Image.new_from_file(str(source))
     full = subjects.smart_crop(whole, Task("smart_crop", (("height", 300), ("width", 300))))
     assert (shrunk.width, shrunk.height) == (300, 300)

@@ -19,7 +19,9 @@ from typing import Any
 
 import pyvips
 
+from stowage.processing import shownframe
 from stowage.processing.params import half_up
+from stowage.processing.shownframe import Frame
 
 #: The longest side of the copy the cascades read. The cascades find faces from about
 #: 34 px of that copy up (MIN_FACE is where they start looking), so from a thirtieth of
@@ -49,6 +51,10 @@ class Box:
         return self.y + self.height
 
     @property
+    def rect(self) -> shownframe.Rect:
+        return self.x, self.y, self.width, self.height
+
+    @property
     def centre(self) -> tuple[int, int]:
         return self.x + self.width // 2, self.y + self.height // 2
 
@@ -71,22 +77,47 @@ def union(boxes: list[Box]) -> Box:
 
 
 def detect(image: pyvips.Image) -> list[Box]:
-    """Faces in ``image``, in its coordinates, left to right (then top to bottom) as it is
-    shown: the order ``faces:N`` counts in. An image tagged with an Exif orientation (a
-    phone's portrait photo: its pixels lie sideways, tag 6) is searched as it is shown, the
-    cascade finding upright faces only; the boxes are in its stored pixels, where the
-    tasks draw and cut (the result keeps the tag, and is shown turned as the source)."""
-    grey, scale = _small_grey(image)
-    found = _found("haarcascade_frontalface_alt2.xml", grey, _orientation(image), NEIGHBOURS)
-    return [_scaled(box, scale, image) for box in found]
+    """Faces in ``image``, in its stored pixels (where the tasks draw and cut; the result
+    keeps the tag, and is shown turned as the source), left to right (then top to
+    bottom) as it is shown: the order ``faces:N`` counts in."""
+    frame = Frame.of(image)
+    return [Box(*frame.stored(box.rect)) for box in detect_shown(image)]
+
+
+def detect_shown(image: pyvips.Image) -> list[Box]:
+    """Faces in ``image`` as it is shown, in the shown picture's coordinates. An image
+    tagged with an Exif orientation (a phone's portrait photo: its pixels lie sideways,
+    tag 6) is searched as it is shown, the cascade finding upright faces only."""
+    return _search(image, "haarcascade_frontalface_alt2.xml", NEIGHBOURS, DETECT_SIDE)
 
 
 def eyes(image: pyvips.Image, face: Box) -> list[Box]:
-    """Eyes inside ``face`` (image coordinates), looked for in its upper part as shown."""
+    """Eyes inside ``face`` (stored pixels), looked for in its upper part as shown."""
     area = image.extract_area(face.x, face.y, face.width, face.height)
-    grey, scale = _small_grey(area, side=256)
-    found = _found("haarcascade_eye.xml", grey, _orientation(image), 3, least=8, upper=0.6)
-    return [_shifted(_scaled(box, scale, area), face.x, face.y) for box in found]
+    frame = Frame.of(area)
+    found = _search(area, "haarcascade_eye.xml", 3, 256, least=8, upper=0.6)
+    return [_shifted(Box(*frame.stored(box.rect)), face.x, face.y) for box in found]
+
+
+def _search(
+    image: pyvips.Image, name: str, neighbours: int, side: int, least: int = MIN_FACE,
+    upper: float = 1,
+) -> list[Box]:  # fmt: skip
+    """What cascade ``name`` finds in ``image`` (its ``upper`` part) as it is shown, in
+    the shown picture's coordinates, left to right."""
+    import numpy as np
+
+    turn = _SHOWN.get(shownframe.orientation(image))
+    grey = _small_grey(image, side)
+    shown = grey if turn is None else turn(grey)
+    top = max(1, int(shown.shape[0] * upper))
+    found = _cascade(name).detectMultiScale(
+        np.ascontiguousarray(shown[:top]), SCALE_STEP, neighbours, minSize=(least, least)
+    )
+    shown_w, shown_h = Frame.of(image).shown_size
+    scale = shown_w / shown.shape[1]  # the shown copy back to the shown picture
+    boxes = sorted((tuple(int(v) for v in box) for box in found), key=lambda b: b[:2])
+    return [_scaled(box, scale, shown_w, shown_h) for box in boxes]
 
 
 #: How a picture tagged with an Exif orientation is turned to be shown, as libvips'
@@ -102,36 +133,6 @@ _SHOWN: dict[int, Any] = {
 }
 
 
-def _orientation(image: pyvips.Image) -> int:
-    if not image.get_typeof("orientation"):
-        return 1
-    return int(image.get("orientation"))
-
-
-def _found(
-    name: str, grey: Any, orientation: int, neighbours: int, least: int = MIN_FACE, upper: float = 1
-) -> list[tuple[int, ...]]:
-    """What cascade ``name`` finds in ``grey`` (its ``upper`` part) as it is shown, in the
-    stored rows and columns of ``grey``, sorted left to right as shown."""
-    import numpy as np
-
-    turn = _SHOWN.get(orientation)
-    shown = grey if turn is None else turn(grey)
-    top = max(1, int(shown.shape[0] * upper))
-    shown = np.ascontiguousarray(shown[:top])
-    found = _cascade(name).detectMultiScale(shown, SCALE_STEP, neighbours, minSize=(least, least))
-    boxes = sorted((tuple(int(v) for v in box) for box in found), key=lambda b: b[:2])
-    if turn is None:
-        return boxes
-    rows, columns = (turn(a) for a in np.indices(grey.shape, dtype=np.int32))
-    stored: list[tuple[int, ...]] = []
-    for x, y, w, h in boxes:  # two opposite corners, back in the stored rows and columns
-        ys = sorted((int(rows[y, x]), int(rows[y + h - 1, x + w - 1])))
-        xs = sorted((int(columns[y, x]), int(columns[y + h - 1, x + w - 1])))
-        stored.append((xs[0], ys[0], xs[1] - xs[0] + 1, ys[1] - ys[0] + 1))
-    return stored
-
-
 def filtered(boxes: list[Box], minsize: float, maxsize: float) -> list[Box]:
     """The hosted service's size filters: a value above 1 is a size in pixels; from 0 to 1
     a fraction of the middle (median) face's size below (minsize) or above (maxsize)
@@ -144,25 +145,22 @@ def filtered(boxes: list[Box], minsize: float, maxsize: float) -> list[Box]:
     return [b for b in boxes if low <= max(b.width, b.height) <= high]
 
 
-def faces_centre(image: pyvips.Image) -> tuple[int, int] | None:
-    """The centre of the box around every face found, or None: for ``align:faces``."""
-    boxes = detect(image)
-    return union(boxes).centre if boxes else None
-
-
 def faces_offset(
     image: pyvips.Image, width: int, height: int, seen: pyvips.Image | None = None
 ) -> tuple[int, int] | None:
     """Where a ``width`` x ``height`` window of ``image`` is centred on its faces, kept
     inside the image; None when no face is found. ``seen``: the same picture at another
-    size, searched instead (its faces' centre scaled to ``image``)."""
+    size, searched instead (its faces' centre scaled to ``image``). The window is placed
+    in the picture as it is shown (``shownframe``)."""
     searched = image if seen is None else seen
-    centre = faces_centre(searched)
-    if centre is None:
+    boxes = detect_shown(searched)
+    if not boxes:
         return None
-    x, y = centre
-    centre = (x * image.width // searched.width, y * image.height // searched.height)
-    return window_at(centre, width, height, image.width, image.height)
+    x, y = union(boxes).centre
+    seen_w, seen_h = Frame.of(searched).shown_size
+    frame = Frame(shownframe.orientation(searched), image.width, image.height)
+    shown_w, shown_h = frame.shown_size
+    return _window(frame, (x * shown_w // seen_w, y * shown_h // seen_h), width, height)
 
 
 def anchor(
@@ -174,9 +172,21 @@ def anchor(
     memory, or one opened for random access."""
     offset = faces_offset(image, width, height, seen)
     if offset is None:
-        centre = (image.width // 2, image.height // 2)
-        return window_at(centre, width, height, image.width, image.height)
+        frame = Frame.of(image)
+        shown_w, shown_h = frame.shown_size
+        return _window(frame, (shown_w // 2, shown_h // 2), width, height)
     return offset
+
+
+def _window(frame: Frame, centre: tuple[int, int], width: int, height: int) -> tuple[int, int]:
+    """Where a stored ``width`` x ``height`` window centred on ``centre`` (of the shown
+    picture) starts in the stored pixels."""
+    shown_w, shown_h = frame.shown_size
+    window_w, window_h = frame.turned(width, height)
+    window_w, window_h = min(window_w, shown_w), min(window_h, shown_h)
+    left, top = window_at(centre, window_w, window_h, shown_w, shown_h)
+    x, y, _, _ = frame.stored((left, top, window_w, window_h))
+    return x, y
 
 
 def window_at(
@@ -193,9 +203,8 @@ def search_scale(width: int, height: int, side: int = DETECT_SIDE) -> float:
     return max(1.0, max(width, height) / side)
 
 
-def _small_grey(image: pyvips.Image, side: int = DETECT_SIDE) -> tuple[Any, float]:
-    """A uint8 numpy array of the image in grey, longest side at most ``side``, and the
-    factor from its coordinates back to the image's."""
+def _small_grey(image: pyvips.Image, side: int) -> Any:
+    """A uint8 numpy array of the image in grey, its longest side at most ``side``."""
     import numpy as np
 
     scale = search_scale(image.width, image.height, side)
@@ -204,13 +213,13 @@ def _small_grey(image: pyvips.Image, side: int = DETECT_SIDE) -> tuple[Any, floa
         small = small.flatten(background=[255] * (small.bands - 1))
     grey = small.colourspace("b-w")[0].cast("uchar")
     pixels = np.frombuffer(grey.write_to_memory(), dtype=np.uint8)
-    return pixels.reshape(grey.height, grey.width), image.width / grey.width
+    return pixels.reshape(grey.height, grey.width)
 
 
-def _scaled(box: tuple[int, ...], scale: float, image: pyvips.Image) -> Box:
+def _scaled(box: tuple[int, ...], scale: float, width: int, height: int) -> Box:
     x, y, w, h = (half_up(v * scale) for v in box)
-    x, y = min(x, image.width - 1), min(y, image.height - 1)
-    return Box(x, y, max(1, min(w, image.width - x)), max(1, min(h, image.height - y)))
+    x, y = min(x, width - 1), min(y, height - 1)
+    return Box(x, y, max(1, min(w, width - x)), max(1, min(h, height - y)))
 
 
 def _shifted(box: Box, dx: int, dy: int) -> Box:

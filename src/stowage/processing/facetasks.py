@@ -33,6 +33,7 @@ from stowage.processing.params import (
     rgba,
     whole,
 )
+from stowage.processing.shownframe import Frame
 from stowage.processing.table import Answer, Param, TaskSpec
 
 #: An answer's renderer: the image at the task's step -> the answer's text (as the
@@ -66,9 +67,16 @@ def _sizes(default_faces: Value | None) -> tuple[Param, ...]:
 
 
 def found(image: pyvips.Image, task: Task, default_faces: Value) -> list[Box]:
-    """The faces the task selects, after the size filters and ``faces``."""
+    """The faces the task selects, after the size filters and ``faces``, in the stored
+    pixels."""
+    frame = Frame.of(image)
+    return [Box(*frame.stored(box.rect)) for box in found_shown(image, task, default_faces)]
+
+
+def found_shown(image: pyvips.Image, task: Task, default_faces: Value) -> list[Box]:
+    """The faces the task selects, as the picture is shown (``shownframe``)."""
     boxes = faces.filtered(
-        faces.detect(image),
+        faces.detect_shown(image),
         float(task.get("minsize", 0.35)),  # type: ignore[arg-type]
         float(task.get("maxsize", 0.35)),  # type: ignore[arg-type]
     )
@@ -130,17 +138,13 @@ def crop_faces(image: pyvips.Image, task: Task) -> pyvips.Image:
     is crop) and, with width and height, to exactly that size: ``thumb`` and ``crop``
     widen the box to the wanted shape (every face stays in), ``fill`` narrows it."""
     image = ops.in_memory(image)
-    boxes = decisions.decided(lambda: found(image, task, 1))  # an animation: frame 1's
+    boxes = decisions.decided(lambda: found_shown(image, task, 1))  # an animation: frame 1's
     if not boxes:
         return image  # nothing to crop to: the image as it is
-    mode = str(task.get("mode", "thumb"))
-    box = faces.union(boxes)
-    if mode != "crop":
-        box = box.grown(float(task.get("buffer", 200)), image.width, image.height)  # type: ignore[arg-type]
+    frame = Frame.of(image)
+    x, y, width, height = frame.stored(_cut(boxes, task, frame).rect)
+    crop = image.extract_area(x, y, width, height)
     want_w, want_h = task.get("width"), task.get("height")
-    if isinstance(want_w, int) and isinstance(want_h, int):
-        box = _shaped(box, want_w / want_h, mode == "fill", image.width, image.height)
-    crop = image.extract_area(box.x, box.y, box.width, box.height)
     if isinstance(want_w, int) and isinstance(want_h, int):
         return ops.scaled(crop, want_w, want_h, "force")
     if isinstance(want_w, int):
@@ -148,6 +152,20 @@ def crop_faces(image: pyvips.Image, task: Task) -> pyvips.Image:
     if isinstance(want_h, int):
         return ops.scaled(crop, UNBOUNDED, want_h)
     return crop
+
+
+def _cut(boxes: list[Box], task: Task, frame: Frame) -> Box:
+    """What crop_faces cuts around ``boxes``, in the picture as it is shown."""
+    mode = str(task.get("mode", "thumb"))
+    shown_w, shown_h = frame.shown_size
+    box = faces.union(boxes)
+    if mode != "crop":
+        box = box.grown(float(task.get("buffer", 200)), shown_w, shown_h)  # type: ignore[arg-type]
+    want_w, want_h = task.get("width"), task.get("height")
+    if isinstance(want_w, int) and isinstance(want_h, int):
+        aspect_w, aspect_h = frame.turned(want_w, want_h)
+        box = _shaped(box, aspect_w / aspect_h, mode == "fill", shown_w, shown_h)
+    return box
 
 
 def crop_faces_size(task: Task, width: int, height: int) -> tuple[int, int]:
@@ -203,10 +221,12 @@ def _over_faces(
 ) -> pyvips.Image:
     image = ops.in_memory(image)
     buffer = float(task.get("buffer", 0))  # type: ignore[arg-type]
-    for face in found(image, task, "all"):
-        box = face.grown(buffer, image.width, image.height)
+    frame = Frame.of(image)
+    for face in found_shown(image, task, "all"):
+        box = Box(*frame.stored(face.grown(buffer, *frame.shown_size).rect))
         patch = image.extract_area(box.x, box.y, box.width, box.height)
-        covered = cover(patch).cast(patch.format)
+        # blocks are laid from the face's top left corner as it is shown
+        covered = frame.stored_patch(cover(frame.shown_patch(patch))).cast(patch.format)
         if task.get("type", "rect") == "oval":
             covered = _oval(box).ifthenelse(covered, patch)
         image = image.insert(covered, box.x, box.y)

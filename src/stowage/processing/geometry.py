@@ -68,7 +68,7 @@ def resize_with(scale: Scaler, task: Task, width: int, height: int) -> pyvips.Im
     factor = max(box_w / width, box_h / height)
     cover_w, cover_h = max(box_w, half_up(width * factor)), max(box_h, half_up(height * factor))
     if aligns_on_faces(task):
-        cover, seen = _cover_and_view(scale, width, height, cover_w, cover_h)
+        cover, seen = cover_and_view(scale, width, height, cover_w, cover_h)
         # an animation: the first frame's faces place every frame's box
         left, top = decisions.decided(lambda: face_anchor(cover, box_w, box_h, seen))
     else:
@@ -77,7 +77,7 @@ def resize_with(scale: Scaler, task: Task, width: int, height: int) -> pyvips.Im
     return cover.extract_area(left, top, box_w, box_h)
 
 
-def _cover_and_view(
+def cover_and_view(
     scale: Scaler, width: int, height: int, cover_w: int, cover_h: int
 ) -> tuple[pyvips.Image, pyvips.Image]:
     """The cover, and the picture at the face finder's own size for it to search (both in
@@ -85,19 +85,28 @@ def _cover_and_view(
     smaller than that hid faces under the finder's smallest (a 208-px face of a 3000x1000
     photo was 20 px in the 300x100 cover of a 100x100 cut): the cover is then made from
     that view."""
-    side = max(width, height)
     if lazy_cover(width, height, cover_w, cover_h):
         # An enlargement: the cover left lazy for the cut to compute its rows only (a
         # 54x135 photo's 10000x25000 cover, 750 MB, was made in memory for a 10000x171
         # cut: 10-13 s, 0.06 s without align:faces).
         return held_cover(scale, width, height, cover_w, cover_h)
-    if max(cover_w, cover_h) >= min(side, faces.DETECT_SIDE):
+    view_w, view_h = search_view_size(width, height, cover_w, cover_h)
+    if (view_w, view_h) == (cover_w, cover_h):
         cover = scale(cover_w, cover_h, "force").copy_memory()
         return cover, cover
-    factor = min(1.0, faces.DETECT_SIDE / side)
-    view_w, view_h = max(1, half_up(width * factor)), max(1, half_up(height * factor))
     view = scale(view_w, view_h, "force").copy_memory()
     return ops.scaled(view, cover_w, cover_h, "force").copy_memory(), view
+
+
+def search_view_size(width: int, height: int, cover_w: int, cover_h: int) -> tuple[int, int]:
+    """The picture the finder searches for a cover that is not lazy: the cover itself
+    when it is at least the finder's size (or the picture's), else the picture at the
+    finder's size."""
+    side = max(width, height)
+    if max(cover_w, cover_h) >= min(side, faces.DETECT_SIDE):
+        return cover_w, cover_h
+    factor = min(1.0, faces.DETECT_SIDE / side)
+    return max(1, half_up(width * factor)), max(1, half_up(height * factor))
 
 
 def lazy_cover(width: int, height: int, cover_w: int, cover_h: int) -> bool:

@@ -19,9 +19,11 @@ from stowage.processing.base import Task, Value
 from stowage.processing.facetasks import JSON
 from stowage.processing.geometry import (
     Scaler,
+    cover_and_view,
     held_cover,
     lazy_cover,
     proportional,
+    search_view_size,
     view_size,
 )
 from stowage.processing.params import boolean, choice, color, half_up, text, whole
@@ -56,32 +58,44 @@ def smart_crop_with(scale: Scaler, task: Task, width: int, height: int) -> pyvip
     cover_w, cover_h = cover_size(task, width, height)
     if (want_w, want_h) == (width, height):
         return scale(cover_w, cover_h, "force")
-    if lazy_cover(width, height, cover_w, cover_h):
+    lazy = lazy_cover(width, height, cover_w, cover_h)
+    if task.get("mode", "auto") != "object":
+        # faces are looked for in the picture at the finder's size: a cover at the
+        # target's size shrank them under its smallest (a 150x150 cut of a 1000x700
+        # group photo found none of its 88-134 px faces, and cut where attention was)
+        cover, view = cover_and_view(scale, width, height, cover_w, cover_h)
+    elif lazy:
         # Only the window is made: the limits and the estimate see the result, not a
         # cover cut away (a 54x135 photo to 10000x171 was refused for its 10000x25000
         # cover, 750 MB in memory, where resize=fit:crop made it).
         cover, view = held_cover(scale, width, height, cover_w, cover_h)
     else:
         cover = view = scale(cover_w, cover_h, "force").copy_memory()  # read twice
-    left, top = decisions.decided(lambda: _window(cover, view, task, want_w, want_h))
+    measured = view if lazy else cover  # where attention is measured
+    left, top = decisions.decided(lambda: _window(cover, view, measured, task, want_w, want_h))
     return cover.extract_area(left, top, want_w, want_h)
 
 
 def _window(
-    cover: pyvips.Image, view: pyvips.Image, task: Task, want_w: int, want_h: int
+    cover: pyvips.Image,
+    view: pyvips.Image,
+    measured: pyvips.Image,
+    task: Task,
+    want_w: int,
+    want_h: int,
 ) -> tuple[int, int]:
-    """Where the window starts in ``cover``: on the faces, else on the most interesting
-    part, both looked for in ``view`` (the cover, or the cover at the finder's size)."""
+    """Where the window starts in ``cover``: on the faces looked for in ``view``, else on
+    the most interesting part of ``measured`` (the cover, or a lazy cover's view)."""
     if task.get("mode", "auto") != "object":
         offset = faces.faces_offset(cover, want_w, want_h, view)
         if offset is not None:
             return offset
-    seen_w = min(view.width, max(1, half_up(want_w * view.width / cover.width)))
-    seen_h = min(view.height, max(1, half_up(want_h * view.height / cover.height)))
-    cut = view.smartcrop(seen_w, seen_h, interesting="attention")
+    seen_w = min(measured.width, max(1, half_up(want_w * measured.width / cover.width)))
+    seen_h = min(measured.height, max(1, half_up(want_h * measured.height / cover.height)))
+    cut = measured.smartcrop(seen_w, seen_h, interesting="attention")
     # extract_area's offsets are minus the start; scaled from the view to the cover
-    left = half_up(-int(cut.xoffset) * cover.width / view.width)
-    top = half_up(-int(cut.yoffset) * cover.height / view.height)
+    left = half_up(-int(cut.xoffset) * cover.width / measured.width)
+    top = half_up(-int(cut.yoffset) * cover.height / measured.height)
     return min(left, cover.width - want_w), min(top, cover.height - want_h)
 
 
@@ -96,12 +110,16 @@ def cover_size(task: Task, width: int, height: int) -> tuple[int, int]:
 
 def worked_size(task: Task, width: int, height: int) -> tuple[int, int]:
     """The largest image smart_crop makes on the way (``works_on``): its cover, or for a
-    lazy one the picture it holds or the view it searches, the larger."""
+    lazy one the picture it holds or the view it searches, the larger; looking for faces,
+    the picture at the finder's size too (``geometry.search_view_size``)."""
     cover_w, cover_h = cover_size(task, width, height)
-    if not lazy_cover(width, height, cover_w, cover_h):
-        return cover_w, cover_h
-    view_w, view_h = view_size(cover_w, cover_h)
-    return (width, height) if width * height >= view_w * view_h else (view_w, view_h)
+    if lazy_cover(width, height, cover_w, cover_h):
+        made = [(width, height), view_size(cover_w, cover_h)]
+    elif task.get("mode", "auto") != "object":
+        made = [(cover_w, cover_h), search_view_size(width, height, cover_w, cover_h)]
+    else:
+        made = [(cover_w, cover_h)]
+    return max(made, key=lambda size: size[0] * size[1])
 
 
 def _target(task: Task, width: int, height: int) -> tuple[int, int]:
