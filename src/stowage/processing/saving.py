@@ -12,7 +12,7 @@ from typing import Any
 import pyvips
 
 from stowage import errors
-from stowage.processing import gifblocks, svgout, tiffexif, webpanim
+from stowage.processing import gifblocks, shownframe, svgout, tiffexif, webpanim
 from stowage.processing.base import Output
 
 _SUFFIXES = {"jpeg": ".jpg", "png": ".png", "webp": ".webp", "avif": ".avif", "gif": ".gif"}
@@ -149,10 +149,8 @@ def oriented(image: pyvips.Image, output: Output) -> pyvips.Image:
     (their savers write it from this field whatever ``keep`` says)."""
     if output.format not in _EXIF_ORIENTED or image.get_typeof("exif-data"):
         return image
-    if not image.get_typeof("orientation"):
-        return image
-    orientation = int(image.get("orientation"))
-    if not 2 <= orientation <= 8:
+    orientation = shownframe.orientation(image)
+    if orientation == 1:
         return image
     ifd = struct.pack("<HHHIHH", 1, 0x0112, 3, 1, orientation, 0) + struct.pack("<I", 0)
     copied = image.copy()
