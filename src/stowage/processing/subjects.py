@@ -20,7 +20,6 @@ from stowage.processing.facetasks import JSON
 from stowage.processing.geometry import (
     Scaler,
     cover_and_view,
-    held_cover,
     lazy_cover,
     proportional,
     search_view_size,
@@ -59,16 +58,13 @@ def smart_crop_with(scale: Scaler, task: Task, width: int, height: int) -> pyvip
     if (want_w, want_h) == (width, height):
         return scale(cover_w, cover_h, "force")
     lazy = lazy_cover(width, height, cover_w, cover_h)
-    if task.get("mode", "auto") != "object":
-        # faces are looked for in the picture at the finder's size: a cover at the
+    if lazy or task.get("mode", "auto") != "object":
+        # Faces are looked for in the picture at the finder's size: a cover at the
         # target's size shrank them under its smallest (a 150x150 cut of a 1000x700
-        # group photo found none of its 88-134 px faces, and cut where attention was)
+        # group photo found none of its 88-134 px faces, and cut where attention was).
+        # A lazy cover is never made whole: the limits and the estimate see the result
+        # (a 54x135 photo to 10000x171 was refused for its 10000x25000 cover, 750 MB).
         cover, view = cover_and_view(scale, width, height, cover_w, cover_h)
-    elif lazy:
-        # Only the window is made: the limits and the estimate see the result, not a
-        # cover cut away (a 54x135 photo to 10000x171 was refused for its 10000x25000
-        # cover, 750 MB in memory, where resize=fit:crop made it).
-        cover, view = held_cover(scale, width, height, cover_w, cover_h)
     else:
         cover = view = scale(cover_w, cover_h, "force").copy_memory()  # read twice
     measured = view if lazy else cover  # where attention is measured
@@ -93,7 +89,7 @@ def _window(
     seen_w = min(measured.width, max(1, half_up(want_w * measured.width / cover.width)))
     seen_h = min(measured.height, max(1, half_up(want_h * measured.height / cover.height)))
     cut = measured.smartcrop(seen_w, seen_h, interesting="attention")
-    # extract_area's offsets are minus the start; scaled from the view to the cover
+    # extract_area's offsets are minus the start; scaled from what was measured to the cover
     left = half_up(-int(cut.xoffset) * cover.width / measured.width)
     top = half_up(-int(cut.yoffset) * cover.height / measured.height)
     return min(left, cover.width - want_w), min(top, cover.height - want_h)
