@@ -96,9 +96,8 @@ def test_the_copy_holds_the_turns_the_job_holds(
         source = maker(tmp_path / f"s{case}.{'jpg' if case % 2 else 'png'}", side, seed + case)
         segments = _grown_then_turned(pick, side)
         seconds, spent = estimated_and_spent(source, segments, tmp_path / "o", monkeypatch)
-        if spent > 2 * seconds:  # again when over its bound: the machine is shared
-            spent = min(
-                spent, estimated_and_spent(source, segments, tmp_path / "o", monkeypatch)[1]
-            )
+        if spent > 2 * seconds:  # again when over its bound, the speed too (cpuspeed)
+            again = estimated_and_spent(source, segments, tmp_path / "o", monkeypatch, fresh=True)
+            spent = again[1]
         print(f"{side} px {source.suffix} {segments}: estimated {seconds:.2f} s, took {spent:.2f}")
         assert seconds >= spent / 2, (segments, seconds, spent)
