@@ -25,6 +25,7 @@ has, so that small jobs never wait behind big ones (``pool.py``).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 
 from stowage import errors
@@ -41,6 +42,7 @@ from stowage.processing import (
     resultbands,
     resultshare,
     shapes,
+    subjects,
 )
 from stowage.processing.base import BigJob, Chain, Limits, Task
 from stowage.processing.decodecost import DECODE as DECODE
@@ -206,7 +208,7 @@ def estimate(
         if task.name == "resize":
             made += SHRINK * before[0] * before[1]
             made += (UPSCALE - RATES["resize"]) * w * h if w * h > before[0] * before[1] else 0
-        search = _face_search(task, before, worked)
+        search = _face_search(task, before)
         if frames > 1 and _searched_once(task):
             calls += search / 1e6  # on the first frame only, not a frame's work
         else:
@@ -354,14 +356,37 @@ def _rate(task: Task, width: int, height: int) -> float:
     return rate
 
 
-def _face_search(task: Task, before: tuple[int, int], worked: tuple[int, int]) -> float:
+def _face_search(task: Task, before: tuple[int, int]) -> float:
     """Seconds of the face finder's work a task asks for: smart_crop looks for faces in
-    its cover (unless ``mode:object``), the face tasks and ``align:faces`` in their image."""
+    its cover (unless ``mode:object``), a resize with ``align:faces`` in its cover (with
+    ``fit:crop``), both from a share of their window (``faces.CUT_SHARE``); the face
+    tasks and any other ``align:faces`` in their image, from the finder's least face."""
     if task.name == "smart_crop":
-        return 0.0 if task.get("mode") == "object" else FACE_SEARCH * _searched(*worked)
+        return _window_search(subjects.faces_window(task, *before), before)
+    if task.name == "resize":
+        return _window_search(geometry.faces_window(task, *before), before)
     if task.name in FACE_TASKS or geometry.aligns_on_faces(task):
         return FACE_SEARCH * _searched(*before)
     return 0.0
+
+
+def _window_search(window: tuple[int, int, int, int] | None, before: tuple[int, int]) -> float:
+    """Seconds of a search for the faces of a window (box_w, box_h, cover_w, cover_h;
+    None: no search) of a cover of a picture of ``before``'s size, in the view the finder
+    searches (``geometry.searched_size``). The faces under ``faces.CUT_SHARE`` of the
+    window's shorter side are not looked for, and with them go the finest levels of the
+    cascade's pyramid, most of its work (``faces.search_share``). Priced from the
+    finder's least face, a 300x300 smart_crop of a 12 MP photo was estimated at 0.55 s
+    of search for 50-80 ms."""
+    if window is None:
+        return 0.0
+    box_w, box_h, cover_w, cover_h = window
+    searched = geometry.searched_size(*before, cover_w, cover_h)
+    scale = faces.search_scale(*searched)
+    copy_w, copy_h = max(1, round(searched[0] / scale)), max(1, round(searched[1] / scale))
+    shorter = min(box_w * copy_w / cover_w, box_h * copy_h / cover_h)
+    least = faces.least_face(math.floor(shorter / faces.CUT_SHARE))
+    return FACE_SEARCH * _searched(*searched) * faces.search_share(copy_w, copy_h, least)
 
 
 def _searched_once(task: Task) -> bool:

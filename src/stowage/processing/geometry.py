@@ -65,8 +65,7 @@ def resize_with(scale: Scaler, task: Task, width: int, height: int) -> pyvips.Im
         # width 19 alone, 19x8).
         made = scale(box_w, box_h, "down" if fit == "max" else "both")
         return _kept_aspect(made, width, height, binds_by_width(width, height, box_w, box_h))
-    factor = max(box_w / width, box_h / height)
-    cover_w, cover_h = max(box_w, half_up(width * factor)), max(box_h, half_up(height * factor))
+    cover_w, cover_h = crop_cover(box_w, box_h, width, height)
     if aligns_on_faces(task):
         cover, seen = cover_and_view(scale, width, height, cover_w, cover_h)
         # an animation: the first frame's faces place every frame's box
@@ -75,6 +74,23 @@ def resize_with(scale: Scaler, task: Task, width: int, height: int) -> pyvips.Im
         cover = scale(cover_w, cover_h, "force")
         left, top = aligned(cover, task.get("align", "center"), box_w, box_h)
     return cover.extract_area(left, top, box_w, box_h)
+
+
+def crop_cover(box_w: int, box_h: int, width: int, height: int) -> tuple[int, int]:
+    """The ``width`` x ``height`` picture scaled to cover a ``box_w`` x ``box_h`` box."""
+    factor = max(box_w / width, box_h / height)
+    return max(box_w, half_up(width * factor)), max(box_h, half_up(height * factor))
+
+
+def faces_window(task: Task, width: int, height: int) -> tuple[int, int, int, int] | None:
+    """The box a resize places on faces and the cover it cuts it from (box_w, box_h,
+    cover_w, cover_h), or None when it looks for none: ``align:faces`` is read by
+    ``fit:crop`` with both sides given only (``resize_with``)."""
+    both = task.get("width") is not None and task.get("height") is not None
+    if not aligns_on_faces(task) or task.get("fit", "clip") != "crop" or not both:
+        return None
+    box_w, box_h = resize_box(task, width, height)
+    return box_w, box_h, *crop_cover(box_w, box_h, width, height)
 
 
 def cover_and_view(
@@ -107,6 +123,14 @@ def search_view_size(width: int, height: int, cover_w: int, cover_h: int) -> tup
         return cover_w, cover_h
     factor = min(1.0, faces.DETECT_SIDE / side)
     return max(1, half_up(width * factor)), max(1, half_up(height * factor))
+
+
+def searched_size(width: int, height: int, cover_w: int, cover_h: int) -> tuple[int, int]:
+    """The picture the finder searches for a cover of a ``width`` x ``height`` picture
+    (``cover_and_view``): the view of a lazy cover, else ``search_view_size``'s."""
+    if lazy_cover(width, height, cover_w, cover_h):
+        return view_size(cover_w, cover_h)
+    return search_view_size(width, height, cover_w, cover_h)
 
 
 def lazy_cover(width: int, height: int, cover_w: int, cover_h: int) -> bool:

@@ -104,6 +104,14 @@ def cover_size(task: Task, width: int, height: int) -> tuple[int, int]:
     return max(want_w, half_up(width * factor)), max(want_h, half_up(height * factor))
 
 
+def faces_window(task: Task, width: int, height: int) -> tuple[int, int, int, int] | None:
+    """The window smart_crop places on faces and the cover it cuts it from (want_w,
+    want_h, cover_w, cover_h), or None with ``mode:object`` (no faces looked for)."""
+    if task.get("mode", "auto") == "object":
+        return None
+    return *_target(task, width, height), *cover_size(task, width, height)
+
+
 def worked_size(task: Task, width: int, height: int) -> tuple[int, int]:
     """The largest image smart_crop makes on the way (``works_on``): its cover, or for a
     lazy one the picture it holds or the view it searches, the larger; looking for faces,
