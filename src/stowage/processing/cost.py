@@ -51,6 +51,7 @@ from stowage.processing.decodecost import EMBEDDED as EMBEDDED
 from stowage.processing.decodecost import JPEG2000 as JPEG2000
 from stowage.processing.decodecost import Header as Header
 from stowage.processing.decodecost import Still as Still
+from stowage.processing.params import half_up
 from stowage.processing.pngsave import rate as png_compressed
 from stowage.processing.saverates import (
     CMYK_EXPORT,
@@ -383,7 +384,7 @@ def _window_search(window: tuple[int, int, int, int] | None, before: tuple[int, 
     box_w, box_h, cover_w, cover_h = window
     searched = geometry.searched_size(*before, cover_w, cover_h)
     scale = faces.search_scale(*searched)
-    copy_w, copy_h = max(1, round(searched[0] / scale)), max(1, round(searched[1] / scale))
+    copy_w, copy_h = (max(1, half_up(side / scale)) for side in searched)
     shorter = min(box_w * copy_w / cover_w, box_h * copy_h / cover_h)
     least = faces.least_face(math.floor(shorter / faces.CUT_SHARE))
     return FACE_SEARCH * _searched(*searched) * faces.search_share(copy_w, copy_h, least)
