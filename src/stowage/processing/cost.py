@@ -51,7 +51,6 @@ from stowage.processing.decodecost import EMBEDDED as EMBEDDED
 from stowage.processing.decodecost import JPEG2000 as JPEG2000
 from stowage.processing.decodecost import Header as Header
 from stowage.processing.decodecost import Still as Still
-from stowage.processing.params import half_up
 from stowage.processing.pngsave import rate as png_compressed
 from stowage.processing.saverates import (
     CMYK_EXPORT,
@@ -383,8 +382,7 @@ def _window_search(window: tuple[int, int, int, int] | None, before: tuple[int, 
         return 0.0
     box_w, box_h, cover_w, cover_h = window
     searched = geometry.searched_size(*before, cover_w, cover_h)
-    scale = faces.search_scale(*searched)
-    copy_w, copy_h = (max(1, half_up(side / scale)) for side in searched)
+    copy_w, copy_h = geometry.view_size(*searched)  # the finder's copy of it
     shorter = min(box_w * copy_w / cover_w, box_h * copy_h / cover_h)
     least = faces.least_face(math.floor(shorter / faces.CUT_SHARE))
     return FACE_SEARCH * _searched(*searched) * faces.search_share(copy_w, copy_h, least)

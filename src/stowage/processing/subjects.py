@@ -20,6 +20,7 @@ from stowage.processing.facetasks import JSON
 from stowage.processing.geometry import (
     Scaler,
     cover_and_view,
+    crop_cover,
     lazy_cover,
     proportional,
     search_view_size,
@@ -99,9 +100,7 @@ def cover_size(task: Task, width: int, height: int) -> tuple[int, int]:
     """The image scaled to cover the target: the faces and the attention measure are
     looked for in it, held in memory, unless it enlarges the picture past the finder's
     size (``geometry.lazy_cover``: then in a view of it, and only the window is made)."""
-    want_w, want_h = _target(task, width, height)
-    factor = max(want_w / width, want_h / height)
-    return max(want_w, half_up(width * factor)), max(want_h, half_up(height * factor))
+    return crop_cover(*_target(task, width, height), width, height)
 
 
 def faces_window(task: Task, width: int, height: int) -> tuple[int, int, int, int] | None:
