@@ -183,3 +183,11 @@ def speed(kind: str = "blur", fresh: bool = False) -> float:
     factor = min(max(least(lambda: _one_thread(run)) / priced, 1 / DRIFT), DRIFT)
     _measured[kind] = (now, factor)
     return factor
+
+
+def measured_again(spent_at: Callable[[bool], float], fits: Callable[[float], bool]) -> float:
+    """The CPU time ``spent_at(False)`` gives in the rates' state, or, when it does not
+    ``fits`` its bound, ``spent_at(True)``: the work measured again, divided by the speed
+    measured again (``fresh``; a run's CPU time moves by itself, see the module's note)."""
+    spent = spent_at(False)
+    return spent if fits(spent) else spent_at(True)
