@@ -270,15 +270,18 @@ def _step(
 ) -> costholds.Step:
     degrees = _turned_by(task)
     turn = 1.0 if degrees is None else holding.strip_reads(before, made, degrees)
+    tiles = 1.0 if degrees is None else holding.tile_reads(degrees)
     site = holding.Site(before, made, _measures(task), _held(task))
     if task.name == "rotate" and degrees is not None and resultbands.bands_after(task, 3, alpha)[1]:
         seconds += ALPHA_TURNED * made[0] * made[1] / 1e6
     if task.name == "polaroid":
         print_size = effects.polaroid_print(*before)
         inner = FRAMED * print_size[0] * print_size[1] / 1e6
-        return costholds.Step(task, seconds, _amplification(task), turn, site, inner=inner)
+        return costholds.Step(
+            task, seconds, _amplification(task), turn, site, inner=inner, tiles=tiles
+        )
     if task.name != "sharpen":
-        return costholds.Step(task, seconds, _amplification(task), turn, site)
+        return costholds.Step(task, seconds, _amplification(task), turn, site, tiles=tiles)
     margin = _margin(task)
     strips = costholds.strips(margin) if alpha else 1.0
     if alpha:  # premultiplied, sharpened and divided again in floats (``ops.premultiplied``)

@@ -52,6 +52,7 @@ class Step:
     strips: float = 1.0  # the same with it, under a shrinking resize (``STRIPS_MARGIN``)
     reduced: float = 1.0  # the same, under a resize that shrinks less (``REDUCED_MARGIN``)
     inner: float = 0.0  # seconds of its own work before its turn, read again with its input
+    tiles: float = 1.0  # the same, a turn held (``holding.tile_reads``); else 1
 
 
 def reading(steps: Sequence[Step], seconds: float) -> tuple[list[Step], float]:
@@ -131,6 +132,9 @@ def computed(steps: Sequence[Step], pattern: holding.Pattern) -> float:
             total += step.inner * amplified * (more - 1.0)
             amplified, turned = amplified * more, max(turned, step.turn)
         else:  # a measure not held computes its input once more, besides its reads
+            if held_result:  # a turn held asks by tiles, its own work (inner) in them
+                total += step.inner * (step.tiles - 1.0)
+                amplified *= step.tiles
             amplified = amplified * step.amplification + (1.0 if step.site.input else 0.0)
             turned = 1.0 if step.task.name == "pixelate" else turned  # it asks in parts
     return total
