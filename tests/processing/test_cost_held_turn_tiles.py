@@ -9,14 +9,13 @@ tiles), priced 1.9 times."""
 from __future__ import annotations
 
 import functools
-import math
 import random
 from pathlib import Path
 
 import pytest
 import pyvips
 
-from stowage.processing import chain, cost, holding
+from stowage.processing import chain, cost, geometry, holding
 from stowage.processing.vips import VipsEngine
 from tests.processing import cpuspeed
 from tests.processing.test_cost import LIMITS
@@ -25,28 +24,13 @@ from tests.processing.test_cost_holds import noise_jpeg, noise_rgba
 SEEDS = [5625, 5626]
 
 
-def _turned(image: pyvips.Image, deg: int) -> pyvips.Image:
-    rad = math.radians(deg)
-    cos, sin = math.cos(rad), math.sin(rad)
-    width = round(image.width * abs(cos) + image.height * abs(sin))
-    height = round(image.width * abs(sin) + image.height * abs(cos))
-    return image.affine(
-        [cos, -sin, sin, cos],
-        idx=-(image.width - 1) / 2,
-        idy=-(image.height - 1) / 2,
-        odx=(width - 1) / 2,
-        ody=(height - 1) / 2,
-        oarea=[0, 0, width, height],
-    )
-
-
 def _lab_and_back(image: pyvips.Image) -> pyvips.Image:
     return image.colourspace("lab").colourspace("srgb").cast("uchar")
 
 
 def _made(image: pyvips.Image, deg: int, stepped: bool) -> None:
     """``image`` turned into memory, through a point operation first if ``stepped``."""
-    _turned(_lab_and_back(image) if stepped else image, deg).copy_memory()
+    geometry.turned(_lab_and_back(image) if stepped else image, deg, [0, 0, 0]).copy_memory()
 
 
 def _reads(base: pyvips.Image, deg: int, once: float) -> float:
