@@ -11,7 +11,7 @@ tests run on; the estimate is meant to be within a factor of two, not exact).
 libvips computes the result in tiles and asks each step for the area its tile needs: a
 blur needs a margin of about three times its radius around the tile, so every step
 before a blur is computed again for the overlapping margins. A step's cost is therefore
-multiplied by ``(1 + 2 * margin / TILE) ** 2`` for each later step with a margin: an
+multiplied by ``(1 + 2 * margin / holding.TILE) ** 2`` for each later step with a margin: an
 upscale followed by a large blur costs several times the sum of the two alone. A
 rotation by other than a right angle was worse (every strip of it read the bounding box
 of its input again); it is computed once into memory (``ops.held``) instead, while the
@@ -67,7 +67,6 @@ from stowage.processing.saverates import (
 from stowage.processing.svgdraw import Drawing
 from stowage.processing.table import Kind
 
-TILE = 128  # libvips' tile side for most operations
 #: Seconds a megapixel made, per task; tasks not named here cost ``OTHER``.
 RATES = {
     "resize": 0.026,  # and SHRINK for what it reads; UPSCALE when it enlarges
@@ -432,7 +431,7 @@ def _amplification(task: Task) -> float:
     margin of three times its radius around each tile. (A rotation by other than a right
     angle read, for each strip of its result, the whole bounding box of it; it is now
     computed once into memory, ``ops.held``, and costs its pixels like any step.)"""
-    return (1 + 2 * _margin(task) / TILE) ** 2
+    return (1 + 2 * _margin(task) / holding.TILE) ** 2
 
 
 def _margin(task: Task) -> float:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 #: priced at least at its CPU time (45 degrees: 1.28 s measured, 1.21 priced); chains of
 #: lazy turns are then priced 2-4 times their CPU time (docs/decisions.md).
 STRIP = 12
-#: The side of the tiles a turn held in memory is made in (libvips' small tiles). One
+#: libvips' tile side for most operations, a turn held in memory among them. One
 #: thread, a point operation (Lab and back) on 1400 px noise before a held turn by 1, 5,
 #: 10, 20, 30, 45, 60, 70, 80, 85 and 89 degrees: computed 1.01, 1.15, 1.26, 1.59, 1.73,
 #: 1.78, 1.90, 1.61, 1.40, 1.18 and 1.02 times (``tile_reads``: 1.06, 1.21, 1.37, 1.69,
