@@ -74,29 +74,22 @@ def estimated_and_spent(
     time in the state the rates describe, for an encoder's work (cpuspeed.py: the save is
     most of these chains' time); measured again, the speed with it, when the two are not
     within ``BOUND`` of each other (cpuspeed.py: a run's CPU time moves by itself)."""
-    seconds, spent = _measured(source, segments, dest, limits, monkeypatch, mimetype, False)
-    if seconds < BOUND * spent + SLACK and spent < BOUND * seconds + SLACK:
-        return seconds, spent
-    return _measured(source, segments, dest, limits, monkeypatch, mimetype, True)
-
-
-def _measured(
-    source: Path,
-    segments: list[str],
-    dest: Path,
-    limits: Limits,
-    monkeypatch: pytest.MonkeyPatch,
-    mimetype: str,
-    fresh: bool,
-) -> tuple[float, float]:
     checked: list[float] = []
     check = cost.check
     monkeypatch.setattr(cost, "check", lambda s, lim: (checked.append(s), check(s, lim)))
     parsed = chain.parse(segments)
     output = chain.output_for(parsed, mimetype)
-    started = time.process_time()
-    VipsEngine(threads_per_job=1).render(source, parsed, output, dest, limits)
-    return checked[-1], (time.process_time() - started) / cpuspeed.speed("encode", fresh)
+
+    def spent_at(fresh: bool) -> float:
+        started = time.process_time()
+        VipsEngine(threads_per_job=1).render(source, parsed, output, dest, limits)
+        return (time.process_time() - started) / cpuspeed.speed("encode", fresh)
+
+    def fits(spent: float) -> bool:
+        return checked[-1] < BOUND * spent + SLACK and spent < BOUND * checked[-1] + SLACK
+
+    spent = cpuspeed.measured_again(spent_at, fits)
+    return checked[-1], spent
 
 
 def test_a_gif_whose_frames_only_move_is_priced_near_its_time(

@@ -359,10 +359,11 @@ def _rate(task: Task, width: int, height: int) -> float:
 
 
 def _face_search(task: Task, before: tuple[int, int]) -> float:
-    """Seconds of the face finder's work a task asks for: smart_crop looks for faces in
-    its cover (unless ``mode:object``), a resize with ``align:faces`` in its cover (with
-    ``fit:crop``), both from a share of their window (``faces.CUT_SHARE``); the face
-    tasks and any other ``align:faces`` in their image, from the finder's least face."""
+    """The face finder's work a task asks for, in millionths of a second (seconds a
+    megapixel times pixels, as ``made``): smart_crop looks for faces in its cover (unless
+    ``mode:object``), a resize with ``align:faces`` in its cover (with ``fit:crop``), both
+    from a share of their window (``faces.CUT_SHARE``); the face tasks and any other
+    ``align:faces`` in their image, from the finder's least face."""
     if task.name == "smart_crop":
         return _window_search(subjects.faces_window(task, *before), before)
     if task.name == "resize":
@@ -373,13 +374,13 @@ def _face_search(task: Task, before: tuple[int, int]) -> float:
 
 
 def _window_search(window: tuple[int, int, int, int] | None, before: tuple[int, int]) -> float:
-    """Seconds of a search for the faces of a window (box_w, box_h, cover_w, cover_h;
-    None: no search) of a cover of a picture of ``before``'s size, in the view the finder
-    searches (``geometry.searched_size``). The faces under ``faces.CUT_SHARE`` of the
-    window's shorter side are not looked for, and with them go the finest levels of the
-    cascade's pyramid, most of its work (``faces.search_share``). Priced from the
-    finder's least face, a 300x300 smart_crop of a 12 MP photo was estimated at 0.55 s
-    of search for 50-80 ms."""
+    """The work, as ``_face_search``'s, of a search for the faces of a window (box_w,
+    box_h, cover_w, cover_h; None: no search) of a cover of a picture of ``before``'s
+    size, in the view the finder searches (``geometry.searched_size``). The faces under
+    ``faces.CUT_SHARE`` of the window's shorter side are not looked for, and with them go
+    the finest levels of the cascade's pyramid, most of its work
+    (``faces.search_share``). Priced from the finder's least face, a 300x300 smart_crop
+    of a 12 MP photo was estimated at 0.55 s of search for 50-80 ms."""
     if window is None:
         return 0.0
     box_w, box_h, cover_w, cover_h = window

@@ -66,7 +66,7 @@ def resize_with(scale: Scaler, task: Task, width: int, height: int) -> pyvips.Im
         made = scale(box_w, box_h, "down" if fit == "max" else "both")
         return _kept_aspect(made, width, height, binds_by_width(width, height, box_w, box_h))
     cover_w, cover_h = crop_cover(box_w, box_h, width, height)
-    if aligns_on_faces(task):
+    if faces_window(task, width, height) is not None:
         cover, seen = cover_and_view(scale, width, height, cover_w, cover_h)
         # an animation: the first frame's faces place every frame's box
         left, top = decisions.decided(lambda: face_anchor(cover, box_w, box_h, seen))
@@ -85,7 +85,8 @@ def crop_cover(box_w: int, box_h: int, width: int, height: int) -> tuple[int, in
 def faces_window(task: Task, width: int, height: int) -> tuple[int, int, int, int] | None:
     """The box a resize places on faces and the cover it cuts it from (box_w, box_h,
     cover_w, cover_h), or None when it looks for none: ``align:faces`` is read by
-    ``fit:crop`` with both sides given only (``resize_with``)."""
+    ``fit:crop`` with both sides given only. ``resize_with`` and the cost estimate both
+    ask it, so that the two agree on when a search is made."""
     both = task.get("width") is not None and task.get("height") is not None
     if not aligns_on_faces(task) or task.get("fit", "clip") != "crop" or not both:
         return None

@@ -108,7 +108,8 @@ def faces_window(task: Task, width: int, height: int) -> tuple[int, int, int, in
     want_h, cover_w, cover_h), or None with ``mode:object`` (no faces looked for)."""
     if task.get("mode", "auto") == "object":
         return None
-    return *_target(task, width, height), *cover_size(task, width, height)
+    want_w, want_h = _target(task, width, height)
+    return want_w, want_h, *crop_cover(want_w, want_h, width, height)
 
 
 def worked_size(task: Task, width: int, height: int) -> tuple[int, int]:
